@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Install and build everything hookscope needs on Debian 12; safe to re-run.
+#
+#   - mingw-w64 C/C++ cross compilers (win32 and posix thread models), wine
+#   - libcapstone-dev (native, for the engine's unit tests) and python3
+#   - capstone for Windows: Debian's capstone source package, cross-built
+#     with only the x86 architecture into build/deps/capstone-win/
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+deps="$top/build/deps"
+mkdir -p "$deps"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+packages=(
+    make gcc dpkg-dev python3
+    gcc-mingw-w64-x86-64-win32 g++-mingw-w64-x86-64-win32
+    gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix
+    binutils-mingw-w64-x86-64 mingw-w64-x86-64-dev
+    wine wine64 libcapstone-dev
+)
+# packages the test fixtures need (one per line, # comments allowed)
+if [ -f "$top/scripts/fixture-packages.txt" ]; then
+    while read -r p _; do
+        case "$p" in ""|\#*) ;; *) packages+=("$p") ;; esac
+    done < "$top/scripts/fixture-packages.txt"
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Source packages need a deb-src entry.
+if ! grep -rqsE '^(deb-src|Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "deps: adding a deb-src entry for bookworm"
+    $SUDO tee /etc/apt/sources.list.d/hookscope-deb-src.sources >/dev/null <<'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    $SUDO apt-get update -qq
+fi
+
+# capstone for Windows, static, x86 only.
+cs="$deps/capstone-win"
+if [ ! -f "$cs/lib/capstone.lib" ] || [ ! -f "$cs/include/capstone/capstone.h" ]; then
+    src="$deps/src"
+    mkdir -p "$src"
+    if ! ls -d "$src"/capstone-*/ >/dev/null 2>&1; then
+        echo "deps: fetching Debian's capstone source package"
+        (cd "$src" && apt-get source -qq capstone >/dev/null 2>&1) || {
+            echo "deps: apt-get source capstone failed" >&2; exit 1; }
+    fi
+    dir=$(ls -d "$src"/capstone-*/ | head -n 1)
+    echo "deps: cross-building capstone in $dir"
+    make -C "$dir" clean >/dev/null 2>&1 || true
+    make -C "$dir" -j"$(nproc)" CROSS=x86_64-w64-mingw32- CAPSTONE_ARCHS=x86 \
+        CAPSTONE_STATIC=yes CAPSTONE_SHARED=no CAPSTONE_BUILD_CORE_ONLY=yes \
+        CAPSTONE_X86_REDUCE=no >"$deps/capstone-build.log" 2>&1 || {
+            tail -20 "$deps/capstone-build.log" >&2; exit 1; }
+    rm -rf "$cs"
+    mkdir -p "$cs/lib" "$cs/include/capstone"
+    cp "$dir/capstone.lib" "$cs/lib/capstone.lib"
+    cp "$dir"/include/capstone/*.h "$cs/include/capstone/"
+fi
+
+# A wine prefix, created once (the first start takes seconds).
+if [ ! -f "${WINEPREFIX:-$HOME/.wine}/system.reg" ]; then
+    echo "deps: creating the wine prefix"
+    WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" wineboot -i >/dev/null 2>&1 || true
+fi
+
+echo "deps: ready"
