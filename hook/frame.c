@@ -1,0 +1,329 @@
+/*
+ * hook/frame.c - HS_ANALYZE_FULL: what a function does with its caller's
+ * stack (how many incoming argument slots it touches, whether it takes
+ * their address, spills varargs, probes the stack).
+ *
+ * The instructions of the sweep are followed along the control flow from
+ * the entry (direct branches and resolved jump tables), with, for every
+ * general register, what is known of its value:
+ *
+ *   STACK(o)   entry_rsp + o     (rsp itself starts as STACK(0))
+ *   CONST(c)   the constant c    (for `mov eax, N; call __chkstk; sub rsp, rax`)
+ *   unknown
+ *
+ * push/pop/sub/add/lea/mov/leave keep rsp and frame registers (rbp, or
+ * rax/r11 in `mov rax, rsp; mov [rax+8], rbx` prologues) known. A memory
+ * operand based on a STACK register at entry offset o >= 8 touches
+ * incoming slot (o - 8) / 8: slots 0-3 are the home area, slot 4 is the
+ * fifth argument. Every instruction is processed once, with the state of
+ * the first path that reaches it (compilers keep rsp the same on every
+ * path to an instruction).
+ */
+#include "engine_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { V_UNKNOWN = 0, V_STACK, V_CONST };
+
+typedef struct rval {
+    int32_t kind;
+    int64_t v;
+} rval;
+
+typedef struct fstate {
+    rval r[16];
+} fstate;
+
+typedef struct facts {
+    int lost;            /* an rsp-based access when rsp was unknown */
+    int max_slot;        /* highest incoming slot touched, -1 if none */
+    int args_addr;       /* address of an incoming slot taken */
+    int spill_r9;        /* r9 stored to slot 3 */
+    int lea_home;        /* address of home slot 1..3 taken (va_start) */
+    int uses_4k;         /* an immediate 0x1000 */
+    int sub_rsp_reg;     /* rsp lowered by a register amount */
+} facts;
+
+typedef struct work {
+    int idx;
+    fstate st;
+} work;
+
+static int find_index(const hs_engine *e, uint32_t off)
+{
+    size_t lo = 0, hi = e->sw_n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (e->sw[mid].i.off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->sw_n && e->sw[lo].i.off == off ? (int)lo : -1;
+}
+
+static int reg64(unsigned reg) { return hs__gpr(reg); }
+
+static int is_reg64(unsigned reg)
+{
+    switch (reg) {
+    case X86_REG_RAX: case X86_REG_RBX: case X86_REG_RCX: case X86_REG_RDX:
+    case X86_REG_RSP: case X86_REG_RBP: case X86_REG_RSI: case X86_REG_RDI:
+    case X86_REG_R8: case X86_REG_R9: case X86_REG_R10: case X86_REG_R11:
+    case X86_REG_R12: case X86_REG_R13: case X86_REG_R14: case X86_REG_R15:
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const hs_edge *x = a, *y = b;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
+/* A memory operand: record what it touches in the incoming area. */
+static void note_mem(const fstate *st, const hs_op *o, int is_lea, int dst_reg, const hs_sinsn *s,
+                     facts *f)
+{
+    if (o->reg == 0 || o->reg == X86_REG_RIP)
+        return;
+    int b = reg64(o->reg);
+    if (b < 0)
+        return;
+    if (st->r[b].kind != V_STACK) {
+        if (b == HS_RSP)
+            f->lost = 1;
+        return;
+    }
+    int64_t off = st->r[b].v + o->val;
+    if (off < 8 && !o->index)
+        return;
+    if (is_lea) {
+        /* a frame pointer may point anywhere; any other register holding
+         * the address of an incoming slot lets the function walk them */
+        if (dst_reg != HS_RBP && off >= 8)
+            f->args_addr = 1;
+        if (dst_reg != HS_RBP && off >= 0x10 && off <= 0x20)
+            f->lea_home = 1;
+        return;
+    }
+    if (o->index) {
+        /* an indexed walk over the argument area: its extent is unknown */
+        if (off >= 8)
+            f->args_addr = 1;
+        return;
+    }
+    int slot = (int)((off - 8) / 8);
+    if (slot > f->max_slot)
+        f->max_slot = slot;
+    if (off == 0x20 && s->nops == 2 && s->op[1].type == X86_OP_REG && s->op[1].reg == X86_REG_R9)
+        f->spill_r9 = 1;
+}
+
+/* Apply one instruction to the state. */
+static void step(const hs_engine *e, int k, fstate *st, facts *f)
+{
+    const hs_sinsn *s = &e->sw[k];
+    unsigned id = s->i.id;
+    rval *rsp = &st->r[HS_RSP];
+
+    for (int j = 0; j < s->nops; j++) {
+        if (s->op[j].type == X86_OP_IMM && s->op[j].val == 0x1000)
+            f->uses_4k = 1;
+        if (s->op[j].type == X86_OP_MEM)
+            note_mem(st, &s->op[j], id == X86_INS_LEA,
+                     (id == X86_INS_LEA && s->op[0].type == X86_OP_REG) ? reg64(s->op[0].reg) : -1, s, f);
+    }
+
+    const hs_op *d = s->nops >= 1 ? &s->op[0] : NULL;
+    const hs_op *src = s->nops >= 2 ? &s->op[1] : NULL;
+    int dr = d && d->type == X86_OP_REG ? reg64(d->reg) : -1;
+
+    switch (id) {
+    case X86_INS_PUSH:
+    case X86_INS_PUSHFQ:
+        if (rsp->kind == V_STACK)
+            rsp->v -= 8;
+        return;
+    case X86_INS_POP:
+    case X86_INS_POPFQ:
+        if (rsp->kind == V_STACK)
+            rsp->v += 8;
+        if (dr >= 0 && dr != HS_RSP)
+            st->r[dr].kind = V_UNKNOWN;
+        return;
+    case X86_INS_LEAVE:
+        *rsp = st->r[HS_RBP];
+        if (rsp->kind == V_STACK)
+            rsp->v += 8;
+        st->r[HS_RBP].kind = V_UNKNOWN;
+        return;
+    case X86_INS_CALL:
+        /* the callee may clobber the volatile registers; keep rax for the
+         * stack probe idiom `mov eax, N; call __chkstk; sub rsp, rax` */
+        for (int r = 0; r < 16; r++)
+            if (r <= HS_RDX || (r >= HS_R8 && r <= HS_R11))
+                if (!(r == HS_RAX && k + 1 < (int)e->sw_n && e->sw[k + 1].i.id == X86_INS_SUB &&
+                      e->sw[k + 1].nops == 2 && e->sw[k + 1].op[0].type == X86_OP_REG &&
+                      e->sw[k + 1].op[0].reg == X86_REG_RSP))
+                    st->r[r].kind = V_UNKNOWN;
+        return;
+    default:
+        break;
+    }
+
+    if (dr < 0)
+        return;   /* no general register written (memory destination) */
+    if (!(d->access & CS_AC_WRITE) && id != X86_INS_LEA && id != X86_INS_MOV)
+        return;   /* cmp, test: only read */
+
+    rval nv = { V_UNKNOWN, 0 };
+    int full = is_reg64(d->reg);
+    if ((id == X86_INS_ADD || id == X86_INS_SUB) && src && full) {
+        rval a = st->r[dr];
+        int64_t amount = 0;
+        int known = 0;
+        if (src->type == X86_OP_IMM) {
+            amount = src->val;
+            known = 1;
+        } else if (src->type == X86_OP_REG && reg64(src->reg) >= 0 &&
+                   st->r[reg64(src->reg)].kind == V_CONST) {
+            amount = st->r[reg64(src->reg)].v;
+            known = 1;
+        }
+        if (dr == HS_RSP && id == X86_INS_SUB && src->type == X86_OP_REG)
+            f->sub_rsp_reg = 1;
+        if (known && (a.kind == V_STACK || a.kind == V_CONST)) {
+            nv = a;
+            nv.v += id == X86_INS_ADD ? amount : -amount;
+        }
+    } else if (id == X86_INS_LEA && src && src->type == X86_OP_MEM && full) {
+        int b = src->reg ? reg64(src->reg) : -1;
+        if (b >= 0 && !src->index && st->r[b].kind == V_STACK) {
+            nv.kind = V_STACK;
+            nv.v = st->r[b].v + src->val;
+        }
+    } else if (id == X86_INS_MOV && src) {
+        if (src->type == X86_OP_REG && full && is_reg64(src->reg)) {
+            nv = st->r[reg64(src->reg)];
+        } else if (src->type == X86_OP_IMM) {
+            nv.kind = V_CONST;
+            nv.v = full ? src->val : (int64_t)(uint32_t)src->val;
+        }
+    } else if (id == X86_INS_MOVABS && src && src->type == X86_OP_IMM) {
+        nv.kind = V_CONST;
+        nv.v = src->val;
+    }
+    st->r[dr] = nv;
+}
+
+static int ends_path(const hs_insn *in)
+{
+    return in->kind == HS_I_JMP || in->kind == HS_I_JMP_IND || in->kind == HS_I_RET || in->kind == HS_I_TRAP;
+}
+
+/* Is rax read before it is written, from the entry (straight line)? */
+static int rax_is_input(const hs_engine *e)
+{
+    for (size_t k = 0; k < e->sw_n && k < 32; k++) {
+        const hs_sinsn *s = &e->sw[k];
+        for (int j = 0; j < s->nops; j++) {
+            const hs_op *o = &s->op[j];
+            if (o->type == X86_OP_MEM && (reg64(o->reg) == HS_RAX || reg64(o->index) == HS_RAX))
+                return 1;
+            if (o->type == X86_OP_REG && reg64(o->reg) == HS_RAX && (o->access & CS_AC_READ) &&
+                !(s->i.id == X86_INS_XOR && s->nops == 2 && s->op[1].type == X86_OP_REG &&
+                  s->op[1].reg == s->op[0].reg))
+                return 1;
+        }
+        for (int j = 0; j < s->nops; j++)
+            if (s->op[j].type == X86_OP_REG && reg64(s->op[j].reg) == HS_RAX && (s->op[j].access & CS_AC_WRITE))
+                return 0;
+        if (ends_path(&s->i) || s->i.kind == HS_I_CALL || s->i.kind == HS_I_CALL_IND || s->i.kind == HS_I_JCC)
+            return 0;
+    }
+    return 0;
+}
+
+void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan)
+{
+    facts f = { 0, -1, 0, 0, 0, 0, 0 };
+    size_t n = e->sw_n;
+    int complete = n > 0 && e->sw[n - 1].i.off + e->sw[n - 1].i.len >= fn->size;
+
+    /* scratch: visited flags + a worklist of (index, state) */
+    size_t need = n + (e->tgt_n + 1) * sizeof(work);
+    if (need > e->frame_cap) {
+        void *p = realloc(e->frame_scratch, need);
+        if (!p) {
+            plan->flags |= HS_FN_NO_FRAME_INFO;
+            plan->stack_arg_slots = -1;
+            return;
+        }
+        e->frame_scratch = p;
+        e->frame_cap = need;
+    }
+    qsort(e->tgt, e->tgt_n, sizeof *e->tgt, cmp_edge);
+    work *wl = e->frame_scratch;
+    uint8_t *visited = (uint8_t *)(wl + e->tgt_n + 1);
+    memset(visited, 0, n);
+
+    size_t nw = 0;
+    if (n > 0) {
+        memset(&wl[0], 0, sizeof wl[0]);
+        wl[0].idx = 0;
+        wl[0].st.r[HS_RSP].kind = V_STACK;
+        nw = 1;
+    }
+    while (nw > 0) {
+        work w = wl[--nw];
+        int k = w.idx;
+        while (k >= 0 && k < (int)n && !visited[k]) {
+            visited[k] = 1;
+            const hs_insn *in = &e->sw[k].i;
+            step(e, k, &w.st, &f);
+            /* branch targets inside the function get the state after the
+             * branch (a relative branch does not change registers) */
+            size_t lo = 0, hi = e->tgt_n;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (e->tgt[mid].src < in->off)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (size_t t = lo; t < e->tgt_n && e->tgt[t].src == in->off; t++) {
+                const hs_edge *g = &e->tgt[t];
+                if (g->kind == HS_I_CALL)
+                    continue;
+                int ti = find_index(e, g->dst);
+                if (ti >= 0 && !visited[ti] && nw < e->tgt_n + 1) {
+                    wl[nw].idx = ti;
+                    wl[nw].st = w.st;
+                    nw++;
+                }
+            }
+            if (ends_path(in))
+                break;
+            k++;
+        }
+    }
+
+    if (rax_is_input(e) && (f.uses_4k || f.sub_rsp_reg))
+        plan->flags |= HS_FN_STACK_PROBE;
+    if (f.args_addr)
+        plan->flags |= HS_FN_ARGS_ADDRESS;
+    /* va_start in a function with fewer than 4 named arguments: the
+     * variadic register arguments (at least r9) are spilled to their home
+     * slots and the address of the first of them is taken */
+    if (f.lea_home && f.spill_r9)
+        plan->flags |= HS_FN_VARARGS;
+    if (f.lost || !complete || (plan->flags & HS_FN_UNRESOLVED_TABLE)) {
+        plan->flags |= HS_FN_NO_FRAME_INFO;
+        plan->stack_arg_slots = -1;
+    } else {
+        plan->stack_arg_slots = f.max_slot + 1 > 4 ? f.max_slot + 1 : 4;
+    }
+}

@@ -1,0 +1,151 @@
+/*
+ * tests/unit/xcase.c - the differential case runner (see xcase.h).
+ */
+#include "xcase.h"
+
+#include "emit.h"
+
+#include <capstone/capstone.h>
+#include <stdio.h>
+#include <string.h>
+
+int xc_window_unsafe(const xc_func *f, const hs_plan *plan)
+{
+    static csh cs;
+    static int opened;
+    if (!opened) {
+        if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+            return 1;
+        cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+        opened = 1;
+    }
+    const uint8_t *code = f->bytes + f->gap_before;
+    cs_insn *ins;
+    size_t n = cs_disasm(cs, code, plan->window_len, XR_A, 0, &ins);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        switch (ins[i].id) {
+        case X86_INS_SYSCALL: case X86_INS_SYSENTER: case X86_INS_INT: case X86_INS_INTO:
+        case X86_INS_RDTSC: case X86_INS_RDTSCP: case X86_INS_RDRAND: case X86_INS_RDSEED:
+        case X86_INS_CPUID: case X86_INS_XGETBV:
+        case X86_INS_FXSAVE: case X86_INS_FXSAVE64: case X86_INS_XSAVE: case X86_INS_XSAVE64:
+        case X86_INS_XSAVEOPT: case X86_INS_XSAVEC:
+            bad = 1;
+            break;
+        default:
+            break;
+        }
+        /* fs: is the host's TLS */
+        if (ins[i].detail->x86.prefix[1] == X86_PREFIX_FS)
+            bad = 1;
+    }
+    cs_free(ins, n);
+    return bad;
+}
+
+int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char *why, size_t n)
+{
+    memset(out, 0, sizeof *out);
+    why[0] = 0;
+    uint64_t T = o->tramp ? o->tramp : XR_T_NEAR;
+    hs_func_input fn = {
+        .code = f->bytes + f->gap_before,
+        .addr = XR_A,
+        .size = f->size,
+        .gap_before = f->gap_before,
+        .gap_after = f->gap_after,
+        .image_lo = XR_CODE,
+        .image_hi = XR_RD + XR_RD_SZ,
+    };
+    hs_plan *plan = &out->plan;
+    if (hs_analyze(e, &fn, o->analyze_opts, plan) != HS_OK) {
+        snprintf(why, n, "not hooked: %s", hs_skip_reason_name(plan->reason));
+        return XC_NOT_HOOKED;
+    }
+    out->tramp_len = hs_emit_trampoline(e, &fn, plan, T, out->tramp, sizeof out->tramp,
+                                        out->tramp_off, &out->tramp_why);
+    if (out->tramp_len == 0) {
+        snprintf(why, n, "no trampoline: %s", hs_skip_reason_name(out->tramp_why));
+        return XC_NO_TRAMP;
+    }
+    if (xc_window_unsafe(f, plan)) {
+        snprintf(why, n, "window not executable by the harness");
+        return XC_UNSAFE;
+    }
+    /* A far trampoline is entered through a relay near the code, as the
+     * agent's stub would be: the patch itself is always rel32. */
+    uint64_t dest = T;
+    uint64_t jmp_at = XR_A + (uint64_t)(int64_t)(plan->kind == HS_PATCH_SHORT_PAD ? plan->pad_off : 0) + 5;
+    if (plan->kind != HS_PATCH_INT3 && !hs_rel32_fits(jmp_at, T))
+        dest = XR_T_NEAR + XR_T_SZ - 16;
+    uint8_t patch[HS_MAX_PATCH];
+    if (hs_emit_patch(&fn, plan, dest, patch) < 0) {
+        snprintf(why, n, "hs_emit_patch failed");
+        return XC_DIFFERENT;
+    }
+    /* The patch range may hold original bytes past the window (between the
+     * short jmp and a slot after the function): the original run has int3
+     * there, so the patched run must too. */
+    for (int k = 0; k < plan->patch_len; k++) {
+        int off = plan->patch_off + k;
+        int keep = off < plan->window_len;
+        if (plan->kind == HS_PATCH_JMP32)
+            keep |= off < 5;
+        if (plan->kind == HS_PATCH_SHORT_PAD)
+            keep |= off < 2 || (off >= plan->pad_off && off < plan->pad_off + 5);
+        if (!keep)
+            patch[k] = 0xCC;
+    }
+
+    int nv = o->nvariants ? o->nvariants : 3;
+    for (int v = 0; v < nv; v++) {
+        xr_input in;
+        xr_default_input(&in, v);
+        if (o->tweak)
+            o->tweak(&in, v, o->ctx);
+        xr_result ro, rt;
+
+        /* the original: padding before, the window, int3 after it */
+        xr_reset_code();
+        xr_put(XR_A - f->gap_before, f->bytes, f->gap_before + plan->window_len);
+        xr_run(XR_A, &in, &ro);
+
+        /* patched: the same bytes with the patch written, the trampoline */
+        xr_reset_code();
+        xr_put(XR_A - f->gap_before, f->bytes, f->gap_before + plan->window_len);
+        xr_put(XR_A + (int64_t)plan->patch_off, patch, plan->patch_len);
+        xr_reset_tramp(T);
+        xr_put(T, out->tramp, out->tramp_len);
+        if (dest != T) {
+            uint8_t relay[16];
+            hs_emit em;
+            hs_emit_init(&em, relay, sizeof relay, dest);
+            hs_emit_jmp_abs(&em, T);
+            if (T != XR_T_NEAR)
+                xr_reset_tramp(XR_T_NEAR);
+            xr_put(dest, relay, em.len);
+        }
+        /* an int3 patch is redirected by a vectored handler in the agent:
+         * here the run starts at the trampoline directly */
+        xr_run(plan->kind == HS_PATCH_INT3 ? T : XR_A, &in, &rt);
+
+        /* a run that stopped inside the trampoline stopped at the copy of
+         * an original instruction: compare it as that instruction */
+        if (rt.at >= T && rt.at < T + out->tramp_len) {
+            int oo = hs_tramp_to_orig(plan, out->tramp_off, (int)(rt.at - T));
+            if (oo >= 0)
+                rt.at = XR_A + (uint64_t)oo;
+        }
+        out->end_kind = ro.end;
+        out->end_at = ro.at;
+        char w[200];
+        int d = xr_compare(&ro, &rt, o->cmp_vec, w, sizeof w);
+        xr_result_free(&ro);
+        xr_result_free(&rt);
+        if (d) {
+            snprintf(why, n, "variant %d: %s", v, w);
+            return XC_DIFFERENT;
+        }
+    }
+    return XC_SAME;
+}

@@ -1,0 +1,53 @@
+/*
+ * tests/unit/xcase.h - one differential case: analyze a function placed at
+ * XR_A, relocate its window to a trampoline, then run the original window
+ * and, separately, the patched entry (patch -> trampoline -> back), from
+ * the same state, and compare where they stop and the whole machine state.
+ */
+#ifndef HS_TEST_XCASE_H
+#define HS_TEST_XCASE_H
+
+#include "hook.h"
+#include "xrun.h"
+
+typedef struct xc_func {
+    const char *name;
+    const uint8_t *bytes;      /* the bytes of [-gap_before, size + gap_after) */
+    uint32_t gap_before, size, gap_after;
+} xc_func;
+
+typedef struct xc_opts {
+    uint64_t tramp;            /* XR_T_NEAR, XR_T_NEG or XR_T_FAR (0: XR_T_NEAR) */
+    unsigned analyze_opts;
+    int nvariants;             /* input states tried (0: 3) */
+    /* adjust the input of one variant (registers, flags); may be NULL */
+    void (*tweak)(xr_input *in, int variant, void *ctx);
+    void *ctx;
+    int cmp_vec;               /* compare vector registers too */
+} xc_opts;
+
+enum {
+    XC_SAME = 0,        /* both runs ended alike in every variant */
+    XC_DIFFERENT = 1,   /* why says where */
+    XC_NOT_HOOKED = 2,  /* hs_analyze skipped it (plan->reason) */
+    XC_NO_TRAMP = 3,    /* hs_emit_trampoline failed (*tramp_why) */
+    XC_UNSAFE = 4,      /* the window has an instruction the harness will not run */
+};
+
+typedef struct xc_out {
+    hs_plan plan;
+    uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
+    uint8_t tramp[HS_TRAMP_MAX];
+    size_t tramp_len;
+    hs_skip_reason tramp_why;
+    int end_kind;             /* how the original run of the last variant ended */
+    uint64_t end_at;
+} xc_out;
+
+int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char *why, size_t n);
+
+/* Does the window contain something the harness must not execute
+ * (syscall, rdtsc, fs: accesses ...)? */
+int xc_window_unsafe(const xc_func *f, const hs_plan *plan);
+
+#endif

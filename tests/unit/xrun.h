@@ -1,0 +1,103 @@
+/*
+ * tests/unit/xrun.h - run a few x86-64 instructions natively and capture
+ * the machine state where they stop (Linux only; used by the differential
+ * tests of the relocator).
+ *
+ * Fixed layout, the same for every run:
+ *
+ *   XR_CODE .. +128K   RWX, int3 everywhere except what the test puts
+ *                      there; the entry under test is XR_A (the middle).
+ *   XR_RD   .. +64K    RW data right after the code, for [rip+x] operands
+ *   XR_STACK..+64K     the stack (rsp starts at XR_STACK+0x8000, [rsp] is
+ *                      XR_RETPAD: a `ret` out of the code lands on int3)
+ *   XR_SCRATCH..+64K   what the other general registers point into
+ *   XR_TEB  .. +8K     gs base (Windows code reads gs:[0x30] etc.)
+ *   XR_CALLPAD         `int3; ret` in the code region: records the return
+ *                      address it was called with, then returns
+ *   trampolines        64K RWX at XR_T_NEAR (+1 GB), XR_T_NEG (-1 GB),
+ *                      XR_T_FAR (+12 GB: rel32 cannot reach the code)
+ *
+ * Memory is filled so that every qword at address X holds X + 0x100, so
+ * loaded values are usable pointers. A data access to an unmapped page
+ * maps it (same fill) and retries, so real prologues that touch their
+ * module's data run. A run ends at the first int3 outside XR_CALLPAD, an
+ * instruction fetch from unmapped memory, any other fault, or a timeout.
+ */
+#ifndef HS_TEST_XRUN_H
+#define HS_TEST_XRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define XR_A        0x3000000000ull
+#define XR_CODE     (XR_A - 0x10000)
+#define XR_CODE_SZ  0x20000u
+#define XR_RD       (XR_A + 0x10000)
+#define XR_RD_SZ    0x10000u
+#define XR_RETPAD   (XR_A - 0x8000)
+#define XR_CALLPAD  (XR_A + 0x8000)
+#define XR_STACK    0x3100000000ull
+#define XR_STACK_SZ 0x10000u
+#define XR_SCRATCH  0x3200000000ull
+#define XR_SCRATCH_SZ 0x10000u
+#define XR_TEB      0x3500000000ull
+#define XR_TEB_SZ   0x2000u
+#define XR_T_NEAR   (XR_A + 0x40000000ull)
+#define XR_T_NEG    (XR_A - 0x40000000ull)
+#define XR_T_FAR    (XR_A + 0x300000000ull)
+#define XR_T_SZ     0x10000u
+
+enum { XR_END_TRAP = 1, XR_END_FETCH, XR_END_FAULT, XR_END_ILL, XR_END_TIMEOUT, XR_END_OTHER };
+
+typedef struct xr_input {
+    uint64_t gpr[16];        /* rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8..r15 */
+    uint64_t flags;
+    uint8_t vec[16][64];     /* zmm0..15 (as much as the CPU has) */
+    uint64_t kmask[8];       /* k0..k7 (k1..k7 loaded with AVX-512) */
+    int npoke;               /* qwords written after memory is filled */
+    uint64_t poke_addr[4], poke_val[4];
+} xr_input;
+
+#define XR_MAX_DEMAND 16
+
+typedef struct xr_result {
+    int end;                 /* XR_END_* */
+    uint64_t at;             /* where: the int3, the fetched address, the faulting insn */
+    uint64_t fault_addr;
+    uint64_t gpr[16];
+    uint64_t flags;
+    uint8_t vec[16][64];
+    uint64_t kmask[8];
+    int n_calls;             /* XR_CALLPAD visits, with the return address seen */
+    uint64_t call_ret[4];
+    int n_demand;            /* pages mapped on demand, with their final content */
+    uint64_t demand_addr[XR_MAX_DEMAND];
+    uint8_t *demand_data;    /* XR_MAX_DEMAND pages */
+    uint8_t *rd, *stack, *scratch, *teb;   /* final contents */
+} xr_result;
+
+/* Map the regions and install the signal handlers. 0 or -1. */
+int xr_init(void);
+/* CPU features for vector tests. */
+int xr_have_avx(void);
+int xr_have_avx512(void);
+
+/* Fill the code region with int3 (and XR_CALLPAD); clear a trampoline region. */
+void xr_reset_code(void);
+void xr_reset_tramp(uint64_t t);
+/* Copy bytes into the code region / a trampoline region. */
+void xr_put(uint64_t addr, const void *p, size_t n);
+
+/* A default input: registers point into XR_SCRATCH, rsp = XR_STACK+0x8000,
+ * flags from `variant` (0: arithmetic flags clear, 1: all set, 2: ZF|CF,
+ * 3: SF|PF, then again). */
+void xr_default_input(xr_input *in, int variant);
+
+/* Run from `entry` with `in`. The result owns buffers: xr_result_free. */
+int xr_run(uint64_t entry, const xr_input *in, xr_result *out);
+void xr_result_free(xr_result *r);
+
+/* Compare two results; 0 if equal, else writes the first difference. */
+int xr_compare(const xr_result *a, const xr_result *b, int cmp_vec, char *why, size_t n);
+
+#endif
