@@ -1,0 +1,136 @@
+/*
+ * agent/agent.h - state shared by the agent's files.
+ *
+ * The agent is loaded into the target by the injector. It attaches to the
+ * session (session.c), finds the modules to hook (modules.c), hooks them
+ * (install.c, with stubs from stubs.c) and keeps per-thread counter
+ * regions (threads.c). The hot path is machine code generated per
+ * function (stubs.c) plus a few hand-written thunks (probes.S).
+ */
+#ifndef HOOKSCOPE_AGENT_H
+#define HOOKSCOPE_AGENT_H
+
+#include <stdint.h>
+#include <windows.h>
+
+#include "arena_win.h"
+#include "hook.h"
+#include "hookscope/session.h"
+
+/* One hooked function, as the agent remembers it for unhooking and for
+ * moving threads. Kept in one array per module, sorted by address. */
+typedef struct hs_hooked {
+    uint64_t entry;            /* function entry */
+    uint64_t stub;             /* entry stub in the arena */
+    uint64_t tramp;            /* trampoline in the arena */
+    uint32_t fidx;
+    hs_plan plan;
+    uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
+    uint8_t patch[HS_MAX_PATCH];   /* the bytes written at entry + plan.patch_off */
+} hs_hooked;
+
+#define HS_MAX_CODE_RANGES 16
+
+typedef struct hs_mod_state {
+    uint32_t index;            /* in the session's module table */
+    uint64_t base, size;
+    hs_hooked *hooks;          /* sorted by entry */
+    size_t n_hooks;
+    uint64_t range_lo[HS_MAX_CODE_RANGES], range_hi[HS_MAX_CODE_RANGES]; /* executable sections */
+    int n_ranges;
+    int hooked;                /* patches are in */
+    int unloaded;              /* the module is gone: never touch its memory again */
+} hs_mod_state;
+
+typedef struct hs_agent {
+    HMODULE self;
+    HANDLE mapping;
+    void *view;                /* the session */
+    hs_session_header *hdr;
+    DWORD tls;                 /* TLS index whose slot points at a thread's counters */
+    uint64_t *sink;            /* counters that absorb calls made by the agent itself */
+    SRWLOCK layout_lock;       /* function table growth and region commits */
+    CRITICAL_SECTION install_lock; /* one install or removal at a time */
+    hs_engine *engine;         /* used under install_lock */
+    hs_arena arena;            /* used under install_lock */
+    hs_mod_state *mods;        /* agent-side state of hooked modules */
+    size_t n_mods, cap_mods;
+    void *dll_cookie;          /* LdrRegisterDllNotification */
+    uint64_t sink_size;
+    volatile LONG in_slow;     /* threads inside hs_slow_count */
+} hs_agent;
+
+extern hs_agent g_hs;
+
+/* session.c */
+int hs_session_attach(void);
+void hs_agent_fail(int err, const char *fmt, ...);
+int hs_session_commit(void *p, uint64_t len);
+uint32_t hs_session_add_module(const wchar_t *path, uint64_t base, uint32_t size, uint32_t flags,
+                               int pattern);
+int hs_session_add_functions(uint32_t n, uint32_t *first);
+
+/* threads.c: TLS slot value of the current thread */
+void *hs_tls_get(void);
+void hs_tls_set(void *v);
+/* Make the calling thread count into the sink while the agent works;
+ * returns the previous value for hs_agent_leave. */
+void *hs_agent_enter(void);
+void hs_agent_leave(void *prev);
+/* Commit counters for functions [0, n_functions) in every live region. */
+int hs_regions_grow(uint32_t n_functions);
+void hs_thread_exit(void);
+
+/* modules.c */
+int hs_modules_init(void);
+void hs_modules_stop(void);
+int hs_pattern_match(const wchar_t *path);
+
+/* install.c */
+int hs_install_module(HMODULE base, const wchar_t *path, uint32_t flags, int pattern);
+
+/* patch.c: write (install) or restore (remove) every patch of a module
+ * under one freeze of the other threads. */
+int hs_patch_module(hs_mod_state *m, int install);
+/* Wait until no thread runs in the arena or in the agent's probe code
+ * (after every module was unhooked). Returns 0, or -1 on timeout. */
+int hs_quiesce(DWORD timeout_ms);
+
+/* stubs.c */
+size_t hs_stub_size_max(const hs_plan *plan);
+/* Emit the entry stub for function `fidx` followed by its trampoline, at
+ * buf (which runs at `addr`). Returns bytes written or 0 (*why set). */
+size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
+                    const hs_func_input *fn, const hs_plan *plan, hs_hooked *out,
+                    hs_skip_reason *why);
+
+/* probes.S */
+extern void hs_probe_slow(void);
+
+/* TEB fields used directly (x64): no API call on the hot or slow path. */
+#define HS_TEB_TLS_SLOTS 0x1480
+#define HS_TEB_TLS_EXPANSION 0x1780
+#define HS_TEB_LAST_ERROR 0x68
+#define HS_TEB_THREAD_ID 0x48
+
+/* gs-relative TEB access (the intrinsics trip a gcc 12 -Warray-bounds bug) */
+static inline uint64_t hs_teb_read(uint32_t off)
+{
+    uint64_t v;
+    __asm__ volatile("movq %%gs:(%1), %0" : "=r"(v) : "r"((uint64_t)off));
+    return v;
+}
+
+static inline void hs_teb_write(uint32_t off, uint64_t v)
+{
+    __asm__ volatile("movq %0, %%gs:(%1)" : : "r"(v), "r"((uint64_t)off) : "memory");
+}
+
+static inline uint64_t hs_rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+#endif

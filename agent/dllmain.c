@@ -1,0 +1,138 @@
+/*
+ * agent/dllmain.c - the agent DLL's entry points.
+ *
+ * The injector loads the DLL with a remote LoadLibraryW and then starts a
+ * second remote thread at hs_agent_init, waiting for both before the
+ * target's main thread runs. DllMain only attaches to the session (found
+ * by the target's pid) and reserves the TLS slot; all real work happens in
+ * hs_agent_init, outside the loader lock.
+ */
+#include "agent.h"
+#include "freeze_win.h"
+
+BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
+{
+    switch (reason) {
+    case DLL_PROCESS_ATTACH: {
+        g_hs.self = inst;
+        if (hs_session_attach() < 0)
+            return TRUE;    /* no session for this process: stay dormant */
+        hs_session_header *h = g_hs.hdr;
+        InitializeSRWLock(&g_hs.layout_lock);
+        InitializeCriticalSection(&g_hs.install_lock);
+        g_hs.tls = TlsAlloc();
+        g_hs.sink_size = h->region_size;
+        char *sink = VirtualAlloc(NULL, g_hs.sink_size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+        if (g_hs.tls == TLS_OUT_OF_INDEXES || !sink) {
+            hs_agent_fail((int)GetLastError(), "agent: no TLS slot or memory");
+            h->agent_state = HS_AGENT_FAILED;
+            g_hs.hdr = NULL;
+            return TRUE;
+        }
+        g_hs.sink = (uint64_t *)(sink + h->region_counters_off);
+        h->tls_index = g_hs.tls;
+        h->agent_base = (uint64_t)(uintptr_t)inst;
+        h->tsc_start = hs_rdtsc();
+        MemoryBarrier();
+        h->agent_state = HS_AGENT_LOADED;
+        break;
+    }
+    case DLL_THREAD_DETACH:
+        hs_thread_exit();
+        break;
+    case DLL_PROCESS_DETACH:
+        hs_thread_exit();
+        /* Unloaded by FreeLibrary after hs_agent_detach: release what we
+         * hold. (At process exit, reserved != NULL: leave everything.) */
+        if (!reserved && g_hs.hdr && g_hs.hdr->agent_state == HS_AGENT_DETACHED) {
+            hs_tls_set(NULL);
+            TlsFree(g_hs.tls);
+            UnmapViewOfFile(g_hs.view);
+            CloseHandle(g_hs.mapping);
+            g_hs.hdr = NULL;
+            g_hs.view = NULL;
+            hs_arena_free(&g_hs.arena);
+        }
+        break;
+    }
+    return TRUE;
+}
+
+/* Run by the injector in a remote thread before the target runs (or, for
+ * attach, while it runs): hook the configured modules. Returns 0 or a
+ * Win32 error; the session's error_text says what went wrong. */
+__declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
+{
+    hs_session_header *h = g_hs.hdr;
+    if (!h)
+        return ERROR_NOT_READY;
+    /* This thread belongs to hookscope: whatever it runs (the exe's TLS
+     * callbacks at its exit too) counts into the sink, for good. */
+    hs_agent_enter();
+    DWORD rc = 0;
+    g_hs.engine = hs_engine_new();
+    if (!g_hs.engine) {
+        hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
+        rc = ERROR_NOT_ENOUGH_MEMORY;
+    } else if (hs_freeze_init() < 0) {
+        hs_agent_fail(ERROR_PROC_NOT_FOUND, "agent: NtGetNextThread is not available");
+        rc = ERROR_PROC_NOT_FOUND;
+    } else if (hs_modules_init() < 0) {
+        rc = h->agent_error ? (DWORD)h->agent_error : ERROR_GEN_FAILURE;
+    }
+    MemoryBarrier();
+    h->agent_state = rc ? HS_AGENT_FAILED : HS_AGENT_READY;
+    return rc;
+}
+
+/* Put every patch of every live hooked module in (install) or out. */
+static DWORD patch_all(int install)
+{
+    if (!g_hs.hdr)
+        return ERROR_NOT_READY;
+    hs_agent_enter();
+    DWORD rc = 0;
+    EnterCriticalSection(&g_hs.install_lock);
+    for (size_t i = 0; i < g_hs.n_mods; i++) {
+        hs_mod_state *m = &g_hs.mods[i];
+        if (m->hooked != install && !m->unloaded && hs_patch_module(m, install) < 0)
+            rc = GetLastError() ? GetLastError() : ERROR_GEN_FAILURE;
+    }
+    LeaveCriticalSection(&g_hs.install_lock);
+    return rc;
+}
+
+/* Take every patch out (the hooks stay ready to go back in). */
+__declspec(dllexport) DWORD WINAPI hs_agent_unhook(void *param)
+{
+    return patch_all(0);
+}
+
+/* Put every patch back in (modules hooked before and still loaded). */
+__declspec(dllexport) DWORD WINAPI hs_agent_rehook(void *param)
+{
+    return patch_all(1);
+}
+
+/* End of an attach: stop hooking new modules, take every patch out, and
+ * wait until no thread runs in a stub or in the agent's probe code, so
+ * that the agent can be unloaded. Returns 0, or a Win32 error (then the
+ * agent must stay loaded). */
+__declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param)
+{
+    hs_session_header *h = g_hs.hdr;
+    if (!h)
+        return ERROR_NOT_READY;
+    h->stop_requested = 1;
+    hs_modules_stop();
+    DWORD rc = hs_agent_unhook(NULL);
+    if (rc == 0 && hs_quiesce(10000) < 0)
+        rc = WAIT_TIMEOUT;
+    for (size_t i = 0; i < g_hs.n_mods; i++)
+        if (!g_hs.mods[i].hooked)
+            hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNHOOKED;
+    MemoryBarrier();
+    if (rc == 0)
+        h->agent_state = HS_AGENT_DETACHED;
+    return rc;
+}

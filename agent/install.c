@@ -1,0 +1,253 @@
+/*
+ * agent/install.c - hook every function of one module.
+ *
+ *  1. find the functions (.pdata, exports, and the COFF symbols of the
+ *     file on disk when it matches the mapped image);
+ *  2. analyze each (hook/), and record every function in the session,
+ *     hooked or not, with the reason when not;
+ *  3. write all stubs and trampolines into one arena chunk near the module;
+ *  4. patch every entry under a single freeze of the other threads, one
+ *     protection change per code section, moving any thread that stopped
+ *     inside a patched window to the same instruction in the trampoline.
+ *
+ * Nothing is allocated from the heap between freeze and thaw.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "pe.h"
+
+typedef struct file_view {
+    HANDLE file, mapping;
+    const uint8_t *data;
+    size_t size;
+} file_view;
+
+static int map_file(const wchar_t *path, file_view *fv)
+{
+    memset(fv, 0, sizeof *fv);
+    fv->file = CreateFileW(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, 0, NULL);
+    if (fv->file == INVALID_HANDLE_VALUE)
+        return -1;
+    LARGE_INTEGER sz;
+    if (!GetFileSizeEx(fv->file, &sz) || sz.QuadPart == 0) {
+        CloseHandle(fv->file);
+        return -1;
+    }
+    fv->mapping = CreateFileMappingW(fv->file, NULL, PAGE_READONLY, 0, 0, NULL);
+    if (fv->mapping)
+        fv->data = MapViewOfFile(fv->mapping, FILE_MAP_READ, 0, 0, 0);
+    if (!fv->data) {
+        if (fv->mapping)
+            CloseHandle(fv->mapping);
+        CloseHandle(fv->file);
+        return -1;
+    }
+    fv->size = (size_t)sz.QuadPart;
+    return 0;
+}
+
+static void unmap_file(file_view *fv)
+{
+    if (fv->data) {
+        UnmapViewOfFile(fv->data);
+        CloseHandle(fv->mapping);
+        CloseHandle(fv->file);
+    }
+    memset(fv, 0, sizeof *fv);
+}
+
+static hs_mod_state *add_mod_state(void)
+{
+    if (g_hs.n_mods == g_hs.cap_mods) {
+        size_t nc = g_hs.cap_mods ? g_hs.cap_mods * 2 : 16;
+        hs_mod_state *nm = realloc(g_hs.mods, nc * sizeof *nm);
+        if (!nm)
+            return NULL;
+        g_hs.mods = nm;
+        g_hs.cap_mods = nc;
+    }
+    hs_mod_state *m = &g_hs.mods[g_hs.n_mods++];
+    memset(m, 0, sizeof *m);
+    return m;
+}
+
+int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int pattern)
+{
+    const uint64_t t0 = hs_rdtsc();
+    const uint64_t base = (uint64_t)(uintptr_t)module;
+    const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)module;
+    const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)((const char *)module + dos->e_lfanew);
+    const uint32_t image_size = nt->OptionalHeader.SizeOfImage;
+    hs_session_header *h = g_hs.hdr;
+    int rc = -1;
+
+    hs_pe pe;
+    if (hs_pe_open_mapped(&pe, module, image_size) != HS_PE_OK) {
+        hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot parse module %ls", path);
+        return -1;
+    }
+    file_view fv;
+    if (map_file(path, &fv) == 0) {
+        hs_pe file_pe;
+        /* use the file's COFF symbols only if it is the file that was mapped */
+        if (hs_pe_load_file(&file_pe, fv.data, fv.size) == HS_PE_OK) {
+            if (file_pe.timestamp == pe.timestamp && file_pe.size_of_image == pe.size_of_image)
+                hs_pe_attach_file(&pe, fv.data, fv.size);
+            hs_pe_close(&file_pe);
+        }
+    }
+
+    hs_pe_func *funcs = NULL;
+    size_t nfuncs = 0;
+    hs_hooked *hooks = NULL;
+    if (hs_pe_functions(&pe, &funcs, &nfuncs) < 0)
+        goto out;
+
+    size_t n = 0;
+    for (size_t i = 0; i < nfuncs; i++)
+        if (!(funcs[i].src & HS_SRC_FRAGMENT))
+            n++;
+
+    uint32_t mi = hs_session_add_module(path, base, image_size, flags, pattern);
+    if (mi == UINT32_MAX) {
+        hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "module table full at %ls", path);
+        goto out;
+    }
+    hs_module_rec *mrec = hs_session_module(g_hs.view, mi);
+    mrec->timestamp = pe.timestamp;
+    uint32_t first;
+    if (hs_session_add_functions((uint32_t)n, &first) < 0) {
+        mrec->flags |= HS_MOD_FAILED;
+        mrec->status = ERROR_NOT_ENOUGH_MEMORY;
+        hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY,
+                      "function table full (%u functions) at %ls; raise --max-functions",
+                      h->max_functions, path);
+        goto out;
+    }
+    mrec->first_func = first;
+    mrec->n_funcs = (uint32_t)n;
+
+    hooks = calloc(n ? n : 1, sizeof *hooks);
+    if (!hooks)
+        goto out;
+
+    /* analyze */
+    const int is_self = module == g_hs.self;
+    unsigned opts = (h->options & HS_OPT_NO_INT3) ? 0 : 0;
+    hs_plan *plans = calloc(n ? n : 1, sizeof *plans);
+    hs_func_input *inputs = calloc(n ? n : 1, sizeof *inputs);
+    if (!plans || !inputs) {
+        free(plans);
+        free(inputs);
+        goto out;
+    }
+    size_t total = 0, k = 0;
+    for (size_t i = 0; i < nfuncs; i++) {
+        const hs_pe_func *f = &funcs[i];
+        if (f->src & HS_SRC_FRAGMENT)
+            continue;
+        uint32_t fidx = first + (uint32_t)k;
+        hs_func_rec *rec = hs_session_func(g_hs.view, fidx);
+        rec->module = mi;
+        rec->rva = f->rva;
+        rec->size = f->size;
+        hs_func_input *in = &inputs[k];
+        in->code = (const uint8_t *)module + f->rva;
+        in->addr = base + f->rva;
+        in->size = f->size;
+        in->gap_before = f->gap_before;
+        in->gap_after = f->gap_after;
+        in->image_lo = base;
+        in->image_hi = base + image_size;
+        hs_skip_reason r = is_self ? HS_SKIP_AGENT : hs_analyze(g_hs.engine, in, opts, &plans[k]);
+        if (r == HS_OK)
+            total += (hs_stub_size_max(&plans[k]) + 15) & ~(size_t)15;
+        else
+            plans[k].reason = r;
+        k++;
+    }
+
+    /* stubs and trampolines */
+    uint8_t *arena = total ? hs_arena_alloc(&g_hs.arena, base, base + image_size, total) : NULL;
+    size_t nh = 0;
+    if (arena)
+        hs_arena_protect(&g_hs.arena, 1);
+    size_t used = 0;
+    for (k = 0; k < n; k++) {
+        hs_func_rec *rec = hs_session_func(g_hs.view, first + (uint32_t)k);
+        hs_skip_reason why = plans[k].reason;
+        if (why == HS_OK && !arena)
+            why = HS_SKIP_NO_ARENA;
+        if (why == HS_OK) {
+            size_t cap = (hs_stub_size_max(&plans[k]) + 15) & ~(size_t)15;
+            size_t len = hs_stub_emit(arena + used, (uint64_t)(uintptr_t)(arena + used), cap,
+                                      first + (uint32_t)k, &inputs[k], &plans[k], &hooks[nh], &why);
+            if (len) {
+                used += cap;
+                if (hs_emit_patch(&inputs[k], &plans[k], hooks[nh].stub, hooks[nh].patch) == 0) {
+                    nh++;
+                } else {
+                    why = HS_SKIP_OUT_OF_RANGE;
+                }
+            } else if (why == HS_OK) {
+                why = HS_SKIP_NO_ARENA;
+            }
+        }
+        if (why != HS_OK) {
+            rec->skip_reason = (uint8_t)why;
+            if (why < 32)
+                mrec->skip_counts[why]++;
+        }
+    }
+    if (arena) {
+        hs_arena_protect(&g_hs.arena, 0);
+        FlushInstructionCache(GetCurrentProcess(), arena, total);
+    }
+    free(plans);
+    free(inputs);
+
+    hs_mod_state *ms = add_mod_state();
+    if (!ms)
+        goto out;
+    ms->index = mi;
+    ms->base = base;
+    ms->size = image_size;
+    ms->hooks = hooks;
+    ms->n_hooks = nh;
+    hooks = NULL;   /* owned by the module state now */
+    for (int s = 0; s < pe.nsections && ms->n_ranges < HS_MAX_CODE_RANGES; s++) {
+        if (pe.sections[s].chars & (HS_SCN_EXEC | HS_SCN_CODE)) {
+            ms->range_lo[ms->n_ranges] = base + pe.sections[s].rva;
+            ms->range_hi[ms->n_ranges] = base + pe.sections[s].rva + pe.sections[s].vsize;
+            ms->n_ranges++;
+        }
+    }
+
+    /* patch */
+    if (hs_patch_module(ms, 1) < 0) {
+        mrec->flags |= HS_MOD_FAILED;
+        mrec->status = (int32_t)GetLastError();
+    }
+    for (size_t j = 0; j < nh; j++) {
+        const hs_hooked *hk = &ms->hooks[j];
+        hs_func_rec *rec = hs_session_func(g_hs.view, hk->fidx);
+        rec->flags |= HS_FUNC_HOOKED;
+        rec->patch_kind = (uint8_t)hk->plan.kind;
+        if (hk->plan.kind < 8)
+            mrec->patch_counts[hk->plan.kind]++;
+    }
+    mrec->n_hooked = (uint32_t)nh;
+    mrec->flags |= HS_MOD_HOOKED;
+    mrec->install_ticks = hs_rdtsc() - t0;
+    h->install_ticks_total += mrec->install_ticks;
+    rc = 0;
+out:
+    free(hooks);
+    free(funcs);
+    unmap_file(&fv);
+    hs_pe_close(&pe);
+    return rc;
+}

@@ -1,0 +1,158 @@
+/*
+ * agent/modules.c - which modules to hook: the exe when no -m is given,
+ * else every loaded module whose file name matches a -m pattern, now and
+ * whenever one is loaded later (LdrRegisterDllNotification).
+ */
+#include <string.h>
+#include <wchar.h>
+
+#include "agent.h"
+
+#include <psapi.h>
+
+/* File name part of a path. */
+static const wchar_t *base_name(const wchar_t *path)
+{
+    const wchar_t *b = path;
+    for (const wchar_t *p = path; *p; p++)
+        if (*p == L'\\' || *p == L'/')
+            b = p + 1;
+    return b;
+}
+
+/* Does file name `name` match pattern `pat`? Case-insensitive; the
+ * pattern may omit the extension ("kernel32" matches "kernel32.dll"). */
+static int name_matches(const wchar_t *name, const wchar_t *pat)
+{
+    pat = base_name(pat);
+    if (_wcsicmp(name, pat) == 0)
+        return 1;
+    size_t pl = wcslen(pat);
+    const wchar_t *dot = wcsrchr(name, L'.');
+    return dot && (size_t)(dot - name) == pl && _wcsnicmp(name, pat, pl) == 0;
+}
+
+/* Index of the first -m pattern matching `path`, or -1. */
+int hs_pattern_match(const wchar_t *path)
+{
+    hs_session_header *h = g_hs.hdr;
+    const wchar_t *name = base_name(path);
+    for (uint32_t i = 0; i < h->n_patterns && i < HS_MAX_PATTERNS; i++)
+        if (name_matches(name, (const wchar_t *)h->patterns[i]))
+            return (int)i;
+    return -1;
+}
+
+static int already_hooked(uint64_t base)
+{
+    for (size_t i = 0; i < g_hs.n_mods; i++)
+        if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded)
+            return 1;
+    return 0;
+}
+
+/* Hook `module` if the configuration asks for it. */
+static void consider(HMODULE module, const wchar_t *path, int late)
+{
+    hs_session_header *h = g_hs.hdr;
+    if (module == g_hs.self)
+        return;
+    int is_main = module == GetModuleHandleW(NULL);
+    int pattern = hs_pattern_match(path);
+    if (pattern < 0 && !(is_main && h->n_patterns == 0))
+        return;
+    EnterCriticalSection(&g_hs.install_lock);
+    if (!already_hooked((uint64_t)(uintptr_t)module)) {
+        if (pattern >= 0)
+            h->pattern_matched |= 1u << pattern;
+        uint32_t flags = (is_main ? HS_MOD_MAIN : 0) | (late ? HS_MOD_LATE : 0);
+        hs_install_module(module, path, flags, pattern);
+    }
+    LeaveCriticalSection(&g_hs.install_lock);
+}
+
+/* ---- LdrRegisterDllNotification ------------------------------------------- */
+
+typedef struct hs_unicode_string {
+    USHORT Length, MaximumLength;
+    PWSTR Buffer;
+} hs_unicode_string;
+
+typedef struct hs_dll_notification_data {
+    ULONG Flags;
+    const hs_unicode_string *FullDllName;
+    const hs_unicode_string *BaseDllName;
+    PVOID DllBase;
+    ULONG SizeOfImage;
+} hs_dll_notification_data;
+
+typedef VOID (CALLBACK *hs_dll_notify_fn)(ULONG reason, const hs_dll_notification_data *data, PVOID ctx);
+typedef LONG (NTAPI *hs_register_fn)(ULONG flags, hs_dll_notify_fn cb, PVOID ctx, PVOID *cookie);
+
+#define HS_DLL_LOADED 1
+#define HS_DLL_UNLOADED 2
+
+static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d, PVOID ctx)
+{
+    if (!g_hs.hdr || g_hs.hdr->stop_requested)
+        return;
+    void *prev = hs_agent_enter();
+    if (reason == HS_DLL_LOADED && d && d->FullDllName && d->FullDllName->Buffer) {
+        wchar_t path[HS_PATH_LEN];
+        size_t len = d->FullDllName->Length / sizeof(wchar_t);
+        if (len >= HS_PATH_LEN)
+            len = HS_PATH_LEN - 1;
+        memcpy(path, d->FullDllName->Buffer, len * sizeof(wchar_t));
+        path[len] = 0;
+        consider((HMODULE)d->DllBase, path, 1);
+    } else if (reason == HS_DLL_UNLOADED && d) {
+        uint64_t base = (uint64_t)(uintptr_t)d->DllBase;
+        EnterCriticalSection(&g_hs.install_lock);
+        for (size_t i = 0; i < g_hs.n_mods; i++) {
+            if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded) {
+                g_hs.mods[i].hooked = 0;
+                g_hs.mods[i].unloaded = 1;
+                hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNLOADED;
+            }
+        }
+        LeaveCriticalSection(&g_hs.install_lock);
+    }
+    hs_agent_leave(prev);
+}
+
+void hs_modules_stop(void)
+{
+    typedef LONG (NTAPI *unregister_fn)(PVOID cookie);
+    if (!g_hs.dll_cookie)
+        return;
+    unregister_fn unreg = (unregister_fn)(void (*)(void))GetProcAddress(
+        GetModuleHandleW(L"ntdll.dll"), "LdrUnregisterDllNotification");
+    if (unreg)
+        unreg(g_hs.dll_cookie);
+    g_hs.dll_cookie = NULL;
+}
+
+int hs_modules_init(void)
+{
+    HMODULE mods[1024];
+    DWORD needed = 0;
+    if (!K32EnumProcessModules(GetCurrentProcess(), mods, sizeof mods, &needed)) {
+        hs_agent_fail((int)GetLastError(), "cannot list the target's modules");
+        return -1;
+    }
+    DWORD n = needed / sizeof(HMODULE);
+    if (n > 1024)
+        n = 1024;
+    for (DWORD i = 0; i < n; i++) {
+        wchar_t path[HS_PATH_LEN];
+        DWORD len = GetModuleFileNameW(mods[i], path, HS_PATH_LEN);
+        if (len == 0 || len >= HS_PATH_LEN)
+            continue;
+        consider(mods[i], path, 0);
+    }
+    hs_register_fn reg = (hs_register_fn)(void (*)(void))GetProcAddress(
+        GetModuleHandleW(L"ntdll.dll"), "LdrRegisterDllNotification");
+    if (reg)
+        reg(0, on_dll, NULL, &g_hs.dll_cookie);
+    return 0;
+}
