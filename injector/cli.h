@@ -1,0 +1,28 @@
+/*
+ * injector/cli.h - the command line.
+ */
+#ifndef HOOKSCOPE_CLI_H
+#define HOOKSCOPE_CLI_H
+
+#include <stdint.h>
+#include <wchar.h>
+
+typedef struct hs_options {
+    const char *command;        /* "run", "attach", "functions" */
+    wchar_t **modules;          /* -m */
+    int nmodules;
+    char *outdir;               /* -o, UTF-8 */
+    double duration;            /* --duration seconds, 0 = none */
+    int quiet;
+    uint32_t max_functions, max_threads;
+    uint32_t pid;               /* attach */
+    wchar_t **target_argv;      /* run: TARGET ARGS... */
+    int target_argc;
+    const wchar_t *file;        /* functions */
+} hs_options;
+
+/* Returns -1 to go on, else the exit code (help/version printed: 0;
+ * usage error printed: HS_EXIT_USAGE). */
+int hs_parse_cli(int argc, wchar_t **argv, hs_options *o);
+
+#endif

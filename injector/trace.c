@@ -1,0 +1,81 @@
+/*
+ * injector/trace.c - shared parts of run and attach (see trace.h).
+ */
+#include "trace.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <windows.h>
+
+#include "collect.h"
+#include "report.h"
+#include "symbols.h"
+#include "util.h"
+
+static volatile LONG interrupts;
+
+static BOOL WINAPI on_ctrl(DWORD type)
+{
+    if (type == CTRL_C_EVENT || type == CTRL_BREAK_EVENT) {
+        InterlockedIncrement(&interrupts);
+        return TRUE;   /* we stay alive to write the report */
+    }
+    return FALSE;
+}
+
+static uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+void hs_trace_begin(hs_trace *t, const hs_options *o)
+{
+    memset(t, 0, sizeof *t);
+    t->r.command = (char *)o->command;
+    t->r.duration_s = o->duration;
+    t->t0 = hs_now();
+    t->tsc0 = rdtsc();
+    SetConsoleCtrlHandler(on_ctrl, TRUE);
+}
+
+int hs_trace_interrupts(void)
+{
+    return (int)interrupts;
+}
+
+int hs_trace_finish(hs_trace *t, const hs_options *o)
+{
+    double now = hs_now();
+    t->r.wall_s = now - t->t_start;
+    if (now > t->t0)
+        t->r.tsc_hz = (double)(rdtsc() - t->tsc0) / (now - t->t0);
+    hs_results *r = &t->r;
+    hs_collect(t->session.view, r);
+    hs_symbolize(r);
+    int rc = 0;
+    if (hs_write_reports(r, o->outdir) < 0)
+        rc = HS_EXIT_FAILED;
+
+    uint32_t matched = t->session.hdr->pattern_matched;
+    for (int i = 0; i < o->nmodules; i++) {
+        if (!(matched & (1u << i))) {
+            char *m = hs_utf8(o->modules[i]);
+            hs_err("module '%s' was never loaded by the target", m);
+            rc = HS_EXIT_FAILED;
+        }
+    }
+    if (!o->quiet) {
+        size_t hooked = 0, found = 0;
+        for (size_t m = 0; m < r->nmods; m++) {
+            hooked += r->mods[m].hooked;
+            found += r->mods[m].found;
+        }
+        hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls; report in %s\\report.txt",
+               hooked, found, r->nmods, r->nmods == 1 ? "" : "s",
+               (unsigned long long)r->total_calls, o->outdir);
+    }
+    hs_session_close(&t->session);
+    return rc;
+}

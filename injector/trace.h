@@ -1,0 +1,29 @@
+/*
+ * injector/trace.h - what `run` and `attach` share: the session, the
+ * clock, Ctrl+C, and the end of a trace (collect, name, report, check).
+ */
+#ifndef HOOKSCOPE_TRACE_H
+#define HOOKSCOPE_TRACE_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "results.h"
+#include "session_host.h"
+
+typedef struct hs_trace {
+    hs_session_host session;
+    hs_results r;
+    double t_start;      /* when the target started (run) or was hooked (attach) */
+    double t0;           /* clock and tsc at begin, to measure the tsc rate */
+    uint64_t tsc0;
+} hs_trace;
+
+void hs_trace_begin(hs_trace *t, const hs_options *o);
+/* Ctrl+C presses since hs_trace_begin. */
+int hs_trace_interrupts(void);
+/* Collect, name and write the reports; check that every -m module was
+ * seen. Returns 0, or HS_EXIT_FAILED after printing why. */
+int hs_trace_finish(hs_trace *t, const hs_options *o);
+
+#endif
