@@ -1,0 +1,17 @@
+# Benchmarks (not tests): `make bench` builds and runs them and prints each
+# against an unhooked run of the same code (bench/run.py).
+BENCH_DIR := $(B)/bench
+
+$(BENCH_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h
+	@mkdir -p $(dir $@)
+	$(WCC) -O2 -shared -o $@ $< -Wl,--out-implib,$(BENCH_DIR)/libbenchlib.a
+
+$(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h $(BENCH_DIR)/benchlib.dll
+	@mkdir -p $(dir $@)
+	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
+
+.PHONY: bench bench-build
+bench-build: all $(BENCH_DIR)/callbench.exe
+
+bench: bench-build
+	$(PYTHON) bench/run.py

@@ -1,0 +1,138 @@
+"""Helpers for hookscope's tests: run programs under Wine, run hookscope,
+read its reports. Python 3 standard library only.
+
+Paths given to Windows programs are relative to the repository root (the
+cwd of every run), so Wine sees them as paths on its Z: drive.
+"""
+import json
+import os
+import shutil
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+OUT = os.path.join(BUILD, "test-out")
+TARGETS = "build/tests"
+FIXTURES = "build/fixtures"
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (the reason is printed)."""
+
+
+def env():
+    e = dict(os.environ)
+    e["WINEDEBUG"] = "-all"
+    e.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
+    return e
+
+
+def start_wineserver():
+    """Keep one wineserver alive while the tests run (each wine start is
+    then cheaper); it exits by itself 30 s after the last client."""
+    if shutil.which("wineserver"):
+        subprocess.run(["wineserver", "-p", "30"], env=env(), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+
+def wine(args, input=None, timeout=120, cwd=ROOT, binary=True):
+    """Run a Windows program untraced; returns CompletedProcess (bytes)."""
+    return subprocess.run(["wine"] + list(args), cwd=cwd, input=input, capture_output=True,
+                          timeout=timeout, env=env())
+
+
+def hookscope(args, input=None, timeout=300, cwd=ROOT):
+    """Run ./hookscope with args; returns CompletedProcess (bytes)."""
+    return subprocess.run([os.path.join(ROOT, "hookscope")] + list(args), cwd=cwd, input=input,
+                          capture_output=True, timeout=timeout, env=env())
+
+
+def outdir(name):
+    """A fresh output directory for one test, as a path relative to ROOT."""
+    p = os.path.join(OUT, name)
+    shutil.rmtree(p, ignore_errors=True)
+    return os.path.relpath(p, ROOT)
+
+
+class Trace:
+    """One `hookscope run` and what it wrote."""
+
+    def __init__(self, proc, out):
+        self.proc = proc
+        self.out = out
+        self.json = None
+        self.txt = None
+        jp = os.path.join(ROOT, out, "report.json")
+        if os.path.exists(jp):
+            with open(jp, encoding="utf-8") as f:
+                self.json = json.load(f)
+            with open(os.path.join(ROOT, out, "report.txt"), encoding="utf-8") as f:
+                self.txt = f.read()
+
+    @property
+    def rc(self):
+        return self.proc.returncode
+
+    @property
+    def stdout(self):
+        return self.proc.stdout
+
+    @property
+    def stderr(self):
+        return self.proc.stderr
+
+    def functions(self, module=None):
+        assert self.json, "no report.json was written; stderr: " + self.stderr.decode(errors="replace")
+        return [f for f in self.json["functions"] if module is None or f["module"].lower() == module.lower()]
+
+    def calls(self, module=None, hooked_only=True):
+        """{function name: calls} (names that repeat are summed)."""
+        d = {}
+        for f in self.functions(module):
+            if hooked_only and not f["hooked"]:
+                continue
+            d[f["name"]] = d.get(f["name"], 0) + f["calls"]
+        return d
+
+    def base_calls(self, module=None):
+        """Like calls(), with gcc's clone suffixes (.constprop.0, .isra.0,
+        .part.0, .cold) folded into the function they were cloned from."""
+        d = {}
+        for n, c in self.calls(module).items():
+            b = n.split(".")[0] if not n.startswith(".") else n
+            d[b] = d.get(b, 0) + c
+        return d
+
+    def module(self, name):
+        for m in self.json["modules"]:
+            if m["name"].lower() == name.lower():
+                return m
+        raise AssertionError(f"module {name} not in report: {[m['name'] for m in self.json['modules']]}")
+
+
+def trace(target, args=(), modules=(), options=(), name=None, input=None, timeout=300):
+    """hookscope run [-m M]... [options] -o OUT -- target args..."""
+    out = outdir(name or os.path.basename(target))
+    cmd = ["run", "-q", "-o", out]
+    for m in modules:
+        cmd += ["-m", m]
+    cmd += list(options) + ["--", target] + list(args)
+    return Trace(hookscope(cmd, input=input, timeout=timeout), out)
+
+
+def need(path):
+    """Skip the test if a built file is missing (e.g. fixtures not built)."""
+    if not os.path.exists(os.path.join(ROOT, path)):
+        raise Skip(f"{path} is not built")
+    return path
+
+
+def eq(actual, expected, what=""):
+    if actual != expected:
+        raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}" if what else
+                             f"expected {expected!r}, got {actual!r}")
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)

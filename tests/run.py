@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Run every hookscope test and print one line per test, then the total.
+
+Two kinds of tests:
+  - native unit test programs (build/native/unit/test_*), which print one
+    line per case: "ok - NAME" or "not ok - NAME: why";
+  - Python tests: functions named test_* in tests/test_*.py, which run
+    hookscope under Wine and check exact outcomes. A test passes when it
+    returns, is skipped when it raises hs.Skip, and fails otherwise.
+
+usage: tests/run.py [-j N] [-v] [-k SUBSTRING]...
+The last line is "N passed, N failed, N skipped"; the exit status is 1 if
+anything failed.
+"""
+import argparse
+import concurrent.futures
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import hs  # noqa: E402  (tests/hs.py)
+
+
+class Result:
+    def __init__(self, name, status, message="", seconds=0.0):
+        self.name, self.status, self.message, self.seconds = name, status, message, seconds
+
+
+def unit_tests():
+    """One job per native unit test program; each yields several results."""
+    d = os.path.join(ROOT, "build", "native", "unit")
+    if not os.path.isdir(d):
+        return []
+    jobs = []
+    for f in sorted(os.listdir(d)):
+        p = os.path.join(d, f)
+        if f.startswith("test_") and os.access(p, os.X_OK) and not f.endswith(".d"):
+            jobs.append(("unit/" + f, p))
+    return jobs
+
+
+def run_unit(name, path):
+    start = time.time()
+    try:
+        cp = subprocess.run([path], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return [Result(name, "FAIL", "timed out after 600 s")]
+    results = []
+    for line in cp.stdout.splitlines():
+        if line.startswith("ok - "):
+            results.append(Result(f"{name}: {line[5:].strip()}", "PASS"))
+        elif line.startswith("not ok - "):
+            rest = line[9:]
+            case, _, why = rest.partition(": ")
+            results.append(Result(f"{name}: {case.strip()}", "FAIL", why.strip()))
+        elif line.startswith("skip - "):
+            case, _, why = line[7:].partition(": ")
+            results.append(Result(f"{name}: {case.strip()}", "SKIP", why.strip()))
+    if cp.returncode != 0 and not any(r.status == "FAIL" for r in results):
+        tail = (cp.stdout + cp.stderr).strip().splitlines()[-5:]
+        results.append(Result(name, "FAIL", f"exit status {cp.returncode}: " + " | ".join(tail)))
+    if not results:
+        results.append(Result(name, "FAIL", "printed no test results"))
+    secs = time.time() - start
+    for r in results:
+        r.seconds = secs / len(results)
+    return results
+
+
+def python_tests():
+    jobs = []
+    for f in sorted(os.listdir(HERE)):
+        if not (f.startswith("test_") and f.endswith(".py")):
+            continue
+        spec = importlib.util.spec_from_file_location(f[:-3], os.path.join(HERE, f))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for attr in sorted(dir(mod)):
+            fn = getattr(mod, attr)
+            if attr.startswith("test_") and callable(fn):
+                jobs.append((f"{f[:-3]}.{attr}", fn))
+    # keep the order of definition inside a file (dir() sorts by name)
+    return jobs
+
+
+def run_python(name, fn):
+    start = time.time()
+    try:
+        fn()
+        return [Result(name, "PASS", seconds=time.time() - start)]
+    except hs.Skip as e:
+        return [Result(name, "SKIP", str(e), time.time() - start)]
+    except AssertionError as e:
+        return [Result(name, "FAIL", str(e) or traceback.format_exc(), time.time() - start)]
+    except Exception:
+        return [Result(name, "FAIL", traceback.format_exc(), time.time() - start)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-j", type=int, default=2, help="tests run at once (default 2)")
+    ap.add_argument("-k", action="append", default=[], help="only tests whose name contains this")
+    ap.add_argument("-v", action="store_true", help="print passing tests' timings too")
+    args = ap.parse_args()
+
+    hs.start_wineserver()
+    jobs = [(n, run_unit, p) for n, p in unit_tests()] + [(n, run_python, f) for n, f in python_tests()]
+    if args.k:
+        jobs = [j for j in jobs if any(k in j[0] for k in args.k)]
+
+    lock = threading.Lock()
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    failures = []
+
+    def report(results):
+        with lock:
+            for r in results:
+                counts[r.status] += 1
+                if r.status == "PASS":
+                    line = f"PASS {r.name}"
+                    if args.v:
+                        line += f" ({r.seconds:.1f} s)"
+                    print(line)
+                elif r.status == "SKIP":
+                    print(f"SKIP {r.name}: {r.message}")
+                else:
+                    first, *rest = (r.message or "failed").splitlines() or ["failed"]
+                    print(f"FAIL {r.name}: {first}")
+                    for l in rest[:40]:
+                        print(f"     {l}")
+                    failures.append(r.name)
+            sys.stdout.flush()
+
+    start = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as ex:
+        futs = [ex.submit(runner, name, arg) for name, runner, arg in jobs]
+        for fut in concurrent.futures.as_completed(futs):
+            report(fut.result())
+
+    print(f"\n{len(failures)} failed: " + ", ".join(failures) if failures else "")
+    print(f"({time.time() - start:.0f} s)")
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

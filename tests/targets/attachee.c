@@ -1,0 +1,82 @@
+/*
+ * attachee: a multi-threaded program to attach to. Two workers call
+ * work() in a loop and check every result; the main thread waits for a
+ * line on stdin, then reports: whether every result was right, how many
+ * calls were made, and whether this exe's code bytes in memory equal the
+ * file's (so that a detach must have restored them exactly).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+static volatile LONG stop;
+static volatile LONG64 calls[2];
+static volatile LONG bad;
+
+__attribute__((noinline)) unsigned long long work(unsigned long long x)
+{
+    return x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+static DWORD WINAPI worker(void *arg)
+{
+    int id = (int)(uintptr_t)arg;
+    unsigned long long x = (unsigned long long)id + 1;
+    while (!stop) {
+        unsigned long long y = work(x);
+        if (y != x * 6364136223846793005ull + 1442695040888963407ull)
+            InterlockedIncrement(&bad);
+        x = y;
+        calls[id]++;
+        if ((calls[id] & 0xFFF) == 0)
+            Sleep(0);
+    }
+    return 0;
+}
+
+/* Compare every executable section of this exe in memory with the file. */
+static int code_matches_file(void)
+{
+    HMODULE self = GetModuleHandleW(NULL);
+    wchar_t path[MAX_PATH];
+    GetModuleFileNameW(self, path, MAX_PATH);
+    FILE *f = _wfopen(path, L"rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *file = malloc(size);
+    fread(file, 1, size, f);
+    fclose(f);
+    IMAGE_NT_HEADERS64 *nt = (IMAGE_NT_HEADERS64 *)((char *)self + ((IMAGE_DOS_HEADER *)self)->e_lfanew);
+    IMAGE_SECTION_HEADER *sec = IMAGE_FIRST_SECTION(nt);
+    int same = 1;
+    for (int i = 0; i < nt->FileHeader.NumberOfSections; i++) {
+        if (!(sec[i].Characteristics & IMAGE_SCN_MEM_EXECUTE))
+            continue;
+        DWORD n = sec[i].SizeOfRawData < sec[i].Misc.VirtualSize ? sec[i].SizeOfRawData : sec[i].Misc.VirtualSize;
+        if (memcmp((char *)self + sec[i].VirtualAddress, file + sec[i].PointerToRawData, n) != 0)
+            same = 0;
+    }
+    free(file);
+    return same;
+}
+
+int main(void)
+{
+    printf("pid %lu code-matches %d\n", GetCurrentProcessId(), code_matches_file());
+    fflush(stdout);
+    HANDLE t[2];
+    for (int i = 0; i < 2; i++)
+        t[i] = CreateThread(NULL, 0, worker, (void *)(uintptr_t)i, 0, NULL);
+    char line[64];
+    if (!fgets(line, sizeof line, stdin))
+        line[0] = 0;
+    stop = 1;
+    WaitForMultipleObjects(2, t, TRUE, INFINITE);
+    printf("bad %ld calls %lld code-matches %d\n", bad, (long long)(calls[0] + calls[1]),
+           code_matches_file());
+    return 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * stress: hooks go in and out N times while two threads call a hooked
+ * function in a loop.
+ *
+ *   stress.exe AGENT_DLL [CYCLES]
+ *
+ * The program plays the injector's part itself: it creates the session
+ * for its own pid, loads the agent and calls its exports (hs_agent_init
+ * hooks this exe; hs_agent_unhook / hs_agent_rehook take the patches out
+ * and put them back, each under one freeze of the other threads).
+ *
+ * Each worker reads its own counter of target_fn (through the TLS slot
+ * the stubs use) before and after every call, so it knows exactly which
+ * of its calls went through the hook; it also checks every result. After
+ * each unhook, once both workers have finished the call they were in, the
+ * hooked count of the phase (the sum over all thread regions) must equal
+ * what the workers saw counted in that phase. Prints one summary line and
+ * exits 0 when every phase was exact and every result right.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <windows.h>
+
+#include "hookscope/session.h"
+
+static void *view;
+static hs_session_header *hdr;
+static uint32_t fidx = UINT32_MAX;
+
+static volatile LONG stop;
+static volatile LONG64 seq[2], counted[2], calls[2];
+static volatile LONG bad, bad_delta;
+
+__attribute__((noinline)) unsigned long long target_fn(unsigned long long x)
+{
+    return (x ^ (x >> 7)) * 0x9E3779B97F4A7C15ull;
+}
+
+static unsigned long long expect(unsigned long long x)
+{
+    return (x ^ (x >> 7)) * 0x9E3779B97F4A7C15ull;
+}
+
+static DWORD WINAPI worker(void *arg)
+{
+    int id = (int)(uintptr_t)arg;
+    unsigned long long x = (unsigned long long)id * 977 + 1;
+    while (!stop) {
+        uint64_t *c = TlsGetValue(hdr->tls_index);
+        uint64_t before = c ? c[fidx] : 0;
+        unsigned long long y = target_fn(x);
+        c = TlsGetValue(hdr->tls_index);
+        uint64_t after = c ? c[fidx] : 0;
+        if (y != expect(x))
+            InterlockedIncrement(&bad);
+        if (after - before > 1)
+            InterlockedIncrement(&bad_delta);
+        counted[id] += (LONG64)(after - before);
+        calls[id]++;
+        x = y + 1;
+        seq[id]++;
+    }
+    return 0;
+}
+
+/* calls of target_fn counted in every region */
+static uint64_t hooked_total(void)
+{
+    uint64_t sum = 0;
+    uint32_t used = (uint32_t)hdr->threads_used;
+    if (used > hdr->max_threads)
+        used = hdr->max_threads;
+    for (uint32_t k = 0; k < used; k++)
+        sum += hs_region_counters(view, k)[fidx];
+    return sum + hs_region_counters(view, hdr->max_threads)[fidx];
+}
+
+static void wait_workers_advance(void)
+{
+    LONG64 s0 = seq[0], s1 = seq[1];
+    while (seq[0] < s0 + 2 || seq[1] < s1 + 2)
+        Sleep(0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: stress AGENT_DLL [CYCLES]\n");
+        return 2;
+    }
+    int cycles = argc > 2 ? atoi(argv[2]) : 1000;
+
+    /* the session, as the injector would make it */
+    hs_session_header layout;
+    memset(&layout, 0, sizeof layout);
+    uint64_t total = hs_session_layout(&layout, 64, 1u << 14, 16, 1024);
+    wchar_t name[64];
+    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)GetCurrentProcessId());
+    HANDLE m = CreateFileMappingW(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE | SEC_RESERVE,
+                                  (DWORD)(total >> 32), (DWORD)total, name);
+    view = m ? MapViewOfFile(m, FILE_MAP_ALL_ACCESS, 0, 0, 0) : NULL;
+    if (!view || !VirtualAlloc(view, layout.modules_off, MEM_COMMIT, PAGE_READWRITE)) {
+        fprintf(stderr, "stress: no session\n");
+        return 1;
+    }
+    hdr = view;
+    *hdr = layout;
+    hdr->magic = HS_SESSION_MAGIC;
+    hdr->version = HS_SESSION_VERSION;
+
+    HMODULE agent = LoadLibraryA(argv[1]);
+    if (!agent) {
+        fprintf(stderr, "stress: cannot load %s (%lu)\n", argv[1], GetLastError());
+        return 1;
+    }
+    typedef DWORD (WINAPI *agent_fn)(void *);
+    agent_fn init = (agent_fn)(void (*)(void))GetProcAddress(agent, "hs_agent_init");
+    agent_fn unhook = (agent_fn)(void (*)(void))GetProcAddress(agent, "hs_agent_unhook");
+    agent_fn rehook = (agent_fn)(void (*)(void))GetProcAddress(agent, "hs_agent_rehook");
+    if (!init || !unhook || !rehook || init(NULL) != 0) {
+        fprintf(stderr, "stress: agent init failed: %s\n", hdr->error_text);
+        return 1;
+    }
+    uint64_t base = (uint64_t)(uintptr_t)GetModuleHandleW(NULL);
+    uint32_t rva = (uint32_t)((uint64_t)(uintptr_t)target_fn - base);
+    for (uint32_t i = 0; i < hdr->n_functions; i++) {
+        hs_func_rec *f = hs_session_func(view, i);
+        if (f->rva == rva && (f->flags & HS_FUNC_HOOKED))
+            fidx = i;
+    }
+    if (fidx == UINT32_MAX) {
+        fprintf(stderr, "stress: target_fn is not hooked\n");
+        return 1;
+    }
+
+    HANDLE t[2];
+    for (int i = 0; i < 2; i++)
+        t[i] = CreateThread(NULL, 0, worker, (void *)(uintptr_t)i, 0, NULL);
+
+    int exact = 0, empty = 0;
+    uint64_t prev_hooked = 0;
+    LONG64 prev_seen = 0;
+    unsigned rnd = 12345;
+    for (int c = 0; c < cycles; c++) {
+        rnd = rnd * 1103515245u + 12345u;
+        if ((rnd >> 16) & 1)
+            Sleep(0);
+        else
+            Sleep(1);
+        if (unhook(NULL) != 0) {
+            fprintf(stderr, "stress: unhook failed\n");
+            return 1;
+        }
+        wait_workers_advance();
+        uint64_t h = hooked_total();
+        LONG64 seen = counted[0] + counted[1];
+        if (h - prev_hooked == (uint64_t)(seen - prev_seen))
+            exact++;
+        else
+            fprintf(stderr, "phase %d: hooked %llu, workers saw %lld\n", c,
+                    (unsigned long long)(h - prev_hooked), (long long)(seen - prev_seen));
+        if (h == prev_hooked)
+            empty++;
+        prev_hooked = h;
+        prev_seen = seen;
+        if (rehook(NULL) != 0) {
+            fprintf(stderr, "stress: rehook failed\n");
+            return 1;
+        }
+    }
+    unhook(NULL);
+    stop = 1;
+    WaitForMultipleObjects(2, t, TRUE, INFINITE);
+    printf("cycles %d exact %d empty %d bad %ld bad_delta %ld calls %lld counted %lld "
+           "freezes %u moved %u\n", cycles, exact, empty, bad, bad_delta,
+           (long long)(calls[0] + calls[1]), (long long)(counted[0] + counted[1]), hdr->freezes,
+           hdr->threads_moved);
+    return exact == cycles && bad == 0 && bad_delta == 0 ? 0 : 1;
+}

@@ -1,0 +1,31 @@
+# Test target programs: small Windows programs, each showing one behaviour.
+# Built into build/tests/. Most are C built plainly; some need extra flags.
+TGT_DIR   := $(B)/tests
+TGT_CFLAGS := -std=gnu11 -O1 -gdwarf-4 -fno-inline -Wall -Wno-unused-parameter
+TGT_C     := $(wildcard tests/targets/*.c)
+TGT_CXX   := $(wildcard tests/targets/*.cpp)
+TGT_EXES  := $(patsubst tests/targets/%.c,$(TGT_DIR)/%.exe,$(TGT_C)) \
+             $(patsubst tests/targets/%.cpp,$(TGT_DIR)/%.exe,$(TGT_CXX))
+
+$(TGT_DIR)/%.exe: tests/targets/%.c
+	@mkdir -p $(dir $@)
+	$(WCC) $(TGT_CFLAGS) $(TGT_EXTRA_$*) -o $@ $< $(TGT_LIBS_$*)
+
+$(TGT_DIR)/%.exe: tests/targets/%.cpp
+	@mkdir -p $(dir $@)
+	$(WCXX) -O1 -gdwarf-4 -fno-inline -Wall $(TGT_EXTRA_$*) -o $@ $< $(TGT_LIBS_$*)
+
+.PHONY: test-targets
+test-targets: $(TGT_EXES)
+
+# C++ targets load the C++ runtime DLLs of the (win32 thread model) toolchain,
+# copied next to them.
+CXX_DLLS := $(TGT_DIR)/libstdc++-6.dll $(TGT_DIR)/libgcc_s_seh-1.dll
+$(TGT_DIR)/%.dll:
+	@mkdir -p $(dir $@)
+	cp "$$($(WCXX) -print-file-name=$*.dll)" $@
+test-targets: $(CXX_DLLS)
+
+# stress.exe plays the injector's part itself: it needs the session layout
+TGT_EXTRA_stress := -Iinclude
+$(TGT_DIR)/stress.exe: include/hookscope/session.h

@@ -1,0 +1,100 @@
+"""The command line and bad input: every bad input gets one clear line on
+stderr and a nonzero exit, never a crash or a hang."""
+import os
+import struct
+
+import hs
+
+
+def err_lines(p):
+    return [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
+
+
+def test_help_and_version():
+    p = hs.hookscope(["--help"])
+    hs.eq(p.returncode, 0, "exit code of --help")
+    out = p.stdout.decode()
+    for word in ("run TARGET", "attach PID", "functions FILE", "--module", "--output", "--duration"):
+        hs.check(word in out, f"--help does not mention {word!r}")
+    p = hs.hookscope(["--version"])
+    hs.eq(p.returncode, 0, "exit code of --version")
+    hs.eq(p.stdout.decode().strip(), "hookscope 0.1.0")
+
+
+def test_usage_errors():
+    cases = [
+        (["--bogus"], "unknown option '--bogus'"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["run"], "run needs a target program"),
+        (["run", "--nope", "x"], "unknown option '--nope'"),
+        (["run", "-m"], "option '-m' needs a value"),
+        (["run", "-d", "abc", "--", "x"], "--duration needs a positive number of seconds, not 'abc'"),
+        (["attach"], "attach needs a process id"),
+        (["attach", "12x"], "attach needs a process id, not '12x'"),
+        (["functions"], "functions needs a file"),
+    ]
+    for args, msg in cases:
+        p = hs.hookscope(args)
+        hs.eq(p.returncode, 2, f"exit code of {args}")
+        lines = err_lines(p)
+        hs.eq(lines[0], "hookscope: " + msg, f"first stderr line of {args}")
+
+
+def test_missing_target():
+    p = hs.hookscope(["run", "--", "build/tests/does-not-exist.exe"])
+    hs.eq(p.returncode, 125, "exit code")
+    hs.eq(err_lines(p), ["hookscope: cannot find program 'build/tests/does-not-exist.exe'"])
+    p = hs.hookscope(["run", "no_such_program_anywhere"])
+    hs.eq(p.returncode, 125, "exit code for a bare name")
+    hs.eq(err_lines(p), ["hookscope: cannot find program 'no_such_program_anywhere'"])
+
+
+def test_not_a_pe():
+    path = os.path.join(hs.OUT, "notpe.exe")
+    os.makedirs(hs.OUT, exist_ok=True)
+    with open(path, "w") as f:
+        f.write("this is not a program\n" * 20)
+    rel = os.path.relpath(path, hs.ROOT)
+    p = hs.hookscope(["run", "--", rel])
+    hs.eq(p.returncode, 125, "exit code")
+    hs.eq(err_lines(p), [f"hookscope: '{rel}' is not a Windows program (not a PE file)"])
+    p = hs.hookscope(["functions", rel])
+    hs.eq(p.returncode, 125, "exit code of functions")
+    hs.eq(err_lines(p), [f"hookscope: '{rel}' is not a PE file"])
+
+
+def make_pe32(src, dst):
+    """A copy of a 64-bit exe whose headers say i386/PE32."""
+    data = bytearray(open(src, "rb").read())
+    pe = struct.unpack_from("<I", data, 0x3C)[0]
+    struct.pack_into("<H", data, pe + 4, 0x14C)        # Machine = i386
+    struct.pack_into("<H", data, pe + 24, 0x10B)       # Optional header magic = PE32
+    open(dst, "wb").write(data)
+
+
+def test_32bit_target():
+    src = os.path.join(hs.ROOT, hs.need("build/tests/echo.exe"))
+    dst = os.path.join(hs.OUT, "pe32.exe")
+    os.makedirs(hs.OUT, exist_ok=True)
+    make_pe32(src, dst)
+    rel = os.path.relpath(dst, hs.ROOT)
+    p = hs.hookscope(["run", "--", rel])
+    hs.eq(p.returncode, 125, "exit code")
+    hs.eq(err_lines(p), [f"hookscope: '{rel}': 32-bit targets are not supported yet"])
+
+
+def test_dll_target():
+    dll = hs.need("build/tests/libgcc_s_seh-1.dll")
+    p = hs.hookscope(["run", "--", dll])
+    hs.eq(p.returncode, 125, "exit code")
+    hs.eq(err_lines(p), [f"hookscope: '{dll}' is a DLL, not a program"])
+
+
+def test_module_never_loaded():
+    exe = hs.need("build/tests/echo.exe")
+    t = hs.trace(exe, ["a"], modules=["echo.exe", "nosuchmodule.dll"], name="never_loaded")
+    hs.eq(t.rc, 125, "exit code")
+    hs.eq(err_lines(t.proc), ["to stderr",   # the target's own line
+                              "hookscope: module 'nosuchmodule.dll' was never loaded by the target"])
+    hs.check(t.json is not None, "the report is still written")
+    hs.eq(t.calls("echo.exe").get("show"), 1, "calls of show")
