@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
@@ -35,10 +36,12 @@ def start_wineserver():
                        stderr=subprocess.DEVNULL)
 
 
-def wine(args, input=None, timeout=120, cwd=ROOT, binary=True):
+def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):
     """Run a Windows program untraced; returns CompletedProcess (bytes)."""
+    e = env()
+    e.update(extra_env or {})
     return subprocess.run(["wine"] + list(args), cwd=cwd, input=input, capture_output=True,
-                          timeout=timeout, env=env())
+                          timeout=timeout, env=e)
 
 
 def hookscope(args, input=None, timeout=300, cwd=ROOT):
@@ -55,7 +58,7 @@ def outdir(name):
 
 
 class Trace:
-    """One `hookscope run` and what it wrote."""
+    """One `hookscope run` and what it wrote (out: relative to ROOT)."""
 
     def __init__(self, proc, out):
         self.proc = proc
@@ -68,6 +71,14 @@ class Trace:
                 self.json = json.load(f)
             with open(os.path.join(ROOT, out, "report.txt"), encoding="utf-8") as f:
                 self.txt = f.read()
+
+    def file(self, name):
+        """Another file the trace wrote (None if missing)."""
+        p = os.path.join(ROOT, self.out, name)
+        if not os.path.exists(p):
+            return None
+        with open(p, encoding="utf-8") as f:
+            return f.read()
 
     @property
     def rc(self):
@@ -110,14 +121,55 @@ class Trace:
         raise AssertionError(f"module {name} not in report: {[m['name'] for m in self.json['modules']]}")
 
 
-def trace(target, args=(), modules=(), options=(), name=None, input=None, timeout=300):
-    """hookscope run [-m M]... [options] -o OUT -- target args..."""
+def trace(target, args=(), modules=(), options=(), name=None, input=None, timeout=300, cwd=ROOT):
+    """hookscope run [-m M]... [options] -o OUT -- target args...
+    (cwd relative to ROOT or absolute; target as seen from cwd)"""
     out = outdir(name or os.path.basename(target))
-    cmd = ["run", "-q", "-o", out]
+    cwd = os.path.join(ROOT, cwd)
+    cmd = ["run", "-q", "-o", os.path.relpath(os.path.join(ROOT, out), cwd)]
     for m in modules:
         cmd += ["-m", m]
     cmd += list(options) + ["--", target] + list(args)
-    return Trace(hookscope(cmd, input=input, timeout=timeout), out)
+    return Trace(hookscope(cmd, input=input, timeout=timeout, cwd=cwd), out)
+
+
+def fixture(name):
+    """The run description of a fixture from tests/fixtures/fixtures.json;
+    skips the test when the fixture is not built."""
+    with open(os.path.join(ROOT, "tests", "fixtures", "fixtures.json")) as f:
+        runs = {r["name"]: r for r in json.load(f)["runs"]}
+    r = runs[name]
+    prog = os.path.join(ROOT, r["cwd"], r["program"])
+    if r["program"].lower() != "cmd.exe" and not os.path.exists(prog):
+        raise Skip(f"fixture {name} is not built (make fixtures)")
+    return r
+
+
+def cyg_counts(fx, extra_args=None):
+    """Run a fixture's -finstrument-functions twin; returns
+    ({function: calls}, {(caller, callee): calls}) by name."""
+    cwd = os.path.join(ROOT, fx["cwd"])
+    out = os.path.join(OUT, fx["name"] + ".cyg.txt")
+    os.makedirs(OUT, exist_ok=True)
+    if os.path.exists(out):
+        os.remove(out)
+    stdin = None
+    if fx.get("stdin"):
+        with open(os.path.join(cwd, fx["stdin"]), "rb") as f:
+            stdin = f.read()
+    wine([fx["instrumented"]] + list(extra_args if extra_args is not None else fx["args"]),
+         input=stdin, cwd=cwd, extra_env={"HS_CYG_OUT": out}, timeout=300)
+    named = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "support", "cyg_names.py"),
+                            os.path.join(cwd, fx["instrumented"]), out],
+                           capture_output=True, text=True, check=True).stdout
+    funcs, edges = {}, {}
+    for line in named.splitlines():
+        p = line.split()
+        if p and p[0] == "F":
+            funcs[p[1]] = int(p[2])
+        elif p and p[0] == "E":
+            edges[(p[1], p[2])] = int(p[3])
+    return funcs, edges
 
 
 def need(path):

@@ -1,0 +1,73 @@
+# Test fixtures: real Windows programs for hookscope's end-to-end tests,
+# built into $(B)/fixtures/ (included by the top-level Makefile).
+#
+#   make fixtures          build whatever is missing or out of date
+#   make fixtures-check    run every fixture untraced under Wine and check it
+#   make fixtures-clean    remove $(B)/fixtures (the apt-get source trees in
+#                          $(B)/deps/src stay)
+#
+# Each fixture is built by its own script, scripts/fixtures-NAME.sh, whose
+# header says what it is and how it is built; tests/fixtures/fixtures.json
+# lists how to run each one. Scripts run only when an output is missing or
+# older than an input, so a second `make fixtures` does nothing. A full
+# build from nothing takes about a minute on 2 cores, most of it sqlite3.c
+# at -O2 (use make -j2 to overlap lua and sqlite). `make clean` does not
+# remove fixtures; `make distclean` does.
+#
+# Needs (make deps): mingw-w64 gcc/g++ (win32 and posix), python3, and the
+# packages in scripts/fixture-packages.txt (tcl, libgcrypt-mingw-w64-dev),
+# plus a deb-src entry for `apt-get source lua5.4 sqlite3`.
+
+FIX_DIR     := $(B)/fixtures
+FIX_COMMON  := scripts/fixtures-common.sh
+FIX_RUNTIME := tests/support/cyg_profile.c tests/support/funcset.py
+
+FIX_LUA    := $(FIX_DIR)/lua/lua.exe $(FIX_DIR)/lua/lua-instr.exe
+FIX_GT     := $(FIX_DIR)/groundtruth/groundtruth.exe $(FIX_DIR)/groundtruth/groundtruth-instr.exe
+FIX_SQLITE := $(FIX_DIR)/sqlite/sqlite3.exe
+FIX_CXX    := $(FIX_DIR)/cxx/cxxdemo.exe $(FIX_DIR)/cxx/libstdc++-6.dll \
+              $(FIX_DIR)/cxx/libgcc_s_seh-1.dll $(FIX_DIR)/cxx/libwinpthread-1.dll
+FIX_HMAC   := $(FIX_DIR)/hmac256/hmac256.exe $(FIX_DIR)/hmac256/input.bin \
+              $(FIX_DIR)/hmac256/expected.txt
+FIX_CMD    := $(FIX_DIR)/cmd/workload.bat
+FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
+              $(FIX_DIR)/sqlite/workload.sql
+
+FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA)
+
+.PHONY: fixtures fixtures-check fixtures-clean
+fixtures: $(FIXTURES)
+
+$(FIX_LUA) &: scripts/fixtures-lua.sh tests/fixtures/lua/argv0.c $(FIX_COMMON) $(FIX_RUNTIME)
+	scripts/fixtures-lua.sh
+
+$(FIX_GT) &: scripts/fixtures-groundtruth.sh tests/fixtures/groundtruth/groundtruth.c \
+             $(FIX_COMMON) $(FIX_RUNTIME)
+	scripts/fixtures-groundtruth.sh
+
+$(FIX_SQLITE): scripts/fixtures-sqlite.sh $(FIX_COMMON)
+	scripts/fixtures-sqlite.sh
+
+$(FIX_CXX) &: scripts/fixtures-cxx.sh tests/fixtures/cxx/cxxdemo.cpp $(FIX_COMMON)
+	scripts/fixtures-cxx.sh
+
+$(FIX_HMAC) &: scripts/fixtures-hmac256.sh $(FIX_COMMON)
+	scripts/fixtures-hmac256.sh
+
+$(FIX_CMD): scripts/fixtures-cmd.sh tests/fixtures/cmd/workload.bat $(FIX_COMMON)
+	scripts/fixtures-cmd.sh
+
+# workload files are used from the fixture's directory (the cwd of a run)
+$(FIX_DIR)/lua/%.lua: tests/fixtures/lua/%.lua
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(FIX_DIR)/sqlite/%.sql: tests/fixtures/sqlite/%.sql
+	@mkdir -p $(@D)
+	cp $< $@
+
+fixtures-check: fixtures
+	scripts/fixtures-check.sh
+
+fixtures-clean:
+	rm -rf $(FIX_DIR)
