@@ -87,7 +87,7 @@ include tests/targets/targets.mk
 include examples/examples.mk
 include bench/bench.mk
 
-test-build: all unit test-targets
+test-build: all unit test-targets fixtures
 
 test: test-build
 	$(PYTHON) tests/run.py
