@@ -5,7 +5,7 @@
  * session (session.c), finds the modules to hook (modules.c), hooks them
  * (install.c, with stubs from stubs.c) and keeps per-thread counter
  * regions (threads.c). The hot path is machine code generated per
- * function (stubs.c) plus a few hand-written thunks (probes.S).
+ * function (stubs.c) plus hand-written thunks (thunks.S) and the timing wrapper (wrapper.S).
  */
 #ifndef HOOKSCOPE_AGENT_H
 #define HOOKSCOPE_AGENT_H
@@ -27,9 +27,23 @@ typedef struct hs_hooked {
     hs_plan plan;
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
     uint8_t patch[HS_MAX_PATCH];   /* the bytes written at entry + plan.patch_off */
+    uint64_t desc;                 /* wrapper descriptor (timed functions), else 0 */
 } hs_hooked;
 
+/* What a timed function's stub hands the wrapper (wrapper.S reads it). */
+typedef struct hs_wrap_desc {
+    uint64_t tramp;            /* the trampoline to call */
+    uint64_t time_rel;         /* its time record, relative to a thread's counters */
+    uint32_t fidx;
+    uint32_t nslots;           /* argument slots to copy (home slots included) */
+} hs_wrap_desc;
+
+/* Stack argument slots the wrapper copies at most; a function reading
+ * more gets an entry probe only. */
+#define HS_WRAP_MAX_SLOTS 64
+
 #define HS_MAX_CODE_RANGES 16
+#define HS_MAX_RECORDED 1024   /* modules recorded without hooks */
 
 typedef struct hs_mod_state {
     uint32_t index;            /* in the session's module table */
@@ -77,8 +91,15 @@ void hs_tls_set(void *v);
  * returns the previous value for hs_agent_leave. */
 void *hs_agent_enter(void);
 void hs_agent_leave(void *prev);
-/* Commit counters for functions [0, n_functions) in every live region. */
+/* Commit the per-function parts for functions [0, n_functions) in every
+ * live region (called with layout_lock held). */
 int hs_regions_grow(uint32_t n_functions);
+/* Give the calling thread a region; returns its counters, or NULL when
+ * every region is taken. */
+uint64_t *hs_region_acquire(void);
+/* The sink: private counters with the layout of a region, for the agent's
+ * own calls. */
+int hs_sink_init(void);
 void hs_thread_exit(void);
 
 /* modules.c */
@@ -104,8 +125,33 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     const hs_func_input *fn, const hs_plan *plan, hs_hooked *out,
                     hs_skip_reason *why);
 
-/* probes.S */
+/* thunks.S: thunks from the stubs into C (all registers saved) */
 extern void hs_probe_slow(void);
+extern void hs_probe_edge(void);
+extern void hs_probe_stack(void);
+/* wrapper.S: the timing wrapper frame */
+extern void hs_wrapper(void);
+
+/* probes.c: read by wrapper.S */
+extern uint64_t hs_tls_teb_off, hs_tls_exp_off, hs_tsc_ns_mult;
+
+/* Callee-saved registers at a hooked function's entry, as the thunks pass
+ * them to C (for the entry stack walk). */
+typedef struct hs_saved_regs {
+    uint64_t rbx, rbp, rsi, rdi, r12, r13, r14, r15;
+} hs_saved_regs;
+
+/* The edge table's hash, shared by the stubs (imul with a sign-extended
+ * imm32, so both constants stay below 2^31) and the C insert. */
+#define HS_EDGE_MULT 0x5BD1E995u
+static inline uint32_t hs_edge_mix(uint32_t fidx) { return (fidx * 0x9E3779B9u) & 0x7FFFFFFFu; }
+static inline uint32_t hs_edge_slot(uint64_t site, uint32_t fidx, uint32_t cap)
+{
+    uint32_t bits = 0;
+    while ((1u << bits) < cap)
+        bits++;
+    return (uint32_t)(((site ^ hs_edge_mix(fidx)) * (uint64_t)HS_EDGE_MULT) >> (64 - bits));
+}
 
 /* TEB fields used directly (x64): no API call on the hot or slow path. */
 #define HS_TEB_TLS_SLOTS 0x1480

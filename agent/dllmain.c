@@ -21,15 +21,14 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         InitializeSRWLock(&g_hs.layout_lock);
         InitializeCriticalSection(&g_hs.install_lock);
         g_hs.tls = TlsAlloc();
-        g_hs.sink_size = h->region_size;
-        char *sink = VirtualAlloc(NULL, g_hs.sink_size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
-        if (g_hs.tls == TLS_OUT_OF_INDEXES || !sink) {
+        if (g_hs.tls == TLS_OUT_OF_INDEXES || hs_sink_init() < 0) {
             hs_agent_fail((int)GetLastError(), "agent: no TLS slot or memory");
             h->agent_state = HS_AGENT_FAILED;
             g_hs.hdr = NULL;
             return TRUE;
         }
-        g_hs.sink = (uint64_t *)(sink + h->region_counters_off);
+        hs_tls_teb_off = g_hs.tls < 64 ? HS_TEB_TLS_SLOTS + g_hs.tls * 8 : 0;
+        hs_tls_exp_off = g_hs.tls < 64 ? 0 : (g_hs.tls - 64) * 8;
         h->tls_index = g_hs.tls;
         h->agent_base = (uint64_t)(uintptr_t)inst;
         h->tsc_start = hs_rdtsc();
@@ -58,6 +57,26 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
     return TRUE;
 }
 
+/* rdtsc ticks per second, against the performance counter, over ~20 ms;
+ * the wrapper needs it for its histogram buckets (ns). */
+static void calibrate_tsc(hs_session_header *h)
+{
+    LARGE_INTEGER f, a, b;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&a);
+    uint64_t t0 = hs_rdtsc();
+    Sleep(20);
+    QueryPerformanceCounter(&b);
+    uint64_t t1 = hs_rdtsc();
+    double secs = (double)(b.QuadPart - a.QuadPart) / (double)f.QuadPart;
+    double hz = secs > 0 ? (double)(t1 - t0) / secs : 1e9;
+    if (hz < 1e6)
+        hz = 1e9;
+    h->tsc_hz = hz;
+    h->tsc_ns_mult = (uint64_t)(1e9 / hz * 4294967296.0);
+    hs_tsc_ns_mult = h->tsc_ns_mult;
+}
+
 /* Run by the injector in a remote thread before the target runs (or, for
  * attach, while it runs): hook the configured modules. Returns 0 or a
  * Win32 error; the session's error_text says what went wrong. */
@@ -70,6 +89,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
      * callbacks at its exit too) counts into the sink, for good. */
     hs_agent_enter();
     DWORD rc = 0;
+    calibrate_tsc(h);
     g_hs.engine = hs_engine_new();
     if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");

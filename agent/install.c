@@ -59,6 +59,65 @@ static void unmap_file(file_view *fv)
     memset(fv, 0, sizeof *fv);
 }
 
+#define DESC_SPACE 32   /* hs_wrap_desc, rounded up */
+
+/* Arena bytes for one function: its stub and trampoline (and descriptor). */
+static size_t slot_size(const hs_plan *p, int wrapped)
+{
+    return ((hs_stub_size_max(p) + 15) & ~(size_t)15) + (wrapped ? DESC_SPACE : 0);
+}
+
+/* Names of functions that return twice (setjmp and friends): a wrapper
+ * frame would be gone when they return the second time. */
+static int returns_twice(const char *n)
+{
+    static const char *const names[] = {
+        "setjmp", "_setjmp", "_setjmpex", "_setjmp3", "__mingw_setjmp", "__intrinsic_setjmp",
+        "__intrinsic_setjmpex", "sigsetjmp", "__sigsetjmp", "_sigsetjmp", "vfork", "getcontext",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(n, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Stack probes have their own convention (size in rax, rsp moved by the
+ * caller): by name, besides what the analysis recognises. */
+static int stack_probe_name(const char *n)
+{
+    static const char *const names[] = {
+        "__chkstk", "___chkstk_ms", "__chkstk_ms", "_chkstk", "_alloca", "__alloca", "_alloca_probe",
+        "__alloca_probe", "_alloca_probe_16", "_alloca_probe_8",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(n, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Can this function get the timing wrapper, or only an entry probe (and
+ * why)? Needs a full analysis (HS_ANALYZE_FULL). */
+static int wrap_reason(const hs_plan *p, const hs_pe_func *f, const char *name)
+{
+    if (name && returns_twice(name))
+        return HS_WRAP_RETURNS_TWICE;
+    if ((name && stack_probe_name(name)) || (p->flags & HS_FN_STACK_PROBE))
+        return HS_WRAP_STACK_PROBE;
+    if (!(f->src & HS_SRC_PDATA) || !f->unwind_rva)
+        return HS_WRAP_NO_UNWIND;
+    if (p->flags & HS_FN_VARARGS)
+        return HS_WRAP_VARARGS;
+    if (p->flags & HS_FN_ARGS_ADDRESS)
+        return HS_WRAP_ARGS_ADDRESS;
+    if (p->flags & HS_FN_BRANCH_TO_ENTRY)
+        return HS_WRAP_LOOPS_TO_ENTRY;
+    if (p->stack_arg_slots < 0)
+        return HS_WRAP_UNKNOWN_ARGS;
+    if (p->stack_arg_slots > HS_WRAP_MAX_SLOTS)
+        return HS_WRAP_STACK_ARGS;
+    return HS_WRAP_OK;
+}
+
 static hs_mod_state *add_mod_state(void)
 {
     if (g_hs.n_mods == g_hs.cap_mods) {
@@ -136,14 +195,20 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
 
     /* analyze */
     const int is_self = module == g_hs.self;
-    unsigned opts = (h->options & HS_OPT_NO_INT3) ? 0 : 0;
+    const int timed = (h->options & HS_OPT_TIME) != 0;
+    unsigned opts = timed ? HS_ANALYZE_FULL : 0;
     hs_plan *plans = calloc(n ? n : 1, sizeof *plans);
     hs_func_input *inputs = calloc(n ? n : 1, sizeof *inputs);
-    if (!plans || !inputs) {
+    uint8_t *entry_only = calloc(n ? n : 1, 1);
+    if (!plans || !inputs || !entry_only) {
         free(plans);
         free(inputs);
+        free(entry_only);
         goto out;
     }
+    hs_pe_symtab syms = { 0 };
+    if (timed)
+        hs_pe_symbols(&pe, &syms);
     size_t total = 0, k = 0;
     for (size_t i = 0; i < nfuncs; i++) {
         const hs_pe_func *f = &funcs[i];
@@ -163,12 +228,16 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         in->image_lo = base;
         in->image_hi = base + image_size;
         hs_skip_reason r = is_self ? HS_SKIP_AGENT : hs_analyze(g_hs.engine, in, opts, &plans[k]);
-        if (r == HS_OK)
-            total += (hs_stub_size_max(&plans[k]) + 15) & ~(size_t)15;
-        else
+        if (r == HS_OK) {
+            if (timed)
+                entry_only[k] = (uint8_t)wrap_reason(&plans[k], f, hs_pe_symtab_at(&syms, f->rva));
+            total += slot_size(&plans[k], timed && entry_only[k] == HS_WRAP_OK);
+        } else {
             plans[k].reason = r;
+        }
         k++;
     }
+    hs_pe_symtab_free(&syms);
 
     /* stubs and trampolines */
     uint8_t *arena = total ? hs_arena_alloc(&g_hs.arena, base, base + image_size, total) : NULL;
@@ -182,12 +251,33 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         if (why == HS_OK && !arena)
             why = HS_SKIP_NO_ARENA;
         if (why == HS_OK) {
-            size_t cap = (hs_stub_size_max(&plans[k]) + 15) & ~(size_t)15;
-            size_t len = hs_stub_emit(arena + used, (uint64_t)(uintptr_t)(arena + used), cap,
+            const int wrap = timed && entry_only[k] == HS_WRAP_OK;
+            size_t cap = slot_size(&plans[k], wrap);
+            uint8_t *at = arena + used;
+            hs_wrap_desc *desc = NULL;
+            memset(&hooks[nh], 0, sizeof hooks[nh]);
+            if (wrap) {
+                /* the descriptor first, then the stub */
+                desc = (hs_wrap_desc *)at;
+                desc->fidx = first + (uint32_t)k;
+                desc->time_rel = (h->region_time_off - h->region_counters_off) +
+                                 (uint64_t)desc->fidx * sizeof(hs_time_rec);
+                desc->nslots = plans[k].stack_arg_slots < 4 ? 4 : (uint32_t)plans[k].stack_arg_slots;
+                hooks[nh].desc = (uint64_t)(uintptr_t)desc;
+                at += DESC_SPACE;
+            }
+            size_t len = hs_stub_emit(at, (uint64_t)(uintptr_t)at, cap - (size_t)(at - (arena + used)),
                                       first + (uint32_t)k, &inputs[k], &plans[k], &hooks[nh], &why);
             if (len) {
                 used += cap;
+                if (desc)
+                    desc->tramp = hooks[nh].tramp;
                 if (hs_emit_patch(&inputs[k], &plans[k], hooks[nh].stub, hooks[nh].patch) == 0) {
+                    rec->entry_only = entry_only[k];
+                    if (timed && entry_only[k] < 16)
+                        mrec->entry_only_counts[entry_only[k]]++;
+                    if (wrap)
+                        rec->flags |= HS_FUNC_WRAPPED;
                     nh++;
                 } else {
                     why = HS_SKIP_OUT_OF_RANGE;
@@ -208,6 +298,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     }
     free(plans);
     free(inputs);
+    free(entry_only);
 
     hs_mod_state *ms = add_mod_state();
     if (!ms)

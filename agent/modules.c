@@ -51,21 +51,49 @@ static int already_hooked(uint64_t base)
     return 0;
 }
 
-/* Hook `module` if the configuration asks for it. */
+/* Modules recorded in the session without hooks (so that callers and
+ * stack frames in them can be named after the target is gone). */
+static uint64_t recorded[HS_MAX_RECORDED];
+static size_t n_recorded;
+
+static int already_recorded(uint64_t base)
+{
+    for (size_t i = 0; i < n_recorded; i++)
+        if (recorded[i] == base)
+            return 1;
+    return 0;
+}
+
+/* Record a module we do not hook: path, base, size, timestamp. */
+static void record_only(HMODULE module, const wchar_t *path, uint32_t flags)
+{
+    uint64_t base = (uint64_t)(uintptr_t)module;
+    if (already_recorded(base) || n_recorded == HS_MAX_RECORDED)
+        return;
+    const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)module;
+    const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)((const char *)module + dos->e_lfanew);
+    uint32_t i = hs_session_add_module(path, base, nt->OptionalHeader.SizeOfImage, flags, -1);
+    if (i != UINT32_MAX) {
+        hs_session_module(g_hs.view, i)->timestamp = nt->FileHeader.TimeDateStamp;
+        recorded[n_recorded++] = base;
+    }
+}
+
+/* Hook `module` if the configuration asks for it; record it anyway. */
 static void consider(HMODULE module, const wchar_t *path, int late)
 {
     hs_session_header *h = g_hs.hdr;
-    if (module == g_hs.self)
-        return;
     int is_main = module == GetModuleHandleW(NULL);
     int pattern = hs_pattern_match(path);
-    if (pattern < 0 && !(is_main && h->n_patterns == 0))
-        return;
+    uint32_t flags = (is_main ? HS_MOD_MAIN : 0) | (late ? HS_MOD_LATE : 0);
     EnterCriticalSection(&g_hs.install_lock);
-    if (!already_hooked((uint64_t)(uintptr_t)module)) {
+    if (module == g_hs.self)
+        record_only(module, path, HS_MOD_AGENT);
+    else if (pattern < 0 && !(is_main && h->n_patterns == 0))
+        record_only(module, path, flags);
+    else if (!already_hooked((uint64_t)(uintptr_t)module)) {
         if (pattern >= 0)
             h->pattern_matched |= 1u << pattern;
-        uint32_t flags = (is_main ? HS_MOD_MAIN : 0) | (late ? HS_MOD_LATE : 0);
         hs_install_module(module, path, flags, pattern);
     }
     LeaveCriticalSection(&g_hs.install_lock);
@@ -108,6 +136,9 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d, PVO
     } else if (reason == HS_DLL_UNLOADED && d) {
         uint64_t base = (uint64_t)(uintptr_t)d->DllBase;
         EnterCriticalSection(&g_hs.install_lock);
+        for (size_t i = 0; i < n_recorded; i++)
+            if (recorded[i] == base)
+                recorded[i] = 0;   /* may be loaded again, elsewhere or here */
         for (size_t i = 0; i < g_hs.n_mods; i++) {
             if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded) {
                 g_hs.mods[i].hooked = 0;

@@ -1,148 +1,305 @@
 /*
  * agent/stubs.c - the machine code each hooked function enters.
  *
- * Count stub, entered by the patched jump at the function's entry
- * (registers and stack exactly as the caller left them):
+ * The patched jump at a function's entry lands on its stub, with the
+ * registers and the stack exactly as the caller left them. The stub finds
+ * the thread's counters through a TLS slot read straight from the TEB,
+ * counts the call, then (by the session's options) counts the caller edge,
+ * captures the entry stack every Nth call, and either falls into the
+ * trampoline or enters the timing wrapper (agent/wrapper.S).
  *
- *   slow:   push  <fidx>                 ; the thread has no region yet
- *           call  [rip+slow_ptr]         ; hs_probe_slow: rcx = counters or 0
- *           lea   rsp, [rsp+8]
- *           jrcxz done                   ; counted in the overflow region
- *           jmp   count
- *   stub:   push  rcx
- *           push  rax
- *           mov   rcx, gs:[TlsSlots+8*tls]   ; this thread's counters
+ * Count-only stub (preserves every register and the flags: jrcxz and lea
+ * do not touch them):
+ *
+ *   slow:   lea rax,[rsp+16]; push rax; push fidx   ; no region yet
+ *           call [rip+p_slow]                       ; hs_probe_slow: rcx = counters or 0
+ *           lea rsp,[rsp+16]
+ *           jrcxz done_nowrap                       ; counted in the overflow region
+ *           jmp count
+ *   stub:   push rcx; push rax
+ *           mov rcx, gs:[TlsSlots+8*tls]
  *           jrcxz slow
- *   count:  mov   rax, [rcx+8*fidx]
- *           lea   rax, [rax+1]
- *           mov   [rcx+8*fidx], rax
- *   done:   pop   rax
- *           pop   rcx
- *   tramp:  <relocated window> ; jmp back into the function
- *   slow_ptr: dq hs_probe_slow
+ *   count:  mov rax,[rcx+8*fidx]; lea rax,[rax+1]; mov [rcx+8*fidx],rax
+ *   done:   pop rax; pop rcx
+ *   tramp:  relocated window; jmp back
  *
- * Registers and flags are all preserved (jrcxz and lea do not touch the
- * flags); the counter is per thread, so a plain increment is exact.
+ * With edges, stacks or timing the stub also saves rdx and may change
+ * the arithmetic flags, which the x64 calling convention does not keep
+ * across a call (and so are dead at a function's entry):
+ *
+ *   count:  ...
+ *   edges:  probe the thread's (return address, fidx) table; a hit is
+ *           counted in place, a miss calls hs_probe_edge
+ *   stacks: sub dword [countdown+4*fidx],1; jns done
+ *           mov dword [countdown+4*fidx],N-1; call hs_probe_stack
+ *   done:   pop rdx; pop rax; pop rcx
+ *   wrap:   push rbp; mov rbp,desc; jmp [rip+p_wrapper]   (timed functions)
+ *   tramp:  ...
+ *
+ * The thunks in thunks.S save everything the C code could change.
  */
 #include <string.h>
 
 #include "agent.h"
 #include "emit.h"
 
-#define STUB_HEAD_MAX 64
+#define MAX_LABELS 16
+#define MAX_FIXUPS 32
+
+/* A tiny assembler: labels and rel8/rel32 fixups over hs_emit. */
+typedef struct asm_ctx {
+    hs_emit e;
+    int64_t label[MAX_LABELS];     /* buffer offset, -1 unknown */
+    struct { size_t at; int label; int size; } fix[MAX_FIXUPS];
+    int nfix;
+    int bad;
+} asm_ctx;
+
+enum { L_SLOW, L_STUB, L_COUNT, L_EDGE_PROBE, L_EDGE_MISS, L_EDGE_NEXT, L_EDGE_DONE,
+       L_EDGE_SLOW, L_STACK_CALL, L_DONE, L_DONE_NOWRAP, L_TRAMP, L_PTRS };
+
+static void place(asm_ctx *a, int l) { a->label[l] = (int64_t)a->e.len; }
+
+static void rel(asm_ctx *a, int l, int size)
+{
+    if (a->nfix == MAX_FIXUPS) {
+        a->bad = 1;
+        return;
+    }
+    a->fix[a->nfix].at = a->e.len;
+    a->fix[a->nfix].label = l;
+    a->fix[a->nfix].size = size;
+    a->nfix++;
+    if (size == 1)
+        hs_emit_u8(&a->e, 0);
+    else
+        hs_emit_u32(&a->e, 0);
+}
+
+static void op(asm_ctx *a, const void *bytes, size_t n) { hs_emit_bytes(&a->e, bytes, n); }
+
+#define OP(a, ...) do { const uint8_t b_[] = { __VA_ARGS__ }; op((a), b_, sizeof b_); } while (0)
+
+static void jrcxz(asm_ctx *a, int l) { OP(a, 0xE3); rel(a, l, 1); }
+static void jmp32(asm_ctx *a, int l) { OP(a, 0xE9); rel(a, l, 4); }
+static void jcc32(asm_ctx *a, int cc, int l) { OP(a, 0x0F, (uint8_t)(0x80 | cc)); rel(a, l, 4); }
+
+/* call [rip + ptr slot k] where slot k is the k-th qword after L_PTRS */
+static void call_ptr(asm_ctx *a, int k, size_t *slot_fix)
+{
+    OP(a, 0xFF, 0x15);
+    slot_fix[k] = a->e.len;
+    hs_emit_u32(&a->e, 0);
+}
+
+static int resolve(asm_ctx *a)
+{
+    if (a->bad || a->e.overflow)
+        return -1;
+    for (int i = 0; i < a->nfix; i++) {
+        int64_t target = a->label[a->fix[i].label];
+        if (target < 0)
+            return -1;
+        int64_t d = target - (int64_t)(a->fix[i].at + (size_t)a->fix[i].size);
+        if (a->fix[i].size == 1) {
+            if (d < -128 || d > 127)
+                return -1;
+            a->e.buf[a->fix[i].at] = (uint8_t)(int8_t)d;
+        } else {
+            int32_t d32 = (int32_t)d;
+            memcpy(a->e.buf + a->fix[i].at, &d32, 4);
+        }
+    }
+    return 0;
+}
 
 size_t hs_stub_size_max(const hs_plan *plan)
 {
-    return STUB_HEAD_MAX + plan->tramp_max + 16;
+    return 320 + plan->tramp_max;
 }
 
-/* mov rcx, gs:[disp32] */
-static void emit_mov_rcx_gs(hs_emit *e, uint32_t disp)
+/* lea rax,[rsp+pushed]; push rax; push imm32 fidx */
+static void push_args(asm_ctx *a, uint32_t fidx, uint8_t pushed)
 {
-    static const uint8_t op[5] = { 0x65, 0x48, 0x8B, 0x0C, 0x25 };
-    hs_emit_bytes(e, op, sizeof op);
-    hs_emit_u32(e, disp);
+    OP(a, 0x48, 0x8D, 0x44, 0x24, pushed);
+    OP(a, 0x50, 0x68);
+    hs_emit_u32(&a->e, fidx);
 }
 
-static void emit_jrcxz_to(hs_emit *e, uint64_t target)
-{
-    int64_t d = (int64_t)(target - (hs_emit_pc(e) + 2));
-    hs_emit_u8(e, 0xE3);
-    hs_emit_u8(e, (uint8_t)(int8_t)d);
-}
-
-static void emit_jmp8_to(hs_emit *e, uint64_t target)
-{
-    int64_t d = (int64_t)(target - (hs_emit_pc(e) + 2));
-    hs_emit_u8(e, 0xEB);
-    hs_emit_u8(e, (uint8_t)(int8_t)d);
-}
+enum { P_SLOW, P_EDGE, P_STACK, P_WRAPPER, P__COUNT };
 
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     const hs_func_input *fn, const hs_plan *plan, hs_hooked *out,
                     hs_skip_reason *why)
 {
-    hs_emit e;
-    hs_emit_init(&e, buf, cap, addr);
-    const uint32_t disp = fidx * 8u;
+    const hs_session_header *h = g_hs.hdr;
+    const int edges = (h->options & HS_OPT_EDGES) != 0;
+    const int stacks = (h->options & HS_OPT_STACKS) != 0;
+    const int wrapped = out->desc != 0;
+    const int plain = !edges && !stacks && !wrapped;
+    const uint8_t pushed = plain ? 16 : 24;           /* bytes the stub pushed */
     const DWORD tls = g_hs.tls;
+    const uint32_t cdisp = fidx * 8u;
+    /* the region's parts, relative to the counters the TLS slot points at */
+    const int32_t edges_rel = (int32_t)(h->region_edges_off - h->region_counters_off);
+    const int32_t cd_rel = (int32_t)(h->region_countdown_off - h->region_counters_off) + (int32_t)(fidx * 4u);
+    size_t slot_fix[P__COUNT] = { 0 };
 
-    /* Lay out the fixed-size head first: the offsets do not depend on
-     * the trampoline, so the slow block can refer forward to them. */
-    const size_t slow_len = 5 + 6 + 5 + 2 + 2;      /* push, call, lea, jrcxz, jmp */
-    const size_t load_len = tls < 64 ? 9 + 2 : 9 + 2 + 7 + 2;
-    const uint64_t slow = addr;
-    const uint64_t stub = slow + slow_len;
-    const uint64_t count = stub + 2 + load_len;
-    const uint64_t done = count + 7 + 4 + 7;
-    const uint64_t tramp = done + 2;
+    asm_ctx a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < MAX_LABELS; i++)
+        a.label[i] = -1;
+    hs_emit_init(&a.e, buf, cap, addr);
 
-    /* slow: */
-    hs_emit_u8(&e, 0x68);                            /* push imm32 */
-    hs_emit_u32(&e, fidx);
-    hs_emit_u8(&e, 0xFF);                            /* call [rip+X] */
-    hs_emit_u8(&e, 0x15);
-    size_t call_disp_at = e.len;
-    hs_emit_u32(&e, 0);                              /* patched below */
-    static const uint8_t lea_rsp8[5] = { 0x48, 0x8D, 0x64, 0x24, 0x08 };
-    hs_emit_bytes(&e, lea_rsp8, sizeof lea_rsp8);
-    emit_jrcxz_to(&e, done);
-    emit_jmp8_to(&e, count);
+    /* slow: the thread has no region yet (placed before the entry so that
+     * the flag-free jrcxz reaches it) */
+    place(&a, L_SLOW);
+    push_args(&a, fidx, pushed);
+    call_ptr(&a, P_SLOW, slot_fix);
+    OP(&a, 0x48, 0x8D, 0x64, 0x24, 0x10);              /* lea rsp,[rsp+16] */
+    if (plain) {
+        jrcxz(&a, L_DONE_NOWRAP);                       /* flags untouched */
+    } else {
+        OP(&a, 0x48, 0x85, 0xC9);                       /* test rcx,rcx */
+        jcc32(&a, HS_CC_E, L_DONE_NOWRAP);
+    }
+    jmp32(&a, L_COUNT);
 
     /* stub: */
-    hs_emit_u8(&e, 0x51);                            /* push rcx */
-    hs_emit_u8(&e, 0x50);                            /* push rax */
+    place(&a, L_STUB);
+    OP(&a, 0x51, 0x50);                                 /* push rcx; push rax */
+    if (!plain)
+        OP(&a, 0x52);                                   /* push rdx */
     if (tls < 64) {
-        emit_mov_rcx_gs(&e, HS_TEB_TLS_SLOTS + tls * 8);
-        emit_jrcxz_to(&e, slow);
+        OP(&a, 0x65, 0x48, 0x8B, 0x0C, 0x25);           /* mov rcx, gs:[disp32] */
+        hs_emit_u32(&a.e, HS_TEB_TLS_SLOTS + tls * 8);
+        jrcxz(&a, L_SLOW);
     } else {
-        emit_mov_rcx_gs(&e, HS_TEB_TLS_EXPANSION);
-        emit_jrcxz_to(&e, slow);
-        static const uint8_t mov_rcx_rcx[3] = { 0x48, 0x8B, 0x89 };  /* mov rcx,[rcx+disp32] */
-        hs_emit_bytes(&e, mov_rcx_rcx, sizeof mov_rcx_rcx);
-        hs_emit_u32(&e, (tls - 64) * 8);
-        emit_jrcxz_to(&e, slow);
+        OP(&a, 0x65, 0x48, 0x8B, 0x0C, 0x25);
+        hs_emit_u32(&a.e, HS_TEB_TLS_EXPANSION);
+        jrcxz(&a, L_SLOW);
+        OP(&a, 0x48, 0x8B, 0x89);                       /* mov rcx,[rcx+disp32] */
+        hs_emit_u32(&a.e, (tls - 64) * 8);
+        jrcxz(&a, L_SLOW);
     }
+
     /* count: */
-    static const uint8_t ld[3] = { 0x48, 0x8B, 0x81 };   /* mov rax,[rcx+disp32] */
-    static const uint8_t inc[4] = { 0x48, 0x8D, 0x40, 0x01 };  /* lea rax,[rax+1] */
-    static const uint8_t st[3] = { 0x48, 0x89, 0x81 };   /* mov [rcx+disp32],rax */
-    hs_emit_bytes(&e, ld, sizeof ld);
-    hs_emit_u32(&e, disp);
-    hs_emit_bytes(&e, inc, sizeof inc);
-    hs_emit_bytes(&e, st, sizeof st);
-    hs_emit_u32(&e, disp);
+    place(&a, L_COUNT);
+    OP(&a, 0x48, 0x8B, 0x81);                           /* mov rax,[rcx+disp32] */
+    hs_emit_u32(&a.e, cdisp);
+    OP(&a, 0x48, 0x8D, 0x40, 0x01);                     /* lea rax,[rax+1] */
+    OP(&a, 0x48, 0x89, 0x81);                           /* mov [rcx+disp32],rax */
+    hs_emit_u32(&a.e, cdisp);
+
+    if (edges) {
+        uint32_t bits = 0;
+        while ((1u << bits) < h->region_edges_cap)
+            bits++;
+        OP(&a, 0x48, 0x8B, 0x44, 0x24, pushed);         /* mov rax,[rsp+pushed]: return address */
+        OP(&a, 0x48, 0x89, 0xC2);                       /* mov rdx,rax */
+        OP(&a, 0x48, 0x81, 0xF2);                       /* xor rdx,imm32 */
+        hs_emit_u32(&a.e, hs_edge_mix(fidx));
+        OP(&a, 0x48, 0x69, 0xD2);                       /* imul rdx,rdx,imm32 */
+        hs_emit_u32(&a.e, HS_EDGE_MULT);
+        OP(&a, 0x48, 0xC1, 0xEA, (uint8_t)(64 - bits)); /* shr rdx,64-bits */
+        OP(&a, 0x48, 0xC1, 0xE2, 0x05);                 /* shl rdx,5 */
+        place(&a, L_EDGE_PROBE);
+        OP(&a, 0x48, 0x3B, 0x84, 0x11);                 /* cmp rax,[rcx+rdx+edges] */
+        hs_emit_u32(&a.e, (uint32_t)edges_rel);
+        jcc32(&a, HS_CC_NE, L_EDGE_MISS);
+        OP(&a, 0x81, 0xBC, 0x11);                       /* cmp dword [rcx+rdx+edges+8],fidx */
+        hs_emit_u32(&a.e, (uint32_t)(edges_rel + 8));
+        hs_emit_u32(&a.e, fidx);
+        jcc32(&a, HS_CC_NE, L_EDGE_NEXT);
+        OP(&a, 0x48, 0xFF, 0x84, 0x11);                 /* inc qword [rcx+rdx+edges+16] */
+        hs_emit_u32(&a.e, (uint32_t)(edges_rel + 16));
+        jmp32(&a, L_EDGE_DONE);
+        place(&a, L_EDGE_MISS);
+        OP(&a, 0x48, 0x83, 0xBC, 0x11);                 /* cmp qword [rcx+rdx+edges],0 */
+        hs_emit_u32(&a.e, (uint32_t)edges_rel);
+        OP(&a, 0x00);
+        jcc32(&a, HS_CC_E, L_EDGE_SLOW);
+        place(&a, L_EDGE_NEXT);
+        OP(&a, 0x48, 0x83, 0xC2, 0x20);                 /* add rdx,32 */
+        OP(&a, 0x48, 0x81, 0xE2);                       /* and rdx,imm32 */
+        hs_emit_u32(&a.e, h->region_edges_cap * 32u - 1u);
+        jmp32(&a, L_EDGE_PROBE);
+        place(&a, L_EDGE_SLOW);                          /* a new (site, callee): C inserts it */
+        push_args(&a, fidx, pushed);
+        call_ptr(&a, P_EDGE, slot_fix);
+        OP(&a, 0x48, 0x8D, 0x64, 0x24, 0x10);           /* lea rsp,[rsp+16] */
+        place(&a, L_EDGE_DONE);
+    }
+
+    if (stacks) {
+        OP(&a, 0x83, 0xA9);                             /* sub dword [rcx+cd],1 */
+        hs_emit_u32(&a.e, (uint32_t)cd_rel);
+        OP(&a, 0x01);
+        jcc32(&a, HS_CC_NS, L_DONE);
+        OP(&a, 0xC7, 0x81);                             /* mov dword [rcx+cd],every-1 */
+        hs_emit_u32(&a.e, (uint32_t)cd_rel);
+        hs_emit_u32(&a.e, (h->stack_every ? h->stack_every : 1) - 1);
+        place(&a, L_STACK_CALL);
+        push_args(&a, fidx, pushed);
+        call_ptr(&a, P_STACK, slot_fix);
+        OP(&a, 0x48, 0x8D, 0x64, 0x24, 0x10);           /* lea rsp,[rsp+16] */
+    }
+
     /* done: */
-    hs_emit_u8(&e, 0x58);                            /* pop rax */
-    hs_emit_u8(&e, 0x59);                            /* pop rcx */
-    if (e.overflow || hs_emit_pc(&e) != tramp) {
-        *why = HS_SKIP_NO_ARENA;
-        return 0;
+    place(&a, L_DONE);
+    if (!plain)
+        OP(&a, 0x5A);                                   /* pop rdx */
+    OP(&a, 0x58, 0x59);                                 /* pop rax; pop rcx */
+    if (wrapped) {
+        OP(&a, 0x55);                                   /* push rbp */
+        hs_emit_mov_reg_imm64(&a.e, HS_RBP, out->desc); /* mov rbp,desc */
+        OP(&a, 0xFF, 0x25);                             /* jmp [rip+p_wrapper] */
+        slot_fix[P_WRAPPER] = a.e.len;
+        hs_emit_u32(&a.e, 0);
+        /* done_nowrap: no region for this thread: run the function untimed */
+        place(&a, L_DONE_NOWRAP);
+        OP(&a, 0x5A, 0x58, 0x59);                       /* pop rdx; pop rax; pop rcx */
+        jmp32(&a, L_TRAMP);
+    } else {
+        a.label[L_DONE_NOWRAP] = a.label[L_DONE];
     }
 
     /* tramp: */
-    size_t tlen = hs_emit_trampoline(g_hs.engine, fn, plan, tramp, buf + e.len, cap - e.len,
-                                     out->tramp_off, why);
-    if (tlen == 0)
-        return 0;
-    e.len += tlen;
-
-    /* slow_ptr: */
-    while (e.len & 7)
-        hs_emit_u8(&e, 0xCC);
-    uint64_t ptr_at = hs_emit_pc(&e);
-    hs_emit_u64(&e, (uint64_t)(uintptr_t)hs_probe_slow);
-    if (e.overflow) {
+    place(&a, L_TRAMP);
+    if (a.e.overflow || resolve(&a) < 0) {
         *why = HS_SKIP_NO_ARENA;
         return 0;
     }
-    uint32_t rel = (uint32_t)(ptr_at - (addr + call_disp_at + 4));
-    memcpy(buf + call_disp_at, &rel, 4);
+    uint64_t tramp = hs_emit_pc(&a.e);
+    size_t tlen = hs_emit_trampoline(g_hs.engine, fn, plan, tramp, buf + a.e.len, cap - a.e.len,
+                                     out->tramp_off, why);
+    if (tlen == 0)
+        return 0;
+    a.e.len += tlen;
 
+    /* pointers to the agent's thunks (the agent may be farther than 2 GB) */
+    while (a.e.len & 7)
+        hs_emit_u8(&a.e, 0xCC);
+    const uint64_t targets[P__COUNT] = {
+        (uint64_t)(uintptr_t)hs_probe_slow, (uint64_t)(uintptr_t)hs_probe_edge,
+        (uint64_t)(uintptr_t)hs_probe_stack, (uint64_t)(uintptr_t)hs_wrapper,
+    };
+    for (int k = 0; k < P__COUNT; k++) {
+        uint64_t at = hs_emit_pc(&a.e);
+        hs_emit_u64(&a.e, targets[k]);
+        if (slot_fix[k]) {
+            int32_t d = (int32_t)(at - (addr + slot_fix[k] + 4));
+            memcpy(buf + slot_fix[k], &d, 4);
+        }
+    }
+    if (a.e.overflow) {
+        *why = HS_SKIP_NO_ARENA;
+        return 0;
+    }
     out->entry = fn->addr;
-    out->stub = stub;
+    out->stub = addr + (uint64_t)a.label[L_STUB];
     out->tramp = tramp;
     out->fidx = fidx;
     out->plan = *plan;
-    return e.len;
+    return a.e.len;
 }

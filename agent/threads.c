@@ -1,18 +1,18 @@
 /*
- * agent/threads.c - per-thread counter regions.
+ * agent/threads.c - per-thread regions.
  *
  * A thread's TLS slot (at a fixed TEB offset, read by every entry stub)
  * points at the counters of its region in the session. A thread gets its
  * region the first time it calls a hooked function: the stub finds the
- * slot empty and calls hs_probe_slow (probes.S), which calls
- * hs_slow_count below. When the session's regions are all taken, the
- * thread keeps an empty slot and every call of it is counted with an
- * atomic add in the shared overflow region: slower, still exact.
+ * slot empty and calls hs_probe_slow, which calls hs_on_slow (probes.c),
+ * which calls hs_region_acquire. When the session's regions are all
+ * taken, the thread keeps an empty slot and every call of it is counted
+ * with atomic adds in the shared overflow region: slower, still exact.
  *
- * While the agent itself works on a thread (installing hooks, the slow
- * path), the slot points at the "sink", private counters nobody reads,
- * so that calls the agent makes into hooked modules are neither counted
- * nor recursive.
+ * While the agent itself works on a thread, the slot points at the sink:
+ * private memory with a region's layout that nobody reads, so calls the
+ * agent makes into hooked modules are neither counted nor recursive.
+ * (The sink's shadow stack limit is 0: its calls are never timed.)
  */
 #include <string.h>
 
@@ -60,19 +60,52 @@ static uint32_t live_regions(void)
     return used < 0 ? 0 : (uint32_t)used < max ? (uint32_t)used : max;
 }
 
-/* Commit region k's header and counters [0, n). */
-static int region_commit(uint32_t k, uint32_t n)
+typedef int (*commit_fn)(void *p, uint64_t len);
+
+static int commit_private(void *p, uint64_t len)
 {
-    hs_session_header *h = g_hs.hdr;
-    char *r = hs_session_region(g_hs.view, k);
-    uint64_t len = h->region_counters_off + (uint64_t)n * 8;
-    if (hs_session_commit(r, len) < 0)
+    return VirtualAlloc(p, len, MEM_COMMIT, PAGE_READWRITE) ? 0 : -1;
+}
+
+/* Commit the parts of the region at `r` that do not grow with the number
+ * of functions, and set up its shadow stack (timing) once. */
+static int region_init(char *r, commit_fn commit, int timed)
+{
+    const hs_session_header *h = g_hs.hdr;
+    hs_region_hdr *rh = (hs_region_hdr *)r;
+    if (commit(r, HS_PAGE) < 0)
         return -1;
-    if ((h->options & HS_OPT_EDGES) && hs_session_commit(r + h->region_edges_off,
-                                                          (uint64_t)h->region_edges_cap *
-                                                              sizeof(hs_edge_rec)) < 0)
+    if ((h->options & HS_OPT_EDGES) &&
+        commit(r + h->region_edges_off, (uint64_t)h->region_edges_cap * sizeof(hs_edge_rec)) < 0)
         return -1;
-    ((hs_region_hdr *)r)->committed_funcs = n;
+    if ((h->options & HS_OPT_STACKS) &&
+        (commit(r + h->region_stacks_off, (uint64_t)h->region_stacks_cap * sizeof(hs_stack_rec)) < 0 ||
+         commit(r + h->region_frames_off, (uint64_t)h->region_frames_cap * 8) < 0))
+        return -1;
+    if (timed && h->region_shadow_cap) {
+        uint64_t len = (uint64_t)h->region_shadow_cap * sizeof(hs_shadow_rec);
+        if (commit(r + h->region_shadow_off, len) < 0)
+            return -1;
+        rh->shadow_base = rh->shadow_top = (uint64_t)(uintptr_t)(r + h->region_shadow_off);
+        rh->shadow_limit = rh->shadow_base + len;
+    }
+    return 0;
+}
+
+/* Commit the per-function parts of a region for functions [0, n). */
+static int region_funcs(char *r, uint32_t n, commit_fn commit)
+{
+    const hs_session_header *h = g_hs.hdr;
+    hs_region_hdr *rh = (hs_region_hdr *)r;
+    if (n <= rh->committed_funcs)
+        return 0;
+    if (commit(r + h->region_counters_off, (uint64_t)n * 8) < 0)
+        return -1;
+    if ((h->options & HS_OPT_STACKS) && commit(r + h->region_countdown_off, (uint64_t)n * 4) < 0)
+        return -1;
+    if ((h->options & HS_OPT_TIME) && commit(r + h->region_time_off, (uint64_t)n * sizeof(hs_time_rec)) < 0)
+        return -1;
+    rh->committed_funcs = n;
     return 0;
 }
 
@@ -81,25 +114,42 @@ int hs_regions_grow(uint32_t n_functions)
 {
     uint32_t live = live_regions();
     for (uint32_t k = 0; k < live; k++)
-        if (region_commit(k, n_functions) < 0)
+        if (region_funcs(hs_session_region(g_hs.view, k), n_functions, hs_session_commit) < 0)
             return -1;
-    /* the overflow region */
-    return region_commit(g_hs.hdr->max_threads, n_functions);
+    /* the overflow region is set up at the first growth */
+    char *ov = hs_session_region(g_hs.view, g_hs.hdr->max_threads);
+    if (!((hs_region_hdr *)ov)->committed_funcs && region_init(ov, hs_session_commit, 0) < 0)
+        return -1;
+    return region_funcs(ov, n_functions, hs_session_commit);
 }
 
-static uint64_t *acquire_region(void)
+int hs_sink_init(void)
+{
+    const hs_session_header *h = g_hs.hdr;
+    char *sink = VirtualAlloc(NULL, h->region_size, MEM_RESERVE, PAGE_READWRITE);
+    if (!sink || region_init(sink, commit_private, 0) < 0 ||
+        region_funcs(sink, h->max_functions, commit_private) < 0)
+        return -1;
+    g_hs.sink = (uint64_t *)(sink + h->region_counters_off);
+    g_hs.sink_size = h->region_size;
+    return 0;
+}
+
+uint64_t *hs_region_acquire(void)
 {
     hs_session_header *h = g_hs.hdr;
     uint64_t *counters = NULL;
     AcquireSRWLockExclusive(&g_hs.layout_lock);
     if ((uint32_t)h->threads_used < h->max_threads) {
         uint32_t k = (uint32_t)h->threads_used;
-        if (region_commit(k, h->n_functions) == 0 &&
+        char *r = hs_session_region(g_hs.view, k);
+        if (region_init(r, hs_session_commit, (h->options & HS_OPT_TIME) != 0) == 0 &&
+            region_funcs(r, h->n_functions, hs_session_commit) == 0 &&
             hs_session_commit(hs_session_slot(g_hs.view, k), sizeof(hs_thread_slot)) == 0) {
             uint32_t tid = (uint32_t)hs_teb_read(HS_TEB_THREAD_ID);
-            hs_region_hdr *r = (hs_region_hdr *)hs_session_region(g_hs.view, k);
-            r->tid = tid;
-            r->slot = k;
+            hs_region_hdr *rh = (hs_region_hdr *)r;
+            rh->tid = tid;
+            rh->slot = k;
             hs_thread_slot *s = hs_session_slot(g_hs.view, k);
             s->tid = tid;
             s->state = HS_SLOT_LIVE;
@@ -110,30 +160,6 @@ static uint64_t *acquire_region(void)
     }
     ReleaseSRWLockExclusive(&g_hs.layout_lock);
     return counters;
-}
-
-/* The slow path of an entry stub, for a thread whose slot is empty.
- * Returns the counters the stub should increment, or NULL when the call
- * was counted here (overflow). Runs with all registers saved. */
-uint64_t *hs_slow_count(uint32_t fidx)
-{
-    InterlockedIncrement(&g_hs.in_slow);
-    hs_tls_set(g_hs.sink);
-    uint64_t *c = acquire_region();
-    if (c) {
-        hs_tls_set(c);
-        InterlockedDecrement(&g_hs.in_slow);
-        return c;
-    }
-    hs_session_header *h = g_hs.hdr;
-    if (fidx < h->n_functions) {
-        uint64_t *ov = hs_region_counters(g_hs.view, h->max_threads);
-        InterlockedIncrement64((volatile LONG64 *)&ov[fidx]);
-    }
-    InterlockedIncrement64((volatile LONG64 *)&h->overflow_calls);
-    hs_tls_set(NULL);
-    InterlockedDecrement(&g_hs.in_slow);
-    return NULL;
 }
 
 void hs_thread_exit(void)

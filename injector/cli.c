@@ -38,6 +38,14 @@ static const char help[] =
     "  -o, --output DIR       write report.txt and report.json into DIR\n"
     "                         (default: hookscope-out)\n"
     "  -d, --duration S       stop after S seconds (run: the target is terminated)\n"
+    "      --no-edges         do not count caller edges (on by default)\n"
+    "      --stacks[=DEPTH]   capture the native stack at function entry, up to\n"
+    "                         DEPTH frames (default 32, at most 256)\n"
+    "      --stack-every N    capture every Nth call of each function on each\n"
+    "                         thread (default 1: every call)\n"
+    "      --time             return probes: inclusive and self time, min, max and\n"
+    "                         a log2 histogram of durations per function, and the\n"
+    "                         calls that ended by exception or longjmp\n"
     "  -q, --quiet            do not print the summary line\n"
     "      --max-functions N  function table capacity (default 262144)\n"
     "      --max-threads N    threads with their own counters (default 256;\n"
@@ -83,6 +91,8 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
     memset(o, 0, sizeof *o);
     o->max_functions = 1u << 18;
     o->max_threads = 256;
+    o->edges = 1;
+    o->stack_every = 1;
     o->outdir = hs_xstrdup("hookscope-out");
     if (argc < 2) {
         fputs(usage, stderr);
@@ -125,7 +135,7 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         if (a[0] == L'-' && a[1] != 0) {
             int takes = opt_is(a, L"--module", L"-m") || opt_is(a, L"--output", L"-o") ||
                         opt_is(a, L"--duration", L"-d") || opt_is(a, L"--max-functions", NULL) ||
-                        opt_is(a, L"--max-threads", NULL);
+                        opt_is(a, L"--max-threads", NULL) || opt_is(a, L"--stack-every", NULL);
             if (takes) {
                 const wchar_t *eq = a[1] == L'-' ? wcschr(a, L'=') : NULL;
                 if (eq)
@@ -163,6 +173,19 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
                 if (parse_uint(val, 1, 4096, &o->max_threads) < 0)
                     return usage_error("--max-threads needs a number from 1 to 4096, not '%s'",
                                        hs_utf8(val));
+            } else if (opt_is(a, L"--stack-every", NULL)) {
+                if (parse_uint(val, 1, 1u << 30, &o->stack_every) < 0)
+                    return usage_error("--stack-every needs a positive number, not '%s'", hs_utf8(val));
+            } else if (opt_is(a, L"--stacks", NULL)) {
+                const wchar_t *eq = wcschr(a, L'=');
+                o->stacks = 32;
+                if (eq && parse_uint(eq + 1, 1, 256, &o->stacks) < 0)
+                    return usage_error("--stacks=DEPTH needs a depth from 1 to 256, not '%s'",
+                                       hs_utf8(eq + 1));
+            } else if (!wcscmp(a, L"--no-edges")) {
+                o->edges = 0;
+            } else if (!wcscmp(a, L"--time")) {
+                o->time = 1;
             } else if (opt_is(a, L"--quiet", L"-q")) {
                 o->quiet = 1;
             } else if (opt_is(a, L"--help", L"-h")) {

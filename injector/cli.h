@@ -15,6 +15,10 @@ typedef struct hs_options {
     double duration;            /* --duration seconds, 0 = none */
     int quiet;
     uint32_t max_functions, max_threads;
+    int edges;                  /* caller edges (default on; --no-edges) */
+    uint32_t stacks;            /* --stacks[=DEPTH]: entry stack depth, 0 = off */
+    uint32_t stack_every;       /* --stack-every N: capture every Nth call per function */
+    int time;                   /* --time: return probes with durations */
     uint32_t pid;               /* attach */
     wchar_t **target_argv;      /* run: TARGET ARGS... */
     int target_argc;

@@ -3,6 +3,7 @@
  */
 #include "collect.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <windows.h>
 
@@ -19,6 +20,138 @@ static void view_commit(void *p, uint64_t len)
     uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(HS_PAGE - 1);
     uintptr_t hi = ((uintptr_t)p + len + HS_PAGE - 1) & ~(uintptr_t)(HS_PAGE - 1);
     VirtualAlloc((void *)lo, hi - lo, MEM_COMMIT, PAGE_READWRITE);
+}
+
+static void collect_edges(const hs_session_header *h, char *base, uint32_t nfuncs, hs_results *r)
+{
+    const hs_region_hdr *rh = (const hs_region_hdr *)base;
+    if (!rh->edges_used)
+        return;
+    const hs_edge_rec *t = (const hs_edge_rec *)(base + h->region_edges_off);
+    view_commit((void *)t, (uint64_t)h->region_edges_cap * sizeof *t);
+    for (uint32_t i = 0; i < h->region_edges_cap; i++) {
+        if (!t[i].site || !t[i].count || t[i].callee >= nfuncs)
+            continue;
+        r->edges = hs_xrealloc(r->edges, (r->nedges + 1) * sizeof *r->edges);
+        r->edges[r->nedges].site = t[i].site;
+        r->edges[r->nedges].callee = t[i].callee;
+        r->edges[r->nedges].calls = t[i].count;
+        r->nedges++;
+    }
+}
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const hs_res_edge *x = a, *y = b;
+    if (x->callee != y->callee)
+        return x->callee < y->callee ? -1 : 1;
+    return x->site < y->site ? -1 : x->site > y->site;
+}
+
+/* The same (site, callee) counted by several threads: add them up. */
+static void merge_edges(hs_results *r)
+{
+    if (!r->nedges)
+        return;
+    qsort(r->edges, r->nedges, sizeof *r->edges, cmp_edge);
+    size_t w = 0;
+    for (size_t i = 0; i < r->nedges; i++) {
+        if (w && r->edges[w - 1].site == r->edges[i].site && r->edges[w - 1].callee == r->edges[i].callee)
+            r->edges[w - 1].calls += r->edges[i].calls;
+        else
+            r->edges[w++] = r->edges[i];
+    }
+    r->nedges = w;
+}
+
+static void collect_stacks(const hs_session_header *h, char *base, uint32_t nfuncs, hs_results *r)
+{
+    const hs_region_hdr *rh = (const hs_region_hdr *)base;
+    if (!rh->stacks_used)
+        return;
+    const hs_stack_rec *t = (const hs_stack_rec *)(base + h->region_stacks_off);
+    const uint64_t *pool = (const uint64_t *)(base + h->region_frames_off);
+    view_commit((void *)t, (uint64_t)h->region_stacks_cap * sizeof *t);
+    view_commit((void *)pool, (uint64_t)h->region_frames_cap * 8);
+    for (uint32_t i = 0; i < h->region_stacks_cap; i++) {
+        const hs_stack_rec *s = &t[i];
+        if (!s->hash || !s->count || s->func >= nfuncs || !s->depth ||
+            (uint64_t)s->frames + s->depth > h->region_frames_cap)
+            continue;
+        r->stacks = hs_xrealloc(r->stacks, (r->nstacks + 1) * sizeof *r->stacks);
+        hs_res_stack *d = &r->stacks[r->nstacks++];
+        d->func = s->func;
+        d->depth = s->depth;
+        d->truncated = s->truncated;
+        d->count = s->count;
+        d->frames = hs_xmalloc((size_t)s->depth * 8);
+        memcpy(d->frames, pool + s->frames, (size_t)s->depth * 8);
+    }
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+    const hs_res_stack *x = a, *y = b;
+    if (x->func != y->func)
+        return x->func < y->func ? -1 : 1;
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    for (uint32_t i = 0; i < x->depth; i++)
+        if (x->frames[i] != y->frames[i])
+            return x->frames[i] < y->frames[i] ? -1 : 1;
+    return 0;
+}
+
+/* The same stack captured on several threads: add them up. */
+static void merge_stacks(hs_results *r)
+{
+    if (!r->nstacks)
+        return;
+    qsort(r->stacks, r->nstacks, sizeof *r->stacks, cmp_stack);
+    size_t w = 0;
+    for (size_t i = 0; i < r->nstacks; i++) {
+        if (w && cmp_stack(&r->stacks[w - 1], &r->stacks[i]) == 0) {
+            r->stacks[w - 1].count += r->stacks[i].count;
+            r->stacks[w - 1].truncated |= r->stacks[i].truncated;
+            free(r->stacks[i].frames);
+        } else {
+            r->stacks[w++] = r->stacks[i];
+        }
+    }
+    r->nstacks = w;
+}
+
+static void collect_time(const hs_session_header *h, char *base, uint32_t n, hs_results *r)
+{
+    if (!r->time)
+        r->time = hs_xcalloc(r->nfuncs, sizeof *r->time);
+    const hs_time_rec *t = (const hs_time_rec *)(base + h->region_time_off);
+    view_commit((void *)t, (uint64_t)n * sizeof *t);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!t[i].exits)
+            continue;
+        hs_res_time *d = &r->time[i];
+        if (!d->exits || t[i].min < d->min)
+            d->min = t[i].min;
+        if (t[i].max > d->max)
+            d->max = t[i].max;
+        d->exits += t[i].exits;
+        d->total += t[i].total;
+        d->self += t[i].self;
+        d->unwinds += t[i].unwinds;
+        for (int b = 0; b < HS_HIST_BUCKETS && b < 40; b++)
+            d->hist[b] += t[i].hist[b];
+    }
+    /* calls still open on this thread's shadow stack */
+    const hs_region_hdr *rh = (const hs_region_hdr *)base;
+    if (rh->shadow_limit && rh->shadow_top > rh->shadow_base) {
+        uint64_t n_open = (rh->shadow_top - rh->shadow_base) / sizeof(hs_shadow_rec);
+        const hs_shadow_rec *sh = (const hs_shadow_rec *)(base + h->region_shadow_off);
+        view_commit((void *)sh, n_open * sizeof *sh);
+        for (uint64_t i = 0; i < n_open && i < h->region_shadow_cap; i++)
+            if (sh[i].func < r->nfuncs)
+                r->time[sh[i].func].open++;
+    }
 }
 
 int hs_collect(void *view, hs_results *r)
@@ -44,6 +177,7 @@ int hs_collect(void *view, hs_results *r)
         d->size = m->size;
         d->timestamp = m->timestamp;
         d->flags = m->flags;
+        d->traced = (m->flags & (HS_MOD_HOOKED | HS_MOD_FAILED)) || m->pattern >= 0;
         d->found = m->n_funcs;
         d->hooked = m->n_hooked;
         d->pattern = m->pattern;
@@ -88,5 +222,26 @@ int hs_collect(void *view, hs_results *r)
     }
     for (uint32_t i = 0; i < nfuncs; i++)
         r->total_calls += r->funcs[i].calls;
+
+    r->edges_on = (h->options & HS_OPT_EDGES) != 0;
+    r->time_on = (h->options & HS_OPT_TIME) != 0;
+    r->stack_depth = (h->options & HS_OPT_STACKS) ? h->stack_depth : 0;
+    r->stack_every = h->stack_every;
+    for (uint32_t k = 0; k <= nregions; k++) {
+        uint32_t region = k < nregions ? k : h->max_threads;
+        char *base = hs_session_region(view, region);
+        const hs_region_hdr *rh = (const hs_region_hdr *)base;
+        if (r->edges_on)
+            collect_edges(h, base, nfuncs, r);
+        if (r->stack_depth)
+            collect_stacks(h, base, nfuncs, r);
+        if (r->time_on)
+            collect_time(h, base, rh->committed_funcs < nfuncs ? rh->committed_funcs : nfuncs, r);
+        r->edges_lost += k < nregions ? 0 : rh->edges_overflowed;
+        r->stacks_dropped += rh->stacks_dropped;
+        r->time_dropped += rh->time_dropped;
+    }
+    merge_edges(r);
+    merge_stacks(r);
     return 0;
 }

@@ -11,8 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
+#include "addrsym.h"
 #include "hookscope/skip.h"
 #include "report.h"
+#include "util.h"
 
 static void jstr(FILE *out, const char *s)
 {
@@ -56,6 +60,78 @@ static void counts_obj(FILE *out, const uint32_t *counts, int n, const char *(*n
     fputc('}', out);
 }
 
+static double ns(const hs_results *r, uint64_t ticks)
+{
+    return r->tsc_hz > 0 ? (double)ticks * 1e9 / r->tsc_hz : 0;
+}
+
+static void time_obj(const hs_results *r, FILE *out, const hs_res_time *t)
+{
+    fprintf(out, "{\"calls\": %llu, \"total_ns\": %.0f, \"self_ns\": %.0f, \"min_ns\": %.0f, "
+                 "\"max_ns\": %.0f, \"avg_ns\": %.1f, \"open\": %llu, \"hist\": [",
+            (unsigned long long)t->exits, ns(r, t->total), ns(r, t->self), ns(r, t->min),
+            ns(r, t->max), t->exits ? ns(r, t->total) / (double)t->exits : 0.0,
+            (unsigned long long)t->open);
+    int any = 0;
+    for (int b = 0; b < 40; b++) {
+        if (!t->hist[b])
+            continue;
+        fprintf(out, "%s{\"ns\": %llu, \"count\": %llu}", any ? ", " : "", 1ull << b,
+                (unsigned long long)t->hist[b]);
+        any = 1;
+    }
+    fprintf(out, "]}");
+}
+
+/* Edges by caller function (call sites of one caller merged). */
+typedef struct named_edge {
+    char caller[512];
+    int caller_module;
+    uint32_t callee;
+    uint64_t calls;
+} named_edge;
+
+static int cmp_named_edge(const void *a, const void *b)
+{
+    const named_edge *x = a, *y = b;
+    if (x->callee != y->callee)
+        return x->callee < y->callee ? -1 : 1;
+    if (x->caller_module != y->caller_module)
+        return x->caller_module < y->caller_module ? -1 : 1;
+    return strcmp(x->caller, y->caller);
+}
+
+size_t hs_named_edges(const hs_results *r, hs_addrsym *as, named_edge **out);
+size_t hs_named_edges(const hs_results *r, hs_addrsym *as, named_edge **out)
+{
+    named_edge *e = hs_xcalloc(r->nedges, sizeof *e);
+    for (size_t i = 0; i < r->nedges; i++) {
+        hs_addr_info ai;
+        /* the call instruction ends at the return address */
+        hs_addrsym_lookup(as, r->edges[i].site - 1, &ai);
+        e[i].caller_module = ai.module;
+        e[i].callee = r->edges[i].callee;
+        e[i].calls = r->edges[i].calls;
+        if (ai.name)
+            snprintf(e[i].caller, sizeof e[i].caller, "%s", ai.name);
+        else if (ai.module >= 0)
+            snprintf(e[i].caller, sizeof e[i].caller, "%s+0x%llx", r->mods[ai.module].name,
+                     (unsigned long long)(r->edges[i].site - r->mods[ai.module].base));
+        else
+            snprintf(e[i].caller, sizeof e[i].caller, "0x%llx", (unsigned long long)r->edges[i].site);
+    }
+    qsort(e, r->nedges, sizeof *e, cmp_named_edge);
+    size_t w = 0;
+    for (size_t i = 0; i < r->nedges; i++) {
+        if (w && cmp_named_edge(&e[w - 1], &e[i]) == 0)
+            e[w - 1].calls += e[i].calls;
+        else
+            e[w++] = e[i];
+    }
+    *out = e;
+    return w;
+}
+
 int hs_write_report_json(const hs_results *r, FILE *out)
 {
     fprintf(out, "{\"version\": 1,\n \"tool\": {\"name\": \"hookscope\", \"version\": ");
@@ -91,9 +167,12 @@ int hs_write_report_json(const hs_results *r, FILE *out)
         jstr(out, r->warnings[i]);
     }
     fprintf(out, "],\n \"modules\": [");
+    int nm = 0;
     for (size_t m = 0; m < r->nmods; m++) {
         const hs_res_module *mod = &r->mods[m];
-        fprintf(out, "%s\n  {\"name\": ", m ? "," : "");
+        if (!mod->traced)
+            continue;
+        fprintf(out, "%s\n  {\"name\": ", nm++ ? "," : "");
         jstr(out, mod->name);
         fprintf(out, ", \"path\": ");
         jstr(out, mod->path);
@@ -129,8 +208,102 @@ int hs_write_report_json(const hs_results *r, FILE *out)
             jstr(out, hs_patch_kind_name(f->kind));
         else
             fprintf(out, "null");
-        fprintf(out, ", \"calls\": %llu}", (unsigned long long)f->calls);
+        fprintf(out, ", \"calls\": %llu", (unsigned long long)f->calls);
+        if (r->time_on && hooked) {
+            fprintf(out, ", \"entry_only\": ");
+            if (f->flags & 4)   /* HS_FUNC_WRAPPED */
+                fprintf(out, "null");
+            else
+                jstr(out, hs_entry_only_name(f->entry_only));
+            if ((f->flags & 4) && r->time) {
+                fprintf(out, ", \"time\": ");
+                time_obj(r, out, &r->time[i]);
+                fprintf(out, ", \"unwinds\": %llu", (unsigned long long)r->time[i].unwinds);
+            }
+        }
+        fputc('}', out);
+    }
+    fprintf(out, "]");
+
+    hs_addrsym *as = hs_addrsym_new(r);
+    fprintf(out, ",\n \"options\": {\"edges\": %s, \"stacks\": ", r->edges_on ? "true" : "false");
+    if (r->stack_depth)
+        fprintf(out, "{\"depth\": %u, \"every\": %u}", r->stack_depth, r->stack_every);
+    else
+        fprintf(out, "null");
+    fprintf(out, ", \"time\": %s}", r->time_on ? "true" : "false");
+    if (r->edges_on) {
+        named_edge *e;
+        size_t n = hs_named_edges(r, as, &e);
+        fprintf(out, ",\n \"edges_lost\": %llu,\n \"edges\": [", (unsigned long long)r->edges_lost);
+        for (size_t i = 0; i < n; i++) {
+            const hs_res_func *callee = &r->funcs[e[i].callee];
+            fprintf(out, "%s\n  {\"caller\": ", i ? "," : "");
+            jstr(out, e[i].caller);
+            fprintf(out, ", \"caller_module\": ");
+            if (e[i].caller_module >= 0)
+                jstr(out, r->mods[e[i].caller_module].name);
+            else
+                fprintf(out, "null");
+            fprintf(out, ", \"callee\": ");
+            jstr(out, callee->name);
+            fprintf(out, ", \"callee_module\": ");
+            jstr(out, r->mods[callee->module].name);
+            fprintf(out, ", \"calls\": %llu}", (unsigned long long)e[i].calls);
+        }
+        fprintf(out, "]");
+        free(e);
+    }
+    if (r->stack_depth) {
+        fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)r->stacks_dropped);
+        for (size_t i = 0; i < r->nstacks; i++) {
+            const hs_res_stack *st = &r->stacks[i];
+            fprintf(out, "%s\n  {\"function\": ", i ? "," : "");
+            jstr(out, r->funcs[st->func].name);
+            fprintf(out, ", \"module\": ");
+            jstr(out, r->mods[r->funcs[st->func].module].name);
+            fprintf(out, ", \"count\": %llu, \"truncated\": %s, \"frames\": [",
+                    (unsigned long long)st->count, st->truncated ? "true" : "false");
+            int k = 0;
+            for (uint32_t d = 0; d < st->depth; d++) {
+                char buf[600];
+                hs_addr_info ai;
+                hs_addrsym_lookup(as, st->frames[d], &ai);
+                if (ai.module >= 0 && (r->mods[ai.module].flags & HS_MOD_AGENT_FLAG))
+                    continue;   /* the timing wrapper: folded into the hooked function */
+                /* return addresses point after the call: name the call */
+                hs_addrsym_format(as, d ? st->frames[d] - 1 : st->frames[d], 1, buf, sizeof buf);
+                if (d) {
+                    /* show the return address itself, offset from the function */
+                    char *plus = strrchr(buf, '+');
+                    if (plus && ai.name) {
+                        snprintf(plus, sizeof buf - (size_t)(plus - buf), "+0x%llx",
+                                 (unsigned long long)(st->frames[d] - ai.start));
+                    }
+                }
+                fprintf(out, "%s", k++ ? ", " : "");
+                jstr(out, buf);
+            }
+            fprintf(out, "]}");
+        }
+        fprintf(out, "]");
+    }
+    if (r->time_on)
+        fprintf(out, ",\n \"time_dropped\": %llu, \"tsc_hz\": %.0f", (unsigned long long)r->time_dropped,
+                r->tsc_hz);
+    fprintf(out, ",\n \"loaded_modules\": [");
+    int k = 0;
+    for (size_t m = 0; m < r->nmods; m++) {
+        const hs_res_module *mod = &r->mods[m];
+        if (mod->traced)
+            continue;
+        fprintf(out, "%s\n  {\"name\": ", k++ ? "," : "");
+        jstr(out, mod->name);
+        fprintf(out, ", \"path\": ");
+        jstr(out, mod->path);
+        fprintf(out, ", \"base\": \"0x%llx\", \"size\": %u}", (unsigned long long)mod->base, mod->size);
     }
     fprintf(out, "]}\n");
+    hs_addrsym_free(as);
     return ferror(out) ? -1 : 0;
 }

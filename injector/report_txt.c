@@ -104,6 +104,8 @@ int hs_write_report_txt(const hs_results *r, FILE *out)
             "base", "install");
     for (size_t m = 0; m < r->nmods; m++) {
         const hs_res_module *mod = &r->mods[m];
+        if (!mod->traced)
+            continue;
         fprintf(out, "%-28s %9u %7u %7u  0x%-16llx %.3f s\n", mod->name, mod->found, mod->hooked,
                 mod->found - mod->hooked, (unsigned long long)mod->base, mod->install_s);
         skip_summary(out, "  skipped: ", mod->skip_counts, HS_SKIP__COUNT, hs_skip_reason_name);

@@ -28,6 +28,11 @@ void hs_results_free(hs_results *r)
         free(r->mods[i].path);
     for (size_t i = 0; i < r->nwarnings; i++)
         free(r->warnings[i]);
+    for (size_t i = 0; i < r->nstacks; i++)
+        free(r->stacks[i].frames);
+    free(r->stacks);
+    free(r->edges);
+    free(r->time);
     free(r->funcs);
     free(r->mods);
     free(r->warnings);

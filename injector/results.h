@@ -18,6 +18,7 @@ typedef struct hs_res_func {
 } hs_res_func;
 
 typedef struct hs_res_module {
+    int traced;                              /* hooked (or asked for with -m); else only loaded */
     char *path;                              /* UTF-8, as the target saw it */
     const char *name;                        /* file name part of path */
     uint64_t base;
@@ -27,6 +28,32 @@ typedef struct hs_res_module {
     uint32_t skip_counts[32], patch_counts[8], entry_only_counts[16];
     double install_s;
 } hs_res_module;
+
+/* module flags (as in the session) the reports look at */
+#define HS_MOD_AGENT_FLAG 0x40u
+
+/* One caller edge, merged over threads: call site -> callee. */
+typedef struct hs_res_edge {
+    uint64_t site;                           /* return address in the caller (target address) */
+    uint32_t callee;                         /* index into funcs */
+    uint64_t calls;
+} hs_res_edge;
+
+/* One unique entry stack of a function, merged over threads. */
+typedef struct hs_res_stack {
+    uint32_t func;
+    uint32_t depth;
+    int truncated;                           /* deeper than --stacks=DEPTH */
+    uint64_t count;
+    uint64_t *frames;                        /* leaf first: [0] is the function's entry */
+} hs_res_stack;
+
+/* Durations of one function, summed over threads, in rdtsc ticks. */
+typedef struct hs_res_time {
+    uint64_t exits, total, self, min, max, unwinds;
+    uint64_t hist[40];                       /* bucket k: [2^k, 2^(k+1)) ns */
+    uint64_t open;                           /* calls still running at the end */
+} hs_res_time;
 
 /* How the trace ended. */
 enum hs_stop {
@@ -57,6 +84,17 @@ typedef struct hs_results {
     size_t nmods;
     hs_res_func *funcs;
     size_t nfuncs;
+    /* options in effect */
+    int edges_on, time_on;
+    uint32_t stack_depth, stack_every;       /* stack_depth 0: no stacks */
+    hs_res_edge *edges;
+    size_t nedges;
+    uint64_t edges_lost;                     /* increments no table had room for */
+    hs_res_stack *stacks;
+    size_t nstacks;
+    uint64_t stacks_dropped;                 /* captures no table had room for */
+    hs_res_time *time;                       /* per function (nfuncs), when time_on */
+    uint64_t time_dropped;                   /* calls not timed (shadow stack full) */
     char **warnings;           /* one line each */
     size_t nwarnings;
 } hs_results;

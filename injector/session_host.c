@@ -8,14 +8,19 @@
 
 #include "util.h"
 
-#define EDGES_CAP (1u << 15)
-
 int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options)
 {
+    if (o->edges)
+        options |= HS_OPT_EDGES;
+    if (o->stacks)
+        options |= HS_OPT_STACKS;
+    if (o->time)
+        options |= HS_OPT_TIME;
     memset(s, 0, sizeof *s);
     hs_session_header layout;
     memset(&layout, 0, sizeof layout);
-    uint64_t total = hs_session_layout(&layout, 1024, o->max_functions, o->max_threads, EDGES_CAP);
+    hs_capacity cap = hs_default_capacity(o->max_functions, o->max_threads, options);
+    uint64_t total = hs_session_layout(&layout, &cap);
 
     wchar_t name[64];
     swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)pid);
@@ -45,6 +50,8 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32
     h->magic = HS_SESSION_MAGIC;
     h->version = HS_SESSION_VERSION;
     h->options = options;
+    h->stack_depth = o->stacks;
+    h->stack_every = o->stack_every;
     h->n_patterns = (uint32_t)o->nmodules;
     for (int i = 0; i < o->nmodules; i++) {
         size_t len = wcslen(o->modules[i]);

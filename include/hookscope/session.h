@@ -62,7 +62,11 @@ enum {
     HS_MOD_LATE = 1u << 3,      /* loaded after the agent started */
     HS_MOD_FAILED = 1u << 4,    /* hooking failed as a whole, see status */
     HS_MOD_UNHOOKED = 1u << 5,  /* hooks removed (detach) */
+    HS_MOD_AGENT = 1u << 6,     /* hookscope's own agent */
 };
+/* A module with none of HS_MOD_HOOKED / HS_MOD_FAILED and pattern < 0 was
+ * only recorded: loaded in the target, not traced (callers and stack
+ * frames in it are named from it). */
 
 typedef struct hs_module_rec {
     uint64_t base;
@@ -114,10 +118,18 @@ typedef struct hs_region_hdr {
     uint32_t slot;
     uint32_t committed_funcs;    /* counters committed so far */
     uint32_t edges_used;         /* entries in the edge table */
-    uint64_t edges_dropped;      /* edge increments that found the table full (counted in overflow) */
+    uint64_t edges_overflowed;   /* edges counted in the overflow region (table full) */
+    uint32_t stacks_used;        /* entries in the stack table */
+    uint32_t frames_used;        /* frames in the frame pool */
+    uint64_t stacks_dropped;     /* captures lost: table or pool full */
+    uint64_t shadow_base;        /* --time: shadow stack, as addresses in the target */
+    uint64_t shadow_top;         /*   next free entry */
+    uint64_t shadow_limit;       /*   end (0: no timing on this thread, e.g. the sink) */
+    uint64_t time_dropped;       /* calls not timed: shadow stack full */
 } hs_region_hdr;
 
-/* One caller edge: call site (return address) -> callee, counted. */
+/* One caller edge: call site (return address) -> callee, counted. The
+ * table is open-addressed by a hash of both; site 0 is an empty slot. */
 typedef struct hs_edge_rec {
     uint64_t site;               /* return address in the caller */
     uint32_t callee;             /* function index */
@@ -125,6 +137,42 @@ typedef struct hs_edge_rec {
     uint64_t count;
     uint64_t reserved2;
 } hs_edge_rec;
+
+/* One unique entry stack of one function, counted. Its frames (return
+ * addresses, leaf first, frame 0 = the function's entry) are in the
+ * region's frame pool at [frames, frames + depth). */
+typedef struct hs_stack_rec {
+    uint64_t hash;               /* 0: empty slot */
+    uint32_t func;
+    uint16_t depth;
+    uint16_t truncated;          /* the walk went deeper than --stacks=DEPTH */
+    uint64_t count;
+    uint32_t frames;
+    uint32_t reserved;
+} hs_stack_rec;
+
+/* --time: durations of one function on one thread, in rdtsc ticks. */
+#define HS_HIST_BUCKETS 40       /* bucket k: [2^k, 2^(k+1)) ns; the last one is open */
+typedef struct hs_time_rec {
+    uint64_t exits;              /* calls that returned or were unwound */
+    uint64_t total;              /* inclusive ticks */
+    uint64_t self;               /* inclusive minus timed children on this thread */
+    uint64_t min, max;           /* inclusive ticks (min valid if exits > 0) */
+    uint64_t unwinds;            /* exits by exception or longjmp */
+    uint64_t hist[HS_HIST_BUCKETS];
+} hs_time_rec;
+
+/* --time: one open call on a thread's shadow stack. */
+typedef struct hs_shadow_rec {
+    uint64_t desc;               /* the function's wrapper descriptor (agent) */
+    uint64_t t0;                 /* rdtsc at entry */
+    uint64_t child;              /* ticks of timed children so far */
+    uint64_t frame;              /* the wrapper frame's rbp: matches it at exit and unwind */
+    uint64_t save_rax, save_rdx; /* scratch for the wrapper around rdtsc */
+    uint32_t func;
+    uint32_t reserved;
+    uint64_t reserved2;
+} hs_shadow_rec;
 
 typedef struct hs_session_header {
     uint64_t magic;
@@ -145,6 +193,15 @@ typedef struct hs_session_header {
     uint64_t region_edges_off;
     uint32_t region_edges_cap;   /* power of two */
     uint32_t reserved0;
+    uint64_t region_countdown_off; /* uint32 per function: calls left until the next stack capture */
+    uint64_t region_stacks_off;  /* hs_stack_rec[region_stacks_cap], power of two */
+    uint32_t region_stacks_cap;
+    uint32_t region_frames_cap;  /* uint64 frames in the pool */
+    uint64_t region_frames_off;
+    uint64_t region_time_off;    /* hs_time_rec per function */
+    uint64_t region_shadow_off;  /* hs_shadow_rec[region_shadow_cap] */
+    uint32_t region_shadow_cap;
+    uint32_t reserved3;
 
     /* configuration, written by the injector before the agent starts */
     uint32_t options;            /* HS_OPT_* */
@@ -172,6 +229,8 @@ typedef struct hs_session_header {
     volatile int64_t overflow_calls;  /* calls counted in the overflow region */
     volatile uint32_t threads_moved;  /* threads moved into/out of trampolines while patching */
     volatile uint32_t freezes;        /* times the other threads were frozen to patch */
+    double tsc_hz;                    /* rdtsc ticks per second, measured by the agent */
+    uint64_t tsc_ns_mult;             /* ns = (ticks * mult) >> 32, for histogram buckets */
 } hs_session_header;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
@@ -214,35 +273,76 @@ static inline hs_edge_rec *hs_region_edges(void *base, uint32_t k)
 /* Round up to a page. */
 static inline uint64_t hs_page_up(uint64_t n) { return (n + HS_PAGE - 1) & ~(uint64_t)(HS_PAGE - 1); }
 
-/* Compute the layout for the given capacities and options; fills the
- * layout fields of `h` and returns the total size. Shared so both sides
- * agree, and so the unit tests can check it. */
-static inline uint64_t hs_session_layout(hs_session_header *h, uint32_t max_modules,
-                                         uint32_t max_functions, uint32_t max_threads,
-                                         uint32_t edges_cap)
+/* Capacities of one session, chosen by the injector. */
+typedef struct hs_capacity {
+    uint32_t modules, functions, threads;
+    uint32_t edges;      /* per thread, power of two */
+    uint32_t stacks;     /* per thread, power of two */
+    uint32_t frames;     /* per thread */
+    uint32_t shadow;     /* per thread: deepest timed nesting */
+} hs_capacity;
+
+/* Compute the layout for the given capacities; fills the layout fields
+ * of `h` and returns the total size to reserve. Shared so both sides
+ * agree (and tests can build a session themselves). Only what the
+ * options use is ever committed. */
+static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity *c)
 {
     uint64_t off = hs_page_up(sizeof(hs_session_header));
     h->header_size = (uint32_t)sizeof(hs_session_header);
     h->modules_off = off;
-    h->max_modules = max_modules;
+    h->max_modules = c->modules;
     h->module_rec_size = (uint32_t)sizeof(hs_module_rec);
-    off = hs_page_up(off + (uint64_t)max_modules * sizeof(hs_module_rec));
+    off = hs_page_up(off + (uint64_t)c->modules * sizeof(hs_module_rec));
     h->funcs_off = off;
-    h->max_functions = max_functions;
+    h->max_functions = c->functions;
     h->func_rec_size = (uint32_t)sizeof(hs_func_rec);
-    off = hs_page_up(off + (uint64_t)max_functions * sizeof(hs_func_rec));
+    off = hs_page_up(off + (uint64_t)c->functions * sizeof(hs_func_rec));
     h->slots_off = off;
-    h->max_threads = max_threads;
+    h->max_threads = c->threads;
     h->slot_size = (uint32_t)sizeof(hs_thread_slot);
-    off = hs_page_up(off + (uint64_t)(max_threads + 1) * sizeof(hs_thread_slot));
+    off = hs_page_up(off + (uint64_t)(c->threads + 1) * sizeof(hs_thread_slot));
     h->regions_off = off;
-    h->region_counters_off = HS_PAGE;
-    h->region_edges_off = hs_page_up(HS_PAGE + (uint64_t)max_functions * 8);
-    h->region_edges_cap = edges_cap;
-    h->region_size = hs_page_up(h->region_edges_off + (uint64_t)edges_cap * sizeof(hs_edge_rec));
-    off += (uint64_t)(max_threads + 1) * h->region_size;
+
+    uint64_t r = HS_PAGE;                       /* the region header */
+    h->region_counters_off = r;
+    r = hs_page_up(r + (uint64_t)c->functions * 8);
+    h->region_countdown_off = r;
+    r = hs_page_up(r + (uint64_t)c->functions * 4);
+    h->region_edges_off = r;
+    h->region_edges_cap = c->edges;
+    r = hs_page_up(r + (uint64_t)c->edges * sizeof(hs_edge_rec));
+    h->region_stacks_off = r;
+    h->region_stacks_cap = c->stacks;
+    r = hs_page_up(r + (uint64_t)c->stacks * sizeof(hs_stack_rec));
+    h->region_frames_off = r;
+    h->region_frames_cap = c->frames;
+    r = hs_page_up(r + (uint64_t)c->frames * 8);
+    h->region_time_off = r;     /* time records only when timing (shadow > 0) */
+    r = hs_page_up(r + (c->shadow ? (uint64_t)c->functions * sizeof(hs_time_rec) : 0));
+    h->region_shadow_off = r;
+    h->region_shadow_cap = c->shadow;
+    r = hs_page_up(r + (uint64_t)c->shadow * sizeof(hs_shadow_rec));
+    h->region_size = r;
+
+    off += (uint64_t)(c->threads + 1) * h->region_size;
     h->total_size = off;
     return off;
+}
+
+/* The default capacities for the given options (--max-functions and
+ * --max-threads set the first two); parts an option does not use get no
+ * room at all. */
+static inline hs_capacity hs_default_capacity(uint32_t functions, uint32_t threads, uint32_t options)
+{
+    hs_capacity c = { 1024, functions, threads, 1u << 14, 0, 0, 0 };
+    if (options & HS_OPT_STACKS) {
+        c.stacks = 1u << 13;
+        c.frames = 1u << 18;
+    }
+    if (options & HS_OPT_TIME)
+        c.shadow = 1u << 16;
+    return c;
 }
 
 #endif

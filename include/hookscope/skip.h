@@ -48,6 +48,8 @@ typedef enum hs_entry_only_reason {
     HS_WRAP_NO_UNWIND = 6,       /* no unwind info: cannot tell its frame */
     HS_WRAP_AGENT = 7,           /* the agent itself calls it */
     HS_WRAP_NOT_A_FUNCTION = 8,  /* a fragment entered by jump, not by call */
+    HS_WRAP_LOOPS_TO_ENTRY = 9,  /* jumps back to its own entry (a loop through the hook) */
+    HS_WRAP_UNKNOWN_ARGS = 10,   /* its stack use could not be followed */
     HS_WRAP__COUNT
 } hs_entry_only_reason;
 
@@ -76,6 +78,7 @@ static inline const char *hs_entry_only_name(int r)
     static const char *const names[HS_WRAP__COUNT] = {
         "ok", "varargs", "too-many-stack-args", "returns-twice", "stack-probe",
         "args-address-taken", "no-unwind-info", "agent-dependency", "not-a-function",
+        "loops-to-entry", "unknown-stack-args",
     };
     return (r >= 0 && r < HS_WRAP__COUNT) ? names[r] : "unknown";
 }

@@ -95,7 +95,8 @@ int main(int argc, char **argv)
     /* the session, as the injector would make it */
     hs_session_header layout;
     memset(&layout, 0, sizeof layout);
-    uint64_t total = hs_session_layout(&layout, 64, 1u << 14, 16, 1024);
+    hs_capacity cap = hs_default_capacity(1u << 14, 16, 0);
+    uint64_t total = hs_session_layout(&layout, &cap);
     wchar_t name[64];
     swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)GetCurrentProcessId());
     HANDLE m = CreateFileMappingW(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE | SEC_RESERVE,

@@ -1,0 +1,285 @@
+/*
+ * agent/probes.c - the C side of the probes: what the entry stubs call
+ * through the thunks in thunks.S when the fast path cannot do the work
+ * (a thread without a region, an edge not yet in the table, an entry
+ * stack to capture), and the unwind handler of the timing wrapper.
+ *
+ * All of it runs on the target's threads, in the middle of their calls:
+ * no heap, no locks but the overflow region's, and the thread's TLS slot
+ * points at the sink while anything here calls into the system, so that
+ * hooked functions called on our behalf are neither counted nor recursive.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "agent.h"
+
+/* Read by wrapper.S. */
+uint64_t hs_tls_teb_off;      /* TEB offset of our TLS slot, 0 when it is an expansion slot */
+uint64_t hs_tls_exp_off;      /* byte offset in the expansion slots */
+uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
+
+/* wrapper.S and the stubs hard-code these layouts */
+_Static_assert(offsetof(hs_region_hdr, shadow_base) == 40, "shadow_base");
+_Static_assert(offsetof(hs_region_hdr, shadow_top) == 48, "shadow_top");
+_Static_assert(offsetof(hs_region_hdr, shadow_limit) == 56, "shadow_limit");
+_Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
+_Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
+_Static_assert(offsetof(hs_time_rec, hist) == 48, "time hist");
+_Static_assert(offsetof(hs_wrap_desc, nslots) == 20, "desc");
+_Static_assert(sizeof(hs_edge_rec) == 32, "edge rec");
+
+static SRWLOCK overflow_lock = SRWLOCK_INIT;
+
+static hs_region_hdr *region_of(uint64_t *counters)
+{
+    return (hs_region_hdr *)((char *)counters - g_hs.hdr->region_counters_off);
+}
+
+static hs_edge_rec *edges_of(uint64_t *counters)
+{
+    return (hs_edge_rec *)((char *)counters + (g_hs.hdr->region_edges_off - g_hs.hdr->region_counters_off));
+}
+
+/* Insert (site, fidx) into an edge table with `count`, or add to an
+ * existing entry. Returns -1 when the table is too full to insert. */
+static int edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count)
+{
+    uint32_t cap = g_hs.hdr->region_edges_cap;
+    uint32_t i = hs_edge_slot(site, fidx, cap);
+    for (uint32_t n = 0; n < cap; n++, i = (i + 1) & (cap - 1)) {
+        if (t[i].site == site && t[i].callee == fidx) {
+            t[i].count += count;
+            return 0;
+        }
+        if (t[i].site == 0) {
+            if (*used >= cap / 4 * 3)
+                return -1;
+            t[i].callee = fidx;
+            t[i].count = count;
+            MemoryBarrier();
+            t[i].site = site;
+            (*used)++;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Count a call (and its edge) in the shared overflow region. */
+static void overflow_count(uint32_t fidx, uint64_t site, int count_call)
+{
+    hs_session_header *h = g_hs.hdr;
+    uint64_t *ov = hs_region_counters(g_hs.view, h->max_threads);
+    if (fidx >= h->n_functions)
+        return;
+    if (count_call) {
+        InterlockedIncrement64((volatile LONG64 *)&ov[fidx]);
+        InterlockedIncrement64((volatile LONG64 *)&h->overflow_calls);
+    }
+    if ((h->options & HS_OPT_EDGES) && site) {
+        AcquireSRWLockExclusive(&overflow_lock);
+        hs_region_hdr *r = region_of(ov);
+        if (edge_add(edges_of(ov), &r->edges_used, site, fidx, 1) < 0)
+            r->edges_overflowed++;   /* lost: reported */
+        ReleaseSRWLockExclusive(&overflow_lock);
+    }
+}
+
+uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
+{
+    InterlockedIncrement(&g_hs.in_slow);
+    hs_tls_set(g_hs.sink);
+    uint64_t *c = hs_region_acquire();
+    if (!c)
+        overflow_count(fidx, *(uint64_t *)entry_rsp, 1);
+    hs_tls_set(c);
+    InterlockedDecrement(&g_hs.in_slow);
+    return c;
+}
+
+uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
+{
+    uint64_t *c = hs_tls_get();
+    if (!c || c == g_hs.sink)
+        return c;
+    InterlockedIncrement(&g_hs.in_slow);
+    hs_tls_set(g_hs.sink);
+    uint64_t site = *(uint64_t *)entry_rsp;
+    hs_region_hdr *r = region_of(c);
+    if (edge_add(edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
+        r->edges_overflowed++;
+        overflow_count(fidx, site, 0);
+    }
+    hs_tls_set(c);
+    InterlockedDecrement(&g_hs.in_slow);
+    return c;
+}
+
+/* ---- entry stacks ---------------------------------------------------------- */
+
+static uint64_t hash_frames(uint32_t fidx, const uint64_t *f, int n)
+{
+    uint64_t h = 0xCBF29CE484222325ull ^ fidx;
+    for (int i = 0; i < n; i++) {
+        h ^= f[i];
+        h *= 0x100000001B3ull;
+        h ^= h >> 29;
+    }
+    return h ? h : 1;
+}
+
+/* Walk the stack from the hooked function's entry: frame 0 is the entry
+ * itself, then one return address per caller, with the unwind data of
+ * each module (a frame without any is taken as a leaf). */
+static int walk(uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames, int max,
+                int *truncated)
+{
+    CONTEXT ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.ContextFlags = CONTEXT_FULL;
+    ctx.Rip = entry;
+    ctx.Rsp = rsp;
+    ctx.Rbx = r->rbx;
+    ctx.Rbp = r->rbp;
+    ctx.Rsi = r->rsi;
+    ctx.Rdi = r->rdi;
+    ctx.R12 = r->r12;
+    ctx.R13 = r->r13;
+    ctx.R14 = r->r14;
+    ctx.R15 = r->r15;
+    const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
+    int n = 0;
+    frames[n++] = entry;
+    *truncated = 0;
+    for (;;) {
+        DWORD64 image = 0;
+        PRUNTIME_FUNCTION rf = RtlLookupFunctionEntry(ctx.Rip, &image, NULL);
+        if (rf) {
+            PVOID handler_data;
+            DWORD64 establisher;
+            RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, rf, &ctx, &handler_data,
+                             &establisher, NULL);
+        } else {
+            if (ctx.Rsp < lo || ctx.Rsp + 8 > hi)
+                break;
+            ctx.Rip = *(uint64_t *)ctx.Rsp;
+            ctx.Rsp += 8;
+        }
+        /* Wine can leave junk after the last frame: stop at the first null
+         * or at a stack pointer outside the stack */
+        if (ctx.Rip == 0 || ctx.Rsp < lo || ctx.Rsp > hi)
+            break;
+        if (n == max) {
+            *truncated = 1;
+            break;
+        }
+        frames[n++] = ctx.Rip;
+    }
+    return n;
+}
+
+uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
+{
+    uint64_t *c = hs_tls_get();
+    hs_session_header *h = g_hs.hdr;
+    if (!c || c == g_hs.sink || fidx >= h->n_functions)
+        return c;
+    InterlockedIncrement(&g_hs.in_slow);
+    hs_tls_set(g_hs.sink);
+    const hs_func_rec *f = hs_session_func(g_hs.view, fidx);
+    uint64_t entry = hs_session_module(g_hs.view, f->module)->base + f->rva;
+    uint64_t frames[256];
+    int max = h->stack_depth < 256 ? (int)h->stack_depth : 256, truncated;
+    int n = walk(entry, entry_rsp, regs, frames, max, &truncated);
+
+    hs_region_hdr *r = region_of(c);
+    char *region = (char *)r;
+    hs_stack_rec *tab = (hs_stack_rec *)(region + h->region_stacks_off);
+    uint64_t *pool = (uint64_t *)(region + h->region_frames_off);
+    uint32_t cap = h->region_stacks_cap;
+    uint64_t hash = hash_frames(fidx, frames, n);
+    uint32_t i = (uint32_t)(hash & (cap - 1));
+    int done = 0;
+    for (uint32_t k = 0; k < cap && !done; k++, i = (i + 1) & (cap - 1)) {
+        hs_stack_rec *s = &tab[i];
+        if (s->hash == hash && s->func == fidx && s->depth == n &&
+            memcmp(pool + s->frames, frames, (size_t)n * 8) == 0) {
+            s->count++;
+            done = 1;
+        } else if (s->hash == 0) {
+            if (r->stacks_used >= cap / 4 * 3 || r->frames_used + (uint32_t)n > h->region_frames_cap)
+                break;
+            memcpy(pool + r->frames_used, frames, (size_t)n * 8);
+            s->frames = r->frames_used;
+            s->func = fidx;
+            s->depth = (uint16_t)n;
+            s->truncated = (uint16_t)truncated;
+            s->count = 1;
+            MemoryBarrier();
+            s->hash = hash;
+            r->frames_used += (uint32_t)n;
+            r->stacks_used++;
+            done = 1;
+        }
+    }
+    if (!done)
+        r->stacks_dropped++;
+    hs_tls_set(c);
+    InterlockedDecrement(&g_hs.in_slow);
+    return c;
+}
+
+/* ---- the wrapper's unwind handler -------------------------------------------- */
+
+static uint32_t hist_bucket(uint64_t ticks)
+{
+    unsigned __int128 ns = ((unsigned __int128)ticks * hs_tsc_ns_mult) >> 32;
+    if (ns >> 64)
+        return HS_HIST_BUCKETS - 1;
+    uint64_t v = (uint64_t)ns | 1;
+    uint32_t b = 63 - (uint32_t)__builtin_clzll(v);
+    return b < HS_HIST_BUCKETS ? b : HS_HIST_BUCKETS - 1;
+}
+
+/* Called for a wrapper frame while an exception or a longjmp unwinds
+ * through it: the call ends here, by unwind. Records it like a return
+ * (duration, self, histogram) and counts it in `unwinds`. */
+EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame, CONTEXT *ctx,
+                                        void *dispatcher)
+{
+    if (!(rec->ExceptionFlags & (EXCEPTION_UNWINDING | EXCEPTION_EXIT_UNWIND)))
+        return ExceptionContinueSearch;
+    uint64_t *c = hs_tls_get();
+    if (!c || c == g_hs.sink)
+        return ExceptionContinueSearch;
+    hs_region_hdr *r = region_of(c);
+    if (!r->shadow_limit)
+        return ExceptionContinueSearch;
+    uint64_t fr = (uint64_t)(uintptr_t)frame;
+    hs_shadow_rec *base = (hs_shadow_rec *)(uintptr_t)r->shadow_base;
+    hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
+    for (hs_shadow_rec *s = top - 1; s >= base; s--) {
+        if (s->frame == fr) {
+            uint64_t dt = hs_rdtsc() - s->t0;
+            const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
+            hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
+            t->exits++;
+            t->unwinds++;
+            t->total += dt;
+            t->self += dt - s->child;
+            if (dt > t->max)
+                t->max = dt;
+            if (t->min == 0 || dt < t->min)
+                t->min = dt;
+            t->hist[hist_bucket(dt)]++;
+            if (s > base)
+                s[-1].child += dt;
+            r->shadow_top = (uint64_t)(uintptr_t)s;
+            break;
+        }
+        if (s->frame > fr)
+            break;   /* an older frame: ours is not on the shadow stack */
+    }
+    return ExceptionContinueSearch;
+}

@@ -1,0 +1,91 @@
+/*
+ * agent/thunks.S - thunks from the generated entry stubs into C.
+ *
+ * A stub may interrupt any function at its entry, including code that
+ * relies on registers the ABI calls volatile (gcc's -fipa-ra keeps values
+ * in them across calls to functions it can see), so a thunk preserves all
+ * general registers but rcx (its result), the flags, xmm0-xmm5, and the
+ * thread's LastError. The stack is realigned: hand-written code may enter
+ * a function with any alignment.
+ *
+ * Stub side:  lea rax,[rsp+PUSHED]; push rax; push fidx; call [thunk]
+ *   [rsp]    return into the stub
+ *   [rsp+8]  function index
+ *   [rsp+16] rsp at the hooked function's entry (its return address)
+ * C side:     uint64_t *fn(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
+ *   regs: rbx rbp rsi rdi r12 r13 r14 r15 as they were at the entry.
+ *   The thunk returns the C result in rcx.
+ */
+    .intel_syntax noprefix
+    .text
+
+.macro PROBE_THUNK name, cfunc
+    .globl \name
+    .def \name; .scl 2; .type 32; .endef
+    .seh_proc \name
+\name:
+    pushfq
+    .seh_stackalloc 8
+    push rbp
+    .seh_pushreg rbp
+    mov rbp, rsp
+    .seh_setframe rbp, 0
+    .seh_endprologue
+    /* [rbp] caller's rbp, +8 flags, +16 return, +24 index, +32 entry rsp */
+    push rax
+    push rdx
+    push r8
+    push r9
+    push r10
+    push r11
+    /* the callee-saved registers, for the stack walk (hs_saved_regs) */
+    push r15
+    push r14
+    push r13
+    push r12
+    push rdi
+    push rsi
+    push qword ptr [rbp]
+    push rbx
+    mov r8, rsp
+    and rsp, -16
+    sub rsp, 144                  /* home(32) + xmm0-5(96) + LastError(16) */
+    movdqa [rsp+32], xmm0
+    movdqa [rsp+48], xmm1
+    movdqa [rsp+64], xmm2
+    movdqa [rsp+80], xmm3
+    movdqa [rsp+96], xmm4
+    movdqa [rsp+112], xmm5
+    mov eax, gs:[0x68]
+    mov [rsp+128], eax
+    mov ecx, [rbp+24]
+    mov rdx, [rbp+32]
+    call \cfunc
+    mov rcx, rax
+    mov eax, [rsp+128]
+    mov gs:[0x68], eax
+    movdqa xmm0, [rsp+32]
+    movdqa xmm1, [rsp+48]
+    movdqa xmm2, [rsp+64]
+    movdqa xmm3, [rsp+80]
+    movdqa xmm4, [rsp+96]
+    movdqa xmm5, [rsp+112]
+    lea rsp, [rbp-48]
+    pop r11
+    pop r10
+    pop r9
+    pop r8
+    pop rdx
+    pop rax
+    pop rbp
+    popfq
+    ret
+    .seh_endproc
+.endm
+
+/* no region yet: get one (or count in the overflow region) */
+PROBE_THUNK hs_probe_slow, hs_on_slow
+/* a (call site, callee) pair the thread's edge table does not have */
+PROBE_THUNK hs_probe_edge, hs_on_edge
+/* capture the entry stack */
+PROBE_THUNK hs_probe_stack, hs_on_stack

@@ -1,0 +1,214 @@
+/*
+ * agent/wrapper.S - the return probe: a real frame around a timed call.
+ *
+ * A timed function's stub ends with
+ *     push rbp ; mov rbp, <descriptor> ; jmp hs_wrapper
+ * so the wrapper starts with the caller's rbp pushed, rbp = descriptor,
+ * [rsp+8] = the return address into the caller, and every other register
+ * as the caller left it. The wrapper is an ordinary function with static
+ * unwind info (the stub's push rbp is described at offset 0) and an
+ * unwind handler (hs_wrapper_unwind in probes.c), so exceptions, longjmp
+ * and every stack walker pass through it as through any other frame;
+ * the caller's return address is never touched.
+ *
+ *   1. push a record on this thread's shadow stack: rdtsc, descriptor,
+ *      frame (our rbp: it identifies the frame to the unwind handler);
+ *   2. copy the caller's argument area (home slots and stack arguments,
+ *      as many as the function reads, clamped to the thread's StackBase)
+ *      below our frame, restore rax/rdx, and call the trampoline;
+ *   3. on return: duration = rdtsc - t0; add it to the function's time
+ *      record (exits, total, self = total - timed children, min, max,
+ *      log2 histogram in ns) and to the parent record's children; pop.
+ *
+ * No C is called here. Registers: rbx/rsi/rdi/r12 are saved and used;
+ * rax and rdx are kept in frame slots around rdtsc, so the caller sees
+ * what the function returned in them; rcx, r8-r11 and every xmm register
+ * are not touched at all. The arithmetic flags change (they are not kept
+ * across a call by the calling convention).
+ *
+ * When the thread has no region, or its shadow stack is full (or it is
+ * the agent's own sink), the call is made without timing.
+ */
+    .intel_syntax noprefix
+    .text
+
+    /* descriptor (agent.h: hs_wrap_desc) */
+    .set DESC_TRAMP, 0
+    .set DESC_TIMEREL, 8
+    .set DESC_FIDX, 16
+    .set DESC_NSLOTS, 20
+    /* region header, relative to the counters the TLS slot points at
+     * (session.h: hs_region_hdr at counters - 4096) */
+    .set HDR_SHADOW_BASE, -4096 + 40
+    .set HDR_SHADOW_TOP, -4096 + 48
+    .set HDR_SHADOW_LIMIT, -4096 + 56
+    /* hs_shadow_rec */
+    .set SH_DESC, 0
+    .set SH_T0, 8
+    .set SH_CHILD, 16
+    .set SH_FRAME, 24
+    .set SH_FUNC, 48
+    .set SH_SIZE, 64
+    /* hs_time_rec */
+    .set T_EXITS, 0
+    .set T_TOTAL, 8
+    .set T_SELF, 16
+    .set T_MIN, 24
+    .set T_MAX, 32
+    .set T_HIST, 48
+    .set HIST_LAST, 39
+
+    .globl hs_wrapper
+    .def hs_wrapper; .scl 2; .type 32; .endef
+    .seh_proc hs_wrapper
+    .seh_handler hs_wrapper_unwind, @unwind
+hs_wrapper:
+    .seh_pushreg rbp            /* done by the stub */
+    push rbx
+    .seh_pushreg rbx
+    push rsi
+    .seh_pushreg rsi
+    push rdi
+    .seh_pushreg rdi
+    push r12
+    .seh_pushreg r12
+    mov rbx, rbp                /* descriptor */
+    mov rbp, rsp
+    .seh_setframe rbp, 0
+    .seh_endprologue
+    /* [rbp] r12, +8 rdi, +16 rsi, +24 rbx, +32 caller's rbp, +40 return,
+     * +48 the caller's argument area (home slots first) */
+    sub rsp, 16
+    mov [rbp-8], rax
+    mov [rbp-16], rdx
+
+    /* rsi = this thread's counters */
+    mov rsi, [rip + hs_tls_teb_off]
+    test rsi, rsi
+    jz .Ltls_expansion
+    mov rsi, gs:[rsi]
+    jmp .Ltls_done
+.Ltls_expansion:
+    mov rsi, gs:[0x1780]
+    test rsi, rsi
+    jz .Lno_region
+    add rsi, [rip + hs_tls_exp_off]
+    mov rsi, [rsi]
+.Ltls_done:
+    test rsi, rsi
+    jz .Lno_region
+    mov rdi, [rsi + HDR_SHADOW_TOP]
+    cmp rdi, [rsi + HDR_SHADOW_LIMIT]
+    jae .Lno_time
+    rdtsc
+    shl rdx, 32
+    or rax, rdx
+    mov [rdi + SH_T0], rax
+    mov [rdi + SH_DESC], rbx
+    mov qword ptr [rdi + SH_CHILD], 0
+    mov [rdi + SH_FRAME], rbp
+    mov eax, [rbx + DESC_FIDX]
+    mov [rdi + SH_FUNC], eax
+    lea rax, [rdi + SH_SIZE]
+    mov [rsi + HDR_SHADOW_TOP], rax
+    jmp .Lcopy
+.Lno_region:
+    xor esi, esi
+.Lno_time:
+    xor edi, edi
+
+.Lcopy:
+    /* n = min(nslots, (StackBase - (rbp+48)) / 8) */
+    mov r12d, [rbx + DESC_NSLOTS]
+    mov rax, gs:[8]
+    lea rdx, [rbp + 48]
+    sub rax, rdx
+    sar rax, 3
+    cmp r12, rax
+    jle 1f
+    mov r12, rax
+1:
+    test r12, r12
+    jge 2f
+    xor r12d, r12d
+2:
+    mov rax, r12
+    shl rax, 3
+    mov rdx, rsp
+    sub rdx, rax
+    and rdx, -16
+    mov rsp, rdx
+3:
+    test r12, r12
+    jz 4f
+    dec r12
+    mov rax, [rbp + 48 + r12*8]
+    mov [rsp + r12*8], rax
+    jmp 3b
+4:
+    mov rax, [rbp-8]
+    mov rdx, [rbp-16]
+    call [rbx + DESC_TRAMP]
+    mov [rbp-8], rax
+    mov [rbp-16], rdx
+    test rdi, rdi
+    jz .Lout
+
+    rdtsc
+    shl rdx, 32
+    or rax, rdx
+    sub rax, [rdi + SH_T0]
+    mov r12, rax                /* r12 = duration in ticks */
+    cmp rdi, [rsi + HDR_SHADOW_BASE]
+    jbe 5f
+    add [rdi - SH_SIZE + SH_CHILD], r12
+5:
+    mov rdx, [rbx + DESC_TIMEREL]
+    add rdx, rsi
+    add qword ptr [rdx + T_EXITS], 1
+    add [rdx + T_TOTAL], r12
+    mov rax, r12
+    sub rax, [rdi + SH_CHILD]
+    add [rdx + T_SELF], rax
+    cmp r12, [rdx + T_MAX]
+    jbe 6f
+    mov [rdx + T_MAX], r12
+6:
+    mov rax, [rdx + T_MIN]
+    test rax, rax
+    jz 7f
+    cmp r12, rax
+    jae 8f
+7:
+    mov [rdx + T_MIN], r12
+8:
+    /* histogram bucket: floor(log2(ns)), ns = ticks * mult >> 32 */
+    mov rax, r12
+    mul qword ptr [rip + hs_tsc_ns_mult]
+    shrd rax, rdx, 32
+    shr rdx, 32
+    jnz 9f
+    or rax, 1
+    bsr rax, rax
+    cmp rax, HIST_LAST
+    jbe 10f
+9:
+    mov eax, HIST_LAST
+10:
+    mov rdx, [rbx + DESC_TIMEREL]
+    add rdx, rsi
+    add qword ptr [rdx + T_HIST + rax*8], 1
+    /* pop this record (and any a longjmp without unwinding left above) */
+    mov [rsi + HDR_SHADOW_TOP], rdi
+
+.Lout:
+    mov rax, [rbp-8]
+    mov rdx, [rbp-16]
+    lea rsp, [rbp]
+    pop r12
+    pop rdi
+    pop rsi
+    pop rbx
+    pop rbp
+    ret
+    .seh_endproc
