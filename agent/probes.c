@@ -45,6 +45,8 @@ static hs_edge_rec *edges_of(uint64_t *counters)
  * existing entry. Returns -1 when the table is too full to insert. */
 static int edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count)
 {
+    if (site == 0)
+        return 0;   /* no caller: entered as a thread start */
     uint32_t cap = g_hs.hdr->region_edges_cap;
     uint32_t i = hs_edge_slot(site, fidx, cap);
     for (uint32_t n = 0; n < cap; n++, i = (i + 1) & (cap - 1)) {

@@ -196,6 +196,8 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         while ((1u << bits) < h->region_edges_cap)
             bits++;
         OP(&a, 0x48, 0x8B, 0x44, 0x24, pushed);         /* mov rax,[rsp+pushed]: return address */
+        OP(&a, 0x48, 0x85, 0xC0);                       /* test rax,rax: 0 when entered as a */
+        jcc32(&a, HS_CC_E, L_EDGE_DONE);                /* thread start (0 marks empty slots) */
         OP(&a, 0x48, 0x89, 0xC2);                       /* mov rdx,rax */
         OP(&a, 0x48, 0x81, 0xF2);                       /* xor rdx,imm32 */
         hs_emit_u32(&a.e, hs_edge_mix(fidx));

@@ -47,6 +47,7 @@ static const char help[] =
     "                         a log2 histogram of durations per function, and the\n"
     "                         calls that ended by exception or longjmp\n"
     "  -q, --quiet            do not print the summary line\n"
+    "  -v, --verbose          say what hookscope is doing, with timestamps\n"
     "      --max-functions N  function table capacity (default 262144)\n"
     "      --max-threads N    threads with their own counters (default 256;\n"
     "                         more threads are still counted exactly, slower)\n"
@@ -186,6 +187,8 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
                 o->edges = 0;
             } else if (!wcscmp(a, L"--time")) {
                 o->time = 1;
+            } else if (opt_is(a, L"--verbose", L"-v")) {
+                hs_verbose = 1;
             } else if (opt_is(a, L"--quiet", L"-q")) {
                 o->quiet = 1;
             } else if (opt_is(a, L"--help", L"-h")) {

@@ -132,6 +132,7 @@ int hs_inject(HANDLE process, hs_session_host *s)
         hs_err("cannot write into the target: %s", hs_win_error(GetLastError()));
         goto out;
     }
+    hs_log("loading the agent into the target");
     FARPROC load = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "LoadLibraryW");
     th = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)(void (*)(void))load, remote,
                             0, NULL);
@@ -154,8 +155,10 @@ int hs_inject(HANDLE process, hs_session_host *s)
         hs_err("the agent failed to start: %s", s->hdr->error_text);
         goto out;
     }
+    hs_log("agent loaded at 0x%llx; hooking", (unsigned long long)s->hdr->agent_base);
     if (hs_agent_call(process, s, "hs_agent_init", INIT_TIMEOUT_MS, &code) < 0)
         goto out;
+    hs_log("hooked %u functions in %u modules", s->hdr->n_functions, s->hdr->n_modules);
     if (code != 0 || s->hdr->agent_state != HS_AGENT_READY) {
         hs_err("the agent failed: %s", s->hdr->error_text[0] ? s->hdr->error_text : hs_win_error(code));
         goto out;

@@ -59,6 +59,7 @@ int hs_cmd_run(const hs_options *o)
     }
     t.r.pid = pi.dwProcessId;
     t.t_start = hs_now();
+    hs_log("resuming the target (pid %lu)", (unsigned long)pi.dwProcessId);
     ResumeThread(pi.hThread);
     CloseHandle(pi.hThread);
 
@@ -90,6 +91,7 @@ int hs_cmd_run(const hs_options *o)
     DWORD code = 0;
     GetExitCodeProcess(pi.hProcess, &code);
     CloseHandle(pi.hProcess);
+    hs_log("the target ended with 0x%lx; collecting", (unsigned long)code);
 
     t.r.exited = stop != HS_STOP_DURATION;
     t.r.exit_code = code;

@@ -53,7 +53,9 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
         t->r.tsc_hz = (double)(rdtsc() - t->tsc0) / (now - t->t0);
     hs_results *r = &t->r;
     hs_collect(t->session.view, r);
+    hs_log("collected %zu functions, %zu edges, %zu stacks; naming", r->nfuncs, r->nedges, r->nstacks);
     hs_symbolize(r);
+    hs_log("writing the reports");
     int rc = 0;
     if (hs_write_reports(r, o->outdir) < 0)
         rc = HS_EXIT_FAILED;

@@ -21,6 +21,25 @@ void hs_err(const char *fmt, ...)
     fflush(stderr);
 }
 
+int hs_verbose;
+
+void hs_log(const char *fmt, ...)
+{
+    static double t0;
+    if (!hs_verbose)
+        return;
+    if (t0 == 0)
+        t0 = hs_now();
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "hookscope: [%7.3f s] ", hs_now() - t0);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
 static void oom(void)
 {
     fputs("hookscope: out of memory\n", stderr);

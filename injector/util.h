@@ -15,6 +15,10 @@
 /* Print "hookscope: <message>" on stderr. */
 void hs_err(const char *fmt, ...) __attribute__((format(gnu_printf, 1, 2)));
 
+/* --verbose: print "hookscope: [t s] <message>" on stderr. */
+extern int hs_verbose;
+void hs_log(const char *fmt, ...) __attribute__((format(gnu_printf, 1, 2)));
+
 /* UTF-16 <-> UTF-8, malloc'd (never NULL: aborts on out of memory). */
 char *hs_utf8(const wchar_t *w);
 char *hs_utf8_n(const uint16_t *w, size_t max);
