@@ -134,6 +134,9 @@ extern void hs_wrapper(void);
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tls_teb_off, hs_tls_exp_off, hs_tsc_ns_mult;
+extern volatile int64_t hs_untimed_frames;
+/* Wrapper frames still live on some thread's stack (timed + untimed). */
+uint64_t hs_live_wrapper_frames(void);
 
 /* Callee-saved registers at a hooked function's entry, as the thunks pass
  * them to C (for the entry stack walk). */

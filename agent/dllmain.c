@@ -146,8 +146,11 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param)
     h->stop_requested = 1;
     hs_modules_stop();
     DWORD rc = hs_agent_unhook(NULL);
-    if (rc == 0 && hs_quiesce(10000) < 0)
-        rc = WAIT_TIMEOUT;
+    /* Stubs drain in microseconds; a timed call still running (a wrapper
+     * frame on some stack) returns into the agent's code whenever it ends,
+     * so then the agent must stay loaded. */
+    if (rc == 0 && hs_quiesce(2000) < 0)
+        rc = hs_live_wrapper_frames() ? ERROR_BUSY : WAIT_TIMEOUT;
     for (size_t i = 0; i < g_hs.n_mods; i++)
         if (!g_hs.mods[i].hooked)
             hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNHOOKED;

@@ -137,6 +137,8 @@ int hs_quiesce(DWORD timeout_ms)
             return -1;
         hs_freeze_move(&fz, busy_probe, &busy);
         busy += g_hs.in_slow;
+        /* a wrapper frame still on a stack returns into the agent's code */
+        busy += hs_live_wrapper_frames() != 0;
         hs_thaw(&fz);
         if (!busy)
             return 0;

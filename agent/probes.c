@@ -18,6 +18,7 @@
 uint64_t hs_tls_teb_off;      /* TEB offset of our TLS slot, 0 when it is an expansion slot */
 uint64_t hs_tls_exp_off;      /* byte offset in the expansion slots */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
+volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
 /* wrapper.S and the stubs hard-code these layouts */
 _Static_assert(offsetof(hs_region_hdr, shadow_base) == 40, "shadow_base");
@@ -88,10 +89,26 @@ static void overflow_count(uint32_t fidx, uint64_t site, int count_call)
     }
 }
 
+/* Is this thread one that hookscope.exe started in the target? Its calls
+ * (the exe's TLS callbacks run on it before its start routine) would not
+ * happen untraced. */
+static int injector_thread(void)
+{
+    uint32_t tid = (uint32_t)hs_teb_read(HS_TEB_THREAD_ID);
+    for (int i = 0; i < 16; i++)
+        if (g_hs.hdr->injector_tids[i] == tid)
+            return 1;
+    return 0;
+}
+
 uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
 {
     InterlockedIncrement(&g_hs.in_slow);
     hs_tls_set(g_hs.sink);
+    if (injector_thread()) {
+        InterlockedDecrement(&g_hs.in_slow);
+        return g_hs.sink;   /* counts go to the sink from now on */
+    }
     uint64_t *c = hs_region_acquire();
     if (!c)
         overflow_count(fidx, *(uint64_t *)entry_rsp, 1);
@@ -253,35 +270,39 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame, CONT
     if (!(rec->ExceptionFlags & (EXCEPTION_UNWINDING | EXCEPTION_EXIT_UNWIND)))
         return ExceptionContinueSearch;
     uint64_t *c = hs_tls_get();
-    if (!c || c == g_hs.sink)
-        return ExceptionContinueSearch;
-    hs_region_hdr *r = region_of(c);
-    if (!r->shadow_limit)
-        return ExceptionContinueSearch;
+    hs_region_hdr *r = c && c != g_hs.sink ? region_of(c) : NULL;
     uint64_t fr = (uint64_t)(uintptr_t)frame;
-    hs_shadow_rec *base = (hs_shadow_rec *)(uintptr_t)r->shadow_base;
-    hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
-    for (hs_shadow_rec *s = top - 1; s >= base; s--) {
-        if (s->frame == fr) {
-            uint64_t dt = hs_rdtsc() - s->t0;
-            const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
-            hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
-            t->exits++;
-            t->unwinds++;
-            t->total += dt;
-            t->self += dt - s->child;
-            if (dt > t->max)
-                t->max = dt;
-            if (t->min == 0 || dt < t->min)
-                t->min = dt;
-            t->hist[hist_bucket(dt)]++;
-            if (s > base)
-                s[-1].child += dt;
-            r->shadow_top = (uint64_t)(uintptr_t)s;
-            break;
+    int timed = 0;
+    if (r && r->shadow_limit) {
+        hs_shadow_rec *base = (hs_shadow_rec *)(uintptr_t)r->shadow_base;
+        hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
+        for (hs_shadow_rec *s = top - 1; s >= base; s--) {
+            if (s->frame == fr) {
+                uint64_t dt = hs_rdtsc() - s->t0;
+                const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
+                hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
+                t->exits++;
+                t->unwinds++;
+                t->total += dt;
+                t->self += dt - s->child;
+                if (dt > t->max)
+                    t->max = dt;
+                if (t->min == 0 || dt < t->min)
+                    t->min = dt;
+                t->hist[hist_bucket(dt)]++;
+                if (s > base)
+                    s[-1].child += dt;
+                r->shadow_top = (uint64_t)(uintptr_t)s;
+                timed = 1;
+                break;
+            }
+            if (s->frame > fr)
+                break;   /* an older frame: ours is not on the shadow stack */
         }
-        if (s->frame > fr)
-            break;   /* an older frame: ours is not on the shadow stack */
     }
+    /* a frame entered without timing (no region, the sink, a full shadow
+     * stack) was counted in hs_untimed_frames */
+    if (!timed && hs_untimed_frames > 0)
+        InterlockedDecrement64((volatile LONG64 *)&hs_untimed_frames);
     return ExceptionContinueSearch;
 }

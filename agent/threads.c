@@ -173,3 +173,18 @@ void hs_thread_exit(void)
     hs_thread_slot *s = hs_session_slot(g_hs.view, r->slot);
     s->state = HS_SLOT_EXITED;
 }
+
+uint64_t hs_live_wrapper_frames(void)
+{
+    const hs_session_header *h = g_hs.hdr;
+    uint64_t n = (uint64_t)hs_untimed_frames;
+    if (!(h->options & HS_OPT_TIME))
+        return 0;
+    uint32_t live = live_regions();
+    for (uint32_t k = 0; k < live; k++) {
+        const hs_region_hdr *r = (const hs_region_hdr *)hs_session_region(g_hs.view, k);
+        if (r->shadow_top > r->shadow_base)
+            n += (r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec);
+    }
+    return n;
+}

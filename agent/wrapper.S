@@ -116,6 +116,9 @@ hs_wrapper:
     xor esi, esi
 .Lno_time:
     xor edi, edi
+    /* an untimed frame is not on any shadow stack: count it, so that a
+     * detach knows the agent's code is still on some thread's stack */
+    lock inc qword ptr [rip + hs_untimed_frames]
 
 .Lcopy:
     /* n = min(nslots, (StackBase - (rbp+48)) / 8) */
@@ -152,7 +155,10 @@ hs_wrapper:
     mov [rbp-8], rax
     mov [rbp-16], rdx
     test rdi, rdi
-    jz .Lout
+    jnz .Ltimed
+    lock dec qword ptr [rip + hs_untimed_frames]
+    jmp .Lout
+.Ltimed:
 
     rdtsc
     shl rdx, 32

@@ -80,6 +80,11 @@ int hs_cmd_attach(const hs_options *o)
         DWORD dcode = 0;
         if (hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode) < 0) {
             rc = HS_EXIT_FAILED;
+        } else if (dcode == ERROR_BUSY) {
+            hs_results_warn(&t.r, "timed calls were still running at detach; their frames return "
+                                  "into the agent, which stays loaded (inactive, hooks out)");
+            hs_err("timed calls were still running at detach: the agent stays loaded, inactive "
+                   "(every hook is out)");
         } else if (dcode != 0) {
             hs_results_warn(&t.r, "some threads stayed inside hooks; the agent stays loaded (inactive)");
             hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",

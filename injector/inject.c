@@ -82,19 +82,33 @@ static uint32_t agent_export(const char *name)
     return rva;
 }
 
+/* Start a thread in the target, suspended; record its id in the session
+ * (so the agent knows its calls are ours), then let it run. */
+static HANDLE remote_thread(HANDLE process, hs_session_host *s, uint64_t start, void *param)
+{
+    DWORD tid = 0;
+    HANDLE th = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)(uintptr_t)start, param,
+                                   CREATE_SUSPENDED, &tid);
+    if (!th) {
+        hs_err("cannot start a thread in the target: %s", hs_win_error(GetLastError()));
+        return NULL;
+    }
+    static int next;
+    s->hdr->injector_tids[next++ % 16] = tid;
+    MemoryBarrier();
+    ResumeThread(th);
+    return th;
+}
+
 int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD timeout_ms,
                   DWORD *code)
 {
     uint32_t rva = agent_export(name);
     if (!rva)
         return -1;
-    uint64_t start = s->hdr->agent_base + rva;
-    HANDLE th = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)(uintptr_t)start, NULL,
-                                   0, NULL);
-    if (!th) {
-        hs_err("cannot start a thread in the target: %s", hs_win_error(GetLastError()));
+    HANDLE th = remote_thread(process, s, s->hdr->agent_base + rva, NULL);
+    if (!th)
         return -1;
-    }
     int rc = wait_remote(th, process, timeout_ms, name, code);
     CloseHandle(th);
     return rc;
@@ -103,12 +117,9 @@ int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD ti
 int hs_agent_unload(HANDLE process, hs_session_host *s)
 {
     FARPROC fl = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "FreeLibrary");
-    HANDLE th = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)(void (*)(void))fl,
-                                   (void *)(uintptr_t)s->hdr->agent_base, 0, NULL);
-    if (!th) {
-        hs_err("cannot unload the agent: %s", hs_win_error(GetLastError()));
+    HANDLE th = remote_thread(process, s, (uint64_t)(uintptr_t)fl, (void *)(uintptr_t)s->hdr->agent_base);
+    if (!th)
         return -1;
-    }
     DWORD code = 0;
     int rc = wait_remote(th, process, 30000, "unloading the agent", &code);
     CloseHandle(th);
@@ -134,12 +145,9 @@ int hs_inject(HANDLE process, hs_session_host *s)
     }
     hs_log("loading the agent into the target");
     FARPROC load = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "LoadLibraryW");
-    th = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)(void (*)(void))load, remote,
-                            0, NULL);
-    if (!th) {
-        hs_err("cannot start a thread in the target: %s", hs_win_error(GetLastError()));
+    th = remote_thread(process, s, (uint64_t)(uintptr_t)load, remote);
+    if (!th)
         goto out;
-    }
     DWORD code = 0;
     int waited = wait_remote(th, process, LOAD_TIMEOUT_MS, "loading the agent", &code);
     CloseHandle(th);

@@ -231,6 +231,9 @@ typedef struct hs_session_header {
     volatile uint32_t freezes;        /* times the other threads were frozen to patch */
     double tsc_hz;                    /* rdtsc ticks per second, measured by the agent */
     uint64_t tsc_ns_mult;             /* ns = (ticks * mult) >> 32, for histogram buckets */
+    /* threads hookscope created in the target (written by the injector
+     * before they run): whatever they call is not the target's doing */
+    volatile uint32_t injector_tids[16];
 } hs_session_header;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
