@@ -64,7 +64,7 @@ $(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C))
 $(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_CORE) $(HOOK_WIN)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
-	    -static-libgcc -lpsapi -lntdll
+	    -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lpsapi -lntdll
 
 # --- native (Linux) build of the engine, for unit tests ---------------------
 $(B)/native/%.o: %.c

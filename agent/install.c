@@ -16,7 +16,11 @@
 #include <string.h>
 
 #include "agent.h"
+#include "filter.h"
 #include "pe.h"
+
+/* from the C++ runtime, linked statically into the agent */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 typedef struct file_view {
     HANDLE file, mapping;
@@ -207,8 +211,21 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         goto out;
     }
     hs_pe_symtab syms = { 0 };
-    if (timed)
+    if (timed || h->n_filters)
         hs_pe_symbols(&pe, &syms);
+    hs_filter flt;
+    memset(&flt, 0, sizeof flt);
+    for (uint32_t i = 0; i < h->n_filters && i < HS_FILTER_MAX; i++) {
+        flt.pattern[flt.n] = h->filters[i];
+        flt.exclude[flt.n++] = (h->filter_exclude >> i) & 1;
+    }
+    char modname[HS_PATH_LEN];
+    const wchar_t *wbase = path;
+    for (const wchar_t *q = path; *q; q++)
+        if (*q == L'\\' || *q == L'/')
+            wbase = q + 1;
+    if (!WideCharToMultiByte(CP_UTF8, 0, wbase, -1, modname, sizeof modname, NULL, NULL))
+        modname[0] = 0;
     size_t total = 0, k = 0;
     for (size_t i = 0; i < nfuncs; i++) {
         const hs_pe_func *f = &funcs[i];
@@ -227,7 +244,19 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         in->gap_after = f->gap_after;
         in->image_lo = base;
         in->image_hi = base + image_size;
-        hs_skip_reason r = is_self ? HS_SKIP_AGENT : hs_analyze(g_hs.engine, in, opts, &plans[k]);
+        hs_skip_reason r = HS_OK;
+        if (is_self)
+            r = HS_SKIP_AGENT;
+        else if (flt.n) {
+            const char *raw = hs_pe_symtab_at(&syms, f->rva);
+            int st = 0;
+            char *und = raw && raw[0] == '_' && raw[1] == 'Z' ? __cxa_demangle(raw, NULL, NULL, &st) : NULL;
+            if (!hs_filter_admits(&flt, modname, raw, st == 0 ? und : NULL, f->rva))
+                r = HS_SKIP_FILTERED;
+            free(und);
+        }
+        if (r == HS_OK)
+            r = hs_analyze(g_hs.engine, in, opts, &plans[k]);
         if (r == HS_OK) {
             if (timed)
                 entry_only[k] = (uint8_t)wrap_reason(&plans[k], f, hs_pe_symtab_at(&syms, f->rva));
@@ -238,6 +267,8 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         k++;
     }
     hs_pe_symtab_free(&syms);
+    if (flt.matched)
+        InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)flt.matched);
 
     /* stubs and trampolines */
     uint8_t *arena = total ? hs_arena_alloc(&g_hs.arena, base, base + image_size, total) : NULL;

@@ -50,7 +50,7 @@ int hs_cmd_attach(const hs_options *o)
     hs_trace_begin(&t, o);
     if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)
         return HS_EXIT_FAILED;
-    if (hs_inject(process, &t.session) < 0) {
+    if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
         /* the agent may be half loaded: take out whatever went in */
         DWORD ignored;
         if (t.session.hdr->agent_state >= HS_AGENT_LOADED &&

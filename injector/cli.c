@@ -38,6 +38,10 @@ static const char help[] =
     "  -o, --output DIR       write report.txt and report.json into DIR\n"
     "                         (default: hookscope-out)\n"
     "  -d, --duration S       stop after S seconds (run: the target is terminated)\n"
+    "  -f, --function PATTERN hook only functions whose name matches PATTERN (a glob\n"
+    "                         with * and ?; \"module!glob\" limits it to one module;\n"
+    "                         C++ names match raw or undecorated); repeatable\n"
+    "  -x, --exclude PATTERN  do not hook functions matching PATTERN; repeatable\n"
     "      --no-edges         do not count caller edges (on by default)\n"
     "      --stacks[=DEPTH]   capture the native stack at function entry, up to\n"
     "                         DEPTH frames (default 32, at most 256)\n"
@@ -136,7 +140,8 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         if (a[0] == L'-' && a[1] != 0) {
             int takes = opt_is(a, L"--module", L"-m") || opt_is(a, L"--output", L"-o") ||
                         opt_is(a, L"--duration", L"-d") || opt_is(a, L"--max-functions", NULL) ||
-                        opt_is(a, L"--max-threads", NULL) || opt_is(a, L"--stack-every", NULL);
+                        opt_is(a, L"--max-threads", NULL) || opt_is(a, L"--stack-every", NULL) ||
+                        opt_is(a, L"--function", L"-f") || opt_is(a, L"--exclude", L"-x");
             if (takes) {
                 const wchar_t *eq = a[1] == L'-' ? wcschr(a, L'=') : NULL;
                 if (eq)
@@ -174,6 +179,16 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
                 if (parse_uint(val, 1, 4096, &o->max_threads) < 0)
                     return usage_error("--max-threads needs a number from 1 to 4096, not '%s'",
                                        hs_utf8(val));
+            } else if (opt_is(a, L"--function", L"-f") || opt_is(a, L"--exclude", L"-x")) {
+                if (!*val)
+                    return usage_error("option '%s' needs a pattern", au);
+                if (o->nfilters >= 32)
+                    return usage_error("too many function filters (at most 32) at '%s'", au);
+                char *vu = hs_utf8(val);
+                if (strlen(vu) >= 256)
+                    return usage_error("function filter too long: '%s'", vu);
+                o->filter_exclude[o->nfilters] = opt_is(a, L"--exclude", L"-x");
+                o->filters[o->nfilters++] = val;
             } else if (opt_is(a, L"--stack-every", NULL)) {
                 if (parse_uint(val, 1, 1u << 30, &o->stack_every) < 0)
                     return usage_error("--stack-every needs a positive number, not '%s'", hs_utf8(val));

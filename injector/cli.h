@@ -19,6 +19,9 @@ typedef struct hs_options {
     uint32_t stacks;            /* --stacks[=DEPTH]: entry stack depth, 0 = off */
     uint32_t stack_every;       /* --stack-every N: capture every Nth call per function */
     int time;                   /* --time: return probes with durations */
+    const wchar_t *filters[32]; /* -f include / -x exclude patterns */
+    int filter_exclude[32];
+    int nfilters;
     uint32_t pid;               /* attach */
     wchar_t **target_argv;      /* run: TARGET ARGS... */
     int target_argc;

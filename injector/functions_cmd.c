@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "filter.h"
 #include "hook.h"
 #include "pe.h"
 #include "symbols.h"
@@ -40,6 +41,13 @@ int hs_cmd_functions(const hs_options *o)
         hs_err("out of memory");
         return HS_EXIT_FAILED;
     }
+    hs_filter flt;
+    memset(&flt, 0, sizeof flt);
+    for (int i = 0; i < o->nfilters; i++) {
+        flt.pattern[flt.n] = hs_utf8(o->filters[i]);
+        flt.exclude[flt.n++] = o->filter_exclude[i];
+    }
+    const char *modname = hs_basename(shown);
     uint32_t skip_counts[HS_SKIP__COUNT] = { 0 };
     uint32_t kind_counts[HS_PATCH__COUNT] = { 0 };
     size_t total = 0, ok = 0;
@@ -59,7 +67,13 @@ int hs_cmd_functions(const hs_options *o)
         in.image_lo = pe.image_base;
         in.image_hi = pe.image_base + pe.size_of_image;
         hs_plan plan;
-        hs_skip_reason r = hs_analyze(eng, &in, 0, &plan);
+        const char *nm = hs_pe_symtab_at(&syms, f->rva);
+        char *name = nm ? hs_undecorate(nm) : NULL;
+        hs_skip_reason r = HS_OK;
+        if (flt.n && !hs_filter_admits(&flt, modname, nm, name, f->rva))
+            r = HS_SKIP_FILTERED;
+        else
+            r = hs_analyze(eng, &in, 0, &plan);
         char status[64];
         if (r == HS_OK) {
             ok++;
@@ -72,12 +86,8 @@ int hs_cmd_functions(const hs_options *o)
             skip_counts[r]++;
             snprintf(status, sizeof status, "no: %s", hs_skip_reason_name(r));
         }
-        const char *nm = hs_pe_symtab_at(&syms, f->rva);
         char fallback[32];
-        char *name = NULL;
-        if (nm) {
-            name = hs_undecorate(nm);
-        } else {
+        if (!name) {
             snprintf(fallback, sizeof fallback, "sub_%x", f->rva);
             name = hs_xstrdup(fallback);
         }
@@ -93,10 +103,17 @@ int hs_cmd_functions(const hs_options *o)
         any = 1;
     }
     printf("\n");
+    int bad = 0;
+    for (int i = 0; i < flt.n; i++) {
+        if (!(flt.matched & (1u << i))) {
+            hs_err("function filter '%s' matched no function", flt.pattern[i]);
+            bad = 1;
+        }
+    }
     hs_engine_free(eng);
     hs_pe_symtab_free(&syms);
     free(funcs);
     hs_pe_close(&pe);
     free(data);
-    return 0;
+    return bad ? HS_EXIT_FAILED : 0;
 }

@@ -52,7 +52,8 @@ int hs_cmd_run(const hs_options *o)
         hs_err("cannot start '%s': %s", shown, hs_win_error(GetLastError()));
         return HS_EXIT_FAILED;
     }
-    if (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 || hs_inject(pi.hProcess, &t.session) < 0) {
+    if (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 || hs_inject(pi.hProcess, &t.session) < 0 ||
+        hs_trace_check_filters(&t, o) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
         WaitForSingleObject(pi.hProcess, 5000);
         return HS_EXIT_FAILED;

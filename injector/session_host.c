@@ -3,6 +3,8 @@
  */
 #include "session_host.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
@@ -52,6 +54,14 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32
     h->options = options;
     h->stack_depth = o->stacks;
     h->stack_every = o->stack_every;
+    for (int i = 0; i < o->nfilters; i++) {
+        char *f = hs_utf8(o->filters[i]);
+        snprintf(h->filters[i], sizeof h->filters[i], "%s", f);
+        free(f);
+        if (o->filter_exclude[i])
+            h->filter_exclude |= 1u << i;
+    }
+    h->n_filters = (uint32_t)o->nfilters;
     h->n_patterns = (uint32_t)o->nmodules;
     for (int i = 0; i < o->nmodules; i++) {
         size_t len = wcslen(o->modules[i]);

@@ -4,6 +4,7 @@
 #include "trace.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <windows.h>
 
@@ -45,6 +46,29 @@ int hs_trace_interrupts(void)
     return (int)interrupts;
 }
 
+static int report_unmatched_filters(uint32_t matched, const hs_options *o)
+{
+    int bad = 0;
+    for (int i = 0; i < o->nfilters; i++) {
+        if (!(matched & (1u << i))) {
+            char *f = hs_utf8(o->filters[i]);
+            hs_err("function filter '%s' matched no function", f);
+            free(f);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+int hs_trace_check_filters(hs_trace *t, const hs_options *o)
+{
+    const hs_session_header *h = t->session.hdr;
+    uint32_t all_modules = o->nmodules >= 32 ? 0xFFFFFFFFu : (1u << o->nmodules) - 1;
+    if ((h->pattern_matched & all_modules) != all_modules)
+        return 0;   /* a module may still load and match */
+    return report_unmatched_filters(h->filter_matched, o) ? -1 : 0;
+}
+
 int hs_trace_finish(hs_trace *t, const hs_options *o)
 {
     double now = hs_now();
@@ -60,6 +84,8 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     if (hs_write_reports(r, o->outdir) < 0)
         rc = HS_EXIT_FAILED;
 
+    if (report_unmatched_filters(t->session.hdr->filter_matched, o))
+        rc = HS_EXIT_FAILED;
     uint32_t matched = t->session.hdr->pattern_matched;
     for (int i = 0; i < o->nmodules; i++) {
         if (!(matched & (1u << i))) {

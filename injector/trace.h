@@ -22,6 +22,10 @@ typedef struct hs_trace {
 void hs_trace_begin(hs_trace *t, const hs_options *o);
 /* Ctrl+C presses since hs_trace_begin. */
 int hs_trace_interrupts(void);
+/* Right after hooking: if every -m module is loaded already, a function
+ * filter that matched nothing never will. Prints why and returns -1 then. */
+int hs_trace_check_filters(hs_trace *t, const hs_options *o);
+
 /* Collect, name and write the reports; check that every -m module was
  * seen. Returns 0, or HS_EXIT_FAILED after printing why. */
 int hs_trace_finish(hs_trace *t, const hs_options *o);

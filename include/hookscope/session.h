@@ -234,6 +234,11 @@ typedef struct hs_session_header {
     /* threads hookscope created in the target (written by the injector
      * before they run): whatever they call is not the target's doing */
     volatile uint32_t injector_tids[16];
+    /* function filters (-f include, -x exclude), UTF-8 */
+    uint32_t n_filters;
+    uint32_t filter_exclude;          /* bit i: filter i excludes */
+    char filters[32][256];
+    volatile uint32_t filter_matched; /* bit i: filter i matched some function (agent) */
 } hs_session_header;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */

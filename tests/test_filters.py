@@ -1,0 +1,68 @@
+"""Function filters: -f includes, -x excludes, module!pattern, undecorated
+C++ names, and a filter that matches nothing."""
+import hs
+
+
+def hooked_names(t, module):
+    return {f["name"] for f in t.functions(module) if f["hooked"]}
+
+
+def test_include_exclude_exact():
+    exe = hs.need("build/examples/demo.exe")
+    t = hs.trace(exe, options=["-f", "fib", "-f", "is_*", "-x", "is_odd"], name="filter_basic")
+    hs.eq(t.rc, 0, "exit code")
+    hs.eq(hooked_names(t, "demo.exe"), {"fib", "is_even"}, "hooked functions")
+    c = t.calls("demo.exe")
+    hs.eq(c["fib"], 150049, "fib")
+    hs.eq(c["is_even"], 501, "is_even")
+    m = t.module("demo.exe")
+    hs.eq(m["skipped"].get("filtered"), m["functions_found"] - 2, "the others are skipped as filtered")
+    odd = [f for f in t.functions("demo.exe") if f["name"] == "is_odd"][0]
+    hs.eq(odd["skip_reason"], "filtered", "is_odd's skip reason")
+
+
+def test_module_qualified_patterns():
+    exe = hs.need("build/examples/demo.exe")
+    t = hs.trace(exe, modules=["demo.exe", "msvcrt.dll"],
+                 options=["-f", "msvcrt!qsort", "-f", "demo!compare_words", "-f", "demo.exe!main"],
+                 name="filter_modules")
+    hs.eq(t.rc, 0, "exit code")
+    hs.eq(hooked_names(t, "demo.exe"), {"compare_words", "main"}, "hooked in demo.exe")
+    hs.eq(hooked_names(t, "msvcrt.dll"), {"qsort"}, "hooked in msvcrt.dll")
+    hs.eq(t.calls("msvcrt.dll")["qsort"], 1, "qsort calls")
+    hs.check(t.calls("demo.exe")["compare_words"] > 10, "comparator counted")
+    # the comparator is called by msvcrt (its qsort implementation)
+    callers = {(e["caller_module"]) for e in t.json["edges"] if e["callee"] == "compare_words"}
+    hs.eq(callers, {"msvcrt.dll"}, "modules calling compare_words")
+
+
+def test_cxx_undecorated_names():
+    exe = hs.need("build/tests/cxxbasic.exe")
+    t = hs.trace(exe, modules=["libstdc++-6.dll"], options=["-f", "std::basic_ostream<char*"],
+                 name="filter_cxx")
+    hs.eq(t.rc, 0, "exit code")
+    names = hooked_names(t, "libstdc++-6.dll")
+    hs.check(names and all(n.startswith("std::basic_ostream<char") for n in names),
+             f"unexpected names: {sorted(names)[:10]}")
+    hs.check(any(c > 0 for n, c in t.calls("libstdc++-6.dll").items()), "no ostream call counted")
+
+
+def test_filter_matching_nothing_fails_fast():
+    exe = hs.need("build/tests/echo.exe")
+    t = hs.trace(exe, ["x"], options=["-f", "no_such_function*"], name="filter_none")
+    hs.eq(t.rc, 125, "exit code")
+    hs.eq(t.stdout, b"", "the target never ran")
+    lines = [l for l in t.stderr.decode().splitlines() if l]
+    hs.eq(lines, ["hookscope: function filter 'no_such_function*' matched no function"])
+
+
+def test_functions_command_with_filter():
+    exe = hs.need("build/examples/demo.exe")
+    p = hs.hookscope(["functions", exe, "-f", "parse_*"])
+    hs.eq(p.returncode, 0, "exit code")
+    out = p.stdout.decode().splitlines()
+    yes = sorted(l.split()[-1] for l in out if " yes" in l)
+    hs.eq(yes, ["parse_expr", "parse_factor", "parse_number", "parse_term"], "hookable after the filter")
+    p = hs.hookscope(["functions", exe, "-f", "zzz"])
+    hs.eq(p.returncode, 125, "exit code when nothing matches")
+    hs.check(b"hookscope: function filter 'zzz' matched no function" in p.stderr, "error line")
