@@ -89,6 +89,8 @@ int hs_cmd_run(const hs_options *o)
             break;
         }
     }
+    if (stop == HS_STOP_EXIT && hs_trace_interrupts() > 0)
+        stop = HS_STOP_INTERRUPT;   /* the target ended on the Ctrl+C it got too */
     DWORD code = 0;
     GetExitCodeProcess(pi.hProcess, &code);
     CloseHandle(pi.hProcess);
