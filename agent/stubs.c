@@ -11,9 +11,8 @@
  * Count-only stub (preserves every register and the flags: jrcxz and lea
  * do not touch them):
  *
- *   slow:   lea rax,[rsp+16]; push rax; push fidx   ; no region yet
+ *   slow:   mov rax,(16 << 32) | fidx              ; no region yet
  *           call [rip+p_slow]                       ; hs_probe_slow: rcx = counters or 0
- *           lea rsp,[rsp+16]
  *           jrcxz done_nowrap                       ; counted in the overflow region
  *           jmp count
  *   stub:   push rcx; push rax
@@ -118,12 +117,10 @@ size_t hs_stub_size_max(const hs_plan *plan)
     return 320 + plan->tramp_max;
 }
 
-/* lea rax,[rsp+pushed]; push rax; push imm32 fidx */
-static void push_args(asm_ctx *a, uint32_t fidx, uint8_t pushed)
+/* mov rax, (pushed << 32) | fidx: the thunks' argument (thunks.S) */
+static void thunk_arg(asm_ctx *a, uint32_t fidx, uint8_t pushed)
 {
-    OP(a, 0x48, 0x8D, 0x44, 0x24, pushed);
-    OP(a, 0x50, 0x68);
-    hs_emit_u32(&a->e, fidx);
+    hs_emit_mov_reg_imm64(&a->e, HS_RAX, (uint64_t)pushed << 32 | fidx);
 }
 
 enum { P_SLOW, P_EDGE, P_STACK, P_WRAPPER, P__COUNT };
@@ -154,9 +151,8 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     /* slow: the thread has no region yet (placed before the entry so that
      * the flag-free jrcxz reaches it) */
     place(&a, L_SLOW);
-    push_args(&a, fidx, pushed);
+    thunk_arg(&a, fidx, pushed);
     call_ptr(&a, P_SLOW, slot_fix);
-    OP(&a, 0x48, 0x8D, 0x64, 0x24, 0x10);              /* lea rsp,[rsp+16] */
     if (plain) {
         jrcxz(&a, L_DONE_NOWRAP);                       /* flags untouched */
     } else {
@@ -227,9 +223,8 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         hs_emit_u32(&a.e, h->region_edges_cap * 32u - 1u);
         jmp32(&a, L_EDGE_PROBE);
         place(&a, L_EDGE_SLOW);                          /* a new (site, callee): C inserts it */
-        push_args(&a, fidx, pushed);
+        thunk_arg(&a, fidx, pushed);
         call_ptr(&a, P_EDGE, slot_fix);
-        OP(&a, 0x48, 0x8D, 0x64, 0x24, 0x10);           /* lea rsp,[rsp+16] */
         place(&a, L_EDGE_DONE);
     }
 
@@ -242,9 +237,8 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         hs_emit_u32(&a.e, (uint32_t)cd_rel);
         hs_emit_u32(&a.e, (h->stack_every ? h->stack_every : 1) - 1);
         place(&a, L_STACK_CALL);
-        push_args(&a, fidx, pushed);
+        thunk_arg(&a, fidx, pushed);
         call_ptr(&a, P_STACK, slot_fix);
-        OP(&a, 0x48, 0x8D, 0x64, 0x24, 0x10);           /* lea rsp,[rsp+16] */
     }
 
     /* done: */

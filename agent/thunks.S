@@ -8,10 +8,12 @@
  * thread's LastError. The stack is realigned: hand-written code may enter
  * a function with any alignment.
  *
- * Stub side:  lea rax,[rsp+PUSHED]; push rax; push fidx; call [thunk]
- *   [rsp]    return into the stub
- *   [rsp+8]  function index
- *   [rsp+16] rsp at the hooked function's entry (its return address)
+ * Stub side:  mov rax, (PUSHED << 32) | fidx ; call [thunk]
+ *   (rax was saved by the stub; PUSHED is what the stub pushed, so the
+ *   stack pointer does not change inside the stub body and its unwind
+ *   info can describe it)
+ *   [rsp]    return into the stub; the hooked function's entry rsp (where
+ *            its return address is) is rsp + 8 + PUSHED
  * C side:     uint64_t *fn(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
  *   regs: rbx rbp rsi rdi r12 r13 r14 r15 as they were at the entry.
  *   The thunk returns the C result in rcx.
@@ -31,7 +33,7 @@
     mov rbp, rsp
     .seh_setframe rbp, 0
     .seh_endprologue
-    /* [rbp] caller's rbp, +8 flags, +16 return, +24 index, +32 entry rsp */
+    /* [rbp] caller's rbp, +8 flags, +16 return into the stub */
     push rax
     push rdx
     push r8
@@ -58,8 +60,10 @@
     movdqa [rsp+112], xmm5
     mov eax, gs:[0x68]
     mov [rsp+128], eax
-    mov ecx, [rbp+24]
-    mov rdx, [rbp+32]
+    mov rax, [rbp-8]              /* (PUSHED << 32) | fidx */
+    mov ecx, eax
+    shr rax, 32
+    lea rdx, [rbp + 24 + rax]     /* entry rsp */
     call \cfunc
     mov rcx, rax
     mov eax, [rsp+128]
