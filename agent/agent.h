@@ -16,6 +16,7 @@
 #include "arena_win.h"
 #include "hook.h"
 #include "hookscope/session.h"
+#include "pe.h"
 
 /* One hooked function, as the agent remembers it for unhooking and for
  * moving threads. Kept in one array per module, sorted by address. */
@@ -28,6 +29,10 @@ typedef struct hs_hooked {
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
     uint8_t patch[HS_MAX_PATCH];   /* the bytes written at entry + plan.patch_off */
     uint64_t desc;                 /* wrapper descriptor (timed functions), else 0 */
+    uint64_t slot;                 /* start of the stub's code (its slow block) */
+    uint64_t done;                 /* where the stub's pops begin */
+    uint8_t pushed;                /* bytes the stub pushes */
+    uint32_t unwind_rva;           /* the original function's UNWIND_INFO, 0 if none */
 } hs_hooked;
 
 /* What a timed function's stub hands the wrapper (wrapper.S reads it). */
@@ -54,6 +59,7 @@ typedef struct hs_mod_state {
     int n_ranges;
     int hooked;                /* patches are in */
     int unloaded;              /* the module is gone: never touch its memory again */
+    void *unwind_table;        /* registered with RtlAddFunctionTable */
 } hs_mod_state;
 
 typedef struct hs_agent {
@@ -116,6 +122,12 @@ int hs_patch_module(hs_mod_state *m, int install);
 /* Wait until no thread runs in the arena or in the agent's probe code
  * (after every module was unhooked). Returns 0, or -1 on timeout. */
 int hs_quiesce(DWORD timeout_ms);
+
+/* unwind.c: unwind info for stubs and trampolines */
+size_t hs_unwind_space(size_t n_hooks);
+int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t size,
+                       uint64_t base);
+void hs_unwind_unregister(hs_mod_state *m);
 
 /* stubs.c */
 size_t hs_stub_size_max(const hs_plan *plan);

@@ -50,6 +50,8 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
             CloseHandle(g_hs.mapping);
             g_hs.hdr = NULL;
             g_hs.view = NULL;
+            for (size_t i = 0; i < g_hs.n_mods; i++)
+                hs_unwind_unregister(&g_hs.mods[i]);
             hs_arena_free(&g_hs.arena);
         }
         break;

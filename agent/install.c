@@ -204,10 +204,12 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     hs_plan *plans = calloc(n ? n : 1, sizeof *plans);
     hs_func_input *inputs = calloc(n ? n : 1, sizeof *inputs);
     uint8_t *entry_only = calloc(n ? n : 1, 1);
-    if (!plans || !inputs || !entry_only) {
+    uint32_t *unwind = calloc(n ? n : 1, sizeof *unwind);
+    if (!plans || !inputs || !entry_only || !unwind) {
         free(plans);
         free(inputs);
         free(entry_only);
+        free(unwind);
         goto out;
     }
     hs_pe_symtab syms = { 0 };
@@ -237,6 +239,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         rec->rva = f->rva;
         rec->size = f->size;
         hs_func_input *in = &inputs[k];
+        unwind[k] = f->unwind_rva;
         in->code = (const uint8_t *)module + f->rva;
         in->addr = base + f->rva;
         in->size = f->size;
@@ -270,7 +273,10 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     if (flt.matched)
         InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)flt.matched);
 
-    /* stubs and trampolines */
+    /* stubs and trampolines, then their unwind info */
+    size_t stubs_total = total;
+    if (total)
+        total += hs_unwind_space(n);
     uint8_t *arena = total ? hs_arena_alloc(&g_hs.arena, base, base + image_size, total) : NULL;
     size_t nh = 0;
     if (arena)
@@ -304,6 +310,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                 if (desc)
                     desc->tramp = hooks[nh].tramp;
                 if (hs_emit_patch(&inputs[k], &plans[k], hooks[nh].stub, hooks[nh].patch) == 0) {
+                    hooks[nh].unwind_rva = unwind[k];
                     rec->entry_only = entry_only[k];
                     if (timed && entry_only[k] < 16)
                         mrec->entry_only_counts[entry_only[k]]++;
@@ -323,17 +330,17 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                 mrec->skip_counts[why]++;
         }
     }
-    if (arena) {
-        hs_arena_protect(&g_hs.arena, 0);
-        FlushInstructionCache(GetCurrentProcess(), arena, total);
-    }
     free(plans);
     free(inputs);
     free(entry_only);
+    free(unwind);
 
     hs_mod_state *ms = add_mod_state();
-    if (!ms)
+    if (!ms) {
+        if (arena)
+            hs_arena_protect(&g_hs.arena, 0);
         goto out;
+    }
     ms->index = mi;
     ms->base = base;
     ms->size = image_size;
@@ -346,6 +353,14 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
             ms->range_hi[ms->n_ranges] = base + pe.sections[s].rva + pe.sections[s].vsize;
             ms->n_ranges++;
         }
+    }
+
+    if (arena) {
+        /* after the stubs: their unwind info (a failure only costs exact
+         * stack walks through hookscope's own code) */
+        hs_unwind_register(ms, &pe, arena + stubs_total, total - stubs_total, (uint64_t)(uintptr_t)arena);
+        hs_arena_protect(&g_hs.arena, 0);
+        FlushInstructionCache(GetCurrentProcess(), arena, total);
     }
 
     /* patch */

@@ -293,6 +293,9 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         return 0;
     }
     out->entry = fn->addr;
+    out->slot = addr;
+    out->done = addr + (uint64_t)a.label[L_DONE];
+    out->pushed = pushed;
     out->stub = addr + (uint64_t)a.label[L_STUB];
     out->tramp = tramp;
     out->fidx = fidx;
