@@ -103,6 +103,9 @@ int hs_regions_grow(uint32_t n_functions);
 /* Give the calling thread a region; returns its counters, or NULL when
  * every region is taken. */
 uint64_t *hs_region_acquire(void);
+/* probes.c: add region k's counts to the overflow region and clear it */
+void hs_region_fold(uint32_t k);
+#define HS_MAX_THREADS_LIMIT 4096   /* --max-threads at most */
 /* The sink: private counters with the layout of a region, for the agent's
  * own calls. */
 int hs_sink_init(void);

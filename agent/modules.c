@@ -120,6 +120,13 @@ typedef LONG (NTAPI *hs_register_fn)(ULONG flags, hs_dll_notify_fn cb, PVOID ctx
 #define HS_DLL_LOADED 1
 #define HS_DLL_UNLOADED 2
 
+static BOOLEAN (NTAPI *dll_shutdown_in_progress)(void);
+
+static int shutting_down(void)
+{
+    return dll_shutdown_in_progress && dll_shutdown_in_progress();
+}
+
 static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d, PVOID ctx)
 {
     if (!g_hs.hdr || g_hs.hdr->stop_requested)
@@ -133,7 +140,8 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d, PVO
         memcpy(path, d->FullDllName->Buffer, len * sizeof(wchar_t));
         path[len] = 0;
         consider((HMODULE)d->DllBase, path, 1);
-    } else if (reason == HS_DLL_UNLOADED && d) {
+    } else if (reason == HS_DLL_UNLOADED && d && !shutting_down()) {
+        /* (at process exit every DLL is "unloaded": that is not FreeLibrary) */
         uint64_t base = (uint64_t)(uintptr_t)d->DllBase;
         EnterCriticalSection(&g_hs.install_lock);
         for (size_t i = 0; i < n_recorded; i++)
@@ -181,6 +189,8 @@ int hs_modules_init(void)
             continue;
         consider(mods[i], path, 0);
     }
+    dll_shutdown_in_progress = (BOOLEAN (NTAPI *)(void))(void (*)(void))GetProcAddress(
+        GetModuleHandleW(L"ntdll.dll"), "RtlDllShutdownInProgress");
     hs_register_fn reg = (hs_register_fn)(void (*)(void))GetProcAddress(
         GetModuleHandleW(L"ntdll.dll"), "LdrRegisterDllNotification");
     if (reg)

@@ -198,6 +198,44 @@ static int walk(uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *
     return n;
 }
 
+/* Add `count` to the stack (fidx, frames) in region r's table, inserting
+ * it if new. Returns -1 when the table or the frame pool is full. */
+static int stack_add(hs_region_hdr *r, uint32_t fidx, const uint64_t *frames, int n, int truncated,
+                     uint64_t count)
+{
+    const hs_session_header *h = g_hs.hdr;
+    char *region = (char *)r;
+    hs_stack_rec *tab = (hs_stack_rec *)(region + h->region_stacks_off);
+    uint64_t *pool = (uint64_t *)(region + h->region_frames_off);
+    uint32_t cap = h->region_stacks_cap;
+    uint64_t hash = hash_frames(fidx, frames, n);
+    uint32_t i = (uint32_t)(hash & (cap - 1));
+    for (uint32_t k = 0; k < cap; k++, i = (i + 1) & (cap - 1)) {
+        hs_stack_rec *s = &tab[i];
+        if (s->hash == hash && s->func == fidx && s->depth == n &&
+            memcmp(pool + s->frames, frames, (size_t)n * 8) == 0) {
+            s->count += count;
+            return 0;
+        }
+        if (s->hash == 0) {
+            if (r->stacks_used >= cap / 4 * 3 || r->frames_used + (uint32_t)n > h->region_frames_cap)
+                return -1;
+            memcpy(pool + r->frames_used, frames, (size_t)n * 8);
+            s->frames = r->frames_used;
+            s->func = fidx;
+            s->depth = (uint16_t)n;
+            s->truncated = (uint16_t)truncated;
+            s->count = count;
+            MemoryBarrier();
+            s->hash = hash;
+            r->frames_used += (uint32_t)n;
+            r->stacks_used++;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
 {
     uint64_t *c = hs_tls_get();
@@ -213,36 +251,7 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
     int n = walk(entry, entry_rsp, regs, frames, max, &truncated);
 
     hs_region_hdr *r = region_of(c);
-    char *region = (char *)r;
-    hs_stack_rec *tab = (hs_stack_rec *)(region + h->region_stacks_off);
-    uint64_t *pool = (uint64_t *)(region + h->region_frames_off);
-    uint32_t cap = h->region_stacks_cap;
-    uint64_t hash = hash_frames(fidx, frames, n);
-    uint32_t i = (uint32_t)(hash & (cap - 1));
-    int done = 0;
-    for (uint32_t k = 0; k < cap && !done; k++, i = (i + 1) & (cap - 1)) {
-        hs_stack_rec *s = &tab[i];
-        if (s->hash == hash && s->func == fidx && s->depth == n &&
-            memcmp(pool + s->frames, frames, (size_t)n * 8) == 0) {
-            s->count++;
-            done = 1;
-        } else if (s->hash == 0) {
-            if (r->stacks_used >= cap / 4 * 3 || r->frames_used + (uint32_t)n > h->region_frames_cap)
-                break;
-            memcpy(pool + r->frames_used, frames, (size_t)n * 8);
-            s->frames = r->frames_used;
-            s->func = fidx;
-            s->depth = (uint16_t)n;
-            s->truncated = (uint16_t)truncated;
-            s->count = 1;
-            MemoryBarrier();
-            s->hash = hash;
-            r->frames_used += (uint32_t)n;
-            r->stacks_used++;
-            done = 1;
-        }
-    }
-    if (!done)
+    if (stack_add(r, fidx, frames, n, truncated, 1) < 0)
         r->stacks_dropped++;
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
@@ -305,4 +314,74 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame, CONT
     if (!timed && hs_untimed_frames > 0)
         InterlockedDecrement64((volatile LONG64 *)&hs_untimed_frames);
     return ExceptionContinueSearch;
+}
+
+/* ---- reusing the region of a thread that is gone ---------------------------- */
+
+/* Add everything region k counted to the overflow region, then clear k
+ * for another thread. The thread that owned k has exited (nobody writes
+ * k); called with layout_lock held. */
+void hs_region_fold(uint32_t k)
+{
+    hs_session_header *h = g_hs.hdr;
+    char *src = hs_session_region(g_hs.view, k);
+    char *dst = hs_session_region(g_hs.view, h->max_threads);
+    hs_region_hdr *sr = (hs_region_hdr *)src, *dr = (hs_region_hdr *)dst;
+    uint32_t n = sr->committed_funcs < dr->committed_funcs ? sr->committed_funcs : dr->committed_funcs;
+    uint64_t *sc = (uint64_t *)(src + h->region_counters_off), *dc = (uint64_t *)(dst + h->region_counters_off);
+    for (uint32_t i = 0; i < n; i++)
+        if (sc[i])
+            InterlockedAdd64((volatile LONG64 *)&dc[i], (LONG64)sc[i]);
+    if (h->options & HS_OPT_EDGES) {
+        hs_edge_rec *se = (hs_edge_rec *)(src + h->region_edges_off);
+        hs_edge_rec *de = (hs_edge_rec *)(dst + h->region_edges_off);
+        AcquireSRWLockExclusive(&overflow_lock);
+        for (uint32_t i = 0; i < h->region_edges_cap; i++)
+            if (se[i].site && se[i].count && edge_add(de, &dr->edges_used, se[i].site, se[i].callee, se[i].count) < 0)
+                dr->edges_overflowed++;
+        ReleaseSRWLockExclusive(&overflow_lock);
+        memset(se, 0, (size_t)h->region_edges_cap * sizeof *se);
+    }
+    if (h->options & HS_OPT_STACKS) {
+        hs_stack_rec *ss = (hs_stack_rec *)(src + h->region_stacks_off);
+        const uint64_t *pool = (const uint64_t *)(src + h->region_frames_off);
+        for (uint32_t i = 0; i < h->region_stacks_cap; i++)
+            if (ss[i].hash && stack_add(dr, ss[i].func, pool + ss[i].frames, ss[i].depth, ss[i].truncated,
+                                        ss[i].count) < 0)
+                dr->stacks_dropped += ss[i].count;
+        memset(ss, 0, (size_t)h->region_stacks_cap * sizeof *ss);
+        dr->stacks_dropped += sr->stacks_dropped;
+    }
+    if (h->options & HS_OPT_TIME) {
+        hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
+        hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
+        for (uint32_t i = 0; i < n; i++) {
+            if (!st[i].exits)
+                continue;
+            if (!dt[i].exits || st[i].min < dt[i].min)
+                dt[i].min = st[i].min;
+            if (st[i].max > dt[i].max)
+                dt[i].max = st[i].max;
+            dt[i].exits += st[i].exits;
+            dt[i].total += st[i].total;
+            dt[i].self += st[i].self;
+            dt[i].unwinds += st[i].unwinds;
+            for (int b = 0; b < HS_HIST_BUCKETS; b++)
+                dt[i].hist[b] += st[i].hist[b];
+        }
+        memset(st, 0, (size_t)sr->committed_funcs * sizeof *st);
+        dr->time_dropped += sr->time_dropped;
+    }
+    memset(sc, 0, (size_t)sr->committed_funcs * 8);
+    if (h->options & HS_OPT_STACKS)
+        memset(src + h->region_countdown_off, 0, (size_t)sr->committed_funcs * 4);
+    dr->edges_overflowed += sr->edges_overflowed;
+    sr->edges_used = 0;
+    sr->edges_overflowed = 0;
+    sr->stacks_used = 0;
+    sr->frames_used = 0;
+    sr->stacks_dropped = 0;
+    sr->time_dropped = 0;
+    sr->shadow_top = sr->shadow_base;
+    InterlockedIncrement((volatile LONG *)&h->regions_reused);
 }

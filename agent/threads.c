@@ -135,13 +135,39 @@ int hs_sink_init(void)
     return 0;
 }
 
+/* The threads that own regions, to tell when one is gone for good (a
+ * thread that passed DLL_THREAD_DETACH may still run other DLLs' detach
+ * code, and count, until its handle is signaled). */
+static HANDLE owner[HS_MAX_THREADS_LIMIT + 1];
+
+/* A region whose thread has exited, folded into the overflow region and
+ * cleared; or max_threads when there is none. Scans only slots marked
+ * exited at DLL_THREAD_DETACH. Called with layout_lock held. */
+static uint32_t reclaim(void)
+{
+    hs_session_header *h = g_hs.hdr;
+    for (uint32_t k = 0; k < h->max_threads; k++) {
+        hs_thread_slot *s = hs_session_slot(g_hs.view, k);
+        if (s->state != HS_SLOT_EXITED || !owner[k] || WaitForSingleObject(owner[k], 0) != WAIT_OBJECT_0)
+            continue;
+        hs_region_fold(k);
+        CloseHandle(owner[k]);
+        owner[k] = NULL;
+        return k;
+    }
+    return h->max_threads;
+}
+
 uint64_t *hs_region_acquire(void)
 {
     hs_session_header *h = g_hs.hdr;
     uint64_t *counters = NULL;
     AcquireSRWLockExclusive(&g_hs.layout_lock);
-    if ((uint32_t)h->threads_used < h->max_threads) {
-        uint32_t k = (uint32_t)h->threads_used;
+    uint32_t k = (uint32_t)h->threads_used;
+    int fresh = k < h->max_threads;
+    if (!fresh)
+        k = reclaim();
+    if (k < h->max_threads) {
         char *r = hs_session_region(g_hs.view, k);
         if (region_init(r, hs_session_commit, (h->options & HS_OPT_TIME) != 0) == 0 &&
             region_funcs(r, h->n_functions, hs_session_commit) == 0 &&
@@ -153,9 +179,14 @@ uint64_t *hs_region_acquire(void)
             hs_thread_slot *s = hs_session_slot(g_hs.view, k);
             s->tid = tid;
             s->state = HS_SLOT_LIVE;
+            if (k < HS_MAX_THREADS_LIMIT &&
+                !DuplicateHandle(GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &owner[k],
+                                 SYNCHRONIZE, FALSE, 0))
+                owner[k] = NULL;
             counters = hs_region_counters(g_hs.view, k);
             MemoryBarrier();
-            h->threads_used = (int32_t)k + 1;
+            if (fresh)
+                h->threads_used = (int32_t)k + 1;
         }
     }
     ReleaseSRWLockExclusive(&g_hs.layout_lock);

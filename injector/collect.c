@@ -206,6 +206,7 @@ int hs_collect(void *view, hs_results *r)
     int32_t used = h->threads_used;
     uint32_t nregions = used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
     r->threads = nregions;
+    r->regions_reused = h->regions_reused;
     r->overflow_calls = h->overflow_calls;
     for (uint32_t k = 0; k <= nregions; k++) {
         uint32_t region = k < nregions ? k : h->max_threads;

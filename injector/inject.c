@@ -100,6 +100,17 @@ static HANDLE remote_thread(HANDLE process, hs_session_host *s, uint64_t start, 
     return th;
 }
 
+/* The thread ended: forget its id (ids are reused by new threads). */
+static void forget_thread(hs_session_host *s, HANDLE th)
+{
+    if (WaitForSingleObject(th, 0) != WAIT_OBJECT_0)
+        return;   /* still running (timed out): keep it marked */
+    DWORD tid = GetThreadId(th);
+    for (int i = 0; i < 16; i++)
+        if (s->hdr->injector_tids[i] == tid)
+            s->hdr->injector_tids[i] = 0;
+}
+
 int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD timeout_ms,
                   DWORD *code)
 {
@@ -110,6 +121,7 @@ int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD ti
     if (!th)
         return -1;
     int rc = wait_remote(th, process, timeout_ms, name, code);
+    forget_thread(s, th);
     CloseHandle(th);
     return rc;
 }
@@ -122,6 +134,7 @@ int hs_agent_unload(HANDLE process, hs_session_host *s)
         return -1;
     DWORD code = 0;
     int rc = wait_remote(th, process, 30000, "unloading the agent", &code);
+    forget_thread(s, th);
     CloseHandle(th);
     return rc < 0 || !code ? -1 : 0;
 }
@@ -150,6 +163,7 @@ int hs_inject(HANDLE process, hs_session_host *s)
         goto out;
     DWORD code = 0;
     int waited = wait_remote(th, process, LOAD_TIMEOUT_MS, "loading the agent", &code);
+    forget_thread(s, th);
     CloseHandle(th);
     th = NULL;
     if (waited < 0)

@@ -159,8 +159,8 @@ int hs_write_report_json(const hs_results *r, FILE *out)
     fprintf(out, ", \"stop\": ");
     jstr(out, stop_name(r->stop));
     fprintf(out, ", \"wall_time_s\": %.6f},\n", r->wall_s);
-    fprintf(out, " \"threads\": %u, \"total_calls\": %llu, \"overflow_calls\": %lld,\n",
-            r->threads, (unsigned long long)r->total_calls, (long long)r->overflow_calls);
+    fprintf(out, " \"threads\": %u, \"regions_reused\": %u, \"total_calls\": %llu, \"overflow_calls\": %lld,\n",
+            r->threads, r->regions_reused, (unsigned long long)r->total_calls, (long long)r->overflow_calls);
     fprintf(out, " \"warnings\": [");
     for (size_t i = 0; i < r->nwarnings; i++) {
         fprintf(out, "%s", i ? ", " : "");

@@ -92,7 +92,11 @@ int hs_write_report_txt(const hs_results *r, FILE *out)
     if (r->exited)
         fprintf(out, "exit code  %u (0x%X)\n", r->exit_code, r->exit_code);
     fprintf(out, "wall time  %.3f s\n", r->wall_s);
-    fprintf(out, "threads    %u\n", r->threads);
+    fprintf(out, "threads    %u", r->threads);
+    if (r->regions_reused)
+        fprintf(out, " counter regions (reused %u times for threads that came after others ended)",
+                r->regions_reused);
+    fputc('\n', out);
     fprintf(out, "calls      %llu\n", (unsigned long long)r->total_calls);
     if (r->overflow_calls)
         fprintf(out, "           %lld calls counted in the shared overflow region (too many threads)\n",

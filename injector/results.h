@@ -77,6 +77,7 @@ typedef struct hs_results {
     double wall_s;
     double duration_s;         /* --duration, 0 if none */
     uint32_t threads;          /* regions used */
+    uint32_t regions_reused;   /* regions of exited threads given to new ones */
     int64_t overflow_calls;
     uint64_t total_calls;
     double tsc_hz;             /* rdtsc ticks per second */

@@ -239,6 +239,7 @@ typedef struct hs_session_header {
     uint32_t filter_exclude;          /* bit i: filter i excludes */
     char filters[32][256];
     volatile uint32_t filter_matched; /* bit i: filter i matched some function (agent) */
+    volatile uint32_t regions_reused; /* regions of exited threads folded and given to others */
 } hs_session_header;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
