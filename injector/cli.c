@@ -53,14 +53,17 @@ static const char help[] =
     "  -q, --quiet            do not print the summary line\n"
     "  -v, --verbose          say what hookscope is doing, with timestamps\n"
     "      --max-functions N  function table capacity (default 262144)\n"
-    "      --max-threads N    threads with their own counters (default 256;\n"
-    "                         more threads are still counted exactly, slower)\n"
+    "      --max-threads N    threads alive at once with their own counters\n"
+    "                         (default 256; regions of threads that ended are\n"
+    "                         reused; beyond that, calls are still counted\n"
+    "                         exactly, through a shared region, slower)\n"
     "  -h, --help             this text\n"
     "  -V, --version          the version\n"
     "\n"
-    "Exit status: the target's exit code for run; 2 for a usage error; 125 when\n"
-    "hookscope cannot trace (target missing, not a 64-bit PE, a -m module never\n"
-    "loaded, injection failed).\n";
+    "Exit status: the target's exit code for run (0 after --duration); 2 for a\n"
+    "usage error; 125 when hookscope cannot trace: target missing, not a 64-bit\n"
+    "PE, a -m module never loaded, a function filter that matches nothing,\n"
+    "injection failed.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
