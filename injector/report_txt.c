@@ -316,6 +316,36 @@ static void write_time(const hs_results *r, FILE *out)
         fputc('\n', out);
     }
 
+    /* calls of timed functions seen to enter but neither to return nor to
+     * be unwound: a longjmp that does not unwind (setjmp without a frame,
+     * __builtin_longjmp), or calls not timed at all (no shadow stack room,
+     * a thread counted in the shared overflow region) */
+    uint64_t unseen = 0;
+    size_t unseen_funcs = 0;
+    for (size_t i = 0; i < r->nfuncs; i++) {
+        const hs_res_func *f = &r->funcs[i];
+        if ((f->flags & 5) == 5 && f->calls > r->time[i].exits + r->time[i].open) {
+            unseen += f->calls - r->time[i].exits - r->time[i].open;
+            unseen_funcs++;
+        }
+    }
+    if (unseen) {
+        fprintf(out, "%llu calls of %zu timed functions were not seen to end (a longjmp that does not\n"
+                     "unwind, or calls not timed):", (unsigned long long)unseen, unseen_funcs);
+        for (size_t i = 0, k = 0; i < r->nfuncs; i++) {
+            const hs_res_func *f = &r->funcs[i];
+            if ((f->flags & 5) != 5 || f->calls <= r->time[i].exits + r->time[i].open)
+                continue;
+            if (k++ == 10) {
+                fprintf(out, " ...");
+                break;
+            }
+            fprintf(out, " %s (%llu)", f->name,
+                    (unsigned long long)(f->calls - r->time[i].exits - r->time[i].open));
+        }
+        fputc('\n', out);
+    }
+
     size_t top = n < HIST_TOP ? n : HIST_TOP;
     if (top) {
         fprintf(out, "\ndurations of the %zu function%s with the most total time\n", top,
