@@ -35,5 +35,8 @@ $(TGT_DIR)/stress.exe: include/hookscope/session.h
 # like cxxbasic and loads the same runtime DLLs; seh.c and cxxexc.cpp
 # carry their assembly helpers as top-level asm. Listed here so that
 # `make test-targets` is known to build them.
-ISSUE4_TARGETS := cxxexc seh stackwalk deeprec manyargs sleeper folded stackevery
+ISSUE4_TARGETS := cxxexc seh stackwalk deeprec manyargs sleeper folded stackevery tailcall napper
 test-targets: $(patsubst %,$(TGT_DIR)/%.exe,$(ISSUE4_TARGETS))
+
+# tailcall.c needs its tail call: -O2 (with -foptimize-sibling-calls) after -O1
+TGT_EXTRA_tailcall := -O2 -foptimize-sibling-calls
