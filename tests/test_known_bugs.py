@@ -76,9 +76,10 @@ def test_bug_stack_depth_counts_wrapper_frames():
     def leaf_stacks(t):
         return sorted(s["frames"] for s in t.json["stacks"] if s["function"] == "leaf")
 
-    p = leaf_stacks(plain)
-    hs.check(all(len(f) == 6 for f in p), f"6 frames each without --time: {p}")
-    hs.eq(leaf_stacks(timed), p, "leaf's stacks with --time")
+    p, q = leaf_stacks(plain), leaf_stacks(timed)
+    hs.check(len(p) == 6 and all(len(f) == 6 for f in p), f"six stacks of 6 frames without --time: {p}")
+    hs.eq([len(f) for f in q], [len(f) for f in p], "frames in each of leaf's stacks with --time")
+    hs.eq(q, p, "leaf's stacks with --time")
 
 
 def test_bug_attach_time_detach_crashes_target():

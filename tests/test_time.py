@@ -121,3 +121,21 @@ def test_sleep_durations_and_self_time():
              f"report.txt time row for sleeper: {rows}")
     hs.check("  sleeper  (5 calls)" in t.txt and "------------- Distribution -------------" in t.txt,
              "report.txt histogram of sleeper")
+
+
+def test_time_with_threads_exact():
+    """threads4: four threads call work() a million times each; every call
+    is timed on its own thread's shadow stack."""
+    exe = hs.need("build/tests/threads4.exe")
+    t = hs.trace(exe, options=["--time"], name="threads4_time", timeout=600)
+    hs.eq(t.rc, 0, "exit code")
+    for name, calls in (("work", 4_000_000), ("worker", 4)):
+        f = func(t, name)
+        hs.eq(f["entry_only"], None, f"{name} is wrapped")
+        hs.eq((f["calls"], f["time"]["calls"], f["time"]["open"], f["unwinds"]), (calls, calls, 0, 0),
+              f"{name}: calls, exits, open, unwinds")
+    w = func(t, "worker")["time"]
+    k = func(t, "work")["time"]
+    hs.check(abs(w["self_ns"] + k["total_ns"] - w["total_ns"]) <= 4,
+             f"worker's self {w['self_ns']} + work's total {k['total_ns']} = worker's total {w['total_ns']}")
+    hs.eq(t.json["time_dropped"], 0, "time_dropped")
