@@ -15,3 +15,12 @@ bench-build: all $(BENCH_DIR)/callbench.exe
 
 bench: bench-build
 	$(PYTHON) bench/run.py
+
+# Per-call cost of each probe (bench/run.py overhead): stackbench.exe calls
+# an empty function from 14 nested frames, for --stacks=16 captures that
+# always walk 16 frames.
+$(BENCH_DIR)/stackbench.exe: bench/stackbench.c $(BENCH_DIR)/benchlib.dll
+	@mkdir -p $(dir $@)
+	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
+
+bench-build: $(BENCH_DIR)/stackbench.exe

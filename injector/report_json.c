@@ -60,10 +60,7 @@ static void counts_obj(FILE *out, const uint32_t *counts, int n, const char *(*n
     fputc('}', out);
 }
 
-static double ns(const hs_results *r, uint64_t ticks)
-{
-    return r->tsc_hz > 0 ? (double)ticks * 1e9 / r->tsc_hz : 0;
-}
+static double ns(const hs_results *r, uint64_t ticks) { return hs_ticks_ns(r, ticks); }
 
 static void time_obj(const hs_results *r, FILE *out, const hs_res_time *t)
 {
@@ -81,55 +78,6 @@ static void time_obj(const hs_results *r, FILE *out, const hs_res_time *t)
         any = 1;
     }
     fprintf(out, "]}");
-}
-
-/* Edges by caller function (call sites of one caller merged). */
-typedef struct named_edge {
-    char caller[512];
-    int caller_module;
-    uint32_t callee;
-    uint64_t calls;
-} named_edge;
-
-static int cmp_named_edge(const void *a, const void *b)
-{
-    const named_edge *x = a, *y = b;
-    if (x->callee != y->callee)
-        return x->callee < y->callee ? -1 : 1;
-    if (x->caller_module != y->caller_module)
-        return x->caller_module < y->caller_module ? -1 : 1;
-    return strcmp(x->caller, y->caller);
-}
-
-size_t hs_named_edges(const hs_results *r, hs_addrsym *as, named_edge **out);
-size_t hs_named_edges(const hs_results *r, hs_addrsym *as, named_edge **out)
-{
-    named_edge *e = hs_xcalloc(r->nedges, sizeof *e);
-    for (size_t i = 0; i < r->nedges; i++) {
-        hs_addr_info ai;
-        /* the call instruction ends at the return address */
-        hs_addrsym_lookup(as, r->edges[i].site - 1, &ai);
-        e[i].caller_module = ai.module;
-        e[i].callee = r->edges[i].callee;
-        e[i].calls = r->edges[i].calls;
-        if (ai.name)
-            snprintf(e[i].caller, sizeof e[i].caller, "%s", ai.name);
-        else if (ai.module >= 0)
-            snprintf(e[i].caller, sizeof e[i].caller, "%s+0x%llx", r->mods[ai.module].name,
-                     (unsigned long long)(r->edges[i].site - r->mods[ai.module].base));
-        else
-            snprintf(e[i].caller, sizeof e[i].caller, "0x%llx", (unsigned long long)r->edges[i].site);
-    }
-    qsort(e, r->nedges, sizeof *e, cmp_named_edge);
-    size_t w = 0;
-    for (size_t i = 0; i < r->nedges; i++) {
-        if (w && cmp_named_edge(&e[w - 1], &e[i]) == 0)
-            e[w - 1].calls += e[i].calls;
-        else
-            e[w++] = e[i];
-    }
-    *out = e;
-    return w;
 }
 
 int hs_write_report_json(const hs_results *r, FILE *out)
@@ -227,13 +175,18 @@ int hs_write_report_json(const hs_results *r, FILE *out)
 
     hs_addrsym *as = hs_addrsym_new(r);
     fprintf(out, ",\n \"options\": {\"edges\": %s, \"stacks\": ", r->edges_on ? "true" : "false");
-    if (r->stack_depth)
-        fprintf(out, "{\"depth\": %u, \"every\": %u}", r->stack_depth, r->stack_every);
-    else
+    if (r->stack_depth) {
+        char policy[128];
+        hs_stack_policy(r, policy, sizeof policy);
+        fprintf(out, "{\"depth\": %u, \"every\": %u, \"policy\": ", r->stack_depth, r->stack_every);
+        jstr(out, policy);
+        fputc('}', out);
+    } else {
         fprintf(out, "null");
+    }
     fprintf(out, ", \"time\": %s}", r->time_on ? "true" : "false");
     if (r->edges_on) {
-        named_edge *e;
+        hs_named_edge *e;
         size_t n = hs_named_edges(r, as, &e);
         fprintf(out, ",\n \"edges_lost\": %llu,\n \"edges\": [", (unsigned long long)r->edges_lost);
         for (size_t i = 0; i < n; i++) {
@@ -267,20 +220,8 @@ int hs_write_report_json(const hs_results *r, FILE *out)
             int k = 0;
             for (uint32_t d = 0; d < st->depth; d++) {
                 char buf[600];
-                hs_addr_info ai;
-                hs_addrsym_lookup(as, st->frames[d], &ai);
-                if (ai.module >= 0 && (r->mods[ai.module].flags & HS_MOD_AGENT_FLAG))
+                if (!hs_stack_frame_name(r, as, st, d, 1, buf, sizeof buf))
                     continue;   /* the timing wrapper: folded into the hooked function */
-                /* return addresses point after the call: name the call */
-                hs_addrsym_format(as, d ? st->frames[d] - 1 : st->frames[d], 1, buf, sizeof buf);
-                if (d) {
-                    /* show the return address itself, offset from the function */
-                    char *plus = strrchr(buf, '+');
-                    if (plus && ai.name) {
-                        snprintf(plus, sizeof buf - (size_t)(plus - buf), "+0x%llx",
-                                 (unsigned long long)(st->frames[d] - ai.start));
-                    }
-                }
                 fprintf(out, "%s", k++ ? ", " : "");
                 jstr(out, buf);
             }

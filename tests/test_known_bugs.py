@@ -1,0 +1,103 @@
+"""Tests that demonstrate bugs in the agent (agent/*), found while writing
+the issue 4 tests. They FAIL until the agent is fixed; each says what is
+wrong and what the right result is.
+
+  test_bug_time_dropped_is_never_counted
+      wrapper.S takes the untimed path when a thread's shadow stack is full
+      (.Lno_time) without counting the call anywhere: hs_region_hdr's
+      time_dropped is never written, so report.json says
+      "time_dropped": 0 while calls went untimed.
+  test_bug_tail_call_edges_under_time
+      with --time, a call reached by a tail jump from a wrapped function
+      has its return address in hs_wrapper, so its edge's caller is
+      hookscope-agent.dll!hs_wrapper instead of the tail-caller's caller
+      (what hookscope reports without --time, and what
+      -finstrument-functions reports); all such edges of a callee become one.
+  test_bug_stack_depth_counts_wrapper_frames
+      with --time, --stacks=DEPTH counts the wrapper frames that the
+      reports fold out, so a stack shows about half the frames asked for
+      (and a depth-2 capture of a tail-called function has no caller frame).
+  test_bug_attach_time_detach_crashes_target
+      `attach PID --time`: at detach hs_quiesce only checks that no thread's
+      RIP is in the arena or in the agent, then the agent is unloaded. A
+      thread inside a wrapped function (entered while attached) still has
+      a return address into hs_wrapper on its stack: when the function
+      returns, it executes unmapped memory and the target dies.
+"""
+import os
+import subprocess
+
+import hs
+
+
+def test_bug_time_dropped_is_never_counted():
+    """deeprec 100000 on a thread with a 512 MB stack: 100001 nested calls
+    of depth_sum, more than a shadow stack holds (65536 records, one taken
+    by the thread's start routine). Every call is either timed (an exit)
+    or counted in time_dropped."""
+    exe = hs.need("build/tests/deeprec.exe")
+    t = hs.trace(exe, ["100000", "thread"], options=["--time"], name="bug_time_dropped")
+    hs.eq(t.rc, 0, "exit code")
+    hs.eq(t.stdout, b"depth_sum(100000) = 5000050000\r\n", "stdout")
+    f = [f for f in t.functions("deeprec.exe") if f["name"] == "depth_sum"][0]
+    hs.eq(f["calls"], 100001, "calls")
+    timed = f["time"]["calls"]
+    hs.check(timed < 100001, f"the shadow stack overflowed ({timed} calls timed)")
+    hs.eq(t.json["time_dropped"], 100001 - timed,
+          f"time_dropped ({timed} of 100001 calls timed, the rest went untimed)")
+
+
+def test_bug_tail_call_edges_under_time():
+    """tailcall.exe: tail() tail-jumps to callee(); main calls tail 3 times
+    and callee once. Without --time the edges are main -> tail 3 and
+    main -> callee 4 (callee returns straight into main), as
+    -finstrument-functions would say. --time must not change edges."""
+    exe = hs.need("build/tests/tailcall.exe")
+    plain = hs.trace(exe, name="bug_tail_count")
+    timed = hs.trace(exe, options=["--time"], name="bug_tail_time")
+    hs.eq((plain.rc, timed.rc), (0, 0), "exit codes")
+
+    def edges(t):
+        return sorted((e["caller"], e["callee"], e["calls"]) for e in t.json["edges"]
+                      if e["callee"] in ("tail", "callee"))
+
+    hs.eq(edges(plain), [("main", "callee", 4), ("main", "tail", 3)], "edges without --time")
+    hs.eq(edges(timed), edges(plain), "edges with --time")
+
+
+def test_bug_stack_depth_counts_wrapper_frames():
+    """folded.exe with --stacks=6: leaf's stack under top and mid has more
+    than 6 frames, so it is cut at 6 - with or without --time alike."""
+    exe = hs.need("build/tests/folded.exe")
+    plain = hs.trace(exe, options=["--stacks=6"], name="bug_depth")
+    timed = hs.trace(exe, options=["--stacks=6", "--time"], name="bug_depth_time")
+    hs.eq((plain.rc, timed.rc), (0, 0), "exit codes")
+
+    def leaf_stacks(t):
+        return sorted(s["frames"] for s in t.json["stacks"] if s["function"] == "leaf")
+
+    p, q = leaf_stacks(plain), leaf_stacks(timed)
+    hs.check(len(p) == 6 and all(len(f) == 6 for f in p), f"six stacks of 6 frames without --time: {p}")
+    hs.eq([len(f) for f in q], [len(f) for f in p], "frames in each of leaf's stacks with --time")
+    hs.eq(q, p, "leaf's stacks with --time")
+
+
+def test_bug_attach_time_detach_crashes_target():
+    """napper.exe sleeps 50 ms in napper() (called by outer()) for about 4 s.
+    Attach with --time for 1 s and detach: the target must go on and print
+    "done"."""
+    exe = hs.need("build/tests/napper.exe")
+    target = subprocess.Popen(["wine", exe], cwd=hs.ROOT, env=hs.env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = target.stdout.readline().decode().split()
+        hs.check(first[:1] == ["pid"], f"napper printed {first}")
+        out = hs.outdir("bug_attach_time")
+        a = hs.hookscope(["attach", first[1], "--time", "-d", "1", "-q", "-o", out], timeout=120)
+        hs.eq(a.returncode, 0, "hookscope attach exit status: " + a.stderr.decode(errors="replace"))
+        rest, err = target.communicate(timeout=60)
+    finally:
+        if target.poll() is None:
+            target.kill()
+    hs.check(b"done" in rest, "the target did not finish after the detach: " +
+             err.decode(errors="replace")[:300].replace(os.linesep, " | "))

@@ -1,0 +1,71 @@
+"""Stack walks from inside a hooked function (tests/targets/stackwalk.c):
+RtlCaptureStackBackTrace and an RtlLookupFunctionEntry/RtlVirtualUnwind
+loop, printed by the target itself.
+
+Under --time each wrapped function's frame is followed by one frame of
+hookscope's wrapper (in hookscope-agent.dll); nothing else may change:
+every caller frame is still there, in order, named the same.
+"""
+import hs
+
+EXE = "build/tests/stackwalk.exe"
+AGENT = "hookscope-agent.dll"
+
+
+def walks(stdout):
+    """{'capture 1': [frame, ...], 'unwind 1': [...], ...} (frame text
+    without its index)"""
+    out, cur = {}, None
+    for line in stdout.decode().splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            cur = out.setdefault(line[:-1], [])
+        elif cur is not None and line.strip():
+            cur.append(line.split(None, 1)[1])
+    return out
+
+
+def test_untraced_walks_are_complete():
+    exe = hs.need(EXE)
+    plain = walks(hs.wine([exe]).stdout)
+    hs.eq(sorted(plain), ["capture 1", "capture 2", "unwind 1", "unwind 2"], "walks printed")
+    for k in ("capture 1", "unwind 1"):
+        names = [f.split()[-1] for f in plain[k][:5]]
+        hs.eq(names, ["do_walks", "walk_c", "walk_b", "walk_a", "main"], f"{k}: the program's frames")
+    for k in ("capture 2", "unwind 2"):
+        names = [f.split()[-1] for f in plain[k][:3]]
+        hs.eq(names, ["do_walks", "walk_c", "main"], f"{k}: the program's frames")
+    for k, frames in plain.items():
+        hs.check(frames[-2:] == ["kernel32.dll", "ntdll.dll"], f"{k} reaches the thread start: {frames}")
+
+
+def test_walks_with_time_gain_exactly_the_wrapper_frames():
+    exe = hs.need(EXE)
+    plain = walks(hs.wine([exe]).stdout)
+    t = hs.trace(exe, options=["--time"], name="stackwalk_time")
+    hs.eq(t.rc, 0, "exit code")
+    traced = walks(t.stdout)
+    hs.eq(sorted(traced), sorted(plain), "walks printed")
+    wrapped = {f["rva"] for f in t.functions("stackwalk.exe") if f["hooked"] and f["entry_only"] is None}
+    for k, frames in traced.items():
+        hs.eq([f for f in frames if f != AGENT], plain[k], f"{k} without the wrapper frames")
+        # one wrapper frame right after each wrapped function, nowhere else
+        for i, f in enumerate(frames):
+            if f == AGENT:
+                hs.check(i > 0 and frames[i - 1].startswith("stackwalk.exe!"),
+                         f"{k}: wrapper frame {i} does not follow a frame of the exe: {frames}")
+                continue
+            follows = i + 1 < len(frames) and frames[i + 1] == AGENT
+            is_wrapped = f.startswith("stackwalk.exe!") and f.split("!")[1].split()[0] in wrapped
+            hs.eq(follows, is_wrapped, f"{k}: frame {i} ({f}) is followed by a wrapper frame")
+        hs.check(frames.count(AGENT) >= 5, f"{k}: too few wrapped frames to mean anything: {frames}")
+
+
+def test_walks_with_entry_probes_only_are_unchanged():
+    """Without --time the entry stub returns into the function before it
+    runs: no frame is added at all."""
+    exe = hs.need(EXE)
+    plain = hs.wine([exe])
+    t = hs.trace(exe, options=["--stacks=8"], name="stackwalk_count")
+    hs.eq(t.rc, 0, "exit code")
+    hs.eq(t.stdout, plain.stdout, "stdout (every walk identical)")
+    hs.eq(t.calls("stackwalk.exe")["do_walks"], 2, "do_walks calls")

@@ -1,0 +1,141 @@
+"""--time: durations, deep recursion, many arguments, varargs."""
+import re
+
+import hs
+
+
+def func(t, name, module=None):
+    for f in t.functions(module):
+        if f["name"] == name:
+            return f
+    raise AssertionError(f"{name} not in the report")
+
+
+def test_recursion_10000_deep():
+    """depth_sum(10000): 10001 nested timed calls on the main thread. Each
+    level's self time is its inclusive time minus the next level's, so the
+    self times add up to the outermost call's inclusive time, the maximum."""
+    exe = hs.need("build/tests/deeprec.exe")
+    plain = hs.wine([exe, "10000"])
+    hs.eq(plain.stdout, b"depth_sum(10000) = 50005000\r\n", "untraced output")
+    t = hs.trace(exe, ["10000"], options=["--time"], name="deeprec_time")
+    hs.eq(t.rc, 0, "exit code (no stack overflow)")
+    hs.eq(t.stdout, plain.stdout, "stdout")
+    f = func(t, "depth_sum")
+    hs.eq(f["entry_only"], None, "depth_sum is wrapped")
+    hs.eq(f["calls"], 10001, "calls")
+    tm = f["time"]
+    hs.eq((tm["calls"], tm["open"], f["unwinds"]), (10001, 0, 0), "exits, open, unwinds")
+    hs.eq(t.json["time_dropped"], 0, "time_dropped")
+    hs.eq(sum(b["count"] for b in tm["hist"]), 10001, "histogram entries")
+    main = func(t, "main")["time"]
+    hs.check(0 < tm["min_ns"] <= tm["max_ns"] <= main["total_ns"],
+             f"min {tm['min_ns']} <= max {tm['max_ns']} <= main's total {main['total_ns']}")
+    hs.check(abs(tm["self_ns"] - tm["max_ns"]) <= 2 + tm["max_ns"] * 1e-6,
+             f"self times add up to the outermost call: self {tm['self_ns']}, max {tm['max_ns']}")
+    hs.check(tm["max_ns"] <= tm["total_ns"] <= tm["max_ns"] * 10001,
+             f"total {tm['total_ns']} between max and max * calls")
+    hs.check(main["total_ns"] < 60e9, f"main took {main['total_ns']} ns")
+    # the histogram's buckets hold the minimum and the maximum
+    lo = max(b["ns"] for b in tm["hist"] if b["ns"] <= max(tm["min_ns"], 1))
+    hi = max(b["ns"] for b in tm["hist"])
+    hs.check(lo <= max(tm["min_ns"], 1) < 2 * lo, f"lowest bucket {lo} vs min {tm['min_ns']}")
+    hs.check(hi <= tm["max_ns"] < 2 * hi, f"highest bucket {hi} vs max {tm['max_ns']}")
+
+
+def test_recursion_10000_deep_with_stacks():
+    exe = hs.need("build/tests/deeprec.exe")
+    t = hs.trace(exe, ["10000"], options=["--time", "--stacks"], name="deeprec_stacks")
+    hs.eq(t.rc, 0, "exit code")
+    hs.eq(t.stdout, b"depth_sum(10000) = 50005000\r\n", "stdout")
+    hs.eq(t.json["stacks_dropped"], 0, "stacks dropped")
+    stacks = [s for s in t.json["stacks"] if s["function"] == "depth_sum"]
+    hs.eq(sum(s["count"] for s in stacks), 10001, "captures of depth_sum")
+    # far from main every stack looks the same: depth_sum all the way down
+    # to the depth limit; near main each level has a stack of its own
+    def names(s):
+        return [fr.split("!")[1].split("+")[0] for fr in s["frames"]]
+    deep = [s for s in stacks if set(names(s)) == {"depth_sum"}]
+    hs.check(len(deep) == 1 and deep[0]["truncated"], f"one truncated all-depth_sum stack: {deep}")
+    hs.check(deep[0]["count"] > 9950, f"deep stack count {deep[0]['count']}")
+    for s in stacks:
+        hs.eq(s["frames"][0], "deeprec.exe!depth_sum+0x0", "frame 0 is the entry")
+        if s is not deep[0]:
+            hs.eq(s["count"], 1, "every other stack is one level's")
+        if not s["truncated"]:
+            hs.check(names(s)[-5:] == ["main", "__tmainCRTStartup", "mainCRTStartup",
+                                       "BaseThreadInitThunk", "RtlUserThreadStart"],
+                     f"a whole stack reaches the thread start: {s['frames']}")
+
+
+def test_many_arguments_and_varargs():
+    """A 20-argument function is wrapped (its 16 stack arguments copied);
+    varargs functions and a 70-argument one get an entry probe only; every
+    result is the untraced one."""
+    exe = hs.need("build/tests/manyargs.exe")
+    plain = hs.wine([exe])
+    hs.eq(plain.returncode, 0, "untraced exit code")
+    for opts, name in ((["--time"], "manyargs_time"), (["--time", "--stacks=4"], "manyargs_stacks")):
+        t = hs.trace(exe, options=opts, name=name)
+        hs.eq(t.rc, 0, "exit code")
+        hs.eq(t.stdout, plain.stdout, "stdout (every result)")
+        expect = {"sum20": None, "mix20": None, "vsum": "varargs", "vfmt": "varargs",
+                  "sum70": "too-many-stack-args"}
+        for fn, why in expect.items():
+            f = func(t, fn)
+            hs.eq(f["calls"], 3, f"calls of {fn}")
+            hs.eq(f["entry_only"], why, f"{fn}: wrapped or why not")
+            if why is None:
+                hs.eq((f["time"]["calls"], f["unwinds"]), (3, 0), f"{fn}: exits, unwinds")
+            else:
+                hs.check("time" not in f, f"{fn} has no time")
+        hs.eq(t.module("manyargs.exe")["entry_only"].get("varargs", 0) >= 2, True, "varargs counted")
+    out = plain.stdout.decode()
+    hs.check("sum20(0) = 2870" in out, "sum20 result")   # sum of i*i for i = 1..20
+
+
+def test_sleep_durations_and_self_time():
+    """sleeper() sleeps 20 ms; caller() calls it 5 times."""
+    exe = hs.need("build/tests/sleeper.exe")
+    t = hs.trace(exe, options=["--time"], name="sleeper")
+    hs.eq(t.rc, 0, "exit code")
+    hs.eq(t.stdout, b"slept 5 times\r\n", "stdout")
+    s = func(t, "sleeper")["time"]
+    c = func(t, "caller")["time"]
+    hs.eq(s["calls"], 5, "sleeper exits")
+    hs.eq(c["calls"], 1, "caller exits")
+    hs.check(80e6 <= s["total_ns"] <= 120e6, f"sleeper total {s['total_ns'] / 1e6:.1f} ms (100 +- 20%)")
+    hs.check(s["min_ns"] >= 16e6, f"sleeper min {s['min_ns'] / 1e6:.1f} ms")
+    hs.check(abs(s["self_ns"] - s["total_ns"]) <= 1, "sleeper calls nothing timed: self = total")
+    hs.check(c["total_ns"] >= s["total_ns"], f"caller total {c['total_ns']} >= sleeper total {s['total_ns']}")
+    hs.check(c["total_ns"] >= 100e6 * 0.99, f"caller total {c['total_ns'] / 1e6:.1f} ms")
+    hs.check(c["self_ns"] < 20e6, f"caller self {c['self_ns'] / 1e6:.3f} ms excludes sleeper")
+    hs.check(abs(c["self_ns"] + s["total_ns"] - c["total_ns"]) <= 2,
+             "caller self + sleeper total = caller total")
+    hs.eq(sum(b["count"] for b in s["hist"]), 5, "sleeper histogram entries")
+    hs.check(all(b["ns"] >= 1 << 23 for b in s["hist"]), f"sleeper histogram {s['hist']}")
+    # report.txt: the table row and a histogram for the functions with the most time
+    rows = [l for l in t.txt.splitlines()
+            if re.match(r"^ +\d+ +[\d.]+ (ns|us|ms|s) ", l) and l.rstrip().endswith("  sleeper")]
+    hs.check(len(rows) == 1 and rows[0].split()[0] == "5" and " ms" in rows[0],
+             f"report.txt time row for sleeper: {rows}")
+    hs.check("  sleeper  (5 calls)" in t.txt and "------------- Distribution -------------" in t.txt,
+             "report.txt histogram of sleeper")
+
+
+def test_time_with_threads_exact():
+    """threads4: four threads call work() a million times each; every call
+    is timed on its own thread's shadow stack."""
+    exe = hs.need("build/tests/threads4.exe")
+    t = hs.trace(exe, options=["--time"], name="threads4_time", timeout=600)
+    hs.eq(t.rc, 0, "exit code")
+    for name, calls in (("work", 4_000_000), ("worker", 4)):
+        f = func(t, name)
+        hs.eq(f["entry_only"], None, f"{name} is wrapped")
+        hs.eq((f["calls"], f["time"]["calls"], f["time"]["open"], f["unwinds"]), (calls, calls, 0, 0),
+              f"{name}: calls, exits, open, unwinds")
+    w = func(t, "worker")["time"]
+    k = func(t, "work")["time"]
+    hs.check(abs(w["self_ns"] + k["total_ns"] - w["total_ns"]) <= 4,
+             f"worker's self {w['self_ns']} + work's total {k['total_ns']} = worker's total {w['total_ns']}")
+    hs.eq(t.json["time_dropped"], 0, "time_dropped")
