@@ -77,7 +77,8 @@ typedef struct hs_agent {
     size_t n_mods, cap_mods;
     void *dll_cookie;          /* LdrRegisterDllNotification */
     uint64_t sink_size;
-    volatile LONG in_slow;     /* threads inside hs_slow_count */
+    volatile LONG in_slow;     /* threads inside the probes' C code */
+    uint64_t self_size;        /* the agent DLL's SizeOfImage */
 } hs_agent;
 
 extern hs_agent g_hs;
@@ -146,6 +147,7 @@ extern void hs_probe_edge(void);
 extern void hs_probe_stack(void);
 /* wrapper.S: the timing wrapper frame */
 extern void hs_wrapper(void);
+extern void hs_wrapper_ret(void);   /* the wrapper's return address for timed calls */
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tls_teb_off, hs_tls_exp_off, hs_tsc_ns_mult;

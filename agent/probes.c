@@ -24,6 +24,7 @@ volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 _Static_assert(offsetof(hs_region_hdr, shadow_base) == 40, "shadow_base");
 _Static_assert(offsetof(hs_region_hdr, shadow_top) == 48, "shadow_top");
 _Static_assert(offsetof(hs_region_hdr, shadow_limit) == 56, "shadow_limit");
+_Static_assert(offsetof(hs_region_hdr, time_dropped) == 64, "time_dropped");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
 _Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
 _Static_assert(offsetof(hs_time_rec, hist) == 48, "time hist");
@@ -101,6 +102,17 @@ static int injector_thread(void)
     return 0;
 }
 
+/* The caller's return address for an edge: a function tail-called by a
+ * timed one sees the wrapper's return address; its real caller is the
+ * wrapped function's, in the wrapper's frame (rbp is still the wrapper's). */
+static uint64_t call_site(uint64_t entry_rsp, const hs_saved_regs *regs)
+{
+    uint64_t site = *(uint64_t *)entry_rsp;
+    if (site == (uint64_t)(uintptr_t)hs_wrapper_ret)
+        site = *(uint64_t *)(regs->rbp + 40);
+    return site;
+}
+
 uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
 {
     InterlockedIncrement(&g_hs.in_slow);
@@ -111,7 +123,7 @@ uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     }
     uint64_t *c = hs_region_acquire();
     if (!c)
-        overflow_count(fidx, *(uint64_t *)entry_rsp, 1);
+        overflow_count(fidx, call_site(entry_rsp, regs), 1);
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
     return c;
@@ -124,7 +136,7 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
         return c;
     InterlockedIncrement(&g_hs.in_slow);
     hs_tls_set(g_hs.sink);
-    uint64_t site = *(uint64_t *)entry_rsp;
+    uint64_t site = call_site(entry_rsp, regs);
     hs_region_hdr *r = region_of(c);
     if (edge_add(edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
         r->edges_overflowed++;
@@ -168,6 +180,7 @@ static int walk(uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *
     ctx.R14 = r->r14;
     ctx.R15 = r->r15;
     const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
+    const uint64_t agent_lo = (uint64_t)(uintptr_t)g_hs.self, agent_hi = agent_lo + g_hs.self_size;
     int n = 0;
     frames[n++] = entry;
     *truncated = 0;
@@ -189,6 +202,10 @@ static int walk(uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *
          * or at a stack pointer outside the stack */
         if (ctx.Rip == 0 || ctx.Rsp < lo || ctx.Rsp > hi)
             break;
+        /* the timing wrapper's frames are folded into the hooked function
+         * in every report: they do not count against the depth */
+        if (ctx.Rip >= agent_lo && ctx.Rip < agent_hi)
+            continue;
         if (n == max) {
             *truncated = 1;
             break;

@@ -123,7 +123,7 @@ static void thunk_arg(asm_ctx *a, uint32_t fidx, uint8_t pushed)
     hs_emit_mov_reg_imm64(&a->e, HS_RAX, (uint64_t)pushed << 32 | fidx);
 }
 
-enum { P_SLOW, P_EDGE, P_STACK, P_WRAPPER, P__COUNT };
+enum { P_SLOW, P_EDGE, P_STACK, P_WRAPPER, P_WRAPPER_RET, P__COUNT };
 
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     const hs_func_input *fn, const hs_plan *plan, hs_hooked *out,
@@ -194,6 +194,14 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         OP(&a, 0x48, 0x8B, 0x44, 0x24, pushed);         /* mov rax,[rsp+pushed]: return address */
         OP(&a, 0x48, 0x85, 0xC0);                       /* test rax,rax: 0 when entered as a */
         jcc32(&a, HS_CC_E, L_EDGE_DONE);                /* thread start (0 marks empty slots) */
+        if (h->options & HS_OPT_TIME) {
+            /* tail-called by a timed function: the caller is in the wrapper's frame */
+            OP(&a, 0x48, 0x3B, 0x05);                   /* cmp rax,[rip+p_wrapper_ret] */
+            slot_fix[P_WRAPPER_RET] = a.e.len;
+            hs_emit_u32(&a.e, 0);
+            OP(&a, 0x75, 0x04);                         /* jne +4 */
+            OP(&a, 0x48, 0x8B, 0x45, 0x28);             /* mov rax,[rbp+40] */
+        }
         OP(&a, 0x48, 0x89, 0xC2);                       /* mov rdx,rax */
         OP(&a, 0x48, 0x81, 0xF2);                       /* xor rdx,imm32 */
         hs_emit_u32(&a.e, hs_edge_mix(fidx));
@@ -279,6 +287,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     const uint64_t targets[P__COUNT] = {
         (uint64_t)(uintptr_t)hs_probe_slow, (uint64_t)(uintptr_t)hs_probe_edge,
         (uint64_t)(uintptr_t)hs_probe_stack, (uint64_t)(uintptr_t)hs_wrapper,
+        (uint64_t)(uintptr_t)hs_wrapper_ret,
     };
     for (int k = 0; k < P__COUNT; k++) {
         uint64_t at = hs_emit_pc(&a.e);

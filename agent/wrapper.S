@@ -42,6 +42,7 @@
     .set HDR_SHADOW_BASE, -4096 + 40
     .set HDR_SHADOW_TOP, -4096 + 48
     .set HDR_SHADOW_LIMIT, -4096 + 56
+    .set HDR_TIME_DROPPED, -4096 + 64
     /* hs_shadow_rec */
     .set SH_DESC, 0
     .set SH_T0, 8
@@ -99,7 +100,7 @@ hs_wrapper:
     jz .Lno_region
     mov rdi, [rsi + HDR_SHADOW_TOP]
     cmp rdi, [rsi + HDR_SHADOW_LIMIT]
-    jae .Lno_time
+    jae .Lshadow_full
     rdtsc
     shl rdx, 32
     or rax, rdx
@@ -112,6 +113,9 @@ hs_wrapper:
     lea rax, [rdi + SH_SIZE]
     mov [rsi + HDR_SHADOW_TOP], rax
     jmp .Lcopy
+.Lshadow_full:
+    add qword ptr [rsi + HDR_TIME_DROPPED], 1
+    jmp .Lno_time
 .Lno_region:
     xor esi, esi
 .Lno_time:
@@ -152,6 +156,10 @@ hs_wrapper:
     mov rax, [rbp-8]
     mov rdx, [rbp-16]
     call [rbx + DESC_TRAMP]
+    /* the return address every timed call sees; a function the timed one
+     * tail-calls sees it too (the stubs then take [rbp+40] as its caller) */
+    .globl hs_wrapper_ret
+hs_wrapper_ret:
     mov [rbp-8], rax
     mov [rbp-16], rdx
     test rdi, rdi

@@ -34,7 +34,9 @@ def tick_calls(j):
 def test_ctrl_c_target_exits():
     exe = hs.need("build/tests/loop.exe")
     rc, out, err, j, took = interrupted_run([exe], "ctrlc_exit")
-    hs.eq(j["target"]["stop"], "interrupt", "stop")
+    # the target and hookscope get the Ctrl+C at the same time: the target
+    # may be gone before hookscope's own handler has run
+    hs.check(j["target"]["stop"] in ("interrupt", "exit"), f"stop: {j['target']['stop']}")
     hs.eq(rc, j["target"]["exit_code"] & 0xFF, "hookscope exits with the target's code")
     hs.check(took < 10, f"took {took:.1f} s")
     hs.check(tick_calls(j) >= 1000, "tick counted")

@@ -1,28 +1,16 @@
-"""Tests that demonstrate bugs in the agent (agent/*), found while writing
-the issue 4 tests. They FAIL until the agent is fixed; each says what is
-wrong and what the right result is.
+"""Regression tests for four bugs of the timing wrapper (--time), found by
+the issue 4 tests and fixed in the agent:
 
-  test_bug_time_dropped_is_never_counted
-      wrapper.S takes the untimed path when a thread's shadow stack is full
-      (.Lno_time) without counting the call anywhere: hs_region_hdr's
-      time_dropped is never written, so report.json says
-      "time_dropped": 0 while calls went untimed.
-  test_bug_tail_call_edges_under_time
-      with --time, a call reached by a tail jump from a wrapped function
-      has its return address in hs_wrapper, so its edge's caller is
-      hookscope-agent.dll!hs_wrapper instead of the tail-caller's caller
-      (what hookscope reports without --time, and what
-      -finstrument-functions reports); all such edges of a callee become one.
-  test_bug_stack_depth_counts_wrapper_frames
-      with --time, --stacks=DEPTH counts the wrapper frames that the
-      reports fold out, so a stack shows about half the frames asked for
-      (and a depth-2 capture of a tail-called function has no caller frame).
-  test_bug_attach_time_detach_crashes_target
-      `attach PID --time`: at detach hs_quiesce only checks that no thread's
-      RIP is in the arena or in the agent, then the agent is unloaded. A
-      thread inside a wrapped function (entered while attached) still has
-      a return address into hs_wrapper on its stack: when the function
-      returns, it executes unmapped memory and the target dies.
+  time_dropped: calls that went untimed because a thread's shadow stack
+      was full are counted (wrapper.S, .Lshadow_full).
+  tail_call_edges: a function reached by a tail jump from a timed function
+      sees the wrapper's return address; its caller is taken from the
+      wrapper's frame, so --time does not change edges (stubs.c, probes.c).
+  stack_depth: the wrapper's frames, folded out of every report, do not
+      count against --stacks=DEPTH (probes.c, walk).
+  attach_time_detach: a detach while a timed call is still running keeps
+      the agent loaded (inactive, every hook out) instead of unloading code
+      that the call returns into.
 """
 import os
 import subprocess
@@ -30,7 +18,7 @@ import subprocess
 import hs
 
 
-def test_bug_time_dropped_is_never_counted():
+def test_time_dropped_is_never_counted():
     """deeprec 100000 on a thread with a 512 MB stack: 100001 nested calls
     of depth_sum, more than a shadow stack holds (65536 records, one taken
     by the thread's start routine). Every call is either timed (an exit)
@@ -47,7 +35,7 @@ def test_bug_time_dropped_is_never_counted():
           f"time_dropped ({timed} of 100001 calls timed, the rest went untimed)")
 
 
-def test_bug_tail_call_edges_under_time():
+def test_tail_call_edges_under_time():
     """tailcall.exe: tail() tail-jumps to callee(); main calls tail 3 times
     and callee once. Without --time the edges are main -> tail 3 and
     main -> callee 4 (callee returns straight into main), as
@@ -65,7 +53,7 @@ def test_bug_tail_call_edges_under_time():
     hs.eq(edges(timed), edges(plain), "edges with --time")
 
 
-def test_bug_stack_depth_counts_wrapper_frames():
+def test_stack_depth_counts_wrapper_frames():
     """folded.exe with --stacks=6: leaf's stack under top and mid has more
     than 6 frames, so it is cut at 6 - with or without --time alike."""
     exe = hs.need("build/tests/folded.exe")
@@ -82,7 +70,7 @@ def test_bug_stack_depth_counts_wrapper_frames():
     hs.eq(q, p, "leaf's stacks with --time")
 
 
-def test_bug_attach_time_detach_crashes_target():
+def test_attach_time_detach_crashes_target():
     """napper.exe sleeps 50 ms in napper() (called by outer()) for about 4 s.
     Attach with --time for 1 s and detach: the target must go on and print
     "done"."""
