@@ -150,7 +150,7 @@ extern void hs_wrapper(void);
 extern void hs_wrapper_ret(void);   /* the wrapper's return address for timed calls */
 
 /* probes.c: read by wrapper.S */
-extern uint64_t hs_tls_teb_off, hs_tls_exp_off, hs_tsc_ns_mult;
+extern uint64_t hs_tsc_ns_mult;
 extern volatile int64_t hs_untimed_frames;
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);

@@ -32,8 +32,6 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
             g_hs.hdr = NULL;
             return TRUE;
         }
-        hs_tls_teb_off = g_hs.tls < 64 ? HS_TEB_TLS_SLOTS + g_hs.tls * 8 : 0;
-        hs_tls_exp_off = g_hs.tls < 64 ? 0 : (g_hs.tls - 64) * 8;
         h->tls_index = g_hs.tls;
         h->agent_base = (uint64_t)(uintptr_t)inst;
         h->tsc_start = hs_rdtsc();
@@ -62,6 +60,13 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         break;
     }
     return TRUE;
+}
+
+/* The freeze's context workers are hookscope's threads: their calls are
+ * not the target's. */
+static void worker_start(void)
+{
+    hs_agent_enter();
 }
 
 /* rdtsc ticks per second, against the performance counter, over ~20 ms;
@@ -101,8 +106,8 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
     if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
         rc = ERROR_NOT_ENOUGH_MEMORY;
-    } else if (hs_freeze_init() < 0) {
-        hs_agent_fail(ERROR_PROC_NOT_FOUND, "agent: NtGetNextThread is not available");
+    } else if (hs_freeze_init(worker_start) < 0) {
+        hs_agent_fail((int)GetLastError(), "agent: cannot start its thread-freeze workers");
         rc = ERROR_PROC_NOT_FOUND;
     } else if (hs_modules_init() < 0) {
         rc = h->agent_error ? (DWORD)h->agent_error : ERROR_GEN_FAILURE;
@@ -158,6 +163,9 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param)
      * so then the agent must stay loaded. */
     if (rc == 0 && hs_quiesce(2000) < 0)
         rc = hs_live_wrapper_frames() ? ERROR_BUSY : WAIT_TIMEOUT;
+    /* the freeze's workers run agent code: stop them before an unload */
+    if (rc == 0)
+        hs_freeze_shutdown();
     for (size_t i = 0; i < g_hs.n_mods; i++)
         if (!g_hs.mods[i].hooked)
             hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNHOOKED;

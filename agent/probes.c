@@ -13,10 +13,9 @@
 #include <string.h>
 
 #include "agent.h"
+#include "freeze_win.h"
 
 /* Read by wrapper.S. */
-uint64_t hs_tls_teb_off;      /* TEB offset of our TLS slot, 0 when it is an expansion slot */
-uint64_t hs_tls_exp_off;      /* byte offset in the expansion slots */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
 volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
@@ -99,7 +98,7 @@ static int injector_thread(void)
     for (int i = 0; i < 16; i++)
         if (g_hs.hdr->injector_tids[i] == tid)
             return 1;
-    return 0;
+    return hs_freeze_is_worker(tid);   /* the agent's own */
 }
 
 /* The caller's return address for an edge: a function tail-called by a

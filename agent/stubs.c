@@ -32,7 +32,8 @@
  *   stacks: sub dword [countdown+4*fidx],1; jns done
  *           mov dword [countdown+4*fidx],N-1; call hs_probe_stack
  *   done:   pop rdx; pop rax; pop rcx
- *   wrap:   push rbp; mov rbp,desc; jmp [rip+p_wrapper]   (timed functions)
+ *   wrap:   push rbp; push rbx; mov rbp,desc; mov rbx,gs:[TLS slot]
+ *           jmp [rip+p_wrapper]                      (timed functions)
  *   tramp:  ...
  *
  * The thunks in thunks.S save everything the C code could change.
@@ -255,8 +256,16 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         OP(&a, 0x5A);                                   /* pop rdx */
     OP(&a, 0x58, 0x59);                                 /* pop rax; pop rcx */
     if (wrapped) {
-        OP(&a, 0x55);                                   /* push rbp */
+        OP(&a, 0x55, 0x53);                             /* push rbp; push rbx */
         hs_emit_mov_reg_imm64(&a.e, HS_RBP, out->desc); /* mov rbp,desc */
+        OP(&a, 0x65, 0x48, 0x8B, 0x1C, 0x25);           /* mov rbx, gs:[disp32]: counters */
+        if (tls < 64) {
+            hs_emit_u32(&a.e, HS_TEB_TLS_SLOTS + tls * 8);
+        } else {
+            hs_emit_u32(&a.e, HS_TEB_TLS_EXPANSION);
+            OP(&a, 0x48, 0x8B, 0x9B);                   /* mov rbx,[rbx+disp32] */
+            hs_emit_u32(&a.e, (tls - 64) * 8);
+        }
         OP(&a, 0xFF, 0x25);                             /* jmp [rip+p_wrapper] */
         slot_fix[P_WRAPPER] = a.e.len;
         hs_emit_u32(&a.e, 0);

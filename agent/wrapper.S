@@ -2,11 +2,13 @@
  * agent/wrapper.S - the return probe: a real frame around a timed call.
  *
  * A timed function's stub ends with
- *     push rbp ; mov rbp, <descriptor> ; jmp hs_wrapper
- * so the wrapper starts with the caller's rbp pushed, rbp = descriptor,
- * [rsp+8] = the return address into the caller, and every other register
- * as the caller left it. The wrapper is an ordinary function with static
- * unwind info (the stub's push rbp is described at offset 0) and an
+ *     push rbp ; push rbx ; mov rbp, <descriptor> ; mov rbx, <counters> ;
+ *     jmp hs_wrapper
+ * (the counters are the thread's, read from its TLS slot), so the wrapper
+ * starts with the caller's rbp and rbx pushed, [rsp+16] = the return
+ * address into the caller, and every other register as the caller left
+ * it. The wrapper is an ordinary function with static unwind info (the
+ * stub's two pushes are described at offset 0) and an
  * unwind handler (hs_wrapper_unwind in probes.c), so exceptions, longjmp
  * and every stack walker pass through it as through any other frame;
  * the caller's return address is never touched.
@@ -14,20 +16,23 @@
  *   1. push a record on this thread's shadow stack: rdtsc, descriptor,
  *      frame (our rbp: it identifies the frame to the unwind handler);
  *   2. copy the caller's argument area (home slots and stack arguments,
- *      as many as the function reads, clamped to the thread's StackBase)
+ *      as many as the function reads; beyond the four home slots, which
+ *      every caller allocates, clamped to the thread's StackBase)
  *      below our frame, restore rax/rdx, and call the trampoline;
  *   3. on return: duration = rdtsc - t0; add it to the function's time
  *      record (exits, total, self = total - timed children, min, max,
  *      log2 histogram in ns) and to the parent record's children; pop.
  *
- * No C is called here. Registers: rbx/rsi/rdi/r12 are saved and used;
+ * No C is called here. Registers: rbx/rsi/rdi/r12 are saved and used
+ * (rbx: counters, rsi: descriptor, rdi: shadow record);
  * rax and rdx are kept in frame slots around rdtsc, so the caller sees
  * what the function returned in them; rcx, r8-r11 and every xmm register
  * are not touched at all. The arithmetic flags change (they are not kept
  * across a call by the calling convention).
  *
- * When the thread has no region, or its shadow stack is full (or it is
- * the agent's own sink), the call is made without timing.
+ * When the thread's shadow stack is full (or it is the agent's own sink,
+ * whose limit is 0), the call is made without timing. (A thread without
+ * a region never gets here: its stub runs the function directly.)
  */
     .intel_syntax noprefix
     .text
@@ -64,8 +69,7 @@
     .seh_proc hs_wrapper
     .seh_handler hs_wrapper_unwind, @unwind
 hs_wrapper:
-    .seh_pushreg rbp            /* done by the stub */
-    push rbx
+    .seh_pushreg rbp            /* both done by the stub */
     .seh_pushreg rbx
     push rsi
     .seh_pushreg rsi
@@ -73,60 +77,56 @@ hs_wrapper:
     .seh_pushreg rdi
     push r12
     .seh_pushreg r12
-    mov rbx, rbp                /* descriptor */
+    mov rsi, rbp                /* descriptor */
     mov rbp, rsp
     .seh_setframe rbp, 0
     .seh_endprologue
     /* [rbp] r12, +8 rdi, +16 rsi, +24 rbx, +32 caller's rbp, +40 return,
-     * +48 the caller's argument area (home slots first) */
+     * +48 the caller's argument area (home slots first); rbx = counters */
     sub rsp, 16
     mov [rbp-8], rax
     mov [rbp-16], rdx
 
-    /* rsi = this thread's counters */
-    mov rsi, [rip + hs_tls_teb_off]
-    test rsi, rsi
-    jz .Ltls_expansion
-    mov rsi, gs:[rsi]
-    jmp .Ltls_done
-.Ltls_expansion:
-    mov rsi, gs:[0x1780]
-    test rsi, rsi
-    jz .Lno_region
-    add rsi, [rip + hs_tls_exp_off]
-    mov rsi, [rsi]
-.Ltls_done:
-    test rsi, rsi
-    jz .Lno_region
-    mov rdi, [rsi + HDR_SHADOW_TOP]
-    cmp rdi, [rsi + HDR_SHADOW_LIMIT]
+    mov rdi, [rbx + HDR_SHADOW_TOP]
+    cmp rdi, [rbx + HDR_SHADOW_LIMIT]
     jae .Lshadow_full
     rdtsc
     shl rdx, 32
     or rax, rdx
     mov [rdi + SH_T0], rax
-    mov [rdi + SH_DESC], rbx
+    mov [rdi + SH_DESC], rsi
     mov qword ptr [rdi + SH_CHILD], 0
     mov [rdi + SH_FRAME], rbp
-    mov eax, [rbx + DESC_FIDX]
+    mov eax, [rsi + DESC_FIDX]
     mov [rdi + SH_FUNC], eax
     lea rax, [rdi + SH_SIZE]
-    mov [rsi + HDR_SHADOW_TOP], rax
+    mov [rbx + HDR_SHADOW_TOP], rax
     jmp .Lcopy
 .Lshadow_full:
-    add qword ptr [rsi + HDR_TIME_DROPPED], 1
-    jmp .Lno_time
-.Lno_region:
-    xor esi, esi
-.Lno_time:
+    add qword ptr [rbx + HDR_TIME_DROPPED], 1
     xor edi, edi
     /* an untimed frame is not on any shadow stack: count it, so that a
      * detach knows the agent's code is still on some thread's stack */
     lock inc qword ptr [rip + hs_untimed_frames]
 
 .Lcopy:
+    mov r12d, [rsi + DESC_NSLOTS]
+    cmp r12, 4
+    jne .Lcopy_more
+    /* the usual case: the four home slots, which every caller allocates */
+    sub rsp, 32
+    and rsp, -16
+    mov rax, [rbp + 48]
+    mov [rsp], rax
+    mov rax, [rbp + 56]
+    mov [rsp + 8], rax
+    mov rax, [rbp + 64]
+    mov [rsp + 16], rax
+    mov rax, [rbp + 72]
+    mov [rsp + 24], rax
+    jmp 4f
+.Lcopy_more:
     /* n = min(nslots, (StackBase - (rbp+48)) / 8) */
-    mov r12d, [rbx + DESC_NSLOTS]
     mov rax, gs:[8]
     lea rdx, [rbp + 48]
     sub rax, rdx
@@ -155,7 +155,7 @@ hs_wrapper:
 4:
     mov rax, [rbp-8]
     mov rdx, [rbp-16]
-    call [rbx + DESC_TRAMP]
+    call [rsi + DESC_TRAMP]
     /* the return address every timed call sees; a function the timed one
      * tail-calls sees it too (the stubs then take [rbp+40] as its caller) */
     .globl hs_wrapper_ret
@@ -173,12 +173,12 @@ hs_wrapper_ret:
     or rax, rdx
     sub rax, [rdi + SH_T0]
     mov r12, rax                /* r12 = duration in ticks */
-    cmp rdi, [rsi + HDR_SHADOW_BASE]
+    cmp rdi, [rbx + HDR_SHADOW_BASE]
     jbe 5f
     add [rdi - SH_SIZE + SH_CHILD], r12
 5:
-    mov rdx, [rbx + DESC_TIMEREL]
-    add rdx, rsi
+    mov rdx, [rsi + DESC_TIMEREL]
+    add rdx, rbx
     add qword ptr [rdx + T_EXITS], 1
     add [rdx + T_TOTAL], r12
     mov rax, r12
@@ -196,24 +196,36 @@ hs_wrapper_ret:
 7:
     mov [rdx + T_MIN], r12
 8:
-    /* histogram bucket: floor(log2(ns)), ns = ticks * mult >> 32 */
+    /* histogram bucket: floor(log2(ns)), ns = ticks * mult >> 32; below
+     * 2^32 ticks (about a second) one 64-bit multiply is exact (mult < 2^32) */
     mov rax, r12
-    mul qword ptr [rip + hs_tsc_ns_mult]
-    shrd rax, rdx, 32
-    shr rdx, 32
-    jnz 9f
+    shr rax, 32
+    jnz 11f
+    mov rax, r12
+    imul rax, [rip + hs_tsc_ns_mult]
+    shr rax, 32
+12:
     or rax, 1
     bsr rax, rax
     cmp rax, HIST_LAST
     jbe 10f
 9:
     mov eax, HIST_LAST
+    jmp 10f
+11:
+    /* long calls: the full 128-bit product */
+    mov rax, r12
+    mul qword ptr [rip + hs_tsc_ns_mult]
+    shrd rax, rdx, 32
+    shr rdx, 32
+    jnz 9b
+    jmp 12b
 10:
-    mov rdx, [rbx + DESC_TIMEREL]
-    add rdx, rsi
+    mov rdx, [rsi + DESC_TIMEREL]
+    add rdx, rbx
     add qword ptr [rdx + T_HIST + rax*8], 1
     /* pop this record (and any a longjmp without unwinding left above) */
-    mov [rsi + HDR_SHADOW_TOP], rdi
+    mov [rbx + HDR_SHADOW_TOP], rdi
 
 .Lout:
     mov rax, [rbp-8]

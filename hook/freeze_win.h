@@ -7,6 +7,7 @@
  * hold the heap lock): buffers come from VirtualAlloc, threads are found
  * with NtGetNextThread, and enumeration repeats until no new thread shows
  * up, so a thread created while the freeze is under way is not missed.
+ * Thread contexts are fetched with a timeout (see freeze_win.c).
  */
 #ifndef HOOKSCOPE_FREEZE_WIN_H
 #define HOOKSCOPE_FREEZE_WIN_H
@@ -24,9 +25,15 @@ typedef struct hs_freeze {
     size_t mem_size;
 } hs_freeze;
 
-/* Resolve what the freeze needs up front (takes the loader lock once, so
- * call it where that is safe, not from a DLL notification). */
-int hs_freeze_init(void);
+/* Resolve what the freeze needs and start the context workers (before any
+ * freeze, where taking the loader lock is safe: not from a DLL
+ * notification). `on_worker_start` runs first on each worker. Returns
+ * once every worker runs. */
+int hs_freeze_init(void (*on_worker_start)(void));
+/* Is `tid` one of the context workers (never frozen)? */
+int hs_freeze_is_worker(DWORD tid);
+/* Stop the workers (before the code they run is unloaded). */
+void hs_freeze_shutdown(void);
 
 /* Suspend every thread of the process but the caller; returns the number
  * of threads frozen, or -1. */
