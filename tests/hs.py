@@ -297,3 +297,29 @@ def attach(pid, options=(), name="attach", timeout=60):
     except subprocess.TimeoutExpired:
         raise AssertionError(f"hookscope {' '.join(cmd)} did not finish within {timeout} s")
     return Trace(proc, out)
+
+
+def code_differences(linux_pid, pe_path, base):
+    """Bytes of the executable sections of the PE file at pe_path (relative
+    to ROOT) that differ from the memory of the running Wine process
+    linux_pid, where the image is mapped at `base`: read from outside,
+    through /proc/PID/mem. 0 means the code in memory is the file's."""
+    import struct
+    with open(os.path.join(ROOT, pe_path), "rb") as f:
+        data = f.read()
+    pe = struct.unpack_from("<I", data, 0x3C)[0]
+    nsec = struct.unpack_from("<H", data, pe + 6)[0]
+    sec = pe + 24 + struct.unpack_from("<H", data, pe + 20)[0]
+    differ = 0
+    with open(f"/proc/{linux_pid}/mem", "rb") as mem:
+        for i in range(nsec):
+            vsize, va, rawsize, rawptr = struct.unpack_from("<IIII", data, sec + 40 * i + 8)
+            chars = struct.unpack_from("<I", data, sec + 40 * i + 36)[0]
+            if not chars & 0x20000000:      # IMAGE_SCN_MEM_EXECUTE
+                continue
+            n = min(vsize, rawsize)
+            mem.seek(base + va)
+            got = mem.read(n)
+            want = data[rawptr:rawptr + n]
+            differ += sum(1 for a, b in zip(got, want) if a != b) + abs(len(got) - len(want))
+    return differ
