@@ -4,9 +4,9 @@ unload the agent and leave the process running as if nothing happened.
 The target is tests/targets/attachee.c: two threads calling work() until a
 line arrives on stdin; it prints "pid N code-matches 1" at start and
 "bad B calls N code-matches M" at the end (M: its code bytes in memory
-equal the file's). The tests also compare the code bytes from outside,
-through /proc/PID/mem of the Wine process, while hooked and after each
-detach. Every wait has a timeout, so a hang fails the test."""
+equal the file's). The tests also look from outside, through /proc/PID
+of the Wine process: the code bytes (mem) while hooked and after each
+detach, and whether the agent DLL is mapped (maps). Every wait has a timeout, so a hang fails the test."""
 import re
 import threading
 import time
@@ -43,6 +43,12 @@ def finish(p):
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
+def agent_mappings(linux_pid):
+    """Lines of /proc/PID/maps of the Wine process that map the agent DLL."""
+    with open(f"/proc/{linux_pid}/maps") as f:
+        return [l.strip() for l in f if "hookscope-agent" in l.lower()]
+
+
 def check_attach(t, pid, what):
     """One attach/detach went right; returns calls of work counted."""
     hs.eq(t.rc, 0, f"{what}: hookscope's exit code (stderr {t.stderr!r})")
@@ -69,12 +75,14 @@ def test_attach_detach_twice():
     with p:
         linux_pid = p.proc.pid
         hs.eq(hs.code_differences(linux_pid, EXE, 0x140000000), 0, "code bytes before any attach")
+        hs.eq(agent_mappings(linux_pid), [], "the agent is not loaded before any attach")
         # first attach; look at the code bytes from outside while hooked
         during = {}
 
         def peek():
             time.sleep(1.5)
             during["differ"] = hs.code_differences(linux_pid, EXE, 0x140000000)
+            during["agent"] = len(agent_mappings(linux_pid))
 
         peeker = threading.Thread(target=peek)
         peeker.start()
@@ -86,7 +94,9 @@ def test_attach_detach_twice():
         hs.check(during.get("differ", 0) >= 5 * t1.module("attachee.exe")["functions_hooked"] // 2,
                  f"while attached only {during.get('differ')} code bytes differ from the file "
                  "(the patches were not in?)")
+        hs.check(during.get("agent", 0) > 0, "the agent DLL is not mapped while attached")
         hs.eq(hs.code_differences(linux_pid, EXE, base), 0, "code bytes after the first detach")
+        hs.eq(agent_mappings(linux_pid), [], "the agent DLL is still mapped after the first detach")
         time.sleep(0.5)
         hs.check(p.alive(), "the target died after the first detach")
 
@@ -94,6 +104,7 @@ def test_attach_detach_twice():
         t2 = hs.attach(pid, ["--duration", "2"], name="attach_2", timeout=60)
         work2 = check_attach(t2, pid, "second attach")
         hs.eq(hs.code_differences(linux_pid, EXE, base), 0, "code bytes after the second detach")
+        hs.eq(agent_mappings(linux_pid), [], "the agent DLL is still mapped after the second detach")
         time.sleep(0.5)
         bad, calls, matches = finish(p)
         hs.eq(bad, 0, "wrong results of work")
