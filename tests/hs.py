@@ -323,3 +323,10 @@ def code_differences(linux_pid, pe_path, base):
             want = data[rawptr:rawptr + n]
             differ += sum(1 for a, b in zip(got, want) if a != b) + abs(len(got) - len(want))
     return differ
+
+
+def agent_mappings(linux_pid):
+    """Lines of /proc/PID/maps of a Wine process that map the agent DLL
+    (empty: the agent is not loaded)."""
+    with open(f"/proc/{linux_pid}/maps") as f:
+        return [l.strip() for l in f if "hookscope-agent" in l.lower()]

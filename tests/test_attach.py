@@ -43,12 +43,6 @@ def finish(p):
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
-def agent_mappings(linux_pid):
-    """Lines of /proc/PID/maps of the Wine process that map the agent DLL."""
-    with open(f"/proc/{linux_pid}/maps") as f:
-        return [l.strip() for l in f if "hookscope-agent" in l.lower()]
-
-
 def check_attach(t, pid, what):
     """One attach/detach went right; returns calls of work counted."""
     hs.eq(t.rc, 0, f"{what}: hookscope's exit code (stderr {t.stderr!r})")
@@ -75,14 +69,14 @@ def test_attach_detach_twice():
     with p:
         linux_pid = p.proc.pid
         hs.eq(hs.code_differences(linux_pid, EXE, 0x140000000), 0, "code bytes before any attach")
-        hs.eq(agent_mappings(linux_pid), [], "the agent is not loaded before any attach")
+        hs.eq(hs.agent_mappings(linux_pid), [], "the agent is not loaded before any attach")
         # first attach; look at the code bytes from outside while hooked
         during = {}
 
         def peek():
             time.sleep(1.5)
             during["differ"] = hs.code_differences(linux_pid, EXE, 0x140000000)
-            during["agent"] = len(agent_mappings(linux_pid))
+            during["agent"] = len(hs.agent_mappings(linux_pid))
 
         peeker = threading.Thread(target=peek)
         peeker.start()
@@ -96,7 +90,7 @@ def test_attach_detach_twice():
                  "(the patches were not in?)")
         hs.check(during.get("agent", 0) > 0, "the agent DLL is not mapped while attached")
         hs.eq(hs.code_differences(linux_pid, EXE, base), 0, "code bytes after the first detach")
-        hs.eq(agent_mappings(linux_pid), [], "the agent DLL is still mapped after the first detach")
+        hs.eq(hs.agent_mappings(linux_pid), [], "the agent DLL is still mapped after the first detach")
         time.sleep(0.5)
         hs.check(p.alive(), "the target died after the first detach")
 
@@ -104,7 +98,7 @@ def test_attach_detach_twice():
         t2 = hs.attach(pid, ["--duration", "2"], name="attach_2", timeout=60)
         work2 = check_attach(t2, pid, "second attach")
         hs.eq(hs.code_differences(linux_pid, EXE, base), 0, "code bytes after the second detach")
-        hs.eq(agent_mappings(linux_pid), [], "the agent DLL is still mapped after the second detach")
+        hs.eq(hs.agent_mappings(linux_pid), [], "the agent DLL is still mapped after the second detach")
         time.sleep(0.5)
         bad, calls, matches = finish(p)
         hs.eq(bad, 0, "wrong results of work")

@@ -19,8 +19,8 @@ every other thread (NtGetNextThread, SuspendThread) and calls
 GetThreadContext on each: within a few dozen rounds GetThreadContext on a
 just-created thread blocks forever.
 
-The issue asks for two attach/detach rounds; the test makes up to 12
-(here roughly one attach in three hangs, so 12 rounds show the bug
+The issue asks for two attach/detach rounds; the test makes up to 20
+(here roughly one attach in three hangs, so 20 rounds show the bug
 almost surely), each with a timeout, and checks after each round and at
 the end: hookscope exits 0 with stop "detach", churn counted > 0 and no
 more than the threads started while hooked can have made, no wrong
@@ -32,7 +32,7 @@ import hs
 
 EXE = "build/tests/threadchurn.exe"
 PER_THREAD = 100
-ROUNDS = 12
+ROUNDS = 20
 ATTACH_TIMEOUT = 25
 BATCH = 16
 
@@ -63,6 +63,9 @@ def test_bug_attach_detach_while_threads_are_created():
                      f"{what}: {c['churn']} calls of churn counted but only {c['spawned']} threads "
                      f"started while hooked (plus at most {2 * BATCH} running)")
             hs.check(p.alive(), f"{what}: the target died")
+            hs.eq(hs.code_differences(p.proc.pid, EXE, int(t.module("threadchurn.exe")["base"], 16)), 0,
+                  f"{what}: code bytes differing from the file after the detach")
+            hs.eq(hs.agent_mappings(p.proc.pid), [], f"{what}: the agent DLL is still mapped after the detach")
             counted += c["churn"]
         hs.check(p.alive(), "the target died")
         p.send(b"stop\n")
