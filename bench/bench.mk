@@ -24,3 +24,25 @@ $(BENCH_DIR)/stackbench.exe: bench/stackbench.c $(BENCH_DIR)/benchlib.dll
 	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
 bench-build: $(BENCH_DIR)/stackbench.exe
+
+# manyfuncs.exe: 20,000 generated small functions, for the install rate
+# (bench/run.py install). Generated into several C files that compile in
+# parallel (make -j); built once, then reused.
+MANY_DIR   := $(BENCH_DIR)/manyfuncs
+MANY_PARTS := 0 1 2 3 4 5 6 7
+MANY_C     := $(foreach p,$(MANY_PARTS),$(MANY_DIR)/part$(p).c) $(MANY_DIR)/main.c
+MANY_O     := $(MANY_C:.c=.o)
+
+$(MANY_C) $(MANY_DIR)/manyfuncs.h &: bench/gen_manyfuncs.py
+	$(PYTHON) bench/gen_manyfuncs.py -n 20000 --parts $(words $(MANY_PARTS)) $(MANY_DIR)
+
+$(MANY_DIR)/%.o: $(MANY_DIR)/%.c $(MANY_DIR)/manyfuncs.h
+	$(WCC) -O2 -fno-inline -c -o $@ $<
+
+$(BENCH_DIR)/manyfuncs.exe: $(MANY_O)
+	$(WCC) -o $@ $^
+
+bench-build: $(BENCH_DIR)/manyfuncs.exe
+
+# the lua workload (report time) is a test fixture: build it if missing
+bench-build: $(FIX_LUA) $(FIX_DIR)/lua/workload.lua

@@ -1,24 +1,48 @@
 #!/usr/bin/env python3
 """Run hookscope's benchmarks and print each against an unhooked run.
 
-  bench/run.py calls      ns per call: untraced vs `hookscope run` (entry counting)
-  bench/run.py overhead   ns per call added by each probe: entry count only
-                          (--no-edges), with caller edges (the default), with
-                          --time, and per captured stack (--stacks=16), each
-                          against the same code untraced; checks the targets
-                          (--time <= 25 ns per call, a stack <= 1 us)
+  bench/run.py [calls] [overhead] [install] [report]     (default: all four)
 
-Every number is the best of several rounds inside one process; the
-"control" rows are the same code in a DLL hookscope does not hook, so
-they show how much of a difference is machine noise.
+  calls    ns per call: untraced vs `hookscope run` (entry counting).
+           Every number is the best of several rounds inside one process;
+           the "control" rows are the same code in a DLL hookscope does
+           not hook, so they show how much of a difference is machine
+           noise.
+  overhead ns per call added by each probe: entry count only (--no-edges),
+           with caller edges (the default), with --time, and per captured
+           stack (--stacks=16), each against the same code untraced; checks
+           the targets (--time <= 25 ns per call, a stack <= 1 us)
+  install  hooks put in per second: build/bench/manyfuncs.exe (20,000
+           generated functions, bench/gen_manyfuncs.py) under `hookscope
+           run`: functions_hooked / install_s from report.json; and the
+           whole run's wall time against an untraced run. Target: at least
+           100,000 hooks per second.
+  report   the time hookscope needs around the target: hookscope's wall
+           time minus the target's wall_time_s (report.json), for
+           manyfuncs.exe and for the lua workload with lua.exe hooked,
+           against the untraced run time; split into what happens before
+           the target runs (hookscope's start, launch, injection, install)
+           and after it exits (collect, symbols, reports).
+
+Wall times are taken around the Wine process from here (a wineserver is
+kept running, so Wine's start is ~0.05 s and included in both the traced
+and the untraced runs); each is the median of ROUNDS runs.
 """
+import json
 import os
+import statistics
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, WINEDEBUG="-all")
+ENV.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
 OUT = "build/bench/out"
+ROUNDS = 5
+TARGET_HOOKS_PER_S = 100_000
+MANYFUNCS = "build/bench/manyfuncs.exe"
+LUA_DIR = "build/fixtures/lua"
 
 
 def run(cmd):
@@ -40,6 +64,132 @@ def calls():
         print(f"{label:<16}{a:>10.2f}{b:>10.2f}{b - a:>10.2f}{b / a:>8.2f}x")
     print("chain: x = f(x), a dependent multiply-add; empty: a function that only returns.")
     print("(unhooked) rows: the same code in a DLL that is not hooked, in the same runs.")
+
+
+# --- whole runs -------------------------------------------------------------
+
+class Run:
+    """One run of a Windows program (untraced, or hookscope around it):
+    wall time, and when its stdout last produced bytes (the target prints
+    last just before it exits: stdout to a pipe is flushed at exit)."""
+
+    def __init__(self, cmd, cwd, stdin_path=None):
+        stdin = open(os.path.join(cwd, stdin_path), "rb") if stdin_path else subprocess.DEVNULL
+        start = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdin=stdin, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        self.last_output = None
+        chunks = []
+        while True:
+            b = os.read(p.stdout.fileno(), 65536)
+            if not b:
+                break
+            chunks.append(b)
+            self.last_output = time.perf_counter() - start
+        self.stderr = p.stderr.read()
+        self.rc = p.wait(timeout=900)
+        self.wall = time.perf_counter() - start
+        self.end_wall = time.time()
+        self.stdout = b"".join(chunks)
+        if stdin is not subprocess.DEVNULL:
+            stdin.close()
+
+
+def untraced(exe, args, cwd, stdin=None):
+    rounds = [Run(["wine", exe] + args, cwd, stdin) for _ in range(ROUNDS)]
+    for r in rounds:
+        if r.rc != 0:
+            sys.exit(f"bench: {exe} failed untraced ({r.rc}): {r.stderr.decode(errors='replace')}")
+    return rounds
+
+
+def traced(exe, args, cwd, modules, name, stdin=None):
+    """ROUNDS runs under hookscope; returns [(Run, report.json)]."""
+    out_abs = os.path.join(ROOT, OUT, name)
+    out = os.path.relpath(out_abs, cwd)
+    res = []
+    for _ in range(ROUNDS):
+        cmd = [os.path.join(ROOT, "hookscope"), "run", "-q", "-o", out]
+        for m in modules:
+            cmd += ["-m", m]
+        r = Run(cmd + ["--", exe] + args, cwd, stdin)
+        if r.rc != 0:
+            sys.exit(f"bench: hookscope run {exe} failed ({r.rc}): {r.stderr.decode(errors='replace')}")
+        with open(os.path.join(out_abs, "report.json"), encoding="utf-8") as f:
+            j = json.load(f)
+        # when the report was written, as seconds after the start of the run
+        r.report_written = os.path.getmtime(os.path.join(out_abs, "report.json")) - (r.end_wall - r.wall)
+        res.append((r, j))
+    return res
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def need(path, how):
+    if not os.path.exists(os.path.join(ROOT, path)):
+        print(f"(skipped: {path} is not built; {how})")
+        return False
+    return True
+
+
+def install():
+    print("== install rate: hooks put in per second (manyfuncs.exe, generated functions)")
+    if not need(MANYFUNCS, "make bench-build"):
+        return
+    plain = untraced(MANYFUNCS, [], ROOT)
+    runs = traced(MANYFUNCS, [], ROOT, [], "manyfuncs")
+    for r, _ in runs:
+        if r.stdout != plain[0].stdout:
+            sys.exit("bench: manyfuncs.exe printed something else under hookscope")
+    m = [j["modules"][0] for _, j in runs]
+    found, hooked = m[0]["functions_found"], m[0]["functions_hooked"]
+    rates = [x["functions_hooked"] / x["install_s"] for x in m]
+    installs = [x["install_s"] for x in m]
+    print(f"functions      {found} found, {hooked} hooked ({100 * hooked / found:.2f}%), "
+          f"skipped: {m[0]['skipped']}")
+    print(f"install time   {1000 * med(installs):.1f} ms (median of {ROUNDS}; "
+          f"{1000 * min(installs):.1f} .. {1000 * max(installs):.1f})")
+    rate = med(rates)
+    print(f"hooks/s        {rate:,.0f} (median; {min(rates):,.0f} .. {max(rates):,.0f})")
+    print(f"per hook       {1e6 / rate:.2f} us")
+    print(f"target         >= {TARGET_HOOKS_PER_S:,} hooks/s: {'met' if rate >= TARGET_HOOKS_PER_S else 'NOT met'}")
+    pw, tw = med([r.wall for r in plain]), med([r.wall for r, _ in runs])
+    print(f"whole run      untraced {pw:.3f} s, under hookscope {tw:.3f} s: {tw / pw:.2f}x "
+          f"(+{tw - pw:.3f} s)")
+
+
+def report_row(label, plain, runs):
+    pw = med([r.wall for r in plain])
+    hw = med([r.wall for r, _ in runs])
+    tw = med([j["target"]["wall_time_s"] for _, j in runs])
+    around = med([r.wall - j["target"]["wall_time_s"] for r, j in runs])
+    inst = med([sum(m["install_s"] for m in j["modules"]) for _, j in runs])
+    # after the target's exit (≈ its last output): report written, hookscope gone
+    written = med([r.report_written - r.last_output for r, _ in runs if r.last_output])
+    gone = med([r.wall - r.last_output for r, _ in runs if r.last_output])
+    print(f"{label:<22}{pw:>9.3f}{hw:>9.3f}{tw:>9.3f}{around:>9.3f}{around / pw:>8.2f}x"
+          f"{inst:>9.3f}{written:>9.3f}{gone:>9.3f}{gone / pw:>8.2f}x")
+
+
+def report():
+    print("== report time: hookscope's wall time minus the target's (seconds, medians of "
+          f"{ROUNDS} runs)")
+    print(f"{'run':<22}{'untraced':>9}{'traced':>9}{'target':>9}{'around':>9}{'ratio':>9}"
+          f"{'install':>9}{'written':>9}{'exit':>9}{'ratio':>9}")
+    if need(MANYFUNCS, "make bench-build"):
+        report_row("manyfuncs.exe", untraced(MANYFUNCS, [], ROOT),
+                   traced(MANYFUNCS, [], ROOT, [], "report_manyfuncs"))
+    lua = os.path.join(ROOT, LUA_DIR)
+    if need(os.path.join(LUA_DIR, "lua.exe"), "make fixtures"):
+        report_row("lua workload.lua", untraced("lua.exe", ["workload.lua"], lua),
+                   traced("lua.exe", ["workload.lua"], lua, ["lua.exe"], "report_lua"))
+    print("untraced: the program alone; traced: hookscope run around it; target: its wall_time_s")
+    print("in report.json (from resume to exit); around = traced - target (ratio: to untraced),")
+    print("of which install (hooks put in) comes before the target runs; written / exit: from the")
+    print("target's last output (its exit) to report.json written / to hookscope's exit (ratio:")
+    print("exit to untraced).")
 
 
 TIME_TARGET_NS = 25.0
@@ -93,6 +243,8 @@ def overhead():
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["calls", "overhead"]
-    for w in which:
+    which = sys.argv[1:] or ["calls", "overhead", "install", "report"]
+    for i, w in enumerate(which):
+        if i:
+            print()
         globals()[w]()

@@ -188,3 +188,145 @@ def eq(actual, expected, what=""):
 def check(cond, what):
     if not cond:
         raise AssertionError(what)
+
+
+# --- added for the real-program, attach and late-load tests ----------------
+
+def functions_listing(path, timeout=120):
+    """`hookscope functions PATH` parsed: ({rva: (size, hookable, name)},
+    (total, hookable) from the summary line). PATH as Windows sees it
+    (relative to ROOT, or a Windows path such as a report's module path)."""
+    import re
+    p = hookscope(["functions", path], timeout=timeout)
+    if p.returncode != 0:
+        raise AssertionError(f"hookscope functions {path}: exit {p.returncode}: "
+                             + p.stderr.decode(errors="replace").strip())
+    rows = {}
+    summary = None
+    for line in p.stdout.decode(errors="replace").splitlines():
+        m = re.match(r"^0x([0-9a-f]+)\s+(\d+)\s+(yes \(\S+\)|yes|no: \S+)\s+(.+)$", line)
+        if m:
+            rows[int(m.group(1), 16)] = (int(m.group(2)), m.group(3).startswith("yes"), m.group(4))
+            continue
+        m = re.match(r"^(\d+) functions, (\d+) hookable", line)
+        if m:
+            summary = (int(m.group(1)), int(m.group(2)))
+    if summary is None:
+        raise AssertionError(f"hookscope functions {path}: no summary line")
+    return rows, summary
+
+
+class Process:
+    """A Windows program started untraced under Wine with pipes, for
+    attaching to: lines of its stdout can be read with a timeout, a line
+    can be sent to its stdin, and it is killed by close() (use `with`)."""
+
+    def __init__(self, args, cwd=ROOT):
+        import queue
+        import threading
+        self.proc = subprocess.Popen(["wine"] + list(args), cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+        self.lines = queue.Queue()
+        self.err = []
+
+        def pump(f, sink, at_end):
+            for line in iter(f.readline, b""):
+                sink(line)
+            at_end()
+
+        self._t = [threading.Thread(target=pump, daemon=True,
+                                    args=(self.proc.stdout, self.lines.put, lambda: self.lines.put(None))),
+                   threading.Thread(target=pump, daemon=True,
+                                    args=(self.proc.stderr, self.err.append, lambda: None))]
+        for t in self._t:
+            t.start()
+
+    def readline(self, timeout=30):
+        """The next stdout line (text, without the line end); fails after
+        `timeout` seconds or at end of output."""
+        import queue
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no output line within {timeout} s (the program hangs?)")
+        if line is None:
+            raise AssertionError(f"the program ended (exit {self.proc.poll()}) instead of printing a line; "
+                                 f"stderr {b''.join(self.err)!r}")
+        return line.decode(errors="replace").rstrip("\r\n")
+
+    def send(self, data=b"\n"):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def wait(self, timeout=30):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the program did not exit within {timeout} s")
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                f.close()
+            except Exception:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def attach(pid, options=(), name="attach", timeout=60):
+    """hookscope attach PID -q -o OUT [options]; a Trace. A hookscope that
+    does not finish within `timeout` seconds is killed and fails the test."""
+    out = outdir(name)
+    cmd = ["attach", str(pid), "-q", "-o", out] + list(options)
+    try:
+        proc = hookscope(cmd, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"hookscope {' '.join(cmd)} did not finish within {timeout} s")
+    return Trace(proc, out)
+
+
+def code_differences(linux_pid, pe_path, base):
+    """Bytes of the executable sections of the PE file at pe_path (relative
+    to ROOT) that differ from the memory of the running Wine process
+    linux_pid, where the image is mapped at `base`: read from outside,
+    through /proc/PID/mem. 0 means the code in memory is the file's."""
+    import struct
+    with open(os.path.join(ROOT, pe_path), "rb") as f:
+        data = f.read()
+    pe = struct.unpack_from("<I", data, 0x3C)[0]
+    nsec = struct.unpack_from("<H", data, pe + 6)[0]
+    sec = pe + 24 + struct.unpack_from("<H", data, pe + 20)[0]
+    differ = 0
+    with open(f"/proc/{linux_pid}/mem", "rb") as mem:
+        for i in range(nsec):
+            vsize, va, rawsize, rawptr = struct.unpack_from("<IIII", data, sec + 40 * i + 8)
+            chars = struct.unpack_from("<I", data, sec + 40 * i + 36)[0]
+            if not chars & 0x20000000:      # IMAGE_SCN_MEM_EXECUTE
+                continue
+            n = min(vsize, rawsize)
+            mem.seek(base + va)
+            got = mem.read(n)
+            want = data[rawptr:rawptr + n]
+            differ += sum(1 for a, b in zip(got, want) if a != b) + abs(len(got) - len(want))
+    return differ
+
+
+def agent_mappings(linux_pid):
+    """Lines of /proc/PID/maps of a Wine process that map the agent DLL
+    (empty: the agent is not loaded)."""
+    with open(f"/proc/{linux_pid}/maps") as f:
+        return [l.strip() for l in f if "hookscope-agent" in l.lower()]

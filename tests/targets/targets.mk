@@ -2,7 +2,9 @@
 # Built into build/tests/. Most are C built plainly; some need extra flags.
 TGT_DIR   := $(B)/tests
 TGT_CFLAGS := -std=gnu11 -O1 -gdwarf-4 -fno-inline -Wall -Wno-unused-parameter
-TGT_C     := $(wildcard tests/targets/*.c)
+# DLL sources (built by their own rules below, not as programs)
+TGT_DLL_C := tests/targets/latedll.c
+TGT_C     := $(filter-out $(TGT_DLL_C),$(wildcard tests/targets/*.c))
 TGT_CXX   := $(wildcard tests/targets/*.cpp)
 TGT_EXES  := $(patsubst tests/targets/%.c,$(TGT_DIR)/%.exe,$(TGT_C)) \
              $(patsubst tests/targets/%.cpp,$(TGT_DIR)/%.exe,$(TGT_CXX))
@@ -21,9 +23,9 @@ test-targets: $(TGT_EXES)
 # C++ targets load the C++ runtime DLLs of the (win32 thread model) toolchain,
 # copied next to them.
 CXX_DLLS := $(TGT_DIR)/libstdc++-6.dll $(TGT_DIR)/libgcc_s_seh-1.dll
-$(TGT_DIR)/%.dll:
+$(CXX_DLLS):
 	@mkdir -p $(dir $@)
-	cp "$$($(WCXX) -print-file-name=$*.dll)" $@
+	cp "$$($(WCXX) -print-file-name=$(notdir $@))" $@
 test-targets: $(CXX_DLLS)
 
 # stress.exe plays the injector's part itself: it needs the session layout
@@ -40,3 +42,10 @@ test-targets: $(patsubst %,$(TGT_DIR)/%.exe,$(ISSUE4_TARGETS))
 
 # tailcall.c needs its tail call: -O2 (with -foptimize-sibling-calls) after -O1
 TGT_EXTRA_tailcall := -O2 -foptimize-sibling-calls
+
+# latedll.dll: loaded by lateload.exe with LoadLibraryW after main starts
+# (not linked to it).
+$(TGT_DIR)/latedll.dll: tests/targets/latedll.c
+	@mkdir -p $(dir $@)
+	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
+test-targets: $(TGT_DIR)/latedll.dll

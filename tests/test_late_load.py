@@ -1,0 +1,86 @@
+"""Modules loaded after main starts (LoadLibraryW), unloaded and loaded
+again: tests/targets/lateload.c with tests/targets/latedll.c.
+
+What hookscope does (found with these tests): the DLL is hooked from the
+load notification before its DllMain runs; after FreeLibrary its module
+entry is marked unloaded; the second LoadLibraryW is hooked again and
+reported as a second module entry of the same name (same path and base),
+so the counts of a function are the sum over both entries."""
+import hs
+
+EXE = "build/tests/lateload.exe"
+EXPECTED_STDOUT = (b"first load: sum 760761 product 900849429 polys 100\r\n"
+                   b"unloaded 1\r\n"
+                   b"second load: sum 5500\r\n"
+                   b"bad 0\r\n")
+
+
+def entries(t):
+    return [m for m in t.json["modules"] if m["name"].lower() == "latedll.dll"]
+
+
+def per_entry_calls(t, m):
+    """{name: calls} of the functions of one module entry (the report lists
+    an entry's functions together, in module order)."""
+    funcs = t.functions("latedll.dll")
+    i = t.json["modules"].index(m)
+    before = sum(x["functions_found"] for x in t.json["modules"][:i] if x["name"].lower() == "latedll.dll")
+    return {f["name"]: f["calls"] for f in funcs[before:before + m["functions_found"]]}
+
+
+def trace_lateload(name):
+    exe = hs.need(EXE)
+    hs.need("build/tests/latedll.dll")
+    plain = hs.wine([exe])
+    t = hs.trace(exe, modules=["latedll.dll"], name=name)
+    hs.eq(plain.returncode, 0, "untraced exit code")
+    hs.eq(plain.stdout, EXPECTED_STDOUT, "untraced stdout")
+    hs.eq(t.rc, 0, "traced exit code")
+    hs.eq(t.stdout, plain.stdout, "traced stdout = untraced")
+    hs.eq(t.stderr, plain.stderr, "traced stderr = untraced")
+    return t
+
+
+def test_late_loaded_dll_counts_across_unload_and_reload():
+    t = trace_lateload("lateload")
+    ms = entries(t)
+    hs.eq([m["name"].lower() for m in t.json["modules"]], ["latedll.dll"] * len(ms),
+          "only latedll.dll is hooked (not the exe)")
+    hs.check(ms, "latedll.dll is not in the report")
+    for m in ms:
+        hs.eq((m["loaded_late"], m["main"]), (True, False), "loaded_late, main")
+        hs.eq(m["functions_hooked"], m["functions_found"], "every function of latedll.dll hooked")
+        hs.check(m["functions_found"] >= 3, "functions found")
+    # over both loads: dll_add 1234 + 5 (in dll_poly) + 10, dll_mul 77 + 2 * 5, dll_poly 5
+    c = t.calls("latedll.dll")
+    hs.eq((c["dll_add"], c["dll_mul"], c["dll_poly"]), (1249, 87, 5),
+          "calls of dll_add, dll_mul, dll_poly over both loads")
+    # each load is its own module entry
+    hs.eq(len(ms), 2, "module entries for latedll.dll (one per load)")
+    first, second = ms
+    hs.eq(first["unloaded"], True, "the first copy is marked unloaded")
+    hs.eq((first["path"], first["base"]), (second["path"], second["base"]), "same file and base again")
+    c1, c2 = per_entry_calls(t, first), per_entry_calls(t, second)
+    hs.eq((c1["dll_add"], c1["dll_mul"], c1["dll_poly"]), (1239, 87, 5), "first load")
+    hs.eq((c2["dll_add"], c2["dll_mul"], c2["dll_poly"]), (10, 0, 0), "second load")
+    # the first copy's DllMain: hooked before it ran (attach) and still at FreeLibrary (detach)
+    hs.eq(c1["DllMain"], 2, "DllMain of the first copy (process attach + detach)")
+
+
+def test_bug_unloaded_flag_set_for_modules_loaded_until_exit():
+    """BUG (hookscope): every hooked DLL still loaded when the process
+    exits is reported "unloaded": true. Wine 8 delivers
+    LDR_DLL_NOTIFICATION_REASON_UNLOADED for every DLL during process
+    shutdown (RtlDllShutdownInProgress() is TRUE then), and agent/modules.c
+    on_dll marks the module unloaded without looking at that; "unloaded"
+    is meant as "FreeLibrary'd while tracing" (include/hookscope/session.h)."""
+    t = trace_lateload("lateload_unloaded_flag")
+    ms = entries(t)
+    hs.eq(len(ms), 2, "module entries for latedll.dll")
+    hs.eq([m["unloaded"] for m in ms], [True, False],
+          "unloaded: the first copy (FreeLibrary'd) yes, the second (loaded until exit) no")
+    # the same with a DLL the exe imports and never frees
+    exe = hs.need("build/tests/cxxbasic.exe")
+    t = hs.trace(exe, modules=["libstdc++-6.dll"], name="unloaded_flag_static_dll")
+    hs.eq(t.rc, 0, "exit code")
+    hs.eq(t.module("libstdc++-6.dll")["unloaded"], False, "libstdc++-6.dll (imported, never freed): unloaded")

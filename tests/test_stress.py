@@ -1,0 +1,32 @@
+"""Hooks go in and out 1000 times while two threads call the hooked
+function (tests/targets/stress.c, which drives the agent's exports itself):
+every phase's count is exact and every result right."""
+import re
+
+import hs
+
+CYCLES = 1000
+
+
+def test_stress_unhook_rehook_1000_cycles():
+    exe = hs.need("build/tests/stress.exe")
+    hs.need("build/bin/hookscope-agent.dll")
+    p = hs.wine([exe, "build\\bin\\hookscope-agent.dll", str(CYCLES)], timeout=600)
+    out = p.stdout.decode(errors="replace").strip()
+    err = p.stderr.decode(errors="replace").strip()
+    m = re.fullmatch(r"cycles (\d+) exact (\d+) empty (\d+) bad (\d+) bad_delta (\d+) calls (\d+) "
+                     r"counted (\d+) freezes (\d+) moved (\d+)", out)
+    hs.check(m, f"unexpected output {out!r}; stderr {err!r}")
+    cycles, exact, empty, bad, bad_delta, calls, counted, freezes, moved = map(int, m.groups())
+    hs.eq(cycles, CYCLES, "cycles")
+    hs.eq(exact, CYCLES, f"phases whose count was exact (stderr: {err[:500]!r})")
+    hs.eq(bad, 0, "wrong results")
+    hs.eq(bad_delta, 0, "calls counted more than once")
+    # freezes: one to install the exe's hooks, an unhook and a rehook per
+    # cycle, and the final unhook
+    hs.eq(freezes, 1 + 2 * CYCLES + 1, "freezes")
+    hs.check(0 < counted < calls, f"counted {counted} of {calls} calls")
+    hs.check(empty < CYCLES, f"no call was counted in {empty} of {CYCLES} phases")
+    hs.check(moved >= 0, "moved")
+    hs.eq(err, "", "stderr (a phase that is not exact prints a line)")
+    hs.eq(p.returncode, 0, "exit code")
