@@ -67,13 +67,12 @@ def test_late_loaded_dll_counts_across_unload_and_reload():
     hs.eq(c1["DllMain"], 2, "DllMain of the first copy (process attach + detach)")
 
 
-def test_bug_unloaded_flag_set_for_modules_loaded_until_exit():
-    """BUG (hookscope): every hooked DLL still loaded when the process
-    exits is reported "unloaded": true. Wine 8 delivers
+def test_unloaded_flag_only_for_freelibrary():
+    """"unloaded" means FreeLibrary'd while tracing. Wine 8 also delivers
     LDR_DLL_NOTIFICATION_REASON_UNLOADED for every DLL during process
-    shutdown (RtlDllShutdownInProgress() is TRUE then), and agent/modules.c
-    on_dll marks the module unloaded without looking at that; "unloaded"
-    is meant as "FreeLibrary'd while tracing" (include/hookscope/session.h)."""
+    shutdown (RtlDllShutdownInProgress() is TRUE then); those DLLs stayed
+    loaded until the end and must not be reported unloaded (a regression
+    test: agent/modules.c ignores the notifications during shutdown)."""
     t = trace_lateload("lateload_unloaded_flag")
     ms = entries(t)
     hs.eq(len(ms), 2, "module entries for latedll.dll")
