@@ -26,7 +26,8 @@ _Static_assert(offsetof(hs_region_hdr, shadow_limit) == 56, "shadow_limit");
 _Static_assert(offsetof(hs_region_hdr, time_dropped) == 64, "time_dropped");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
 _Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
-_Static_assert(offsetof(hs_time_rec, hist) == 48, "time hist");
+_Static_assert(offsetof(hs_time_rec, pending) == 48, "time pending");
+_Static_assert(offsetof(hs_time_rec, hist) == 56, "time hist");
 _Static_assert(offsetof(hs_wrap_desc, nslots) == 20, "desc");
 _Static_assert(sizeof(hs_edge_rec) == 32, "edge rec");
 
@@ -374,6 +375,8 @@ void hs_region_fold(uint32_t k)
         for (uint32_t i = 0; i < n; i++) {
             if (!st[i].exits)
                 continue;
+            if (st[i].pending)
+                st[i].hist[hist_bucket(st[i].pending)]++;
             if (!dt[i].exits || st[i].min < dt[i].min)
                 dt[i].min = st[i].min;
             if (st[i].max > dt[i].max)

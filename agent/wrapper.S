@@ -61,7 +61,8 @@
     .set T_SELF, 16
     .set T_MIN, 24
     .set T_MAX, 32
-    .set T_HIST, 48
+    .set T_PENDING, 48
+    .set T_HIST, 56
     .set HIST_LAST, 39
 
     .globl hs_wrapper
@@ -196,9 +197,15 @@ hs_wrapper_ret:
 7:
     mov [rdx + T_MIN], r12
 8:
-    /* histogram bucket: floor(log2(ns)), ns = ticks * mult >> 32; below
-     * 2^32 ticks (about a second) one 64-bit multiply is exact (mult < 2^32) */
-    mov rax, r12
+    /* histogram: file the previous duration (this one waits in pending),
+     * so the bucket's address does not depend on the rdtsc just read.
+     * Bucket: floor(log2(ns)), ns = ticks * mult >> 32; below 2^32 ticks
+     * (about a second) one 64-bit multiply is exact (mult < 2^32). */
+    mov rax, [rdx + T_PENDING]
+    mov [rdx + T_PENDING], r12
+    test rax, rax
+    jz .Lhist_done
+    mov r12, rax
     shr rax, 32
     jnz 11f
     mov rax, r12
@@ -213,17 +220,18 @@ hs_wrapper_ret:
     mov eax, HIST_LAST
     jmp 10f
 11:
-    /* long calls: the full 128-bit product */
+    /* long calls: the full 128-bit product (rdx: the time record, kept) */
+    push rdx
     mov rax, r12
     mul qword ptr [rip + hs_tsc_ns_mult]
     shrd rax, rdx, 32
     shr rdx, 32
+    pop rdx
     jnz 9b
     jmp 12b
 10:
-    mov rdx, [rsi + DESC_TIMEREL]
-    add rdx, rbx
     add qword ptr [rdx + T_HIST + rax*8], 1
+.Lhist_done:
     /* pop this record (and any a longjmp without unwinding left above) */
     mov [rbx + HDR_SHADOW_TOP], rdi
 

@@ -121,6 +121,17 @@ static void merge_stacks(hs_results *r)
     r->nstacks = w;
 }
 
+/* As the wrapper buckets: floor(log2(ticks * mult >> 32)), at most 39. */
+static int hist_bucket(uint64_t ticks, uint64_t mult)
+{
+    unsigned __int128 ns = ((unsigned __int128)ticks * mult) >> 32;
+    if (ns >> 64)
+        return 39;
+    uint64_t v = (uint64_t)ns | 1;
+    int b = 63 - __builtin_clzll(v);
+    return b < 39 ? b : 39;
+}
+
 static void collect_time(const hs_session_header *h, char *base, uint32_t n, hs_results *r)
 {
     if (!r->time)
@@ -141,6 +152,8 @@ static void collect_time(const hs_session_header *h, char *base, uint32_t n, hs_
         d->unwinds += t[i].unwinds;
         for (int b = 0; b < HS_HIST_BUCKETS && b < 40; b++)
             d->hist[b] += t[i].hist[b];
+        if (t[i].pending)   /* the wrapper files each duration one exit late */
+            d->hist[hist_bucket(t[i].pending, h->tsc_ns_mult)]++;
     }
     /* calls still open on this thread's shadow stack */
     const hs_region_hdr *rh = (const hs_region_hdr *)base;

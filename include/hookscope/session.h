@@ -159,6 +159,9 @@ typedef struct hs_time_rec {
     uint64_t self;               /* inclusive minus timed children on this thread */
     uint64_t min, max;           /* inclusive ticks (min valid if exits > 0) */
     uint64_t unwinds;            /* exits by exception or longjmp */
+    uint64_t pending;            /* the last duration not yet in hist (0: none): the
+                                    wrapper files each duration at the next exit, so
+                                    that its histogram store does not wait for rdtsc */
     uint64_t hist[HS_HIST_BUCKETS];
 } hs_time_rec;
 
