@@ -17,6 +17,9 @@ $(TGT_DIR)/%.exe: tests/targets/%.cpp
 	@mkdir -p $(dir $@)
 	$(WCXX) -O1 -gdwarf-4 -fno-inline -Wall $(TGT_EXTRA_$*) -o $@ $< $(TGT_LIBS_$*)
 
+# shared helpers of the test programs
+$(TGT_EXES): $(wildcard tests/targets/*.h)
+
 .PHONY: test-targets
 test-targets: $(TGT_EXES)
 
