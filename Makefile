@@ -81,13 +81,16 @@ $(B)/native/unit/%: tests/unit/%.c $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
 
 unit: $(UNIT_BIN)
 
+# the native objects are not intermediates to delete after linking
+.SECONDARY: $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
+
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk
 -include tests/fixtures.mk
 include examples/examples.mk
 include bench/bench.mk
 
-test-build: all unit test-targets fixtures
+test-build: all unit test-targets fixtures examples
 
 test: test-build
 	$(PYTHON) tests/run.py
