@@ -92,7 +92,7 @@ static void calibrate_tsc(hs_session_header *h)
 /* Run by the injector in a remote thread before the target runs (or, for
  * attach, while it runs): hook the configured modules. Returns 0 or a
  * Win32 error; the session's error_text says what went wrong. */
-__declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
+__declspec(dllexport) DWORD WINAPI hs_agent_init(void *param __attribute__((unused)))
 {
     hs_session_header *h = g_hs.hdr;
     if (!h)
@@ -135,13 +135,13 @@ static DWORD patch_all(int install)
 }
 
 /* Take every patch out (the hooks stay ready to go back in). */
-__declspec(dllexport) DWORD WINAPI hs_agent_unhook(void *param)
+__declspec(dllexport) DWORD WINAPI hs_agent_unhook(void *param __attribute__((unused)))
 {
     return patch_all(0);
 }
 
 /* Put every patch back in (modules hooked before and still loaded). */
-__declspec(dllexport) DWORD WINAPI hs_agent_rehook(void *param)
+__declspec(dllexport) DWORD WINAPI hs_agent_rehook(void *param __attribute__((unused)))
 {
     return patch_all(1);
 }
@@ -150,7 +150,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_rehook(void *param)
  * wait until no thread runs in a stub or in the agent's probe code, so
  * that the agent can be unloaded. Returns 0, or a Win32 error (then the
  * agent must stay loaded). */
-__declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param)
+__declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((unused)))
 {
     hs_session_header *h = g_hs.hdr;
     if (!h)

@@ -127,7 +127,8 @@ static int shutting_down(void)
     return dll_shutdown_in_progress && dll_shutdown_in_progress();
 }
 
-static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d, PVOID ctx)
+static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
+                            PVOID ctx __attribute__((unused)))
 {
     if (!g_hs.hdr || g_hs.hdr->stop_requested)
         return;

@@ -290,8 +290,9 @@ static uint32_t hist_bucket(uint64_t ticks)
 /* Called for a wrapper frame while an exception or a longjmp unwinds
  * through it: the call ends here, by unwind. Records it like a return
  * (duration, self, histogram) and counts it in `unwinds`. */
-EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame, CONTEXT *ctx,
-                                        void *dispatcher)
+EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
+                                        CONTEXT *ctx __attribute__((unused)),
+                                        void *dispatcher __attribute__((unused)))
 {
     if (!(rec->ExceptionFlags & (EXCEPTION_UNWINDING | EXCEPTION_EXIT_UNWIND)))
         return ExceptionContinueSearch;
