@@ -149,7 +149,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
 
     hs_pe pe;
     if (hs_pe_open_mapped(&pe, module, image_size) != HS_PE_OK) {
-        hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot parse module %ls", path);
+        hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: its PE headers cannot be read", hs_file_name(path));
         return -1;
     }
     file_view fv;
@@ -176,7 +176,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
 
     uint32_t mi = hs_session_add_module(path, base, image_size, flags, pattern);
     if (mi == UINT32_MAX) {
-        hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "module table full at %ls", path);
+        hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "cannot hook %ls: the module table is full", hs_file_name(path));
         goto out;
     }
     hs_module_rec *mrec = hs_session_module(g_hs.view, mi);
@@ -186,8 +186,9 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         mrec->flags |= HS_MOD_FAILED;
         mrec->status = ERROR_NOT_ENOUGH_MEMORY;
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY,
-                      "function table full (%u functions) at %ls; raise --max-functions",
-                      h->max_functions, path);
+                      "cannot hook %ls: its %zu functions do not fit in the function table "
+                      "(%u of %u used); raise --max-functions",
+                      hs_file_name(path), n, h->n_functions, h->max_functions);
         goto out;
     }
     mrec->first_func = first;
@@ -222,11 +223,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         flt.exclude[flt.n++] = (h->filter_exclude >> i) & 1;
     }
     char modname[HS_PATH_LEN];
-    const wchar_t *wbase = path;
-    for (const wchar_t *q = path; *q; q++)
-        if (*q == L'\\' || *q == L'/')
-            wbase = q + 1;
-    if (!WideCharToMultiByte(CP_UTF8, 0, wbase, -1, modname, sizeof modname, NULL, NULL))
+    if (!WideCharToMultiByte(CP_UTF8, 0, hs_file_name(path), -1, modname, sizeof modname, NULL, NULL))
         modname[0] = 0;
     size_t total = 0, k = 0;
     for (size_t i = 0; i < nfuncs; i++) {

@@ -7,11 +7,11 @@
 #include <wchar.h>
 
 #include "agent.h"
+#include "filter.h"
 
 #include <psapi.h>
 
-/* File name part of a path. */
-static const wchar_t *base_name(const wchar_t *path)
+const wchar_t *hs_file_name(const wchar_t *path)
 {
     const wchar_t *b = path;
     for (const wchar_t *p = path; *p; p++)
@@ -20,26 +20,20 @@ static const wchar_t *base_name(const wchar_t *path)
     return b;
 }
 
-/* Does file name `name` match pattern `pat`? Case-insensitive; the
- * pattern may omit the extension ("kernel32" matches "kernel32.dll"). */
-static int name_matches(const wchar_t *name, const wchar_t *pat)
-{
-    pat = base_name(pat);
-    if (_wcsicmp(name, pat) == 0)
-        return 1;
-    size_t pl = wcslen(pat);
-    const wchar_t *dot = wcsrchr(name, L'.');
-    return dot && (size_t)(dot - name) == pl && _wcsnicmp(name, pat, pl) == 0;
-}
-
-/* Index of the first -m pattern matching `path`, or -1. */
+/* Index of the first -m pattern matching `path`'s file name, or -1
+ * (hs_module_matches: case-insensitive, the extension may be left out). */
 int hs_pattern_match(const wchar_t *path)
 {
     hs_session_header *h = g_hs.hdr;
-    const wchar_t *name = base_name(path);
-    for (uint32_t i = 0; i < h->n_patterns && i < HS_MAX_PATTERNS; i++)
-        if (name_matches(name, (const wchar_t *)h->patterns[i]))
+    char name[HS_PATH_LEN * 3], pat[HS_PATTERN_LEN * 3];
+    if (!WideCharToMultiByte(CP_UTF8, 0, hs_file_name(path), -1, name, sizeof name, NULL, NULL))
+        return -1;
+    for (uint32_t i = 0; i < h->n_patterns && i < HS_MAX_PATTERNS; i++) {
+        const wchar_t *p = hs_file_name((const wchar_t *)h->patterns[i]);
+        if (WideCharToMultiByte(CP_UTF8, 0, p, -1, pat, sizeof pat, NULL, NULL) &&
+            hs_module_matches(name, pat))
             return (int)i;
+    }
     return -1;
 }
 

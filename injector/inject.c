@@ -185,6 +185,11 @@ int hs_inject(HANDLE process, hs_session_host *s)
         hs_err("the agent failed: %s", s->hdr->error_text[0] ? s->hdr->error_text : hs_win_error(code));
         goto out;
     }
+    if (s->hdr->error_text[0]) {
+        /* a module asked for could not be hooked (e.g. the function table is full) */
+        hs_err("%s", s->hdr->error_text);
+        goto out;
+    }
     rc = 0;
 out:
     if (th)

@@ -76,6 +76,8 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     if (now > t->t0)
         t->r.tsc_hz = (double)(rdtsc() - t->tsc0) / (now - t->t0);
     hs_results *r = &t->r;
+    if (t->session.hdr->error_text[0])
+        hs_results_warn(r, "%s", t->session.hdr->error_text);
     hs_collect(t->session.view, r);
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", r->nfuncs, r->nedges, r->nstacks);
     hs_symbolize(r);
@@ -86,6 +88,11 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
 
     if (report_unmatched_filters(t->session.hdr->filter_matched, o))
         rc = HS_EXIT_FAILED;
+    if (t->session.hdr->error_text[0]) {
+        /* a module loaded later could not be hooked */
+        hs_err("%s", t->session.hdr->error_text);
+        rc = HS_EXIT_FAILED;
+    }
     uint32_t matched = t->session.hdr->pattern_matched;
     for (int i = 0; i < o->nmodules; i++) {
         if (!(matched & (1u << i))) {
