@@ -98,3 +98,17 @@ def test_module_never_loaded():
                               "hookscope: module 'nosuchmodule.dll' was never loaded by the target"])
     hs.check(t.json is not None, "the report is still written")
     hs.eq(t.calls("echo.exe").get("show"), 1, "calls of show")
+
+
+def test_function_table_full():
+    """A module asked for that does not fit is an error, before the target runs."""
+    exe = hs.need("build/tests/cxxbasic.exe")
+    t = hs.trace(exe, modules=["cxxbasic.exe", "libstdc++-6.dll"], options=["--max-functions", "1024"],
+                 name="table_full")
+    hs.eq(t.rc, 125, "exit code")
+    hs.eq(t.stdout, b"", "the target never ran")
+    lines = err_lines(t.proc)
+    hs.eq(len(lines), 1, f"one line: {lines}")
+    hs.check(lines[0].startswith("hookscope: cannot hook libstdc++-6.dll: its ") and
+             lines[0].endswith("functions do not fit in the function table (282 of 1024 used); "
+                               "raise --max-functions"), lines[0])
