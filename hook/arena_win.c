@@ -25,6 +25,19 @@ static uint8_t *try_alloc_at(uint64_t addr, size_t size)
                         PAGE_EXECUTE_READWRITE);
 }
 
+/* Look at the region at p: if [p, p+size) is free, allocate it (*got).
+ * Returns -1 when p cannot be queried. */
+static int claim(uint64_t p, size_t size, MEMORY_BASIC_INFORMATION *mbi, uint8_t **got)
+{
+    *got = NULL;
+    if (!VirtualQuery((void *)(uintptr_t)p, mbi, sizeof *mbi))
+        return -1;
+    uint64_t rbase = (uint64_t)(uintptr_t)mbi->BaseAddress;
+    if (mbi->State == MEM_FREE && rbase + mbi->RegionSize >= p + size)
+        *got = try_alloc_at(p, size);
+    return 0;
+}
+
 static uint8_t *find_and_alloc(uint64_t image_lo, uint64_t image_hi, size_t size)
 {
     SYSTEM_INFO si;
@@ -40,45 +53,33 @@ static uint8_t *find_and_alloc(uint64_t image_lo, uint64_t image_hi, size_t size
     if (hi_bound > max_app)
         hi_bound = max_app;
 
-    /* walk down from just below the image */
+    /* walk down from just below the image, then up from its end */
     uint64_t p = (image_lo - size) & ~(gran - 1);
     while (p >= lo_bound && p < image_lo) {
         MEMORY_BASIC_INFORMATION mbi;
-        if (!VirtualQuery((void *)(uintptr_t)p, &mbi, sizeof mbi))
+        uint8_t *r;
+        if (claim(p, size, &mbi, &r) < 0)
             break;
-        uint64_t rbase = (uint64_t)(uintptr_t)mbi.BaseAddress;
-        if (mbi.State == MEM_FREE && rbase + mbi.RegionSize >= p + size) {
-            uint8_t *r = try_alloc_at(p, size);
-            if (r)
-                return r;
-        }
+        if (r)
+            return r;
         /* continue below this region */
-        uint64_t region_start = (uint64_t)(uintptr_t)mbi.AllocationBase;
-        if (mbi.State == MEM_FREE)
-            region_start = rbase;
+        uint64_t region_start = mbi.State == MEM_FREE ? (uint64_t)(uintptr_t)mbi.BaseAddress
+                                                       : (uint64_t)(uintptr_t)mbi.AllocationBase;
         if (region_start < size + gran)
             break;
         uint64_t np = (region_start - size) & ~(gran - 1);
-        if (np >= p)
-            np = p - gran;
-        p = np;
+        p = np < p ? np : p - gran;
     }
-    /* walk up from the end of the image */
     p = (image_hi + gran - 1) & ~(gran - 1);
     while (p + size <= hi_bound) {
         MEMORY_BASIC_INFORMATION mbi;
-        if (!VirtualQuery((void *)(uintptr_t)p, &mbi, sizeof mbi))
+        uint8_t *r;
+        if (claim(p, size, &mbi, &r) < 0)
             break;
-        uint64_t rbase = (uint64_t)(uintptr_t)mbi.BaseAddress;
-        if (mbi.State == MEM_FREE && rbase + mbi.RegionSize >= p + size) {
-            uint8_t *r = try_alloc_at(p, size);
-            if (r)
-                return r;
-        }
-        uint64_t np = (rbase + mbi.RegionSize + gran - 1) & ~(gran - 1);
-        if (np <= p)
-            np = p + gran;
-        p = np;
+        if (r)
+            return r;
+        uint64_t np = ((uint64_t)(uintptr_t)mbi.BaseAddress + mbi.RegionSize + gran - 1) & ~(gran - 1);
+        p = np > p ? np : p + gran;
     }
     return NULL;
 }

@@ -6,6 +6,8 @@
  */
 #include "pe.h"
 
+#include "grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -267,14 +269,8 @@ typedef struct func_vec {
 
 static int push_func(func_vec *fv, uint32_t rva, uint32_t size, uint32_t unwind, uint16_t src)
 {
-    if (fv->n == fv->cap) {
-        size_t nc = fv->cap ? fv->cap * 2 : 256;
-        hs_pe_func *nv = realloc(fv->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        fv->v = nv;
-        fv->cap = nc;
-    }
+    if (hs_grow(&fv->v, &fv->cap, fv->n, sizeof *fv->v) < 0)
+        return -1;
     hs_pe_func *f = &fv->v[fv->n++];
     memset(f, 0, sizeof *f);
     f->rva = rva;

@@ -25,6 +25,7 @@
  * 4096); each becomes an edge from the jmp to its target.
  */
 #include "engine_int.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,14 +85,8 @@ int hs__sweep(hs_engine *e, const hs_func_input *fn, uint32_t upto)
         upto = fn->size;
     uint32_t pos = 0;
     while (pos < upto) {
-        if (e->sw_n == e->sw_cap) {
-            size_t nc = e->sw_cap ? e->sw_cap * 2 : 256;
-            hs_sinsn *ns = realloc(e->sw, nc * sizeof *ns);
-            if (!ns)
-                return -1;
-            e->sw = ns;
-            e->sw_cap = nc;
-        }
+        if (hs_grow(&e->sw, &e->sw_cap, e->sw_n, sizeof *e->sw) < 0)
+            return -1;
         hs_sinsn *s = &e->sw[e->sw_n];
         if (hs__decode(e, fn, (int32_t)pos, (int32_t)fn->size, &s->i, s) < 0)
             return -1;
@@ -103,14 +98,8 @@ int hs__sweep(hs_engine *e, const hs_func_input *fn, uint32_t upto)
 
 static int add_edge(hs_engine *e, uint32_t src, uint32_t dst, uint8_t kind)
 {
-    if (e->tgt_n == e->tgt_cap) {
-        size_t nc = e->tgt_cap ? e->tgt_cap * 2 : 256;
-        hs_edge *nt = realloc(e->tgt, nc * sizeof *nt);
-        if (!nt)
-            return -1;
-        e->tgt = nt;
-        e->tgt_cap = nc;
-    }
+    if (hs_grow(&e->tgt, &e->tgt_cap, e->tgt_n, sizeof *e->tgt) < 0)
+        return -1;
     e->tgt[e->tgt_n].src = src;
     e->tgt[e->tgt_n].dst = dst;
     e->tgt[e->tgt_n].kind = kind;
