@@ -220,6 +220,7 @@ int hs_collect(void *view, hs_results *r)
     uint32_t nregions = used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
     r->threads = nregions;
     r->regions_reused = h->regions_reused;
+    r->tls_index = h->tls_index;
     r->overflow_calls = h->overflow_calls;
     for (uint32_t k = 0; k <= nregions; k++) {
         uint32_t region = k < nregions ? k : h->max_threads;

@@ -86,7 +86,7 @@ int hs_write_report_json(const hs_results *r, FILE *out)
     jstr(out, HOOKSCOPE_VERSION);
     fprintf(out, ", \"command\": ");
     jstr(out, r->command);
-    fprintf(out, "},\n \"target\": {\"path\": ");
+    fprintf(out, ", \"agent_tls_index\": %u},\n \"target\": {\"path\": ", r->tls_index);
     jstr(out, r->target_path);
     fprintf(out, ", \"args\": [");
     for (int i = 0; i < r->nargs; i++) {

@@ -78,6 +78,7 @@ typedef struct hs_results {
     double duration_s;         /* --duration, 0 if none */
     uint32_t threads;          /* regions used */
     uint32_t regions_reused;   /* regions of exited threads given to new ones */
+    uint32_t tls_index;        /* the agent's TLS slot (>= 64: an expansion slot) */
     int64_t overflow_calls;
     uint64_t total_calls;
     double tsc_hz;             /* rdtsc ticks per second */

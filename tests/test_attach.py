@@ -133,3 +133,29 @@ def test_attach_module_never_loaded():
         bad, calls, matches = finish(p)
         hs.eq((bad, matches), (0, 1), "bad, code-matches")
         hs.check(calls > 0, "the target made no calls")
+
+
+def test_attach_with_expansion_tls_slot():
+    """A target that took 80 TLS slots already: the agent's slot is an
+    expansion slot (index >= 64), which stubs and the wrapper reach through
+    the TEB's expansion array. Every mode must count and detach cleanly."""
+    hs.need(EXE)
+    p = hs.Process([EXE, "tls", "80"])
+    with p:
+        line = p.readline(timeout=30)
+        m = re.fullmatch(r"pid (\d+) code-matches 1", line)
+        hs.check(m, f"unexpected first line {line!r}")
+        pid = int(m.group(1))
+        for opts, name in (([], "tls_count"), (["--no-edges"], "tls_plain"),
+                           (["--time", "--stacks=8"], "tls_time")):
+            t = hs.attach(pid, ["--duration", "1"] + opts, name=f"attach_{name}")
+            check_attach(t, pid, name)
+            hs.check(t.json["tool"]["agent_tls_index"] >= 64,
+                     f"{name}: the agent's TLS index is {t.json['tool']['agent_tls_index']}")
+            if "--time" in opts:
+                work = [f for f in t.functions("attachee.exe") if f["name"] == "work"][0]
+                hs.check(work["time"]["calls"] > 0, f"{name}: work timed")
+                hs.check(any(s["function"] == "work" for s in t.json["stacks"]), f"{name}: work's stacks")
+        bad, calls, matches = finish(p)
+        hs.eq(bad, 0, "wrong results")
+        hs.eq(matches, 1, "code bytes equal the file's at the end")

@@ -3,7 +3,8 @@
  * work() in a loop and check every result; the main thread waits for a
  * line on stdin, then reports: whether every result was right, how many
  * calls were made, and whether this exe's code bytes in memory equal the
- * file's (so that a detach must have restored them exactly).
+ * file's (so that a detach must have restored them exactly). With
+ * "tls N" it first takes N TLS slots.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +38,13 @@ static DWORD WINAPI worker(void *arg)
 
 #include "codecheck.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* "tls N": use N TLS slots first, so that an agent attached later gets
+     * an index past the TEB's 64 direct slots (the expansion slots) */
+    if (argc > 2 && !strcmp(argv[1], "tls"))
+        for (int i = atoi(argv[2]); i > 0; i--)
+            TlsAlloc();
     printf("pid %lu code-matches %d\n", GetCurrentProcessId(), code_matches_file());
     fflush(stdout);
     HANDLE t[2];
