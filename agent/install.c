@@ -303,7 +303,9 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
             size_t len = hs_stub_emit(at, (uint64_t)(uintptr_t)at, cap - (size_t)(at - (arena + used)),
                                       first + (uint32_t)k, &inputs[k], &plans[k], &hooks[nh], &why);
             if (len) {
-                used += cap;
+                /* packed at the stub's real length (16-aligned), not its
+                 * worst case: hot stubs share cache lines and pages */
+                used += (size_t)(at - (arena + used)) + ((len + 15) & ~(size_t)15);
                 if (desc)
                     desc->tramp = hooks[nh].tramp;
                 if (hs_emit_patch(&inputs[k], &plans[k], hooks[nh].stub, hooks[nh].patch) == 0) {
