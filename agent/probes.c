@@ -78,7 +78,7 @@ static void overflow_count(uint32_t fidx, uint64_t site, int count_call)
     if (fidx >= h->n_functions)
         return;
     if (count_call) {
-        InterlockedIncrement64((volatile LONG64 *)&ov[fidx]);
+        InterlockedIncrement64((volatile LONG64 *)hs_fblock_at(h, ov, fidx));
         InterlockedIncrement64((volatile LONG64 *)&h->overflow_calls);
     }
     if ((h->options & HS_OPT_EDGES) && site) {
@@ -138,10 +138,22 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     hs_tls_set(g_hs.sink);
     uint64_t site = call_site(entry_rsp, regs);
     hs_region_hdr *r = region_of(c);
+    hs_fblock *b = (hs_fblock *)hs_fblock_at(g_hs.hdr, c, fidx);
+    for (int k = 0; k < HS_INLINE_EDGES; k++) {
+        if (b->edge[k].site == 0 && site) {
+            /* a free caller slot in the function's block (the stub found
+             * no slot with this site) */
+            b->edge[k].count = 1;
+            MemoryBarrier();
+            b->edge[k].site = site;
+            goto done;
+        }
+    }
     if (edge_add(edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
         r->edges_overflowed++;
         overflow_count(fidx, site, 0);
     }
+done:
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
     return c;
@@ -347,13 +359,22 @@ void hs_region_fold(uint32_t k)
     hs_region_hdr *sr = (hs_region_hdr *)src, *dr = (hs_region_hdr *)dst;
     uint32_t n = sr->committed_funcs < dr->committed_funcs ? sr->committed_funcs : dr->committed_funcs;
     uint64_t *sc = (uint64_t *)(src + h->region_counters_off), *dc = (uint64_t *)(dst + h->region_counters_off);
-    for (uint32_t i = 0; i < n; i++)
-        if (sc[i])
-            InterlockedAdd64((volatile LONG64 *)&dc[i], (LONG64)sc[i]);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t c = *hs_fblock_at(h, sc, i);
+        if (c)
+            InterlockedAdd64((volatile LONG64 *)hs_fblock_at(h, dc, i), (LONG64)c);
+    }
     if (h->options & HS_OPT_EDGES) {
         hs_edge_rec *se = (hs_edge_rec *)(src + h->region_edges_off);
         hs_edge_rec *de = (hs_edge_rec *)(dst + h->region_edges_off);
         AcquireSRWLockExclusive(&overflow_lock);
+        for (uint32_t i = 0; i < n; i++) {
+            const hs_fblock *b = (const hs_fblock *)hs_fblock_at(h, sc, i);
+            for (int k = 0; k < HS_INLINE_EDGES; k++)
+                if (b->edge[k].site && b->edge[k].count &&
+                    edge_add(de, &dr->edges_used, b->edge[k].site, i, b->edge[k].count) < 0)
+                    dr->edges_overflowed++;
+        }
         for (uint32_t i = 0; i < h->region_edges_cap; i++)
             if (se[i].site && se[i].count && edge_add(de, &dr->edges_used, se[i].site, se[i].callee, se[i].count) < 0)
                 dr->edges_overflowed++;
@@ -392,7 +413,7 @@ void hs_region_fold(uint32_t k)
         memset(st, 0, (size_t)sr->committed_funcs * sizeof *st);
         dr->time_dropped += sr->time_dropped;
     }
-    memset(sc, 0, (size_t)sr->committed_funcs * 8);
+    memset(sc, 0, (size_t)sr->committed_funcs * h->region_fblock);
     if (h->options & HS_OPT_STACKS)
         memset(src + h->region_countdown_off, 0, (size_t)sr->committed_funcs * 4);
     dr->edges_overflowed += sr->edges_overflowed;

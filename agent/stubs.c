@@ -27,8 +27,10 @@
  * across a call (and so are dead at a function's entry):
  *
  *   count:  ...
- *   edges:  probe the thread's (return address, fidx) table; a hit is
- *           counted in place, a miss calls hs_probe_edge
+ *   edges:  compare the return address with the three caller slots of
+ *           the function's block (same cache line as the count), then
+ *           probe the thread's (return address, fidx) table; a hit is
+ *           counted in place, a new caller calls hs_probe_edge
  *   stacks: sub dword [countdown+4*fidx],1; jns done
  *           mov dword [countdown+4*fidx],N-1; call hs_probe_stack
  *   done:   pop rdx; pop rax; pop rcx
@@ -56,7 +58,7 @@ typedef struct asm_ctx {
 } asm_ctx;
 
 enum { L_SLOW, L_STUB, L_COUNT, L_EDGE_PROBE, L_EDGE_MISS, L_EDGE_NEXT, L_EDGE_DONE,
-       L_EDGE_SLOW, L_DONE, L_DONE_NOWRAP, L_TRAMP };
+       L_EDGE_SLOW, L_DONE, L_DONE_NOWRAP, L_TRAMP, L_EDGE_INLINE_NEXT };
 
 static void place(asm_ctx *a, int l) { a->label[l] = (int64_t)a->e.len; }
 
@@ -92,11 +94,27 @@ static void call_ptr(asm_ctx *a, int k, size_t *slot_fix)
     hs_emit_u32(&a->e, 0);
 }
 
+/* L_EDGE_INLINE_NEXT is reused for each inline slot: resolve the fixups
+ * that refer to it now, so the label can be placed again. */
+static void fix_inline_next(asm_ctx *a)
+{
+    int64_t target = a->label[L_EDGE_INLINE_NEXT];
+    for (int i = 0; i < a->nfix; i++) {
+        if (a->fix[i].label != L_EDGE_INLINE_NEXT || a->fix[i].size != 4)
+            continue;
+        int32_t d = (int32_t)(target - (int64_t)(a->fix[i].at + 4));
+        memcpy(a->e.buf + a->fix[i].at, &d, 4);
+        a->fix[i].label = -1;   /* done */
+    }
+}
+
 static int resolve(asm_ctx *a)
 {
     if (a->bad || a->e.overflow)
         return -1;
     for (int i = 0; i < a->nfix; i++) {
+        if (a->fix[i].label < 0)
+            continue;   /* resolved early */
         int64_t target = a->label[a->fix[i].label];
         if (target < 0)
             return -1;
@@ -114,12 +132,12 @@ static int resolve(asm_ctx *a)
 }
 
 /* The largest stub (edges, stacks and timing, an expansion TLS slot):
- * slow block 30, entry 23, count 18, edges 143, stacks 39, pops 3, wrapper
- * entry and the no-region path 42, alignment 7, five pointers 40: 345
- * bytes, then the trampoline. */
+ * slow block 30, entry 23, count 18, edges 218 (three caller slots, then
+ * the hash table), stacks 39, pops 3, wrapper entry and the no-region path
+ * 42, alignment 7, five pointers 40: 420 bytes, then the trampoline. */
 size_t hs_stub_size_max(const hs_plan *plan)
 {
-    return 400 + plan->tramp_max;
+    return 480 + plan->tramp_max;
 }
 
 /* mov rax, (pushed << 32) | fidx: the thunks' argument (thunks.S) */
@@ -141,7 +159,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     const int plain = !edges && !stacks && !wrapped;
     const uint8_t pushed = plain ? 16 : 24;           /* bytes the stub pushed */
     const DWORD tls = g_hs.tls;
-    const uint32_t cdisp = fidx * 8u;
+    const uint32_t cdisp = fidx * h->region_fblock;          /* the function's block */
     /* the region's parts, relative to the counters the TLS slot points at */
     const int32_t edges_rel = (int32_t)(h->region_edges_off - h->region_counters_off);
     const int32_t cd_rel = (int32_t)(h->region_countdown_off - h->region_counters_off) + (int32_t)(fidx * 4u);
@@ -206,6 +224,17 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
             hs_emit_u32(&a.e, 0);
             OP(&a, 0x75, 0x04);                         /* jne +4 */
             OP(&a, 0x48, 0x8B, 0x45, 0x28);             /* mov rax,[rbp+40] */
+        }
+        /* the block's three caller slots first: the same cache line */
+        for (int k = 0; k < HS_INLINE_EDGES; k++) {
+            OP(&a, 0x48, 0x3B, 0x81);                   /* cmp rax,[rcx+block+8+16k] */
+            hs_emit_u32(&a.e, cdisp + 8 + 16 * (uint32_t)k);
+            jcc32(&a, HS_CC_NE, L_EDGE_INLINE_NEXT);
+            OP(&a, 0x48, 0xFF, 0x81);                   /* inc qword [rcx+block+16+16k] */
+            hs_emit_u32(&a.e, cdisp + 16 + 16 * (uint32_t)k);
+            jmp32(&a, L_EDGE_DONE);
+            place(&a, L_EDGE_INLINE_NEXT);
+            fix_inline_next(&a);
         }
         OP(&a, 0x48, 0x89, 0xC2);                       /* mov rdx,rax */
         OP(&a, 0x48, 0x81, 0xF2);                       /* xor rdx,imm32 */

@@ -99,7 +99,7 @@ static int region_funcs(char *r, uint32_t n, commit_fn commit)
     hs_region_hdr *rh = (hs_region_hdr *)r;
     if (n <= rh->committed_funcs)
         return 0;
-    if (commit(r + h->region_counters_off, (uint64_t)n * 8) < 0)
+    if (commit(r + h->region_counters_off, (uint64_t)n * h->region_fblock) < 0)
         return -1;
     if ((h->options & HS_OPT_STACKS) && commit(r + h->region_countdown_off, (uint64_t)n * 4) < 0)
         return -1;

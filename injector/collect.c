@@ -22,9 +22,27 @@ static void view_commit(void *p, uint64_t len)
     VirtualAlloc((void *)lo, hi - lo, MEM_COMMIT, PAGE_READWRITE);
 }
 
+static void add_edge(hs_results *r, uint64_t site, uint32_t callee, uint64_t count)
+{
+    r->edges = hs_xrealloc(r->edges, (r->nedges + 1) * sizeof *r->edges);
+    r->edges[r->nedges].site = site;
+    r->edges[r->nedges].callee = callee;
+    r->edges[r->nedges].calls = count;
+    r->nedges++;
+}
+
 static void collect_edges(const hs_session_header *h, char *base, uint32_t nfuncs, hs_results *r)
 {
     const hs_region_hdr *rh = (const hs_region_hdr *)base;
+    /* the callers kept in the functions' blocks */
+    uint64_t *c = (uint64_t *)(base + h->region_counters_off);
+    uint32_t n = rh->committed_funcs < nfuncs ? rh->committed_funcs : nfuncs;
+    for (uint32_t i = 0; i < n && h->region_fblock >= sizeof(hs_fblock); i++) {
+        const hs_fblock *b = (const hs_fblock *)hs_fblock_at(h, c, i);
+        for (int k = 0; k < HS_INLINE_EDGES; k++)
+            if (b->edge[k].site && b->edge[k].count)
+                add_edge(r, b->edge[k].site, i, b->edge[k].count);
+    }
     if (!rh->edges_used)
         return;
     const hs_edge_rec *t = (const hs_edge_rec *)(base + h->region_edges_off);
@@ -32,11 +50,7 @@ static void collect_edges(const hs_session_header *h, char *base, uint32_t nfunc
     for (uint32_t i = 0; i < h->region_edges_cap; i++) {
         if (!t[i].site || !t[i].count || t[i].callee >= nfuncs)
             continue;
-        r->edges = hs_xrealloc(r->edges, (r->nedges + 1) * sizeof *r->edges);
-        r->edges[r->nedges].site = t[i].site;
-        r->edges[r->nedges].callee = t[i].callee;
-        r->edges[r->nedges].calls = t[i].count;
-        r->nedges++;
+        add_edge(r, t[i].site, t[i].callee, t[i].count);
     }
 }
 
@@ -230,10 +244,10 @@ int hs_collect(void *view, hs_results *r)
         uint32_t n = rh->committed_funcs;
         if (n > nfuncs)
             n = nfuncs;
-        const uint64_t *c = hs_region_counters(view, region);
-        view_commit((void *)c, (uint64_t)n * 8);
+        uint64_t *c = hs_region_counters(view, region);
+        view_commit((void *)c, (uint64_t)n * h->region_fblock);
         for (uint32_t i = 0; i < n; i++)
-            r->funcs[i].calls += c[i];
+            r->funcs[i].calls += *hs_fblock_at(h, c, i);
     }
     for (uint32_t i = 0; i < nfuncs; i++)
         r->total_calls += r->funcs[i].calls;

@@ -128,6 +128,20 @@ typedef struct hs_region_hdr {
     uint64_t time_dropped;       /* calls not timed: shadow stack full */
 } hs_region_hdr;
 
+/* A function's block in a thread's region: its call count, and with edges
+ * on, its first three callers in place (the common edges are counted in
+ * the cache line the call count is in; more callers go to the region's
+ * edge table). Without edges a block is only the count (8 bytes). */
+#define HS_INLINE_EDGES 3
+typedef struct hs_fblock {
+    uint64_t count;
+    struct {
+        uint64_t site;           /* return address in the caller; 0: free */
+        uint64_t count;
+    } edge[HS_INLINE_EDGES];
+    uint64_t reserved;
+} hs_fblock;
+
 /* One caller edge: call site (return address) -> callee, counted. The
  * table is open-addressed by a hash of both; site 0 is an empty slot. */
 typedef struct hs_edge_rec {
@@ -192,7 +206,7 @@ typedef struct hs_session_header {
     uint32_t max_threads, slot_size;
     uint64_t regions_off;        /* region k at regions_off + k * region_size */
     uint64_t region_size;        /* k == max_threads is the shared overflow region */
-    uint64_t region_counters_off;/* offsets within a region */
+    uint64_t region_counters_off;/* offsets within a region: the function blocks */
     uint64_t region_edges_off;
     uint32_t region_edges_cap;   /* power of two */
     uint32_t reserved0;
@@ -204,7 +218,7 @@ typedef struct hs_session_header {
     uint64_t region_time_off;    /* hs_time_rec per function */
     uint64_t region_shadow_off;  /* hs_shadow_rec[region_shadow_cap] */
     uint32_t region_shadow_cap;
-    uint32_t reserved3;
+    uint32_t region_fblock;      /* bytes per function block: 8, or sizeof(hs_fblock) with edges */
 
     /* configuration, written by the injector before the agent starts */
     uint32_t options;            /* HS_OPT_* */
@@ -276,6 +290,13 @@ static inline uint64_t *hs_region_counters(void *base, uint32_t k)
     return (uint64_t *)(hs_session_region(base, k) + h->region_counters_off);
 }
 
+/* Function i's block in the function blocks starting at `counters`
+ * (its call count is the first word). */
+static inline uint64_t *hs_fblock_at(const hs_session_header *h, uint64_t *counters, uint32_t i)
+{
+    return (uint64_t *)((char *)counters + (uint64_t)i * h->region_fblock);
+}
+
 static inline hs_edge_rec *hs_region_edges(void *base, uint32_t k)
 {
     hs_session_header *h = (hs_session_header *)base;
@@ -288,6 +309,7 @@ static inline uint64_t hs_page_up(uint64_t n) { return (n + HS_PAGE - 1) & ~(uin
 /* Capacities of one session, chosen by the injector. */
 typedef struct hs_capacity {
     uint32_t modules, functions, threads;
+    uint32_t fblock;     /* bytes per function block (8, or sizeof(hs_fblock) with edges) */
     uint32_t edges;      /* per thread, power of two */
     uint32_t stacks;     /* per thread, power of two */
     uint32_t frames;     /* per thread */
@@ -318,7 +340,8 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
 
     uint64_t r = HS_PAGE;                       /* the region header */
     h->region_counters_off = r;
-    r = hs_page_up(r + (uint64_t)c->functions * 8);
+    h->region_fblock = c->fblock ? c->fblock : 8;
+    r = hs_page_up(r + (uint64_t)c->functions * h->region_fblock);
     h->region_countdown_off = r;
     r = hs_page_up(r + (uint64_t)c->functions * 4);
     h->region_edges_off = r;
@@ -347,7 +370,8 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
  * room at all. */
 static inline hs_capacity hs_default_capacity(uint32_t functions, uint32_t threads, uint32_t options)
 {
-    hs_capacity c = { 1024, functions, threads, 1u << 14, 0, 0, 0 };
+    hs_capacity c = { 1024, functions, threads, (options & HS_OPT_EDGES) ? (uint32_t)sizeof(hs_fblock) : 8,
+                      1u << 14, 0, 0, 0 };
     if (options & HS_OPT_STACKS) {
         c.stacks = 1u << 13;
         c.frames = 1u << 18;

@@ -49,10 +49,10 @@ static DWORD WINAPI worker(void *arg)
     unsigned long long x = (unsigned long long)id * 977 + 1;
     while (!stop) {
         uint64_t *c = TlsGetValue(hdr->tls_index);
-        uint64_t before = c ? c[fidx] : 0;
+        uint64_t before = c ? *hs_fblock_at(hdr, c, fidx) : 0;
         unsigned long long y = target_fn(x);
         c = TlsGetValue(hdr->tls_index);
-        uint64_t after = c ? c[fidx] : 0;
+        uint64_t after = c ? *hs_fblock_at(hdr, c, fidx) : 0;
         if (y != expect(x))
             InterlockedIncrement(&bad);
         if (after - before > 1)
@@ -73,8 +73,8 @@ static uint64_t hooked_total(void)
     if (used > hdr->max_threads)
         used = hdr->max_threads;
     for (uint32_t k = 0; k < used; k++)
-        sum += hs_region_counters(view, k)[fidx];
-    return sum + hs_region_counters(view, hdr->max_threads)[fidx];
+        sum += *hs_fblock_at(hdr, hs_region_counters(view, k), fidx);
+    return sum + *hs_fblock_at(hdr, hs_region_counters(view, hdr->max_threads), fidx);
 }
 
 static void wait_workers_advance(void)
