@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "inject.h"
+#include "report.h"
 #include "target.h"
 #include "trace.h"
 #include "util.h"
@@ -46,6 +47,10 @@ int hs_cmd_attach(const hs_options *o)
     if (hs_target_check(path, shown) < 0)
         return HS_EXIT_FAILED;
 
+    if (hs_make_output_dir(o->outdir) < 0) {
+        hs_err("cannot create output directory %s", o->outdir);
+        return HS_EXIT_FAILED;
+    }
     hs_trace t;
     hs_trace_begin(&t, o);
     if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)

@@ -11,7 +11,7 @@
 #include "report.h"
 #include "util.h"
 
-static int make_dirs(const char *dir)
+int hs_make_output_dir(const char *dir)
 {
     wchar_t *w = hs_wide(dir);
     size_t n = wcslen(w);
@@ -137,7 +137,7 @@ int hs_stack_frame_name(const hs_results *r, hs_addrsym *as, const hs_res_stack 
 
 int hs_write_reports(const hs_results *r, const char *dir)
 {
-    if (make_dirs(dir) < 0) {
+    if (hs_make_output_dir(dir) < 0) {
         hs_err("cannot create output directory %s", dir);
         return -1;
     }

@@ -16,6 +16,9 @@ int hs_write_report_json(const hs_results *r, FILE *out);
 /* entry-stacks.folded (only with --stacks): Brendan Gregg's folded format */
 int hs_write_report_folded(const hs_results *r, FILE *out);
 
+/* Create the output directory (and its parents); 0 or -1. */
+int hs_make_output_dir(const char *dir);
+
 /* Write both into directory `dir` (created if needed). Returns 0, or -1
  * after printing an error. */
 int hs_write_reports(const hs_results *r, const char *dir);

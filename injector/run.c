@@ -45,6 +45,10 @@ int hs_cmd_run(const hs_options *o)
     fflush(stdout);
     fflush(stderr);
 
+    if (hs_make_output_dir(o->outdir) < 0) {
+        hs_err("cannot create output directory %s", o->outdir);
+        return HS_EXIT_FAILED;
+    }
     hs_trace t;
     hs_trace_begin(&t, o);
     PROCESS_INFORMATION pi;

@@ -112,3 +112,13 @@ def test_function_table_full():
     hs.check(lines[0].startswith("hookscope: cannot hook libstdc++-6.dll: its ") and
              lines[0].endswith("functions do not fit in the function table (282 of 1024 used); "
                                "raise --max-functions"), lines[0])
+
+
+def test_output_dir_cannot_be_created():
+    """Checked before the target runs: a trace whose report cannot be
+    written is not started."""
+    exe = hs.need("build/tests/echo.exe")
+    p = hs.hookscope(["run", "-o", exe + "/sub", "--", exe, "a"])
+    hs.eq(p.returncode, 125, "exit code")
+    hs.eq(p.stdout, b"", "the target never ran")
+    hs.eq(err_lines(p), [f"hookscope: cannot create output directory {exe}/sub"])
