@@ -55,30 +55,31 @@ static wchar_t *agent_path(void)
     return agent;
 }
 
-/* rva of an export of the agent DLL, read from its file; 0 after printing
- * an error. */
+/* rva of an export of the agent DLL, read from its file (once per run);
+ * 0 after printing an error. */
 static uint32_t agent_export(const char *name)
 {
-    wchar_t *agent = agent_path();
-    size_t size = 0;
-    unsigned long err = 0;
-    uint8_t *file = hs_read_file(agent, &size, &err);
-    uint32_t rva = 0;
+    static hs_pe pe;
+    static uint8_t *file;
     if (!file) {
-        char *a = hs_utf8(agent);
-        hs_err("cannot read the agent %s: %s", a, hs_win_error(err));
-        free(a);
-    } else {
-        hs_pe pe;
-        if (hs_pe_load_file(&pe, file, size) == HS_PE_OK) {
-            rva = hs_pe_export_rva(&pe, name);
-            hs_pe_close(&pe);
+        wchar_t *agent = agent_path();
+        size_t size = 0;
+        unsigned long err = 0;
+        file = hs_read_file(agent, &size, &err);
+        if (!file) {
+            char *a = hs_utf8(agent);
+            hs_err("cannot read the agent %s: %s", a, hs_win_error(err));
+            free(a);
+        } else if (hs_pe_load_file(&pe, file, size) != HS_PE_OK) {
+            memset(&pe, 0, sizeof pe);
         }
-        if (!rva)
-            hs_err("the agent DLL has no %s export", name);
+        free(agent);
+        if (!file)
+            return 0;
     }
-    free(file);
-    free(agent);
+    uint32_t rva = pe.image ? hs_pe_export_rva(&pe, name) : 0;
+    if (!rva)
+        hs_err("the agent DLL has no %s export", name);
     return rva;
 }
 

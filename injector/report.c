@@ -8,6 +8,7 @@
 #include <string.h>
 #include <windows.h>
 
+#include "hookscope/session.h"
 #include "report.h"
 #include "util.h"
 
@@ -120,7 +121,7 @@ int hs_stack_frame_name(const hs_results *r, hs_addrsym *as, const hs_res_stack 
     uint64_t at = d ? addr - 1 : addr;
     hs_addr_info ai;
     hs_addrsym_lookup(as, at, &ai);
-    if (ai.module >= 0 && (r->mods[ai.module].flags & HS_MOD_AGENT_FLAG))
+    if (ai.module >= 0 && (r->mods[ai.module].flags & HS_MOD_AGENT))
         return 0;
     if (ai.module < 0)
         snprintf(buf, len, "0x%llx", (unsigned long long)addr);

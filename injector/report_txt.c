@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "hookscope/skip.h"
+#include "hookscope/session.h"
 #include "report.h"
 #include "util.h"
 
@@ -152,7 +153,7 @@ static void write_graph(const hs_results *r, FILE *out, const size_t *order, siz
         in_list[in_first[x->callee] + in_fill[x->callee]++] = by_calls[k];
         if (x->caller_func >= 0)
             out_list[out_first[x->caller_func] + out_fill[x->caller_func]++] = by_calls[k];
-        if (x->caller_module >= 0 && (r->mods[x->caller_module].flags & HS_MOD_AGENT_FLAG))
+        if (x->caller_module >= 0 && (r->mods[x->caller_module].flags & HS_MOD_AGENT))
             via_wrapper = 1;
     }
 

@@ -20,25 +20,6 @@ void hs_results_warn(hs_results *r, const char *fmt, ...)
     r->warnings[r->nwarnings++] = hs_xstrdup(buf);
 }
 
-void hs_results_free(hs_results *r)
-{
-    for (size_t i = 0; i < r->nfuncs; i++)
-        free(r->funcs[i].name);
-    for (size_t i = 0; i < r->nmods; i++)
-        free(r->mods[i].path);
-    for (size_t i = 0; i < r->nwarnings; i++)
-        free(r->warnings[i]);
-    for (size_t i = 0; i < r->nstacks; i++)
-        free(r->stacks[i].frames);
-    free(r->stacks);
-    free(r->edges);
-    free(r->time);
-    free(r->funcs);
-    free(r->mods);
-    free(r->warnings);
-    free(r->target_path);
-}
-
 const char *hs_crash_name(uint32_t code)
 {
     switch (code) {

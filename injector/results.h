@@ -29,9 +29,6 @@ typedef struct hs_res_module {
     double install_s;
 } hs_res_module;
 
-/* module flags (as in the session) the reports look at */
-#define HS_MOD_AGENT_FLAG 0x40u
-
 /* One caller edge, merged over threads: call site -> callee. */
 typedef struct hs_res_edge {
     uint64_t site;                           /* return address in the caller (target address) */
@@ -102,7 +99,6 @@ typedef struct hs_results {
 } hs_results;
 
 void hs_results_warn(hs_results *r, const char *fmt, ...) __attribute__((format(gnu_printf, 2, 3)));
-void hs_results_free(hs_results *r);
 
 /* Name of a crash exit code (NTSTATUS), or NULL if it does not look like one. */
 const char *hs_crash_name(uint32_t code);

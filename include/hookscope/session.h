@@ -42,7 +42,6 @@ enum {
     HS_OPT_STACKS = 1u << 1,  /* entry stacks */
     HS_OPT_TIME = 1u << 2,    /* return probes with durations */
     HS_OPT_ATTACH = 1u << 3,  /* injected into a running process */
-    HS_OPT_NO_INT3 = 1u << 4, /* never fall back to int3 patches */
 };
 
 /* agent states */
@@ -88,7 +87,6 @@ typedef struct hs_module_rec {
 /* function flags */
 enum {
     HS_FUNC_HOOKED = 1u << 0,
-    HS_FUNC_FRAGMENT = 1u << 1,  /* never used: fragments are not listed */
     HS_FUNC_WRAPPED = 1u << 2,   /* return probe (wrapper frame) installed */
 };
 
