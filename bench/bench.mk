@@ -6,7 +6,7 @@ $(BENCH_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h
 	@mkdir -p $(dir $@)
 	$(WCC) -O2 -shared -o $@ $< -Wl,--out-implib,$(BENCH_DIR)/libbenchlib.a
 
-$(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h $(BENCH_DIR)/benchlib.dll
+$(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h bench/clock.h $(BENCH_DIR)/benchlib.dll
 	@mkdir -p $(dir $@)
 	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
@@ -19,7 +19,7 @@ bench: bench-build
 # Per-call cost of each probe (bench/run.py overhead): stackbench.exe calls
 # an empty function from 14 nested frames, for --stacks=16 captures that
 # always walk 16 frames.
-$(BENCH_DIR)/stackbench.exe: bench/stackbench.c $(BENCH_DIR)/benchlib.dll
+$(BENCH_DIR)/stackbench.exe: bench/stackbench.c bench/clock.h $(BENCH_DIR)/benchlib.dll
 	@mkdir -p $(dir $@)
 	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <windows.h>
 
+#include "clock.h"
+
 #include "leaf.h"
 
 __declspec(dllimport) unsigned long long lib_leaf(unsigned long long x);
@@ -31,16 +33,6 @@ __attribute__((noinline)) void exe_empty(void)
 
 typedef unsigned long long (*leaf_fn)(unsigned long long);
 typedef void (*empty_fn)(void);
-
-static double now_ns(void)
-{
-    static LARGE_INTEGER f;
-    LARGE_INTEGER t;
-    if (!f.QuadPart)
-        QueryPerformanceFrequency(&f);
-    QueryPerformanceCounter(&t);
-    return (double)t.QuadPart * 1e9 / (double)f.QuadPart;
-}
 
 static unsigned long long sink = 1;
 

@@ -13,21 +13,13 @@
 #include <stdlib.h>
 #include <windows.h>
 
+#include "clock.h"
+
 __declspec(dllimport) void lib_empty(void);
 
 __attribute__((noinline)) void exe_empty_deep(void) { __asm__ volatile(""); }
 
 typedef void (*empty_fn)(void);
-
-static double now_ns(void)
-{
-    static LARGE_INTEGER f;
-    LARGE_INTEGER t;
-    if (!f.QuadPart)
-        QueryPerformanceFrequency(&f);
-    QueryPerformanceCounter(&t);
-    return (double)t.QuadPart * 1e9 / (double)f.QuadPart;
-}
 
 static long calls;
 static double result;
