@@ -101,7 +101,8 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param __attribute__((unus
      * callbacks at its exit too) counts into the sink, for good. */
     hs_agent_enter();
     DWORD rc = 0;
-    calibrate_tsc(h);
+    if (h->options & HS_OPT_TIME)
+        calibrate_tsc(h);   /* 20 ms: only the timing histograms need it */
     g_hs.engine = hs_engine_new();
     if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
