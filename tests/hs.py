@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -221,11 +222,14 @@ class Process:
     attaching to: lines of its stdout can be read with a timeout, a line
     can be sent to its stdin, and it is killed by close() (use `with`)."""
 
-    def __init__(self, args, cwd=ROOT):
+    def __init__(self, args, cwd=ROOT, new_session=False):
+        """new_session: the program gets a process group of its own, so a
+        Ctrl+C sent to another group does not reach it."""
         import queue
         import threading
         self.proc = subprocess.Popen(["wine"] + list(args), cwd=cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
+                                     start_new_session=new_session)
         self.lines = queue.Queue()
         self.err = []
 
@@ -253,6 +257,21 @@ class Process:
             raise AssertionError(f"the program ended (exit {self.proc.poll()}) instead of printing a line; "
                                  f"stderr {b''.join(self.err)!r}")
         return line.decode(errors="replace").rstrip("\r\n")
+
+    def rest(self, timeout=60):
+        """Every stdout line up to the end of output (text); fails if the
+        output does not end within `timeout` seconds."""
+        import queue
+        deadline, lines = time.time() + timeout, []
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.time()))
+            except queue.Empty:
+                raise AssertionError(f"output did not end within {timeout} s (the program hangs?); "
+                                     f"so far {lines[-3:]!r}")
+            if line is None:
+                return lines
+            lines.append(line.decode(errors="replace").rstrip("\r\n"))
 
     def send(self, data=b"\n"):
         self.proc.stdin.write(data)

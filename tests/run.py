@@ -8,14 +8,22 @@ Two kinds of tests:
     hookscope under Wine and check exact outcomes. A test passes when it
     returns, is skipped when it raises hs.Skip, and fails otherwise.
 
-usage: tests/run.py [-j N] [-v] [-k SUBSTRING]...
+Every test runs in a process group of its own (a Python test in a child
+`tests/run.py --one NAME`): a test that outlives --limit seconds is killed
+with everything it started (Wine processes included) and fails, so one hung
+program can never hang the run. Once --budget seconds have passed, tests not
+yet started are not started and count as failed.
+
+usage: tests/run.py [-j N] [-v] [-k SUBSTRING]... [--limit S] [--budget S]
 The last line is "N passed, N failed, N skipped"; the exit status is 1 if
 anything failed.
 """
 import argparse
 import concurrent.futures
 import importlib.util
+import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -47,12 +55,32 @@ def unit_tests():
     return jobs
 
 
-def run_unit(name, path):
-    start = time.time()
+def run_killable(cmd, limit):
+    """Run cmd in a new process group; kill the whole group after `limit`
+    seconds. Returns (returncode or None if killed, stdout, stderr)."""
+    p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
     try:
-        cp = subprocess.run([path], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        out, err = p.communicate(timeout=limit)
+        return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
     except subprocess.TimeoutExpired:
-        return [Result(name, "FAIL", "timed out after 600 s")]
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            out, err = b"", b""
+        return None, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def run_unit(name, path, limit):
+    start = time.time()
+    rc, stdout, stderr = run_killable([path], limit)
+    if rc is None:
+        return [Result(name, "FAIL", f"timed out after {limit} s (killed)", time.time() - start)]
+    cp = subprocess.CompletedProcess([path], rc, stdout, stderr)
     results = []
     for line in cp.stdout.splitlines():
         if line.startswith("ok - "):
@@ -91,17 +119,38 @@ def python_tests():
     return jobs
 
 
-def run_python(name, fn):
-    start = time.time()
+def run_one(name):
+    """In the child: run one Python test, print its outcome as one JSON line."""
+    mod_name, _, fn_name = name.partition(".")
+    spec = importlib.util.spec_from_file_location(mod_name, os.path.join(HERE, mod_name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
     try:
-        fn()
-        return [Result(name, "PASS", seconds=time.time() - start)]
+        spec.loader.exec_module(mod)
+        getattr(mod, fn_name)()
+        status, message = "PASS", ""
     except hs.Skip as e:
-        return [Result(name, "SKIP", str(e), time.time() - start)]
+        status, message = "SKIP", str(e)
     except AssertionError as e:
-        return [Result(name, "FAIL", str(e) or traceback.format_exc(), time.time() - start)]
+        status, message = "FAIL", str(e) or traceback.format_exc()
     except Exception:
-        return [Result(name, "FAIL", traceback.format_exc(), time.time() - start)]
+        status, message = "FAIL", traceback.format_exc()
+    sys.stdout.flush()
+    print("\n@@hookscope-test " + json.dumps({"status": status, "message": message}))
+    return 0
+
+
+def run_python(name, fn, limit):
+    start = time.time()
+    rc, stdout, stderr = run_killable([sys.executable, os.path.abspath(__file__), "--one", name], limit)
+    secs = time.time() - start
+    if rc is None:
+        return [Result(name, "FAIL", f"timed out after {limit} s (killed with every process it started)", secs)]
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("@@hookscope-test "):
+            r = json.loads(line[len("@@hookscope-test "):])
+            return [Result(name, r["status"], r["message"], secs)]
+    tail = " | ".join((stdout + stderr).strip().splitlines()[-5:])
+    return [Result(name, "FAIL", f"the test process ended (status {rc}) without a result: {tail}", secs)]
 
 
 def main():
@@ -109,7 +158,14 @@ def main():
     ap.add_argument("-j", type=int, default=2, help="tests run at once (default 2)")
     ap.add_argument("-k", action="append", default=[], help="only tests whose name contains this")
     ap.add_argument("-v", action="store_true", help="print passing tests' timings too")
+    ap.add_argument("--limit", type=float, default=float(os.environ.get("HS_TEST_LIMIT", 420)),
+                    help="seconds one test may take before it is killed (default 420)")
+    ap.add_argument("--budget", type=float, default=float(os.environ.get("HS_TEST_BUDGET", 3600)),
+                    help="seconds after which no further test is started (default 3600)")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one:
+        return run_one(args.one)
 
     hs.start_wineserver()
     jobs = [(n, run_unit, p) for n, p in unit_tests()] + [(n, run_python, f) for n, f in python_tests()]
@@ -140,8 +196,14 @@ def main():
             sys.stdout.flush()
 
     start = time.time()
+
+    def job(name, runner, arg):
+        if time.time() - start > args.budget:
+            return [Result(name, "FAIL", f"not run: the budget of {args.budget:.0f} s was spent")]
+        return runner(name, arg, args.limit)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as ex:
-        futs = [ex.submit(runner, name, arg) for name, runner, arg in jobs]
+        futs = [ex.submit(job, name, runner, arg) for name, runner, arg in jobs]
         for fut in concurrent.futures.as_completed(futs):
             report(fut.result())
 

@@ -56,10 +56,8 @@ def test_ctrl_c_target_ignores_it():
 
 def test_ctrl_c_detaches_attach():
     exe = hs.need("build/tests/attachee.exe")
-    target = subprocess.Popen(["wine", exe], cwd=hs.ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              env=hs.env(), start_new_session=True)
-    try:
-        pid = target.stdout.readline().split()[1].decode()
+    with hs.Process([exe], new_session=True) as target:
+        pid = target.readline(timeout=30).split()[1]
         out = hs.outdir("ctrlc_attach")
         p = subprocess.Popen([os.path.join(hs.ROOT, "hookscope"), "attach", pid, "-q", "-o", out],
                              cwd=hs.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=hs.env(),
@@ -77,13 +75,9 @@ def test_ctrl_c_detaches_attach():
         hs.eq(j["target"]["stop"], "detach", "stop")
         work = [f["calls"] for f in j["functions"] if f["name"] == "work"][0]
         hs.check(work > 0, "work counted")
-        target.stdin.write(b"done\n")
-        target.stdin.flush()
-        line = target.stdout.readline().decode().split()
+        target.send(b"done\n")
+        line = target.readline(timeout=30).split()
         hs.eq(line[0:2], ["bad", "0"], "every result right")
         hs.eq(line[-2:], ["code-matches", "1"], "code bytes restored")
         hs.check(int(line[3]) >= work, "no more calls counted than made")
         hs.eq(target.wait(timeout=30), 0, "the target's exit code")
-    finally:
-        if target.poll() is None:
-            os.killpg(target.pid, signal.SIGKILL)

@@ -13,7 +13,6 @@ the issue 4 tests and fixed in the agent:
       that the call returns into.
 """
 import os
-import subprocess
 
 import hs
 
@@ -75,17 +74,13 @@ def test_attach_time_detach_crashes_target():
     Attach with --time for 1 s and detach: the target must go on and print
     "done"."""
     exe = hs.need("build/tests/napper.exe")
-    target = subprocess.Popen(["wine", exe], cwd=hs.ROOT, env=hs.env(), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        first = target.stdout.readline().decode().split()
+    with hs.Process([exe]) as target:
+        first = target.readline(timeout=30).split()
         hs.check(first[:1] == ["pid"], f"napper printed {first}")
         out = hs.outdir("bug_attach_time")
         a = hs.hookscope(["attach", first[1], "--time", "-d", "1", "-q", "-o", out], timeout=120)
         hs.eq(a.returncode, 0, "hookscope attach exit status: " + a.stderr.decode(errors="replace"))
-        rest, err = target.communicate(timeout=60)
-    finally:
-        if target.poll() is None:
-            target.kill()
-    hs.check(b"done" in rest, "the target did not finish after the detach: " +
+        rest = target.rest(timeout=60)
+        err = b"".join(target.err)
+    hs.check(any("done" in line for line in rest), "the target did not finish after the detach: " +
              err.decode(errors="replace")[:300].replace(os.linesep, " | "))
