@@ -31,10 +31,32 @@ def env():
 
 def start_wineserver():
     """Keep one wineserver alive while the tests run (each wine start is
-    then cheaper); it exits by itself 30 s after the last client."""
-    if shutil.which("wineserver"):
-        subprocess.run(["wineserver", "-p", "30"], env=env(), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+    then cheaper), and start Wine's own service processes (services.exe,
+    winedevice.exe, rpcss.exe, ...) now, with no stdio.
+
+    Wine starts those services from the first program that runs under a new
+    wineserver, and they inherit that program's stdout and stderr. Were that
+    a test's pipe, it would never reach end-of-file while the server lives:
+    a test reading it to the end would hang (this hung CI for over an hour).
+    Returns True when this call started the server (stop_wineserver() then
+    ends it)."""
+    if not shutil.which("wineserver"):
+        return False
+    started = subprocess.run(["wineserver", "-p"], env=env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    try:
+        subprocess.run(["wine", "cmd", "/c", "exit"], env=env(), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    except subprocess.TimeoutExpired:
+        pass
+    return started
+
+
+def stop_wineserver():
+    """End the wineserver start_wineserver() started, and every Wine
+    process a test may have left behind."""
+    subprocess.run(["wineserver", "-k"], env=env(), stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):
@@ -293,11 +315,17 @@ class Process:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
+        try:
+            self.proc.stdin.close()
+        except Exception:
+            pass
+        # A pipe still being read is left to its (daemon) reader: closing it
+        # would wait for the reader's lock, that is for end-of-file, which a
+        # process that inherited the pipe can hold off for ever.
+        for f, t in ((self.proc.stdout, self._t[0]), (self.proc.stderr, self._t[1])):
+            t.join(timeout=2)
+            if not t.is_alive():
                 f.close()
-            except Exception:
-                pass
 
     def __enter__(self):
         return self

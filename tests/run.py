@@ -167,7 +167,7 @@ def main():
     if args.one:
         return run_one(args.one)
 
-    hs.start_wineserver()
+    own_server = hs.start_wineserver()
     jobs = [(n, run_unit, p) for n, p in unit_tests()] + [(n, run_python, f) for n, f in python_tests()]
     if args.k:
         jobs = [j for j in jobs if any(k in j[0] for k in args.k)]
@@ -202,10 +202,14 @@ def main():
             return [Result(name, "FAIL", f"not run: the budget of {args.budget:.0f} s was spent")]
         return runner(name, arg, args.limit)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as ex:
-        futs = [ex.submit(job, name, runner, arg) for name, runner, arg in jobs]
-        for fut in concurrent.futures.as_completed(futs):
-            report(fut.result())
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as ex:
+            futs = [ex.submit(job, name, runner, arg) for name, runner, arg in jobs]
+            for fut in concurrent.futures.as_completed(futs):
+                report(fut.result())
+    finally:
+        if own_server:
+            hs.stop_wineserver()
 
     print(f"\n{len(failures)} failed: " + ", ".join(failures) if failures else "")
     print(f"({time.time() - start:.0f} s)")
