@@ -1,0 +1,54 @@
+"""The test harness itself: a hung test is killed with what it started, and
+Wine's service processes hold none of the pipes tests read (that hung CI)."""
+import os
+import time
+
+import hs
+import run  # tests/run.py
+
+
+def test_hung_test_is_killed_with_its_children():
+    # a shell that starts a grandchild holding the pipe and then hangs
+    marker = f"hookscope-harness-{os.getpid()}-{time.time_ns()}"
+    t0 = time.time()
+    rc, out, err = run.run_killable(["sh", "-c", f"(exec -a {marker} sleep 300) & echo started; sleep 300"], 1.0)
+    took = time.time() - t0
+    hs.eq(rc, None, "the hung command was reported as killed")
+    hs.eq(out.strip(), "started", "its output so far is kept")
+    hs.check(took < 15, f"killing took {took:.1f} s")
+    time.sleep(0.2)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and marker in _cmdline(p)]
+    hs.eq(left, [], "the grandchild was killed too")
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_wine_services_hold_no_pipes():
+    """Wine starts services.exe & co. from the first program under a new
+    wineserver and they inherit its stdio; the runner starts them first with
+    none, so no test's pipe is held open by them."""
+    services = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        cmd = _cmdline(p)
+        if any(s in cmd for s in ("services.exe", "winedevice.exe", "plugplay.exe", "rpcss.exe")):
+            services.append(p)
+    if not services:
+        raise hs.Skip("no Wine service process is running")
+    held = []
+    for p in services:
+        for fd in ("0", "1", "2"):
+            try:
+                target = os.readlink(f"/proc/{p}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("pipe:"):
+                held.append(f"{_cmdline(p).split(chr(0))[0]} fd {fd} {target}")
+    hs.eq(held, [], "Wine services holding pipes")
