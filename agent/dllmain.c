@@ -69,18 +69,37 @@ static void worker_start(void)
     hs_agent_enter();
 }
 
+/* One (performance counter, rdtsc) pair read close together: of a few
+ * tries, the one whose two counter reads are nearest, so that a preemption
+ * between the reads (a loaded machine) does not skew the pair. */
+static void tsc_pair(LONGLONG *qpc, uint64_t *tsc)
+{
+    LONGLONG best = -1;
+    for (int i = 0; i < 8; i++) {
+        LARGE_INTEGER a, b;
+        QueryPerformanceCounter(&a);
+        uint64_t t = hs_rdtsc();
+        QueryPerformanceCounter(&b);
+        if (best < 0 || b.QuadPart - a.QuadPart < best) {
+            best = b.QuadPart - a.QuadPart;
+            *qpc = a.QuadPart + best / 2;
+            *tsc = t;
+        }
+    }
+}
+
 /* rdtsc ticks per second, against the performance counter, over ~20 ms;
- * the wrapper needs it for its histogram buckets (ns). */
+ * the wrapper needs it to give durations in ns. */
 static void calibrate_tsc(hs_session_header *h)
 {
-    LARGE_INTEGER f, a, b;
+    LARGE_INTEGER f;
+    LONGLONG q0, q1;
+    uint64_t t0, t1;
     QueryPerformanceFrequency(&f);
-    QueryPerformanceCounter(&a);
-    uint64_t t0 = hs_rdtsc();
+    tsc_pair(&q0, &t0);
     Sleep(20);
-    QueryPerformanceCounter(&b);
-    uint64_t t1 = hs_rdtsc();
-    double secs = (double)(b.QuadPart - a.QuadPart) / (double)f.QuadPart;
+    tsc_pair(&q1, &t1);
+    double secs = (double)(q1 - q0) / (double)f.QuadPart;
     double hz = secs > 0 ? (double)(t1 - t0) / secs : 1e9;
     if (hz < 1e6)
         hz = 1e9;
