@@ -78,7 +78,7 @@ fi
 # A wine prefix, created once (the first start takes seconds).
 if [ ! -f "${WINEPREFIX:-$HOME/.wine}/system.reg" ]; then
     echo "deps: creating the wine prefix"
-    WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" wineboot -i >/dev/null 2>&1 || true
+    WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" wineboot -i </dev/null >/dev/null 2>&1 || true
 fi
 
 echo "deps: ready"

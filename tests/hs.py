@@ -29,34 +29,50 @@ def env():
     return e
 
 
-def start_wineserver():
-    """Keep one wineserver alive while the tests run (each wine start is
-    then cheaper), and start Wine's own service processes (services.exe,
-    winedevice.exe, rpcss.exe, ...) now, with no stdio.
+class WineServer:
+    """Keeps one wineserver alive while the tests run (each wine start is
+    then cheaper), with Wine's own service processes (services.exe,
+    winedevice.exe, rpcss.exe, ...) started with no stdio.
 
     Wine starts those services from the first program that runs under a new
     wineserver, and they inherit that program's stdout and stderr. Were that
     a test's pipe, it would never reach end-of-file while the server lives:
     a test reading it to the end would hang (this hung CI for over an hour).
-    Returns True when this call started the server (stop_wineserver() then
-    ends it)."""
-    if not shutil.which("wineserver"):
-        return False
-    started = subprocess.run(["wineserver", "-p"], env=env(), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-    try:
-        subprocess.run(["wine", "cmd", "/c", "exit"], env=env(), stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-    except subprocess.TimeoutExpired:
-        pass
-    return started
+    So a keeper program (cmd.exe reading its stdin, no stdout or stderr)
+    runs from the first test to the last: it starts the services if no
+    server ran, and the server cannot exit between tests and come back
+    under a test's pipes."""
 
+    def __init__(self):
+        self.keeper, self.started = None, False
+        if not shutil.which("wineserver"):
+            return
+        self.started = subprocess.run(["wineserver", "-p"], env=env(), stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL).returncode == 0
+        self.keeper = subprocess.Popen(["wine", "cmd"], env=env(), stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # one program run to its end: by then the server is up and has
+        # started its services, from the keeper or from this one, both with
+        # no stdio
+        try:
+            subprocess.run(["wine", "cmd", "/c", "exit"], env=env(), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        except subprocess.TimeoutExpired:
+            pass
 
-def stop_wineserver():
-    """End the wineserver start_wineserver() started, and every Wine
-    process a test may have left behind."""
-    subprocess.run(["wineserver", "-k"], env=env(), stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def stop(self):
+        """End the keeper; end the server if this started it (with every
+        Wine process a test may have left behind)."""
+        if self.keeper:
+            try:
+                self.keeper.stdin.close()
+                self.keeper.wait(timeout=30)
+            except Exception:
+                self.keeper.kill()
+        if self.started:
+            subprocess.run(["wineserver", "-k"], env=env(), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):

@@ -167,7 +167,7 @@ def main():
     if args.one:
         return run_one(args.one)
 
-    own_server = hs.start_wineserver()
+    server = hs.WineServer()
     jobs = [(n, run_unit, p) for n, p in unit_tests()] + [(n, run_python, f) for n, f in python_tests()]
     if args.k:
         jobs = [j for j in jobs if any(k in j[0] for k in args.k)]
@@ -208,8 +208,7 @@ def main():
             for fut in concurrent.futures.as_completed(futs):
                 report(fut.result())
     finally:
-        if own_server:
-            hs.stop_wineserver()
+        server.stop()
 
     print(f"\n{len(failures)} failed: " + ", ".join(failures) if failures else "")
     print(f"({time.time() - start:.0f} s)")
