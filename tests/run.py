@@ -26,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -56,23 +57,26 @@ def unit_tests():
 
 
 def run_killable(cmd, limit):
-    """Run cmd in a new process group; kill the whole group after `limit`
-    seconds. Returns (returncode or None if killed, stdout, stderr)."""
-    p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=limit)
-        return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
-    except subprocess.TimeoutExpired:
+    """Run cmd in a process group of its own, its output into files (a
+    leftover process holding a pipe cannot keep the run waiting); kill the
+    whole group after `limit` seconds, and kill what the command left
+    running when it ends. Returns (returncode, or None if it was killed,
+    stdout, stderr)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                             start_new_session=True)
+        try:
+            rc = p.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            rc = None
         try:
             os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
-        try:
-            out, err = p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            out, err = b"", b""
-        return None, out.decode(errors="replace"), err.decode(errors="replace")
+        p.wait()
+        out.seek(0)
+        err.seek(0)
+        return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace")
 
 
 def run_unit(name, path, limit):

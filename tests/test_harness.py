@@ -52,3 +52,18 @@ def test_wine_services_hold_no_pipes():
             if target.startswith("pipe:"):
                 held.append(f"{_cmdline(p).split(chr(0))[0]} fd {fd} {target}")
     hs.eq(held, [], "Wine services holding pipes")
+
+
+def test_leftover_process_does_not_hold_the_run():
+    """A test that ends but leaves a process holding its output: the runner
+    does not wait for that process, and kills it."""
+    marker = f"hookscope-leftover-{os.getpid()}-{time.time_ns()}"
+    t0 = time.time()
+    rc, out, err = run.run_killable(["sh", "-c", f"(exec -a {marker} sleep 300) & echo done; exit 3"], 60)
+    took = time.time() - t0
+    hs.eq(rc, 3, "the command's exit status")
+    hs.eq(out.strip(), "done", "its output")
+    hs.check(took < 10, f"took {took:.1f} s (waited for the leftover process?)")
+    time.sleep(0.2)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and marker in _cmdline(p)]
+    hs.eq(left, [], "the leftover process was killed")
