@@ -25,8 +25,10 @@
            and after it exits (collect, symbols, reports).
 
 Wall times are taken around the Wine process from here (a wineserver is
-kept running, so Wine's start is ~0.05 s and included in both the traced
-and the untraced runs); each is the median of ROUNDS runs.
+held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
+and included in both the traced and the untraced runs, and no Wine service
+process holds a run's output pipe open after it exits); each is the median
+of ROUNDS runs.
 """
 import json
 import os
@@ -36,6 +38,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from winekeeper import WineServer  # noqa: E402  (scripts/winekeeper.py)
+
 ENV = dict(os.environ, WINEDEBUG="-all")
 ENV.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
 OUT = "build/bench/out"
@@ -244,7 +249,11 @@ def overhead():
 
 if __name__ == "__main__":
     which = sys.argv[1:] or ["calls", "overhead", "install", "report"]
-    for i, w in enumerate(which):
-        if i:
-            print()
-        globals()[w]()
+    server = WineServer()
+    try:
+        for i, w in enumerate(which):
+            if i:
+                print()
+            globals()[w]()
+    finally:
+        server.stop()

@@ -11,6 +11,9 @@ import subprocess
 import time
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from winekeeper import WineServer  # noqa: E402,F401  (scripts/winekeeper.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 OUT = os.path.join(BUILD, "test-out")
@@ -27,52 +30,6 @@ def env():
     e["WINEDEBUG"] = "-all"
     e.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
     return e
-
-
-class WineServer:
-    """Keeps one wineserver alive while the tests run (each wine start is
-    then cheaper), with Wine's own service processes (services.exe,
-    winedevice.exe, rpcss.exe, ...) started with no stdio.
-
-    Wine starts those services from the first program that runs under a new
-    wineserver, and they inherit that program's stdout and stderr. Were that
-    a test's pipe, it would never reach end-of-file while the server lives:
-    a test reading it to the end would hang (this hung CI for over an hour).
-    So a keeper program (cmd.exe reading its stdin, no stdout or stderr)
-    runs from the first test to the last: it starts the services if no
-    server ran, and the server cannot exit between tests and come back
-    under a test's pipes."""
-
-    def __init__(self):
-        self.keeper, self.started = None, False
-        if not shutil.which("wineserver"):
-            return
-        self.started = subprocess.run(["wineserver", "-p"], env=env(), stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL).returncode == 0
-        self.keeper = subprocess.Popen(["wine", "cmd"], env=env(), stdin=subprocess.PIPE,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # one program run to its end: by then the server is up and has
-        # started its services, from the keeper or from this one, both with
-        # no stdio
-        try:
-            subprocess.run(["wine", "cmd", "/c", "exit"], env=env(), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        except subprocess.TimeoutExpired:
-            pass
-
-    def stop(self):
-        """End the keeper; end the server if this started it (with every
-        Wine process a test may have left behind)."""
-        if self.keeper:
-            try:
-                self.keeper.stdin.close()
-                self.keeper.wait(timeout=30)
-            except Exception:
-                self.keeper.kill()
-        if self.started:
-            subprocess.run(["wineserver", "-k"], env=env(), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):

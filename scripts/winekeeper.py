@@ -1,0 +1,56 @@
+"""A wineserver held for a whole test or benchmark run (scripts/winekeeper.py).
+
+Used by tests/run.py and bench/run.py. Python 3 standard library only.
+"""
+import os
+import shutil
+import subprocess
+
+ENV = dict(os.environ, WINEDEBUG="-all")
+ENV.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
+
+
+class WineServer:
+    """Keeps one wineserver alive for a whole run of tests or benchmarks
+    (each wine start is then cheap, ~0.05 s), with Wine's own service processes (services.exe,
+    winedevice.exe, rpcss.exe, ...) started with no stdio.
+
+    Wine starts those services from the first program that runs under a new
+    wineserver, and they inherit that program's stdout and stderr. Were that
+    a test's pipe, it would never reach end-of-file while the server lives:
+    a test reading it to the end would hang (this hung CI for over an hour).
+    So a keeper program (cmd.exe reading its stdin, no stdout or stderr)
+    runs from the first test to the last (stop() ends it): it starts the services if no
+    server ran, and the server cannot exit between tests and come back
+    under a test's pipes."""
+
+    def __init__(self):
+        self.keeper, self.started = None, False
+        if not shutil.which("wineserver"):
+            return
+        self.started = subprocess.run(["wineserver", "-p"], env=ENV, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL).returncode == 0
+        self.keeper = subprocess.Popen(["wine", "cmd"], env=ENV, stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # one program run to its end: by then the server is up and has
+        # started its services, from the keeper or from this one, both with
+        # no stdio
+        try:
+            subprocess.run(["wine", "cmd", "/c", "exit"], env=ENV, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def stop(self):
+        """End the keeper; end the server if this started it (with every
+        Wine process a test may have left behind)."""
+        if self.keeper:
+            try:
+                self.keeper.stdin.close()
+                self.keeper.wait(timeout=30)
+            except Exception:
+                self.keeper.kill()
+        if self.started:
+            subprocess.run(["wineserver", "-k"], env=ENV, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
