@@ -39,10 +39,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from winekeeper import WineServer  # noqa: E402  (scripts/winekeeper.py)
+from winekeeper import ENV, WineServer  # noqa: E402  (scripts/winekeeper.py)
 
-ENV = dict(os.environ, WINEDEBUG="-all")
-ENV.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
 OUT = "build/bench/out"
 ROUNDS = 5
 TARGET_HOOKS_PER_S = 100_000

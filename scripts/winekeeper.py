@@ -6,23 +6,25 @@ import os
 import shutil
 import subprocess
 
+# The environment of every Wine run: quiet, no Mono or Gecko install prompts.
 ENV = dict(os.environ, WINEDEBUG="-all")
 ENV.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
 
 
 class WineServer:
     """Keeps one wineserver alive for a whole run of tests or benchmarks
-    (each wine start is then cheap, ~0.05 s), with Wine's own service processes (services.exe,
-    winedevice.exe, rpcss.exe, ...) started with no stdio.
+    (each wine start is then cheap, ~0.05 s), with Wine's own service
+    processes (services.exe, winedevice.exe, rpcss.exe, ...) started with
+    no stdio.
 
     Wine starts those services from the first program that runs under a new
     wineserver, and they inherit that program's stdout and stderr. Were that
     a test's pipe, it would never reach end-of-file while the server lives:
     a test reading it to the end would hang (this hung CI for over an hour).
     So a keeper program (cmd.exe reading its stdin, no stdout or stderr)
-    runs from the first test to the last (stop() ends it): it starts the services if no
-    server ran, and the server cannot exit between tests and come back
-    under a test's pipes."""
+    runs from the first test to the last (stop() ends it): it starts the
+    services if no server ran, and the server cannot exit between tests and
+    come back under a test's pipes."""
 
     def __init__(self):
         self.keeper, self.started = None, False

@@ -8,13 +8,13 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
-from winekeeper import WineServer  # noqa: E402,F401  (scripts/winekeeper.py)
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from winekeeper import ENV, WineServer  # noqa: E402,F401  (scripts/winekeeper.py)
+
 BUILD = os.path.join(ROOT, "build")
 OUT = os.path.join(BUILD, "test-out")
 TARGETS = "build/tests"
@@ -26,10 +26,8 @@ class Skip(Exception):
 
 
 def env():
-    e = dict(os.environ)
-    e["WINEDEBUG"] = "-all"
-    e.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
-    return e
+    """The environment of every Wine run: quiet, no Mono or Gecko prompts."""
+    return dict(ENV)
 
 
 def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):

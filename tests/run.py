@@ -84,9 +84,8 @@ def run_unit(name, path, limit):
     rc, stdout, stderr = run_killable([path], limit)
     if rc is None:
         return [Result(name, "FAIL", f"timed out after {limit} s (killed)", time.time() - start)]
-    cp = subprocess.CompletedProcess([path], rc, stdout, stderr)
     results = []
-    for line in cp.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("ok - "):
             results.append(Result(f"{name}: {line[5:].strip()}", "PASS"))
         elif line.startswith("not ok - "):
@@ -96,9 +95,9 @@ def run_unit(name, path, limit):
         elif line.startswith("skip - "):
             case, _, why = line[7:].partition(": ")
             results.append(Result(f"{name}: {case.strip()}", "SKIP", why.strip()))
-    if cp.returncode != 0 and not any(r.status == "FAIL" for r in results):
-        tail = (cp.stdout + cp.stderr).strip().splitlines()[-5:]
-        results.append(Result(name, "FAIL", f"exit status {cp.returncode}: " + " | ".join(tail)))
+    if rc != 0 and not any(r.status == "FAIL" for r in results):
+        tail = (stdout + stderr).strip().splitlines()[-5:]
+        results.append(Result(name, "FAIL", f"exit status {rc}: " + " | ".join(tail)))
     if not results:
         results.append(Result(name, "FAIL", "printed no test results"))
     secs = time.time() - start
@@ -108,6 +107,7 @@ def run_unit(name, path, limit):
 
 
 def python_tests():
+    """The names (file.function) of the Python tests; each runs in a child."""
     jobs = []
     for f in sorted(os.listdir(HERE)):
         if not (f.startswith("test_") and f.endswith(".py")):
@@ -118,9 +118,8 @@ def python_tests():
         for attr in sorted(dir(mod)):
             fn = getattr(mod, attr)
             if attr.startswith("test_") and callable(fn):
-                jobs.append((f"{f[:-3]}.{attr}", fn))
-    # keep the order of definition inside a file (dir() sorts by name)
-    return jobs
+                jobs.append(f"{f[:-3]}.{attr}")
+    return jobs   # files, then tests within a file, in name order
 
 
 def run_one(name):
@@ -143,7 +142,7 @@ def run_one(name):
     return 0
 
 
-def run_python(name, fn, limit):
+def run_python(name, _arg, limit):
     start = time.time()
     rc, stdout, stderr = run_killable([sys.executable, os.path.abspath(__file__), "--one", name], limit)
     secs = time.time() - start
@@ -172,7 +171,7 @@ def main():
         return run_one(args.one)
 
     server = hs.WineServer()
-    jobs = [(n, run_unit, p) for n, p in unit_tests()] + [(n, run_python, f) for n, f in python_tests()]
+    jobs = [(n, run_unit, p) for n, p in unit_tests()] + [(n, run_python, None) for n in python_tests()]
     if args.k:
         jobs = [j for j in jobs if any(k in j[0] for k in args.k)]
 

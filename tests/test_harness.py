@@ -17,8 +17,7 @@ def test_hung_test_is_killed_with_its_children():
     hs.eq(out.strip(), "started", "its output so far is kept")
     hs.check(took < 15, f"killing took {took:.1f} s")
     time.sleep(0.2)
-    left = [p for p in os.listdir("/proc") if p.isdigit() and marker in _cmdline(p)]
-    hs.eq(left, [], "the grandchild was killed too")
+    hs.eq(_processes(marker), [], "the grandchild was killed too")
 
 
 def _cmdline(pid):
@@ -29,17 +28,17 @@ def _cmdline(pid):
         return ""
 
 
+def _processes(*needles):
+    """The pids whose command line contains one of `needles`."""
+    return [p for p in os.listdir("/proc")
+            if p.isdigit() and any(n in _cmdline(p) for n in needles)]
+
+
 def test_wine_services_hold_no_pipes():
     """Wine starts services.exe & co. from the first program under a new
     wineserver and they inherit its stdio; the runner starts them first with
     none, so no test's pipe is held open by them."""
-    services = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        cmd = _cmdline(p)
-        if any(s in cmd for s in ("services.exe", "winedevice.exe", "plugplay.exe", "rpcss.exe")):
-            services.append(p)
+    services = _processes("services.exe", "winedevice.exe", "plugplay.exe", "rpcss.exe")
     if not services:
         raise hs.Skip("no Wine service process is running")
     held = []
@@ -67,5 +66,4 @@ def test_leftover_process_does_not_hold_the_run():
     hs.eq(out.strip(), "done", "its output")
     hs.check(took < 10, f"took {took:.1f} s (waited for the leftover process?)")
     time.sleep(0.2)
-    left = [p for p in os.listdir("/proc") if p.isdigit() and marker in _cmdline(p)]
-    hs.eq(left, [], "the leftover process was killed")
+    hs.eq(_processes(marker), [], "the leftover process was killed")
