@@ -15,6 +15,7 @@
 
 #include "arena_win.h"
 #include "hook.h"
+#include "hookscope/path.h"
 #include "hookscope/session.h"
 #include "pe.h"
 
@@ -114,7 +115,6 @@ void hs_thread_exit(void);
 
 /* modules.c */
 int hs_modules_init(void);
-const wchar_t *hs_file_name(const wchar_t *path);   /* the part after the last \ or / */
 void hs_modules_stop(void);
 int hs_pattern_match(const wchar_t *path);
 

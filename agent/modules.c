@@ -11,15 +11,6 @@
 
 #include <psapi.h>
 
-const wchar_t *hs_file_name(const wchar_t *path)
-{
-    const wchar_t *b = path;
-    for (const wchar_t *p = path; *p; p++)
-        if (*p == L'\\' || *p == L'/')
-            b = p + 1;
-    return b;
-}
-
 /* Index of the first -m pattern matching `path`'s file name, or -1
  * (hs_module_matches: case-insensitive, the extension may be left out). */
 int hs_pattern_match(const wchar_t *path)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <windows.h>
 
+#include "hookscope/path.h"
 #include "pe.h"
 #include "util.h"
 
@@ -37,7 +38,7 @@ wchar_t *hs_target_resolve(const wchar_t *name)
     if (has_sep) {
         if (is_file(name))
             return full_path(name);
-        const wchar_t *base = hs_wbasename(name);
+        const wchar_t *base = hs_file_name(name);
         if (!wcschr(base, L'.')) {
             size_t n = wcslen(name);
             wchar_t *with = hs_xmalloc((n + 5) * sizeof(wchar_t));

@@ -163,15 +163,6 @@ const char *hs_basename(const char *path)
     return b;
 }
 
-const wchar_t *hs_wbasename(const wchar_t *path)
-{
-    const wchar_t *b = path;
-    for (const wchar_t *p = path; *p; p++)
-        if (*p == L'\\' || *p == L'/')
-            b = p + 1;
-    return b;
-}
-
 const wchar_t *hs_self_dir(void)
 {
     static wchar_t dir[MAX_PATH];

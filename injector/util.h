@@ -39,7 +39,6 @@ const char *hs_win_error(unsigned long err);
 
 /* File name part of a path (either separator). */
 const char *hs_basename(const char *path);
-const wchar_t *hs_wbasename(const wchar_t *path);
 
 /* Directory of hookscope.exe, with a trailing backslash. */
 const wchar_t *hs_self_dir(void);
