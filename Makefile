@@ -20,7 +20,7 @@ PYTHON       ?= python3
 VERSION      := 0.1.0
 
 WARN     := -Wall -Wextra
-COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -DHOOKSCOPE_VERSION=\"$(VERSION)\"
+COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -Iinjector -DHOOKSCOPE_VERSION=\"$(VERSION)\"
 WCFLAGS  := $(COMMON) -I$(CAPSTONE_WIN)/include -D_WIN32_WINNT=0x0601 -DUNICODE -D_UNICODE -D__USE_MINGW_ANSI_STDIO=1 \
             -fno-strict-aliasing
 NCFLAGS  := $(COMMON) -fno-strict-aliasing
@@ -29,7 +29,10 @@ HOOK_CORE := $(filter-out %_win.c,$(wildcard hook/*.c))
 HOOK_WIN  := $(wildcard hook/*_win.c)
 AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
-INJ_C     := $(wildcard injector/*.c)
+INJ_C     := $(wildcard injector/*.c injector/*/*.c)
+# the injector's portable parts (profile, symbols, writers), also built
+# natively for their unit tests
+INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C))
 SAMPLER_C := $(wildcard sampler/*.c)
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
@@ -75,14 +78,16 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-$(B)/native/unit/%: tests/unit/%.c $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
+NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(UNIT_SUPPORT))
+
+$(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT)) -lcapstone
+	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++
 
 unit: $(UNIT_BIN)
 
 # the native objects are not intermediates to delete after linking
-.SECONDARY: $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
+.SECONDARY: $(NATIVE_LIB)
 
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk

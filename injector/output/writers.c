@@ -1,0 +1,63 @@
+/*
+ * injector/output/writers.c - the table of writers and writing them into
+ * an output directory (see writers.h).
+ */
+#include "output/writers.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+static bool has_entry_stacks(const hs_profile *p) { return p->stack_depth > 0; }
+
+static const hs_writer txt = { "txt", "report.txt", "the report for people", NULL, hs_write_txt };
+static const hs_writer json = { "json", "report.json", "everything, for programs (and `hookscope report`)",
+                                NULL, hs_write_json };
+static const hs_writer folded = { "folded", "entry-stacks.folded",
+                                  "entry stacks in the folded format of flame graph tools",
+                                  has_entry_stacks, hs_write_folded };
+
+const hs_writer *const hs_writers[] = { &txt, &json, &folded, NULL };
+
+const hs_writer *hs_writer_find(const char *format)
+{
+    for (int i = 0; hs_writers[i]; i++)
+        if (!strcmp(hs_writers[i]->format, format))
+            return hs_writers[i];
+    return NULL;
+}
+
+int hs_write_file(const hs_writer *w, const hs_profile *p, const char *dir, const char *name)
+{
+#ifdef _WIN32
+    const char *sep = "\\";
+#else
+    const char *sep = "/";
+#endif
+    char *path = hs_xasprintf("%s%s%s", dir, *dir ? sep : "", name);
+    FILE *f = hs_fopen(path, "wb");
+    int rc = -1;
+    if (!f) {
+        hs_err("cannot write %s: %s", path, strerror(errno));
+    } else {
+        rc = w->write(p, f);
+        if (fclose(f) != 0 || rc != 0) {
+            hs_err("cannot write %s", path);
+            rc = -1;
+        }
+    }
+    free(path);
+    return rc;
+}
+
+int hs_write_all(const hs_profile *p, const char *dir)
+{
+    for (int i = 0; hs_writers[i]; i++) {
+        const hs_writer *w = hs_writers[i];
+        if ((!w->wanted || w->wanted(p)) && hs_write_file(w, p, dir, w->file) < 0)
+            return -1;
+    }
+    return 0;
+}
