@@ -13,25 +13,25 @@
 #include "filter.h"
 #include "hook.h"
 #include "pe.h"
-#include "symbols/symtab.h"
+#include "symbols/modsyms.h"
 
 int hs_cmd_functions(const hs_options *o)
 {
     char *shown = hs_utf8(o->file);
     char *path = hs_utf8(o->file);
-    hs_symtab_status status;
+    hs_modsyms_status status;
     const char *why = NULL;
-    hs_symtab *syms = hs_symtab_open(path, 0, 0, 0, &status, &why);
+    hs_modsyms *syms = hs_modsyms_open(path, 0, 0, 0, &status, &why);
     if (!syms) {
-        if (status == HS_SYMTAB_UNREADABLE)
+        if (status == HS_MODSYMS_UNREADABLE)
             hs_err("cannot read '%s': %s", shown, why);
-        else if (status == HS_SYMTAB_NOT_PE)
+        else if (status == HS_MODSYMS_NOT_PE)
             hs_err("'%s' is not a PE file", shown);
         else
             hs_err("'%s': %s", shown, why);
         return HS_EXIT_FAILED;
     }
-    const hs_pe *pe = hs_symtab_pe(syms);
+    const hs_pe *pe = hs_modsyms_pe(syms);
     hs_pe_func *funcs = NULL;
     size_t n = 0;
     hs_engine *eng = hs_engine_new();
@@ -65,7 +65,7 @@ int hs_cmd_functions(const hs_options *o)
         in.image_hi = pe->image_base + pe->size_of_image;
         hs_plan plan;
         hs_sym_name nm;
-        bool named = hs_symtab_name_at(syms, f->rva, &nm);
+        bool named = hs_modsyms_name_at(syms, f->rva, &nm);
         hs_skip_reason r = HS_OK;
         if (flt.n && !hs_filter_admits(&flt, modname, named ? nm.raw : NULL, named ? nm.name : NULL, f->rva))
             r = HS_SKIP_FILTERED;
@@ -105,6 +105,6 @@ int hs_cmd_functions(const hs_options *o)
     }
     hs_engine_free(eng);
     free(funcs);
-    hs_symtab_close(syms);
+    hs_modsyms_close(syms);
     return bad ? HS_EXIT_FAILED : 0;
 }

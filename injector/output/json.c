@@ -53,6 +53,25 @@ static void time_obj(FILE *out, const hs_prof_time *t)
     fprintf(out, "]}");
 }
 
+/* ', "samples": {"self": N, "total": N}' and the same for wait samples,
+ * each only when nonzero */
+static void samples_fields(FILE *out, uint64_t cpu_self, uint64_t cpu_total, uint64_t wait_self,
+                           uint64_t wait_total, bool totals)
+{
+    if (cpu_self || cpu_total) {
+        fprintf(out, ", \"samples\": {\"self\": %llu", (unsigned long long)cpu_self);
+        if (totals)
+            fprintf(out, ", \"total\": %llu", (unsigned long long)cpu_total);
+        fputc('}', out);
+    }
+    if (wait_self || wait_total) {
+        fprintf(out, ", \"wait_samples\": {\"self\": %llu", (unsigned long long)wait_self);
+        if (totals)
+            fprintf(out, ", \"total\": %llu", (unsigned long long)wait_total);
+        fputc('}', out);
+    }
+}
+
 static void bool_field(FILE *out, const char *name, bool v)
 {
     fprintf(out, ", \"%s\": %s", name, v ? "true" : "false");
@@ -111,6 +130,7 @@ static void write_modules(const hs_profile *p, FILE *out)
         counts_obj(out, mod->patch_counts, HS_PATCH__COUNT, hs_patch_kind_name);
         fprintf(out, ", \"entry_only\": ");
         counts_obj(out, mod->entry_only_counts, HS_WRAP__COUNT, hs_entry_only_name);
+        samples_fields(out, mod->cpu_self, 0, mod->wait_self, 0, false);
         fputc('}', out);
     }
 }
@@ -121,15 +141,19 @@ static void write_functions(const hs_profile *p, FILE *out)
     int k = 0;
     for (size_t i = 0; i < p->nfuncs; i++) {
         const hs_prof_func *f = &p->funcs[i];
-        if (!f->in_plan)
+        bool sampled = f->cpu_total || f->wait_total;
+        if (!f->in_plan && !sampled)
             continue;
         fprintf(out, "%s\n  {\"module\": ", k++ ? "," : "");
         hs_json_quote(out, p->modules[f->module].name);
         fprintf(out, ", \"name\": ");
         hs_json_quote(out, f->name);
-        fprintf(out, ", \"rva\": \"0x%x\", \"size\": %u, \"hooked\": %s, \"skip_reason\": ", f->rva,
-                f->size, f->hooked ? "true" : "false");
-        if (f->hooked)
+        if (f->rva == HS_RVA_NONE)
+            fprintf(out, ", \"rva\": null");
+        else
+            fprintf(out, ", \"rva\": \"0x%x\"", f->rva);
+        fprintf(out, ", \"size\": %u, \"hooked\": %s, \"skip_reason\": ", f->size, f->hooked ? "true" : "false");
+        if (f->hooked || !f->in_plan)
             fprintf(out, "null");
         else
             hs_json_quote(out, hs_skip_reason_name(f->skip));
@@ -153,6 +177,9 @@ static void write_functions(const hs_profile *p, FILE *out)
                 fprintf(out, ", \"unwinds\": %llu", (unsigned long long)t->unwinds);
             }
         }
+        if (!f->in_plan)
+            fprintf(out, ", \"traced\": false");
+        samples_fields(out, f->cpu_self, f->cpu_total, f->wait_self, f->wait_total, true);
         fputc('}', out);
     }
     fprintf(out, "]");
@@ -212,6 +239,61 @@ static void write_stacks(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
+/* "sample_stacks" (CPU) or "wait_stacks": count, thread and frames, leaf first */
+static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
+{
+    fprintf(out, ",\n \"%s\": [", kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
+    int k = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != kind)
+            continue;
+        fprintf(out, "%s\n  {\"count\": %llu, \"thread\": %u, \"frames\": [", k++ ? "," : "",
+                (unsigned long long)st->count, st->tid);
+        for (uint32_t d = 0; d < st->nframes; d++) {
+            char buf[600];
+            fprintf(out, "%s", d ? ", " : "");
+            hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+        }
+        fprintf(out, "]}");
+    }
+    fprintf(out, "]");
+}
+
+static void write_sampling(const hs_profile *p, FILE *out)
+{
+    const hs_prof_sampling *s = &p->sampling;
+    fprintf(out, ",\n \"sampling\": {\"backend\": ");
+    hs_json_quote(out, s->backend);
+    fprintf(out, ", \"rate_hz\": %.6g, \"samples\": %llu, \"wait_samples\": %llu, \"lost\": %llu, "
+                 "\"threads\": %u, \"cpu_time_s\": ",
+            s->rate_hz, (unsigned long long)s->samples, (unsigned long long)s->wait_samples,
+            (unsigned long long)s->lost, s->threads);
+    if (s->cpu_s >= 0)
+        fprintf(out, "%.6f}", s->cpu_s);
+    else
+        fprintf(out, "null}");
+    write_sample_stacks(p, out, HS_STACK_CPU);
+    write_sample_stacks(p, out, HS_STACK_WAIT);
+}
+
+static void write_threads(const hs_profile *p, FILE *out)
+{
+    fprintf(out, ",\n \"thread_list\": [");
+    for (size_t i = 0; i < p->nthreads_list; i++) {
+        const hs_prof_thread *t = &p->threads_list[i];
+        fprintf(out, "%s\n  {\"tid\": %u, \"calls\": %llu, \"cpu_samples\": %llu, \"wait_samples\": %llu, "
+                     "\"cpu_time_s\": ",
+                i ? "," : "", t->tid, (unsigned long long)t->calls, (unsigned long long)t->cpu_samples,
+                (unsigned long long)t->wait_samples);
+        if (t->cpu_s >= 0)
+            fprintf(out, "%.6f}", t->cpu_s);
+        else
+            fprintf(out, "null}");
+    }
+    fprintf(out, "]");
+}
+
 int hs_write_json(const hs_profile *p, FILE *out)
 {
     fprintf(out, "{\"version\": 1,\n \"tool\": {\"name\": \"hookscope\", \"version\": ");
@@ -248,6 +330,10 @@ int hs_write_json(const hs_profile *p, FILE *out)
     if (p->time_on)
         fprintf(out, ",\n \"time_dropped\": %llu, \"tsc_hz\": %.0f", (unsigned long long)p->time_dropped,
                 p->tsc_hz);
+    if (p->sampling.on)
+        write_sampling(p, out);
+    if (p->nthreads_list)
+        write_threads(p, out);
     fprintf(out, ",\n \"loaded_modules\": [");
     int k = 0;
     for (size_t m = 0; m < p->nmodules; m++) {
@@ -258,8 +344,12 @@ int hs_write_json(const hs_profile *p, FILE *out)
         hs_json_quote(out, mod->name);
         fprintf(out, ", \"path\": ");
         hs_json_quote(out, mod->path);
-        fprintf(out, ", \"id\": %u, \"base\": \"0x%llx\", \"size\": %u, \"timestamp\": %u}", mod->id,
+        fprintf(out, ", \"id\": %u, \"base\": \"0x%llx\", \"size\": %u, \"timestamp\": %u", mod->id,
                 (unsigned long long)mod->base, mod->size, mod->timestamp);
+        if (mod->kernel)
+            fprintf(out, ", \"kernel\": true");
+        samples_fields(out, mod->cpu_self, 0, mod->wait_self, 0, false);
+        fputc('}', out);
     }
     fprintf(out, "]}\n");
     return ferror(out) ? -1 : 0;

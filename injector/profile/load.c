@@ -214,6 +214,7 @@ static void load_modules(loader *l, const hs_json *traced, const hs_json *loaded
         m->id = (uint32_t)rows[k].id;
         m->timestamp = (uint32_t)hs_json_u64(hs_json_get(o, "timestamp"), 0);
         m->traced = rows[k].traced;
+        m->kernel = hs_json_bool(hs_json_get(o, "kernel"), false);
         if (!m->traced)
             continue;
         m->funcs_found = (uint32_t)hs_json_u64(hs_json_get(o, "functions_found"), 0);
@@ -258,10 +259,11 @@ static void load_functions(loader *l, const hs_json *arr)
             failf(l, "%s", "a function without a module or name");
             return;
         }
-        uint32_t fi = add_func(l, (uint32_t)m, (uint32_t)hex(hs_json_str(hs_json_get(o, "rva"), "0")),
+        const char *rva = hs_json_str(hs_json_get(o, "rva"), NULL);
+        uint32_t fi = add_func(l, (uint32_t)m, rva ? (uint32_t)hex(rva) : HS_RVA_NONE,
                                (uint32_t)hs_json_u64(hs_json_get(o, "size"), 0), name);
         hs_prof_func *f = &p->funcs[fi];
-        f->in_plan = true;
+        f->in_plan = hs_json_bool(hs_json_get(o, "traced"), true);
         f->hooked = hs_json_bool(hs_json_get(o, "hooked"), false);
         f->calls = hs_json_u64(hs_json_get(o, "calls"), 0);
         const char *skip = hs_json_str(hs_json_get(o, "skip_reason"), NULL);
@@ -371,6 +373,48 @@ static void load_edges(loader *l, const hs_json *arr)
     }
 }
 
+static void load_sampling(loader *l, const hs_json *root)
+{
+    hs_profile *p = l->p;
+    const hs_json *s = hs_json_get(root, "sampling");
+    if (hs_json_is(s, HS_JOBJ)) {
+        hs_prof_sampling *d = &p->sampling;
+        d->on = true;
+        snprintf(d->backend, sizeof d->backend, "%s", hs_json_str(hs_json_get(s, "backend"), ""));
+        d->rate_hz = hs_json_num(hs_json_get(s, "rate_hz"), 0);
+        d->samples = hs_json_u64(hs_json_get(s, "samples"), 0);
+        d->wait_samples = hs_json_u64(hs_json_get(s, "wait_samples"), 0);
+        d->lost = hs_json_u64(hs_json_get(s, "lost"), 0);
+        d->threads = (uint32_t)hs_json_u64(hs_json_get(s, "threads"), 0);
+        d->cpu_s = hs_json_num(hs_json_get(s, "cpu_time_s"), -1);
+        for (int kind = HS_STACK_CPU; kind <= HS_STACK_WAIT && !l->failed; kind++) {
+            const hs_json *arr = hs_json_get(root, kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
+            for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
+                const hs_json *o = &arr->v[i];
+                const hs_json *frames = hs_json_get(o, "frames");
+                if (!hs_json_is(frames, HS_JARR)) {
+                    failf(l, "%s", "a sample stack without frames");
+                    return;
+                }
+                hs_prof_stack *st = hs_profile_add_stack(p, (uint8_t)kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
+                                                         (uint32_t)frames->n);
+                st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
+                for (size_t k = 0; k < frames->n; k++)
+                    st->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+            }
+        }
+    }
+    const hs_json *t = hs_json_get(root, "thread_list");
+    for (size_t i = 0; hs_json_is(t, HS_JARR) && i < t->n; i++) {
+        const hs_json *o = &t->v[i];
+        hs_prof_thread *d = hs_profile_thread(p, (uint32_t)hs_json_u64(hs_json_get(o, "tid"), 0));
+        d->calls = hs_json_u64(hs_json_get(o, "calls"), 0);
+        d->cpu_samples = hs_json_u64(hs_json_get(o, "cpu_samples"), 0);
+        d->wait_samples = hs_json_u64(hs_json_get(o, "wait_samples"), 0);
+        d->cpu_s = hs_json_num(hs_json_get(o, "cpu_time_s"), -1);
+    }
+}
+
 static void load_stacks(loader *l, const hs_json *arr)
 {
     hs_profile *p = l->p;
@@ -420,6 +464,10 @@ hs_profile *hs_profile_from_json(const char *text, size_t len, char *err, size_t
         load_edges(&l, hs_json_get(root, "edges"));
     if (!l.failed && l.p->stack_depth)
         load_stacks(&l, hs_json_get(root, "stacks"));
+    if (!l.failed)
+        load_sampling(&l, root);
+    if (!l.failed)
+        hs_profile_count_samples(l.p);
     hs_json_free(root);
     free(l.ids);
     hs_map_free(&l.names);

@@ -56,7 +56,7 @@ const char *hs_crash_name(uint32_t code)
 
 /* Capacities of the growing arrays, kept beside the profile. */
 typedef struct caps {
-    size_t modules, funcs, edges, stacks;
+    size_t modules, funcs, edges, stacks, threads;
 } caps;
 
 typedef struct profile_box {
@@ -101,7 +101,52 @@ void hs_profile_free(hs_profile *p)
         free(p->stacks[i].addrs);
     }
     free(p->stacks);
+    free(p->threads_list);
     free(p);
+}
+
+hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid)
+{
+    for (size_t i = 0; i < p->nthreads_list; i++)
+        if (p->threads_list[i].tid == tid)
+            return &p->threads_list[i];
+    hs_xgrow(&p->threads_list, &caps_of(p)->threads, p->nthreads_list + 1, sizeof *p->threads_list);
+    hs_prof_thread *t = &p->threads_list[p->nthreads_list++];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    t->cpu_s = -1;
+    return t;
+}
+
+void hs_profile_count_samples(hs_profile *p)
+{
+    for (size_t i = 0; i < p->nfuncs; i++)
+        p->funcs[i].cpu_self = p->funcs[i].cpu_total = p->funcs[i].wait_self = p->funcs[i].wait_total = 0;
+    for (size_t i = 0; i < p->nmodules; i++)
+        p->modules[i].cpu_self = p->modules[i].wait_self = 0;
+    /* the last stack each function was counted in, so that recursion
+     * counts once per stack */
+    size_t *seen = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *seen);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *s = &p->stacks[i];
+        if ((s->kind != HS_STACK_CPU && s->kind != HS_STACK_WAIT) || !s->nframes)
+            continue;
+        bool cpu = s->kind == HS_STACK_CPU;
+        hs_loc leaf = s->frames[0];
+        int32_t m = leaf.func >= 0 ? (int32_t)p->funcs[leaf.func].module : leaf.module;
+        if (m >= 0)
+            *(cpu ? &p->modules[m].cpu_self : &p->modules[m].wait_self) += s->count;
+        if (leaf.func >= 0)
+            *(cpu ? &p->funcs[leaf.func].cpu_self : &p->funcs[leaf.func].wait_self) += s->count;
+        for (uint32_t d = 0; d < s->nframes; d++) {
+            int32_t f = s->frames[d].func;
+            if (f < 0 || seen[f] == i + 1)
+                continue;
+            seen[f] = i + 1;
+            *(cpu ? &p->funcs[f].cpu_total : &p->funcs[f].wait_total) += s->count;
+        }
+    }
+    free(seen);
 }
 
 uint32_t hs_profile_add_module(hs_profile *p, const char *path, uint64_t base, uint32_t size)

@@ -52,11 +52,13 @@ typedef struct hs_prof_module {
     uint32_t size, timestamp;
     bool traced;                 /* hooked or asked for (-m); else only loaded */
     bool main, late, unloaded, agent;
+    bool kernel;                 /* kernel-mode image (ETW traces) */
     uint32_t funcs_found, funcs_hooked;
     double install_s;
     uint32_t skip_counts[HS_SKIP__COUNT];      /* by hs_skip_reason */
     uint32_t patch_counts[HS_PATCH__COUNT];    /* by hs_patch_kind */
     uint32_t entry_only_counts[HS_WRAP__COUNT];/* by hs_entry_only_reason */
+    uint64_t cpu_self, wait_self;  /* samples whose leaf frame is in it (hs_profile_count_samples) */
 } hs_prof_module;
 
 /* Durations of one function, in ns, summed over threads. */
@@ -82,6 +84,10 @@ typedef struct hs_prof_func {
     uint8_t entry_only;          /* hs_entry_only_reason when hooked but not wrapped */
     uint64_t calls;
     hs_prof_time *time;          /* NULL: no durations recorded */
+    /* samples (hs_profile_count_samples): self = the function is the leaf
+     * frame, total = it is on the stack (once per stack, however often
+     * recursion puts it there) */
+    uint64_t cpu_self, cpu_total, wait_self, wait_total;
 } hs_prof_func;
 
 /* A place in code: a function and an offset from its start, or a module
@@ -103,20 +109,43 @@ typedef struct hs_prof_edge {
 
 typedef enum hs_stack_kind {
     HS_STACK_ENTRY = 0,          /* captured at a hooked function's entry */
+    HS_STACK_CPU = 1,            /* a sample of a thread that ran since its previous sample */
+    HS_STACK_WAIT = 2,           /* a sample of a thread that did not: where it waits */
 } hs_stack_kind;
 
 /* One unique stack with how often it was seen. Frames leaf first; for
- * entry stacks frame 0 is the function's own entry, then one return
- * address per caller. */
+ * entry stacks frame 0 is the function's own entry, for samples the
+ * sampled instruction, then one return address per caller. */
 typedef struct hs_prof_stack {
     uint8_t kind;                /* hs_stack_kind */
     bool truncated;              /* deeper than the capture depth */
-    uint32_t func;               /* entry stacks: the hooked function */
+    uint32_t func;               /* entry stacks: the hooked function; samples: unused */
+    uint32_t tid;                /* samples: the thread; entry stacks: 0 (merged over threads) */
     uint64_t count;
     uint32_t nframes;
     hs_loc *frames;              /* resolved frames (hookscope's own omitted) */
     uint64_t *addrs;             /* collect: raw addresses (NULL once resolved) */
 } hs_prof_stack;
+
+/* The CPU sampler of a run (or a decoded ETW trace). */
+typedef struct hs_prof_sampling {
+    bool on;
+    char backend[16];            /* "suspend", "etw" */
+    double rate_hz;
+    uint64_t samples;            /* CPU samples */
+    uint64_t wait_samples;
+    uint64_t lost;               /* samples that could not be taken or decoded */
+    uint32_t threads;            /* threads sampled */
+    double cpu_s;                /* the process's CPU time (user + kernel), -1 if unknown */
+} hs_prof_sampling;
+
+/* One thread of the target. */
+typedef struct hs_prof_thread {
+    uint32_t tid;
+    uint64_t calls;              /* hooked calls counted on it */
+    uint64_t cpu_samples, wait_samples;
+    double cpu_s;                /* its CPU time, -1 if unknown */
+} hs_prof_thread;
 
 typedef struct hs_profile {
     /* the run */
@@ -155,6 +184,10 @@ typedef struct hs_profile {
     size_t nedges;
     hs_prof_stack *stacks;
     size_t nstacks;
+
+    hs_prof_sampling sampling;
+    hs_prof_thread *threads_list; /* per thread, by tid */
+    size_t nthreads_list;
 } hs_profile;
 
 hs_profile *hs_profile_new(void);
@@ -173,6 +206,12 @@ void hs_profile_warn(hs_profile *p, const char *fmt, ...) __attribute__((format(
 #else
 void hs_profile_warn(hs_profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #endif
+
+hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid);   /* found or added */
+
+/* Fill the functions' and modules' sample counts (cpu_self, cpu_total,
+ * wait_self, wait_total) from the CPU and wait stacks. */
+void hs_profile_count_samples(hs_profile *p);
 
 /* The function's durations, allocated on first use. */
 hs_prof_time *hs_prof_time_of(hs_profile *p, uint32_t func);

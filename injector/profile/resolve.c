@@ -9,11 +9,11 @@
 
 #include "base/map.h"
 #include "base/util.h"
-#include "symbols/symtab.h"
+#include "symbols/modsyms.h"
 
 typedef struct modsyms {
     int tried;
-    hs_symtab *t;            /* NULL: no usable file */
+    hs_modsyms *t;            /* NULL: no usable file */
 } modsyms;
 
 typedef struct resolver {
@@ -46,24 +46,24 @@ static int cmp_plan(const void *a, const void *b, void *ctx)
 /* The symbols of module m. A traced module's file is used even when it
  * changed since it was loaded (with a warning); another module's only
  * when it matches what was loaded. */
-static hs_symtab *symbols_of(resolver *r, size_t m)
+static hs_modsyms *symbols_of(resolver *r, size_t m)
 {
     modsyms *s = &r->ms[m];
     if (s->tried)
         return s->t;
     s->tried = 1;
     const hs_prof_module *mod = &r->p->modules[m];
-    hs_symtab_status st;
+    hs_modsyms_status st;
     const char *why = NULL;
-    s->t = hs_symtab_open(mod->path, mod->base, mod->size, mod->timestamp, &st, &why);
+    s->t = hs_modsyms_open(mod->path, mod->base, mod->size, mod->timestamp, &st, &why);
     if (mod->traced) {
-        if (st == HS_SYMTAB_UNREADABLE)
+        if (st == HS_MODSYMS_UNREADABLE)
             hs_profile_warn(r->p, "cannot read %s for symbols: %s", mod->path, why);
-        else if (st == HS_SYMTAB_MISMATCH)
+        else if (st == HS_MODSYMS_MISMATCH)
             hs_profile_warn(r->p, "%s changed on disk since it was traced; names may be wrong",
                             mod->path);
-    } else if (st == HS_SYMTAB_MISMATCH) {
-        hs_symtab_close(s->t);
+    } else if (st == HS_MODSYMS_MISMATCH) {
+        hs_modsyms_close(s->t);
         s->t = NULL;
     }
     return s->t;
@@ -76,9 +76,9 @@ static void name_plan_functions(resolver *r)
         hs_prof_func *f = &p->funcs[i];
         if (!f->in_plan || f->name)
             continue;
-        hs_symtab *t = symbols_of(r, f->module);
+        hs_modsyms *t = symbols_of(r, f->module);
         hs_sym_name n;
-        if (t && hs_symtab_name_at(t, f->rva, &n))
+        if (t && hs_modsyms_name_at(t, f->rva, &n))
             f->name = hs_xstrdup(n.name);
         else
             f->name = hs_xasprintf("sub_%x", f->rva);
@@ -136,9 +136,9 @@ static hs_loc locate(resolver *r, uint64_t at, uint64_t addr)
             }
         }
     }
-    hs_symtab *t = symbols_of(r, (size_t)m);
+    hs_modsyms *t = symbols_of(r, (size_t)m);
     hs_sym_hit hit;
-    if (!t || !hs_symtab_lookup(t, rva, &hit))
+    if (!t || !hs_modsyms_lookup(t, rva, &hit))
         return l;
     uint32_t fi;
     if (!hs_map_get(&r->added, fkey((uint32_t)m, hit.start), &fi)) {
@@ -213,7 +213,7 @@ void hs_profile_resolve(hs_profile *p)
     resolve_stacks(&r);
 
     for (size_t i = 0; i < p->nmodules; i++)
-        hs_symtab_close(r.ms[i].t);
+        hs_modsyms_close(r.ms[i].t);
     free(r.ms);
     free(r.by_base);
     free(r.plan);

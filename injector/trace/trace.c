@@ -83,6 +83,7 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     hs_collect(t->session.view, p);
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
     hs_profile_resolve(p);
+    hs_profile_count_samples(p);
     hs_log("writing the reports");
     int rc = 0;
     if (hs_write_all(p, o->outdir) < 0)

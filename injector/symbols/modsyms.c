@@ -1,22 +1,53 @@
 /*
- * injector/symbols/symtab.c - the symbols of one module image (see symtab.h).
+ * injector/symbols/modsyms.c - the symbols of one module image (see modsyms.h).
  */
-#include "symbols/symtab.h"
+#include "symbols/modsyms.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+#include <dbghelp.h>
+#endif
 
 #include "base/util.h"
 #include "symbols/backend.h"
-#include "symbols/undecorate.h"
+
+/* from the C++ runtime (libstdc++) */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* C++ names as people write them: Itanium names (_Z...) through the C++
+ * runtime's demangler, MSVC names (?...) through DbgHelp on Windows;
+ * malloc'd, a copy of name when it is neither. */
+static char *undecorate(const char *name)
+{
+    if (name[0] == '_' && name[1] == 'Z') {
+        int status = 0;
+        char *d = __cxa_demangle(name, NULL, NULL, &status);
+        if (d && status == 0) {
+            char *r = hs_xstrdup(d);
+            free(d);
+            return r;
+        }
+        free(d);
+    }
+#ifdef _WIN32
+    else if (name[0] == '?') {
+        char buf[2048];
+        if (UnDecorateSymbolName(name, buf, sizeof buf, UNDNAME_NAME_ONLY) && buf[0])
+            return hs_xstrdup(buf);
+    }
+#endif
+    return hs_xstrdup(name);
+}
 
 /* A .pdata function extent; its name is looked up on first use. */
 typedef struct range {
     uint32_t rva, size;
 } range;
 
-struct hs_symtab {
+struct hs_modsyms {
     char *path;
     uint64_t base;
     uint32_t size;
@@ -34,27 +65,27 @@ struct hs_symtab {
     size_t nowned, owned_cap;
 };
 
-const char *hs_sym_source_name(int source)
+const char *hs_name_source_name(int source)
 {
-    static const char *const names[HS_SYMSRC__COUNT] = { "none", "export", "coff", "debug" };
-    return source >= 0 && source < HS_SYMSRC__COUNT ? names[source] : "unknown";
+    static const char *const names[HS_NAMESRC__COUNT] = { "none", "export", "coff", "debug" };
+    return source >= 0 && source < HS_NAMESRC__COUNT ? names[source] : "unknown";
 }
 
-hs_symtab *hs_symtab_open(const char *path, uint64_t base, uint32_t size, uint32_t timestamp,
-                          hs_symtab_status *status, const char **why)
+hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint32_t timestamp,
+                          hs_modsyms_status *status, const char **why)
 {
     size_t fsize = 0;
     const char *reason = NULL;
     uint8_t *file = hs_load_file(path, &fsize, &reason);
     if (!file) {
-        *status = HS_SYMTAB_UNREADABLE;
+        *status = HS_MODSYMS_UNREADABLE;
         *why = reason ? reason : "cannot read";
         return NULL;
     }
-    hs_symtab *t = hs_xcalloc(1, sizeof *t);
+    hs_modsyms *t = hs_xcalloc(1, sizeof *t);
     int st = hs_pe_load_file(&t->pe, file, fsize);
     if (st != HS_PE_OK) {
-        *status = st == HS_PE_NOT_PE ? HS_SYMTAB_NOT_PE : HS_SYMTAB_BAD_PE;
+        *status = st == HS_PE_NOT_PE ? HS_MODSYMS_NOT_PE : HS_MODSYMS_BAD_PE;
         *why = hs_pe_status_text(st);
         free(file);
         free(t);
@@ -65,8 +96,8 @@ hs_symtab *hs_symtab_open(const char *path, uint64_t base, uint32_t size, uint32
     t->size = size;
     t->file = file;
     *status = (timestamp && t->pe.timestamp != timestamp) || (size && t->pe.size_of_image != size)
-                  ? HS_SYMTAB_MISMATCH : HS_SYMTAB_OK;
-    *why = *status == HS_SYMTAB_MISMATCH ? "the file changed since it was loaded" : NULL;
+                  ? HS_MODSYMS_MISMATCH : HS_MODSYMS_OK;
+    *why = *status == HS_MODSYMS_MISMATCH ? "the file changed since it was loaded" : NULL;
     if (hs_pe_symbols(&t->pe, &t->syms) < 0)
         memset(&t->syms, 0, sizeof t->syms);
     t->undecorated = hs_xcalloc(t->syms.count ? t->syms.count : 1, sizeof *t->undecorated);
@@ -86,7 +117,7 @@ hs_symtab *hs_symtab_open(const char *path, uint64_t base, uint32_t size, uint32
     return t;
 }
 
-void hs_symtab_close(hs_symtab *t)
+void hs_modsyms_close(hs_modsyms *t)
 {
     if (!t)
         return;
@@ -106,14 +137,14 @@ void hs_symtab_close(hs_symtab *t)
     free(t);
 }
 
-const hs_pe *hs_symtab_pe(const hs_symtab *t)
+const hs_pe *hs_modsyms_pe(const hs_modsyms *t)
 {
     return &t->pe;
 }
 
 /* Index of the best exports/COFF entry exactly at rva (syms is sorted by
  * rva, then by preference), or -1. */
-static ptrdiff_t sym_index_at(const hs_symtab *t, uint32_t rva)
+static ptrdiff_t sym_index_at(const hs_modsyms *t, uint32_t rva)
 {
     size_t lo = 0, hi = t->syms.count;
     while (lo < hi) {
@@ -133,23 +164,23 @@ static ptrdiff_t sym_index_at(const hs_symtab *t, uint32_t rva)
     return -1;
 }
 
-static void name_from_sym(hs_symtab *t, size_t i, hs_sym_name *out)
+static void name_from_sym(hs_modsyms *t, size_t i, hs_sym_name *out)
 {
     if (!t->undecorated[i])
-        t->undecorated[i] = hs_undecorate(t->syms.syms[i].name);
+        t->undecorated[i] = undecorate(t->syms.syms[i].name);
     out->name = t->undecorated[i];
     out->raw = t->syms.syms[i].name;
-    out->source = t->syms.syms[i].kind == HS_SYM_EXPORT ? HS_SYMSRC_EXPORT : HS_SYMSRC_COFF;
+    out->source = t->syms.syms[i].kind == HS_SYM_EXPORT ? HS_NAMESRC_EXPORT : HS_NAMESRC_COFF;
 }
 
-static const char *own(hs_symtab *t, char *s)
+static const char *own(hs_modsyms *t, char *s)
 {
     hs_xgrow(&t->owned, &t->owned_cap, t->nowned + 1, sizeof *t->owned);
     t->owned[t->nowned++] = s;
     return s;
 }
 
-static bool backend_name_at(hs_symtab *t, uint32_t rva, hs_sym_name *out)
+static bool backend_name_at(hs_modsyms *t, uint32_t rva, hs_sym_name *out)
 {
     if (!t->backend_tried) {
         t->backend_tried = 1;
@@ -164,12 +195,12 @@ static bool backend_name_at(hs_symtab *t, uint32_t rva, hs_sym_name *out)
     if (!t->backend->name_at(t->backend_h, rva, buf, sizeof buf))
         return false;
     out->raw = own(t, hs_xstrdup(buf));
-    out->name = own(t, hs_undecorate(buf));
-    out->source = HS_SYMSRC_DEBUG;
+    out->name = own(t, undecorate(buf));
+    out->source = HS_NAMESRC_DEBUG;
     return true;
 }
 
-bool hs_symtab_name_at(hs_symtab *t, uint32_t rva, hs_sym_name *out)
+bool hs_modsyms_name_at(hs_modsyms *t, uint32_t rva, hs_sym_name *out)
 {
     memset(out, 0, sizeof *out);
     ptrdiff_t i = sym_index_at(t, rva);
@@ -180,7 +211,7 @@ bool hs_symtab_name_at(hs_symtab *t, uint32_t rva, hs_sym_name *out)
     return backend_name_at(t, rva, out);
 }
 
-bool hs_symtab_lookup(hs_symtab *t, uint32_t rva, hs_sym_hit *out)
+bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
 {
     memset(out, 0, sizeof *out);
     size_t lo = 0, hi = t->nranges;

@@ -1,5 +1,5 @@
 /*
- * injector/symbols/dbghelp_win.c - the DbgHelp backend (backend.h): names
+ * injector/symbols/backend_dbghelp_win.c - the DbgHelp backend (backend.h): names
  * from a module's PDB or DWARF through SymLoadModuleExW / SymFromAddr.
  * One DbgHelp session for the whole process, initialised on first use;
  * each opened module is loaded at its real base.

@@ -1,5 +1,5 @@
 /*
- * injector/symbols/symtab.h - the symbols of one module image: which
+ * injector/symbols/modsyms.h - the symbols of one module image: which
  * functions it has and what they are called. One table per module file,
  * used by everything that names code (the profile's naming pass, the
  * `functions` command, the filters), so that every output and every
@@ -10,8 +10,8 @@
  *   then the debug-information backends (backend.h: DbgHelp on Windows).
  * Function extents come from .pdata. Names are undecorated (undecorate.h).
  */
-#ifndef HOOKSCOPE_SYMTAB_H
-#define HOOKSCOPE_SYMTAB_H
+#ifndef HOOKSCOPE_MODSYMS_H
+#define HOOKSCOPE_MODSYMS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,47 +19,47 @@
 #include "pe.h"
 
 /* Where a name came from. */
-typedef enum hs_sym_source {
-    HS_SYMSRC_NONE = 0,
-    HS_SYMSRC_EXPORT,
-    HS_SYMSRC_COFF,
-    HS_SYMSRC_DEBUG,       /* a debug-information backend (DbgHelp: PDB, DWARF) */
-    HS_SYMSRC__COUNT
-} hs_sym_source;
+typedef enum hs_name_source {
+    HS_NAMESRC_NONE = 0,
+    HS_NAMESRC_EXPORT,
+    HS_NAMESRC_COFF,
+    HS_NAMESRC_DEBUG,       /* a debug-information backend (DbgHelp: PDB, DWARF) */
+    HS_NAMESRC__COUNT
+} hs_name_source;
 
 /* "export", "coff", "debug" (for the `functions` listing). */
-const char *hs_sym_source_name(int source);
+const char *hs_name_source_name(int source);
 
-typedef struct hs_symtab hs_symtab;
+typedef struct hs_modsyms hs_modsyms;
 
-typedef enum hs_symtab_status {
-    HS_SYMTAB_OK = 0,
-    HS_SYMTAB_UNREADABLE,  /* the file cannot be read (why says why) */
-    HS_SYMTAB_NOT_PE,      /* no PE signature */
-    HS_SYMTAB_BAD_PE,      /* a PE file hookscope cannot read (why says why) */
-    HS_SYMTAB_MISMATCH,    /* readable, but not the image that was loaded
+typedef enum hs_modsyms_status {
+    HS_MODSYMS_OK = 0,
+    HS_MODSYMS_UNREADABLE,  /* the file cannot be read (why says why) */
+    HS_MODSYMS_NOT_PE,      /* no PE signature */
+    HS_MODSYMS_BAD_PE,      /* a PE file hookscope cannot read (why says why) */
+    HS_MODSYMS_MISMATCH,    /* readable, but not the image that was loaded
                               (another timestamp or size): opened anyway */
-} hs_symtab_status;
+} hs_modsyms_status;
 
 /* Open the image file at `path` (UTF-8) loaded at `base`; when timestamp
  * or size is nonzero, check the file against them. Returns NULL for
  * UNREADABLE, NOT_PE and BAD_PE; *status and *why (static text) say what was found. */
-hs_symtab *hs_symtab_open(const char *path, uint64_t base, uint32_t size, uint32_t timestamp,
-                          hs_symtab_status *status, const char **why);
-void hs_symtab_close(hs_symtab *t);
+hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint32_t timestamp,
+                          hs_modsyms_status *status, const char **why);
+void hs_modsyms_close(hs_modsyms *t);
 
 /* The parsed image (for analysis of its code, e.g. by `functions`). */
-const hs_pe *hs_symtab_pe(const hs_symtab *t);
+const hs_pe *hs_modsyms_pe(const hs_modsyms *t);
 
 typedef struct hs_sym_name {
     const char *name;      /* undecorated; owned by the table */
     const char *raw;       /* as recorded (decorated), or the same as name */
-    uint8_t source;        /* hs_sym_source */
+    uint8_t source;        /* hs_name_source */
 } hs_sym_name;
 
 /* The name of the code that starts exactly at rva. Returns false (and
  * zeros) when no source names it. */
-bool hs_symtab_name_at(hs_symtab *t, uint32_t rva, hs_sym_name *out);
+bool hs_modsyms_name_at(hs_modsyms *t, uint32_t rva, hs_sym_name *out);
 
 /* The function containing rva: a .pdata extent, named by the name at its
  * start; when no named extent holds rva, the nearest code symbol below.
@@ -68,6 +68,6 @@ typedef struct hs_sym_hit {
     uint32_t start, size;  /* size 0: a symbol without a known extent */
     hs_sym_name n;
 } hs_sym_hit;
-bool hs_symtab_lookup(hs_symtab *t, uint32_t rva, hs_sym_hit *out);
+bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out);
 
 #endif
