@@ -11,6 +11,7 @@
 #ifdef _WIN32
 #include <windows.h>
 #else
+#include <sys/stat.h>
 #include <time.h>
 #endif
 
@@ -177,6 +178,13 @@ uint8_t *hs_load_file(const char *path, size_t *size, const char **why)
             *why = strerror(errno);
         return NULL;
     }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        if (why)
+            *why = "it is a directory";
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     uint8_t *buf = hs_xmalloc(cap + 1);
     size_t got;
@@ -212,6 +220,25 @@ FILE *hs_fopen(const char *path, const char *mode)
     return f;
 #else
     return fopen(path, mode);
+#endif
+}
+
+int hs_remove_file(const char *path, const char **why)
+{
+#ifdef _WIN32
+    wchar_t *w = hs_wide(path);
+    BOOL ok = DeleteFileW(w);
+    DWORD err = GetLastError();
+    free(w);
+    if (ok || err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND)
+        return 0;
+    *why = hs_win_error(err);
+    return -1;
+#else
+    if (remove(path) == 0 || errno == ENOENT)
+        return 0;
+    *why = strerror(errno);
+    return -1;
 #endif
 }
 

@@ -55,6 +55,10 @@ uint8_t *hs_load_file(const char *path, size_t *size, const char **why);
 /* fopen of a UTF-8 path (mode as fopen's). */
 FILE *hs_fopen(const char *path, const char *mode);
 
+/* Remove the file at a UTF-8 path; 0 if it is gone (or was never there),
+ * -1 with the reason in *why (static) otherwise. */
+int hs_remove_file(const char *path, const char **why);
+
 /* Seconds since an arbitrary start, monotonic. */
 double hs_now(void);
 
@@ -65,7 +69,11 @@ char *hs_utf8(const wchar_t *w);
 char *hs_utf8_n(const uint16_t *w, size_t max);
 wchar_t *hs_wide(const char *s);
 
-/* Read a whole file; malloc'd bytes or NULL (Win32 error in *err if given). */
+/* hs_read_file's error for a directory (ERROR_DIRECTORY_NOT_SUPPORTED) */
+#define HS_ERROR_IS_DIRECTORY 336ul
+
+/* Read a whole file; malloc'd bytes or NULL (Win32 error in *err if given;
+ * a directory: HS_ERROR_IS_DIRECTORY, "it is a directory"). */
 uint8_t *hs_read_file(const wchar_t *path, size_t *size, unsigned long *err);
 
 /* The text of a Win32 error, one line, static buffer. */

@@ -42,6 +42,12 @@ wchar_t *hs_wide(const char *s)
 
 uint8_t *hs_read_file(const wchar_t *path, size_t *size, unsigned long *err)
 {
+    DWORD attr = GetFileAttributesW(path);
+    if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
+        if (err)
+            *err = HS_ERROR_IS_DIRECTORY;
+        return NULL;
+    }
     HANDLE f = CreateFileW(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                            NULL, OPEN_EXISTING, 0, NULL);
     if (f == INVALID_HANDLE_VALUE) {
@@ -79,6 +85,8 @@ uint8_t *hs_read_file(const wchar_t *path, size_t *size, unsigned long *err)
 const char *hs_win_error(unsigned long err)
 {
     static char buf[256];
+    if (err == HS_ERROR_IS_DIRECTORY)
+        return "it is a directory";
     DWORD n = FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, err,
                              0, buf, sizeof buf, NULL);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == '.' || buf[n - 1] == ' '))

@@ -24,7 +24,14 @@ int hs_cmd_attach(const hs_options *o)
                          PROCESS_VM_WRITE | PROCESS_VM_READ | SYNCHRONIZE;
     HANDLE process = OpenProcess(access, FALSE, o->pid);
     if (!process) {
-        hs_err("cannot open process %u: %s", o->pid, hs_win_error(GetLastError()));
+        DWORD err = GetLastError();
+        if (err == ERROR_INVALID_PARAMETER)
+            hs_err("no process has id %u", o->pid);
+        else if (err == ERROR_ACCESS_DENIED)
+            hs_err("cannot open process %u: access denied (it runs as another user, or elevated: "
+                   "run hookscope the same way)", o->pid);
+        else
+            hs_err("cannot open process %u: %s", o->pid, hs_win_error(err));
         return HS_EXIT_FAILED;
     }
     DWORD code = 0;
@@ -47,14 +54,13 @@ int hs_cmd_attach(const hs_options *o)
     if (hs_target_check(path, shown) < 0)
         return HS_EXIT_FAILED;
 
-    if (hs_make_output_dir(o->outdir) < 0) {
-        hs_err("cannot create output directory %s", o->outdir);
+    if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;
-    }
     hs_trace t;
     hs_trace_begin(&t, o);
     if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)
         return HS_EXIT_FAILED;
+    t.p->pid = o->pid;
     if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
         /* the agent may be half loaded: take out whatever went in */
         DWORD ignored;
@@ -64,8 +70,14 @@ int hs_cmd_attach(const hs_options *o)
             hs_agent_unload(process, &t.session);
         return HS_EXIT_FAILED;
     }
-    t.p->pid = o->pid;
     t.t_start = hs_now();
+    if (!o->quiet) {
+        uint32_t hooked = 0;
+        for (uint32_t m = 0; m < t.session.hdr->n_modules && m < t.session.hdr->max_modules; m++)
+            hooked += hs_session_module(t.session.view, m)->n_hooked;
+        hs_err("attached to %u (%s), %u functions hooked; %s", o->pid, hs_basename(shown), hooked,
+               o->duration > 0 ? "detaching after --duration or at Ctrl+C" : "Ctrl+C to stop");
+    }
 
     /* collect until --duration, Ctrl+C, or the process ends */
     int stop = HS_STOP_DETACH;

@@ -14,6 +14,7 @@
 #include "hook.h"
 #include "pe.h"
 #include "symbols/modsyms.h"
+#include "symbols/suggest.h"
 
 int hs_cmd_functions(const hs_options *o)
 {
@@ -47,13 +48,15 @@ int hs_cmd_functions(const hs_options *o)
     }
     const char *modname = hs_basename(shown);
     uint32_t skip_counts[HS_SKIP__COUNT] = { 0 };
-    size_t total = 0, ok = 0;
+    size_t total = 0, ok = 0, all = 0;
+    const char **names = hs_xcalloc(n ? n : 1, sizeof *names);   /* for suggestions */
+    char **owned = hs_xcalloc(n ? n : 1, sizeof *owned);
     printf("%-10s %8s  %-34s %s\n", "rva", "size", "hook", "name");
     for (size_t i = 0; i < n; i++) {
         const hs_pe_func *f = &funcs[i];
         if (f->src & HS_SRC_FRAGMENT)
             continue;
-        total++;
+        all++;
         hs_func_input in;
         memset(&in, 0, sizeof in);
         in.code = pe->image + f->rva;
@@ -66,11 +69,12 @@ int hs_cmd_functions(const hs_options *o)
         hs_plan plan;
         hs_sym_name nm;
         bool named = hs_modsyms_name_at(syms, f->rva, &nm);
-        hs_skip_reason r = HS_OK;
+        owned[all - 1] = named ? hs_xstrdup(nm.name) : hs_xasprintf("sub_%x", f->rva);
+        names[all - 1] = owned[all - 1];
         if (flt.n && !hs_filter_admits(&flt, modname, named ? nm.raw : NULL, named ? nm.name : NULL, f->rva))
-            r = HS_SKIP_FILTERED;
-        else
-            r = hs_analyze(eng, &in, 0, &plan);
+            continue;   /* only what the filters select */
+        total++;
+        hs_skip_reason r = hs_analyze(eng, &in, 0, &plan);
         char status_text[64];
         if (r == HS_OK) {
             ok++;
@@ -87,7 +91,11 @@ int hs_cmd_functions(const hs_options *o)
         else
             printf("0x%08x %8u  %-34s sub_%x\n", f->rva, f->size, status_text, f->rva);
     }
-    printf("\n%zu functions, %zu hookable (%.1f%%)", total, ok, total ? 100.0 * (double)ok / (double)total : 0.0);
+    if (flt.n)
+        printf("\n%zu of %zu functions match the filters, %zu hookable (%.1f%%)", total, all, ok,
+               total ? 100.0 * (double)ok / (double)total : 0.0);
+    else
+        printf("\n%zu functions, %zu hookable (%.1f%%)", total, ok, total ? 100.0 * (double)ok / (double)total : 0.0);
     int any = 0;
     for (int r = 1; r < HS_SKIP__COUNT; r++) {
         if (!skip_counts[r])
@@ -99,10 +107,25 @@ int hs_cmd_functions(const hs_options *o)
     int bad = 0;
     for (int i = 0; i < flt.n; i++) {
         if (!(flt.matched & (1u << i))) {
-            hs_err("function filter '%s' matched no function", flt.pattern[i]);
+            const char *best[3];
+            size_t k = hs_suggest(flt.pattern[i], names, all, best, 3);
+            if (k == 0)
+                hs_err("function filter '%s' matched no function", flt.pattern[i]);
+            else if (k == 1)
+                hs_err("function filter '%s' matched no function; did you mean '%s'?", flt.pattern[i], best[0]);
+            else if (k == 2)
+                hs_err("function filter '%s' matched no function; did you mean '%s' or '%s'?", flt.pattern[i],
+                       best[0], best[1]);
+            else
+                hs_err("function filter '%s' matched no function; did you mean '%s', '%s' or '%s'?",
+                       flt.pattern[i], best[0], best[1], best[2]);
             bad = 1;
         }
     }
+    for (size_t i = 0; i < all; i++)
+        free(owned[i]);
+    free(owned);
+    free(names);
     hs_engine_free(eng);
     free(funcs);
     hs_modsyms_close(syms);

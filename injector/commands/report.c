@@ -23,10 +23,8 @@ int hs_cmd_report(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     const char *out = o->outdir[0] ? o->outdir : dir;
-    if (hs_make_output_dir(out) < 0) {
-        hs_err("cannot create output directory %s", out);
+    if (hs_outdir_open(out) < 0)
         return HS_EXIT_FAILED;
-    }
     int rc = hs_write_all(p, out) < 0 ? HS_EXIT_FAILED : 0;
     if (!rc && !o->quiet)
         hs_err("%llu calls of %zu functions; reports in %s", (unsigned long long)p->total_calls, p->nfuncs, out);

@@ -22,7 +22,11 @@ int hs_cmd_run(const hs_options *o)
     char *shown = hs_utf8(o->target_argv[0]);
     wchar_t *path = hs_target_resolve(o->target_argv[0]);
     if (!path) {
-        hs_err("cannot find program '%s'", shown);
+        DWORD attr = GetFileAttributesW(o->target_argv[0]);
+        if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY))
+            hs_err("'%s' is a directory, not a program", shown);
+        else
+            hs_err("cannot find program '%s'", shown);
         return HS_EXIT_FAILED;
     }
     if (hs_target_check(path, shown) < 0)
@@ -43,10 +47,8 @@ int hs_cmd_run(const hs_options *o)
     fflush(stdout);
     fflush(stderr);
 
-    if (hs_make_output_dir(o->outdir) < 0) {
-        hs_err("cannot create output directory %s", o->outdir);
+    if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;
-    }
     hs_trace t;
     hs_trace_begin(&t, o);
     PROCESS_INFORMATION pi;
@@ -54,13 +56,13 @@ int hs_cmd_run(const hs_options *o)
         hs_err("cannot start '%s': %s", shown, hs_win_error(GetLastError()));
         return HS_EXIT_FAILED;
     }
+    t.p->pid = pi.dwProcessId;
     if (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 || hs_inject(pi.hProcess, &t.session) < 0 ||
         hs_trace_check_filters(&t, o) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
         WaitForSingleObject(pi.hProcess, 5000);
         return HS_EXIT_FAILED;
     }
-    t.p->pid = pi.dwProcessId;
     t.t_start = hs_now();
     hs_log("resuming the target (pid %lu)", (unsigned long)pi.dwProcessId);
     ResumeThread(pi.hThread);

@@ -308,8 +308,9 @@ static void write_stacks(const hs_profile *p, FILE *out)
     }
     fprintf(out, "\nentry stacks: up to %u frames, captured at %s\n", p->stack_depth, policy);
     fprintf(out, "%zu unique stacks, %llu captures, %llu dropped (tables full); written to\n"
-                 "entry-stacks.folded (root first, for flame graphs)\n",
-            nentry, (unsigned long long)captures, (unsigned long long)p->stacks_dropped);
+                 "entry-stacks.folded (root first, for flame graphs)%s\n",
+            nentry, (unsigned long long)captures, (unsigned long long)p->stacks_dropped,
+            p->time_on ? ",\nand weighted by time to entry-time.folded" : "");
     hs_sort(idx, nentry, sizeof *idx, cmp_stack_count, (void *)p);
     size_t top = nentry < STACKS_TOP ? nentry : STACKS_TOP;
     if (top)

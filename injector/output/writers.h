@@ -30,13 +30,15 @@ const hs_writer *hs_writer_find(const char *format);
  * 0, or -1 after printing an error. */
 int hs_write_file(const hs_writer *w, const hs_profile *p, const char *dir, const char *name);
 
-/* Write every wanted writer's file into dir (which exists). Returns 0, or
- * -1 after printing an error. */
+/* Write every wanted writer's file into dir (which exists), and remove
+ * the files of the others (left by an earlier run). Returns 0, or -1
+ * after printing an error. */
 int hs_write_all(const hs_profile *p, const char *dir);
 
 /* The writers' functions. */
 int hs_write_txt(const hs_profile *p, FILE *out);
 int hs_write_json(const hs_profile *p, FILE *out);
 int hs_write_folded(const hs_profile *p, FILE *out);
+int hs_write_folded_time(const hs_profile *p, FILE *out);
 
 #endif

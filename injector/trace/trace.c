@@ -12,6 +12,7 @@
 #include "commands/commands.h"
 #include "output/writers.h"
 #include "profile/resolve.h"
+#include "trace/checks.h"
 #include "trace/collect.h"
 
 static volatile LONG interrupts;
@@ -48,27 +49,17 @@ int hs_trace_interrupts(void)
     return (int)interrupts;
 }
 
-static int report_unmatched_filters(uint32_t matched, const hs_options *o)
-{
-    int bad = 0;
-    for (int i = 0; i < o->nfilters; i++) {
-        if (!(matched & (1u << i))) {
-            char *f = hs_utf8(o->filters[i]);
-            hs_err("function filter '%s' matched no function", f);
-            free(f);
-            bad = 1;
-        }
-    }
-    return bad;
-}
-
 int hs_trace_check_filters(hs_trace *t, const hs_options *o)
 {
     const hs_session_header *h = t->session.hdr;
-    uint32_t all_modules = o->nmodules >= 32 ? 0xFFFFFFFFu : (1u << o->nmodules) - 1;
-    if ((h->pattern_matched & all_modules) != all_modules)
-        return 0;   /* a module may still load and match */
-    return report_unmatched_filters(h->filter_matched, o) ? -1 : 0;
+    /* the functions found so far, named as the report will name them */
+    hs_profile *p = hs_profile_new();
+    p->pid = t->p->pid;
+    hs_collect(t->session.view, p);
+    hs_profile_resolve(p);
+    int rc = hs_check_at_start(o, p, h->pattern_matched, h->filter_matched, (h->options & HS_OPT_ATTACH) != 0);
+    hs_profile_free(p);
+    return rc;
 }
 
 int hs_trace_finish(hs_trace *t, const hs_options *o)
@@ -89,20 +80,12 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     if (hs_write_all(p, o->outdir) < 0)
         rc = HS_EXIT_FAILED;
 
-    if (report_unmatched_filters(t->session.hdr->filter_matched, o))
+    if (hs_check_at_end(o, p, t->session.hdr->pattern_matched, t->session.hdr->filter_matched) < 0)
         rc = HS_EXIT_FAILED;
     if (t->session.hdr->error_text[0]) {
         /* a module loaded later could not be hooked */
         hs_err("%s", t->session.hdr->error_text);
         rc = HS_EXIT_FAILED;
-    }
-    uint32_t matched = t->session.hdr->pattern_matched;
-    for (int i = 0; i < o->nmodules; i++) {
-        if (!(matched & (1u << i))) {
-            char *m = hs_utf8(o->modules[i]);
-            hs_err("module '%s' was never loaded by the target", m);
-            rc = HS_EXIT_FAILED;
-        }
     }
     if (!o->quiet) {
         size_t hooked = 0, found = 0, nmods = 0;
