@@ -20,7 +20,7 @@ PYTHON       ?= python3
 VERSION      := 0.1.0
 
 WARN     := -Wall -Wextra
-COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -Iinjector -DHOOKSCOPE_VERSION=\"$(VERSION)\"
+COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -Iinjector -Isampler -DHOOKSCOPE_VERSION=\"$(VERSION)\"
 WCFLAGS  := $(COMMON) -I$(CAPSTONE_WIN)/include -D_WIN32_WINNT=0x0601 -DUNICODE -D_UNICODE -D__USE_MINGW_ANSI_STDIO=1 \
             -fno-strict-aliasing
 NCFLAGS  := $(COMMON) -fno-strict-aliasing
@@ -34,6 +34,8 @@ INJ_C     := $(wildcard injector/*.c injector/*/*.c)
 # natively for their unit tests
 INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C))
 SAMPLER_C := $(wildcard sampler/*.c)
+# the sampler's portable parts (sample set, unwinder, code map, classifier)
+SAMPLER_PORTABLE := $(filter-out %_win.c,$(SAMPLER_C))
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
@@ -78,7 +80,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(UNIT_SUPPORT))
+NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(SAMPLER_PORTABLE) $(UNIT_SUPPORT))
 
 $(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB)
 	@mkdir -p $(dir $@)

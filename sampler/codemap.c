@@ -1,0 +1,493 @@
+/*
+ * sampler/codemap.c - the target's code for the sampler (see codemap.h).
+ */
+#include "codemap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/map.h"
+#include "base/util.h"
+
+#define PAGE 4096u
+#define MAX_PAGES 16384          /* 64 MB of cached target memory, then start over */
+#define MAX_PDATA (1u << 22)
+
+typedef struct page {
+    uint64_t addr;
+    bool ok;
+    uint8_t data[PAGE];
+} page;
+
+typedef struct own_arena {
+    uint64_t base;
+    uint32_t size;
+    uint32_t *table;             /* triples, sorted */
+    size_t ntable;
+} own_arena;
+
+typedef struct desc_ent {
+    uint64_t desc, entry;
+} desc_ent;
+
+struct hs_codemap {
+    hs_mem_read_fn read;
+    void *ctx;
+    hs_image *images;
+    size_t nimages, cap_images;
+    size_t *live;                /* indices of loaded images, by base */
+    size_t nlive;
+    own_arena *arenas;           /* by base */
+    size_t narenas;
+    hs_own_slot *slots;          /* by lo */
+    size_t nslots;
+    desc_ent *descs;             /* by desc */
+    size_t ndescs;
+    uint64_t agent_lo, agent_hi;
+    uint32_t tids[64];
+    size_t ntids;
+    page **pages;
+    size_t npages;
+    hs_map page_index;
+};
+
+hs_codemap *hs_codemap_new(hs_mem_read_fn read, void *ctx)
+{
+    hs_codemap *m = hs_xcalloc(1, sizeof *m);
+    m->read = read;
+    m->ctx = ctx;
+    return m;
+}
+
+static void free_own(hs_codemap *m)
+{
+    for (size_t i = 0; i < m->narenas; i++)
+        free(m->arenas[i].table);
+    free(m->arenas);
+    free(m->slots);
+    free(m->descs);
+    m->arenas = NULL;
+    m->slots = NULL;
+    m->descs = NULL;
+    m->narenas = m->nslots = m->ndescs = 0;
+}
+
+void hs_codemap_flush(hs_codemap *m)
+{
+    for (size_t i = 0; i < m->npages; i++)
+        free(m->pages[i]);
+    free(m->pages);
+    m->pages = NULL;
+    m->npages = 0;
+    hs_map_free(&m->page_index);
+}
+
+void hs_codemap_free(hs_codemap *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->nimages; i++) {
+        free(m->images[i].path);
+        free(m->images[i].pdata);
+    }
+    free(m->images);
+    free(m->live);
+    free_own(m);
+    hs_codemap_flush(m);
+    free(m);
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+static const page *page_at(hs_codemap *m, uint64_t addr)
+{
+    uint64_t pa = addr & ~(uint64_t)(PAGE - 1);
+    uint32_t i;
+    if (hs_map_get(&m->page_index, pa, &i))
+        return m->pages[i];
+    if (m->npages == MAX_PAGES)
+        hs_codemap_flush(m);
+    page *pg = hs_xmalloc(sizeof *pg);
+    pg->addr = pa;
+    pg->ok = m->read(m->ctx, pa, pg->data, PAGE) == 0;
+    m->pages = hs_xrealloc(m->pages, (m->npages + 1) * sizeof *m->pages);
+    m->pages[m->npages] = pg;
+    hs_map_put(&m->page_index, pa, (uint32_t)m->npages);
+    m->npages++;
+    return pg;
+}
+
+int hs_codemap_read(hs_codemap *m, uint64_t addr, void *buf, size_t len)
+{
+    uint8_t *out = buf;
+    while (len) {
+        const page *pg = page_at(m, addr);
+        if (!pg->ok)
+            return -1;
+        size_t off = (size_t)(addr - pg->addr), n = PAGE - off;
+        if (n > len)
+            n = len;
+        memcpy(out, pg->data + off, n);
+        out += n;
+        addr += n;
+        len -= n;
+    }
+    return 0;
+}
+
+/* ---- images --------------------------------------------------------------------- */
+
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+static int cmp_triple(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Read `n` RUNTIME_FUNCTIONs at addr (directly, not through the cache)
+ * and sort them. NULL if unreadable. */
+static uint32_t *read_table(hs_codemap *m, uint64_t addr, size_t n)
+{
+    uint32_t *t = hs_xmalloc(n * 12 + 12);
+    if (n && m->read(m->ctx, addr, t, n * 12) < 0) {
+        free(t);
+        return NULL;
+    }
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = t[i * 3] >= t[(i - 1) * 3];
+    if (!sorted)
+        hs_sort(t, n, 12, cmp_triple, NULL);
+    return t;
+}
+
+/* The headers of the image at base: timestamp, SizeOfImage, .pdata. */
+static int read_image(hs_codemap *m, hs_image *im)
+{
+    uint8_t h[PAGE];
+    if (m->read(m->ctx, im->base, h, sizeof h) < 0 || h[0] != 'M' || h[1] != 'Z')
+        return -1;
+    uint32_t nt = rd32(h + 0x3C);
+    if (nt > PAGE - 24 - 112 - 16 * 8 || rd32(h + nt) != 0x00004550)
+        return -1;
+    const uint8_t *fh = h + nt + 4, *oh = fh + 20;
+    if (rd16(oh) != 0x20B)
+        return -1;   /* not PE32+ */
+    im->timestamp = rd32(fh + 4);
+    if (!im->size)
+        im->size = rd32(oh + 56);
+    uint32_t ndirs = rd32(oh + 108);
+    if (ndirs > 3) {
+        uint32_t rva = rd32(oh + 112 + 3 * 8), size = rd32(oh + 112 + 3 * 8 + 4);
+        size_t n = size / 12;
+        if (n > MAX_PDATA)
+            n = MAX_PDATA;
+        if (n && rva < im->size && size <= im->size - rva) {
+            im->pdata = read_table(m, im->base + rva, n);
+            im->npdata = im->pdata ? n : 0;
+        }
+    }
+    return 0;
+}
+
+static int cmp_live(const void *a, const void *b, void *ctx)
+{
+    const hs_codemap *m = ctx;
+    uint64_t x = m->images[*(const size_t *)a].base, y = m->images[*(const size_t *)b].base;
+    return x < y ? -1 : x > y;
+}
+
+static void index_live(hs_codemap *m)
+{
+    m->live = hs_xrealloc(m->live, (m->nimages + 1) * sizeof *m->live);
+    m->nlive = 0;
+    for (size_t i = 0; i < m->nimages; i++)
+        if (!m->images[i].unloaded)
+            m->live[m->nlive++] = i;
+    hs_sort(m->live, m->nlive, sizeof *m->live, cmp_live, m);
+}
+
+hs_image *hs_codemap_add_image(hs_codemap *m, uint64_t base, uint32_t size, const char *path, bool agent)
+{
+    for (size_t i = 0; i < m->nimages; i++) {
+        hs_image *im = &m->images[i];
+        if (!im->unloaded && im->base == base && (im->size == size || !size)) {
+            im->seen = true;
+            im->agent |= agent;
+            return im;
+        }
+    }
+    hs_image im;
+    memset(&im, 0, sizeof im);
+    im.base = base;
+    im.size = size;
+    im.agent = agent;
+    im.seen = true;
+    if (read_image(m, &im) < 0) {
+        free(im.pdata);
+        return NULL;
+    }
+    im.path = hs_xstrdup(path ? path : "");
+    /* another live image overlapping this one is gone */
+    for (size_t i = 0; i < m->nimages; i++) {
+        hs_image *o = &m->images[i];
+        if (!o->unloaded && o->base < base + im.size && base < o->base + o->size)
+            o->unloaded = true;
+    }
+    hs_xgrow(&m->images, &m->cap_images, m->nimages + 1, sizeof *m->images);
+    m->images[m->nimages++] = im;
+    index_live(m);
+    return &m->images[m->nimages - 1];
+}
+
+void hs_codemap_begin_enum(hs_codemap *m)
+{
+    for (size_t i = 0; i < m->nimages; i++)
+        m->images[i].seen = false;
+}
+
+void hs_codemap_sweep(hs_codemap *m)
+{
+    int changed = 0;
+    for (size_t i = 0; i < m->nimages; i++) {
+        if (!m->images[i].seen && !m->images[i].unloaded) {
+            m->images[i].unloaded = true;
+            changed = 1;
+        }
+    }
+    if (changed) {
+        index_live(m);
+        hs_codemap_flush(m);
+    }
+}
+
+size_t hs_codemap_images(const hs_codemap *m, const hs_image **out)
+{
+    *out = m->images;
+    return m->nimages;
+}
+
+/* ---- hookscope's code -------------------------------------------------------------- */
+
+static int cmp_slot(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint64_t x = ((const hs_own_slot *)a)->lo, y = ((const hs_own_slot *)b)->lo;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_desc(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint64_t x = ((const desc_ent *)a)->desc, y = ((const desc_ent *)b)->desc;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_arena(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint64_t x = ((const own_arena *)a)->base, y = ((const own_arena *)b)->base;
+    return x < y ? -1 : x > y;
+}
+
+void hs_codemap_set_own(hs_codemap *m, const hs_owncode *own)
+{
+    free_own(m);
+    m->agent_lo = own->agent_base;
+    m->agent_hi = own->agent_base + own->agent_size;
+    m->ntids = own->ntids < 64 ? own->ntids : 64;
+    memcpy(m->tids, own->tids, m->ntids * sizeof *m->tids);
+    m->arenas = hs_xcalloc(own->narenas ? own->narenas : 1, sizeof *m->arenas);
+    for (size_t i = 0; i < own->narenas; i++) {
+        own_arena *a = &m->arenas[m->narenas];
+        a->base = own->arenas[i].base;
+        a->size = own->arenas[i].size;
+        a->table = own->arenas[i].ntable ? read_table(m, own->arenas[i].table, own->arenas[i].ntable) : NULL;
+        a->ntable = a->table ? own->arenas[i].ntable : 0;
+        m->narenas++;
+    }
+    hs_sort(m->arenas, m->narenas, sizeof *m->arenas, cmp_arena, NULL);
+    m->slots = hs_xcalloc(own->nslots ? own->nslots : 1, sizeof *m->slots);
+    memcpy(m->slots, own->slots, own->nslots * sizeof *m->slots);
+    m->nslots = own->nslots;
+    hs_sort(m->slots, m->nslots, sizeof *m->slots, cmp_slot, NULL);
+    m->descs = hs_xcalloc(own->nslots ? own->nslots : 1, sizeof *m->descs);
+    for (size_t i = 0; i < m->nslots; i++) {
+        if (m->slots[i].desc) {
+            m->descs[m->ndescs].desc = m->slots[i].desc;
+            m->descs[m->ndescs++].entry = m->slots[i].entry;
+        }
+    }
+    hs_sort(m->descs, m->ndescs, sizeof *m->descs, cmp_desc, NULL);
+    /* stubs of a module hooked again at the same place are new code */
+    hs_codemap_flush(m);
+}
+
+bool hs_codemap_own_thread(const hs_codemap *m, uint32_t tid)
+{
+    for (size_t i = 0; i < m->ntids; i++)
+        if (m->tids[i] == tid)
+            return true;
+    return false;
+}
+
+static const own_arena *arena_of(const hs_codemap *m, uint64_t pc)
+{
+    size_t lo = 0, hi = m->narenas;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->arenas[mid].base <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const own_arena *a = &m->arenas[lo - 1];
+    return pc - a->base < a->size ? a : NULL;
+}
+
+static const hs_own_slot *slot_of(const hs_codemap *m, uint64_t pc)
+{
+    size_t lo = 0, hi = m->nslots;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->slots[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const hs_own_slot *s = &m->slots[lo - 1];
+    return pc < s->hi ? s : NULL;
+}
+
+static const hs_image *image_of(const hs_codemap *m, uint64_t pc)
+{
+    size_t lo = 0, hi = m->nlive;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->images[m->live[mid]].base <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const hs_image *im = &m->images[m->live[lo - 1]];
+    return pc - im->base < im->size ? im : NULL;
+}
+
+/* The RUNTIME_FUNCTION of table t (n triples) covering rva, or NULL. */
+static const uint32_t *find_entry(const uint32_t *t, size_t n, uint32_t rva)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid * 3] <= rva)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const uint32_t *e = &t[(lo - 1) * 3];
+    return rva < e[1] ? e : NULL;
+}
+
+bool hs_codemap_is_own(const hs_codemap *m, uint64_t addr)
+{
+    return (addr >= m->agent_lo && addr < m->agent_hi) || arena_of(m, addr) != NULL;
+}
+
+/* ---- the unwinder's view ------------------------------------------------------------- */
+
+static int lookup(void *ctx, uint64_t pc, hs_uw_entry *e)
+{
+    const hs_codemap *m = ctx;
+    const own_arena *a = arena_of(m, pc);
+    if (a) {
+        const uint32_t *f = find_entry(a->table, a->ntable, (uint32_t)(pc - a->base));
+        if (!f)
+            return HS_UW_EMULATE;
+        e->base = a->base;
+        e->begin = f[0];
+        e->end = f[1];
+        e->unwind = f[2];
+        return HS_UW_TABLE;
+    }
+    const hs_image *im = image_of(m, pc);
+    if (!im)
+        return HS_UW_UNKNOWN;
+    const uint32_t *f = find_entry(im->pdata, im->npdata, (uint32_t)(pc - im->base));
+    if (!f)
+        return HS_UW_LEAF;
+    e->base = im->base;
+    e->begin = f[0];
+    e->end = f[1];
+    e->unwind = f[2];
+    return HS_UW_TABLE;
+}
+
+static int env_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    return hs_codemap_read(ctx, addr, buf, len);
+}
+
+hs_uw_env hs_codemap_env(hs_codemap *m)
+{
+    hs_uw_env env = { m, lookup, env_read };
+    return env;
+}
+
+/* ---- attribution ------------------------------------------------------------------------ */
+
+static uint64_t desc_entry(const hs_codemap *m, uint64_t desc)
+{
+    size_t lo = 0, hi = m->ndescs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->descs[mid].desc < desc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->ndescs && m->descs[lo].desc == desc ? m->descs[lo].entry : 0;
+}
+
+uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint64_t *frames, uint32_t n)
+{
+    uint32_t out = 0;
+    bool leaf_in_agent = n && frames[0] >= m->agent_lo && frames[0] < m->agent_hi;
+    bool first_from_slot = false;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t a = frames[i];
+        if (a >= m->agent_lo && a < m->agent_hi)
+            continue;
+        if (arena_of(m, a)) {
+            const hs_own_slot *s = slot_of(m, a);
+            if (!s)
+                continue;
+            if (out == 0)
+                first_from_slot = true;
+            a = out == 0 ? s->entry : s->entry + 1;
+        }
+        frames[out++] = a;
+    }
+    if (leaf_in_agent && !first_from_slot && leaf) {
+        /* stopped in the timing wrapper: it holds its descriptor */
+        uint64_t entry = desc_entry(m, leaf->r[HS_R_RSI]);
+        if (!entry)
+            entry = desc_entry(m, leaf->r[HS_R_RBP]);
+        if (entry) {
+            memmove(frames + 1, frames, (size_t)out * sizeof *frames);
+            frames[0] = entry;
+            out++;
+        }
+    }
+    return out;
+}

@@ -1,0 +1,145 @@
+/*
+ * sampler/sampler.h - CPU sampling behind one small interface.
+ *
+ * A backend watches one process and delivers samples: which thread, when,
+ * whether the thread was running (a CPU sample) or waiting (a wait
+ * sample), and its stack as raw addresses, leaf first. Samples go into a
+ * sample set, which merges equal stacks of a thread and kind and keeps
+ * the modules the samples were taken in; after the run the set becomes
+ * stacks, threads and run figures of the profile (hs_sampleset_to_profile),
+ * named later by the profile's resolve pass like every other address.
+ *
+ *   suspend  (suspend_win.c) hookscope.exe suspends each thread in turn,
+ *            takes its context and copies its stack, resumes it, and
+ *            unwinds the copy; no privileges needed; runs under Wine.
+ *   etw      (to come) the kernel's SampledProfile events with stacks.
+ *
+ * Plain C except the backends' *_win.c files: the sample set, the
+ * unwinder, the code map and the CPU/wait classifier are built and
+ * unit-tested natively too.
+ */
+#ifndef HOOKSCOPE_SAMPLER_H
+#define HOOKSCOPE_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+
+/* ---- samples and the sample set ------------------------------------------ */
+
+/* One sample as a backend delivers it. */
+typedef struct hs_sample {
+    uint32_t pid, tid;
+    uint64_t time_ns;          /* since the backend started */
+    uint8_t kind;              /* HS_STACK_CPU or HS_STACK_WAIT */
+    bool truncated;            /* the stack went deeper than what was walked */
+    uint32_t nframes;
+    const uint64_t *frames;    /* leaf first: [0] the instruction pointer, then return addresses */
+} hs_sample;
+
+typedef struct hs_sampleset hs_sampleset;
+
+hs_sampleset *hs_sampleset_new(void);
+void hs_sampleset_free(hs_sampleset *s);
+
+/* Add one sample (its frames are copied). */
+void hs_sampleset_add(hs_sampleset *s, const hs_sample *smp);
+/* The same in two halves, for a backend that learns a sample's kind
+ * later: the stack's id (equal stacks of a thread share one), then
+ * count it once the kind is known. */
+uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const uint64_t *frames,
+                            uint32_t nframes);
+void hs_sampleset_count(hs_sampleset *s, uint32_t stack, uint8_t kind, uint64_t n);
+/* A sample that could not be taken. */
+void hs_sampleset_lost(hs_sampleset *s, uint64_t n);
+
+/* A module samples may point into (seen loaded; later unloaded or not). */
+void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,
+                         uint32_t timestamp, bool unloaded, bool agent);
+/* A thread's CPU time in seconds (-1 unknown); threads are known from
+ * their samples too. */
+void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s);
+
+/* Totals so far. */
+uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind);
+size_t hs_sampleset_unique(const hs_sampleset *s);
+
+/* Into the profile: every stack of every thread and kind with its count
+ * and raw addresses (for hs_profile_resolve), the modules it does not
+ * have yet, the threads (samples, CPU time; calls are the collector's),
+ * and the sampling figures (backend, rate and cpu_s are the caller's to
+ * set). Stacks come in a fixed order: by kind, thread, then frames. */
+void hs_sampleset_to_profile(const hs_sampleset *s, hs_profile *p);
+
+/* ---- hookscope's own code in the target --------------------------------------- */
+
+/* What the hooks put into the target, for a sampler: samples in it are
+ * attributed to the hooked function it serves, and unwinding passes
+ * through it. Filled from the session (trace/owncode.c). */
+typedef struct hs_own_arena {
+    uint64_t base;             /* stubs, trampolines and their unwind data of one module */
+    uint32_t size;
+    uint64_t table;            /* its RUNTIME_FUNCTIONs (RVAs from base), in the target */
+    uint32_t ntable;
+} hs_own_arena;
+
+typedef struct hs_own_slot {
+    uint64_t lo, hi;           /* one hooked function's slot: descriptor, stub, trampoline */
+    uint64_t tramp;            /* its trampoline (the relocated first instructions) */
+    uint64_t entry;            /* the function it serves */
+    uint64_t desc;             /* its timing wrapper's descriptor, 0 when not timed */
+} hs_own_slot;
+
+typedef struct hs_owncode {
+    uint64_t agent_base;       /* the agent DLL (0: none) */
+    uint32_t agent_size;
+    hs_own_arena *arenas;
+    size_t narenas;
+    hs_own_slot *slots;        /* sorted by lo */
+    size_t nslots;
+    uint32_t tids[64];         /* hookscope's threads in the target: never sampled */
+    size_t ntids;
+} hs_owncode;
+
+void hs_owncode_free(hs_owncode *o);
+
+/* ---- backends ------------------------------------------------------------------- */
+
+typedef struct hs_sampler_config {
+    uint32_t pid;
+    double rate_hz;            /* samples per second per thread */
+    /* Fills *o when hookscope's own code or threads in the target changed
+     * since the last call (returns 1), else returns 0; NULL: no hooks. */
+    int (*own)(void *ctx, hs_owncode *o);
+    void *own_ctx;
+} hs_sampler_config;
+
+/* What a backend measured besides its samples. */
+typedef struct hs_sampler_stats {
+    double cpu_s;              /* the process's CPU time while sampled, -1 if unknown */
+    uint32_t threads;          /* threads sampled */
+    uint64_t ticks;            /* sampling rounds */
+    /* suspend backend: microseconds a thread stayed suspended per sample
+     * (median, 99th percentile) and the unwind time per sample */
+    double suspended_us_p50, suspended_us_p99, unwind_us_avg;
+    bool cycle_clock;          /* CPU/wait from cycle counters (else thread times) */
+} hs_sampler_stats;
+
+typedef struct hs_sampler hs_sampler;
+
+typedef struct hs_sampler_backend {
+    const char *name;          /* "suspend", "etw" */
+    /* Start sampling (a thread of its own); returns NULL after printing
+     * why not. The set is the backend's until stop. */
+    hs_sampler *(*start)(const hs_sampler_config *c, hs_sampleset *out);
+    /* Stop, deliver every pending sample, fill stats, free the sampler. */
+    void (*stop)(hs_sampler *s, hs_sampler_stats *stats);
+} hs_sampler_backend;
+
+/* The backend named `name` ("suspend", "etw", "auto"), or NULL after
+ * printing why it cannot be used. */
+const hs_sampler_backend *hs_sampler_backend_find(const char *name);
+
+#endif
