@@ -1,0 +1,272 @@
+/*
+ * sampler/sampleset.c - the sample set (see sampler.h): unique stacks per
+ * thread with their CPU and wait counts, the modules the samples point
+ * into, the threads, and the losses; and its merge into a profile.
+ *
+ * Stacks are interned by a hash of (thread, truncated, frames) in an
+ * hs_map, whose colliding keys are told apart by comparing the frames;
+ * frames live in one pool.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/map.h"
+#include "base/util.h"
+#include "sampler.h"
+
+typedef struct set_stack {
+    uint32_t tid;
+    uint32_t nframes;
+    size_t frames;             /* offset in the pool */
+    bool truncated;
+    uint64_t count[3];         /* by hs_stack_kind (CPU, WAIT) */
+} set_stack;
+
+typedef struct set_module {
+    char *path;
+    uint64_t base;
+    uint32_t size, timestamp;
+    bool unloaded, agent;
+} set_module;
+
+typedef struct set_thread {
+    uint32_t tid;
+    double cpu_s;
+    uint64_t count[3];
+} set_thread;
+
+struct hs_sampleset {
+    set_stack *stacks;
+    size_t nstacks, cap_stacks;
+    uint64_t *pool;
+    size_t npool, cap_pool;
+    hs_map index;              /* hash -> stack */
+    set_module *modules;
+    size_t nmodules, cap_modules;
+    set_thread *threads;
+    size_t nthreads, cap_threads;
+    hs_map thread_index;       /* tid -> thread */
+    uint64_t total[3];
+    uint64_t lost;
+};
+
+hs_sampleset *hs_sampleset_new(void)
+{
+    return hs_xcalloc(1, sizeof(hs_sampleset));
+}
+
+void hs_sampleset_free(hs_sampleset *s)
+{
+    if (!s)
+        return;
+    free(s->stacks);
+    free(s->pool);
+    hs_map_free(&s->index);
+    for (size_t i = 0; i < s->nmodules; i++)
+        free(s->modules[i].path);
+    free(s->modules);
+    free(s->threads);
+    hs_map_free(&s->thread_index);
+    free(s);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h *= 0xFF51AFD7ED558CCDull;
+    return h ^ (h >> 33);
+}
+
+static set_thread *thread_of(hs_sampleset *s, uint32_t tid)
+{
+    uint32_t i;
+    if (hs_map_get(&s->thread_index, tid, &i))
+        return &s->threads[i];
+    hs_xgrow(&s->threads, &s->cap_threads, s->nthreads + 1, sizeof *s->threads);
+    set_thread *t = &s->threads[s->nthreads];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    t->cpu_s = -1;
+    hs_map_put(&s->thread_index, tid, (uint32_t)s->nthreads);
+    s->nthreads++;
+    return t;
+}
+
+uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const uint64_t *frames,
+                            uint32_t nframes)
+{
+    uint64_t h = mix(mix(tid, truncated), nframes);
+    for (uint32_t i = 0; i < nframes; i++)
+        h = mix(h, frames[i]);
+    size_t cursor = 0;
+    uint32_t id;
+    while (hs_map_next(&s->index, h, &cursor, &id)) {
+        const set_stack *st = &s->stacks[id];
+        if (st->tid == tid && st->truncated == truncated && st->nframes == nframes &&
+            !memcmp(s->pool + st->frames, frames, (size_t)nframes * 8))
+            return id;
+    }
+    hs_xgrow(&s->pool, &s->cap_pool, s->npool + nframes, sizeof *s->pool);
+    memcpy(s->pool + s->npool, frames, (size_t)nframes * 8);
+    hs_xgrow(&s->stacks, &s->cap_stacks, s->nstacks + 1, sizeof *s->stacks);
+    set_stack *st = &s->stacks[s->nstacks];
+    memset(st, 0, sizeof *st);
+    st->tid = tid;
+    st->nframes = nframes;
+    st->frames = s->npool;
+    st->truncated = truncated;
+    s->npool += nframes;
+    id = (uint32_t)s->nstacks++;
+    hs_map_put(&s->index, h, id);
+    thread_of(s, tid);
+    return id;
+}
+
+void hs_sampleset_count(hs_sampleset *s, uint32_t stack, uint8_t kind, uint64_t n)
+{
+    if (stack >= s->nstacks || (kind != HS_STACK_CPU && kind != HS_STACK_WAIT) || !n)
+        return;
+    s->stacks[stack].count[kind] += n;
+    thread_of(s, s->stacks[stack].tid)->count[kind] += n;
+    s->total[kind] += n;
+}
+
+void hs_sampleset_add(hs_sampleset *s, const hs_sample *smp)
+{
+    uint32_t id = hs_sampleset_stack(s, smp->tid, smp->truncated, smp->frames, smp->nframes);
+    hs_sampleset_count(s, id, smp->kind, 1);
+}
+
+void hs_sampleset_lost(hs_sampleset *s, uint64_t n)
+{
+    s->lost += n;
+}
+
+void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,
+                         uint32_t timestamp, bool unloaded, bool agent)
+{
+    for (size_t i = 0; i < s->nmodules; i++) {
+        set_module *m = &s->modules[i];
+        if (m->base == base && m->size == size && !strcmp(m->path, path)) {
+            m->unloaded |= unloaded;
+            return;
+        }
+    }
+    hs_xgrow(&s->modules, &s->cap_modules, s->nmodules + 1, sizeof *s->modules);
+    set_module *m = &s->modules[s->nmodules++];
+    m->path = hs_xstrdup(path);
+    m->base = base;
+    m->size = size;
+    m->timestamp = timestamp;
+    m->unloaded = unloaded;
+    m->agent = agent;
+}
+
+void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s)
+{
+    thread_of(s, tid)->cpu_s = cpu_s;
+}
+
+uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind)
+{
+    return kind == HS_STACK_CPU || kind == HS_STACK_WAIT ? s->total[kind] : 0;
+}
+
+size_t hs_sampleset_unique(const hs_sampleset *s)
+{
+    return s->nstacks;
+}
+
+/* by thread, then frames (shorter first), then truncated */
+static int cmp_stack(const void *a, const void *b, void *ctx)
+{
+    const hs_sampleset *s = ctx;
+    const set_stack *x = &s->stacks[*(const uint32_t *)a], *y = &s->stacks[*(const uint32_t *)b];
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    uint32_t n = x->nframes < y->nframes ? x->nframes : y->nframes;
+    const uint64_t *fx = s->pool + x->frames, *fy = s->pool + y->frames;
+    for (uint32_t i = 0; i < n; i++)
+        if (fx[i] != fy[i])
+            return fx[i] < fy[i] ? -1 : 1;
+    if (x->nframes != y->nframes)
+        return x->nframes < y->nframes ? -1 : 1;
+    return (int)x->truncated - (int)y->truncated;
+}
+
+static int cmp_tid(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint32_t x = ((const set_thread *)a)->tid, y = ((const set_thread *)b)->tid;
+    return x < y ? -1 : x > y;
+}
+
+/* The profile's module at the same place with the same file name, or -1. */
+static int64_t profile_module(const hs_profile *p, const set_module *m)
+{
+    const char *name = hs_basename(m->path);
+    for (size_t i = 0; i < p->nmodules; i++) {
+        const hs_prof_module *pm = &p->modules[i];
+        if (pm->base == m->base && pm->size == m->size && !strcasecmp(hs_basename(pm->path), name))
+            return (int64_t)i;
+    }
+    return -1;
+}
+
+void hs_sampleset_to_profile(const hs_sampleset *s, hs_profile *p)
+{
+    for (size_t i = 0; i < s->nmodules; i++) {
+        const set_module *m = &s->modules[i];
+        int64_t at = profile_module(p, m);
+        if (at >= 0) {
+            p->modules[at].unloaded |= m->unloaded;
+            continue;
+        }
+        uint32_t k = hs_profile_add_module(p, m->path, m->base, m->size);
+        p->modules[k].timestamp = m->timestamp;
+        p->modules[k].unloaded = m->unloaded;
+        p->modules[k].agent = m->agent;
+    }
+
+    uint32_t *order = hs_xcalloc(s->nstacks ? s->nstacks : 1, sizeof *order);
+    for (size_t i = 0; i < s->nstacks; i++)
+        order[i] = (uint32_t)i;
+    hs_sort(order, s->nstacks, sizeof *order, cmp_stack, (void *)s);
+    for (uint8_t kind = HS_STACK_CPU; kind <= HS_STACK_WAIT; kind++) {
+        for (size_t k = 0; k < s->nstacks; k++) {
+            const set_stack *st = &s->stacks[order[k]];
+            if (!st->count[kind] || !st->nframes)
+                continue;
+            hs_prof_stack *d = hs_profile_add_stack(p, kind, 0, st->count[kind], st->nframes);
+            d->tid = st->tid;
+            d->truncated = st->truncated;
+            d->addrs = hs_xmalloc((size_t)st->nframes * 8);
+            memcpy(d->addrs, s->pool + st->frames, (size_t)st->nframes * 8);
+        }
+    }
+    free(order);
+
+    set_thread *threads = hs_xcalloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
+    memcpy(threads, s->threads, s->nthreads * sizeof *threads);
+    hs_sort(threads, s->nthreads, sizeof *threads, cmp_tid, NULL);
+    uint32_t sampled = 0;
+    for (size_t i = 0; i < s->nthreads; i++) {
+        const set_thread *t = &threads[i];
+        hs_prof_thread *d = hs_profile_thread(p, t->tid);
+        d->cpu_samples += t->count[HS_STACK_CPU];
+        d->wait_samples += t->count[HS_STACK_WAIT];
+        if (t->cpu_s >= 0)
+            d->cpu_s = t->cpu_s;
+        if (t->count[HS_STACK_CPU] || t->count[HS_STACK_WAIT])
+            sampled++;
+    }
+    free(threads);
+
+    hs_prof_sampling *sm = &p->sampling;
+    sm->on = true;
+    sm->samples += s->total[HS_STACK_CPU];
+    sm->wait_samples += s->total[HS_STACK_WAIT];
+    sm->lost += s->lost;
+    sm->threads += sampled;
+}

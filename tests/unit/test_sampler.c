@@ -1,0 +1,611 @@
+/*
+ * tests/unit/test_sampler.c - the sampler's portable parts, natively, on
+ * synthetic targets (test_sampler_unwind.c runs real compiled code):
+ *
+ *   unwinder    a machine frame, a chained entry, a stack copy that ends
+ *               (truncated) or reaches the stack base (the end), a leaf
+ *               without an entry, and hookscope's generated code: the
+ *               undescribed pops of an entry stub and its jump into the
+ *               trampoline, and a timed stub's entry into the wrapper,
+ *               whose unwind data describes the stub's two pushes;
+ *   code map    attribution: agent frames dropped, stub and trampoline
+ *               frames become the hooked function, a sample in the timing
+ *               wrapper gets the function whose descriptor it holds;
+ *               images replaced and swept away;
+ *   classifier  CPU or wait with an exact cycle counter and with thread
+ *               times in 10 ms steps, for a busy thread, a sleeping one
+ *               (whose clock the sampler itself nudges), one that runs a
+ *               known share, a busy thread that is sometimes not
+ *               scheduled, two burners with a known split, a thread whose
+ *               final clock is lost;
+ *   sample set  interning, counts, the merge into a profile (stack order,
+ *               threads, modules, run figures).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "codemap.h"
+#include "profile/profile.h"
+#include "sampler.h"
+#include "tap.h"
+#include "unwind.h"
+
+/* ---- a synthetic target: memory regions ------------------------------------- */
+
+typedef struct region {
+    uint64_t addr;
+    uint8_t *data;
+    size_t len;
+} region;
+
+typedef struct target {
+    region r[16];
+    int n;
+    int reads;
+} target;
+
+static uint8_t *add_region(target *t, uint64_t addr, size_t len)
+{
+    region *r = &t->r[t->n++];
+    r->addr = addr;
+    r->len = len;
+    r->data = calloc(1, len);
+    return r->data;
+}
+
+static void free_target(target *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->r[i].data);
+    t->n = 0;
+}
+
+static int target_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    target *t = ctx;
+    t->reads++;
+    for (int i = 0; i < t->n; i++) {
+        region *r = &t->r[i];
+        if (addr >= r->addr && addr - r->addr <= r->len && r->len - (addr - r->addr) >= len) {
+            memcpy(buf, r->data + (addr - r->addr), len);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* A PE32+ image of `size` bytes at base, its .pdata at rva 0x200 with
+ * `n` entries (begin, end, unwind). Returns the image bytes. */
+static uint8_t *make_image(target *t, uint64_t base, uint32_t size, const uint32_t *pdata, int n)
+{
+    uint8_t *im = add_region(t, base, size);
+    im[0] = 'M';
+    im[1] = 'Z';
+    put32(im + 0x3C, 0x80);
+    put32(im + 0x80, 0x00004550);
+    uint8_t *fh = im + 0x84, *oh = fh + 20;
+    put16(fh, 0x8664);
+    put32(fh + 4, 0x12345678);
+    put16(oh, 0x20B);
+    put32(oh + 56, size);
+    put32(oh + 108, 16);
+    put32(oh + 112 + 3 * 8, 0x200);
+    put32(oh + 112 + 3 * 8 + 4, (uint32_t)n * 12);
+    memcpy(im + 0x200, pdata, (size_t)n * 12);
+    return im;
+}
+
+/* UNWIND_INFO at p: version 1, flags, prolog size, codes (pairs), frame */
+static void put_unwind(uint8_t *p, uint8_t flags, uint8_t prolog, const uint8_t *codes, int ncodes, uint8_t frame)
+{
+    p[0] = (uint8_t)(1 | flags << 3);
+    p[1] = prolog;
+    p[2] = (uint8_t)ncodes;
+    p[3] = frame;
+    memcpy(p + 4, codes, (size_t)ncodes * 2);
+}
+
+#define CODE(off, op, info) (off), (uint8_t)((op) | (info) << 4)
+
+/* ---- unwinder ---------------------------------------------------------------- */
+
+#define IMG 0x140000000ull
+#define STK 0x7000000ull
+
+typedef struct stackbuf {
+    uint64_t w[512];
+} stackbuf;
+
+static hs_uw_stack stack_at(stackbuf *sb, size_t words, bool complete)
+{
+    hs_uw_stack st = { STK, (const uint8_t *)sb->w, words * 8, complete };
+    return st;
+}
+
+static void test_unwinder(void)
+{
+    /* image: f_mach (machine frame) @0x1000, f_chain (fragment chained to
+     * f_parent) @0x1100, f_parent @0x1200, a leaf at 0x1300 (no entry) */
+    target t = { 0 };
+    uint32_t pdata[] = { 0x1000, 0x1010, 0x3000, 0x1100, 0x1110, 0x3020, 0x1200, 0x1280, 0x3040 };
+    uint8_t *im = make_image(&t, IMG, 0x4000, pdata, 3);
+    const uint8_t mach[] = { CODE(0, 10, 0) };
+    put_unwind(im + 0x3000, 0, 0, mach, 1, 0);
+    /* f_chain: no codes of its own, chained to f_parent (push rbx; sub rsp,0x20) */
+    put_unwind(im + 0x3020, 4, 0, NULL, 0, 0);
+    put32(im + 0x3024, 0x1200);
+    put32(im + 0x3028, 0x1280);
+    put32(im + 0x302C, 0x3040);
+    const uint8_t parent[] = { CODE(5, 2, 3), CODE(1, 0, HS_R_RBX) };
+    put_unwind(im + 0x3040, 0, 5, parent, 2, 0);
+    memset(im + 0x1000, 0x90, 0x400);   /* nops: no epilogue anywhere */
+    hs_codemap *cm = hs_codemap_new(target_read, &t);
+    tap_check(hs_codemap_add_image(cm, IMG, 0x4000, "t.exe", false) != NULL, "uw/image", "headers not read");
+    hs_uw_env env = hs_codemap_env(cm);
+
+    stackbuf sb;
+    memset(&sb, 0, sizeof sb);
+    /* machine frame: [rsp] rip, +8 cs, +16 flags, +24 rsp */
+    sb.w[0] = IMG + 0x1304;
+    sb.w[3] = STK + 0x100;
+    hs_uw_regs r;
+    memset(&r, 0, sizeof r);
+    r.rip = IMG + 0x1004;
+    r.r[HS_R_RSP] = STK;
+    hs_uw_stack st = stack_at(&sb, 512, false);
+    int err = hs_unwind_step(&env, &st, &r);
+    tap_check(!err && r.rip == IMG + 0x1304 && r.r[HS_R_RSP] == STK + 0x100, "uw/machine frame",
+              "err %d rip %llx rsp %llx", err, (unsigned long long)r.rip, (unsigned long long)r.r[HS_R_RSP]);
+
+    /* chained: in the fragment, the parent's codes apply in full */
+    memset(&sb, 0, sizeof sb);
+    sb.w[4] = 0xBB;                 /* saved rbx */
+    sb.w[5] = IMG + 0x1010;         /* return address */
+    memset(&r, 0, sizeof r);
+    r.rip = IMG + 0x1104;
+    r.r[HS_R_RSP] = STK;
+    err = hs_unwind_step(&env, &st, &r);
+    tap_check(!err && r.rip == IMG + 0x1010 && r.r[HS_R_RSP] == STK + 48 && r.r[HS_R_RBX] == 0xBB,
+              "uw/chained entry", "err %d rip %llx rsp %llx rbx %llx", err, (unsigned long long)r.rip,
+              (unsigned long long)r.r[HS_R_RSP], (unsigned long long)r.r[HS_R_RBX]);
+
+    /* a leaf without an entry: the return address is at rsp */
+    memset(&r, 0, sizeof r);
+    sb.w[0] = IMG + 0x1208;
+    r.rip = IMG + 0x1300;
+    r.r[HS_R_RSP] = STK;
+    err = hs_unwind_step(&env, &st, &r);
+    tap_check(!err && r.rip == IMG + 0x1208 && r.r[HS_R_RSP] == STK + 8, "uw/leaf", "err %d", err);
+
+    /* a walk through the parent into a leaf caller, the copy ending early:
+     * truncated; the same copy marked as reaching the stack base: the end */
+    memset(&sb, 0, sizeof sb);
+    sb.w[4] = 0xBB;
+    sb.w[5] = IMG + 0x1304;         /* parent returns into the leaf region */
+    uint64_t frames[16];
+    memset(&r, 0, sizeof r);
+    r.rip = IMG + 0x1240;
+    r.r[HS_R_RSP] = STK;
+    hs_uw_stack short_st = stack_at(&sb, 6, false);
+    hs_uw_result res = hs_unwind_walk(&env, &short_st, &r, frames, 16);
+    tap_check(res.n == 2 && frames[1] == IMG + 0x1304 && res.stop == HS_UW_TRUNCATED, "uw/truncated copy",
+              "%u frames, stop %d", res.n, res.stop);
+    short_st.complete = true;
+    res = hs_unwind_walk(&env, &short_st, &r, frames, 16);
+    tap_check(res.n == 2 && res.stop == HS_UW_END, "uw/stack base reached", "%u frames, stop %d", res.n, res.stop);
+    /* frame limit */
+    res = hs_unwind_walk(&env, &st, &r, frames, 1);
+    tap_check(res.n == 1 && res.stop == HS_UW_TRUNCATED, "uw/frame limit", "%u frames, stop %d", res.n, res.stop);
+    /* a return address into no known code ends the walk */
+    sb.w[5] = 0xDEAD0000;
+    res = hs_unwind_walk(&env, &st, &r, frames, 16);
+    tap_check(res.n == 1 && res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == 0xDEAD0000, "uw/unknown caller",
+              "%u frames, stop %d", res.n, res.stop);
+    hs_codemap_free(cm);
+    free_target(&t);
+}
+
+/* hookscope's generated code: an arena with one slot, as agent/stubs.c
+ * lays it out, and the agent with its wrapper */
+#define ARENA 0x150000000ull
+#define AGENT 0x180000000ull
+#define FN (IMG + 0x1200)            /* the hooked function */
+
+typedef struct own_fixture {
+    target t;
+    hs_codemap *cm;
+    uint64_t stub, done, nowrap, tramp, wrap;
+} own_fixture;
+
+static void own_setup(own_fixture *o)
+{
+    memset(o, 0, sizeof *o);
+    target *t = &o->t;
+    /* the image: FN with push rbx; sub rsp,0x20 (prolog 5) */
+    uint32_t pdata[] = { 0x1200, 0x1280, 0x3040 };
+    uint8_t *im = make_image(t, IMG, 0x4000, pdata, 1);
+    /* the window: a 5-byte nop, then push rbx @6, sub rsp,0x20 @10 */
+    const uint8_t fcodes[] = { CODE(10, 2, 3), CODE(6, 0, HS_R_RBX) };
+    put_unwind(im + 0x3040, 0, 10, fcodes, 2, 0);
+    memset(im + 0x1000, 0x90, 0x400);
+    /* the agent: hs_wrapper at 0x1000 with the stub's pushes at offset 0:
+     * push rbp @0, push rbx @0, push rsi @1 */
+    uint32_t apdata[] = { 0x1000, 0x1100, 0x2000 };
+    uint8_t *ag = make_image(t, AGENT, 0x4000, apdata, 1);
+    const uint8_t wcodes[] = { CODE(1, 0, HS_R_RSI), CODE(0, 0, HS_R_RBX), CODE(0, 0, HS_R_RBP) };
+    put_unwind(ag + 0x2000, 0, 1, wcodes, 3, 0);
+    memset(ag + 0x1000, 0x90, 0x100);
+    /* the arena: one slot [0x100, 0x200): slow [0x100,0x110) described,
+     * stub body [0x110,0x120) described (3 pushes), then at done 0x120:
+     * pop rdx; pop rax; pop rcx; push rbp; push rbx; mov rbp,imm64;
+     * mov rbx,gs:[0x1480]; jmp [rip+X] (-> wrapper); at nowrap: pop rdx;
+     * pop rax; pop rcx; jmp tramp; tramp at 0x180 (described, no codes:
+     * the window performs no prologue instruction); the unwind table at 0x400 */
+    uint8_t *a = add_region(t, ARENA, 0x1000);
+    o->stub = ARENA + 0x110;
+    o->done = ARENA + 0x120;
+    uint8_t *p = a + 0x120;
+    *p++ = 0x5A; *p++ = 0x58; *p++ = 0x59;                 /* pops */
+    *p++ = 0x55; *p++ = 0x53;                               /* push rbp; push rbx */
+    *p++ = 0x48; *p++ = 0xBD;                               /* mov rbp, imm64 (the descriptor) */
+    uint64_t desc = ARENA + 0x100 - 32;
+    memcpy(p, &desc, 8);
+    p += 8;
+    const uint8_t gsload[] = { 0x65, 0x48, 0x8B, 0x1C, 0x25, 0x80, 0x14, 0x00, 0x00 };
+    memcpy(p, gsload, sizeof gsload);
+    p += sizeof gsload;
+    o->wrap = ARENA + (uint64_t)(p - a);
+    *p++ = 0xFF; *p++ = 0x25;                               /* jmp [rip+disp32] */
+    uint32_t disp = (uint32_t)(0x1F0 - ((p - a) + 4));
+    put32(p, disp);
+    p += 4;
+    uint64_t wrapper = AGENT + 0x1000;
+    memcpy(a + 0x1F0, &wrapper, 8);
+    o->nowrap = ARENA + (uint64_t)(p - a);
+    *p++ = 0x5A; *p++ = 0x58; *p++ = 0x59;
+    *p++ = 0xE9;                                            /* jmp tramp */
+    put32(p, (uint32_t)(0x180 - ((p - a) + 4)));
+    o->tramp = ARENA + 0x180;
+    memset(a + 0x180, 0x90, 8);
+    a[0x188] = 0xE9;                                        /* jmp back into the body */
+    put32(a + 0x189, (uint32_t)((FN + 5) - (ARENA + 0x18D)));
+    uint32_t table[] = { 0x100, 0x110, 0x400, 0x110, 0x120, 0x410, 0x180, 0x188, 0x420 };
+    memcpy(a + 0x3F0 - 0x3F0 + 0x300, table, sizeof table);
+    const uint8_t slow[] = { CODE(0, 2, 2) };               /* the stub's 24 bytes */
+    put_unwind(a + 0x400, 0, 0, slow, 1, 0);
+    const uint8_t body[] = { CODE(3, 0, HS_R_RDX), CODE(2, 0, HS_R_RAX), CODE(1, 0, HS_R_RCX) };
+    put_unwind(a + 0x410, 0, 3, body, 3, 0);
+    put_unwind(a + 0x420, 0, 0, NULL, 0, 0);
+
+    o->cm = hs_codemap_new(target_read, t);
+    hs_codemap_add_image(o->cm, IMG, 0x4000, "t.exe", false);
+    hs_codemap_add_image(o->cm, AGENT, 0x4000, "hookscope-agent.dll", true);
+    hs_own_arena ar = { ARENA, 0x1000, ARENA + 0x300, 3 };
+    hs_own_slot sl = { ARENA + 0x100 - 32, ARENA + 0x200, ARENA + 0x180, FN, desc };
+    hs_owncode own;
+    memset(&own, 0, sizeof own);
+    own.agent_base = AGENT;
+    own.agent_size = 0x4000;
+    own.arenas = &ar;
+    own.narenas = 1;
+    own.slots = &sl;
+    own.nslots = 1;
+    own.tids[0] = 77;
+    own.ntids = 1;
+    hs_codemap_set_own(o->cm, &own);
+}
+
+static void test_own_code(void)
+{
+    own_fixture o;
+    own_setup(&o);
+    hs_uw_env env = hs_codemap_env(o.cm);
+    stackbuf sb;
+    /* the caller's frame: FN was entered with [rsp] = return into the leaf region */
+    const uint64_t caller_ret = IMG + 0x1308;
+    struct { const char *name; uint64_t rip; int pushed; } at[] = {
+        { "stub body (3 pushes)", ARENA + 0x114, 3 },
+        { "done: 3 pushes, undescribed", 0, 3 },
+        { "after one pop", 1, 2 },
+        { "after three pops", 3, 0 },
+        { "after push rbp (wrapper entry)", 4, -1 },
+        { "at the wrapper's jump", -1, -2 },
+        { "no-wrap pops", -3, 3 },
+        { "trampoline", ARENA + 0x184, 0 },
+        { "jump back from the trampoline", ARENA + 0x188, 0 },
+    };
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        uint64_t rip = at[i].rip;
+        if (i >= 1 && i <= 4)
+            rip = o.done + at[i].rip;
+        else if (i == 5)
+            rip = o.wrap;
+        else if (i == 6)
+            rip = o.nowrap;
+        memset(&sb, 0, sizeof sb);
+        hs_uw_regs r;
+        memset(&r, 0, sizeof r);
+        r.r[HS_R_RBX] = 0x1111;
+        r.r[HS_R_RBP] = 0x2222;
+        /* the stack: what is pushed above the entry state, then the return address */
+        size_t k = 0;
+        if (at[i].pushed > 0) {
+            for (int j = 0; j < at[i].pushed; j++)
+                sb.w[k++] = 0xAA00 + (uint64_t)j;
+        } else if (at[i].pushed == -1) {
+            sb.w[k++] = 0x2222;          /* the caller's rbp, pushed */
+            r.r[HS_R_RBP] = 0x2222;
+        } else if (at[i].pushed == -2) {
+            sb.w[k++] = 0x1111;          /* rbx, then rbp */
+            sb.w[k++] = 0x2222;
+            r.r[HS_R_RBP] = ARENA + 0x100 - 32;   /* the descriptor */
+            r.r[HS_R_RBX] = 0x5555;
+        }
+        sb.w[k++] = caller_ret;
+        r.rip = rip;
+        r.r[HS_R_RSP] = STK;
+        hs_uw_stack st = stack_at(&sb, 512, false);
+        int err = hs_unwind_step(&env, &st, &r);
+        char name[96];
+        snprintf(name, sizeof name, "own/unwind from %s", at[i].name);
+        tap_check(!err && r.rip == caller_ret && r.r[HS_R_RSP] == STK + 8 * k && r.r[HS_R_RBX] == 0x1111 &&
+                      r.r[HS_R_RBP] == 0x2222,
+                  name, "err %d rip %llx rsp +%lld rbx %llx rbp %llx", err, (unsigned long long)r.rip,
+                  (long long)(r.r[HS_R_RSP] - STK), (unsigned long long)r.r[HS_R_RBX],
+                  (unsigned long long)r.r[HS_R_RBP]);
+    }
+
+    /* attribution */
+    uint64_t f1[] = { AGENT + 0x1500, AGENT + 0x1040, o.stub + 4, IMG + 0x1250, IMG + 0x1308 };
+    uint32_t n = hs_codemap_attribute(o.cm, NULL, f1, 5);
+    tap_check(n == 3 && f1[0] == FN && f1[1] == IMG + 0x1250 && f1[2] == IMG + 0x1308, "own/agent frames dropped, stub -> function",
+              "n %u, %llx %llx", n, (unsigned long long)f1[0], (unsigned long long)f1[1]);
+    uint64_t f2[] = { IMG + 0x1220, o.tramp + 4, IMG + 0x1308 };
+    n = hs_codemap_attribute(o.cm, NULL, f2, 3);
+    tap_check(n == 3 && f2[1] == FN + 1, "own/return address in a trampoline names its function", "n %u %llx", n,
+              (unsigned long long)f2[1]);
+    uint64_t f3[] = { AGENT + 0x1020, IMG + 0x1308 };
+    hs_uw_regs leaf;
+    memset(&leaf, 0, sizeof leaf);
+    leaf.r[HS_R_RSI] = ARENA + 0x100 - 32;
+    n = hs_codemap_attribute(o.cm, &leaf, f3, 2);
+    tap_check(n == 2 && f3[0] == FN && f3[1] == IMG + 0x1308, "own/in the timing wrapper: the timed function",
+              "n %u %llx", n, (unsigned long long)f3[0]);
+    uint64_t f4[] = { AGENT + 0x1020, IMG + 0x1308 };
+    leaf.r[HS_R_RSI] = 5;
+    n = hs_codemap_attribute(o.cm, &leaf, f4, 2);
+    tap_check(n == 1 && f4[0] == IMG + 0x1308, "own/agent code without a descriptor: dropped", "n %u", n);
+    tap_check(hs_codemap_own_thread(o.cm, 77) && !hs_codemap_own_thread(o.cm, 78), "own/threads", "%s", "not told apart");
+    tap_check(hs_codemap_is_own(o.cm, o.stub) && hs_codemap_is_own(o.cm, AGENT + 5) && !hs_codemap_is_own(o.cm, FN),
+              "own/is_own", "%s", "wrong");
+
+    /* images: an enumeration that no longer lists the agent sweeps it away */
+    hs_codemap_begin_enum(o.cm);
+    hs_codemap_add_image(o.cm, IMG, 0x4000, "t.exe", false);
+    hs_codemap_sweep(o.cm);
+    hs_uw_entry e;
+    const hs_image *ims;
+    size_t nim = hs_codemap_images(o.cm, &ims);
+    tap_check(nim == 2 && ims[1].unloaded && !ims[0].unloaded && env.lookup(env.ctx, AGENT + 0x1000, &e) == HS_UW_UNKNOWN &&
+                  env.lookup(env.ctx, FN, &e) == HS_UW_TABLE,
+              "images/unloaded after an enumeration", "%zu images", nim);
+    hs_codemap_free(o.cm);
+    free_target(&o.t);
+}
+
+/* ---- classifier ------------------------------------------------------------------ */
+
+typedef struct tally {
+    uint64_t cpu[8], wait[8];   /* by stack id */
+} tally;
+
+static void count_kind(void *ctx, uint32_t stack, uint8_t kind)
+{
+    tally *t = ctx;
+    if (kind == HS_STACK_CPU)
+        t->cpu[stack]++;
+    else
+        t->wait[stack]++;
+}
+
+/* A simulated thread: per 1 ms interval (1000 units) whether it ran and
+ * for how long; the clock is exact or in 10 ms steps. */
+typedef struct sim {
+    int exact;
+    uint64_t wall, cpu_true;
+    uint64_t quantum;          /* 10000 for coarse */
+} sim;
+
+static uint64_t sim_clock(const sim *s)
+{
+    return s->exact ? s->cpu_true : s->cpu_true / s->quantum * s->quantum;
+}
+
+#define P 1000
+#define MAXWIN 1000000
+
+static void test_classifier(void)
+{
+    for (int exact = 1; exact >= 0; exact--) {
+        const char *mode = exact ? "cycles" : "10ms";
+        char name[96];
+
+        /* a busy thread: every sample CPU */
+        {
+            sim s = { exact, 0, 0, 10 * P };
+            hs_cls_thread c;
+            hs_cls_init(&c);
+            tally t = { 0 };
+            for (int i = 0; i < 3000; i++) {
+                s.wall += P;
+                s.cpu_true += P;
+                hs_cls_sample(&c, s.wall, sim_clock(&s), true, 0, MAXWIN, count_kind, &t);
+            }
+            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
+            snprintf(name, sizeof name, "classify/%s: busy thread", mode);
+            tap_check(t.cpu[0] >= 2990 && t.wait[0] <= 10, name, "cpu %llu wait %llu", (unsigned long long)t.cpu[0],
+                      (unsigned long long)t.wait[0]);
+            hs_cls_free(&c);
+        }
+        /* a sleeping thread whose clock the sampler's suspensions nudge */
+        {
+            sim s = { exact, 0, 0, 10 * P };
+            hs_cls_thread c;
+            hs_cls_init(&c);
+            tally t = { 0 };
+            for (int i = 0; i < 5000; i++) {
+                s.wall += P;
+                s.cpu_true += 60;          /* 6%: what handling a suspension costs it */
+                hs_cls_sample(&c, s.wall, sim_clock(&s), i % 1000 == 999, 0, 200 * P, count_kind, &t);
+            }
+            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
+            snprintf(name, sizeof name, "classify/%s: sleeping thread", mode);
+            tap_check(t.cpu[0] == 0 && t.wait[0] == 5000, name, "cpu %llu wait %llu", (unsigned long long)t.cpu[0],
+                      (unsigned long long)t.wait[0]);
+            hs_cls_free(&c);
+        }
+        /* a thread that runs 30% of the time in 3 ms bursts: CPU samples
+         * match its CPU time, and none comes from an interval without running */
+        {
+            sim s = { exact, 0, 0, 10 * P };
+            hs_cls_thread c;
+            hs_cls_init(&c);
+            tally t = { 0 };
+            uint64_t bad = 0;
+            for (int i = 0; i < 10000; i++) {
+                int runs = (i % 10) < 3;
+                s.wall += P;
+                s.cpu_true += runs ? P : 0;
+                /* stack 1: running, stack 2: waiting (where the sample finds it) */
+                hs_cls_sample(&c, s.wall, sim_clock(&s), runs, runs ? 1 : 2, MAXWIN, count_kind, &t);
+            }
+            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
+            bad = t.cpu[2];
+            snprintf(name, sizeof name, "classify/%s: 30%% duty", mode);
+            tap_check(t.cpu[1] >= 2950 && t.cpu[1] <= 3000 && bad == 0, name, "cpu %llu of 3000 running, %llu from waits",
+                      (unsigned long long)t.cpu[1], (unsigned long long)bad);
+            hs_cls_free(&c);
+        }
+        /* busy, but not scheduled in every 4th interval (registers unchanged) */
+        {
+            sim s = { exact, 0, 0, 10 * P };
+            hs_cls_thread c;
+            hs_cls_init(&c);
+            tally t = { 0 };
+            for (int i = 0; i < 4000; i++) {
+                int ran = i % 4 != 3;
+                s.wall += P;
+                s.cpu_true += ran ? P : 0;
+                hs_cls_sample(&c, s.wall, sim_clock(&s), ran, 0, MAXWIN, count_kind, &t);
+            }
+            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
+            snprintf(name, sizeof name, "classify/%s: busy, sometimes not scheduled", mode);
+            tap_check(t.cpu[0] >= 2990 && t.cpu[0] <= 3010, name, "cpu %llu (3000 ran)", (unsigned long long)t.cpu[0]);
+            hs_cls_free(&c);
+        }
+        /* two burners on one busy thread, 70/30 */
+        {
+            sim s = { exact, 0, 0, 10 * P };
+            hs_cls_thread c;
+            hs_cls_init(&c);
+            tally t = { 0 };
+            for (int i = 0; i < 5000; i++) {
+                s.wall += P;
+                s.cpu_true += P;
+                hs_cls_sample(&c, s.wall, sim_clock(&s), true, (i % 10) < 7 ? 3 : 4, MAXWIN, count_kind, &t);
+            }
+            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
+            double split = (double)t.cpu[3] / (double)(t.cpu[3] + t.cpu[4]);
+            snprintf(name, sizeof name, "classify/%s: 70/30 split of a busy thread", mode);
+            tap_check(split > 0.695 && split < 0.705, name, "split %.3f", split);
+            hs_cls_free(&c);
+        }
+        /* the final clock is lost: the last window takes the share before it */
+        {
+            sim s = { exact, 0, 0, 10 * P };
+            hs_cls_thread c;
+            hs_cls_init(&c);
+            tally t = { 0 };
+            for (int i = 0; i < 1005; i++) {
+                s.wall += P;
+                s.cpu_true += P;
+                hs_cls_sample(&c, s.wall, sim_clock(&s), true, 0, MAXWIN, count_kind, &t);
+            }
+            hs_cls_finish(&c, s.wall, 0, false, count_kind, &t);
+            snprintf(name, sizeof name, "classify/%s: final clock unknown", mode);
+            tap_check(t.cpu[0] >= 1000, name, "cpu %llu of 1005", (unsigned long long)t.cpu[0]);
+            hs_cls_free(&c);
+        }
+    }
+    /* no clock information at all: moved = running */
+    hs_cls_thread c;
+    hs_cls_init(&c);
+    tally t = { 0 };
+    for (int i = 0; i < 10; i++)
+        hs_cls_sample(&c, (uint64_t)i * P, 0, i < 4, 0, MAXWIN, count_kind, &t);
+    hs_cls_finish(&c, 10 * P, 0, false, count_kind, &t);
+    tap_check(t.cpu[0] == 4 && t.wait[0] == 6, "classify/no clock: moved samples", "cpu %llu", (unsigned long long)t.cpu[0]);
+    hs_cls_free(&c);
+}
+
+/* ---- sample set ------------------------------------------------------------------- */
+
+static void test_sampleset(void)
+{
+    hs_sampleset *s = hs_sampleset_new();
+    uint64_t a[] = { 0x140001010, 0x140001100 }, b[] = { 0x140001020, 0x140001100 };
+    hs_sample smp = { 1, 20, 0, HS_STACK_CPU, false, 2, a };
+    for (int i = 0; i < 5; i++)
+        hs_sampleset_add(s, &smp);
+    smp.frames = b;
+    hs_sampleset_add(s, &smp);
+    smp.kind = HS_STACK_WAIT;
+    hs_sampleset_add(s, &smp);
+    smp.tid = 10;
+    smp.kind = HS_STACK_CPU;
+    hs_sampleset_add(s, &smp);
+    uint32_t id = hs_sampleset_stack(s, 20, false, a, 2);
+    hs_sampleset_count(s, id, HS_STACK_WAIT, 2);
+    hs_sampleset_lost(s, 3);
+    hs_sampleset_thread(s, 20, 1.5);
+    hs_sampleset_module(s, "C:\\t\\t.exe", 0x140000000, 0x4000, 7, false, false);
+    hs_sampleset_module(s, "C:\\w\\late.dll", 0x180000000, 0x2000, 9, true, false);
+    tap_check(hs_sampleset_unique(s) == 3 && hs_sampleset_total(s, HS_STACK_CPU) == 7 &&
+                  hs_sampleset_total(s, HS_STACK_WAIT) == 3,
+              "set/intern and count", "unique %zu", hs_sampleset_unique(s));
+
+    hs_profile *p = hs_profile_new();
+    hs_profile_add_module(p, "C:\\t\\t.exe", 0x140000000, 0x4000);
+    hs_sampleset_to_profile(s, p);
+    /* stacks: CPU then wait; by thread, then frames */
+    int order_ok = p->nstacks == 5 && p->stacks[0].kind == HS_STACK_CPU && p->stacks[0].tid == 10 &&
+                   p->stacks[1].tid == 20 && p->stacks[1].addrs[0] == a[0] && p->stacks[1].count == 5 &&
+                   p->stacks[2].addrs[0] == b[0] && p->stacks[3].kind == HS_STACK_WAIT &&
+                   p->stacks[3].addrs[0] == a[0] && p->stacks[3].count == 2 && p->stacks[4].count == 1;
+    tap_check(order_ok, "set/stacks in the profile, in order", "%zu stacks", p->nstacks);
+    tap_check(p->nmodules == 2 && p->modules[1].unloaded && p->modules[1].timestamp == 9 && !p->modules[1].traced,
+              "set/modules added once", "%zu modules", p->nmodules);
+    const hs_prof_thread *t20 = hs_profile_thread(p, 20);
+    tap_check(p->nthreads_list == 2 && t20->cpu_samples == 6 && t20->wait_samples == 3 && t20->cpu_s == 1.5 &&
+                  p->threads_list[0].tid == 10,
+              "set/threads", "%zu threads", p->nthreads_list);
+    tap_check(p->sampling.on && p->sampling.samples == 7 && p->sampling.wait_samples == 3 && p->sampling.lost == 3 &&
+                  p->sampling.threads == 2,
+              "set/run figures", "samples %llu", (unsigned long long)p->sampling.samples);
+    hs_profile_free(p);
+    hs_sampleset_free(s);
+}
+
+int main(void)
+{
+    test_unwinder();
+    test_own_code();
+    test_classifier();
+    test_sampleset();
+    return tap_status();
+}
