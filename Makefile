@@ -64,7 +64,7 @@ $(B)/win/%.o: %.S
 $(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
-	    -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lshell32 -lntdll
+	    -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lshell32 -lntdll -lwinmm
 
 $(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_CORE) $(HOOK_WIN)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)

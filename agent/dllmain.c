@@ -63,10 +63,15 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
 }
 
 /* The freeze's context workers are hookscope's threads: their calls are
- * not the target's. */
+ * not the target's, and a sampler leaves them alone. */
 static void worker_start(void)
 {
     hs_agent_enter();
+    hs_session_header *h = g_hs.hdr;
+    LONG tid = (LONG)GetCurrentThreadId();
+    for (int i = 0; h && i < 8; i++)
+        if (InterlockedCompareExchange((volatile LONG *)&h->agent_tids[i], tid, 0) == 0)
+            break;
 }
 
 /* One (performance counter, rdtsc) pair read close together: of a few

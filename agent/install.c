@@ -287,7 +287,8 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         if (why == HS_OK) {
             const int wrap = timed && entry_only[k] == HS_WRAP_OK;
             size_t cap = slot_size(&plans[k], wrap);
-            uint8_t *at = arena + used;
+            uint8_t *slot = arena + used;
+            uint8_t *at = slot;
             hs_wrap_desc *desc = NULL;
             memset(&hooks[nh], 0, sizeof hooks[nh]);
             if (wrap) {
@@ -310,6 +311,9 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                     desc->tramp = hooks[nh].tramp;
                 if (hs_emit_patch(&inputs[k], &plans[k], hooks[nh].stub, hooks[nh].patch) == 0) {
                     hooks[nh].unwind_rva = unwind[k];
+                    rec->slot_off = (uint32_t)(slot - arena);
+                    rec->slot_len = (uint16_t)((size_t)(at - slot) + len);
+                    rec->tramp_off = (uint16_t)(hooks[nh].tramp - (uint64_t)(uintptr_t)slot);
                     rec->entry_only = entry_only[k];
                     if (timed && entry_only[k] < 16)
                         mrec->entry_only_counts[entry_only[k]]++;
@@ -358,6 +362,8 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         /* after the stubs: their unwind info (a failure only costs exact
          * stack walks through hookscope's own code) */
         hs_unwind_register(ms, &pe, arena + stubs_total, total - stubs_total, (uint64_t)(uintptr_t)arena);
+        mrec->arena_base = (uint64_t)(uintptr_t)arena;
+        mrec->arena_size = (uint32_t)total;
         hs_arena_protect(&g_hs.arena, 0);
         FlushInstructionCache(GetCurrentProcess(), arena, total);
     }

@@ -142,6 +142,10 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
     if (!RtlAddFunctionTable((PRUNTIME_FUNCTION)table, (DWORD)n, base))
         return -1;
     m->unwind_table = table;
+    /* for a sampler reading it from outside */
+    hs_module_rec *rec = hs_session_module(g_hs.view, m->index);
+    rec->unwind_table = (uint64_t)(uintptr_t)table;
+    rec->unwind_count = (uint32_t)n;
     return 0;
 }
 

@@ -97,6 +97,15 @@ void hs_codemap_free(hs_codemap *m)
     free(m);
 }
 
+void hs_owncode_free(hs_owncode *o)
+{
+    free(o->arenas);
+    free(o->slots);
+    o->arenas = NULL;
+    o->slots = NULL;
+    o->narenas = o->nslots = 0;
+}
+
 /* ---- memory ------------------------------------------------------------------- */
 
 static const page *page_at(hs_codemap *m, uint64_t addr)

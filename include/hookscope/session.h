@@ -82,6 +82,13 @@ typedef struct hs_module_rec {
     uint32_t patch_counts[8];    /* hooked functions, by hs_patch_kind */
     uint32_t entry_only_counts[16]; /* hooked with entry probe only, by reason */
     uint16_t path[HS_PATH_LEN];  /* full path, UTF-16 */
+    /* where its hooks' code is (for a sampler): the arena chunk with its
+     * stubs, trampolines and their unwind data, and the RUNTIME_FUNCTION
+     * table registered for them (RVAs from arena_base); 0: none */
+    uint64_t arena_base;
+    uint32_t arena_size;
+    uint32_t unwind_count;
+    uint64_t unwind_table;
 } hs_module_rec;
 
 /* function flags */
@@ -98,6 +105,13 @@ typedef struct hs_func_rec {
     uint8_t patch_kind;          /* hs_patch_kind */
     uint8_t entry_only;          /* hs_entry_only_reason when hooked without wrapper */
     uint8_t flags;               /* HS_FUNC_* */
+    /* its slot in the module's arena (hooked functions; slot_len 0: none):
+     * [arena_base + slot_off, + slot_len) holds its wrapper descriptor
+     * first when HS_FUNC_WRAPPED, its stub, and its trampoline at
+     * tramp_off from the slot's start */
+    uint32_t slot_off;
+    uint16_t slot_len;
+    uint16_t tramp_off;
 } hs_func_rec;
 
 /* thread slot states */
@@ -289,6 +303,9 @@ typedef struct hs_session_header {
     char filters[32][256];
     volatile uint32_t filter_matched; /* bit i: filter i matched some function (agent) */
     volatile uint32_t regions_reused; /* regions of exited threads folded and given to others */
+    /* threads the agent started in the target (its freeze workers), for
+     * a sampler, which never samples them; 0: a free entry */
+    volatile uint32_t agent_tids[8];
 } hs_session_header;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */

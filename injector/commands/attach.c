@@ -1,8 +1,9 @@
 /*
- * injector/commands/attach.c - `hookscope attach PID`: hook a running process until
- * --duration or Ctrl+C, then take every patch out, unload the agent and
- * leave: the process keeps running as if nothing happened, its code bytes
- * as they were.
+ * injector/commands/attach.c - `hookscope attach PID`: hook and sample a running
+ * process until --duration or Ctrl+C, then stop sampling, take every
+ * patch out, unload the agent and leave: the process keeps running as if
+ * nothing happened, its code bytes as they were. With --no-hooks nothing
+ * goes into the process: it is only sampled, from outside.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,10 @@
 
 int hs_cmd_attach(const hs_options *o)
 {
-    const DWORD access = PROCESS_CREATE_THREAD | PROCESS_QUERY_INFORMATION | PROCESS_VM_OPERATION |
-                         PROCESS_VM_WRITE | PROCESS_VM_READ | SYNCHRONIZE;
+    /* samples only: reading is enough */
+    const DWORD access = o->hooks ? PROCESS_CREATE_THREAD | PROCESS_QUERY_INFORMATION | PROCESS_VM_OPERATION |
+                                        PROCESS_VM_WRITE | PROCESS_VM_READ | SYNCHRONIZE
+                                  : PROCESS_QUERY_INFORMATION | PROCESS_VM_READ | SYNCHRONIZE;
     HANDLE process = OpenProcess(access, FALSE, o->pid);
     if (!process) {
         DWORD err = GetLastError();
@@ -57,26 +60,39 @@ int hs_cmd_attach(const hs_options *o)
     if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;
     hs_trace t;
-    hs_trace_begin(&t, o);
-    if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)
+    if (hs_trace_begin(&t, o) < 0)
         return HS_EXIT_FAILED;
     t.p->pid = o->pid;
-    if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
-        /* the agent may be half loaded: take out whatever went in */
+    if (o->hooks) {
+        if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)
+            return HS_EXIT_FAILED;
+        if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
+            /* the agent may be half loaded: take out whatever went in */
+            DWORD ignored;
+            if (t.session.hdr->agent_state >= HS_AGENT_LOADED &&
+                hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
+                ignored == 0)
+                hs_agent_unload(process, &t.session);
+            return HS_EXIT_FAILED;
+        }
+    }
+    if (hs_trace_sample_start(&t, o->pid) < 0) {
         DWORD ignored;
-        if (t.session.hdr->agent_state >= HS_AGENT_LOADED &&
-            hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
+        if (o->hooks && hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
             ignored == 0)
             hs_agent_unload(process, &t.session);
         return HS_EXIT_FAILED;
     }
     t.t_start = hs_now();
-    if (!o->quiet) {
+    if (!o->quiet && o->hooks) {
         uint32_t hooked = 0;
         for (uint32_t m = 0; m < t.session.hdr->n_modules && m < t.session.hdr->max_modules; m++)
             hooked += hs_session_module(t.session.view, m)->n_hooked;
         hs_err("attached to %u (%s), %u functions hooked; %s", o->pid, hs_basename(shown), hooked,
                o->duration > 0 ? "detaching after --duration or at Ctrl+C" : "Ctrl+C to stop");
+    } else if (!o->quiet) {
+        hs_err("sampling %u (%s), nothing injected; %s", o->pid, hs_basename(shown),
+               o->duration > 0 ? "stopping after --duration or at Ctrl+C" : "Ctrl+C to stop");
     }
 
     /* collect until --duration, Ctrl+C, or the process ends */
@@ -92,8 +108,10 @@ int hs_cmd_attach(const hs_options *o)
             break;
     }
 
+    /* no sample is taken once the detach begins */
+    hs_trace_sample_stop(&t);
     int rc = 0;
-    if (stop == HS_STOP_DETACH) {
+    if (stop == HS_STOP_DETACH && o->hooks) {
         DWORD dcode = 0;
         if (hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode) < 0) {
             rc = HS_EXIT_FAILED;
@@ -109,7 +127,7 @@ int hs_cmd_attach(const hs_options *o)
         } else if (hs_agent_unload(process, &t.session) < 0) {
             hs_profile_warn(t.p, "the agent could not be unloaded; its hooks are out");
         }
-    } else {
+    } else if (stop != HS_STOP_DETACH) {
         GetExitCodeProcess(process, &code);
         t.p->exited = 1;
         t.p->exit_code = code;

@@ -19,6 +19,7 @@
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
+    OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER,
 };
 
 #define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
@@ -63,6 +64,18 @@ static const optdef options[] = {
       "return probes: inclusive and self time, min, max\n"
       "and a log2 histogram of durations per function,\n"
       "and the calls that ended by exception or longjmp" },
+    { OPT_NO_SAMPLE, L"--no-sample", NULL, NULL, 0, TRACE,
+      "do not sample where the CPU goes (sampling is on\n"
+      "by default: CPU and wait stacks of every thread)" },
+    { OPT_SAMPLE_RATE, L"--sample-rate", NULL, "HZ", 0, TRACE,
+      "samples per second of each thread (default 100,\n"
+      "from 1 to 10000)" },
+    { OPT_NO_HOOKS, L"--no-hooks", NULL, NULL, 0, TRACE,
+      "hook nothing and inject nothing: CPU samples only" },
+    { OPT_SAMPLER, L"--sampler", NULL, "NAME", 0, TRACE,
+      "how to sample: suspend (suspend each thread in\n"
+      "turn, no privileges; the default), etw (kernel\n"
+      "sampling, administrator), auto" },
     { OPT_QUIET, L"--quiet", L"-q", NULL, 0, TRACE | HS_CMD_REPORT, "do not print the summary line" },
     { OPT_VERBOSE, L"--verbose", L"-v", NULL, 0, ALL, "say what hookscope is doing, with timestamps" },
     { OPT_MAX_FUNCTIONS, L"--max-functions", NULL, "N", 0, TRACE,
@@ -261,6 +274,23 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         if (val && parse_uint(val, 1, 256, &o->stacks) < 0)
             return usage_error("--stacks=DEPTH needs a depth from 1 to 256, not '%s'", hs_utf8(val));
         break;
+    case OPT_SAMPLE_RATE: {
+        wchar_t *end;
+        double hz = wcstod(val, &end);
+        if (!*val || *end || !(hz >= 1) || hz > 10000)
+            return usage_error("--sample-rate needs a rate from 1 to 10000 (per second), not '%s'", hs_utf8(val));
+        o->sample_rate_hz = hz;
+        break;
+    }
+    case OPT_SAMPLER: {
+        char *v = hs_utf8(val);
+        if (strcmp(v, "suspend") && strcmp(v, "etw") && strcmp(v, "auto"))
+            return usage_error("--sampler is suspend, etw or auto, not '%s'", v);
+        o->sampler = v;
+        break;
+    }
+    case OPT_NO_SAMPLE: o->sample = 0; break;
+    case OPT_NO_HOOKS: o->hooks = 0; break;
     case OPT_NO_EDGES: o->edges = 0; break;
     case OPT_TIME: o->time = 1; break;
     case OPT_VERBOSE: hs_verbose = 1; break;
@@ -273,6 +303,47 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     return -1;
 }
 
+/* The option (as given) with id `id` among argv's options, or NULL. */
+static const wchar_t *given(int argc, wchar_t **argv, const hs_options *o, int id)
+{
+    for (int i = 2; i < argc; i++) {
+        if (o->target_argv && argv + i >= o->target_argv)
+            break;
+        if (!wcscmp(argv[i], L"--"))
+            break;
+        const optdef *d = argv[i][0] == L'-' ? find_option(argv[i]) : NULL;
+        if (d && d->id == id)
+            return argv[i];
+    }
+    return NULL;
+}
+
+/* What --no-hooks and --no-sample leave: something to do, and no option
+ * that needs what they turn off. -1, or a usage error's exit code. */
+static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
+{
+    if (!o->hooks && !o->sample)
+        return usage_error("%s", "--no-hooks with --no-sample leaves nothing to trace");
+    if (!o->hooks) {
+        static const int needs_hooks[] = { OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_NO_EDGES, OPT_STACKS,
+                                           OPT_STACK_EVERY, OPT_TIME, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS };
+        for (size_t i = 0; i < sizeof needs_hooks / sizeof *needs_hooks; i++) {
+            const wchar_t *a = given(argc, argv, o, needs_hooks[i]);
+            if (a)
+                return usage_error("option '%s' needs the hooks, which --no-hooks turns off", hs_utf8(a));
+        }
+    }
+    if (!o->sample) {
+        static const int needs_sampling[] = { OPT_SAMPLE_RATE, OPT_SAMPLER };
+        for (size_t i = 0; i < sizeof needs_sampling / sizeof *needs_sampling; i++) {
+            const wchar_t *a = given(argc, argv, o, needs_sampling[i]);
+            if (a)
+                return usage_error("option '%s' needs the sampler, which --no-sample turns off", hs_utf8(a));
+        }
+    }
+    return -1;
+}
+
 int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -280,6 +351,10 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
     o->max_threads = 256;
     o->edges = 1;
     o->stack_every = 1;
+    o->sample = 1;
+    o->sample_rate_hz = HS_DEFAULT_SAMPLE_RATE;
+    o->hooks = 1;
+    o->sampler = "suspend";
     if (argc < 2) {
         print_usage_lines(stderr);
         return HS_EXIT_USAGE;
@@ -372,6 +447,11 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
             o->file = a;
         }
         prev = NULL;
+    }
+    if (o->cmd->bit & (HS_CMD_RUN | HS_CMD_ATTACH)) {
+        int rc = check_sampling(o, argc, argv);
+        if (rc >= 0)
+            return rc;
     }
     if (o->cmd->bit == HS_CMD_RUN && o->target_argc < 1)
         return usage_error("%s", "run needs a target program");

@@ -11,6 +11,10 @@
 
 struct hs_command;
 
+/* The default --sample-rate: the highest rate that keeps a CPU-bound
+ * target within 5% of its untraced speed under Wine (bench/run.py sample). */
+#define HS_DEFAULT_SAMPLE_RATE 100.0
+
 typedef struct hs_options {
     const struct hs_command *cmd;
     wchar_t **modules;          /* -m */
@@ -23,6 +27,10 @@ typedef struct hs_options {
     uint32_t stacks;            /* --stacks[=DEPTH]: entry stack depth, 0 = off */
     uint32_t stack_every;       /* --stack-every N: capture every Nth call per function */
     int time;                   /* --time: return probes with durations */
+    int sample;                 /* CPU sampling (default on; --no-sample) */
+    double sample_rate_hz;      /* --sample-rate HZ: samples per second per thread */
+    int hooks;                  /* hook and inject (default on; --no-hooks: samples only) */
+    const char *sampler;        /* --sampler NAME: "suspend" (default), "etw", "auto" */
     const wchar_t *filters[32]; /* -f include / -x exclude patterns */
     int filter_exclude[32];
     int nfilters;

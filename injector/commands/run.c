@@ -1,6 +1,7 @@
 /*
  * injector/commands/run.c - `hookscope run`: launch the target suspended, inject
- * the agent, hook, resume, wait, collect, report.
+ * the agent and hook (unless --no-hooks), start the sampler (unless
+ * --no-sample), resume, wait, collect, report.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,15 +51,17 @@ int hs_cmd_run(const hs_options *o)
     if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;
     hs_trace t;
-    hs_trace_begin(&t, o);
+    if (hs_trace_begin(&t, o) < 0)
+        return HS_EXIT_FAILED;
     PROCESS_INFORMATION pi;
     if (!CreateProcessW(path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
         hs_err("cannot start '%s': %s", shown, hs_win_error(GetLastError()));
         return HS_EXIT_FAILED;
     }
     t.p->pid = pi.dwProcessId;
-    if (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 || hs_inject(pi.hProcess, &t.session) < 0 ||
-        hs_trace_check_filters(&t, o) < 0) {
+    if ((o->hooks && (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 ||
+                      hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0)) ||
+        hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
         WaitForSingleObject(pi.hProcess, 5000);
         return HS_EXIT_FAILED;

@@ -15,6 +15,11 @@
  * "[truncated]" above its deepest captured frame, so that it does not look
  * like a thread's root in a flame graph; the counts stay exact.
  *
+ * cpu-stacks.folded and wait-stacks.folded: the sampled stacks of the CPU
+ * and of the wait profile in the same format, weighted by samples (merged
+ * over threads), so that a flame graph of the first shows where the CPU
+ * went and of the second where threads waited.
+ *
  * entry-time.folded (--time with --stacks): the same stacks weighted by
  * time in ns instead of captures: each timed function's self time is
  * shared out over its entry stacks in proportion to their captures (exact
@@ -51,16 +56,16 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, int esca
     (*buf)[*len] = 0;
 }
 
-/* Entry stacks folded, each weighted by weight(p, stack, ctx); lines
+/* Stacks of `kind` folded, each weighted by weight(p, stack, ctx); lines
  * of weight 0 are left out. */
-static int write_entry(const hs_profile *p, FILE *out, uint64_t (*weight)(const hs_profile *, size_t, void *),
-                       void *ctx)
+static int write_kind(const hs_profile *p, FILE *out, uint8_t kind,
+                      uint64_t (*weight)(const hs_profile *, size_t, void *), void *ctx)
 {
     line *lines = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *lines);
     size_t n = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
-        if (st->kind != HS_STACK_ENTRY || !st->nframes)
+        if (st->kind != kind || !st->nframes)
             continue;
         uint64_t w = weight(p, i, ctx);
         if (!w)
@@ -102,7 +107,17 @@ static uint64_t by_captures(const hs_profile *p, size_t i, void *ctx)
 
 int hs_write_folded(const hs_profile *p, FILE *out)
 {
-    return write_entry(p, out, by_captures, NULL);
+    return write_kind(p, out, HS_STACK_ENTRY, by_captures, NULL);
+}
+
+int hs_write_folded_cpu(const hs_profile *p, FILE *out)
+{
+    return write_kind(p, out, HS_STACK_CPU, by_captures, NULL);
+}
+
+int hs_write_folded_wait(const hs_profile *p, FILE *out)
+{
+    return write_kind(p, out, HS_STACK_WAIT, by_captures, NULL);
 }
 
 /* captures per function, to share its self time out */
@@ -123,7 +138,7 @@ int hs_write_folded_time(const hs_profile *p, FILE *out)
     for (size_t i = 0; i < p->nstacks; i++)
         if (p->stacks[i].kind == HS_STACK_ENTRY)
             captures[p->stacks[i].func] += p->stacks[i].count;
-    int rc = write_entry(p, out, by_time, captures);
+    int rc = write_kind(p, out, HS_STACK_ENTRY, by_time, captures);
     free(captures);
     return rc;
 }

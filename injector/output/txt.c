@@ -1,6 +1,7 @@
 /*
  * injector/output/txt.c - report.txt: a header saying what was traced and
- * how it ended, the modules with their hook statistics, and the functions
+ * how it ended; with samples, where the CPU went and where threads waited
+ * (txt_cpu.c); the modules with their hook statistics, and the functions
  * sorted by calls; then, by the options of the trace:
  *
  *   call graph   (edges, the default) each called function with its
@@ -340,17 +341,34 @@ int hs_write_txt(const hs_profile *p, FILE *out)
     if (p->exited)
         fprintf(out, "exit code  %u (0x%X)\n", p->exit_code, p->exit_code);
     fprintf(out, "wall time  %.3f s\n", p->wall_s);
-    fprintf(out, "threads    %u", p->threads);
-    if (p->regions_reused)
-        fprintf(out, " counter regions (reused %u times for threads that came after others ended)",
-                p->regions_reused);
-    fputc('\n', out);
-    fprintf(out, "calls      %llu\n", (unsigned long long)p->total_calls);
-    if (p->overflow_calls)
-        fprintf(out, "           %lld calls counted in the shared overflow region (too many threads)\n",
-                (long long)p->overflow_calls);
+    bool hooks = false;
+    for (size_t m = 0; m < p->nmodules; m++)
+        hooks |= p->modules[m].traced;
+    if (hooks) {
+        fprintf(out, "threads    %u", p->threads);
+        if (p->regions_reused)
+            fprintf(out, " counter regions (reused %u times for threads that came after others ended)",
+                    p->regions_reused);
+        fputc('\n', out);
+        fprintf(out, "calls      %llu\n", (unsigned long long)p->total_calls);
+        if (p->overflow_calls)
+            fprintf(out, "           %lld calls counted in the shared overflow region (too many threads)\n",
+                    (long long)p->overflow_calls);
+    }
+    if (p->sampling.on) {
+        const hs_prof_sampling *sm = &p->sampling;
+        fprintf(out, "samples    %llu CPU, %llu wait (%s sampler, %g Hz, %u thread%s, %llu lost)\n",
+                (unsigned long long)sm->samples, (unsigned long long)sm->wait_samples, sm->backend, sm->rate_hz,
+                sm->threads, sm->threads == 1 ? "" : "s", (unsigned long long)sm->lost);
+        if (sm->cpu_s >= 0)
+            fprintf(out, "cpu time   %.3f s\n", sm->cpu_s);
+    }
     for (size_t i = 0; i < p->nwarnings; i++)
         fprintf(out, "warning    %s\n", p->warnings[i]);
+    if (p->sampling.on)
+        hs_write_txt_samples(p, out, hooks);
+    if (!hooks)
+        return ferror(out) ? -1 : 0;
 
     fprintf(out, "\n%-28s %9s %7s %7s  %-18s %s\n", "module", "functions", "hooked", "skipped",
             "base", "install");

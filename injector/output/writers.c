@@ -24,7 +24,16 @@ static const hs_writer folded_time = { "folded-time", "entry-time.folded",
                                        "entry stacks weighted by the time of the hooked functions (ns)",
                                        has_timed_stacks, hs_write_folded_time };
 
-const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, NULL };
+static bool has_samples(const hs_profile *p) { return p->sampling.on; }
+
+static const hs_writer folded_cpu = { "folded-cpu", "cpu-stacks.folded",
+                                      "CPU samples' stacks in the folded format, weighted by samples",
+                                      has_samples, hs_write_folded_cpu };
+static const hs_writer folded_wait = { "folded-wait", "wait-stacks.folded",
+                                       "wait samples' stacks (where threads waited), weighted by samples",
+                                       has_samples, hs_write_folded_wait };
+
+const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, &folded_cpu, &folded_wait, NULL };
 
 const hs_writer *hs_writer_find(const char *format)
 {

@@ -40,5 +40,10 @@ int hs_write_txt(const hs_profile *p, FILE *out);
 int hs_write_json(const hs_profile *p, FILE *out);
 int hs_write_folded(const hs_profile *p, FILE *out);
 int hs_write_folded_time(const hs_profile *p, FILE *out);
+int hs_write_folded_cpu(const hs_profile *p, FILE *out);
+int hs_write_folded_wait(const hs_profile *p, FILE *out);
+
+/* report.txt's sections on samples (txt_cpu.c); hooks: calls are known */
+void hs_write_txt_samples(const hs_profile *p, FILE *out, bool hooks);
 
 #endif

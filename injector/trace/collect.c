@@ -225,8 +225,16 @@ void hs_collect(void *view, hs_profile *p)
         uint32_t n = rh->committed_funcs < nfuncs ? rh->committed_funcs : nfuncs;
         uint64_t *c = hs_region_counters(view, region);
         view_commit((void *)c, (uint64_t)n * h->region_fblock);
-        for (uint32_t i = 0; i < n; i++)
-            p->funcs[i].calls += *hs_fblock_at(h, c, i);
+        uint64_t calls = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t k_calls = *hs_fblock_at(h, c, i);
+            p->funcs[i].calls += k_calls;
+            calls += k_calls;
+        }
+        /* with samples, calls per thread too (the calls of threads whose
+         * region was reused are in the overflow region, with no thread) */
+        if (p->sampling.on && k < nregions && rh->tid && calls)
+            hs_profile_thread(p, rh->tid)->calls += calls;
     }
     for (uint32_t i = 0; i < nfuncs; i++)
         p->total_calls += p->funcs[i].calls;

@@ -9,7 +9,8 @@
 
 #include "profile/profile.h"
 
-/* p->tsc_hz must be set (durations are converted to ns here). */
+/* p->tsc_hz must be set (durations are converted to ns here); with
+ * p->sampling.on, the calls of each thread go to p's thread list too. */
 void hs_collect(void *session, hs_profile *p);
 
 #endif

@@ -33,15 +33,59 @@ static uint64_t rdtsc(void)
     return (uint64_t)hi << 32 | lo;
 }
 
-void hs_trace_begin(hs_trace *t, const hs_options *o)
+int hs_trace_begin(hs_trace *t, const hs_options *o)
 {
     memset(t, 0, sizeof *t);
+    if (o->sample) {
+        t->backend = hs_sampler_backend_find(o->sampler);
+        if (!t->backend)
+            return -1;
+        t->rate_hz = o->sample_rate_hz;
+    }
     t->p = hs_profile_new();
     t->p->command = hs_xstrdup(o->cmd->name);
     t->p->duration_s = o->duration;
     t->t0 = hs_now();
     t->tsc0 = rdtsc();
     SetConsoleCtrlHandler(on_ctrl, TRUE);
+    return 0;
+}
+
+int hs_trace_sample_start(hs_trace *t, uint32_t pid)
+{
+    if (!t->backend)
+        return 0;
+    hs_sampler_config c;
+    memset(&c, 0, sizeof c);
+    c.pid = pid;
+    c.rate_hz = t->rate_hz;
+    if (t->session.view) {
+        t->own.view = t->session.view;
+        c.own = hs_owncode_read;
+        c.own_ctx = &t->own;
+    }
+    t->samples = hs_sampleset_new();
+    hs_log("sampling process %u with the %s sampler at %g Hz", pid, t->backend->name, t->rate_hz);
+    t->sampler = t->backend->start(&c, t->samples);
+    if (!t->sampler) {
+        hs_sampleset_free(t->samples);
+        t->samples = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void hs_trace_sample_stop(hs_trace *t)
+{
+    if (!t->sampler)
+        return;
+    t->backend->stop(t->sampler, &t->stats);
+    t->sampler = NULL;
+    hs_log("sampling stopped: %llu CPU and %llu wait samples, %zu unique stacks; a thread stayed suspended "
+           "%.0f us per sample (median; %.0f us at the 99th percentile); unwinding took %.1f us per sample",
+           (unsigned long long)hs_sampleset_total(t->samples, HS_STACK_CPU),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_STACK_WAIT), hs_sampleset_unique(t->samples),
+           t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 
 int hs_trace_interrupts(void)
@@ -64,14 +108,27 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o)
 
 int hs_trace_finish(hs_trace *t, const hs_options *o)
 {
+    hs_trace_sample_stop(t);
     double now = hs_now();
     hs_profile *p = t->p;
+    const hs_session_header *h = t->session.hdr;
     p->wall_s = now - t->t_start;
     if (now > t->t0)
         p->tsc_hz = (double)(rdtsc() - t->tsc0) / (now - t->t0);
-    if (t->session.hdr->error_text[0])
-        hs_profile_warn(p, "%s", t->session.hdr->error_text);
-    hs_collect(t->session.view, p);
+    p->sampling.on = t->samples != NULL;
+    if (h) {
+        if (h->error_text[0])
+            hs_profile_warn(p, "%s", h->error_text);
+        hs_collect(t->session.view, p);
+    }
+    if (t->samples) {
+        hs_sampleset_to_profile(t->samples, p);
+        snprintf(p->sampling.backend, sizeof p->sampling.backend, "%s", t->backend->name);
+        p->sampling.rate_hz = t->rate_hz;
+        p->sampling.cpu_s = t->stats.cpu_s;
+        hs_sampleset_free(t->samples);
+        t->samples = NULL;
+    }
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
     hs_profile_resolve(p);
     hs_profile_count_samples(p);
@@ -80,14 +137,18 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     if (hs_write_all(p, o->outdir) < 0)
         rc = HS_EXIT_FAILED;
 
-    if (hs_check_at_end(o, p, t->session.hdr->pattern_matched, t->session.hdr->filter_matched) < 0)
+    if (h && hs_check_at_end(o, p, h->pattern_matched, h->filter_matched) < 0)
         rc = HS_EXIT_FAILED;
-    if (t->session.hdr->error_text[0]) {
+    if (h && h->error_text[0]) {
         /* a module loaded later could not be hooked */
-        hs_err("%s", t->session.hdr->error_text);
+        hs_err("%s", h->error_text);
         rc = HS_EXIT_FAILED;
     }
-    if (!o->quiet) {
+    if (!o->quiet && !h) {
+        hs_err("%llu CPU and %llu wait samples of %u thread%s; report in %s\\report.txt",
+               (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.wait_samples,
+               p->sampling.threads, p->sampling.threads == 1 ? "" : "s", o->outdir);
+    } else if (!o->quiet) {
         size_t hooked = 0, found = 0, nmods = 0;
         for (size_t m = 0; m < p->nmodules; m++) {
             if (!p->modules[m].traced)
@@ -96,8 +157,12 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
             found += p->modules[m].funcs_found;
             nmods++;
         }
-        hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls; report in %s\\report.txt",
-               hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, o->outdir);
+        char samples[96] = "";
+        if (p->sampling.on)
+            snprintf(samples, sizeof samples, ", %llu CPU samples", (unsigned long long)p->sampling.samples);
+        hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls%s; report in %s\\report.txt",
+               hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, samples,
+               o->outdir);
     }
     hs_session_close(&t->session);
     return rc;

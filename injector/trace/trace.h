@@ -10,25 +10,42 @@
 
 #include "commands/options.h"
 #include "profile/profile.h"
+#include "sampler.h"
+#include "trace/owncode.h"
 #include "trace/session_host.h"
 
 typedef struct hs_trace {
-    hs_session_host session;
+    hs_session_host session; /* no view with --no-hooks */
     hs_profile *p;
     double t_start;      /* when the target started (run) or was hooked (attach) */
     double t0;           /* clock and tsc at begin, to measure the tsc rate */
     uint64_t tsc0;
+    /* the CPU sampler */
+    const hs_sampler_backend *backend;   /* NULL: no sampling */
+    hs_sampler *sampler;                 /* while it runs */
+    hs_sampleset *samples;
+    hs_owncode_src own;
+    hs_sampler_stats stats;
+    double rate_hz;
 } hs_trace;
 
-void hs_trace_begin(hs_trace *t, const hs_options *o);
+/* Begin a trace; with sampling on, find the backend first. Returns 0, or
+ * -1 after printing why the sampler cannot be used. */
+int hs_trace_begin(hs_trace *t, const hs_options *o);
 /* Ctrl+C presses since hs_trace_begin. */
 int hs_trace_interrupts(void);
 /* Right after hooking: if every -m module is loaded already, a function
  * filter that matched nothing never will. Prints why and returns -1 then. */
 int hs_trace_check_filters(hs_trace *t, const hs_options *o);
 
-/* Collect, name and write the reports; check that every -m module was
- * seen. Returns 0, or HS_EXIT_FAILED after printing why. */
+/* Start sampling process `pid` (after the hooks are in, before the
+ * target runs on). Returns 0, or -1 after printing why. */
+int hs_trace_sample_start(hs_trace *t, uint32_t pid);
+/* Stop sampling (again: nothing). */
+void hs_trace_sample_stop(hs_trace *t);
+
+/* Stop sampling; collect, name and write the reports; check that every
+ * -m module was seen. Returns 0, or HS_EXIT_FAILED after printing why. */
 int hs_trace_finish(hs_trace *t, const hs_options *o);
 
 #endif

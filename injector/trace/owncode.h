@@ -1,0 +1,26 @@
+/*
+ * injector/trace/owncode.h - what a sampler must know of hookscope's own
+ * code and threads in the target, read live from the session while the
+ * target runs: the agent DLL, each hooked module's arena (stubs,
+ * trampolines, the unwind table registered for them), each hooked
+ * function's slot, and the threads hookscope started there. The sampler
+ * calls it from its own thread; collect.c reads the session once at the
+ * end, this reads it while the agent still writes it.
+ */
+#ifndef HOOKSCOPE_OWNCODE_H
+#define HOOKSCOPE_OWNCODE_H
+
+#include <stdint.h>
+
+#include "sampler.h"
+
+typedef struct hs_owncode_src {
+    void *view;                /* the session */
+    uint64_t signature;        /* of what was last handed out */
+} hs_owncode_src;
+
+/* An hs_sampler_config.own callback: ctx is an hs_owncode_src. Fills *o
+ * and returns 1 when something changed since the last call, else 0. */
+int hs_owncode_read(void *ctx, hs_owncode *o);
+
+#endif

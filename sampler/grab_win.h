@@ -1,0 +1,49 @@
+/*
+ * sampler/grab_win.h - one sample of one thread of another process:
+ * suspend it, get its registers, copy its stack with one read, resume it.
+ * This is the only place where the sampler stops a thread, and the thread
+ * is stopped for nothing else (the unwind happens after it runs again).
+ *
+ * Never a hang, never a thread left suspended: the context is fetched by a
+ * worker thread and waited for with a timeout (under Wine, GetThreadContext
+ * on a thread suspended while it is still being created waits until that
+ * thread runs); whatever happens after SuspendThread succeeded, the thread
+ * is resumed before hs_grab returns. A worker whose call does not come
+ * back in time is left alone until it does and another one is used.
+ */
+#ifndef HOOKSCOPE_SAMPLER_GRAB_WIN_H
+#define HOOKSCOPE_SAMPLER_GRAB_WIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <windows.h>
+
+typedef struct hs_grabber hs_grabber;
+
+/* Start the context workers. NULL after printing why not. */
+hs_grabber *hs_grabber_new(size_t stack_cap);
+/* Stop them (a worker still stuck in a call is terminated). */
+void hs_grabber_free(hs_grabber *g);
+
+enum hs_grab_status {
+    HS_GRAB_OK = 0,
+    HS_GRAB_GONE,      /* the thread (or the process) is ending or ended */
+    HS_GRAB_TIMEOUT,   /* its context did not come in time (it was resumed) */
+    HS_GRAB_FAILED,    /* another failure (it was resumed) */
+};
+
+typedef struct hs_grab {
+    CONTEXT *ctx;              /* the registers (CONTEXT_CONTROL | CONTEXT_INTEGER) */
+    const uint8_t *stack;      /* the copy: [stack_lo, stack_lo + stack_len) */
+    uint64_t stack_lo;
+    size_t stack_len;
+    bool complete;             /* the copy reaches the stack's base */
+    uint64_t stopped_qpc;      /* performance-counter ticks from suspend to resume */
+} hs_grab;
+
+/* Sample `thread` of `process` (stack_base: from its TEB; 0 unknown).
+ * The buffers of *out are the grabber's, valid until the next call. */
+int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base, hs_grab *out);
+
+#endif
