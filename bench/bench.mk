@@ -46,3 +46,18 @@ bench-build: $(BENCH_DIR)/manyfuncs.exe
 
 # the lua workload (report time) is a test fixture: build it if missing
 bench-build: $(FIX_LUA) $(FIX_DIR)/lua/workload.lua
+
+# The sampler (bench/run.py sample): spin.exe, CPU-bound, 1 or more threads
+$(BENCH_DIR)/spin.exe: bench/spin.c
+	@mkdir -p $(dir $@)
+	$(WCC) -O2 -fno-inline -o $@ $<
+
+bench-build: $(BENCH_DIR)/spin.exe
+
+# Merge and report time of the samples (bench/run.py sample), natively:
+# the same portable code a run uses after the target ends
+$(B)/native/bench/mergebench: bench/mergebench.c $(NATIVE_LIB)
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
+
+bench-build: $(B)/native/bench/mergebench

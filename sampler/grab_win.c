@@ -164,7 +164,15 @@ static int suspend_and_context(hs_grabber *g, HANDLE thread)
     return rc;
 }
 
-int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base, hs_grab *out)
+void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS])
+{
+    const uint64_t r[HS_GRAB_REGS] = { c->Rax, c->Rcx, c->Rdx, c->Rbx, c->Rsp, c->Rbp, c->Rsi, c->Rdi, c->R8, c->R9,
+                                       c->R10, c->R11, c->R12, c->R13, c->R14, c->R15, c->Rip, c->EFlags };
+    memcpy(out, r, sizeof r);
+}
+
+int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base, const uint64_t *prev,
+                   hs_grab *out)
 {
     memset(out, 0, sizeof *out);
     LARGE_INTEGER t0, t1;
@@ -172,6 +180,18 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
     int rc = suspend_and_context(g, thread);
     if (rc != HS_GRAB_OK)
         return rc;
+    out->ctx = g->ctx;
+    if (prev) {
+        uint64_t now[HS_GRAB_REGS];
+        hs_grab_regs(g->ctx, now);
+        if (!memcmp(now, prev, sizeof now)) {
+            ResumeThread(thread);
+            QueryPerformanceCounter(&t1);
+            out->same = true;
+            out->stopped_qpc = (uint64_t)(t1.QuadPart - t0.QuadPart);
+            return HS_GRAB_OK;
+        }
+    }
     uint64_t rsp = g->ctx->Rsp;
     size_t len;
     bool complete = false;

@@ -33,8 +33,14 @@ enum hs_grab_status {
     HS_GRAB_FAILED,    /* another failure (it was resumed) */
 };
 
+/* The registers a sample compares: the 16 general ones (by x64 number),
+ * rip, flags. */
+#define HS_GRAB_REGS 18
+void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS]);
+
 typedef struct hs_grab {
     CONTEXT *ctx;              /* the registers (CONTEXT_CONTROL | CONTEXT_INTEGER) */
+    bool same;                 /* they equal `prev`: the thread has not run; no stack was copied */
     const uint8_t *stack;      /* the copy: [stack_lo, stack_lo + stack_len) */
     uint64_t stack_lo;
     size_t stack_len;
@@ -43,7 +49,11 @@ typedef struct hs_grab {
 } hs_grab;
 
 /* Sample `thread` of `process` (stack_base: from its TEB; 0 unknown).
- * The buffers of *out are the grabber's, valid until the next call. */
-int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base, hs_grab *out);
+ * prev: its registers at its previous sample (or NULL); when they are
+ * the same, the thread has not run since, its stack is what it was, and
+ * it is resumed at once without a copy. The buffers of *out are the
+ * grabber's, valid until the next call. */
+int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base,
+                   const uint64_t *prev, hs_grab *out);
 
 #endif

@@ -34,7 +34,8 @@
 
 #define STACK_COPY (64 * 1024)     /* bytes of a stack copied per sample, at most */
 #define MAX_FRAMES 512
-#define ENUM_MS 20
+#define ENUM_MS 50
+#define CLOCK_MS 4                 /* thread times (10-16 ms steps) are read at most this often */
 #define MODULES_MS 1000
 #define MODULES_RETRY_MS 100
 #define MAX_WINDOW_S 2.0
@@ -49,9 +50,11 @@ typedef struct sthread {
     HANDLE h;
     uint64_t stack_base;
     bool have_prev;
-    uint64_t prev[18];         /* rip, rsp, the other registers, flags */
+    uint64_t prev[HS_GRAB_REGS]; /* its registers at its previous sample */
+    uint32_t prev_stack;       /* and the stack it had then */
     hs_cls_thread cls;
     uint64_t last_cpu;         /* CPU clock at its last sample */
+    double clock_at;           /* when its thread times were read last */
     double cpu_s;              /* its CPU time (thread times), -1 unknown */
     uint64_t created;          /* its creation time (FILETIME), 0 unknown */
     bool seen;                 /* listed by the last enumeration */
@@ -79,6 +82,7 @@ struct hs_sampler {
     double unwind_s;
     uint64_t unwinds, ticks;
     double last_modules, last_modules_retry;
+    double t_clock, t_grab, t_enum, t_modules, t_wait;   /* seconds spent, for --verbose */
     get_next_thread_fn next_thread;
     query_thread_fn query_thread;
 };
@@ -110,7 +114,9 @@ static int64_t thread_times(HANDLE h)
     return (int64_t)(ft64(k) + ft64(u));
 }
 
-/* The clock pair the classifier wants: wall and thread CPU in one unit. */
+/* The clock pair the classifier wants: wall and thread CPU in one unit.
+ * Thread times move in steps of a clock tick: between reads CLOCK_MS
+ * apart, the last reading stands (the window closes a little later). */
 static bool read_clock(hs_sampler *s, sthread *t, uint64_t *wall, uint64_t *cpu)
 {
     if (s->cycles) {
@@ -124,6 +130,12 @@ static bool read_clock(hs_sampler *s, sthread *t, uint64_t *wall, uint64_t *cpu)
     LARGE_INTEGER q;
     QueryPerformanceCounter(&q);
     *wall = (uint64_t)((double)q.QuadPart * 1e7 / (double)s->qpf.QuadPart);
+    double now = (double)q.QuadPart / (double)s->qpf.QuadPart;
+    if (t->clock_at > 0 && now - t->clock_at < CLOCK_MS / 1000.0) {
+        *cpu = t->last_cpu;
+        return true;
+    }
+    t->clock_at = now;
     int64_t tt = thread_times(t->h);
     if (tt < 0)
         return false;
@@ -147,6 +159,7 @@ static void emit(void *ctx, uint32_t stack, uint8_t kind)
 static void thread_done(hs_sampler *s, sthread *t)
 {
     uint64_t wall, cpu;
+    t->clock_at = 0;
     bool known = read_clock(s, t, &wall, &cpu) && cpu >= t->last_cpu && cpu > 0;
     hs_cls_finish(&t->cls, wall, cpu, known, emit, s->out);
     if (!s->cycles && !known)
@@ -287,7 +300,7 @@ static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
     return ReadProcessMemory(s->process, (const void *)(uintptr_t)addr, buf, len, &got) && got == len ? 0 : -1;
 }
 
-static void regs_of(const CONTEXT *c, hs_uw_regs *r, uint64_t *flat)
+static void regs_of(const CONTEXT *c, hs_uw_regs *r)
 {
     r->rip = c->Rip;
     r->r[HS_R_RAX] = c->Rax;
@@ -306,9 +319,6 @@ static void regs_of(const CONTEXT *c, hs_uw_regs *r, uint64_t *flat)
     r->r[HS_R_R13] = c->R13;
     r->r[HS_R_R14] = c->R14;
     r->r[HS_R_R15] = c->R15;
-    memcpy(flat, r->r, 16 * 8);
-    flat[16] = c->Rip;
-    flat[17] = c->EFlags;
 }
 
 /* Returns false when the thread is gone. */
@@ -323,9 +333,13 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
             return true;
     }
     uint64_t wall = 0, cpu = 0;
+    double c0 = qpc_s(s);
     bool clock_ok = read_clock(s, t, &wall, &cpu);
+    double c1 = qpc_s(s);
     hs_grab g;
-    int rc = hs_grab_thread(s->grab, s->process, t->h, t->stack_base, &g);
+    int rc = hs_grab_thread(s->grab, s->process, t->h, t->stack_base, t->have_prev ? t->prev : NULL, &g);
+    s->t_clock += c1 - c0;
+    s->t_grab += qpc_s(s) - c1;
     if (rc == HS_GRAB_GONE)
         return false;
     if (rc != HS_GRAB_OK) {
@@ -337,32 +351,39 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     hs_xgrow(&s->stopped_us, &s->cap_stopped, s->nstopped + 1, sizeof *s->stopped_us);
     s->stopped_us[s->nstopped++] = (float)((double)g.stopped_qpc * 1e6 / (double)s->qpf.QuadPart);
 
-    double u0 = qpc_s(s);
-    hs_uw_regs regs;
-    uint64_t flat[18];
-    regs_of(g.ctx, &regs, flat);
-    bool moved = t->have_prev && memcmp(flat, t->prev, sizeof flat) != 0;
-    memcpy(t->prev, flat, sizeof flat);
-    t->have_prev = true;
-
-    hs_uw_stack st = { g.stack_lo, g.stack, g.stack_len, g.complete };
-    hs_uw_env env = hs_codemap_env(s->map);
-    uint64_t frames[MAX_FRAMES];
-    hs_uw_result res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
-    if (res.stop == HS_UW_UNKNOWN_PC && now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
-        /* perhaps a module loaded since the last listing */
-        s->last_modules_retry = now;
-        refresh_modules(s, now);
-        res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+    bool moved = false;
+    uint32_t id;
+    if (g.same) {
+        id = t->prev_stack;   /* it has not run: the same stack */
+    } else {
+        double u0 = qpc_s(s);
+        moved = t->have_prev;
+        hs_uw_regs regs;
+        regs_of(g.ctx, &regs);
+        hs_grab_regs(g.ctx, t->prev);
+        hs_uw_stack st = { g.stack_lo, g.stack, g.stack_len, g.complete };
+        hs_uw_env env = hs_codemap_env(s->map);
+        uint64_t frames[MAX_FRAMES];
+        hs_uw_result res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+        if (res.stop == HS_UW_UNKNOWN_PC && now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
+            /* perhaps a module loaded since the last listing */
+            s->last_modules_retry = now;
+            refresh_modules(s, now);
+            res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+        }
+        uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
+        s->unwind_s += qpc_s(s) - u0;
+        s->unwinds++;
+        if (!n) {
+            /* only hookscope's code, serving no function */
+            t->have_prev = false;
+            hs_sampleset_lost(s->out, 1);
+            return true;
+        }
+        id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
+        t->have_prev = true;
+        t->prev_stack = id;
     }
-    uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
-    s->unwind_s += qpc_s(s) - u0;
-    s->unwinds++;
-    if (!n) {
-        hs_sampleset_lost(s->out, 1);
-        return true;
-    }
-    uint32_t id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
     note_ever(s, t->tid);
     if (!clock_ok) {
         /* no clock: the registers alone say whether it ran */
@@ -404,9 +425,13 @@ static DWORD WINAPI sampler_main(void *arg)
             refresh_own(s);
             enumerate_threads(s);
             next_enum = now + ENUM_MS / 1000.0;
+            s->t_enum += qpc_s(s) - now;
         }
-        if (now - s->last_modules >= MODULES_MS / 1000.0)
+        if (now - s->last_modules >= MODULES_MS / 1000.0) {
+            double m0 = qpc_s(s);
             refresh_modules(s, now);
+            s->t_modules += qpc_s(s) - m0;
+        }
         for (size_t i = 0; i < s->nthreads;) {
             if (!sample_thread(s, &s->threads[i], now)) {
                 thread_done(s, &s->threads[i]);
@@ -420,12 +445,14 @@ static DWORD WINAPI sampler_main(void *arg)
         now = qpc_s(s);
         if (next < now)
             next = now;   /* behind: no catching up */
-        DWORD ms = (DWORD)((next - now) * 1000.0);
+        /* waits have a granularity of a millisecond: wait until the
+         * millisecond the next round falls in (a yield instead would hand
+         * a busy target's core over for a whole time slice) */
+        DWORD ms = (DWORD)((next - now) * 1000.0 + 0.5);
+        double w0 = now;
         if (WaitForSingleObject(s->stop_event, ms) == WAIT_OBJECT_0)
             break;
-        /* the sub-millisecond rest */
-        while ((now = qpc_s(s)) < next)
-            SwitchToThread();
+        s->t_wait += qpc_s(s) - w0;
     }
     timeEndPeriod(1);
     return 0;
@@ -510,6 +537,9 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
         st->suspended_us_p99 = s->stopped_us[(s->nstopped * 99) / 100];
     }
     st->unwind_us_avg = s->unwinds ? s->unwind_s * 1e6 / (double)s->unwinds : 0;
+    hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
+           "lists %.3f, module lists %.3f, waiting %.3f", (unsigned long long)s->ticks, s->t_clock, s->t_grab,
+           s->unwind_s, s->t_enum, s->t_modules, s->t_wait);
     hs_grabber_free(s->grab);
     hs_codemap_free(s->map);
     CloseHandle(s->process);

@@ -14,7 +14,8 @@
  *   burn_c calls N us U
  *
  * A second thread only waits (an event set at the end) and a third only
- * sleeps (Sleep(5) in a loop); it prints their ids and the main thread's:
+ * sleeps (Sleep(5) in a loop), unless argv[2] is "alone"; it prints their
+ * ids (0 when not started) and the main thread's:
  *
  *   main M waiter W sleeper Z
  *
@@ -22,6 +23,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <windows.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -96,9 +98,12 @@ int main(int argc, char **argv)
     LARGE_INTEGER t0, a, b;
     QueryPerformanceFrequency(&freq);
     done = CreateEventW(NULL, TRUE, FALSE, NULL);
-    DWORD wtid, stid;
-    HANDLE wt = CreateThread(NULL, 0, waiter, NULL, 0, &wtid);
-    HANDLE st = CreateThread(NULL, 0, sleeper, NULL, 0, &stid);
+    DWORD wtid = 0, stid = 0;
+    HANDLE wt = NULL, st = NULL;
+    if (argc < 3 || strcmp(argv[2], "alone")) {
+        wt = CreateThread(NULL, 0, waiter, NULL, 0, &wtid);
+        st = CreateThread(NULL, 0, sleeper, NULL, 0, &stid);
+    }
 
     /* calibrate: steps for about 0.3 ms per burner call (the best of a few) */
     int work = 100000;
@@ -125,8 +130,10 @@ int main(int argc, char **argv)
     } while ((double)(b.QuadPart - t0.QuadPart) / (double)freq.QuadPart < seconds);
     SetEvent(done);
     stop_sleeper = 1;
-    WaitForSingleObject(wt, INFINITE);
-    WaitForSingleObject(st, INFINITE);
+    if (wt)
+        WaitForSingleObject(wt, INFINITE);
+    if (st)
+        WaitForSingleObject(st, INFINITE);
     for (int k = 0; k < 3; k++)
         printf("burn_%c calls %lld us %lld\n", 'a' + k, calls[k], ticks[k] * 1000000 / freq.QuadPart);
     printf("main %lu waiter %lu sleeper %lu\n", GetCurrentThreadId(), wtid, stid);

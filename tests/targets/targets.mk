@@ -3,7 +3,7 @@
 TGT_DIR   := $(B)/tests
 TGT_CFLAGS := -std=gnu11 -O1 -gdwarf-4 -fno-inline -Wall -Wno-unused-parameter
 # DLL sources (built by their own rules below, not as programs)
-TGT_DLL_C := tests/targets/latedll.c
+TGT_DLL_C := tests/targets/latedll.c tests/targets/burndll.c
 TGT_C     := $(filter-out $(TGT_DLL_C),$(wildcard tests/targets/*.c))
 TGT_CXX   := $(wildcard tests/targets/*.cpp)
 TGT_EXES  := $(patsubst tests/targets/%.c,$(TGT_DIR)/%.exe,$(TGT_C)) \
@@ -52,3 +52,10 @@ $(TGT_DIR)/latedll.dll: tests/targets/latedll.c
 	@mkdir -p $(dir $@)
 	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
 test-targets: $(TGT_DIR)/latedll.dll
+
+# burndll.dll: loaded, burnt in and unloaded by burnlate.exe during its run
+# (samples in a module that comes and goes)
+$(TGT_DIR)/burndll.dll: tests/targets/burndll.c
+	@mkdir -p $(dir $@)
+	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
+test-targets: $(TGT_DIR)/burndll.dll
