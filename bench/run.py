@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Run hookscope's benchmarks and print each against an unhooked run.
 
-  bench/run.py [calls] [overhead] [install] [report]     (default: all four)
+  bench/run.py [calls] [overhead] [install] [report] [sample] [sample-rates]
+                                          (default: the first five)
 
   calls    ns per call: untraced vs `hookscope run` (entry counting).
            Every number is the best of several rounds inside one process;
@@ -23,6 +24,18 @@
            against the untraced run time; split into what happens before
            the target runs (hookscope's start, launch, injection, install)
            and after it exits (collect, symbols, reports).
+
+  sample   the CPU sampler (suspend backend, --no-hooks so that only the
+           sampling is measured): build/bench/spin.exe (CPU-bound, 1 and 4
+           threads) at the default rate and at 1 kHz, its own work time
+           against untraced runs of the same binary (runs interleaved, median
+           of ROUNDS); the time a thread stays suspended per sample (median
+           and 99th percentile) and the unwind time per sample, from the
+           sampler's own figures (--verbose); and the merge-and-report time
+           of 1,000,000 synthetic samples over 100,000 functions
+           (build/native/bench/mergebench; goal: at most 2 s).
+  sample-rates  the slowdown of spin.exe (1 thread) at rates from 25 Hz to
+           1 kHz, for choosing the default: the highest rate within 5%.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -245,8 +258,109 @@ def overhead():
     print(f"reference: two rdtsc (what a timed call reads) cost {sbase['rdtsc2']:.2f} ns here.")
 
 
+# --- the sampler --------------------------------------------------------------
+
+SPIN = "build/bench/spin.exe"
+SPIN_STEPS = "400"          # million steps per thread: about 1 s per thread here
+SLOWDOWN_GOAL = 1.05
+MERGE_GOAL_S = 2.0
+SAMPLER_LINE = (r"a thread stayed suspended (\d+) us per sample \(median; (\d+) us at the 99th percentile\); "
+                r"unwinding took ([\d.]+) us per sample")
+
+
+def spin_run(threads, rate=None):
+    """One run of spin.exe: untraced (rate None) or under `hookscope run
+    --no-hooks`; returns (work seconds, sampler figures or None, report)."""
+    import re
+    args = [SPIN, str(threads), SPIN_STEPS]
+    if rate is None:
+        p = subprocess.run(["wine"] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+        fig, j = None, None
+    else:
+        out = os.path.join(OUT, "spin")
+        cmd = ["./hookscope", "run", "-q", "-v", "--no-hooks", "-o", out]
+        if rate != "default":
+            cmd += ["--sample-rate", str(rate)]
+        p = subprocess.run(cmd + ["--"] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+        m = re.search(SAMPLER_LINE, p.stderr)
+        fig = tuple(float(x) for x in m.groups()) if m else None
+        with open(os.path.join(ROOT, out, "report.json"), encoding="utf-8") as f:
+            j = json.load(f)
+    if p.returncode != 0:
+        sys.exit(f"bench: spin.exe failed ({p.returncode}): {p.stderr.strip()}")
+    work = float(p.stdout.split()[1])
+    return work, fig, j
+
+
+def slowdowns(threads, rates):
+    """{rate: (ratio, traced runs)} against untraced runs, interleaved."""
+    plain, traced = [], {r: [] for r in rates}
+    for _ in range(ROUNDS):
+        plain.append(spin_run(threads)[0])
+        for r in rates:
+            traced[r].append(spin_run(threads, r))
+    base = med(plain)
+    return base, {r: (med([w for w, _, _ in runs]) / base, runs) for r, runs in traced.items()}
+
+
+def sample():
+    if not need(SPIN, "make bench-build"):
+        return
+    print(f"== the sampler's cost: spin.exe ({SPIN_STEPS}M steps per thread), --no-hooks, median of {ROUNDS}")
+    print(f"{'threads':<8}{'rate':>9}{'untraced':>10}{'sampled':>10}{'ratio':>8}{'samples/s':>11}"
+          f"{'susp p50':>10}{'susp p99':>10}{'unwind':>9}")
+    for threads in (1, 4):
+        base, res = slowdowns(threads, ["default", 1000])
+        for rate, (ratio, runs) in res.items():
+            j = runs[0][2]
+            hz = j["sampling"]["rate_hz"]
+            per_s = med([(r[2]["sampling"]["samples"] + r[2]["sampling"]["wait_samples"]) / r[0] for r in runs])
+            figs = [r[1] for r in runs if r[1]]
+            p50 = med([f[0] for f in figs]) if figs else float("nan")
+            p99 = med([f[1] for f in figs]) if figs else float("nan")
+            uw = med([f[2] for f in figs]) if figs else float("nan")
+            label = f"{hz:g} Hz" + (" (default)" if rate == "default" else "")
+            print(f"{threads:<8}{label:>9}{base:>9.3f}s{base * ratio:>9.3f}s{ratio:>7.3f}x{per_s:>11.0f}"
+                  f"{p50:>8.0f}us{p99:>8.0f}us{uw:>7.1f}us")
+    print("ratio: spin.exe's own work time sampled / untraced; samples/s: CPU + wait samples taken;")
+    print("susp: how long a thread stayed suspended per sample (median, 99th percentile, over a run;")
+    print("medians of the runs); unwind: the unwind time per sample (after the thread runs again).")
+    print(f"goal at the default rate: at most {SLOWDOWN_GOAL:.2f}x for 1 thread.")
+    mb = "build/native/bench/mergebench"
+    if need(mb, "make bench-build"):
+        times = []
+        for _ in range(ROUNDS):
+            p = subprocess.run([os.path.join(ROOT, mb)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+            if p.returncode != 0:
+                sys.exit(f"bench: mergebench failed: {p.stderr}")
+            times.append(dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip()))
+        t = {k: med([x[k] for x in times]) for k in times[0]}
+        print(f"\nmerge and report: {t['samples']:,.0f} samples over {t['functions']:,.0f} functions "
+              f"({t['unique_stacks']:,.0f} unique stacks), median of {ROUNDS}")
+        print(f"  interning while sampling {t['set']:.3f} s (not counted); merge {t['merge']:.3f} s, "
+              f"naming {t['resolve']:.3f} s, counting {t['count']:.3f} s, writing {t['write']:.3f} s")
+        print(f"  merge and report {t['merge_report']:.3f} s; goal <= {MERGE_GOAL_S:.0f} s: "
+              f"{'met' if t['merge_report'] <= MERGE_GOAL_S else 'NOT met'}")
+
+
+def sample_rates():
+    if not need(SPIN, "make bench-build"):
+        return
+    rates = [25, 50, 100, 200, 400, 1000]
+    print(f"== slowdown of spin.exe (1 thread) by sampling rate, --no-hooks, median of {ROUNDS}")
+    base, res = slowdowns(1, rates)
+    best = None
+    for r in rates:
+        ratio = res[r][0]
+        print(f"{r:>6} Hz  {ratio:.3f}x")
+        if ratio <= SLOWDOWN_GOAL:
+            best = r
+    print(f"untraced {base:.3f} s; the highest rate within {SLOWDOWN_GOAL:.2f}x: "
+          f"{best if best else 'none'} Hz")
+
+
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["calls", "overhead", "install", "report"]
+    which = [w.replace("-", "_") for w in sys.argv[1:]] or ["calls", "overhead", "install", "report", "sample"]
     server = WineServer()
     try:
         for i, w in enumerate(which):

@@ -22,11 +22,11 @@ def test_rerun_leaves_only_its_own_files():
         f.write("mine\n")
     p = hs.hookscope(["run", "-q", "-o", out, "--time", "--stacks=4", "--", exe])
     hs.eq(p.returncode, 0, "first run")
-    hs.eq(listing(out), ["entry-stacks.folded", "entry-time.folded", "notes.txt", "report.json", "report.txt"],
-          "files of a run with --time --stacks")
-    p = hs.hookscope(["run", "-q", "-o", out, "--", exe])
+    hs.eq(listing(out), ["cpu-stacks.folded", "entry-stacks.folded", "entry-time.folded", "notes.txt", "report.json",
+                         "report.txt", "wait-stacks.folded"], "files of a run with --time --stacks (and samples)")
+    p = hs.hookscope(["run", "-q", "-o", out, "--no-sample", "--", exe])
     hs.eq(p.returncode, 0, "second run")
-    hs.eq(listing(out), ["notes.txt", "report.json", "report.txt"], "files after a run without stacks")
+    hs.eq(listing(out), ["notes.txt", "report.json", "report.txt"], "files after a run without stacks or samples")
     t = hs.Trace(p, out)
     hs.eq(t.json["options"]["stacks"], None, "report.json is the second run's")
 

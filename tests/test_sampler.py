@@ -1,0 +1,268 @@
+"""The CPU sampler (suspend backend), merged with the hooks.
+
+Targets: cpusplit.exe (three burners with a known split that the program
+measures itself with the performance counter, a thread that only waits,
+one that only sleeps), burnlate.exe (CPU in a DLL loaded and unloaded
+during the run), spawner.exe (60 short threads in waves), crash.exe,
+attachee.exe (for attach). Every outcome is checked against what the
+program itself measured or printed, or against the hooks' exact counts
+from the same run; sampling is statistical, so the split is held to 5
+points only with enough samples for that to be a 4-sigma bound.
+"""
+import re
+import subprocess
+import time
+
+import hs
+import test_attach
+
+T = hs.TARGETS
+SPLIT = f"{T}/cpusplit.exe"
+
+
+def burners(stdout):
+    """{'a': (calls, us), ...} and the thread ids cpusplit printed."""
+    text = stdout.decode()
+    b = {m.group(1): (int(m.group(2)), int(m.group(3)))
+         for m in re.finditer(r"burn_(\w) calls (\d+) us (\d+)", text)}
+    m = re.search(r"main (\d+) waiter (\d+) sleeper (\d+)", text)
+    hs.check(len(b) == 3 and m, f"unexpected output {text!r}")
+    return b, {"main": int(m.group(1)), "waiter": int(m.group(2)), "sleeper": int(m.group(3))}
+
+
+def func(t, name, module=None):
+    for f in t.json["functions"]:
+        if f["name"] == name and (module is None or f["module"].lower() == module):
+            return f
+    raise AssertionError(f"no function {name} in the report")
+
+
+def threads(t):
+    return {x["tid"]: x for x in t.json.get("thread_list", [])}
+
+
+def strip(frame):
+    return re.sub(r"\+0x[0-9a-f]+$", "", frame)
+
+
+def own_frames(t):
+    """Frames of hookscope's own (the agent, or raw addresses: stubs and
+    trampolines not attributed) in the sampled stacks and their files."""
+    bad = []
+    for kind in ("sample_stacks", "wait_stacks"):
+        for s in t.json[kind]:
+            bad += [f for f in s["frames"] if f.startswith("0x") or "hookscope" in f.lower()]
+    for name in ("cpu-stacks.folded", "wait-stacks.folded"):
+        text = t.file(name)
+        hs.check(text is not None, f"{name} was not written")
+        bad += [line for line in text.splitlines() if "hookscope" in line.lower()]
+    return bad
+
+
+def unmatched_pairs(t):
+    """Adjacent hooked (caller, callee) pairs of the sampled stacks that the
+    hooks did not count as an edge; and how many pairs there were."""
+    hooked = {f["module"] + "!" + f["name"] for f in t.json["functions"] if f["hooked"]}
+    edges = {(e["caller_module"] + "!" + e["caller"], e["callee_module"] + "!" + e["callee"])
+             for e in t.json["edges"] if e["caller_module"]}
+    bad, pairs = [], 0
+    for kind in ("sample_stacks", "wait_stacks"):
+        for s in t.json[kind]:
+            fr = [strip(f) for f in s["frames"]]
+            for callee, caller in zip(fr, fr[1:]):
+                if callee in hooked and caller in hooked:
+                    pairs += 1
+                    if (caller, callee) not in edges:
+                        bad.append((caller, callee))
+    return bad, pairs
+
+
+def test_split_and_exact_calls():
+    """The CPU split by self samples is the split cpusplit measured itself
+    (within 5 points), and every burner's calls are exact, from one run."""
+    t = hs.trace(SPLIT, ["12", "alone"], options=["--sample-rate", "500"], name="sampler_split")
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    b, _ = burners(t.stdout)
+    total_us = sum(us for _, us in b.values())
+    selfs = {k: func(t, "burn_" + k).get("samples", {}).get("self", 0) for k in b}
+    n = sum(selfs.values())
+    # 1000 samples: a binomial share of 0.5 has a standard deviation of
+    # 1.6 points, so 5 points is about 3 of them; usually there are 2000+
+    hs.check(n >= 1000, f"only {n} CPU samples in the burners: too few to judge a split")
+    for k, (calls, us) in b.items():
+        hs.eq(func(t, "burn_" + k)["calls"], calls, f"calls of burn_{k}")
+        measured, sampled = 100.0 * us / total_us, 100.0 * selfs[k] / n
+        hs.check(abs(measured - sampled) <= 5.0,
+                 f"burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% measured ({n} samples)")
+    hs.eq(t.json["sampling"]["lost"], 0, "lost samples")
+
+
+def test_waiting_threads_are_wait_samples():
+    """A thread that only waits and one that only sleeps are in the wait
+    profile, never the CPU one; the busy thread's CPU samples follow its
+    CPU time, and it is never found in a wait of its own."""
+    t = hs.trace(SPLIT, ["3"], name="sampler_wait")
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    _, tids = burners(t.stdout)
+    th = threads(t)
+    for role in ("waiter", "sleeper"):
+        x = th.get(tids[role])
+        hs.check(x is not None, f"the {role} thread was not sampled")
+        hs.eq(x["cpu_samples"], 0, f"CPU samples of the {role} thread")
+        hs.check(x["wait_samples"] >= 20, f"the {role} thread has only {x['wait_samples']} wait samples")
+    m = th[tids["main"]]
+    hs.check(m["cpu_samples"] > 0, "the busy thread has no CPU samples")
+    ran = m["cpu_time_s"] / t.json["target"]["wall_time_s"]
+    share = m["cpu_samples"] / (m["cpu_samples"] + m["wait_samples"])
+    hs.check(abs(share - ran) <= 0.2,
+             f"the busy thread ran {ran:.2f} of the time, {share:.2f} of its samples are CPU samples")
+    leaves = {strip(s["frames"][0]) for s in t.json["wait_stacks"] if s["thread"] == tids["main"]}
+    waits = [f for f in leaves if re.search(r"!Nt(Wait|Delay)", f)]
+    hs.eq(waits, [], "the busy thread found in a wait")
+    for role in ("waiter", "sleeper"):
+        leaves = {strip(s["frames"][0]) for s in t.json["wait_stacks"] if s["thread"] == tids[role]}
+        hs.check(leaves and all(f.startswith("ntdll.dll!Nt") for f in leaves),
+                 f"the {role} thread waits in {sorted(leaves)}")
+
+
+def check_consistent(t, what, need_pairs=True):
+    hs.eq(t.rc, 0, f"{what}: exit code (stderr {t.stderr!r})")
+    bad, pairs = unmatched_pairs(t)
+    hs.check(pairs > 0 or not need_pairs, f"{what}: no adjacent pair of hooked functions in any sampled stack")
+    hs.eq(bad, [], f"{what}: hooked (caller, callee) pairs of sampled stacks the hooks did not count")
+    hs.eq(own_frames(t), [], f"{what}: frames of hookscope's own")
+    hs.check(t.json["sampling"]["samples"] > 0, f"{what}: no CPU samples")
+
+
+def test_stacks_agree_with_edges():
+    """Every adjacent pair of hooked functions in a sampled stack is an edge
+    the hooks counted; no frame of hookscope's own anywhere."""
+    check_consistent(hs.trace(SPLIT, ["2"], options=["--sample-rate", "300"], name="sampler_edges"),
+                     "cpusplit")
+    # the demo runs for a moment only: its few samples may not hold a pair
+    check_consistent(hs.trace("build/examples/demo.exe", options=["--sample-rate", "1000"],
+                              name="sampler_edges_demo"), "demo", need_pairs=False)
+
+
+def test_stacks_agree_with_edges_time():
+    """The same with --time: samples inside the timing wrapper or under it
+    are the timed function's; report.txt puts wall time per call next to
+    CPU per call."""
+    t = hs.trace(SPLIT, ["2"], options=["--time", "--sample-rate", "300"], name="sampler_edges_time")
+    check_consistent(t, "cpusplit --time")
+    head = [l for l in t.txt.splitlines() if l.strip().startswith("self ")]
+    hs.check(head and "wall/call" in head[0] and "per call" in head[0], f"CPU table heading {head!r}")
+    row = [l for l in t.txt.splitlines() if l.rstrip().endswith("burn_a                           cpusplit.exe")]
+    hs.check(row, "burn_a is not in the CPU table")
+
+
+def test_no_hooks():
+    """--no-hooks: samples only; nothing goes into the target (no agent in
+    its module list), the burners are named from the exe's symbols."""
+    t = hs.trace(SPLIT, ["2"], options=["--no-hooks"], name="sampler_nohooks")
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    burners(t.stdout)
+    j = t.json
+    hs.eq(j["modules"], [], "traced modules")
+    hs.eq(j["total_calls"], 0, "calls")
+    names = [m["name"].lower() for m in j["loaded_modules"]]
+    hs.check("cpusplit.exe" in names and "ntdll.dll" in names, f"modules {names}")
+    hs.eq([n for n in names if "hookscope" in n], [], "hookscope's agent among the target's modules")
+    for k in "abc":
+        f = func(t, "burn_" + k, "cpusplit.exe")
+        hs.eq(f["hooked"], False, f"burn_{k} hooked")
+        hs.check(f.get("samples", {}).get("self", 0) > 0, f"burn_{k} has no CPU samples")
+    hs.check("\nCPU: " in t.txt and "  calls" not in t.txt.split("\nwait:")[0],
+             "report.txt: a CPU section without calls")
+    hs.eq(own_frames(t), [], "frames of hookscope's own")
+
+
+def test_modules_loaded_and_unloaded():
+    """CPU spent in a DLL loaded and unloaded during the run is named from
+    that DLL, with hooks and without."""
+    for opts in ([], ["--no-hooks"]):
+        t = hs.trace(f"{T}/burnlate.exe", options=["--sample-rate", "300"] + opts,
+                     name="sampler_late" + "".join(opts).replace("-", "_"))
+        hs.eq(t.rc, 0, f"{opts}: exit code (stderr {t.stderr!r})")
+        hs.eq(t.stdout.decode().split(), ["dll", "gone", "1"], f"{opts}: output")
+        folded = t.file("cpu-stacks.folded") or ""
+        for frame in ("burndll.dll!dll_burn", "burnlate.exe!exe_burn"):
+            hs.check(re.search(re.escape(";" + frame) + r" \d+$", folded, re.M),
+                     f"{opts}: no CPU stack ends in {frame}:\n{folded}")
+
+
+def test_threads_come_and_go():
+    """Threads created and ended during the run: no hang, nothing lost, and
+    the short threads are sampled too."""
+    t = hs.trace(f"{T}/spawner.exe", options=["--sample-rate", "500"], name="sampler_spawner", timeout=120)
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    hs.eq(t.stdout.decode().split(), ["threads", "60"], "output")
+    s = t.json["sampling"]
+    hs.eq(s["lost"], 0, "lost samples")
+    hs.check(s["threads"] >= 10, f"only {s['threads']} threads sampled of 61")
+    workers = [x for x in t.json["thread_list"] if x["cpu_samples"] + x["wait_samples"] and x["calls"] == 8]
+    hs.check(len(workers) >= 5, f"only {len(workers)} worker threads sampled")
+
+
+def test_target_exits_or_crashes_mid_sample():
+    """A target that crashes, or exits while it is being sampled as fast as
+    possible: hookscope ends, with the target's exit code and every sample
+    taken until then, none lost."""
+    t = hs.trace(f"{T}/crash.exe", options=["--sample-rate", "10000"], name="sampler_crash", timeout=120)
+    hs.eq(t.rc, 0xC0000005 & 0xFF, f"crash: exit status (Wine keeps the low byte; stderr {t.stderr!r})")
+    hs.eq(t.json["target"]["exit_code"], 0xC0000005, "crash: exit code in the report")
+    hs.eq(t.json["target"]["stop"], "crash", "crash: stop")
+    hs.eq(t.calls("crash.exe")["f"], 1000, "crash: calls of f")
+    hs.eq(t.json["sampling"]["lost"], 0, "crash: lost samples")
+    for i in range(3):
+        t = hs.trace(SPLIT, ["0.2"], options=["--sample-rate", "10000"], name=f"sampler_exit{i}", timeout=120)
+        hs.eq(t.rc, 0, f"exit {i}: exit code (stderr {t.stderr!r})")
+        s = t.json["sampling"]
+        hs.eq(s["lost"], 0, f"exit {i}: lost samples")
+        hs.check(s["samples"] + s["wait_samples"] > 0, f"exit {i}: no samples")
+
+
+def test_attach_samples_then_detaches():
+    """attach: samples while attached, the sampler stopped before the
+    detach; the target keeps running, every result right, its code as it
+    was. With --no-hooks nothing is ever mapped into it."""
+    p, pid = test_attach.start()
+    with p:
+        t = hs.attach(pid, ["--duration", "2"], name="sampler_attach")
+        test_attach.check_attach(t, pid, "attach")
+        s = t.json["sampling"]
+        hs.check(s["samples"] + s["wait_samples"] > 0 and s["threads"] >= 2, f"sampling {s}")
+        hs.eq(s["lost"], 0, "lost samples")
+        t2 = hs.attach(pid, ["--no-hooks", "--duration", "1"], name="sampler_attach_nohooks")
+        hs.eq(t2.rc, 0, f"--no-hooks: exit code (stderr {t2.stderr!r})")
+        hs.eq(t2.json["modules"], [], "--no-hooks: traced modules")
+        hs.check(t2.json["sampling"]["samples"] + t2.json["sampling"]["wait_samples"] > 0, "--no-hooks: no samples")
+        hs.eq(hs.agent_mappings(p.proc.pid), [], "the agent mapped in the target after --no-hooks")
+        time.sleep(0.5)
+        bad, calls, matches = test_attach.finish(p)
+        hs.eq((bad, matches), (0, 1), "the target's own checks after both attaches")
+        hs.check(calls > 0, "the target made no calls")
+
+
+def test_options():
+    """The sampler's options: what they conflict with, and their values."""
+    d = hs.outdir("sampler_opts")
+    cases = [
+        (["--no-hooks", "--no-sample"], 2, "leaves nothing to trace"),
+        (["--no-hooks", "--time"], 2, "'--time' needs the hooks"),
+        (["--no-hooks", "-m", "x.dll"], 2, "'-m' needs the hooks"),
+        (["--no-sample", "--sample-rate", "50"], 2, "'--sample-rate' needs the sampler"),
+        (["--sample-rate", "0"], 2, "--sample-rate needs a rate from 1 to 10000"),
+        (["--sample-rate", "fast"], 2, "not 'fast'"),
+        (["--sampler", "perf"], 2, "--sampler is suspend, etw or auto"),
+        (["--sampler", "etw"], 125, "the ETW backend is not built yet"),
+        (["--sampler", "auto"], 125, "the ETW backend is not built yet"),
+    ]
+    for opts, rc, text in cases:
+        p = hs.hookscope(["run", "-o", d] + opts + ["--", SPLIT, "0.1"], timeout=60)
+        err = p.stderr.decode()
+        hs.eq(p.returncode, rc, f"{opts}: exit code ({err!r})")
+        hs.check(text in err and err.startswith("hookscope: "), f"{opts}: message {err!r}")
+    h = hs.hookscope(["help", "run"]).stdout.decode()
+    for o in ("--no-sample", "--sample-rate HZ", "--no-hooks", "--sampler NAME"):
+        hs.check(o in h, f"'help run' does not show {o}")
