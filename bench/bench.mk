@@ -61,3 +61,13 @@ $(B)/native/bench/mergebench: bench/mergebench.c $(NATIVE_LIB)
 	$(NCC) $(NCFLAGS) -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
 
 bench-build: $(B)/native/bench/mergebench
+
+# The unwinder the sampler uses against DbgHelp's StackWalk64 on the same
+# samples of spin.exe (bench/run.py sample)
+WALK_OBJ := $(call win_obj,sampler/unwind.c sampler/codemap.c sampler/grab_win.c sampler/modules_win.c \
+              injector/base/util.c injector/base/util_win.c injector/base/map.c)
+$(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ)
+	@mkdir -p $(dir $@)
+	$(WCC) $(WCFLAGS) -o $@ $< $(WALK_OBJ) -ldbghelp -lpsapi
+
+bench-build: $(BENCH_DIR)/walkbench.exe

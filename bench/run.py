@@ -31,7 +31,10 @@
            against untraced runs of the same binary (runs interleaved, median
            of ROUNDS); the time a thread stays suspended per sample (median
            and 99th percentile) and the unwind time per sample, from the
-           sampler's own figures (--verbose); and the merge-and-report time
+           sampler's own figures (--verbose); the sampler's unwinder against
+           DbgHelp's StackWalk64 on the same 400 samples of spin.exe
+           (build/bench/walkbench.exe: time per stack, frames, agreement);
+           and the merge-and-report time
            of 1,000,000 synthetic samples over 100,000 functions
            (build/native/bench/mergebench; goal: at most 2 s).
   sample-rates  the slowdown of spin.exe (1 thread) at rates from 25 Hz to
@@ -326,6 +329,14 @@ def sample():
     print("susp: how long a thread stayed suspended per sample (median, 99th percentile, over a run;")
     print("medians of the runs); unwind: the unwind time per sample (after the thread runs again).")
     print(f"goal at the default rate: at most {SLOWDOWN_GOAL:.2f}x for 1 thread.")
+    wb = "build/bench/walkbench.exe"
+    if need(wb, "make bench-build"):
+        runs = [run(["wine", wb, "2"]) for _ in range(3)]
+        w = {k: med([r[k] for r in runs]) for k in runs[0]}
+        print(f"\nunwinding a sample's copied stack ({w['samples']:.0f} samples of spin.exe, 2 threads, median of 3):")
+        print(f"  sampler/unwind.c {w['own_us']:.2f} us, DbgHelp StackWalk64 {w['dbghelp_us']:.2f} us per stack "
+              f"(same memory callbacks); frames {w['frames_own']:.2f} / {w['frames_dbghelp']:.2f}; "
+              f"equal frame lists {100 * w['agree']:.1f}%")
     mb = "build/native/bench/mergebench"
     if need(mb, "make bench-build"):
         times = []

@@ -12,9 +12,10 @@
 
 #define MAX_PENDING 100000
 
-void hs_cls_init(hs_cls_thread *t)
+void hs_cls_init(hs_cls_thread *t, hs_cls_shared *shared)
 {
     memset(t, 0, sizeof *t);
+    t->shared = shared;
     t->last_x = -1;
 }
 
@@ -31,12 +32,30 @@ static bool chosen(size_t j, size_t k, size_t m)
     return (j + 1) * k / m > j * k / m;
 }
 
-/* Close the window with share x (< 0: no CPU information: moved = CPU). */
-static void close_window(hs_cls_thread *t, double x, hs_cls_emit emit, void *ctx)
+/* Close the window: the thread gained `dcpu` of CPU clock over `dwall`
+ * (dwall 0 and known false: no CPU information: moved = CPU; known false
+ * with dwall != 0: take the share of the window before). */
+static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool known, hs_cls_emit emit, void *ctx)
 {
     size_t n = t->n, moved = 0;
     for (size_t i = 0; i < n; i++)
         moved += t->pend[i].moved;
+    double x;
+    if (known) {
+        hs_cls_shared *sh = t->shared;
+        double gain = (double)dcpu;
+        if (!moved && n && (!dwall || gain / (double)dwall < 0.25)) {
+            /* the thread did not run: all it gained is the sampler's */
+            double per = gain / (double)n;
+            sh->overhead = sh->learned ? (sh->overhead * (double)sh->learned + gain) / (double)(sh->learned + n) : per;
+            sh->learned += n;
+        }
+        gain -= sh->overhead * (double)n;
+        x = gain <= 0 ? 0 : dwall ? gain / (double)dwall : 1;
+        t->last_x = x;
+    } else {
+        x = t->last_x;
+    }
     if (x < 0) {
         for (size_t i = 0; i < n; i++)
             emit(ctx, t->pend[i].stack, t->pend[i].moved ? HS_STACK_CPU : HS_STACK_WAIT);
@@ -45,16 +64,6 @@ static void close_window(hs_cls_thread *t, double x, hs_cls_emit emit, void *ctx
     }
     if (x > 1)
         x = 1;
-    if (!moved) {
-        /* the thread did not run: what its clock gained is what the
-         * sampler's own suspensions cost it */
-        if (x < 0.25)
-            t->overhead = t->overhead > 0 ? (t->overhead + x) / 2 : x;
-    } else {
-        x -= t->overhead;
-        if (x < 0)
-            x = 0;
-    }
     double target = x * (double)n + t->carry;
     double k = floor(target + 0.5);
     if (k < 0)
@@ -81,13 +90,6 @@ static void close_window(hs_cls_thread *t, double x, hs_cls_emit emit, void *ctx
     t->n = 0;
 }
 
-static double share(uint64_t dcpu, uint64_t dwall)
-{
-    if (!dwall)
-        return dcpu ? 1.0 : 0.0;
-    return (double)dcpu / (double)dwall;
-}
-
 void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, uint32_t stack,
                    uint64_t max_window, hs_cls_emit emit, void *ctx)
 {
@@ -100,16 +102,23 @@ void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, ui
     t->pend[t->n].stack = stack;
     t->pend[t->n].moved = moved;
     t->n++;
-    if (cpu > t->last_cpu) {
-        double x = share(cpu - t->win_cpu, wall - t->win_wall);
-        t->last_x = x;
-        close_window(t, x, emit, ctx);
-        t->win_wall = wall;
-        t->win_cpu = cpu;
-    } else if (wall - t->win_wall >= max_window || t->n >= MAX_PENDING) {
-        /* nothing gained for a long time */
-        close_window(t, 0, emit, ctx);
-        t->last_x = 0;
+    bool late = wall - t->win_wall >= max_window || t->n >= MAX_PENDING;
+    if (cpu > t->last_cpu && !late && !t->shared->learned) {
+        /* a little CPU over a window in which the thread moved, before any
+         * idle window has told what a sample costs: wait for that (the
+         * window grows; it is closed when it is known, or when late) */
+        bool moved_any = false;
+        for (size_t i = 0; i < t->n && !moved_any; i++)
+            moved_any = t->pend[i].moved;
+        uint64_t dw = wall - t->win_wall;
+        if (moved_any && dw && (double)(cpu - t->win_cpu) / (double)dw < 0.25) {
+            t->last_cpu = cpu;
+            return;
+        }
+    }
+    if (cpu > t->last_cpu || late) {
+        /* the clock moved, or nothing was gained for a long time */
+        close_window(t, cpu - t->win_cpu, wall - t->win_wall, true, emit, ctx);
         t->win_wall = wall;
         t->win_cpu = cpu;
     }
@@ -121,10 +130,8 @@ void hs_cls_finish(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool known, hs
 {
     if (!t->n)
         return;
-    double x;
     if (known && cpu >= t->win_cpu)
-        x = share(cpu - t->win_cpu, wall > t->win_wall ? wall - t->win_wall : 0);
+        close_window(t, cpu - t->win_cpu, wall > t->win_wall ? wall - t->win_wall : 0, true, emit, ctx);
     else
-        x = t->last_x;
-    close_window(t, x, emit, ctx);
+        close_window(t, 0, 1, false, emit, ctx);
 }

@@ -21,10 +21,12 @@
  * a wait sample. So a thread that did not run is never a CPU sample,
  * whatever the sampler's own suspensions cost it. That cost (handling a
  * suspension runs the thread briefly, in the kernel or in Wine's signal
- * handler) is learned from the windows without any moved sample (the
- * thread provably did not run: all their share is the sampler's) and
- * taken off the share of the others. A thread's first sample counts as
- * not moved (there is nothing to compare it with).
+ * handler) is learned per sample, across the process's threads, from the
+ * windows without any moved sample (the thread provably did not run: all
+ * the CPU it gained is the sampler's), and taken off every window's CPU
+ * gain (a window with little CPU, and moved samples, waits for the first
+ * estimate). A thread's first sample counts as not moved (there is
+ * nothing to compare it with).
  *
  * With a cycle counter the clock moves whenever the thread ran at all,
  * so each window is one sample interval and x is exact per sample. With
@@ -48,7 +50,15 @@ typedef struct hs_cls_pending {
     bool moved;
 } hs_cls_pending;
 
+/* What the threads of one process share: the CPU time one sample costs a
+ * thread that is not running (in clock units), learned from idle windows. */
+typedef struct hs_cls_shared {
+    double overhead;
+    uint64_t learned;              /* samples it was learned from */
+} hs_cls_shared;
+
 typedef struct hs_cls_thread {
+    hs_cls_shared *shared;
     bool started;
     uint64_t win_wall, win_cpu;    /* the clocks when the window opened */
     uint64_t last_cpu;             /* at the previous sample */
@@ -56,14 +66,12 @@ typedef struct hs_cls_thread {
     size_t n, cap;
     double carry;
     double last_x;                 /* share of the last window closed with CPU information, -1 none */
-    double overhead;               /* share the sampler's suspensions add (learned from windows
-                                      in which the thread did not run) */
 } hs_cls_thread;
 
 /* Receives each sample's kind (HS_STACK_CPU or HS_STACK_WAIT). */
 typedef void (*hs_cls_emit)(void *ctx, uint32_t stack, uint8_t kind);
 
-void hs_cls_init(hs_cls_thread *t);
+void hs_cls_init(hs_cls_thread *t, hs_cls_shared *shared);
 /* A sample of interned stack `stack`, taken at `wall`, the thread's CPU
  * clock reading `cpu` just before. max_window: in wall units. */
 void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, uint32_t stack,

@@ -2,9 +2,19 @@
  * sampler/grab_win.c - suspend, context, one stack read, resume (see
  * grab_win.h).
  *
- * The suspend-and-get-context part (suspend_and_context) is the piece a
- * shared suspend primitive in hook/ would replace: it must return with the
- * thread suspended and its registers fetched, or with it resumed.
+ * The sampling thread suspends the thread and asks for its context
+ * itself; a watchdog thread makes the wait bounded: the thread being
+ * sampled is published (with a deadline) before it is suspended, and
+ * whoever takes it back first resumes it: the sampling thread when it is
+ * done, or the watchdog when the deadline passed (the sample is then
+ * dropped; a sampling thread stuck for good in GetThreadContext is
+ * reported by hs_grabber_stuck and ended at hs_grabber_free). So no
+ * thread stays suspended, and no sample needs a hand-over to another
+ * thread, which on a busy machine waits for a time slice each time.
+ *
+ * suspend_and_context is the piece a shared suspend primitive in hook/
+ * would replace: it returns with the thread suspended and its registers
+ * fetched, or with the thread running again.
  */
 #include "grab_win.h"
 
@@ -13,91 +23,72 @@
 
 #include "base/util.h"
 
-#define WORKERS 4
-#define CONTEXT_TIMEOUT_MS 100
-
-typedef struct worker {
-    HANDLE thread, go, done;
-    HANDLE target;             /* request */
-    volatile LONG busy;        /* a request is out (perhaps stuck) */
-    BOOL ok;                   /* reply */
-    CONTEXT *ctx;              /* the worker's own buffer: a stuck call may write it late */
-    void *ctx_mem;
-} worker;
+/* A thread's first context: under Wine, one still being created does not
+ * give it while suspended, so it is not waited for long; later ones only
+ * come slowly on a machine that is very busy. */
+#define FIRST_CONTEXT_TIMEOUT_MS 100
+#define CONTEXT_TIMEOUT_MS 1000
+#define WATCH_MS 20
 
 struct hs_grabber {
-    worker w[WORKERS];
+    HANDLE watchdog, wake;
     volatile LONG stop;
+    void *volatile inflight;   /* the thread suspended now; whoever takes it resumes it */
+    volatile LONG64 deadline;  /* performance-counter ticks */
+    volatile LONG rescued;     /* threads the watchdog resumed */
+    volatile LONG busy_since;  /* 1: the sampling thread is inside a grab */
+    LARGE_INTEGER qpf;
     uint8_t *stack;
     size_t cap;
     CONTEXT *ctx;
     void *ctx_mem;
 };
 
-static CONTEXT *aligned_context(void **mem)
+static LONG64 qpc(void)
 {
-    *mem = hs_xcalloc(1, sizeof(CONTEXT) + 16);
-    return (CONTEXT *)(((uintptr_t)*mem + 15) & ~(uintptr_t)15);
+    LARGE_INTEGER c;
+    QueryPerformanceCounter(&c);
+    return c.QuadPart;
 }
 
-typedef struct worker_arg {
-    hs_grabber *g;
-    worker *w;
-} worker_arg;
-
-static DWORD WINAPI worker_main(void *arg)
+static DWORD WINAPI watchdog_main(void *arg)
 {
-    worker_arg a = *(worker_arg *)arg;
-    free(arg);
-    for (;;) {
-        WaitForSingleObject(a.w->go, INFINITE);
-        if (a.g->stop)
-            return 0;
-        a.w->ctx->ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
-        a.w->ok = GetThreadContext(a.w->target, a.w->ctx);
-        MemoryBarrier();
-        a.w->busy = 0;
-        SetEvent(a.w->done);
+    hs_grabber *g = arg;
+    while (!g->stop) {
+        WaitForSingleObject(g->wake, WATCH_MS);
+        void *h = g->inflight;
+        if (h && qpc() > g->deadline &&
+            InterlockedCompareExchangePointer((void *volatile *)&g->inflight, NULL, h) == h) {
+            ResumeThread(h);
+            InterlockedIncrement(&g->rescued);
+        }
     }
-}
-
-static int start_worker(hs_grabber *g, worker *w)
-{
-    w->go = CreateEventW(NULL, FALSE, FALSE, NULL);
-    w->done = CreateEventW(NULL, FALSE, FALSE, NULL);
-    w->ctx = aligned_context(&w->ctx_mem);
-    worker_arg *a = hs_xmalloc(sizeof *a);
-    a->g = g;
-    a->w = w;
-    if (w->go && w->done)
-        w->thread = CreateThread(NULL, 64 * 1024, worker_main, a, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
-    if (!w->thread) {
-        free(a);
-        return -1;
-    }
-    SetThreadPriority(w->thread, THREAD_PRIORITY_HIGHEST);
     return 0;
 }
 
 hs_grabber *hs_grabber_new(size_t stack_cap)
 {
     hs_grabber *g = hs_xcalloc(1, sizeof *g);
+    QueryPerformanceFrequency(&g->qpf);
     g->cap = stack_cap;
     g->stack = VirtualAlloc(NULL, stack_cap, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
-    g->ctx = aligned_context(&g->ctx_mem);
-    for (int i = 0; i < WORKERS && g->stack; i++) {
-        if (start_worker(g, &g->w[i]) < 0) {
-            hs_err("cannot start the sampler's threads: %s", hs_win_error(GetLastError()));
-            hs_grabber_free(g);
-            return NULL;
-        }
-    }
-    if (!g->stack) {
-        hs_err("cannot allocate the sampler's stack buffer");
+    g->ctx_mem = hs_xcalloc(1, sizeof(CONTEXT) + 16);
+    g->ctx = (CONTEXT *)(((uintptr_t)g->ctx_mem + 15) & ~(uintptr_t)15);
+    g->wake = CreateEventW(NULL, FALSE, FALSE, NULL);
+    if (g->stack && g->wake)
+        g->watchdog = CreateThread(NULL, 64 * 1024, watchdog_main, g, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+    if (!g->watchdog) {
+        hs_err("cannot start the sampler's watchdog: %s", hs_win_error(GetLastError()));
         hs_grabber_free(g);
         return NULL;
     }
+    SetThreadPriority(g->watchdog, THREAD_PRIORITY_HIGHEST);
     return g;
+}
+
+bool hs_grabber_stuck(const hs_grabber *g)
+{
+    return g->busy_since && g->inflight == NULL && g->rescued > 0;
 }
 
 void hs_grabber_free(hs_grabber *g)
@@ -105,63 +96,22 @@ void hs_grabber_free(hs_grabber *g)
     if (!g)
         return;
     g->stop = 1;
-    for (int i = 0; i < WORKERS; i++) {
-        worker *w = &g->w[i];
-        if (w->thread) {
-            SetEvent(w->go);
-            if (WaitForSingleObject(w->thread, 1000) != WAIT_OBJECT_0)
-                TerminateThread(w->thread, 0);   /* stuck in GetThreadContext */
-            CloseHandle(w->thread);
-        }
-        if (w->go)
-            CloseHandle(w->go);
-        if (w->done)
-            CloseHandle(w->done);
-        /* a terminated worker may have left its buffer in use: keep it */
-        if (!w->busy)
-            free(w->ctx_mem);
+    if (g->watchdog) {
+        SetEvent(g->wake);
+        WaitForSingleObject(g->watchdog, INFINITE);
+        CloseHandle(g->watchdog);
     }
+    /* a sample in flight (the sampling thread was ended while stuck) */
+    void *h = InterlockedExchangePointer((void *volatile *)&g->inflight, NULL);
+    if (h)
+        ResumeThread(h);
+    if (g->wake)
+        CloseHandle(g->wake);
     if (g->stack)
         VirtualFree(g->stack, 0, MEM_RELEASE);
-    free(g->ctx_mem);
+    if (!g->busy_since)
+        free(g->ctx_mem);   /* else a stuck call may still write it */
     free(g);
-}
-
-/* The registers of a suspended thread, through a free worker, waited for
- * with a timeout. */
-static int fetch_context(hs_grabber *g, HANDLE thread)
-{
-    for (int i = 0; i < WORKERS; i++) {
-        worker *w = &g->w[i];
-        if (!w->thread || w->busy)
-            continue;
-        w->target = thread;
-        w->busy = 1;
-        ResetEvent(w->done);
-        SetEvent(w->go);
-        if (WaitForSingleObject(w->done, CONTEXT_TIMEOUT_MS) != WAIT_OBJECT_0)
-            return HS_GRAB_TIMEOUT;   /* it stays busy until its call returns */
-        if (!w->ok)
-            return HS_GRAB_FAILED;
-        memcpy(g->ctx, w->ctx, sizeof *g->ctx);
-        return HS_GRAB_OK;
-    }
-    return HS_GRAB_TIMEOUT;   /* every worker is stuck */
-}
-
-/* Suspend the thread and fetch its registers into g->ctx. On success it
- * stays suspended; on failure it is running again. */
-static int suspend_and_context(hs_grabber *g, HANDLE thread)
-{
-    if (SuspendThread(thread) == (DWORD)-1)
-        return HS_GRAB_GONE;
-    int rc = fetch_context(g, thread);
-    if (rc != HS_GRAB_OK) {
-        ResumeThread(thread);
-        if (WaitForSingleObject(thread, 0) == WAIT_OBJECT_0)
-            rc = HS_GRAB_GONE;
-    }
-    return rc;
 }
 
 void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS])
@@ -171,25 +121,62 @@ void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS])
     memcpy(out, r, sizeof r);
 }
 
+/* Publish the thread, suspend it, fetch its registers into g->ctx. On
+ * success it stays suspended (and published); on failure it runs again. */
+static int suspend_and_context(hs_grabber *g, HANDLE thread, bool first)
+{
+    DWORD timeout_ms = first ? FIRST_CONTEXT_TIMEOUT_MS : CONTEXT_TIMEOUT_MS;
+    g->deadline = qpc() + g->qpf.QuadPart * timeout_ms / 1000;
+    InterlockedExchangePointer((void *volatile *)&g->inflight, thread);
+    if (SuspendThread(thread) == (DWORD)-1) {
+        InterlockedExchangePointer((void *volatile *)&g->inflight, NULL);
+        return HS_GRAB_GONE;
+    }
+    g->ctx->ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
+    BOOL ok = GetThreadContext(thread, g->ctx);
+    if (ok && g->inflight == thread)
+        return HS_GRAB_OK;
+    /* failed, or the watchdog resumed it meanwhile */
+    int rc = ok ? HS_GRAB_TIMEOUT : HS_GRAB_FAILED;
+    if (InterlockedExchangePointer((void *volatile *)&g->inflight, NULL) == thread)
+        ResumeThread(thread);
+    else
+        rc = HS_GRAB_TIMEOUT;
+    if (WaitForSingleObject(thread, 0) == WAIT_OBJECT_0)
+        rc = HS_GRAB_GONE;
+    return rc;
+}
+
+/* Resume the thread if the watchdog has not; false if it had. */
+static bool resume(hs_grabber *g, HANDLE thread)
+{
+    if (InterlockedExchangePointer((void *volatile *)&g->inflight, NULL) != thread)
+        return false;
+    ResumeThread(thread);
+    return true;
+}
+
 int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base, const uint64_t *prev,
                    hs_grab *out)
 {
     memset(out, 0, sizeof *out);
-    LARGE_INTEGER t0, t1;
-    QueryPerformanceCounter(&t0);
-    int rc = suspend_and_context(g, thread);
-    if (rc != HS_GRAB_OK)
+    LONG64 t0 = qpc();
+    g->busy_since = 1;
+    int rc = suspend_and_context(g, thread, prev == NULL);
+    if (rc != HS_GRAB_OK) {
+        g->busy_since = 0;
         return rc;
+    }
     out->ctx = g->ctx;
     if (prev) {
         uint64_t now[HS_GRAB_REGS];
         hs_grab_regs(g->ctx, now);
         if (!memcmp(now, prev, sizeof now)) {
-            ResumeThread(thread);
-            QueryPerformanceCounter(&t1);
+            bool ours = resume(g, thread);
+            out->stopped_qpc = (uint64_t)(qpc() - t0);
             out->same = true;
-            out->stopped_qpc = (uint64_t)(t1.QuadPart - t0.QuadPart);
-            return HS_GRAB_OK;
+            g->busy_since = 0;
+            return ours ? HS_GRAB_OK : HS_GRAB_TIMEOUT;
         }
     }
     uint64_t rsp = g->ctx->Rsp;
@@ -206,19 +193,14 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
     }
     SIZE_T got = 0;
     BOOL ok = ReadProcessMemory(process, (const void *)(uintptr_t)rsp, g->stack, len, &got);
-    ResumeThread(thread);
-    QueryPerformanceCounter(&t1);
-    if (!ok && got == 0) {
-        got = 0;
-        complete = false;
-    } else if (!ok) {
-        complete = false;
-    }
-    out->ctx = g->ctx;
+    bool ours = resume(g, thread);
+    out->stopped_qpc = (uint64_t)(qpc() - t0);
+    g->busy_since = 0;
+    if (!ours)
+        return HS_GRAB_TIMEOUT;   /* it ran again during the copy: the copy may be torn */
     out->stack = g->stack;
     out->stack_lo = rsp;
     out->stack_len = ok ? len : (size_t)got;
     out->complete = complete && ok;
-    out->stopped_qpc = (uint64_t)(t1.QuadPart - t0.QuadPart);
     return HS_GRAB_OK;
 }

@@ -4,11 +4,12 @@
  * This is the only place where the sampler stops a thread, and the thread
  * is stopped for nothing else (the unwind happens after it runs again).
  *
- * Never a hang, never a thread left suspended: the context is fetched by a
- * worker thread and waited for with a timeout (under Wine, GetThreadContext
+ * Never a thread left suspended, never a hang: a watchdog resumes the
+ * thread when its context does not come in time (under Wine, GetThreadContext
  * on a thread suspended while it is still being created waits until that
- * thread runs); whatever happens after SuspendThread succeeded, the thread
- * is resumed before hs_grab returns. A worker whose call does not come
+ * thread runs: 100 ms for a thread's first sample, 1 s later), and the
+ * sample is dropped. A sampling thread stuck for good in GetThreadContext
+ * shows in hs_grabber_stuck; the caller stops waiting for it. A worker whose call does not come
  * back in time is left alone until it does and another one is used.
  */
 #ifndef HOOKSCOPE_SAMPLER_GRAB_WIN_H
@@ -21,10 +22,12 @@
 
 typedef struct hs_grabber hs_grabber;
 
-/* Start the context workers. NULL after printing why not. */
+/* Start the watchdog. NULL after printing why not. */
 hs_grabber *hs_grabber_new(size_t stack_cap);
-/* Stop them (a worker still stuck in a call is terminated). */
+/* Stop it (after the sampling thread ended, or was ended while stuck). */
 void hs_grabber_free(hs_grabber *g);
+/* Is the sampling thread stuck in a context the watchdog gave up on? */
+bool hs_grabber_stuck(const hs_grabber *g);
 
 enum hs_grab_status {
     HS_GRAB_OK = 0,

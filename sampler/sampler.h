@@ -125,6 +125,7 @@ typedef struct hs_sampler_stats {
      * (median, 99th percentile) and the unwind time per sample */
     double suspended_us_p50, suspended_us_p99, unwind_us_avg;
     bool cycle_clock;          /* CPU/wait from cycle counters (else thread times) */
+    bool stalled;              /* sampling stopped early: a thread's context never came */
 } hs_sampler_stats;
 
 typedef struct hs_sampler hs_sampler;

@@ -12,7 +12,8 @@
  * the sample set. Whether the sample is a CPU or a wait sample is decided
  * by the classifier (classify.h) once the thread's CPU clock has moved.
  *
- * Threads are listed every ENUM_MS (NtGetNextThread on the target); a
+ * Threads are listed (NtGetNextThread on the target) every ENUM_MS while
+ * they come and go, backing off to ENUM_MAX_MS while they do not; a
  * thread that ended has its pending samples classified then. Modules are
  * listed at the start, every MODULES_MS, and at once (rate-limited) when a
  * stack returns into code no known module covers. The CPU clock is the
@@ -34,7 +35,9 @@
 
 #define STACK_COPY (64 * 1024)     /* bytes of a stack copied per sample, at most */
 #define MAX_FRAMES 512
-#define ENUM_MS 50
+#define ENUM_MS 25                 /* threads are listed this often while they come and go, */
+#define ENUM_MAX_MS 200            /* and up to this seldom while they do not */
+#define OWN_MS 100                 /* hookscope's own code and threads are read this often */
 #define CLOCK_MS 4                 /* thread times (10-16 ms steps) are read at most this often */
 #define MODULES_MS 1000
 #define MODULES_RETRY_MS 100
@@ -57,6 +60,8 @@ typedef struct sthread {
     double clock_at;           /* when its thread times were read last */
     double cpu_s;              /* its CPU time (thread times), -1 unknown */
     uint64_t created;          /* its creation time (FILETIME), 0 unknown */
+    uint32_t failed;           /* samples that failed since its last good one: lost if it
+                                  lives on, part of its end if it ends */
     bool seen;                 /* listed by the last enumeration */
 } sthread;
 
@@ -72,6 +77,7 @@ struct hs_sampler {
     size_t never, cap_ever;
     uint64_t agent_base;
     bool cycles;
+    hs_cls_shared cls;         /* what the classifier learns across threads */
     double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
     double ended_cpu_s;        /* CPU time of the threads finished so far */
     LARGE_INTEGER qpf;
@@ -213,9 +219,11 @@ static void note_ever(hs_sampler *s, uint32_t tid)
     s->ever[s->never++] = tid;
 }
 
-/* List the target's threads: new ones are added, ended ones finished. */
-static void enumerate_threads(hs_sampler *s)
+/* List the target's threads: new ones are added, ended ones finished.
+ * Returns whether the list changed. */
+static bool enumerate_threads(hs_sampler *s)
 {
+    bool changed = false;
     const ACCESS_MASK access = THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_QUERY_INFORMATION;
     for (size_t i = 0; i < s->nthreads; i++)
         s->threads[i].seen = false;
@@ -250,8 +258,9 @@ static void enumerate_threads(hs_sampler *s)
         FILETIME c, e, k, u;
         if (GetThreadTimes(next, &c, &e, &k, &u))
             t->created = ft64(c);
-        hs_cls_init(&t->cls);
+        hs_cls_init(&t->cls, &s->cls);
         keep_cur = true;
+        changed = true;
     }
     if (cur && !keep_cur)
         CloseHandle(cur);
@@ -264,7 +273,9 @@ static void enumerate_threads(hs_sampler *s)
         }
         thread_done(s, t);
         s->threads[i] = s->threads[--s->nthreads];
+        changed = true;
     }
+    return changed;
 }
 
 /* ---- modules and hookscope's code ----------------------------------------------------------- */
@@ -345,8 +356,12 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     if (rc != HS_GRAB_OK) {
         /* a thread that never gave a context has not started: nothing lost */
         if (t->have_prev)
-            hs_sampleset_lost(s->out, 1);
+            t->failed++;
         return true;
+    }
+    if (t->failed) {
+        hs_sampleset_lost(s->out, t->failed);
+        t->failed = 0;
     }
     hs_xgrow(&s->stopped_us, &s->cap_stopped, s->nstopped + 1, sizeof *s->stopped_us);
     s->stopped_us[s->nstopped++] = (float)((double)g.stopped_qpc * 1e6 / (double)s->qpf.QuadPart);
@@ -416,15 +431,23 @@ static DWORD WINAPI sampler_main(void *arg)
     refresh_modules(s, now);
     enumerate_threads(s);
     SetEvent(s->ready);
-    double next = now, next_enum = now + ENUM_MS / 1000.0;
+    double next = now, next_enum = now + ENUM_MS / 1000.0, next_own = now + OWN_MS / 1000.0;
+    double enum_gap = ENUM_MS / 1000.0;
     for (;;) {
-        if (WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0)
-            break;
         now = qpc_s(s);
         if (now >= next_enum) {
-            refresh_own(s);
-            enumerate_threads(s);
-            next_enum = now + ENUM_MS / 1000.0;
+            if (WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0)
+                break;
+            if (now >= next_own) {
+                refresh_own(s);
+                next_own = now + OWN_MS / 1000.0;
+            }
+            /* often while threads come and go, seldom while they do not */
+            if (enumerate_threads(s))
+                enum_gap = ENUM_MS / 1000.0;
+            else if (enum_gap < ENUM_MAX_MS / 1000.0)
+                enum_gap *= 2;
+            next_enum = now + enum_gap;
             s->t_enum += qpc_s(s) - now;
         }
         if (now - s->last_modules >= MODULES_MS / 1000.0) {
@@ -432,27 +455,35 @@ static DWORD WINAPI sampler_main(void *arg)
             refresh_modules(s, now);
             s->t_modules += qpc_s(s) - m0;
         }
+        bool gone = false;
         for (size_t i = 0; i < s->nthreads;) {
             if (!sample_thread(s, &s->threads[i], now)) {
                 thread_done(s, &s->threads[i]);
                 s->threads[i] = s->threads[--s->nthreads];
+                gone = true;
                 continue;
             }
             i++;
         }
+        if (gone && WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0)
+            break;
         s->ticks++;
         next += s->period_s;
         now = qpc_s(s);
         if (next < now)
             next = now;   /* behind: no catching up */
-        /* waits have a granularity of a millisecond: wait until the
-         * millisecond the next round falls in (a yield instead would hand
-         * a busy target's core over for a whole time slice) */
-        DWORD ms = (DWORD)((next - now) * 1000.0 + 0.5);
-        double w0 = now;
-        if (WaitForSingleObject(s->stop_event, ms) == WAIT_OBJECT_0)
+        /* waits have a granularity of a millisecond, and on a busy machine
+         * last longer: wait only for whole milliseconds ahead (a yield
+         * instead would hand a busy target's core over for a time slice) */
+        DWORD ms = (DWORD)((next - now) * 1000.0);
+        if (ms) {
+            double w0 = now;
+            if (WaitForSingleObject(s->stop_event, ms) == WAIT_OBJECT_0)
+                break;
+            s->t_wait += qpc_s(s) - w0;
+        } else if (WaitForSingleObject(s->stop_event, 0) == WAIT_OBJECT_0) {
             break;
-        s->t_wait += qpc_s(s) - w0;
+        }
     }
     timeEndPeriod(1);
     return 0;
@@ -511,9 +542,17 @@ static int cmp_float(const void *a, const void *b, void *ctx)
 static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
 {
     SetEvent(s->stop_event);
-    WaitForSingleObject(s->thread, INFINITE);
-    CloseHandle(s->thread);
     memset(st, 0, sizeof *st);
+    /* a round takes milliseconds; a thread stuck in a context the watchdog
+     * gave up on (the sampled thread was resumed) does not come back */
+    while (WaitForSingleObject(s->thread, 1000) != WAIT_OBJECT_0) {
+        if (hs_grabber_stuck(s->grab)) {
+            TerminateThread(s->thread, 0);
+            st->stalled = true;
+            break;
+        }
+    }
+    CloseHandle(s->thread);
     for (size_t i = 0; i < s->nthreads; i++)
         thread_done(s, &s->threads[i]);
     s->nthreads = 0;

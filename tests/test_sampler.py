@@ -46,12 +46,18 @@ def strip(frame):
 
 
 def own_frames(t):
-    """Frames of hookscope's own (the agent, or raw addresses: stubs and
-    trampolines not attributed) in the sampled stacks and their files."""
+    """Frames of hookscope's own in the sampled stacks and their files: the
+    agent's, or raw addresses near a traced module, where the arenas of
+    stubs and trampolines lie (within 2 GB of it). A raw address elsewhere
+    is code no module covers (Wine's own, as a thread starts)."""
+    bases = [int(m["base"], 16) for m in t.json["modules"]]
     bad = []
     for kind in ("sample_stacks", "wait_stacks"):
         for s in t.json[kind]:
-            bad += [f for f in s["frames"] if f.startswith("0x") or "hookscope" in f.lower()]
+            for f in s["frames"]:
+                near = f.startswith("0x") and any(abs(int(f, 16) - b) < 1 << 32 for b in bases)
+                if near or "hookscope" in f.lower():
+                    bad.append(f)
     for name in ("cpu-stacks.folded", "wait-stacks.folded"):
         text = t.file(name)
         hs.check(text is not None, f"{name} was not written")
@@ -79,28 +85,41 @@ def unmatched_pairs(t):
 
 def test_split_and_exact_calls():
     """The CPU split by self samples is the split cpusplit measured itself
-    (within 5 points), and every burner's calls are exact, from one run."""
-    t = hs.trace(SPLIT, ["12", "alone"], options=["--sample-rate", "500"], name="sampler_split")
-    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
-    b, _ = burners(t.stdout)
-    total_us = sum(us for _, us in b.values())
-    selfs = {k: func(t, "burn_" + k).get("samples", {}).get("self", 0) for k in b}
-    n = sum(selfs.values())
-    # 1000 samples: a binomial share of 0.5 has a standard deviation of
-    # 1.6 points, so 5 points is about 3 of them; usually there are 2000+
-    hs.check(n >= 1000, f"only {n} CPU samples in the burners: too few to judge a split")
-    for k, (calls, us) in b.items():
-        hs.eq(func(t, "burn_" + k)["calls"], calls, f"calls of burn_{k}")
-        measured, sampled = 100.0 * us / total_us, 100.0 * selfs[k] / n
+    (within 5 points), and every burner's calls are exact in each run.
+
+    With 1500 samples a share of 0.5 has a standard deviation of 1.3
+    points, so 5 points is nearly 4 of them. How many samples a run gets
+    depends on the machine's load, so runs of 8 s are pooled (samples and
+    measured times summed: the same program, the same split) until there
+    are that many, three runs at most."""
+    measured_us, samples = {}, {}
+    for run in range(3):
+        t = hs.trace(SPLIT, ["8", "alone"], options=["--sample-rate", "500"], name=f"sampler_split{run}")
+        hs.eq(t.rc, 0, f"run {run}: exit code (stderr {t.stderr!r})")
+        hs.eq(t.json["sampling"]["lost"], 0, f"run {run}: lost samples")
+        b, _ = burners(t.stdout)
+        for k, (calls, us) in b.items():
+            f = func(t, "burn_" + k)
+            hs.eq(f["calls"], calls, f"run {run}: calls of burn_{k}")
+            measured_us[k] = measured_us.get(k, 0) + us
+            samples[k] = samples.get(k, 0) + f.get("samples", {}).get("self", 0)
+        n = sum(samples.values())
+        if n >= 1500:
+            break
+    hs.check(n >= 1500, f"only {n} CPU samples in the burners after 3 runs: too few to judge a split")
+    total_us = sum(measured_us.values())
+    for k in measured_us:
+        measured, sampled = 100.0 * measured_us[k] / total_us, 100.0 * samples[k] / n
         hs.check(abs(measured - sampled) <= 5.0,
                  f"burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% measured ({n} samples)")
-    hs.eq(t.json["sampling"]["lost"], 0, "lost samples")
 
 
 def test_waiting_threads_are_wait_samples():
-    """A thread that only waits and one that only sleeps are in the wait
-    profile, never the CPU one; the busy thread's CPU samples follow its
-    CPU time, and it is never found in a wait of its own."""
+    """A thread that only waits is in the wait profile, never the CPU one;
+    one that sleeps 5 ms at a time too, but for the sliver of CPU its
+    wake-ups take (at most 1% of its samples and 2 more); the busy
+    thread's CPU samples follow its CPU time, and it is never found in a
+    wait of its own."""
     t = hs.trace(SPLIT, ["3"], name="sampler_wait")
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
     _, tids = burners(t.stdout)
@@ -108,8 +127,10 @@ def test_waiting_threads_are_wait_samples():
     for role in ("waiter", "sleeper"):
         x = th.get(tids[role])
         hs.check(x is not None, f"the {role} thread was not sampled")
-        hs.eq(x["cpu_samples"], 0, f"CPU samples of the {role} thread")
         hs.check(x["wait_samples"] >= 20, f"the {role} thread has only {x['wait_samples']} wait samples")
+        most = 0 if role == "waiter" else (x["cpu_samples"] + x["wait_samples"]) // 100 + 2
+        hs.check(x["cpu_samples"] <= most, f"the {role} thread has {x['cpu_samples']} CPU samples "
+                                            f"(at most {most}), {x['wait_samples']} wait samples")
     m = th[tids["main"]]
     hs.check(m["cpu_samples"] > 0, "the busy thread has no CPU samples")
     ran = m["cpu_time_s"] / t.json["target"]["wall_time_s"]
@@ -131,7 +152,8 @@ def check_consistent(t, what, need_pairs=True):
     hs.check(pairs > 0 or not need_pairs, f"{what}: no adjacent pair of hooked functions in any sampled stack")
     hs.eq(bad, [], f"{what}: hooked (caller, callee) pairs of sampled stacks the hooks did not count")
     hs.eq(own_frames(t), [], f"{what}: frames of hookscope's own")
-    hs.check(t.json["sampling"]["samples"] > 0, f"{what}: no CPU samples")
+    s = t.json["sampling"]
+    hs.check(s["samples"] + s["wait_samples"] > 0, f"{what}: no samples")
 
 
 def test_stacks_agree_with_edges():

@@ -81,6 +81,8 @@ void hs_trace_sample_stop(hs_trace *t)
         return;
     t->backend->stop(t->sampler, &t->stats);
     t->sampler = NULL;
+    if (t->stats.stalled)
+        hs_profile_warn(t->p, "sampling stopped early: a thread's context never came (it was resumed)");
     hs_log("sampling stopped: %llu CPU and %llu wait samples, %zu unique stacks; a thread stayed suspended "
            "%.0f us per sample (median; %.0f us at the 99th percentile); unwinding took %.1f us per sample",
            (unsigned long long)hs_sampleset_total(t->samples, HS_STACK_CPU),
