@@ -264,7 +264,7 @@ def overhead():
 # --- the sampler --------------------------------------------------------------
 
 SPIN = "build/bench/spin.exe"
-SPIN_STEPS = "400"          # million steps per thread: about 1 s per thread here
+SPIN_STEPS = "1500"         # million steps per thread: about 2-3 s per thread here
 SLOWDOWN_GOAL = 1.05
 MERGE_GOAL_S = 2.0
 SAMPLER_LINE = (r"a thread stayed suspended (\d+) us per sample \(median; (\d+) us at the 99th percentile\); "
@@ -295,10 +295,10 @@ def spin_run(threads, rate=None):
     return work, fig, j
 
 
-def slowdowns(threads, rates):
+def slowdowns(threads, rates, rounds=ROUNDS):
     """{rate: (ratio, traced runs)} against untraced runs, interleaved."""
     plain, traced = [], {r: [] for r in rates}
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         plain.append(spin_run(threads)[0])
         for r in rates:
             traced[r].append(spin_run(threads, r))
@@ -358,8 +358,9 @@ def sample_rates():
     if not need(SPIN, "make bench-build"):
         return
     rates = [25, 50, 100, 200, 400, 1000]
-    print(f"== slowdown of spin.exe (1 thread) by sampling rate, --no-hooks, median of {ROUNDS}")
-    base, res = slowdowns(1, rates)
+    rounds = 7
+    print(f"== slowdown of spin.exe (1 thread) by sampling rate, --no-hooks, median of {rounds}")
+    base, res = slowdowns(1, rates, rounds)
     best = None
     for r in rates:
         ratio = res[r][0]

@@ -68,7 +68,7 @@ static const optdef options[] = {
       "do not sample where the CPU goes (sampling is on\n"
       "by default: CPU and wait stacks of every thread)" },
     { OPT_SAMPLE_RATE, L"--sample-rate", NULL, "HZ", 0, TRACE,
-      "samples per second of each thread (default 100,\n"
+      "samples per second of each thread (default 50,\n"
       "from 1 to 10000)" },
     { OPT_NO_HOOKS, L"--no-hooks", NULL, NULL, 0, TRACE,
       "hook nothing and inject nothing: CPU samples only" },

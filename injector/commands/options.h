@@ -13,7 +13,7 @@ struct hs_command;
 
 /* The default --sample-rate: the highest rate that keeps a CPU-bound
  * target within 5% of its untraced speed under Wine (bench/run.py sample). */
-#define HS_DEFAULT_SAMPLE_RATE 100.0
+#define HS_DEFAULT_SAMPLE_RATE 50.0
 
 typedef struct hs_options {
     const struct hs_command *cmd;
