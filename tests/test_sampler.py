@@ -288,3 +288,23 @@ def test_options():
     h = hs.hookscope(["help", "run"]).stdout.decode()
     for o in ("--no-sample", "--sample-rate HZ", "--no-hooks", "--sampler NAME"):
         hs.check(o in h, f"'help run' does not show {o}")
+
+
+def test_report_renders_samples_again():
+    """`hookscope report` writes a sampled run's files again, byte for byte,
+    from its report.json: with hooks and with --no-hooks."""
+    import os
+    for opts in (["--stacks=4", "--sample-rate", "200"], ["--no-hooks"]):
+        name = "sampler_rerender" + ("_nohooks" if "--no-hooks" in opts else "")
+        t = hs.trace(SPLIT, ["1"], options=opts, name=name)
+        hs.eq(t.rc, 0, f"{opts}: exit code (stderr {t.stderr!r})")
+        again = hs.outdir(name + "_again")
+        p = hs.hookscope(["report", "-q", "-o", again, t.out])
+        hs.eq(p.returncode, 0, f"{opts}: report's exit code ({p.stderr!r})")
+        files = sorted(os.listdir(os.path.join(hs.ROOT, t.out)))
+        hs.check("cpu-stacks.folded" in files and "wait-stacks.folded" in files, f"{opts}: files {files}")
+        for f in files:
+            if f.startswith("."):
+                continue
+            with open(os.path.join(hs.ROOT, t.out, f), "rb") as a, open(os.path.join(hs.ROOT, again, f), "rb") as b:
+                hs.check(a.read() == b.read(), f"{opts}: {f} differs when written again")
