@@ -128,9 +128,17 @@ static int suspend_and_context(hs_grabber *g, HANDLE thread, bool first)
     DWORD timeout_ms = first ? FIRST_CONTEXT_TIMEOUT_MS : CONTEXT_TIMEOUT_MS;
     g->deadline = qpc() + g->qpf.QuadPart * timeout_ms / 1000;
     InterlockedExchangePointer((void *volatile *)&g->inflight, thread);
-    if (SuspendThread(thread) == (DWORD)-1) {
+    DWORD count = SuspendThread(thread);
+    if (count == (DWORD)-1) {
         InterlockedExchangePointer((void *volatile *)&g->inflight, NULL);
         return HS_GRAB_GONE;
+    }
+    if (count > 0) {
+        /* suspended already: not running, and under Wine a thread that
+         * never ran (created suspended) gives no context while suspended */
+        if (InterlockedExchangePointer((void *volatile *)&g->inflight, NULL) == thread)
+            ResumeThread(thread);
+        return HS_GRAB_HELD;
     }
     g->ctx->ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
     BOOL ok = GetThreadContext(thread, g->ctx);

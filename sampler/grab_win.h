@@ -34,6 +34,8 @@ enum hs_grab_status {
     HS_GRAB_GONE,      /* the thread (or the process) is ending or ended */
     HS_GRAB_TIMEOUT,   /* its context did not come in time (it was resumed) */
     HS_GRAB_FAILED,    /* another failure (it was resumed) */
+    HS_GRAB_HELD,      /* someone else holds it suspended (created suspended, a freeze):
+                          it is not running; it was left as it was */
 };
 
 /* The registers a sample compares: the 16 general ones (by x64 number),

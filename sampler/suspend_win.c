@@ -353,6 +353,14 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     s->t_grab += qpc_s(s) - c1;
     if (rc == HS_GRAB_GONE)
         return false;
+    if (rc == HS_GRAB_HELD) {
+        /* held suspended by someone else: waiting where it was last seen */
+        if (t->have_prev && clock_ok)
+            hs_cls_sample(&t->cls, wall, cpu, false, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
+        else if (t->have_prev)
+            hs_sampleset_count(s->out, t->prev_stack, HS_STACK_WAIT, 1);
+        return true;
+    }
     if (rc != HS_GRAB_OK) {
         /* a thread that never gave a context has not started: nothing lost */
         if (t->have_prev)
