@@ -114,24 +114,41 @@ def test_split_and_exact_calls():
                  f"burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% measured ({n} samples)")
 
 
+def samples_in(t, tid, frame, kind):
+    """Samples of thread tid (kind: "sample_stacks" or "wait_stacks") whose
+    stack has `frame` (module!function); and their leaf functions."""
+    n, leaves = 0, set()
+    for s in t.json[kind]:
+        fr = [strip(f) for f in s["frames"]]
+        if s["thread"] == tid and frame in fr:
+            n += s["count"]
+            leaves.add(fr[0])
+    return n, leaves
+
+
 def test_waiting_threads_are_wait_samples():
-    """A thread that only waits is in the wait profile, never the CPU one;
-    one that sleeps 5 ms at a time too, but for the sliver of CPU its
-    wake-ups take (at most 1% of its samples and 2 more); the busy
-    thread's CPU samples follow its CPU time, and it is never found in a
-    wait of its own."""
+    """While a thread is in a function that only waits (waiter: one wait
+    on an event) it is in the wait profile, never the CPU one; one that
+    sleeps 5 ms at a time (sleeper) too, but for the sliver of CPU its
+    wake-ups take (at most 1% of its samples and 2 more); their leaves are
+    the waits in ntdll. (Before they wait, as they start, they run.) The
+    busy thread's CPU samples follow its CPU time, and it is never found in
+    a wait of its own."""
     t = hs.trace(SPLIT, ["3"], name="sampler_wait")
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
     _, tids = burners(t.stdout)
-    th = threads(t)
     for role in ("waiter", "sleeper"):
-        x = th.get(tids[role])
-        hs.check(x is not None, f"the {role} thread was not sampled")
-        hs.check(x["wait_samples"] >= 20, f"the {role} thread has only {x['wait_samples']} wait samples")
-        most = 0 if role == "waiter" else (x["cpu_samples"] + x["wait_samples"]) // 100 + 2
-        hs.check(x["cpu_samples"] <= most, f"the {role} thread has {x['cpu_samples']} CPU samples "
-                                            f"(at most {most}), {x['wait_samples']} wait samples")
-    m = th[tids["main"]]
+        frame = "cpusplit.exe!" + role
+        cpu, _ = samples_in(t, tids[role], frame, "sample_stacks")
+        wait, leaves = samples_in(t, tids[role], frame, "wait_stacks")
+        hs.check(wait >= 20, f"the {role} thread has only {wait} wait samples in {role}()")
+        most = 0 if role == "waiter" else (cpu + wait) // 100 + 2
+        hs.check(cpu <= most, f"the {role} thread has {cpu} CPU samples in {role}() (at most {most}), "
+                              f"{wait} wait samples")
+        hs.check(all(f.startswith("ntdll.dll!") for f in leaves) and
+                 any(re.search(r"!Nt(WaitFor|Delay)", f) for f in leaves),
+                 f"the {role} thread waits in {sorted(leaves)}")
+    m = threads(t)[tids["main"]]
     hs.check(m["cpu_samples"] > 0, "the busy thread has no CPU samples")
     ran = m["cpu_time_s"] / t.json["target"]["wall_time_s"]
     share = m["cpu_samples"] / (m["cpu_samples"] + m["wait_samples"])
@@ -140,11 +157,6 @@ def test_waiting_threads_are_wait_samples():
     leaves = {strip(s["frames"][0]) for s in t.json["wait_stacks"] if s["thread"] == tids["main"]}
     waits = [f for f in leaves if re.search(r"!Nt(Wait|Delay)", f)]
     hs.eq(waits, [], "the busy thread found in a wait")
-    for role in ("waiter", "sleeper"):
-        leaves = {strip(s["frames"][0]) for s in t.json["wait_stacks"] if s["thread"] == tids[role]}
-        hs.check(leaves and all(f.startswith("ntdll.dll!") for f in leaves) and
-                 any(re.search(r"!Nt(WaitFor|Delay)", f) for f in leaves),
-                 f"the {role} thread waits in {sorted(leaves)}")
 
 
 def check_consistent(t, what, need_pairs=True):
