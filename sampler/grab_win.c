@@ -36,7 +36,7 @@ struct hs_grabber {
     void *volatile inflight;   /* the thread suspended now; whoever takes it resumes it */
     volatile LONG64 deadline;  /* performance-counter ticks */
     volatile LONG rescued;     /* threads the watchdog resumed */
-    volatile LONG busy_since;  /* 1: the sampling thread is inside a grab */
+    volatile LONG in_grab;     /* the sampling thread is inside a grab */
     LARGE_INTEGER qpf;
     uint8_t *stack;
     size_t cap;
@@ -88,7 +88,7 @@ hs_grabber *hs_grabber_new(size_t stack_cap)
 
 bool hs_grabber_stuck(const hs_grabber *g)
 {
-    return g->busy_since && g->inflight == NULL && g->rescued > 0;
+    return g->in_grab && g->inflight == NULL && g->rescued > 0;
 }
 
 void hs_grabber_free(hs_grabber *g)
@@ -109,7 +109,7 @@ void hs_grabber_free(hs_grabber *g)
         CloseHandle(g->wake);
     if (g->stack)
         VirtualFree(g->stack, 0, MEM_RELEASE);
-    if (!g->busy_since)
+    if (!g->in_grab)
         free(g->ctx_mem);   /* else a stuck call may still write it */
     free(g);
 }
@@ -169,10 +169,10 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
 {
     memset(out, 0, sizeof *out);
     LONG64 t0 = qpc();
-    g->busy_since = 1;
+    g->in_grab = 1;
     int rc = suspend_and_context(g, thread, prev == NULL);
     if (rc != HS_GRAB_OK) {
-        g->busy_since = 0;
+        g->in_grab = 0;
         return rc;
     }
     out->ctx = g->ctx;
@@ -183,7 +183,7 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
             bool ours = resume(g, thread);
             out->stopped_qpc = (uint64_t)(qpc() - t0);
             out->same = true;
-            g->busy_since = 0;
+            g->in_grab = 0;
             return ours ? HS_GRAB_OK : HS_GRAB_TIMEOUT;
         }
     }
@@ -203,7 +203,7 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
     BOOL ok = ReadProcessMemory(process, (const void *)(uintptr_t)rsp, g->stack, len, &got);
     bool ours = resume(g, thread);
     out->stopped_qpc = (uint64_t)(qpc() - t0);
-    g->busy_since = 0;
+    g->in_grab = 0;
     if (!ours)
         return HS_GRAB_TIMEOUT;   /* it ran again during the copy: the copy may be torn */
     out->stack = g->stack;

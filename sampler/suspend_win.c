@@ -389,9 +389,14 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         uint64_t frames[MAX_FRAMES];
         hs_uw_result res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
         if (res.stop == HS_UW_UNKNOWN_PC && now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
-            /* perhaps a module loaded since the last listing */
+            /* perhaps a module loaded since the last listing (its time is
+             * the module listing's, not the unwind's) */
             s->last_modules_retry = now;
+            double m0 = qpc_s(s);
             refresh_modules(s, now);
+            double m1 = qpc_s(s);
+            s->t_modules += m1 - m0;
+            u0 += m1 - m0;
             res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
         }
         uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
