@@ -92,15 +92,20 @@ def test_dll_target():
 
 
 def test_module_never_loaded():
-    """Said at once (before the target runs) and again at the end; the
-    target ran traced all the same, so its exit code is kept."""
+    """Said at once (before the target runs; not with -q) and again at the
+    end; the target ran traced all the same, so its exit code is kept."""
     exe = hs.need("build/tests/echo.exe")
     t = hs.trace(exe, ["a"], modules=["echo.exe", "nosuchmodule.dll"], name="never_loaded")
     hs.eq(t.rc, 0, "exit code: the target's")
-    hs.eq(err_lines(t.proc), ["hookscope: module 'nosuchmodule.dll' is neither the program nor a DLL it loads "
-                              "at start; it is traced if it is loaded later",
-                              "to stderr",   # the target's own line
+    hs.eq(err_lines(t.proc), ["to stderr",   # the target's own line
                               "hookscope: module 'nosuchmodule.dll' was never loaded by the target"])
+    out = hs.outdir("never_loaded_loud")
+    p = hs.hookscope(["run", "-o", out, "-m", "echo.exe", "-m", "nosuchmodule.dll", "--", exe, "a"])
+    hs.eq(p.returncode, 0, "exit code without -q")
+    hs.eq(err_lines(p)[:3], ["hookscope: module 'nosuchmodule.dll' is neither the program nor a DLL it loads "
+                             "at start; it is traced if it is loaded later",
+                             "to stderr",
+                             "hookscope: module 'nosuchmodule.dll' was never loaded by the target"])
     hs.check(t.json is not None, "the report is still written")
     hs.eq(t.calls("echo.exe").get("show"), 1, "calls of show")
 
