@@ -31,6 +31,10 @@ AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
 INJ_C     := $(wildcard injector/*.c)
 SAMPLER_C := $(wildcard sampler/*.c)
+# symbol sources (injector/symbols): portable core, Windows-only, Linux-only
+SYM_CORE  := $(filter-out %_win.c %_posix.c,$(wildcard injector/symbols/*.c))
+SYM_WIN   := $(wildcard injector/symbols/*_win.c)
+SYM_POSIX := $(wildcard injector/symbols/*_posix.c)
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
@@ -75,17 +79,19 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-$(B)/native/unit/%: tests/unit/%.c $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
+UNIT_OBJ := $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT) $(SYM_CORE) $(SYM_POSIX))
+$(B)/native/unit/%: tests/unit/%.c $(UNIT_OBJ)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT)) -lcapstone
+	$(NCC) $(NCFLAGS) -Itests/unit -Iinjector/symbols -o $@ $< $(UNIT_OBJ) -lcapstone -lstdc++
 
 unit: $(UNIT_BIN)
 
 # the native objects are not intermediates to delete after linking
-.SECONDARY: $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
+.SECONDARY: $(UNIT_OBJ)
 
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk
+include tests/support/support.mk
 -include tests/fixtures.mk
 include examples/examples.mk
 include bench/bench.mk

@@ -1,0 +1,34 @@
+# Test-side tools built from tests/support (included by the top-level
+# Makefile):
+#   build/native/tools/symdump   hookscope's PDB/DWARF readers and PDB locator
+#                                on Linux (tests/test_pdb_native.py)
+#   build/tests/symdump.exe      the same for Windows, plus DbgHelp and MSVC
+#                                undecoration (tests/test_pdb_wine.py)
+#   build/tests/dbghelp_probe.exe  what the system's DbgHelp says about an
+#                                image (FINDINGS.md's evidence)
+SYMDUMP_NAT := $(B)/native/tools/symdump
+SYMDUMP_WIN := $(B)/tests/symdump.exe
+PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
+
+$(B)/native/tests/support/symdump.o: NCFLAGS += -Iinjector/symbols
+$(B)/win/tests/support/symdump.o: WCFLAGS += -Iinjector/symbols
+
+SYMDUMP_NAT_OBJ := $(call nat_obj,tests/support/symdump.c $(SYM_CORE) $(SYM_POSIX) hook/pe.c)
+SYMDUMP_WIN_OBJ := $(call win_obj,tests/support/symdump.c $(SYM_CORE) $(SYM_WIN) hook/pe.c)
+
+$(SYMDUMP_NAT): $(SYMDUMP_NAT_OBJ)
+	@mkdir -p $(dir $@)
+	$(NCC) -o $@ $^ -lstdc++
+
+$(SYMDUMP_WIN): $(SYMDUMP_WIN_OBJ)
+	@mkdir -p $(dir $@)
+	$(WCXX) -o $@ $^ -static-libgcc -static-libstdc++ -static -ldbghelp
+
+$(PROBE_WIN): tests/support/dbghelp_probe.c
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -O1 -Wall -Wextra -o $@ $< -ldbghelp
+
+.PHONY: symbol-tools
+symbol-tools: $(SYMDUMP_NAT) $(SYMDUMP_WIN) $(PROBE_WIN)
+unit: $(SYMDUMP_NAT)
+test-targets: $(SYMDUMP_WIN) $(PROBE_WIN)
