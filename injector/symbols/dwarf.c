@@ -133,6 +133,16 @@ static const char *section_name(const hs_pe *pe, const hs_pe_section *s)
     return n;
 }
 
+const hs_pe_section *hs_pe_section_named(const hs_pe *pe, const char *name)
+{
+    for (int i = 0; i < pe->nsections; i++) {
+        const char *n = section_name(pe, &pe->sections[i]);
+        if (n && !strcmp(n, name))
+            return &pe->sections[i];
+    }
+    return NULL;
+}
+
 static void find_sections(const hs_pe *pe, sections *sec)
 {
     memset(sec, 0, sizeof *sec);

@@ -83,8 +83,14 @@ int hs_msf_open(hs_msf *m, const void *data, size_t size, char *err, size_t errl
     uint64_t total = 0;
     for (uint32_t i = 0; i < nstreams; i++) {
         uint32_t s = rd32(m->dir + 4 + 4 * (size_t)i);
-        if (s != 0xffffffffu)
-            total += nblocks_for(s, bs);
+        if (s == 0xffffffffu)
+            continue;
+        if ((uint64_t)s > (uint64_t)nblocks * bs) {
+            hs_msf_close(m);
+            return fail(err, errlen, HS_MSF_CORRUPT,
+                        "corrupt PDB: stream %u of %u bytes in a file of %zu", i, s, size);
+        }
+        total += nblocks_for(s, bs);
     }
     if (4 + 4 * (uint64_t)nstreams + 4 * total > dir_bytes) {
         hs_msf_close(m);

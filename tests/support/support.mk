@@ -32,3 +32,15 @@ $(PROBE_WIN): tests/support/dbghelp_probe.c
 symbol-tools: $(SYMDUMP_NAT) $(SYMDUMP_WIN) $(PROBE_WIN)
 unit: $(SYMDUMP_NAT)
 test-targets: $(SYMDUMP_WIN) $(PROBE_WIN)
+
+# tests/unit/test_pdb.c built with AddressSanitizer and UBSan and run: its
+# fuzzing then also shows that no corrupt input is read outside its bounds
+ASAN_PDB := $(B)/native/asan/test_pdb
+$(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(SYM_CORE) $(SYM_POSIX) hook/pe.c
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -Itests/unit -Iinjector/symbols -o $@ $^ -lstdc++
+
+.PHONY: unit-asan
+unit-asan: $(ASAN_PDB)
+	$(ASAN_PDB)
