@@ -18,6 +18,8 @@
  *   rsds/...       the fixture's CodeView record
  *   locate/...     each place, store layouts, URLs passed over, the order,
  *                  mismatch and not-found messages, a corrupt candidate
+ *   modsyms/...    the one-call source: a PDB image, a DWARF image, a
+ *                  refused PDB
  *   fuzz/...       thousands of mutated inputs per reader
  */
 #include <stdarg.h>
@@ -27,6 +29,7 @@
 
 #include "dwarf.h"
 #include "locate.h"
+#include "modsyms.h"
 #include "pdb.h"
 #include "pe.h"
 #include "rsds.h"
@@ -435,6 +438,87 @@ static void test_rsds_and_locate(void)
     free(f.other);
 }
 
+/* ---- the one-call module source ------------------------------------------------ */
+
+static void test_modsyms(void)
+{
+    fixture f;
+    if (load_fixture(&f)) {
+        tap_fail("modsyms/fixture", "build/fixtures/pdb is not built (make fixtures)");
+        return;
+    }
+    memfs m;
+    memset(&m, 0, sizeof m);
+    memfs_add(&m, "D:\\app\\pdbc.pdb", f.pdb, f.pdb_size);
+    hs_symfs fs = { mem_read, &m };
+    hs_pdb_search s = { "D:\\app\\pdbc.exe", NULL, NULL, &fs };
+    hs_modsyms ms;
+    int rc = hs_modsyms_load(&ms, &f.pe, &s);
+    /* the same as reading the PDB directly */
+    hs_pdb p;
+    hs_symtab st;
+    hs_linetab lt;
+    char err[256];
+    memset(&st, 0, sizeof st);
+    memset(&lt, 0, sizeof lt);
+    int direct = hs_pdb_open(&p, f.pdb, f.pdb_size, err, sizeof err) == 0 &&
+                 hs_pdb_read(&p, &st, &lt, err, sizeof err) == 0;
+    size_t procs = 0, same = direct && st.count == ms.syms.count && lt.count == ms.lines.count;
+    for (size_t i = 0; same && i < st.count; i++) {
+        same = st.syms[i].rva == ms.syms.syms[i].rva && st.syms[i].size == ms.syms.syms[i].size &&
+               !strcmp(st.syms[i].name, ms.syms.syms[i].name);
+        procs += st.syms[i].kind == HS_SYMK_PROC;
+    }
+    const hs_sym *main_sym = NULL;
+    for (size_t i = 0; i < ms.syms.count; i++)
+        if (ms.syms.syms[i].kind == HS_SYMK_PROC && !strcmp(ms.syms.syms[i].name, "main"))
+            main_sym = &ms.syms.syms[i];
+    const char *file = NULL;
+    uint32_t line = 0;
+    int has_line = main_sym && hs_linetab_lookup(&ms.lines, main_sym->rva + 1, &file, &line);
+    tap_check(rc == 0 && ms.source == HS_SYMSRC_PDB && ms.status == HS_LOC_FOUND &&
+                  !strcmp(ms.pdb_path, "D:\\app\\pdbc.pdb") && !ms.message[0] && same && procs == 24 &&
+                  has_line && strstr(file, "pdbc.c") && main_sym->line && main_sym->line <= line,
+              "modsyms/pdb", "rc %d source %d status %d, %zu procedures, same as a direct read %d, "
+              "main's line %s:%u: %s", rc, ms.source, ms.status, procs, (int)same,
+              has_line ? file : "-", line, ms.message);
+    hs_modsyms_free(&ms);
+    hs_symtab_free(&st);
+    hs_linetab_free(&lt);
+    if (direct)
+        hs_pdb_close(&p);
+
+    memset(&m, 0, sizeof m);
+    memfs_add(&m, "D:\\app\\pdbc.pdb", f.other, f.other_size);
+    rc = hs_modsyms_load(&ms, &f.pe, &s);
+    tap_check(rc == -1 && ms.status == HS_LOC_MISMATCH && ms.source == 0 && ms.syms.count == 0 &&
+                  !strncmp(ms.message, "D:\\app\\pdbc.pdb does not match pdbc.exe (PDB GUID ",
+                           strlen("D:\\app\\pdbc.pdb does not match pdbc.exe (PDB GUID ")),
+              "modsyms/refused", "rc %d status %d: %s", rc, ms.status, ms.message);
+    hs_modsyms_free(&ms);
+
+    size_t gsize = 0;
+    uint8_t *g = slurp("build/fixtures/pdb/pdbc-gcc.exe", &gsize);
+    hs_pe gpe;
+    if (g && hs_pe_load_file(&gpe, g, gsize) == HS_PE_OK) {
+        hs_pdb_search gs = { "D:\\app\\pdbc-gcc.exe", NULL, NULL, &fs };
+        rc = hs_modsyms_load(&ms, &gpe, &gs);
+        tap_check(rc == 0 && ms.source == HS_SYMSRC_DWARF && ms.status == HS_LOC_NO_RSDS &&
+                      ms.syms.count == 0 && ms.lines.count > 1000 && !ms.message[0],
+                  "modsyms/dwarf", "rc %d source %d status %d, %zu lines: %s", rc, ms.source,
+                  ms.status, ms.lines.count, ms.message);
+        hs_modsyms_free(&ms);
+        hs_pe_close(&gpe);
+    } else {
+        tap_fail("modsyms/dwarf", "build/fixtures/pdb/pdbc-gcc.exe is not built");
+    }
+    free(g);
+    hs_pe_close(&f.pe);
+    free(f.exe);
+    free(f.pdb);
+    free(f.other);
+}
+
 /* ---- fuzzing ------------------------------------------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -662,6 +746,7 @@ int main(void)
     test_tables();
     test_undname();
     test_rsds_and_locate();
+    test_modsyms();
     fuzz_pdb("build/fixtures/pdb/pdbc.pdb", 3000);
     fuzz_pdb("build/fixtures/pdb/pdbcxx.pdb", 2000);
     fuzz_pdb("build/fixtures/pdb/pdbmsvc.pdb", 1000);
