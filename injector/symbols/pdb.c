@@ -457,6 +457,67 @@ static const char *checksum_file(const reader *r, cur chk, uint32_t off)
     return name_at(r, name);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The entry offsets of one DEBUG_S_LINES subsection (its blocks after the
+ * header), sorted. -1: out of memory; a malformed block ends the list (the
+ * main pass counts it). */
+static int collect_offsets(cur body, uint16_t flags, uint32_t code_size, uint32_t **out, size_t *n)
+{
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    while (body.off + 12 <= body.len) {
+        u32(&body);
+        uint32_t nlines = u32(&body), block_size = u32(&body);
+        size_t entry = (flags & CV_LINES_HAVE_COLUMNS) ? 12 : 8;
+        if (block_size < 12 || nlines > (block_size - 12) / entry)
+            break;
+        cur blk = sub(&body, block_size - 12);
+        if (blk.bad)
+            break;
+        for (uint32_t i = 0; i < nlines; i++) {
+            uint32_t off = u32(&blk);
+            u32(&blk);
+            if (off >= code_size)
+                continue;
+            if (*n == cap) {
+                size_t nc = cap ? 2 * cap : 64;
+                uint32_t *p = realloc(*out, nc * sizeof *p);
+                if (!p) {
+                    free(*out);
+                    *out = NULL;
+                    return -1;
+                }
+                *out = p;
+                cap = nc;
+            }
+            (*out)[(*n)++] = off;
+        }
+    }
+    if (*n > 1)
+        qsort(*out, *n, sizeof **out, cmp_u32);
+    return 0;
+}
+
+/* the smallest offset above off, or end */
+static uint32_t next_offset(const uint32_t *offs, size_t n, uint32_t off, uint32_t end)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (offs[mid] <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n ? offs[lo] : end;
+}
+
 static long read_lines(reader *r, cur c)
 {
     long bad = 0;
@@ -491,11 +552,13 @@ static long read_lines(reader *r, cur c)
             bad++;
             continue;
         }
-        uint32_t base = to_rva(r, rseg, roff);
-        if (!base)
-            continue;
-        uint64_t end64 = (uint64_t)base + code_size;
-        uint32_t end = end64 > UINT32_MAX ? UINT32_MAX : (uint32_t)end64;
+        /* every entry covers the code up to the next entry of the
+         * subsection (whatever its file) or the subsection's end: the
+         * offsets of all its entries, sorted, give each one its span */
+        uint32_t *offs = NULL;
+        size_t noffs = 0;
+        if (collect_offsets(body, flags, code_size, &offs, &noffs) < 0)
+            return -1;
         while (body.off + 12 <= body.len) {
             uint32_t name_off = u32(&body), nlines = u32(&body), block_size = u32(&body);
             size_t entry = (flags & CV_LINES_HAVE_COLUMNS) ? 12 : 8;
@@ -514,18 +577,27 @@ static long read_lines(reader *r, cur c)
                 continue;
             }
             int fi = r->lines ? hs_linetab_file(r->lines, file) : 0;
-            if (fi < 0)
+            if (fi < 0) {
+                free(offs);
                 return -1;
+            }
             for (uint32_t i = 0; i < nlines; i++) {
                 uint32_t eoff = u32(&blk), eflags = u32(&blk);
                 uint32_t line = eflags & 0xffffff;
-                uint64_t a = (uint64_t)base + eoff;
-                if (a >= end)
+                if (eoff >= code_size || (uint64_t)roff + eoff > UINT32_MAX)
                     continue;
-                if (r->lines && hs_linetab_add(r->lines, (uint32_t)a, end, line, fi))
+                uint32_t span = next_offset(offs, noffs, eoff, code_size) - eoff;
+                /* with OMAP each entry moves on its own */
+                uint32_t a = to_rva(r, rseg, roff + eoff);
+                if (!a || (uint64_t)a + span > UINT32_MAX)
+                    continue;
+                if (r->lines && hs_linetab_add(r->lines, a, a + span, line, fi)) {
+                    free(offs);
                     return -1;
+                }
             }
         }
+        free(offs);
     }
     return bad;
 }

@@ -26,8 +26,9 @@
  * (procedures first), then by name; several symbols can share an rva.
  *
  * Lines
- *   entries (rva, line, file) and, for each, the end of the code range it
- *   belongs to (a PDB DEBUG_S_LINES subsection, a DWARF sequence). The line
+ *   entries (rva, line, file) and, for each, an end: the PDB reader gives
+ *   the end of the code the entry covers (up to the next entry of its
+ *   DEBUG_S_LINES subsection), the DWARF reader the end of its sequence. The line
  *   of an address is the LAST entry (in table order) whose rva is <= the
  *   address, provided the address is below that entry's range end: an entry
  *   covers the bytes up to the next entry, so of several entries at one
@@ -90,7 +91,7 @@ const hs_sym *hs_symtab_at(const hs_symtab *t, uint32_t rva);
 const hs_sym *hs_symtab_containing(const hs_symtab *t, uint32_t rva);
 
 typedef struct hs_line {
-    uint32_t rva, end;       /* end: the end of the range the entry belongs to */
+    uint32_t rva, end;       /* end: exclusive; the lookup never goes past it */
     uint32_t line;
     uint32_t file;           /* index into files */
     uint32_t seq;            /* order of addition (ties of rva keep it) */

@@ -18,6 +18,9 @@
  *   rsds/...       the fixture's CodeView record
  *   locate/...     each place, store layouts, URLs passed over, the order,
  *                  mismatch and not-found messages, a corrupt candidate
+ *   synth/...      a PDB written here with what lld never writes: OMAP,
+ *                  S_GPROC32_ID / S_LPROC32_DPC / S_THUNK32, line columns,
+ *                  two files interleaved, a hidden line
  *   modsyms/...    the one-call source: a PDB image, a DWARF image, a
  *                  refused PDB
  *   fuzz/...       thousands of mutated inputs per reader
@@ -438,6 +441,375 @@ static void test_rsds_and_locate(void)
     free(f.other);
 }
 
+/* ---- a synthetic PDB: what lld never writes ---------------------------------------
+ *
+ * A tiny MSF writer and the streams of a PDB whose image was rearranged after
+ * linking (OMAP), with S_GPROC32_ID, S_LPROC32_DPC and S_THUNK32 records, a
+ * line subsection with columns whose two files interleave, a hidden line
+ * (0xfeefee) and MSVC-decorated publics. Layout (rvas of the image as linked,
+ * section 1 at 0x1000, then moved by OMAP):
+ *   0x1000..0x1040 -> 0x5000   f_id (S_GPROC32_ID, 0x10 at 0x1010, 0x20 bytes)
+ *   0x1040..0x1080 -> removed   dead (S_LPROC32, at 0x1050: dropped)
+ *   0x1080..       -> 0x6000   g_dpc (S_LPROC32_DPC, at 0x1080, 8 bytes),
+ *                              thunk (S_THUNK32 at 0x1090, 6 bytes)
+ * Lines of f_id (subsection at 1:0x10, 0x20 bytes, with columns):
+ *   a.c: 0x0 line 10, 0x0 line 11, 0x18 line 0xfeefee; b.h: 0x8 line 5
+ * Publics: ?f_id@@YAXXZ at 1:0x10 (f_id's raw name), ?pub_only@@YAXXZ
+ * at 1:0x88 (code, no procedure).
+ */
+
+typedef struct buf {
+    uint8_t *p;
+    size_t n, cap;
+} buf;
+
+static void put(buf *b, const void *d, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void put32(buf *b, uint32_t v)
+{
+    uint8_t x[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+    put(b, x, 4);
+}
+
+static void put16(buf *b, uint16_t v)
+{
+    uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+    put(b, x, 2);
+}
+
+static void pad4(buf *b)
+{
+    while (b->n % 4)
+        put(b, "", 1);
+}
+
+static void set16(buf *b, size_t at, uint16_t v)
+{
+    b->p[at] = (uint8_t)v;
+    b->p[at + 1] = (uint8_t)(v >> 8);
+}
+
+/* MSF with block size 512 from streams[0..n) */
+static uint8_t *msf_write(buf *streams, int n, size_t *size)
+{
+    enum { BS = 512 };
+    buf dir = { 0 }, file = { 0 };
+    uint32_t next = 3;                       /* 0 superblock, 1-2 free block maps */
+    uint32_t first[16];
+    for (int i = 0; i < n; i++) {
+        first[i] = next;
+        next += (uint32_t)((streams[i].n + BS - 1) / BS);
+    }
+    put32(&dir, (uint32_t)n);
+    for (int i = 0; i < n; i++)
+        put32(&dir, (uint32_t)streams[i].n);
+    for (int i = 0; i < n; i++)
+        for (uint32_t b = 0; b < (streams[i].n + BS - 1) / BS; b++)
+            put32(&dir, first[i] + b);
+    uint32_t dir_block = next, map_block = next + (uint32_t)((dir.n + BS - 1) / BS);
+    uint32_t nblocks = map_block + 1;
+    file.cap = (size_t)nblocks * BS;
+    file.p = calloc(1, file.cap);
+    file.n = file.cap;
+    static const char magic[32] = "Microsoft C/C++ MSF 7.00\r\n\x1a" "DS\0\0\0";
+    memcpy(file.p, magic, 32);
+    uint32_t hdr[6] = { BS, 1, nblocks, (uint32_t)dir.n, 0, map_block };
+    for (int i = 0; i < 6; i++)
+        for (int k = 0; k < 4; k++)
+            file.p[32 + 4 * i + k] = (uint8_t)(hdr[i] >> (8 * k));
+    for (int i = 0; i < n; i++)
+        if (streams[i].n)
+            memcpy(file.p + (size_t)first[i] * BS, streams[i].p, streams[i].n);
+    memcpy(file.p + (size_t)dir_block * BS, dir.p, dir.n);
+    for (uint32_t b = 0; b < (dir.n + BS - 1) / BS; b++)
+        for (int k = 0; k < 4; k++)
+            file.p[(size_t)map_block * BS + 4 * b + k] = (uint8_t)((dir_block + b) >> (8 * k));
+    free(dir.p);
+    *size = file.n;
+    return file.p;
+}
+
+static void sym_proc(buf *b, uint16_t kind, uint32_t off, uint16_t seg, uint32_t len, const char *name)
+{
+    size_t at = b->n;
+    put16(b, 0);
+    put16(b, kind);
+    put32(b, 0);
+    put32(b, 0);
+    put32(b, 0);
+    put32(b, len);
+    put32(b, 0);
+    put32(b, len);
+    put32(b, 0x1001);
+    put32(b, off);
+    put16(b, seg);
+    put(b, "", 1);
+    put(b, name, strlen(name) + 1);
+    pad4(b);
+    set16(b, at, (uint16_t)(b->n - at - 2));
+    put16(b, 2);                             /* S_END */
+    put16(b, 0x0006);
+}
+
+static void sym_pub(buf *b, uint32_t flags, uint32_t off, uint16_t seg, const char *name)
+{
+    size_t at = b->n;
+    put16(b, 0);
+    put16(b, 0x110e);
+    put32(b, flags);
+    put32(b, off);
+    put16(b, seg);
+    put(b, name, strlen(name) + 1);
+    pad4(b);
+    set16(b, at, (uint16_t)(b->n - at - 2));
+}
+
+static void section_header(buf *b, const char *name, uint32_t va, uint32_t size)
+{
+    char n[8] = { 0 };
+    memcpy(n, name, strlen(name) < 8 ? strlen(name) : 8);
+    put(b, n, 8);
+    put32(b, size);
+    put32(b, va);
+    for (int i = 0; i < 6; i++)
+        put32(b, 0);
+}
+
+static uint8_t *synthetic_pdb(size_t *size)
+{
+    buf s[11];
+    memset(s, 0, sizeof s);
+    /* 5: "/names": signature, version, buffer, an (empty) hash table */
+    static const char names[] = "\0a.c\0b.h\0";            /* a.c at 1, b.h at 5 */
+    put32(&s[5], 0xeffeeffe);
+    put32(&s[5], 1);
+    put32(&s[5], sizeof names);
+    put(&s[5], names, sizeof names);
+    put32(&s[5], 1);
+    put32(&s[5], 0);
+    put32(&s[5], 2);
+    /* 1: info: version, signature, age, GUID, named streams {"/names": 5} */
+    static const uint8_t guid[16] = { 0x78, 0x56, 0x34, 0x12, 0xbc, 0x9a, 0xf0, 0xde,
+                                      1, 2, 3, 4, 5, 6, 7, 8 };
+    put32(&s[1], 20000404);
+    put32(&s[1], 0x5eed);
+    put32(&s[1], 7);
+    put(&s[1], guid, 16);
+    put32(&s[1], 7);
+    put(&s[1], "/names", 7);
+    put32(&s[1], 1);                 /* size */
+    put32(&s[1], 2);                 /* capacity */
+    put32(&s[1], 1);                 /* present: one word, bucket 1 */
+    put32(&s[1], 2);
+    put32(&s[1], 0);                 /* deleted: no words */
+    put32(&s[1], 0);                 /* (offset 0 in the buffer, stream 5) */
+    put32(&s[1], 5);
+    put32(&s[1], 0);                 /* no features */
+    /* 6: the module: signature, symbols, no C11, C13 lines */
+    buf syms = { 0 }, c13 = { 0 };
+    put32(&syms, 4);
+    sym_proc(&syms, 0x1147, 0x10, 1, 0x20, "f_id");
+    sym_proc(&syms, 0x110f, 0x50, 1, 0x10, "dead");
+    sym_proc(&syms, 0x1155, 0x80, 1, 8, "g_dpc");
+    size_t at = syms.n;                                    /* S_THUNK32 */
+    put16(&syms, 0);
+    put16(&syms, 0x1102);
+    put32(&syms, 0);
+    put32(&syms, 0);
+    put32(&syms, 0);
+    put32(&syms, 0x90);
+    put16(&syms, 1);
+    put16(&syms, 6);
+    put(&syms, "", 1);
+    put(&syms, "thunk", 6);
+    pad4(&syms);
+    set16(&syms, at, (uint16_t)(syms.n - at - 2));
+    /* C13: FILECHKSMS (a.c at 0, b.h at 8), LINES for f_id */
+    put32(&c13, 0xf4);
+    put32(&c13, 16);
+    put32(&c13, 1);                  /* a.c */
+    put32(&c13, 0);                  /* no checksum, padded */
+    put32(&c13, 5);                  /* b.h */
+    put32(&c13, 0);
+    buf lines = { 0 };
+    put32(&lines, 0x10);
+    put16(&lines, 1);
+    put16(&lines, 1);                /* CV_LINES_HAVE_COLUMNS */
+    put32(&lines, 0x20);
+    put32(&lines, 0);                /* a.c block: 3 entries */
+    put32(&lines, 3);
+    put32(&lines, 12 + 3 * 12);
+    put32(&lines, 0x0);
+    put32(&lines, 10u | 0x80000000u);
+    put32(&lines, 0x0);
+    put32(&lines, 11u | 0x80000000u);
+    put32(&lines, 0x18);
+    put32(&lines, 0xfeefeeu);
+    for (int i = 0; i < 3; i++)
+        put32(&lines, 0x00050001);   /* columns */
+    put32(&lines, 8);                /* b.h block: 1 entry */
+    put32(&lines, 1);
+    put32(&lines, 12 + 12);
+    put32(&lines, 0x8);
+    put32(&lines, 5u | 0x80000000u);
+    put32(&lines, 0x00020001);
+    put32(&c13, 0xf2);
+    put32(&c13, (uint32_t)lines.n);
+    put(&c13, lines.p, lines.n);
+    free(lines.p);
+    put(&s[6], syms.p, syms.n);
+    put(&s[6], c13.p, c13.n);
+    put32(&s[6], 0);                 /* global refs */
+    /* 7: the symbol records: publics */
+    sym_pub(&s[7], 2, 0x10, 1, "?f_id@@YAXXZ");
+    sym_pub(&s[7], 2, 0x88, 1, "?pub_only@@YAXXZ");
+    /* 8: the section headers of the image as it is; 10: as it was linked */
+    section_header(&s[8], ".text", 0x5000, 0x2000);
+    section_header(&s[10], ".text", 0x1000, 0x200);
+    /* 9: OMAP from the linked image to the final one */
+    put32(&s[9], 0x1000);
+    put32(&s[9], 0x5000);
+    put32(&s[9], 0x1040);
+    put32(&s[9], 0);
+    put32(&s[9], 0x1080);
+    put32(&s[9], 0x6000);
+    /* 3: DBI: header, one module, the debug header */
+    buf mod = { 0 };
+    put32(&mod, 0);
+    for (int i = 0; i < 7; i++)
+        put32(&mod, 0);              /* section contribution */
+    put16(&mod, 0);
+    put16(&mod, 6);                  /* its stream */
+    put32(&mod, (uint32_t)syms.n);
+    put32(&mod, 0);
+    put32(&mod, (uint32_t)c13.n);
+    put16(&mod, 2);
+    put16(&mod, 0);
+    put32(&mod, 0);
+    put32(&mod, 0);
+    put32(&mod, 0);
+    put(&mod, "synth.obj", 10);
+    put(&mod, "synth.obj", 10);
+    pad4(&mod);
+    free(syms.p);
+    free(c13.p);
+    put32(&s[3], 0xffffffffu);
+    put32(&s[3], 19990903);
+    put32(&s[3], 7);
+    put16(&s[3], 0xffff);            /* globals */
+    put16(&s[3], 0);
+    put16(&s[3], 0xffff);            /* publics hash */
+    put16(&s[3], 0);
+    put16(&s[3], 7);                 /* symbol records */
+    put16(&s[3], 0);
+    put32(&s[3], (uint32_t)mod.n);
+    put32(&s[3], 0);
+    put32(&s[3], 0);
+    put32(&s[3], 0);
+    put32(&s[3], 0);
+    put32(&s[3], 0);
+    put32(&s[3], 22);                /* optional debug header: 11 streams */
+    put32(&s[3], 0);
+    put16(&s[3], 0);
+    put16(&s[3], 0x8664);
+    put32(&s[3], 0);
+    put(&s[3], mod.p, mod.n);
+    free(mod.p);
+    uint16_t dbg[11] = { 0xffff, 0xffff, 0xffff, 0xffff, 9, 8, 0xffff, 0xffff, 0xffff, 0xffff, 10 };
+    for (int i = 0; i < 11; i++)
+        put16(&s[3], dbg[i]);
+    uint8_t *pdb = msf_write(s, 11, size);
+    for (int i = 0; i < 11; i++)
+        free(s[i].p);
+    return pdb;
+}
+
+static void test_synthetic(void)
+{
+    size_t size = 0;
+    uint8_t *data = synthetic_pdb(&size);
+    hs_pdb p;
+    hs_symtab st;
+    hs_linetab lt;
+    char err[256] = "", g[39] = "";
+    memset(&st, 0, sizeof st);
+    memset(&lt, 0, sizeof lt);
+    int rc = hs_pdb_open(&p, data, size, err, sizeof err);
+    if (rc == 0) {
+        hs_guid_text(p.guid, g);
+        rc = hs_pdb_read(&p, &st, &lt, err, sizeof err);
+    }
+    tap_check(rc == 0 && p.age == 7 && !strcmp(g, "{12345678-9ABC-DEF0-0102-030405060708}"),
+              "synth/identity", "rc %d (%s), age %u, GUID %s", rc, err, p.age, g);
+    if (rc) {
+        free(data);
+        return;
+    }
+    static const struct {
+        uint32_t rva, size;
+        int kind, global;
+        const char *name, *raw;
+    } want[] = {
+        { 0x5010, 0x20, HS_SYMK_PROC, 1, "f_id", "?f_id@@YAXXZ" },
+        { 0x6000, 8, HS_SYMK_PROC, 0, "g_dpc", "g_dpc" },
+        { 0x6008, 0, HS_SYMK_PUBLIC_CODE, 1, "?pub_only@@YAXXZ", "?pub_only@@YAXXZ" },
+        { 0x6010, 6, HS_SYMK_THUNK, 0, "thunk", "thunk" },
+    };
+    int bad = st.count != sizeof want / sizeof want[0];
+    for (size_t i = 0; !bad && i < st.count; i++) {
+        const hs_sym *s = &st.syms[i];
+        if (s->rva != want[i].rva || s->size != want[i].size || s->kind != want[i].kind ||
+            s->is_global != want[i].global || strcmp(s->name, want[i].name) ||
+            strcmp(s->raw, want[i].raw)) {
+            tap_diag("symbol %zu: %#x %u kind %d global %d %s / %s", i, s->rva, s->size, s->kind,
+                     s->is_global, s->name, s->raw);
+            bad = 1;
+        }
+    }
+    if (st.count != sizeof want / sizeof want[0])
+        for (size_t i = 0; i < st.count; i++)
+            tap_diag("symbol %#x %u %s", st.syms[i].rva, st.syms[i].size, st.syms[i].name);
+    tap_check(!bad, "synth/symbols",
+              "OMAP, _ID/_DPC procedures, a thunk, a procedure in removed code, publics "
+              "(%zu symbols)", st.count);
+    /* lines: a.c:11 covers 0x5010..0x5018 (a.c:10 is zero-length), b.h:5
+     * 0x5018..0x5028, the hidden entry at 0x5028 has no line */
+    static const struct {
+        uint32_t rva;
+        const char *at;
+    } lines[] = { { 0x500f, NULL }, { 0x5010, "a.c:11" }, { 0x5017, "a.c:11" }, { 0x5018, "b.h:5" },
+                  { 0x5027, "b.h:5" }, { 0x5028, NULL }, { 0x502f, NULL }, { 0x5030, NULL } };
+    bad = 0;
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const char *f;
+        uint32_t l;
+        char got[64] = "";
+        if (hs_linetab_lookup(&lt, lines[i].rva, &f, &l))
+            snprintf(got, sizeof got, "%s:%u", f, l);
+        if (lines[i].at ? strcmp(got, lines[i].at) != 0 : got[0] != 0) {
+            tap_diag("line at %#x: \"%s\", want \"%s\"", lines[i].rva, got,
+                     lines[i].at ? lines[i].at : "");
+            bad++;
+        }
+    }
+    const hs_sym *f = hs_symtab_at(&st, 0x5010);
+    tap_check(!bad && f && f->line == 10 && f->file && !strcmp(f->file, "a.c"), "synth/lines",
+              "%d lookups wrong; f_id's first line %s:%u (want a.c:10)", bad,
+              f && f->file ? f->file : "-", f ? f->line : 0);
+    hs_symtab_free(&st);
+    hs_linetab_free(&lt);
+    hs_pdb_close(&p);
+    free(data);
+}
+
 /* ---- the one-call module source ------------------------------------------------ */
 
 static void test_modsyms(void)
@@ -565,16 +937,25 @@ static size_t stream_offsets(const hs_msf *m, uint32_t i, size_t *out, size_t ma
     return n;
 }
 
+static void fuzz_pdb_bytes(const char *name, uint8_t *orig, size_t size, int cases);
+
 static void fuzz_pdb(const char *path, int cases)
 {
     size_t size = 0;
     uint8_t *orig = slurp(path, &size);
-    char name[128], err[512];
+    char name[128];
     snprintf(name, sizeof name, "fuzz/pdb/%s", strrchr(path, '/') + 1);
     if (!orig) {
         tap_fail(name, "%s is not built (make fixtures)", path);
         return;
     }
+    fuzz_pdb_bytes(name, orig, size, cases);
+}
+
+/* mutates copies of orig (which it frees) */
+static void fuzz_pdb_bytes(const char *name, uint8_t *orig, size_t size, int cases)
+{
+    char err[512];
     hs_msf msf;
     if (hs_msf_open(&msf, orig, size, err, sizeof err)) {
         tap_fail(name, "the unmutated PDB does not open: %s", err);
@@ -746,10 +1127,14 @@ int main(void)
     test_tables();
     test_undname();
     test_rsds_and_locate();
+    test_synthetic();
     test_modsyms();
     fuzz_pdb("build/fixtures/pdb/pdbc.pdb", 3000);
     fuzz_pdb("build/fixtures/pdb/pdbcxx.pdb", 2000);
     fuzz_pdb("build/fixtures/pdb/pdbmsvc.pdb", 1000);
+    size_t ssize = 0;
+    uint8_t *synth = synthetic_pdb(&ssize);
+    fuzz_pdb_bytes("fuzz/pdb/synthetic", synth, ssize, 2000);
     fuzz_image("build/fixtures/pdb/pdbc-gcc.exe", 2000, 1);
     fuzz_image("build/fixtures/pdb/pdbc-gcc5.exe", 2000, 1);
     fuzz_image("build/fixtures/pdb/pdbc.exe", 1000, 0);
