@@ -25,9 +25,9 @@ def fixture(rel):
     return p
 
 
-def win(args, check=True):
+def win(args, check=True, env=None):
     hs.need(SYMDUMP_WIN)
-    p = hs.wine([SYMDUMP_WIN] + args, timeout=300)
+    p = hs.wine([SYMDUMP_WIN] + args, timeout=300, extra_env=env)
     out = p.stdout.decode("utf-8", "replace").replace("\r\n", "\n")
     if check and p.returncode != 0:
         raise AssertionError(f"symdump.exe {' '.join(args)}: exit {p.returncode}: "
@@ -123,9 +123,9 @@ def test_dbghelp_lines_differ_only_after_several_entries_at_one_address():
 def test_dbghelp_search_under_wine():
     """Where Wine's DbgHelp finds a PDB (SymType 3) and where not (4:
     exports only, no error): next to the image, at the RSDS path and in a
-    plain folder of the search path yes; through a srv* or cache* entry no
-    (taken as a folder name); a rebuilt image's PDB and an image with 0x200
-    set no, silently."""
+    plain folder of the search path or of _NT_SYMBOL_PATH yes; through a
+    srv* or cache* entry no (taken as a folder name); a rebuilt image's PDB
+    and an image with 0x200 set no, silently."""
     d = os.path.join(hs.ROOT, fixture("pdb"))
     w = "Z:" + d.replace("/", "\\")
     cases = [
@@ -135,9 +135,14 @@ def test_dbghelp_search_under_wine():
         (["--symbols", f"{w}\\dir-syms"], "dir", 3),
         ([], "rebuilt", 4), ([], "age", 4), ([], "stripped", 4), ([], "nopdb", 4),
     ]
+    # with no search path given, SymInitialize takes _NT_SYMBOL_PATH
+    cases += [({"_NT_SYMBOL_PATH": f"{w}\\dir-syms"}, "dir", 3),
+              ({"_NT_SYMBOL_PATH": f"srv*{w}\\srv-cache"}, "srv", 4)]
     for extra, where, want in cases:
-        out = win(["--dbghelp", "--procs"] + extra + [f"build/fixtures/pdb/{where}/pdbc.exe"])
-        hs.eq(out.splitlines()[0], f"symtype {want}", f"DbgHelp on {where} {' '.join(extra)}")
+        env = extra if isinstance(extra, dict) else None
+        args = [] if env else extra
+        out = win(["--dbghelp", "--procs"] + args + [f"build/fixtures/pdb/{where}/pdbc.exe"], env=env)
+        hs.eq(out.splitlines()[0], f"symtype {want}", f"DbgHelp on {where} {extra}")
         procs = len(records(out, "proc", 4))
         hs.check((procs == 24) == (want == 3), f"{where}: {procs} procedures with SymType {want}")
 
