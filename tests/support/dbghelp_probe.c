@@ -1,11 +1,11 @@
 /*
- * dbghelp_probe.c - what the system's DbgHelp says about one image: the
- * module it loaded (symbol type, PDB path, GUID, age), every symbol
- * SymEnumSymbols lists, the source line of addresses, and optionally the
- * undecoration of names. A test-side tool (Windows; run under Wine here):
- * its output is compared with llvm-pdbutil, addr2line and hookscope's own
- * PDB reader by tests/test_pdb.py and was the evidence for
- * injector/symbols/FINDINGS.md.
+ * dbghelp_probe.c - what the system's DbgHelp says about one image, called
+ * as plainly as possible: the module it loaded (symbol type, PDB path, GUID,
+ * age), every symbol SymEnumSymbols lists, the source line of addresses,
+ * SymFindFileInPath, and the undecoration of names. A test-side tool
+ * (Windows; run under Wine here): the evidence of
+ * injector/symbols/FINDINGS.md was taken with it. The tests read DbgHelp
+ * through hookscope's own backend instead (symdump.exe --dbghelp).
  *
  * usage: dbghelp_probe [options] IMAGE [RVA...]
  *   --path P        SymSetSearchPath(P) (default: none given to SymInitialize)
