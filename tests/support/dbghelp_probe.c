@@ -8,7 +8,7 @@
  * through hookscope's own backend instead (symdump.exe --dbghelp).
  *
  * usage: dbghelp_probe [options] IMAGE [RVA...]
- *   --path P        SymSetSearchPath(P) (default: none given to SymInitialize)
+ *   --path P        the search path given to SymInitialize (default: none)
  *   --opts HEX      SymSetOptions(HEX) (default SYMOPT_UNDNAME|SYMOPT_LOAD_LINES|
  *                   SYMOPT_FAIL_CRITICAL_ERRORS|SYMOPT_NO_PROMPTS)
  *   --base HEX      load address to give SymLoadModuleEx (default: the image's
