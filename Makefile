@@ -20,7 +20,7 @@ PYTHON       ?= python3
 VERSION      := 0.1.0
 
 WARN     := -Wall -Wextra
-COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -DHOOKSCOPE_VERSION=\"$(VERSION)\"
+COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -Iinjector -DHOOKSCOPE_VERSION=\"$(VERSION)\"
 WCFLAGS  := $(COMMON) -I$(CAPSTONE_WIN)/include -D_WIN32_WINNT=0x0601 -DUNICODE -D_UNICODE -D__USE_MINGW_ANSI_STDIO=1 \
             -fno-strict-aliasing
 NCFLAGS  := $(COMMON) -fno-strict-aliasing
@@ -29,12 +29,13 @@ HOOK_CORE := $(filter-out %_win.c,$(wildcard hook/*.c))
 HOOK_WIN  := $(wildcard hook/*_win.c)
 AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
-INJ_C     := $(wildcard injector/*.c)
+# *_win.c: Windows only; *_posix.c: their Linux counterparts, for native tests
+INJ_C     := $(filter-out %_posix.c,$(wildcard injector/*.c injector/*/*.c))
+# the injector's portable parts (profile, symbols, writers), also built
+# natively for their unit tests
+INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
+                $(wildcard injector/*/*_posix.c)
 SAMPLER_C := $(wildcard sampler/*.c)
-# symbol sources (injector/symbols): portable core, Windows-only, Linux-only
-SYM_CORE  := $(filter-out %_win.c %_posix.c,$(wildcard injector/symbols/*.c))
-SYM_WIN   := $(wildcard injector/symbols/*_win.c)
-SYM_POSIX := $(wildcard injector/symbols/*_posix.c)
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
@@ -79,15 +80,16 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-UNIT_OBJ := $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT) $(SYM_CORE) $(SYM_POSIX))
-$(B)/native/unit/%: tests/unit/%.c $(UNIT_OBJ)
+NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(UNIT_SUPPORT))
+
+$(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -Itests/unit -Iinjector/symbols -o $@ $< $(UNIT_OBJ) -lcapstone -lstdc++
+	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++
 
 unit: $(UNIT_BIN)
 
 # the native objects are not intermediates to delete after linking
-.SECONDARY: $(UNIT_OBJ)
+.SECONDARY: $(NATIVE_LIB)
 
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk

@@ -1,12 +1,8 @@
 /*
- * injector/main.c - hookscope.exe: dispatch to the subcommand.
+ * injector/main.c - hookscope.exe: parse the command line and run the
+ * command (commands/table.c lists them, one file each).
  */
-#include <stdio.h>
-#include <string.h>
-
-#include "cli.h"
-#include "commands.h"
-#include "util.h"
+#include "commands/commands.h"
 
 int wmain(int argc, wchar_t **argv)
 {
@@ -14,9 +10,5 @@ int wmain(int argc, wchar_t **argv)
     int rc = hs_parse_cli(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    if (!strcmp(o.command, "run"))
-        return hs_cmd_run(&o);
-    if (!strcmp(o.command, "attach"))
-        return hs_cmd_attach(&o);
-    return hs_cmd_functions(&o);
+    return o.cmd->run(&o);
 }

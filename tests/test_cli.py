@@ -1,6 +1,7 @@
 """The command line and bad input: every bad input gets one clear line on
 stderr and a nonzero exit, never a crash or a hang."""
 import os
+import re
 import struct
 
 import hs
@@ -91,10 +92,14 @@ def test_dll_target():
 
 
 def test_module_never_loaded():
+    """Said at once (before the target runs) and again at the end; the
+    target ran traced all the same, so its exit code is kept."""
     exe = hs.need("build/tests/echo.exe")
     t = hs.trace(exe, ["a"], modules=["echo.exe", "nosuchmodule.dll"], name="never_loaded")
-    hs.eq(t.rc, 125, "exit code")
-    hs.eq(err_lines(t.proc), ["to stderr",   # the target's own line
+    hs.eq(t.rc, 0, "exit code: the target's")
+    hs.eq(err_lines(t.proc), ["hookscope: module 'nosuchmodule.dll' is neither the program nor a DLL it loads "
+                              "at start; it is traced if it is loaded later",
+                              "to stderr",   # the target's own line
                               "hookscope: module 'nosuchmodule.dll' was never loaded by the target"])
     hs.check(t.json is not None, "the report is still written")
     hs.eq(t.calls("echo.exe").get("show"), 1, "calls of show")
@@ -121,4 +126,59 @@ def test_output_dir_cannot_be_created():
     p = hs.hookscope(["run", "-o", exe + "/sub", "--", exe, "a"])
     hs.eq(p.returncode, 125, "exit code")
     hs.eq(p.stdout, b"", "the target never ran")
-    hs.eq(err_lines(p), [f"hookscope: cannot create output directory {exe}/sub"])
+    hs.eq(err_lines(p), [f"hookscope: cannot create output directory {exe}/sub: a part of the path is a file"])
+    p = hs.hookscope(["run", "-o", exe, "--", exe, "a"])
+    hs.eq(p.returncode, 125, "exit code with -o naming a file")
+    hs.eq(err_lines(p), [f"hookscope: cannot create output directory {exe}: a file of that name exists"])
+
+
+def test_messages_that_name_the_cause():
+    d = "build/tests"
+    cases = [
+        (["run", d], 125, f"hookscope: '{d}' is a directory, not a program"),
+        (["functions", d], 125, f"hookscope: cannot read '{d}': it is a directory"),
+        (["attach", "99999"], 125, "hookscope: no process has id 99999"),
+        (["run", "--stacks", "8", "--", "x.exe"], 2,
+         "hookscope: '8' after --stacks would be the program to run; write --stacks=8"),
+        (["functions", "--time", "x.exe"], 2,
+         "hookscope: functions does not take option '--time' (see 'hookscope help functions')"),
+        (["report", "-m", "x", "dir"], 2, "hookscope: report does not take option '-m' (see 'hookscope help report')"),
+        (["help", "frob"], 2, "hookscope: no command 'frob' to help with"),
+        (["report"], 2, "hookscope: report needs the directory of a run (with its report.json)"),
+    ]
+    for args, code, msg in cases:
+        p = hs.hookscope(args)
+        hs.eq(p.returncode, code, f"exit code of {args}")
+        hs.eq(err_lines(p)[0], msg, f"first stderr line of {args}")
+
+
+def test_help_per_command():
+    """Each command's help lists exactly the options the command takes."""
+    takes = {
+        "run": ["--module", "--function", "--exclude", "--output", "--duration", "--no-edges", "--stacks",
+                "--stack-every", "--time", "--quiet", "--verbose", "--max-functions", "--max-threads", "--help"],
+        "functions": ["--function", "--exclude", "--verbose", "--help"],
+        "report": ["--output", "--quiet", "--verbose", "--help"],
+    }
+    every = set(o for v in takes.values() for o in v)
+    for cmd, opts in takes.items():
+        for args in (["help", cmd], [cmd, "--help"]):
+            p = hs.hookscope(args)
+            hs.eq(p.returncode, 0, f"exit code of {args}")
+            out = p.stdout.decode()
+            hs.check(out.startswith(f"usage: hookscope {cmd} "), f"{args}: {out[:60]!r}")
+            shown = set(re.findall(r"(--[a-z-]+)", out.split("Options:")[1]))
+            hs.eq(sorted(shown & every), sorted(opts), f"options in {args}")
+
+
+def test_summary_counts_traced_modules():
+    exe = hs.need("build/tests/echo.exe")
+    out = hs.outdir("summary")
+    p = hs.hookscope(["run", "-o", out, "-m", "echo.exe", "-m", "nosuchmodule.dll", "--", exe, "a"])
+    hs.eq(p.returncode, 0, "exit code")
+    t = hs.Trace(p, out)
+    m = t.module("echo.exe")
+    hs.eq(len(t.json["modules"]), 1, "one traced module in the report")
+    lines = err_lines(p)
+    hs.eq(lines[-1], f"hookscope: {m['functions_hooked']} of {m['functions_found']} functions hooked in 1 module, "
+                     f"{t.json['total_calls']} calls; report in {out}\\report.txt", "the summary line")

@@ -191,6 +191,37 @@ def test_folded_exact():
     hs.eq(t.file("entry-stacks.folded"), None, "no folded file without --stacks")
 
 
+def test_folded_truncated_and_time_weighted():
+    """Stacks cut at --stacks=DEPTH get a [truncated] root frame; with
+    --time, entry-time.folded shares each function's self time out over its
+    entry stacks: per leaf function the weights add up to its self_ns
+    (within one ns per stack of rounding)."""
+    exe = hs.need("build/examples/demo.exe")
+    t = hs.trace(exe, options=["--stacks=3", "--time"], name="folded_cut")
+    hs.eq(t.rc, 0, "exit code")
+    cut = {tuple(s["frames"]) for s in t.json["stacks"] if s["truncated"]}
+    hs.check(cut, "some stacks are cut at depth 3")
+    lines = folded_lines(t)
+    for l in lines:
+        frames = l.rpartition(" ")[0].split(";")
+        hs.eq(len(frames) == 4, frames[0] == "[truncated]", f"a 3-frame stack is marked cut exactly when it is: {l}")
+        hs.check(len(frames) <= 4, f"at most 3 frames and the mark: {l}")
+    weights = {}
+    for l in t.file("entry-time.folded").splitlines():
+        stack, _, w = l.rpartition(" ")
+        leaf = stack.split(";")[-1].partition("!")[2]
+        weights[leaf] = weights.get(leaf, 0) + int(w)
+    records = {}   # each stack record is rounded once
+    for s in t.json["stacks"]:
+        records[s["function"]] = records.get(s["function"], 0) + 1
+    for f in t.functions("demo.exe"):
+        if not f.get("time") or not f["calls"] or not f["time"]["self_ns"]:
+            continue
+        got = weights.get(f["name"], 0)
+        hs.check(abs(got - f["time"]["self_ns"]) <= records.get(f["name"], 0),
+                 f"{f['name']}: time-weighted stacks add up to {got} ns, self time {f['time']['self_ns']} ns")
+
+
 def block(txt, header_re):
     """The lines of report.txt's call graph block whose first line matches."""
     lines = txt.splitlines()

@@ -1,5 +1,7 @@
 """Function filters: -f includes, -x excludes, module!pattern, undecorated
 C++ names, and a filter that matches nothing."""
+import re
+
 import hs
 
 
@@ -66,3 +68,48 @@ def test_functions_command_with_filter():
     p = hs.hookscope(["functions", exe, "-f", "zzz"])
     hs.eq(p.returncode, 125, "exit code when nothing matches")
     hs.check(b"hookscope: function filter 'zzz' matched no function" in p.stderr, "error line")
+
+
+def test_unmatched_filter_names_the_nearest_functions():
+    exe = hs.need("build/examples/demo.exe")
+    t = hs.trace(exe, options=["-f", "pars_expr", "-f", "evaluat*"], name="filter_suggest")
+    hs.eq(t.rc, 125, "exit code")
+    hs.eq(t.stdout, b"", "the target never ran")
+    lines = [l for l in t.stderr.decode().splitlines() if l]
+    hs.eq(lines, ["hookscope: function filter 'pars_expr' matched no function; did you mean 'parse_expr'?"],
+          "one line for the filter that matched nothing")
+    p = hs.hookscope(["functions", exe, "-f", "op_dubble"])
+    hs.eq(p.returncode, 125, "functions: exit code")
+    hs.eq(p.stderr.decode().strip(),
+          "hookscope: function filter 'op_dubble' matched no function; did you mean 'op_double'?")
+
+
+def test_filter_for_an_untraced_module_says_to_add_it():
+    exe = hs.need("build/examples/demo.exe")
+    t = hs.trace(exe, options=["-f", "msvcrt!qsort"], name="filter_module")
+    hs.eq(t.rc, 125, "exit code")
+    hs.eq(t.stdout, b"", "the target never ran")
+    hs.eq([l for l in t.stderr.decode().splitlines() if l],
+          ["hookscope: function filter 'msvcrt!qsort' is for module 'msvcrt', which is not traced: add -m msvcrt"])
+
+
+def test_filters_that_exclude_everything_are_an_error():
+    exe = hs.need("build/examples/demo.exe")
+    t = hs.trace(exe, options=["-x", "*"], name="filter_all_out")
+    hs.eq(t.rc, 125, "exit code")
+    hs.eq(t.stdout, b"", "the target never ran")
+    lines = [l for l in t.stderr.decode().splitlines() if l]
+    hs.eq(len(lines), 1, f"one line: {lines}")
+    hs.check(re.fullmatch(r"hookscope: the function filters leave no function to hook "
+                          r"\(all \d+ found are filtered out\)", lines[0]), lines[0])
+
+
+def test_functions_with_a_filter_lists_only_the_matches():
+    exe = hs.need("build/examples/demo.exe")
+    p = hs.hookscope(["functions", exe, "-f", "parse_*", "-x", "parse_term"])
+    hs.eq(p.returncode, 0, "exit code")
+    out = p.stdout.decode().splitlines()
+    rows = [l.split()[-1] for l in out[1:] if l.startswith("0x")]
+    hs.eq(sorted(rows), ["parse_expr", "parse_factor", "parse_number"], "rows")
+    total = sum(1 for l in hs.hookscope(["functions", exe]).stdout.decode().splitlines() if l.startswith("0x"))
+    hs.eq(out[-1], f"3 of {total} functions match the filters, 3 hookable (100.0%)", "summary")

@@ -177,6 +177,40 @@ typedef struct hs_time_rec {
     uint64_t hist[HS_HIST_BUCKETS];
 } hs_time_rec;
 
+/* The histogram bucket of a duration of `ticks`: floor(log2(ns)), at
+ * most HS_HIST_BUCKETS - 1, with ns = (ticks * mult) >> 32 (mult:
+ * hs_session_header.tsc_ns_mult). Shared by the wrapper and the injector. */
+static inline uint32_t hs_hist_bucket(uint64_t ticks, uint64_t mult)
+{
+    unsigned __int128 ns = ((unsigned __int128)ticks * mult) >> 32;
+    if (ns >> 64)
+        return HS_HIST_BUCKETS - 1;
+    uint64_t v = (uint64_t)ns | 1;
+    uint32_t b = 63 - (uint32_t)__builtin_clzll(v);
+    return b < HS_HIST_BUCKETS ? b : HS_HIST_BUCKETS - 1;
+}
+
+/* Add the durations of `from` (one thread's record) to `into`, filing
+ * from's pending duration into the histogram. `into` must not be written
+ * concurrently; from's pending stays as it is. */
+static inline void hs_time_rec_merge(hs_time_rec *into, const hs_time_rec *from, uint64_t mult)
+{
+    if (!from->exits)
+        return;
+    if (!into->exits || from->min < into->min)
+        into->min = from->min;
+    if (from->max > into->max)
+        into->max = from->max;
+    into->exits += from->exits;
+    into->total += from->total;
+    into->self += from->self;
+    into->unwinds += from->unwinds;
+    for (int b = 0; b < HS_HIST_BUCKETS; b++)
+        into->hist[b] += from->hist[b];
+    if (from->pending)
+        into->hist[hs_hist_bucket(from->pending, mult)]++;
+}
+
 /* --time: one open call on a thread's shadow stack. */
 typedef struct hs_shadow_rec {
     uint64_t desc;               /* the function's wrapper descriptor (agent) */

@@ -5,16 +5,21 @@
 #   build/tests/symdump.exe      the same for Windows, plus DbgHelp and MSVC
 #                                undecoration (tests/test_pdb_wine.py)
 #   build/tests/dbghelp_probe.exe  what the system's DbgHelp says about an
-#                                image (FINDINGS.md's evidence)
+#                                image (injector/symbols/FINDINGS.md)
+#   make unit-asan               tests/unit/test_pdb.c with ASan and UBSan
 SYMDUMP_NAT := $(B)/native/tools/symdump
 SYMDUMP_WIN := $(B)/tests/symdump.exe
 PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
 
-$(B)/native/tests/support/symdump.o: NCFLAGS += -Iinjector/symbols
-$(B)/win/tests/support/symdump.o: WCFLAGS += -Iinjector/symbols
+# hookscope's own debug-information readers (injector/symbols), without the
+# facade and backends that need the rest of the injector
+DEBUGINFO_C   := $(addprefix injector/symbols/,symtab.c msf.c pdb.c rsds.c locate.c dwarf.c \
+                   undecorate.c debuginfo.c) hook/pe.c
+DEBUGINFO_WIN := $(addprefix injector/symbols/,symfs_win.c undecorate_win.c dbghelp_win.c)
+DEBUGINFO_NAT := $(addprefix injector/symbols/,symfs_posix.c undecorate_posix.c)
 
-SYMDUMP_NAT_OBJ := $(call nat_obj,tests/support/symdump.c $(SYM_CORE) $(SYM_POSIX) hook/pe.c)
-SYMDUMP_WIN_OBJ := $(call win_obj,tests/support/symdump.c $(SYM_CORE) $(SYM_WIN) hook/pe.c)
+SYMDUMP_NAT_OBJ := $(call nat_obj,tests/support/symdump.c $(DEBUGINFO_C) $(DEBUGINFO_NAT))
+SYMDUMP_WIN_OBJ := $(call win_obj,tests/support/symdump.c $(DEBUGINFO_C) $(DEBUGINFO_WIN))
 
 $(SYMDUMP_NAT): $(SYMDUMP_NAT_OBJ)
 	@mkdir -p $(dir $@)
@@ -36,10 +41,10 @@ test-targets: $(SYMDUMP_WIN) $(PROBE_WIN)
 # tests/unit/test_pdb.c built with AddressSanitizer and UBSan and run: its
 # fuzzing then also shows that no corrupt input is read outside its bounds
 ASAN_PDB := $(B)/native/asan/test_pdb
-$(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(SYM_CORE) $(SYM_POSIX) hook/pe.c
+$(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(DEBUGINFO_C) $(DEBUGINFO_NAT)
 	@mkdir -p $(dir $@)
 	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -Itests/unit -Iinjector/symbols -o $@ $^ -lstdc++
+	    -Itests/unit -o $@ $^ -lstdc++
 
 .PHONY: unit-asan
 unit-asan: $(ASAN_PDB)

@@ -38,15 +38,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf.h"
-#include "locate.h"
-#include "pdb.h"
 #include "pe.h"
-#include "symfs.h"
-#include "symtab.h"
-#include "undecorate.h"
+#include "symbols/dwarf.h"
+#include "symbols/locate.h"
+#include "symbols/pdb.h"
+#include "symbols/symfs.h"
+#include "symbols/symtab.h"
+#include "symbols/undecorate.h"
 #ifdef _WIN32
-#include "dbghelp_win.h"
+#include "symbols/dbghelp_win.h"
 #endif
 
 static int usage(void)

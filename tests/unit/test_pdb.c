@@ -21,7 +21,7 @@
  *   synth/...      a PDB written here with what lld never writes: OMAP,
  *                  S_GPROC32_ID / S_LPROC32_DPC / S_THUNK32, line columns,
  *                  two files interleaved, a hidden line
- *   modsyms/...    the one-call source: a PDB image, a DWARF image, a
+ *   debuginfo/...    the one-call source: a PDB image, a DWARF image, a
  *                  refused PDB
  *   fuzz/...       thousands of mutated inputs per reader
  */
@@ -30,16 +30,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf.h"
-#include "locate.h"
-#include "modsyms.h"
-#include "pdb.h"
 #include "pe.h"
-#include "rsds.h"
-#include "symfs.h"
-#include "symtab.h"
 #include "tap.h"
-#include "undecorate.h"
+#include "symbols/debuginfo.h"
+#include "symbols/dwarf.h"
+#include "symbols/locate.h"
+#include "symbols/pdb.h"
+#include "symbols/rsds.h"
+#include "symbols/symfs.h"
+#include "symbols/symtab.h"
+#include "symbols/undecorate.h"
 
 static uint8_t *slurp(const char *path, size_t *size)
 {
@@ -812,11 +812,11 @@ static void test_synthetic(void)
 
 /* ---- the one-call module source ------------------------------------------------ */
 
-static void test_modsyms(void)
+static void test_debuginfo(void)
 {
     fixture f;
     if (load_fixture(&f)) {
-        tap_fail("modsyms/fixture", "build/fixtures/pdb is not built (make fixtures)");
+        tap_fail("debuginfo/fixture", "build/fixtures/pdb is not built (make fixtures)");
         return;
     }
     memfs m;
@@ -824,8 +824,8 @@ static void test_modsyms(void)
     memfs_add(&m, "D:\\app\\pdbc.pdb", f.pdb, f.pdb_size);
     hs_symfs fs = { mem_read, &m };
     hs_pdb_search s = { "D:\\app\\pdbc.exe", NULL, NULL, &fs };
-    hs_modsyms ms;
-    int rc = hs_modsyms_load(&ms, &f.pe, &s);
+    hs_debuginfo ms;
+    int rc = hs_debuginfo_load(&ms, &f.pe, &s);
     /* the same as reading the PDB directly */
     hs_pdb p;
     hs_symtab st;
@@ -851,10 +851,10 @@ static void test_modsyms(void)
     tap_check(rc == 0 && ms.source == HS_SYMSRC_PDB && ms.status == HS_LOC_FOUND &&
                   !strcmp(ms.pdb_path, "D:\\app\\pdbc.pdb") && !ms.message[0] && same && procs == 24 &&
                   has_line && strstr(file, "pdbc.c") && main_sym->line && main_sym->line <= line,
-              "modsyms/pdb", "rc %d source %d status %d, %zu procedures, same as a direct read %d, "
+              "debuginfo/pdb", "rc %d source %d status %d, %zu procedures, same as a direct read %d, "
               "main's line %s:%u: %s", rc, ms.source, ms.status, procs, (int)same,
               has_line ? file : "-", line, ms.message);
-    hs_modsyms_free(&ms);
+    hs_debuginfo_free(&ms);
     hs_symtab_free(&st);
     hs_linetab_free(&lt);
     if (direct)
@@ -862,27 +862,27 @@ static void test_modsyms(void)
 
     memset(&m, 0, sizeof m);
     memfs_add(&m, "D:\\app\\pdbc.pdb", f.other, f.other_size);
-    rc = hs_modsyms_load(&ms, &f.pe, &s);
+    rc = hs_debuginfo_load(&ms, &f.pe, &s);
     tap_check(rc == -1 && ms.status == HS_LOC_MISMATCH && ms.source == 0 && ms.syms.count == 0 &&
                   !strncmp(ms.message, "D:\\app\\pdbc.pdb does not match pdbc.exe (PDB GUID ",
                            strlen("D:\\app\\pdbc.pdb does not match pdbc.exe (PDB GUID ")),
-              "modsyms/refused", "rc %d status %d: %s", rc, ms.status, ms.message);
-    hs_modsyms_free(&ms);
+              "debuginfo/refused", "rc %d status %d: %s", rc, ms.status, ms.message);
+    hs_debuginfo_free(&ms);
 
     size_t gsize = 0;
     uint8_t *g = slurp("build/fixtures/pdb/pdbc-gcc.exe", &gsize);
     hs_pe gpe;
     if (g && hs_pe_load_file(&gpe, g, gsize) == HS_PE_OK) {
         hs_pdb_search gs = { "D:\\app\\pdbc-gcc.exe", NULL, NULL, &fs };
-        rc = hs_modsyms_load(&ms, &gpe, &gs);
+        rc = hs_debuginfo_load(&ms, &gpe, &gs);
         tap_check(rc == 0 && ms.source == HS_SYMSRC_DWARF && ms.status == HS_LOC_NO_RSDS &&
                       ms.syms.count == 0 && ms.lines.count > 1000 && !ms.message[0],
-                  "modsyms/dwarf", "rc %d source %d status %d, %zu lines: %s", rc, ms.source,
+                  "debuginfo/dwarf", "rc %d source %d status %d, %zu lines: %s", rc, ms.source,
                   ms.status, ms.lines.count, ms.message);
-        hs_modsyms_free(&ms);
+        hs_debuginfo_free(&ms);
         hs_pe_close(&gpe);
     } else {
-        tap_fail("modsyms/dwarf", "build/fixtures/pdb/pdbc-gcc.exe is not built");
+        tap_fail("debuginfo/dwarf", "build/fixtures/pdb/pdbc-gcc.exe is not built");
     }
     free(g);
     hs_pe_close(&f.pe);
@@ -1128,7 +1128,7 @@ int main(void)
     test_undname();
     test_rsds_and_locate();
     test_synthetic();
-    test_modsyms();
+    test_debuginfo();
     fuzz_pdb("build/fixtures/pdb/pdbc.pdb", 3000);
     fuzz_pdb("build/fixtures/pdb/pdbcxx.pdb", 2000);
     fuzz_pdb("build/fixtures/pdb/pdbmsvc.pdb", 1000);

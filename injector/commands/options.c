@@ -1,0 +1,385 @@
+/*
+ * injector/commands/options.c - parse the command line (see options.h).
+ *
+ * One table of options: each row names the commands that take it, so a
+ * command's help lists exactly its options and an option given to a
+ * command that does not take it is a usage error.
+ */
+#include "commands/options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "base/util.h"
+#include "commands/commands.h"
+#include "hookscope/session.h"
+
+enum opt_id {
+    OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
+    OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
+};
+
+#define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
+#define ALL (HS_CMD_RUN | HS_CMD_ATTACH | HS_CMD_FUNCTIONS | HS_CMD_REPORT)
+
+typedef struct optdef {
+    int id;
+    const wchar_t *lng;           /* "--module" */
+    const wchar_t *shrt;          /* "-m", or NULL */
+    const char *arg;              /* the value's name, NULL for a flag */
+    int arg_after_eq;             /* the value is optional and only given as --opt=VALUE */
+    unsigned cmds;                /* HS_CMD_* bits of the commands that take it */
+    const char *help;
+} optdef;
+
+static const optdef options[] = {
+    { OPT_MODULE, L"--module", L"-m", "NAME", 0, TRACE,
+      "hook the functions of module NAME (the exe or a\n"
+      "DLL, with or without extension); repeatable;\n"
+      "default: the target's exe" },
+    { OPT_FUNCTION, L"--function", L"-f", "PATTERN", 0, TRACE | HS_CMD_FUNCTIONS,
+      "only functions whose name matches PATTERN (a\n"
+      "glob with * and ?; \"module!glob\" limits it to\n"
+      "one module; C++ names match raw or undecorated);\n"
+      "repeatable" },
+    { OPT_EXCLUDE, L"--exclude", L"-x", "PATTERN", 0, TRACE | HS_CMD_FUNCTIONS,
+      "leave out functions matching PATTERN; repeatable" },
+    { OPT_OUTPUT, L"--output", L"-o", "DIR", 0, TRACE | HS_CMD_REPORT,
+      "write the reports into DIR (default: hookscope-out;\n"
+      "for report: the run's own directory)" },
+    { OPT_DURATION, L"--duration", L"-d", "S", 0, TRACE,
+      "stop after S seconds (run: the target is\n"
+      "terminated; attach: detach)" },
+    { OPT_NO_EDGES, L"--no-edges", NULL, NULL, 0, TRACE, "do not count caller edges (on by default)" },
+    { OPT_STACKS, L"--stacks", NULL, "DEPTH", 1, TRACE,
+      "capture the native stack at function entry, up\n"
+      "to DEPTH frames (default 32, at most 256)" },
+    { OPT_STACK_EVERY, L"--stack-every", NULL, "N", 0, TRACE,
+      "capture every Nth call of each function on each\n"
+      "thread (default 1: every call)" },
+    { OPT_TIME, L"--time", NULL, NULL, 0, TRACE,
+      "return probes: inclusive and self time, min, max\n"
+      "and a log2 histogram of durations per function,\n"
+      "and the calls that ended by exception or longjmp" },
+    { OPT_QUIET, L"--quiet", L"-q", NULL, 0, TRACE | HS_CMD_REPORT, "do not print the summary line" },
+    { OPT_VERBOSE, L"--verbose", L"-v", NULL, 0, ALL, "say what hookscope is doing, with timestamps" },
+    { OPT_MAX_FUNCTIONS, L"--max-functions", NULL, "N", 0, TRACE,
+      "function table capacity (default 262144)" },
+    { OPT_MAX_THREADS, L"--max-threads", NULL, "N", 0, TRACE,
+      "threads alive at once with their own counters\n"
+      "(default 256; regions of threads that ended are\n"
+      "reused; beyond that, calls are still counted\n"
+      "exactly, through a shared region, slower)" },
+    { OPT_HELP, L"--help", L"-h", NULL, 0, ALL, "this command's help" },
+};
+#define NOPTIONS (sizeof options / sizeof *options)
+
+static const char overview_tail[] =
+    "\n"
+    "Run 'hookscope help COMMAND' (or 'hookscope COMMAND --help') for a\n"
+    "command's options.\n"
+    "\n"
+    "Exit status: the target's exit code for run (0 after --duration); 2 for a\n"
+    "usage error; 125 when hookscope cannot trace: target missing, not a 64-bit\n"
+    "PE, a -m module never loaded, a function filter that matches nothing,\n"
+    "injection failed.\n";
+
+static void print_usage_lines(FILE *out)
+{
+    for (int i = 0; hs_commands[i]; i++)
+        fprintf(out, "%s hookscope %s\n", i ? "      " : "usage:", hs_commands[i]->usage);
+    fprintf(out, "       hookscope help [COMMAND] | --help | --version\n");
+}
+
+static void print_options(FILE *out, unsigned cmds, int with_commands);
+
+static void print_overview(FILE *out)
+{
+    fprintf(out, "hookscope - exact call counts for every function of a Windows x64 program\n\n");
+    print_usage_lines(out);
+    fprintf(out, "\nCommands:\n");
+    for (int i = 0; hs_commands[i]; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s %s", hs_commands[i]->name, hs_commands[i]->args);
+        fprintf(out, "  %-24s %s\n", head, hs_commands[i]->summary);
+    }
+    fprintf(out, "\nOptions (the commands that take each in brackets):\n");
+    print_options(out, ~0u, 1);
+    fputs(overview_tail, out);
+}
+
+/* "  -m, --module NAME" */
+static void option_label(const optdef *d, char *buf, size_t len)
+{
+    char *lng = hs_utf8(d->lng);
+    char *shrt = d->shrt ? hs_utf8(d->shrt) : NULL;
+    if (d->arg && d->arg_after_eq)
+        snprintf(buf, len, "%s%s%s[=%s]", shrt ? shrt : "", shrt ? ", " : "    ", lng, d->arg);
+    else
+        snprintf(buf, len, "%s%s%s%s%s", shrt ? shrt : "", shrt ? ", " : "    ", lng, d->arg ? " " : "",
+                 d->arg ? d->arg : "");
+    free(lng);
+    free(shrt);
+}
+
+/* The options some command of `cmds` takes, each with its help text
+ * (and the commands that take it). */
+static void print_options(FILE *out, unsigned cmds, int with_commands)
+{
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const optdef *d = &options[i];
+        if (!(d->cmds & cmds))
+            continue;
+        char label[64];
+        option_label(d, label, sizeof label);
+        fprintf(out, "  %-24s ", label);
+        for (const char *h = d->help; *h; h++) {
+            fputc(*h, out);
+            if (*h == '\n')
+                fprintf(out, "  %-24s ", "");
+        }
+        if (with_commands) {
+            fprintf(out, " [");
+            for (int k = 0, any = 0; hs_commands[k]; k++)
+                if (d->cmds & hs_commands[k]->bit)
+                    fprintf(out, "%s%s", any++ ? " " : "", hs_commands[k]->name);
+            fputc(']', out);
+        }
+        fputc('\n', out);
+    }
+}
+
+static void print_command_help(FILE *out, const hs_command *c)
+{
+    fprintf(out, "usage: hookscope %s\n\n%s\n", c->usage, c->description);
+    fprintf(out, "\nOptions:\n");
+    print_options(out, c->bit, 0);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("hookscope: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    print_usage_lines(stderr);
+    return HS_EXIT_USAGE;
+}
+
+static int parse_uint(const wchar_t *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    wchar_t *end;
+    unsigned long long v = wcstoull(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* The row of an option argument ("--name", "--name=value", "-x"). */
+static const optdef *find_option(const wchar_t *arg)
+{
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const optdef *d = &options[i];
+        size_t n = wcslen(d->lng);
+        if (wcsncmp(arg, d->lng, n) == 0 && (arg[n] == 0 || (arg[n] == L'=' && d->arg)))
+            return d;
+        if (d->shrt && !wcscmp(arg, d->shrt))
+            return d;
+    }
+    return NULL;
+}
+
+static int all_digits(const wchar_t *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (*s < L'0' || *s > L'9')
+            return 0;
+    return 1;
+}
+
+/* Apply one option with its value (NULL for a flag or an absent optional
+ * value). Returns -1, or a usage error's exit code. */
+static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t *val)
+{
+    char *au = hs_utf8(a);
+    switch (d->id) {
+    case OPT_MODULE:
+        if (!*val)
+            return usage_error("option '%s' needs a module name", au);
+        if (o->nmodules >= HS_MAX_PATTERNS)
+            return usage_error("too many modules (at most 32) at '%s'", au);
+        if (wcslen(val) >= HS_PATTERN_LEN)
+            return usage_error("module name too long: '%s'", hs_utf8(val));
+        o->modules[o->nmodules++] = (wchar_t *)val;
+        break;
+    case OPT_OUTPUT:
+        if (!*val)
+            return usage_error("option '%s' needs a directory", au);
+        free(o->outdir);
+        o->outdir = hs_utf8(val);
+        break;
+    case OPT_DURATION: {
+        wchar_t *end;
+        double s = wcstod(val, &end);
+        if (!*val || *end || !(s > 0) || s > 1e7)
+            return usage_error("--duration needs a positive number of seconds, not '%s'", hs_utf8(val));
+        o->duration = s;
+        break;
+    }
+    case OPT_MAX_FUNCTIONS:
+        if (parse_uint(val, 1024, 1u << 24, &o->max_functions) < 0)
+            return usage_error("--max-functions needs a number from 1024 to 16777216, not '%s'", hs_utf8(val));
+        break;
+    case OPT_MAX_THREADS:
+        if (parse_uint(val, 1, 4096, &o->max_threads) < 0)
+            return usage_error("--max-threads needs a number from 1 to 4096, not '%s'", hs_utf8(val));
+        break;
+    case OPT_FUNCTION:
+    case OPT_EXCLUDE: {
+        if (!*val)
+            return usage_error("option '%s' needs a pattern", au);
+        if (o->nfilters >= 32)
+            return usage_error("too many function filters (at most 32) at '%s'", au);
+        char *vu = hs_utf8(val);
+        if (strlen(vu) >= 256)
+            return usage_error("function filter too long: '%s'", vu);
+        free(vu);
+        o->filter_exclude[o->nfilters] = d->id == OPT_EXCLUDE;
+        o->filters[o->nfilters++] = val;
+        break;
+    }
+    case OPT_STACK_EVERY:
+        if (parse_uint(val, 1, 1u << 30, &o->stack_every) < 0)
+            return usage_error("--stack-every needs a positive number, not '%s'", hs_utf8(val));
+        break;
+    case OPT_STACKS:
+        o->stacks = 32;
+        if (val && parse_uint(val, 1, 256, &o->stacks) < 0)
+            return usage_error("--stacks=DEPTH needs a depth from 1 to 256, not '%s'", hs_utf8(val));
+        break;
+    case OPT_NO_EDGES: o->edges = 0; break;
+    case OPT_TIME: o->time = 1; break;
+    case OPT_VERBOSE: hs_verbose = 1; break;
+    case OPT_QUIET: o->quiet = 1; break;
+    case OPT_HELP:
+        print_command_help(stdout, o->cmd);
+        return 0;
+    }
+    free(au);
+    return -1;
+}
+
+int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_functions = 1u << 18;
+    o->max_threads = 256;
+    o->edges = 1;
+    o->stack_every = 1;
+    if (argc < 2) {
+        print_usage_lines(stderr);
+        return HS_EXIT_USAGE;
+    }
+    const wchar_t *first = argv[1];
+    if (!wcscmp(first, L"--help") || !wcscmp(first, L"-h")) {
+        print_overview(stdout);
+        return 0;
+    }
+    if (!wcscmp(first, L"--version") || !wcscmp(first, L"-V")) {
+        printf("hookscope %s\n", HOOKSCOPE_VERSION);
+        return 0;
+    }
+    char *name = hs_utf8(first);
+    if (!strcmp(name, "help")) {
+        if (argc < 3) {
+            print_overview(stdout);
+            return 0;
+        }
+        char *what = hs_utf8(argv[2]);
+        const hs_command *c = hs_command_find(what);
+        if (!c)
+            return usage_error("no command '%s' to help with", what);
+        print_command_help(stdout, c);
+        return 0;
+    }
+    o->cmd = hs_command_find(name);
+    if (!o->cmd)
+        return usage_error(first[0] == L'-' ? "unknown option '%s'" : "unknown command '%s'", name);
+    free(name);
+    o->outdir = hs_xstrdup(o->cmd->bit == HS_CMD_REPORT ? "" : "hookscope-out");
+
+    o->modules = hs_xcalloc((size_t)argc, sizeof *o->modules);
+    int positional = 0;
+    const optdef *prev = NULL;   /* the option just before, for hints */
+    for (int i = 2; i < argc; i++) {
+        const wchar_t *a = argv[i];
+        if (!wcscmp(a, L"--")) {
+            if (o->cmd->bit == HS_CMD_RUN) {
+                o->target_argv = &argv[i + 1];
+                o->target_argc = argc - i - 1;
+                break;
+            }
+            continue;
+        }
+        if (a[0] == L'-' && a[1] != 0) {
+            const optdef *d = find_option(a);
+            if (!d)
+                return usage_error("unknown option '%s'", hs_utf8(a));
+            if (!(d->cmds & o->cmd->bit)) {
+                char *au = hs_utf8(a);
+                fprintf(stderr, "hookscope: %s does not take option '%s' (see 'hookscope help %s')\n",
+                        o->cmd->name, au, o->cmd->name);
+                return HS_EXIT_USAGE;
+            }
+            const wchar_t *val = NULL;
+            if (d->arg) {
+                const wchar_t *eq = a[1] == L'-' ? wcschr(a, L'=') : NULL;
+                if (eq)
+                    val = eq + 1;
+                else if (!d->arg_after_eq && i + 1 < argc)
+                    val = argv[++i];
+                else if (!d->arg_after_eq)
+                    return usage_error("option '%s' needs a value", hs_utf8(a));
+            }
+            int rc = apply(o, d, a, val);
+            if (rc >= 0)
+                return rc;
+            prev = d;
+            continue;
+        }
+        /* positional */
+        if (o->cmd->bit == HS_CMD_RUN) {
+            if (prev && prev->id == OPT_STACKS && all_digits(a) && wcschr(argv[i - 1], L'=') == NULL) {
+                char *au = hs_utf8(a);
+                fprintf(stderr, "hookscope: '%s' after --stacks would be the program to run; "
+                                "write --stacks=%s\n", au, au);
+                return HS_EXIT_USAGE;
+            }
+            o->target_argv = &argv[i];
+            o->target_argc = argc - i;
+            break;
+        }
+        if (positional++ > 0)
+            return usage_error("unexpected argument '%s'", hs_utf8(a));
+        if (o->cmd->bit == HS_CMD_ATTACH) {
+            if (parse_uint(a, 1, UINT32_MAX, &o->pid) < 0)
+                return usage_error("attach needs a process id, not '%s'", hs_utf8(a));
+        } else {
+            o->file = a;
+        }
+        prev = NULL;
+    }
+    if (o->cmd->bit == HS_CMD_RUN && o->target_argc < 1)
+        return usage_error("%s", "run needs a target program");
+    if (o->cmd->bit == HS_CMD_ATTACH && !o->pid)
+        return usage_error("%s", "attach needs a process id");
+    if (o->cmd->bit == HS_CMD_FUNCTIONS && !o->file)
+        return usage_error("%s", "functions needs a file");
+    if (o->cmd->bit == HS_CMD_REPORT && !o->file)
+        return usage_error("%s", "report needs the directory of a run (with its report.json)");
+    return -1;
+}

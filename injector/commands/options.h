@@ -1,0 +1,39 @@
+/*
+ * injector/commands/options.h - the command line: one table of options,
+ * each row saying which commands take it (so help and validation come
+ * from the same row), and the parsed options every command reads.
+ */
+#ifndef HOOKSCOPE_OPTIONS_H
+#define HOOKSCOPE_OPTIONS_H
+
+#include <stdint.h>
+#include <wchar.h>
+
+struct hs_command;
+
+typedef struct hs_options {
+    const struct hs_command *cmd;
+    wchar_t **modules;          /* -m */
+    int nmodules;
+    char *outdir;               /* -o, UTF-8 */
+    double duration;            /* --duration seconds, 0 = none */
+    int quiet;
+    uint32_t max_functions, max_threads;
+    int edges;                  /* caller edges (default on; --no-edges) */
+    uint32_t stacks;            /* --stacks[=DEPTH]: entry stack depth, 0 = off */
+    uint32_t stack_every;       /* --stack-every N: capture every Nth call per function */
+    int time;                   /* --time: return probes with durations */
+    const wchar_t *filters[32]; /* -f include / -x exclude patterns */
+    int filter_exclude[32];
+    int nfilters;
+    uint32_t pid;               /* attach */
+    wchar_t **target_argv;      /* run: TARGET ARGS... */
+    int target_argc;
+    const wchar_t *file;        /* functions: FILE; report: DIR */
+} hs_options;
+
+/* Parse argv. Returns -1 to go on with o->cmd, else the exit code (help or
+ * version printed: 0; usage error printed: HS_EXIT_USAGE). */
+int hs_parse_cli(int argc, wchar_t **argv, hs_options *o);
+
+#endif

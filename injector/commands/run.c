@@ -1,0 +1,124 @@
+/*
+ * injector/commands/run.c - `hookscope run`: launch the target suspended, inject
+ * the agent, hook, resume, wait, collect, report.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+#include "base/util.h"
+#include "commands/commands.h"
+#include "output/outdir.h"
+#include "trace/inject.h"
+#include "trace/session_host.h"
+#include "trace/target.h"
+#include "trace/trace.h"
+
+#define STATUS_CONTROL_C_EXIT_CODE 0xC000013Au
+
+int hs_cmd_run(const hs_options *o)
+{
+    char *shown = hs_utf8(o->target_argv[0]);
+    wchar_t *path = hs_target_resolve(o->target_argv[0]);
+    if (!path) {
+        DWORD attr = GetFileAttributesW(o->target_argv[0]);
+        if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY))
+            hs_err("'%s' is a directory, not a program", shown);
+        else
+            hs_err("cannot find program '%s'", shown);
+        return HS_EXIT_FAILED;
+    }
+    if (hs_target_check(path, shown) < 0)
+        return HS_EXIT_FAILED;
+
+    wchar_t *cmdline = hs_build_cmdline(o->target_argv, o->target_argc);
+    STARTUPINFOW si;
+    memset(&si, 0, sizeof si);
+    si.cb = sizeof si;
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+    si.hStdOutput = GetStdHandle(STD_OUTPUT_HANDLE);
+    si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+    HANDLE std[3] = { si.hStdInput, si.hStdOutput, si.hStdError };
+    for (int i = 0; i < 3; i++)
+        if (std[i] && std[i] != INVALID_HANDLE_VALUE)
+            SetHandleInformation(std[i], HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
+    fflush(stdout);
+    fflush(stderr);
+
+    if (hs_outdir_open(o->outdir) < 0)
+        return HS_EXIT_FAILED;
+    hs_trace t;
+    hs_trace_begin(&t, o);
+    PROCESS_INFORMATION pi;
+    if (!CreateProcessW(path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
+        hs_err("cannot start '%s': %s", shown, hs_win_error(GetLastError()));
+        return HS_EXIT_FAILED;
+    }
+    t.p->pid = pi.dwProcessId;
+    if (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 || hs_inject(pi.hProcess, &t.session) < 0 ||
+        hs_trace_check_filters(&t, o) < 0) {
+        TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
+        WaitForSingleObject(pi.hProcess, 5000);
+        return HS_EXIT_FAILED;
+    }
+    t.t_start = hs_now();
+    hs_log("resuming the target (pid %lu)", (unsigned long)pi.dwProcessId);
+    ResumeThread(pi.hThread);
+    CloseHandle(pi.hThread);
+
+    /* wait for the end: exit, Ctrl+C, or --duration */
+    int stop = HS_STOP_EXIT;
+    double interrupted_at = 0;
+    for (;;) {
+        if (WaitForSingleObject(pi.hProcess, 50) == WAIT_OBJECT_0)
+            break;
+        double now = hs_now();
+        int ints = hs_trace_interrupts();
+        if (ints > 0 && interrupted_at == 0) {
+            interrupted_at = now;
+            stop = HS_STOP_INTERRUPT;
+        }
+        /* the target got the Ctrl+C too; give it a moment to exit by itself */
+        if (interrupted_at > 0 && (ints > 1 || now - interrupted_at > 2.0)) {
+            TerminateProcess(pi.hProcess, STATUS_CONTROL_C_EXIT_CODE);
+            WaitForSingleObject(pi.hProcess, 5000);
+            break;
+        }
+        if (o->duration > 0 && now - t.t_start >= o->duration && stop == HS_STOP_EXIT) {
+            stop = HS_STOP_DURATION;
+            TerminateProcess(pi.hProcess, STATUS_CONTROL_C_EXIT_CODE);
+            WaitForSingleObject(pi.hProcess, 5000);
+            break;
+        }
+    }
+    if (stop == HS_STOP_EXIT && hs_trace_interrupts() > 0)
+        stop = HS_STOP_INTERRUPT;   /* the target ended on the Ctrl+C it got too */
+    DWORD code = 0;
+    GetExitCodeProcess(pi.hProcess, &code);
+    CloseHandle(pi.hProcess);
+    hs_log("the target ended with 0x%lx; collecting", (unsigned long)code);
+
+    t.p->exited = stop != HS_STOP_DURATION;
+    t.p->exit_code = code;
+    if (stop == HS_STOP_EXIT && code != STATUS_CONTROL_C_EXIT_CODE && hs_crash_name(code) &&
+        (code & 0xC0000000u))
+        stop = HS_STOP_CRASH;
+    t.p->stop = stop;
+    t.p->target_path = hs_utf8(path);
+    t.p->nargs = o->target_argc - 1;
+    t.p->args = hs_xcalloc((size_t)o->target_argc, sizeof *t.p->args);
+    for (int i = 1; i < o->target_argc; i++)
+        t.p->args[i - 1] = hs_utf8(o->target_argv[i]);
+
+    int rc = hs_trace_finish(&t, o);
+    if (rc != 0)
+        return rc;
+    if (stop == HS_STOP_CRASH)
+        hs_err("the target crashed: 0x%08lX (%s); the report has everything counted until then",
+               (unsigned long)code, hs_crash_name(code));
+    if (stop == HS_STOP_DURATION)
+        return 0;
+    return (int)code;
+}

@@ -1,0 +1,129 @@
+/*
+ * injector/output/folded.c - entry-stacks.folded: the entry stacks in
+ * Brendan Gregg's "folded" format, the input of flamegraph.pl and of
+ * most flame graph viewers (speedscope, inferno):
+ *
+ *   demo.exe!mainCRTStartup;demo.exe!__tmainCRTStartup;demo.exe!main;demo.exe!fib 3
+ *
+ * One line per unique stack: root first, the hooked function last, frames
+ * as module!function (no offsets, so stacks that differ only in call
+ * sites within the same functions become one line), joined by ';', then a
+ * space and how many captures had that stack. Lines are merged and sorted
+ * bytewise, so the file is deterministic.
+ *
+ * A truncated stack (deeper than --stacks=DEPTH) has the root frame
+ * "[truncated]" above its deepest captured frame, so that it does not look
+ * like a thread's root in a flame graph; the counts stay exact.
+ *
+ * entry-time.folded (--time with --stacks): the same stacks weighted by
+ * time in ns instead of captures: each timed function's self time is
+ * shared out over its entry stacks in proportion to their captures (exact
+ * per function, proportional per stack), so a flame graph of it shows
+ * where the time of the hooked functions went.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "output/writers.h"
+
+typedef struct line {
+    char *text;
+    uint64_t count;
+} line;
+
+static int cmp_line(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    return strcmp(((const line *)a)->text, ((const line *)b)->text);
+}
+
+/* Append text to a growing buffer; in a frame name (escape), ';' (the
+ * separator) and control characters become '_'. */
+static void append(char **buf, size_t *len, size_t *cap, const char *s, int escape)
+{
+    size_t n = strlen(s);
+    hs_xgrow(buf, cap, *len + n + 2, 1);
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        (*buf)[(*len)++] = (escape && (c == ';' || (unsigned char)c < 0x20)) ? '_' : c;
+    }
+    (*buf)[*len] = 0;
+}
+
+/* Entry stacks folded, each weighted by weight(p, stack, ctx); lines
+ * of weight 0 are left out. */
+static int write_entry(const hs_profile *p, FILE *out, uint64_t (*weight)(const hs_profile *, size_t, void *),
+                       void *ctx)
+{
+    line *lines = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *lines);
+    size_t n = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != HS_STACK_ENTRY || !st->nframes)
+            continue;
+        uint64_t w = weight(p, i, ctx);
+        if (!w)
+            continue;
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        if (st->truncated)
+            append(&buf, &len, &cap, "[truncated]", 0);
+        for (uint32_t k = st->nframes; k-- > 0;) {
+            char name[600];
+            if (len)
+                append(&buf, &len, &cap, ";", 0);
+            append(&buf, &len, &cap, hs_loc_format(p, st->frames[k], true, false, name, sizeof name), 1);
+        }
+        lines[n].text = buf;
+        lines[n].count = w;
+        n++;
+    }
+    hs_sort(lines, n, sizeof *lines, cmp_line, NULL);
+    for (size_t i = 0; i < n;) {
+        uint64_t count = lines[i].count;
+        size_t j = i + 1;
+        while (j < n && strcmp(lines[j].text, lines[i].text) == 0)
+            count += lines[j++].count;
+        fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
+        i = j;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(lines[i].text);
+    free(lines);
+    return ferror(out) ? -1 : 0;
+}
+
+static uint64_t by_captures(const hs_profile *p, size_t i, void *ctx)
+{
+    (void)ctx;
+    return p->stacks[i].count;
+}
+
+int hs_write_folded(const hs_profile *p, FILE *out)
+{
+    return write_entry(p, out, by_captures, NULL);
+}
+
+/* captures per function, to share its self time out */
+static uint64_t by_time(const hs_profile *p, size_t i, void *ctx)
+{
+    const uint64_t *captures = ctx;
+    const hs_prof_stack *st = &p->stacks[i];
+    const hs_prof_time *t = hs_prof_time_get(p, st->func);
+    if (!captures[st->func])
+        return 0;
+    unsigned __int128 w = (unsigned __int128)t->self_ns * st->count;
+    return (uint64_t)((w + captures[st->func] / 2) / captures[st->func]);
+}
+
+int hs_write_folded_time(const hs_profile *p, FILE *out)
+{
+    uint64_t *captures = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *captures);
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].kind == HS_STACK_ENTRY)
+            captures[p->stacks[i].func] += p->stacks[i].count;
+    int rc = write_entry(p, out, by_time, captures);
+    free(captures);
+    return rc;
+}

@@ -1,0 +1,133 @@
+/*
+ * injector/output/format.c - see format.h.
+ */
+#include "output/format.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+void hs_json_quote(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\r': fputs("\\r", out); break;
+        case '\t': fputs("\\t", out); break;
+        default:
+            if (*p < 0x20)
+                fprintf(out, "\\u%04x", *p);
+            else
+                fputc(*p, out);
+        }
+    }
+    fputc('"', out);
+}
+
+const char *hs_fmt_duration(double ns, char *buf, size_t len)
+{
+    if (ns < 1e3)
+        snprintf(buf, len, "%.0f ns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, len, "%.2f us", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, len, "%.2f ms", ns / 1e6);
+    else
+        snprintf(buf, len, "%.3f s", ns / 1e9);
+    return buf;
+}
+
+void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
+{
+    int lo = -1, hi = -1;
+    uint64_t total = 0;
+    for (int b = 0; b < nbuckets; b++) {
+        if (!hist[b])
+            continue;
+        if (lo < 0)
+            lo = b;
+        hi = b;
+        total += hist[b];
+    }
+    if (lo < 0 || !total)
+        return;
+    if (lo > 0)
+        lo--;
+    if (hi < nbuckets - 1)
+        hi++;
+    fprintf(out, "%16s  %s %s\n", "value (ns)", "------------- Distribution -------------", "count");
+    for (int b = lo; b <= hi; b++) {
+        char bar[41];
+        int w = (int)((hist[b] * 40 + total / 2) / total);
+        memset(bar, '@', (size_t)w);
+        bar[w] = 0;
+        fprintf(out, "%16llu |%-40s %llu\n", 1ull << b, bar, (unsigned long long)hist[b]);
+    }
+}
+
+void hs_fmt_stop(const hs_profile *p, char *buf, size_t len)
+{
+    const char *crash = p->exited ? hs_crash_name(p->exit_code) : NULL;
+    switch (p->stop) {
+    case HS_STOP_CRASH:
+        snprintf(buf, len, "crashed: 0x%08X (%s)", p->exit_code, crash ? crash : "exception");
+        break;
+    case HS_STOP_DURATION:
+        snprintf(buf, len, "stopped after --duration %.3g s", p->duration_s);
+        break;
+    case HS_STOP_INTERRUPT:
+        snprintf(buf, len, "interrupted (Ctrl+C)");
+        break;
+    case HS_STOP_DETACH:
+        snprintf(buf, len, "detached; the target keeps running");
+        break;
+    case HS_STOP_TARGET_GONE:
+        snprintf(buf, len, "the target exited with code %u (0x%X)", p->exit_code, p->exit_code);
+        break;
+    default:
+        snprintf(buf, len, "exited with code %u (0x%X)", p->exit_code, p->exit_code);
+        break;
+    }
+}
+
+void hs_fmt_stack_policy(const hs_profile *p, char *buf, size_t len)
+{
+    uint32_t n = p->stack_every;
+    if (n <= 1) {
+        snprintf(buf, len, "every call");
+        return;
+    }
+    const char *suffix = "th";
+    if (n % 100 < 11 || n % 100 > 13)
+        suffix = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+    snprintf(buf, len, "every %u%s call of each function on each thread", n, suffix);
+}
+
+static int cmp_calls(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    const hs_prof_func *x = &p->funcs[*(const uint32_t *)a];
+    const hs_prof_func *y = &p->funcs[*(const uint32_t *)b];
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
+    if (c)
+        return c;
+    return x->module != y->module ? (x->module < y->module ? -1 : 1) : (x->rva < y->rva ? -1 : x->rva > y->rva);
+}
+
+uint32_t *hs_funcs_by_calls(const hs_profile *p, size_t *n)
+{
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    size_t k = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (p->funcs[i].calls > 0)
+            idx[k++] = (uint32_t)i;
+    hs_sort(idx, k, sizeof *idx, cmp_calls, (void *)p);
+    *n = k;
+    return idx;
+}

@@ -1,0 +1,37 @@
+/*
+ * injector/output/format.h - what the writers share: JSON strings,
+ * durations with units, DTrace's quantize() histogram, how a run ended
+ * in words, the --stacks policy in words, sorted views of a profile.
+ */
+#ifndef HOOKSCOPE_FORMAT_H
+#define HOOKSCOPE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile/profile.h"
+
+/* A JSON string literal of s (NULL as ""). */
+void hs_json_quote(FILE *out, const char *s);
+
+/* A duration with a unit that keeps 3-4 significant digits ("12.56 us"). */
+const char *hs_fmt_duration(double ns, char *buf, size_t len);
+
+/* DTrace's quantize() layout of a power-of-two histogram of ns: one row per
+ * bucket from the one below the first non-empty to the one above the
+ * last, a 40-column bar of '@' in proportion to the count. */
+void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets);
+
+/* How the trace ended, one line ("exited with code 0 (0x0)"). */
+void hs_fmt_stop(const hs_profile *p, char *buf, size_t len);
+
+/* The --stacks capture policy ("every call", "every 10th call of each
+ * function on each thread"). */
+void hs_fmt_stack_policy(const hs_profile *p, char *buf, size_t len);
+
+/* Indices of the functions with calls > 0, by calls (descending), then
+ * name, module, rva. Returns a malloc'd array of *n. */
+uint32_t *hs_funcs_by_calls(const hs_profile *p, size_t *n);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * injector/output/outdir_win.c - see outdir.h. The lock is a file
+ * ".hookscope.lock" in the directory, opened for writing with no write
+ * sharing and deleted on close: a second run cannot open it for writing
+ * while the first runs, and reads the first one's pid from it.
+ */
+#include "output/outdir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <windows.h>
+
+#include "base/util.h"
+
+#define LOCK_NAME L".hookscope.lock"
+
+/* Why dir could not be made a directory: the first existing part of the
+ * path that is not a directory, or the error of creating it. */
+static const char *why_not_dir(wchar_t *w, DWORD create_err)
+{
+    DWORD attr = GetFileAttributesW(w);
+    if (attr != INVALID_FILE_ATTRIBUTES && !(attr & FILE_ATTRIBUTE_DIRECTORY))
+        return "a file of that name exists";
+    size_t n = wcslen(w);
+    for (size_t i = 1; i < n; i++) {
+        if (w[i] != L'\\' && w[i] != L'/')
+            continue;
+        wchar_t c = w[i];
+        w[i] = 0;
+        attr = GetFileAttributesW(w);
+        w[i] = c;
+        if (attr != INVALID_FILE_ATTRIBUTES && !(attr & FILE_ATTRIBUTE_DIRECTORY))
+            return "a part of the path is a file";
+    }
+    return hs_win_error(create_err);
+}
+
+int hs_outdir_open(const char *dir)
+{
+    wchar_t *w = hs_wide(dir);
+    size_t n = wcslen(w);
+    DWORD create_err = 0;
+    for (size_t i = 1; i <= n; i++) {
+        if (i == n || w[i] == L'\\' || w[i] == L'/') {
+            wchar_t c = w[i];
+            w[i] = 0;
+            if (!(i == 2 && w[1] == L':') && !CreateDirectoryW(w, NULL) &&
+                GetLastError() != ERROR_ALREADY_EXISTS)
+                create_err = GetLastError();
+            w[i] = c;
+        }
+    }
+    DWORD attr = GetFileAttributesW(w);
+    if (attr == INVALID_FILE_ATTRIBUTES || !(attr & FILE_ATTRIBUTE_DIRECTORY)) {
+        hs_err("cannot create output directory %s: %s", dir, why_not_dir(w, create_err));
+        free(w);
+        return -1;
+    }
+    size_t ln = n + 2 + wcslen(LOCK_NAME);
+    wchar_t *lock = hs_xmalloc(ln * sizeof(wchar_t));
+    swprintf(lock, ln, L"%ls\\%ls", w, LOCK_NAME);
+    free(w);
+    HANDLE h = CreateFileW(lock, GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL, OPEN_ALWAYS,
+                           FILE_ATTRIBUTE_HIDDEN | FILE_FLAG_DELETE_ON_CLOSE, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        DWORD err = GetLastError();
+        char holder[32] = "";
+        HANDLE r = CreateFileW(lock, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                               OPEN_EXISTING, 0, NULL);
+        if (r != INVALID_HANDLE_VALUE) {
+            DWORD got = 0;
+            if (!ReadFile(r, holder, sizeof holder - 1, &got, NULL))
+                got = 0;
+            holder[got] = 0;
+            CloseHandle(r);
+        }
+        free(lock);
+        if (err == ERROR_SHARING_VIOLATION)
+            hs_err("output directory %s is in use by another hookscope run%s%s%s; choose another with -o",
+                   dir, holder[0] ? " (pid " : "", holder, holder[0] ? ")" : "");
+        else
+            hs_err("cannot lock output directory %s: %s", dir, hs_win_error(err));
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%lu", (unsigned long)GetCurrentProcessId());
+    DWORD wrote = 0;
+    WriteFile(h, pid, (DWORD)len, &wrote, NULL);
+    free(lock);
+    return 0;   /* h stays open until hookscope exits */
+}

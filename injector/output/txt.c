@@ -1,0 +1,392 @@
+/*
+ * injector/output/txt.c - report.txt: a header saying what was traced and
+ * how it ended, the modules with their hook statistics, and the functions
+ * sorted by calls; then, by the options of the trace:
+ *
+ *   call graph   (edges, the default) each called function with its
+ *                callers and callees and the calls on each edge, in the
+ *                spirit of `uftrace graph`;
+ *   time         (--time) calls, total, self, avg, min, max and unwinds per
+ *                timed function, by total time, and DTrace-quantize-style
+ *                histograms of the durations of the top functions;
+ *   entry stacks (--stacks) the sampling policy and the most frequent
+ *                stacks.
+ *
+ * Everything is sorted with full tie-breaks, so the same profile gives
+ * the same text.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "hookscope/skip.h"
+#include "output/format.h"
+#include "output/writers.h"
+
+static void count_summary(FILE *out, const char *label, const uint32_t *counts, int n,
+                          const char *(*name)(int))
+{
+    int any = 0;
+    for (int i = 1; i < n; i++) {
+        if (!counts[i])
+            continue;
+        fprintf(out, "%s%s %u", any ? ", " : label, name(i), counts[i]);
+        any = 1;
+    }
+    if (any)
+        fputc('\n', out);
+}
+
+/* ---- call graph ------------------------------------------------------------ */
+
+typedef struct graph_edge {
+    const hs_prof_edge *e;
+    int32_t caller_func;         /* -1 when the caller is not a function */
+    hs_caller_key k;
+} graph_edge;
+
+/* by calls (descending), then caller, then callee */
+static int cmp_edge_calls(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const graph_edge *x = *(const graph_edge *const *)a, *y = *(const graph_edge *const *)b;
+    if (x->e->calls != y->e->calls)
+        return x->e->calls > y->e->calls ? -1 : 1;
+    int c = hs_caller_key_cmp(&x->k, &y->k);
+    if (c)
+        return c;
+    return x->e->callee < y->e->callee ? -1 : x->e->callee > y->e->callee;
+}
+
+/* "name" for a caller in module `home`, else "module!name" */
+static void caller_label(const hs_profile *p, const graph_edge *g, uint32_t home, char *buf, size_t len)
+{
+    if (g->caller_func >= 0 && p->funcs[g->caller_func].module != home)
+        snprintf(buf, len, "%s!%s", g->k.mod, g->k.label);
+    else
+        snprintf(buf, len, "%s", g->k.label);
+}
+
+static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, size_t norder)
+{
+    size_t ne = p->nedges;
+    graph_edge *g = hs_xcalloc(ne ? ne : 1, sizeof *g);
+    graph_edge **by_calls = hs_xcalloc(ne ? ne : 1, sizeof *by_calls);
+    for (size_t i = 0; i < ne; i++) {
+        g[i].e = &p->edges[i];
+        g[i].caller_func = p->edges[i].caller.func;
+        hs_caller_key_of(p, p->edges[i].caller, &g[i].k);
+        by_calls[i] = &g[i];
+    }
+    hs_sort(by_calls, ne, sizeof *by_calls, cmp_edge_calls, NULL);
+    /* edges into each callee and out of each caller function, by calls */
+    size_t nf = p->nfuncs;
+    size_t *in_first = hs_xcalloc(nf + 1, sizeof *in_first);
+    size_t *out_first = hs_xcalloc(nf + 1, sizeof *out_first);
+    for (size_t i = 0; i < ne; i++) {
+        in_first[g[i].e->callee + 1]++;
+        if (g[i].caller_func >= 0)
+            out_first[g[i].caller_func + 1]++;
+    }
+    for (size_t f = 0; f < nf; f++) {
+        in_first[f + 1] += in_first[f];
+        out_first[f + 1] += out_first[f];
+    }
+    const graph_edge **in_list = hs_xcalloc(ne ? ne : 1, sizeof *in_list);
+    const graph_edge **out_list = hs_xcalloc(ne ? ne : 1, sizeof *out_list);
+    size_t *in_fill = hs_xcalloc(nf + 1, sizeof *in_fill);
+    size_t *out_fill = hs_xcalloc(nf + 1, sizeof *out_fill);
+    int via_wrapper = 0;
+    for (size_t k = 0; k < ne; k++) {
+        const graph_edge *x = by_calls[k];
+        in_list[in_first[x->e->callee] + in_fill[x->e->callee]++] = x;
+        if (x->caller_func >= 0) {
+            out_list[out_first[x->caller_func] + out_fill[x->caller_func]++] = x;
+            if (p->modules[p->funcs[x->caller_func].module].agent)
+                via_wrapper = 1;
+        } else if (x->e->caller.module >= 0 && p->modules[x->e->caller.module].agent) {
+            via_wrapper = 1;
+        }
+    }
+
+    fprintf(out, "\ncall graph: each called function, its callers (<-) and its callees (->),\n"
+                 "with the calls on each edge; callers in other modules as module!function\n");
+    if (p->edges_lost)
+        fprintf(out, "(%llu edge increments were lost: the edge tables were full)\n",
+                (unsigned long long)p->edges_lost);
+    for (size_t k = 0; k < norder; k++) {
+        uint32_t fi = order[k];
+        const hs_prof_func *f = &p->funcs[fi];
+        fprintf(out, "\n%-48s %12llu  %s\n", f->name, (unsigned long long)f->calls,
+                p->modules[f->module].name);
+        uint64_t seen = 0;
+        for (size_t j = in_first[fi]; j < in_first[fi + 1]; j++) {
+            const graph_edge *x = in_list[j];
+            char label[600];
+            caller_label(p, x, f->module, label, sizeof label);
+            fprintf(out, "    <- %12llu  %s\n", (unsigned long long)x->e->calls, label);
+            seen += x->e->calls;
+        }
+        if (seen < f->calls)
+            fprintf(out, "    <- %12llu  (no caller recorded)\n", (unsigned long long)(f->calls - seen));
+        for (size_t j = out_first[fi]; j < out_first[fi + 1]; j++) {
+            const graph_edge *x = out_list[j];
+            const hs_prof_func *c = &p->funcs[x->e->callee];
+            if (c->module != f->module)
+                fprintf(out, "    -> %12llu  %s!%s\n", (unsigned long long)x->e->calls,
+                        p->modules[c->module].name, c->name);
+            else
+                fprintf(out, "    -> %12llu  %s\n", (unsigned long long)x->e->calls, c->name);
+        }
+    }
+    if (via_wrapper)
+        fprintf(out, "\n(hookscope-agent.dll!hs_wrapper as a caller: a call made by a tail jump from a\n"
+                     " timed function; the function that made it is not recorded)\n");
+    free(in_fill);
+    free(out_fill);
+    free(in_list);
+    free(out_list);
+    free(in_first);
+    free(out_first);
+    free(by_calls);
+    free(g);
+}
+
+/* ---- time ------------------------------------------------------------------- */
+
+static int cmp_total(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const hs_prof_time *x = hs_prof_time_get(p, i), *y = hs_prof_time_get(p, j);
+    if (x->total_ns != y->total_ns)
+        return x->total_ns > y->total_ns ? -1 : 1;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    int c = strcmp(p->funcs[i].name ? p->funcs[i].name : "", p->funcs[j].name ? p->funcs[j].name : "");
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+#define HIST_TOP 5
+
+/* calls of a timed function seen to enter but neither to return nor to
+ * be unwound */
+static uint64_t unseen_calls(const hs_profile *p, uint32_t i)
+{
+    const hs_prof_func *f = &p->funcs[i];
+    const hs_prof_time *t = hs_prof_time_get(p, i);
+    if (!f->hooked || !f->wrapped || f->calls <= t->calls + t->open)
+        return 0;
+    return f->calls - t->calls - t->open;
+}
+
+static void write_time(const hs_profile *p, FILE *out)
+{
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    size_t n = 0, untimed = 0, open_funcs = 0;
+    uint64_t untimed_calls = 0;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const hs_prof_func *f = &p->funcs[i];
+        const hs_prof_time *t = hs_prof_time_get(p, (uint32_t)i);
+        if (!f->hooked || !f->calls)
+            continue;
+        if (!f->wrapped) {
+            untimed++;
+            untimed_calls += f->calls;
+        } else if (t->calls) {
+            idx[n++] = (uint32_t)i;
+        }
+        if (t->open)
+            open_funcs++;
+    }
+    hs_sort(idx, n, sizeof *idx, cmp_total, (void *)p);
+
+    fprintf(out, "\ntime: each timed function by total (inclusive) time; self = total minus\n"
+                 "the timed functions it called; unwinds = calls ended by an exception or longjmp\n");
+    if (untimed)
+        fprintf(out, "(%zu called functions with %llu calls had an entry probe only and are not timed)\n",
+                untimed, (unsigned long long)untimed_calls);
+    if (p->time_dropped)
+        fprintf(out, "(%llu calls were not timed: nested too deep for the shadow stack)\n",
+                (unsigned long long)p->time_dropped);
+    fprintf(out, "\n%12s %11s %11s %11s %11s %11s %8s  %s\n", "calls", "total", "self", "avg", "min",
+            "max", "unwinds", "function");
+    for (size_t k = 0; k < n; k++) {
+        const hs_prof_time *t = hs_prof_time_get(p, idx[k]);
+        char a[32], b[32], c[32], d[32], e[32];
+        fprintf(out, "%12llu %11s %11s %11s %11s %11s %8llu  %s\n", (unsigned long long)t->calls,
+                hs_fmt_duration((double)t->total_ns, a, sizeof a),
+                hs_fmt_duration((double)t->self_ns, b, sizeof b),
+                hs_fmt_duration((double)t->total_ns / (double)t->calls, c, sizeof c),
+                hs_fmt_duration((double)t->min_ns, d, sizeof d),
+                hs_fmt_duration((double)t->max_ns, e, sizeof e), (unsigned long long)t->unwinds,
+                p->funcs[idx[k]].name);
+    }
+    if (open_funcs) {
+        fprintf(out, "still running when the trace ended (not in the table):");
+        for (size_t i = 0, k = 0; i < p->nfuncs; i++) {
+            const hs_prof_time *t = hs_prof_time_get(p, (uint32_t)i);
+            if (!t->open)
+                continue;
+            if (k++ == 10) {
+                fprintf(out, " ...");
+                break;
+            }
+            fprintf(out, " %s (%llu)", p->funcs[i].name, (unsigned long long)t->open);
+        }
+        fputc('\n', out);
+    }
+
+    /* calls of timed functions seen to enter but neither to return nor to
+     * be unwound: a longjmp that does not unwind (setjmp without a frame,
+     * __builtin_longjmp), or calls not timed at all (no shadow stack room,
+     * a thread counted in the shared overflow region) */
+    uint64_t unseen = 0;
+    size_t unseen_funcs = 0;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        uint64_t u = unseen_calls(p, (uint32_t)i);
+        if (u) {
+            unseen += u;
+            unseen_funcs++;
+        }
+    }
+    if (unseen) {
+        fprintf(out, "%llu calls of %zu timed functions were not seen to end (a longjmp that does not\n"
+                     "unwind, or calls not timed):", (unsigned long long)unseen, unseen_funcs);
+        for (size_t i = 0, k = 0; i < p->nfuncs; i++) {
+            uint64_t u = unseen_calls(p, (uint32_t)i);
+            if (!u)
+                continue;
+            if (k++ == 10) {
+                fprintf(out, " ...");
+                break;
+            }
+            fprintf(out, " %s (%llu)", p->funcs[i].name, (unsigned long long)u);
+        }
+        fputc('\n', out);
+    }
+
+    size_t top = n < HIST_TOP ? n : HIST_TOP;
+    if (top) {
+        fprintf(out, "\ndurations of the %zu function%s with the most total time\n", top,
+                top == 1 ? "" : "s");
+        for (size_t k = 0; k < top; k++) {
+            const hs_prof_time *t = hs_prof_time_get(p, idx[k]);
+            fprintf(out, "\n  %s  (%llu calls)\n", p->funcs[idx[k]].name, (unsigned long long)t->calls);
+            hs_fmt_quantize(out, t->hist, HS_PROF_HIST);
+        }
+    }
+    free(idx);
+}
+
+/* ---- entry stacks ------------------------------------------------------------ */
+
+#define STACKS_TOP 10
+
+static int cmp_stack_count(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const hs_prof_stack *x = &p->stacks[i], *y = &p->stacks[j];
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return i < j ? -1 : i > j;   /* the profile keeps them by function and frames */
+}
+
+static void write_stacks(const hs_profile *p, FILE *out)
+{
+    char policy[128];
+    hs_fmt_stack_policy(p, policy, sizeof policy);
+    uint64_t captures = 0;
+    size_t nentry = 0;
+    size_t *idx = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *idx);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        if (p->stacks[i].kind != HS_STACK_ENTRY)
+            continue;
+        captures += p->stacks[i].count;
+        idx[nentry++] = i;
+    }
+    fprintf(out, "\nentry stacks: up to %u frames, captured at %s\n", p->stack_depth, policy);
+    fprintf(out, "%zu unique stacks, %llu captures, %llu dropped (tables full); written to\n"
+                 "entry-stacks.folded (root first, for flame graphs)%s\n",
+            nentry, (unsigned long long)captures, (unsigned long long)p->stacks_dropped,
+            p->time_on ? ",\nand weighted by time to entry-time.folded" : "");
+    hs_sort(idx, nentry, sizeof *idx, cmp_stack_count, (void *)p);
+    size_t top = nentry < STACKS_TOP ? nentry : STACKS_TOP;
+    if (top)
+        fprintf(out, "the %zu most frequent, leaf first:\n", top);
+    for (size_t k = 0; k < top; k++) {
+        const hs_prof_stack *st = &p->stacks[idx[k]];
+        fprintf(out, "\n%12llu  %s%s\n", (unsigned long long)st->count, p->funcs[st->func].name,
+                st->truncated ? "  (truncated)" : "");
+        for (uint32_t d = 0; d < st->nframes; d++) {
+            char buf[600];
+            fprintf(out, "              %s\n", hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+        }
+    }
+    free(idx);
+}
+
+int hs_write_txt(const hs_profile *p, FILE *out)
+{
+    char stop[160];
+    hs_fmt_stop(p, stop, sizeof stop);
+    fprintf(out, "hookscope %s report\n\n", HOOKSCOPE_VERSION);
+    fprintf(out, "target     %s", p->target_path ? p->target_path : "?");
+    for (int i = 0; i < p->nargs; i++)
+        fprintf(out, " %s", p->args[i]);
+    fprintf(out, "\npid        %u\n", p->pid);
+    fprintf(out, "end        %s\n", stop);
+    if (p->exited)
+        fprintf(out, "exit code  %u (0x%X)\n", p->exit_code, p->exit_code);
+    fprintf(out, "wall time  %.3f s\n", p->wall_s);
+    fprintf(out, "threads    %u", p->threads);
+    if (p->regions_reused)
+        fprintf(out, " counter regions (reused %u times for threads that came after others ended)",
+                p->regions_reused);
+    fputc('\n', out);
+    fprintf(out, "calls      %llu\n", (unsigned long long)p->total_calls);
+    if (p->overflow_calls)
+        fprintf(out, "           %lld calls counted in the shared overflow region (too many threads)\n",
+                (long long)p->overflow_calls);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        fprintf(out, "warning    %s\n", p->warnings[i]);
+
+    fprintf(out, "\n%-28s %9s %7s %7s  %-18s %s\n", "module", "functions", "hooked", "skipped",
+            "base", "install");
+    for (size_t m = 0; m < p->nmodules; m++) {
+        const hs_prof_module *mod = &p->modules[m];
+        if (!mod->traced)
+            continue;
+        fprintf(out, "%-28s %9u %7u %7u  0x%-16llx %.3f s\n", mod->name, mod->funcs_found,
+                mod->funcs_hooked, mod->funcs_found - mod->funcs_hooked, (unsigned long long)mod->base,
+                mod->install_s);
+        count_summary(out, "  skipped: ", mod->skip_counts, HS_SKIP__COUNT, hs_skip_reason_name);
+        uint32_t pk[HS_PATCH__COUNT];
+        memcpy(pk, mod->patch_counts, sizeof pk);
+        pk[HS_PATCH_JMP32] = 0;   /* the usual kind is not worth a line */
+        count_summary(out, "  patched with: ", pk, HS_PATCH__COUNT, hs_patch_kind_name);
+        count_summary(out, "  entry probe only: ", mod->entry_only_counts, HS_WRAP__COUNT,
+                      hs_entry_only_name);
+    }
+
+    size_t n;
+    uint32_t *idx = hs_funcs_by_calls(p, &n);
+    fprintf(out, "\n%20s  %-40s %s\n", "calls", "function", "module");
+    for (size_t k = 0; k < n; k++) {
+        const hs_prof_func *f = &p->funcs[idx[k]];
+        fprintf(out, "%20llu  %-40s %s\n", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+    }
+    size_t hooked = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        hooked += p->funcs[i].hooked;
+    fprintf(out, "\n%zu of %zu hooked functions were called.\n", n, hooked);
+    if (p->edges_on)
+        write_graph(p, out, idx, n);
+    if (p->time_on)
+        write_time(p, out);
+    if (p->stack_depth)
+        write_stacks(p, out);
+    free(idx);
+    return ferror(out) ? -1 : 0;
+}

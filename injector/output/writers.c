@@ -1,0 +1,85 @@
+/*
+ * injector/output/writers.c - the table of writers and writing them into
+ * an output directory (see writers.h).
+ */
+#include "output/writers.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+static bool has_entry_stacks(const hs_profile *p) { return p->stack_depth > 0; }
+static bool has_timed_stacks(const hs_profile *p) { return p->stack_depth > 0 && p->time_on; }
+
+static const hs_writer txt = { "txt", "report.txt", "the report for people", NULL, hs_write_txt };
+static const hs_writer json = { "json", "report.json", "everything, for programs (and `hookscope report`)",
+                                NULL, hs_write_json };
+static const hs_writer folded = { "folded", "entry-stacks.folded",
+                                  "entry stacks in the folded format of flame graph tools",
+                                  has_entry_stacks, hs_write_folded };
+
+static const hs_writer folded_time = { "folded-time", "entry-time.folded",
+                                       "entry stacks weighted by the time of the hooked functions (ns)",
+                                       has_timed_stacks, hs_write_folded_time };
+
+const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, NULL };
+
+const hs_writer *hs_writer_find(const char *format)
+{
+    for (int i = 0; hs_writers[i]; i++)
+        if (!strcmp(hs_writers[i]->format, format))
+            return hs_writers[i];
+    return NULL;
+}
+
+static char *join(const char *dir, const char *name)
+{
+#ifdef _WIN32
+    const char *sep = "\\";
+#else
+    const char *sep = "/";
+#endif
+    return hs_xasprintf("%s%s%s", dir, *dir ? sep : "", name);
+}
+
+int hs_write_file(const hs_writer *w, const hs_profile *p, const char *dir, const char *name)
+{
+    char *path = join(dir, name);
+    FILE *f = hs_fopen(path, "wb");
+    int rc = -1;
+    if (!f) {
+        hs_err("cannot write %s: %s", path, strerror(errno));
+    } else {
+        rc = w->write(p, f);
+        if (fclose(f) != 0 || rc != 0) {
+            hs_err("cannot write %s", path);
+            rc = -1;
+        }
+    }
+    free(path);
+    return rc;
+}
+
+int hs_write_all(const hs_profile *p, const char *dir)
+{
+    for (int i = 0; hs_writers[i]; i++) {
+        const hs_writer *w = hs_writers[i];
+        if (!w->wanted || w->wanted(p)) {
+            if (hs_write_file(w, p, dir, w->file) < 0)
+                return -1;
+            continue;
+        }
+        /* a file of an earlier run into the same directory */
+        char *path = join(dir, w->file);
+        const char *why = NULL;
+        int rc = hs_remove_file(path, &why);
+        if (rc < 0)
+            hs_err("cannot remove %s of an earlier run: %s", path, why);
+        free(path);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}

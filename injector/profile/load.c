@@ -1,0 +1,496 @@
+/*
+ * injector/profile/load.c - report.json back into a profile (see load.h).
+ *
+ * Functions are found by module and rva where report.json gives the rva
+ * ("functions", edges' "callee_rva" and "caller_rva"); callers and stack
+ * frames named only by "module!function" become functions of that module
+ * known by name (created once per name).
+ */
+#include "profile/load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/map.h"
+#include "base/util.h"
+#include "hookscope/skip.h"
+
+typedef struct loader {
+    hs_profile *p;
+    uint64_t *ids;               /* module i of the profile has "id" ids[i] (increasing) */
+    hs_map names;                /* hash of (module, name) -> functions, for callers and frames */
+    char *err;
+    size_t errlen;
+    int failed;
+} loader;
+
+static void failf(loader *l, const char *fmt, const char *what)
+{
+    if (!l->failed)
+        snprintf(l->err, l->errlen, fmt, what);
+    l->failed = 1;
+}
+
+static uint64_t name_hash(uint32_t module, const char *name)
+{
+    uint64_t h = 1469598103934665603ull ^ module;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    return h;
+}
+
+/* The function of module m named `name`: the first added with that name. */
+static int64_t map_get(const loader *l, uint32_t m, const char *name)
+{
+    size_t cursor = 0;
+    uint32_t f;
+    while (hs_map_next(&l->names, name_hash(m, name), &cursor, &f))
+        if (l->p->funcs[f].module == m && !strcmp(l->p->funcs[f].name, name))
+            return f;
+    return -1;
+}
+
+static uint32_t add_func(loader *l, uint32_t m, uint32_t rva, uint32_t size, const char *name)
+{
+    uint32_t f = hs_profile_add_func(l->p, m, rva, size, name);
+    if (map_get(l, m, name) < 0)
+        hs_map_put(&l->names, name_hash(m, name), f);
+    return f;
+}
+
+static uint32_t func_by_name(loader *l, uint32_t m, const char *name)
+{
+    int64_t f = map_get(l, m, name);
+    return f >= 0 ? (uint32_t)f : add_func(l, m, HS_RVA_NONE, 0, name);
+}
+
+static uint64_t hex(const char *s)
+{
+    return s ? strtoull(s, NULL, 16) : 0;
+}
+
+static int code_of(const char *name, int n, const char *(*names)(int))
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names(i), name))
+            return i;
+    return 0;
+}
+
+static void counts(const hs_json *obj, uint32_t *out, int n, const char *(*names)(int))
+{
+    if (!hs_json_is(obj, HS_JOBJ))
+        return;
+    for (size_t i = 0; i < obj->n; i++) {
+        int c = code_of(obj->k[i], n, names);
+        if (c > 0)
+            out[c] = (uint32_t)hs_json_u64(&obj->v[i], 0);
+    }
+}
+
+/* The module named `name` (the first of that name). */
+static int64_t module_named(loader *l, const char *name, const char *context)
+{
+    int64_t m = name ? hs_profile_find_module(l->p, name) : -1;
+    if (m < 0)
+        failf(l, "%s names a module that is not in the report", context);
+    return m;
+}
+
+/* The module of o's `id_key` when given (two modules can share a name),
+ * else the one named by o's `name_key`. */
+static int64_t module_of(loader *l, const hs_json *o, const char *id_key, const char *name_key,
+                         const char *context)
+{
+    const hs_json *id = hs_json_get(o, id_key);
+    if (hs_json_is(id, HS_JNUM)) {
+        uint64_t want = hs_json_u64(id, UINT64_MAX);
+        size_t lo = 0, hi = l->p->nmodules;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (l->ids[mid] < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < l->p->nmodules && l->ids[lo] == want)
+            return (int64_t)lo;
+        failf(l, "%s names a module that is not in the report", context);
+        return -1;
+    }
+    return module_named(l, hs_json_str(hs_json_get(o, name_key), NULL), context);
+}
+
+static void load_run(loader *l, const hs_json *root)
+{
+    hs_profile *p = l->p;
+    const hs_json *tool = hs_json_get(root, "tool"), *target = hs_json_get(root, "target");
+    p->command = hs_xstrdup(hs_json_str(hs_json_get(tool, "command"), "run"));
+    p->agent_tls_index = (uint32_t)hs_json_u64(hs_json_get(tool, "agent_tls_index"), 0);
+    if (!hs_json_is(target, HS_JOBJ)) {
+        failf(l, "%s", "no \"target\" object");
+        return;
+    }
+    p->target_path = hs_xstrdup(hs_json_str(hs_json_get(target, "path"), "?"));
+    const hs_json *args = hs_json_get(target, "args");
+    if (hs_json_is(args, HS_JARR) && args->n) {
+        p->args = hs_xcalloc(args->n, sizeof *p->args);
+        for (size_t i = 0; i < args->n; i++)
+            p->args[p->nargs++] = hs_xstrdup(hs_json_str(&args->v[i], ""));
+    }
+    p->pid = (uint32_t)hs_json_u64(hs_json_get(target, "pid"), 0);
+    const hs_json *code = hs_json_get(target, "exit_code");
+    p->exited = hs_json_is(code, HS_JNUM);
+    p->exit_code = (uint32_t)hs_json_u64(code, 0);
+    int stop = hs_stop_from_name(hs_json_str(hs_json_get(target, "stop"), ""));
+    p->stop = stop >= 0 ? stop : HS_STOP_EXIT;
+    p->wall_s = hs_json_num(hs_json_get(target, "wall_time_s"), 0);
+    p->duration_s = hs_json_num(hs_json_get(target, "duration_s"), 0);
+    p->threads = (uint32_t)hs_json_u64(hs_json_get(root, "threads"), 0);
+    p->regions_reused = (uint32_t)hs_json_u64(hs_json_get(root, "regions_reused"), 0);
+    p->total_calls = hs_json_u64(hs_json_get(root, "total_calls"), 0);
+    p->overflow_calls = hs_json_i64(hs_json_get(root, "overflow_calls"), 0);
+    const hs_json *w = hs_json_get(root, "warnings");
+    for (size_t i = 0; hs_json_is(w, HS_JARR) && i < w->n; i++)
+        hs_profile_warn(p, "%s", hs_json_str(&w->v[i], ""));
+    const hs_json *opt = hs_json_get(root, "options");
+    p->edges_on = hs_json_bool(hs_json_get(opt, "edges"), false);
+    p->time_on = hs_json_bool(hs_json_get(opt, "time"), false);
+    const hs_json *st = hs_json_get(opt, "stacks");
+    p->stack_depth = (uint32_t)hs_json_u64(hs_json_get(st, "depth"), 0);
+    p->stack_every = (uint32_t)hs_json_u64(hs_json_get(st, "every"), 1);
+    p->edges_lost = hs_json_u64(hs_json_get(root, "edges_lost"), 0);
+    p->stacks_dropped = hs_json_u64(hs_json_get(root, "stacks_dropped"), 0);
+    p->time_dropped = hs_json_u64(hs_json_get(root, "time_dropped"), 0);
+    p->tsc_hz = hs_json_num(hs_json_get(root, "tsc_hz"), 0);
+}
+
+typedef struct module_row {
+    const hs_json *o;
+    bool traced;
+    uint64_t id;                 /* the profile's order, from "id" */
+} module_row;
+
+static int cmp_row(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const module_row *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Both module lists, in the profile's order ("id"; list order without it;
+ * ids may leave gaps: hookscope's own module is not listed). */
+static void load_modules(loader *l, const hs_json *traced, const hs_json *loaded)
+{
+    size_t n = (hs_json_is(traced, HS_JARR) ? traced->n : 0) + (hs_json_is(loaded, HS_JARR) ? loaded->n : 0);
+    module_row *rows = hs_xcalloc(n ? n : 1, sizeof *rows);
+    size_t k = 0;
+    for (int list = 0; list < 2; list++) {
+        const hs_json *arr = list ? loaded : traced;
+        for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n; i++, k++) {
+            rows[k].o = &arr->v[i];
+            rows[k].traced = list == 0;
+            rows[k].id = hs_json_u64(hs_json_get(&arr->v[i], "id"), k);
+        }
+    }
+    hs_sort(rows, n, sizeof *rows, cmp_row, NULL);
+    l->ids = hs_xcalloc(n ? n : 1, sizeof *l->ids);
+    for (k = 0; k < n; k++) {
+        const hs_json *o = rows[k].o;
+        const char *path = hs_json_str(hs_json_get(o, "path"), NULL);
+        const char *name = hs_json_str(hs_json_get(o, "name"), NULL);
+        if (!path || !name || (k && rows[k].id == rows[k - 1].id)) {
+            failf(l, "%s", !path || !name ? "a module without a name or path" : "two modules with the same id");
+            break;
+        }
+        l->ids[k] = rows[k].id;
+        uint32_t mi = hs_profile_add_module(l->p, path, hex(hs_json_str(hs_json_get(o, "base"), "0")),
+                                            (uint32_t)hs_json_u64(hs_json_get(o, "size"), 0));
+        hs_prof_module *m = &l->p->modules[mi];
+        free(m->name);
+        m->name = hs_xstrdup(name);
+        m->id = (uint32_t)rows[k].id;
+        m->timestamp = (uint32_t)hs_json_u64(hs_json_get(o, "timestamp"), 0);
+        m->traced = rows[k].traced;
+        m->kernel = hs_json_bool(hs_json_get(o, "kernel"), false);
+        if (!m->traced)
+            continue;
+        m->funcs_found = (uint32_t)hs_json_u64(hs_json_get(o, "functions_found"), 0);
+        m->funcs_hooked = (uint32_t)hs_json_u64(hs_json_get(o, "functions_hooked"), 0);
+        m->install_s = hs_json_num(hs_json_get(o, "install_s"), 0);
+        m->main = hs_json_bool(hs_json_get(o, "main"), false);
+        m->late = hs_json_bool(hs_json_get(o, "loaded_late"), false);
+        m->unloaded = hs_json_bool(hs_json_get(o, "unloaded"), false);
+        counts(hs_json_get(o, "skipped"), m->skip_counts, HS_SKIP__COUNT, hs_skip_reason_name);
+        counts(hs_json_get(o, "patch_kinds"), m->patch_counts, HS_PATCH__COUNT, hs_patch_kind_name);
+        counts(hs_json_get(o, "entry_only"), m->entry_only_counts, HS_WRAP__COUNT, hs_entry_only_name);
+    }
+    free(rows);
+}
+
+static void load_time(hs_profile *p, uint32_t f, const hs_json *t)
+{
+    hs_prof_time *d = hs_prof_time_of(p, f);
+    d->calls = hs_json_u64(hs_json_get(t, "calls"), 0);
+    d->total_ns = hs_json_u64(hs_json_get(t, "total_ns"), 0);
+    d->self_ns = hs_json_u64(hs_json_get(t, "self_ns"), 0);
+    d->min_ns = hs_json_u64(hs_json_get(t, "min_ns"), 0);
+    d->max_ns = hs_json_u64(hs_json_get(t, "max_ns"), 0);
+    d->open = hs_json_u64(hs_json_get(t, "open"), 0);
+    const hs_json *h = hs_json_get(t, "hist");
+    for (size_t i = 0; hs_json_is(h, HS_JARR) && i < h->n; i++) {
+        uint64_t ns = hs_json_u64(hs_json_get(&h->v[i], "ns"), 0);
+        int b = ns ? 63 - __builtin_clzll(ns) : 0;
+        if (b < HS_PROF_HIST)
+            d->hist[b] = hs_json_u64(hs_json_get(&h->v[i], "count"), 0);
+    }
+}
+
+static void load_functions(loader *l, const hs_json *arr)
+{
+    hs_profile *p = l->p;
+    for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
+        const hs_json *o = &arr->v[i];
+        const char *name = hs_json_str(hs_json_get(o, "name"), NULL);
+        int64_t m = module_of(l, o, "module_id", "module", "a function");
+        if (m < 0 || !name) {
+            failf(l, "%s", "a function without a module or name");
+            return;
+        }
+        const char *rva = hs_json_str(hs_json_get(o, "rva"), NULL);
+        uint32_t fi = add_func(l, (uint32_t)m, rva ? (uint32_t)hex(rva) : HS_RVA_NONE,
+                               (uint32_t)hs_json_u64(hs_json_get(o, "size"), 0), name);
+        hs_prof_func *f = &p->funcs[fi];
+        f->in_plan = hs_json_bool(hs_json_get(o, "traced"), true);
+        f->hooked = hs_json_bool(hs_json_get(o, "hooked"), false);
+        f->calls = hs_json_u64(hs_json_get(o, "calls"), 0);
+        const char *skip = hs_json_str(hs_json_get(o, "skip_reason"), NULL);
+        f->skip = (uint8_t)(skip ? code_of(skip, HS_SKIP__COUNT, hs_skip_reason_name) : 0);
+        const char *patch = hs_json_str(hs_json_get(o, "patch"), NULL);
+        f->patch = (uint8_t)(patch ? code_of(patch, HS_PATCH__COUNT, hs_patch_kind_name) : 0);
+        const char *eo = hs_json_str(hs_json_get(o, "entry_only"), NULL);
+        f->entry_only = (uint8_t)(eo ? code_of(eo, HS_WRAP__COUNT, hs_entry_only_name) : 0);
+        const hs_json *t = hs_json_get(o, "time");
+        f->wrapped = f->hooked && p->time_on && hs_json_is(t, HS_JOBJ);
+        if (f->wrapped) {
+            load_time(p, fi, t);
+            p->funcs[fi].time->unwinds = hs_json_u64(hs_json_get(o, "unwinds"), 0);
+        }
+    }
+}
+
+/* The function of module m named `name` at rva (when given), else the
+ * first of that name. */
+static uint32_t func_at(loader *l, uint32_t m, const char *rva, const char *name)
+{
+    int64_t f = map_get(l, m, name);
+    if (rva && f >= 0 && l->p->funcs[f].rva != (uint32_t)hex(rva)) {
+        uint32_t r = (uint32_t)hex(rva);
+        for (size_t i = 0; i < l->p->nfuncs; i++) {
+            const hs_prof_func *g = &l->p->funcs[i];
+            if (g->module == m && g->rva == r && !strcmp(g->name, name))
+                return (uint32_t)i;
+        }
+    }
+    if (f >= 0 && (!rva || l->p->funcs[f].rva == (uint32_t)hex(rva)))
+        return (uint32_t)f;
+    return add_func(l, m, rva ? (uint32_t)hex(rva) : HS_RVA_NONE, 0, name);
+}
+
+/* A location as hs_loc_format wrote it: "module!function[+0xoff]",
+ * "module+0xoff" or "0xaddr"; or, with `module` >= 0, a function of that
+ * module: "function". */
+static hs_loc parse_loc(loader *l, const char *text, int64_t module, bool with_offset)
+{
+    hs_loc loc = { -1, -1, 0 };
+    const char *bang = module >= 0 ? NULL : strchr(text, '!');
+    const char *plus = strstr(text, "+0x");
+    for (const char *q = plus; q; q = strstr(q + 1, "+0x"))
+        plus = q;
+    if (module < 0 && !bang) {
+        if (!plus) {
+            loc.off = hex(text);
+            return loc;
+        }
+        char *mod = hs_xstrndup(text, (size_t)(plus - text));
+        loc.module = (int32_t)module_named(l, mod, "a frame");
+        free(mod);
+        loc.off = hex(plus + 3);
+        return loc;
+    }
+    const char *fname = text;
+    if (bang) {
+        char *mod = hs_xstrndup(text, (size_t)(bang - text));
+        module = module_named(l, mod, "a frame");
+        free(mod);
+        fname = bang + 1;
+    }
+    if (module < 0)
+        return loc;
+    bool off = with_offset && plus && plus > fname;
+    char *fn = hs_xstrndup(fname, off ? (size_t)(plus - fname) : strlen(fname));
+    loc.func = (int32_t)func_by_name(l, (uint32_t)module, fn);
+    free(fn);
+    loc.off = off ? hex(plus + 3) : 0;
+    return loc;
+}
+
+static void load_edges(loader *l, const hs_json *arr)
+{
+    hs_profile *p = l->p;
+    for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
+        const hs_json *o = &arr->v[i];
+        const char *callee = hs_json_str(hs_json_get(o, "callee"), NULL);
+        const char *caller = hs_json_str(hs_json_get(o, "caller"), NULL);
+        int64_t cm = module_of(l, o, "callee_module_id", "callee_module", "an edge");
+        if (cm < 0 || !callee || !caller) {
+            failf(l, "%s", "an edge without a caller or callee");
+            return;
+        }
+        uint32_t ce = func_at(l, (uint32_t)cm, hs_json_str(hs_json_get(o, "callee_rva"), NULL), callee);
+        const char *crm = hs_json_str(hs_json_get(o, "caller_module"), NULL);
+        const char *crva = hs_json_str(hs_json_get(o, "caller_rva"), NULL);
+        hs_loc loc = { -1, -1, 0 };
+        if (!crm) {
+            loc = parse_loc(l, caller, -1, false);          /* "0xaddr" */
+        } else {
+            int64_t m = module_of(l, o, "caller_module_id", "caller_module", "an edge");
+            size_t n = strlen(crm);
+            if (m < 0)
+                return;
+            if (crva) {
+                loc.func = (int32_t)func_at(l, (uint32_t)m, crva, caller);
+            } else if (!strncmp(caller, crm, n) && !strncmp(caller + n, "+0x", 3)) {
+                loc.module = (int32_t)m;                     /* "module+0xoff" */
+                loc.off = hex(caller + n + 3);
+            } else {
+                loc = parse_loc(l, caller, m, false);
+            }
+        }
+        hs_profile_add_edge(p, loc, ce, hs_json_u64(hs_json_get(o, "calls"), 0), 0);
+    }
+}
+
+static void load_sampling(loader *l, const hs_json *root)
+{
+    hs_profile *p = l->p;
+    const hs_json *s = hs_json_get(root, "sampling");
+    if (hs_json_is(s, HS_JOBJ)) {
+        hs_prof_sampling *d = &p->sampling;
+        d->on = true;
+        snprintf(d->backend, sizeof d->backend, "%s", hs_json_str(hs_json_get(s, "backend"), ""));
+        d->rate_hz = hs_json_num(hs_json_get(s, "rate_hz"), 0);
+        d->samples = hs_json_u64(hs_json_get(s, "samples"), 0);
+        d->wait_samples = hs_json_u64(hs_json_get(s, "wait_samples"), 0);
+        d->lost = hs_json_u64(hs_json_get(s, "lost"), 0);
+        d->threads = (uint32_t)hs_json_u64(hs_json_get(s, "threads"), 0);
+        d->cpu_s = hs_json_num(hs_json_get(s, "cpu_time_s"), -1);
+        for (int kind = HS_STACK_CPU; kind <= HS_STACK_WAIT && !l->failed; kind++) {
+            const hs_json *arr = hs_json_get(root, kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
+            for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
+                const hs_json *o = &arr->v[i];
+                const hs_json *frames = hs_json_get(o, "frames");
+                if (!hs_json_is(frames, HS_JARR)) {
+                    failf(l, "%s", "a sample stack without frames");
+                    return;
+                }
+                hs_prof_stack *st = hs_profile_add_stack(p, (uint8_t)kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
+                                                         (uint32_t)frames->n);
+                st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
+                for (size_t k = 0; k < frames->n; k++)
+                    st->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+            }
+        }
+    }
+    const hs_json *t = hs_json_get(root, "thread_list");
+    for (size_t i = 0; hs_json_is(t, HS_JARR) && i < t->n; i++) {
+        const hs_json *o = &t->v[i];
+        hs_prof_thread *d = hs_profile_thread(p, (uint32_t)hs_json_u64(hs_json_get(o, "tid"), 0));
+        d->calls = hs_json_u64(hs_json_get(o, "calls"), 0);
+        d->cpu_samples = hs_json_u64(hs_json_get(o, "cpu_samples"), 0);
+        d->wait_samples = hs_json_u64(hs_json_get(o, "wait_samples"), 0);
+        d->cpu_s = hs_json_num(hs_json_get(o, "cpu_time_s"), -1);
+    }
+}
+
+static void load_stacks(loader *l, const hs_json *arr)
+{
+    hs_profile *p = l->p;
+    for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
+        const hs_json *o = &arr->v[i];
+        const char *fn = hs_json_str(hs_json_get(o, "function"), NULL);
+        int64_t m = module_of(l, o, "module_id", "module", "a stack");
+        const hs_json *frames = hs_json_get(o, "frames");
+        if (m < 0 || !fn || !hs_json_is(frames, HS_JARR)) {
+            failf(l, "%s", "a stack without a function or frames");
+            return;
+        }
+        uint32_t f = func_by_name(l, (uint32_t)m, fn);
+        hs_prof_stack *s = hs_profile_add_stack(p, HS_STACK_ENTRY, f, hs_json_u64(hs_json_get(o, "count"), 0),
+                                                (uint32_t)frames->n);
+        s->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
+        for (size_t k = 0; k < frames->n; k++)
+            s->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+    }
+}
+
+hs_profile *hs_profile_from_json(const char *text, size_t len, char *err, size_t errlen)
+{
+    char jerr[256];
+    hs_json *root = hs_json_parse(text, len, jerr, sizeof jerr);
+    if (!root) {
+        snprintf(err, errlen, "not valid JSON: %s", jerr);
+        return NULL;
+    }
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.err = err;
+    l.errlen = errlen;
+    if (hs_json_u64(hs_json_get(root, "version"), 0) != 1 ||
+        strcmp(hs_json_str(hs_json_get(hs_json_get(root, "tool"), "name"), ""), "hookscope") != 0) {
+        snprintf(err, errlen, "not a hookscope report (no \"version\": 1 from tool \"hookscope\")");
+        hs_json_free(root);
+        return NULL;
+    }
+    l.p = hs_profile_new();
+    load_run(&l, root);
+    if (!l.failed)
+        load_modules(&l, hs_json_get(root, "modules"), hs_json_get(root, "loaded_modules"));
+    if (!l.failed)
+        load_functions(&l, hs_json_get(root, "functions"));
+    if (!l.failed && l.p->edges_on)
+        load_edges(&l, hs_json_get(root, "edges"));
+    if (!l.failed && l.p->stack_depth)
+        load_stacks(&l, hs_json_get(root, "stacks"));
+    if (!l.failed)
+        load_sampling(&l, root);
+    if (!l.failed)
+        hs_profile_count_samples(l.p);
+    hs_json_free(root);
+    free(l.ids);
+    hs_map_free(&l.names);
+    if (l.failed) {
+        hs_profile_free(l.p);
+        return NULL;
+    }
+    return l.p;
+}
+
+hs_profile *hs_profile_load(const char *path, char *err, size_t errlen)
+{
+    size_t size = 0;
+    const char *why = NULL;
+    uint8_t *text = hs_load_file(path, &size, &why);
+    if (!text) {
+        snprintf(err, errlen, "cannot read %s: %s", path, why ? why : "error");
+        return NULL;
+    }
+    char inner[400];
+    hs_profile *p = hs_profile_from_json((const char *)text, size, inner, sizeof inner);
+    free(text);
+    if (!p)
+        snprintf(err, errlen, "%s: %s", path, inner);
+    return p;
+}

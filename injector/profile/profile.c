@@ -1,0 +1,343 @@
+/*
+ * injector/profile/profile.c - building and querying a profile (see profile.h).
+ */
+#include "profile/profile.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+static const char *const stop_names[HS_STOP__COUNT] = {
+    "exit", "crash", "duration", "interrupt", "detach", "target-exited",
+};
+
+const char *hs_stop_name(int stop)
+{
+    return stop >= 0 && stop < HS_STOP__COUNT ? stop_names[stop] : NULL;
+}
+
+int hs_stop_from_name(const char *name)
+{
+    for (int i = 0; i < HS_STOP__COUNT; i++)
+        if (!strcmp(stop_names[i], name))
+            return i;
+    return -1;
+}
+
+const char *hs_crash_name(uint32_t code)
+{
+    switch (code) {
+    case 0xC0000005: return "access violation";
+    case 0xC00000FD: return "stack overflow";
+    case 0xC000001D: return "illegal instruction";
+    case 0xC0000094: return "integer divide by zero";
+    case 0xC0000095: return "integer overflow";
+    case 0xC0000096: return "privileged instruction";
+    case 0xC000008C: return "array bounds exceeded";
+    case 0xC000008E: return "float divide by zero";
+    case 0xC0000409: return "stack buffer overrun";
+    case 0xC0000374: return "heap corruption";
+    case 0xC0000006: return "in-page error";
+    case 0xC0000025: return "noncontinuable exception";
+    case 0xC0000026: return "invalid disposition";
+    case 0x80000003: return "breakpoint";
+    case 0x80000004: return "single step";
+    case 0xE06D7363: return "unhandled C++ exception";
+    case 0xC0000420: return "assertion failure";
+    }
+    if ((code & 0xF0000000u) == 0xC0000000u)
+        return "unhandled exception";
+    return NULL;
+}
+
+/* Capacities of the growing arrays, kept beside the profile. */
+typedef struct caps {
+    size_t modules, funcs, edges, stacks, threads;
+} caps;
+
+typedef struct profile_box {
+    hs_profile p;
+    caps c;
+} profile_box;
+
+static caps *caps_of(hs_profile *p) { return &((profile_box *)p)->c; }
+
+hs_profile *hs_profile_new(void)
+{
+    profile_box *b = hs_xcalloc(1, sizeof *b);
+    b->p.stack_every = 1;
+    return &b->p;
+}
+
+void hs_profile_free(hs_profile *p)
+{
+    if (!p)
+        return;
+    free(p->command);
+    free(p->target_path);
+    for (int i = 0; i < p->nargs; i++)
+        free(p->args[i]);
+    free(p->args);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
+    for (size_t i = 0; i < p->nmodules; i++) {
+        free(p->modules[i].name);
+        free(p->modules[i].path);
+    }
+    free(p->modules);
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        free(p->funcs[i].name);
+        free(p->funcs[i].time);
+    }
+    free(p->funcs);
+    free(p->edges);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        free(p->stacks[i].frames);
+        free(p->stacks[i].addrs);
+    }
+    free(p->stacks);
+    free(p->threads_list);
+    free(p);
+}
+
+hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid)
+{
+    for (size_t i = 0; i < p->nthreads_list; i++)
+        if (p->threads_list[i].tid == tid)
+            return &p->threads_list[i];
+    hs_xgrow(&p->threads_list, &caps_of(p)->threads, p->nthreads_list + 1, sizeof *p->threads_list);
+    hs_prof_thread *t = &p->threads_list[p->nthreads_list++];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    t->cpu_s = -1;
+    return t;
+}
+
+void hs_profile_count_samples(hs_profile *p)
+{
+    for (size_t i = 0; i < p->nfuncs; i++)
+        p->funcs[i].cpu_self = p->funcs[i].cpu_total = p->funcs[i].wait_self = p->funcs[i].wait_total = 0;
+    for (size_t i = 0; i < p->nmodules; i++)
+        p->modules[i].cpu_self = p->modules[i].wait_self = 0;
+    /* the last stack each function was counted in, so that recursion
+     * counts once per stack */
+    size_t *seen = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *seen);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *s = &p->stacks[i];
+        if ((s->kind != HS_STACK_CPU && s->kind != HS_STACK_WAIT) || !s->nframes)
+            continue;
+        bool cpu = s->kind == HS_STACK_CPU;
+        hs_loc leaf = s->frames[0];
+        int32_t m = leaf.func >= 0 ? (int32_t)p->funcs[leaf.func].module : leaf.module;
+        if (m >= 0)
+            *(cpu ? &p->modules[m].cpu_self : &p->modules[m].wait_self) += s->count;
+        if (leaf.func >= 0)
+            *(cpu ? &p->funcs[leaf.func].cpu_self : &p->funcs[leaf.func].wait_self) += s->count;
+        for (uint32_t d = 0; d < s->nframes; d++) {
+            int32_t f = s->frames[d].func;
+            if (f < 0 || seen[f] == i + 1)
+                continue;
+            seen[f] = i + 1;
+            *(cpu ? &p->funcs[f].cpu_total : &p->funcs[f].wait_total) += s->count;
+        }
+    }
+    free(seen);
+}
+
+uint32_t hs_profile_add_module(hs_profile *p, const char *path, uint64_t base, uint32_t size)
+{
+    hs_xgrow(&p->modules, &caps_of(p)->modules, p->nmodules + 1, sizeof *p->modules);
+    hs_prof_module *m = &p->modules[p->nmodules];
+    memset(m, 0, sizeof *m);
+    m->id = (uint32_t)p->nmodules;
+    m->path = hs_xstrdup(path);
+    m->name = hs_xstrdup(hs_basename(path));
+    m->base = base;
+    m->size = size;
+    return (uint32_t)p->nmodules++;
+}
+
+uint32_t hs_profile_add_func(hs_profile *p, uint32_t module, uint32_t rva, uint32_t size,
+                             const char *name)
+{
+    hs_xgrow(&p->funcs, &caps_of(p)->funcs, p->nfuncs + 1, sizeof *p->funcs);
+    hs_prof_func *f = &p->funcs[p->nfuncs];
+    memset(f, 0, sizeof *f);
+    f->module = module;
+    f->rva = rva;
+    f->size = size;
+    f->name = name ? hs_xstrdup(name) : NULL;
+    return (uint32_t)p->nfuncs++;
+}
+
+void hs_profile_add_edge(hs_profile *p, hs_loc caller, uint32_t callee, uint64_t calls, uint64_t site)
+{
+    hs_xgrow(&p->edges, &caps_of(p)->edges, p->nedges + 1, sizeof *p->edges);
+    hs_prof_edge *e = &p->edges[p->nedges++];
+    e->caller = caller;
+    e->callee = callee;
+    e->calls = calls;
+    e->site = site;
+}
+
+hs_prof_stack *hs_profile_add_stack(hs_profile *p, uint8_t kind, uint32_t func, uint64_t count,
+                                    uint32_t nframes)
+{
+    hs_xgrow(&p->stacks, &caps_of(p)->stacks, p->nstacks + 1, sizeof *p->stacks);
+    hs_prof_stack *s = &p->stacks[p->nstacks++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->func = func;
+    s->count = count;
+    s->nframes = nframes;
+    s->frames = hs_xcalloc(nframes ? nframes : 1, sizeof *s->frames);
+    return s;
+}
+
+void hs_profile_warn(hs_profile *p, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    p->warnings = hs_xrealloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings);
+    p->warnings[p->nwarnings++] = hs_xstrdup(buf);
+}
+
+hs_prof_time *hs_prof_time_of(hs_profile *p, uint32_t func)
+{
+    hs_prof_func *f = &p->funcs[func];
+    if (!f->time)
+        f->time = hs_xcalloc(1, sizeof *f->time);
+    return f->time;
+}
+
+const hs_prof_time *hs_prof_time_get(const hs_profile *p, uint32_t func)
+{
+    static const hs_prof_time zero;
+    return p->funcs[func].time ? p->funcs[func].time : &zero;
+}
+
+int64_t hs_profile_find_func(const hs_profile *p, uint32_t module, const char *name, uint32_t rva)
+{
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const hs_prof_func *f = &p->funcs[i];
+        if (f->module == module && (rva == HS_RVA_NONE || f->rva == rva) && f->name &&
+            !strcmp(f->name, name))
+            return (int64_t)i;
+    }
+    return -1;
+}
+
+static int ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+    return *a == *b;
+}
+
+int64_t hs_profile_find_module(const hs_profile *p, const char *name)
+{
+    for (size_t i = 0; i < p->nmodules; i++)
+        if (ieq(p->modules[i].name, name))
+            return (int64_t)i;
+    return -1;
+}
+
+char *hs_loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, char *buf,
+                    size_t len)
+{
+    if (l.func >= 0) {
+        const hs_prof_func *f = &p->funcs[l.func];
+        const char *mod = p->modules[f->module].name;
+        if (with_offset)
+            snprintf(buf, len, "%s%s%s+0x%llx", with_module ? mod : "", with_module ? "!" : "",
+                     f->name, (unsigned long long)l.off);
+        else
+            snprintf(buf, len, "%s%s%s", with_module ? mod : "", with_module ? "!" : "", f->name);
+    } else if (l.module >= 0) {
+        snprintf(buf, len, "%s+0x%llx", p->modules[l.module].name, (unsigned long long)l.off);
+    } else {
+        snprintf(buf, len, "0x%llx", (unsigned long long)l.off);
+    }
+    return buf;
+}
+
+void hs_caller_key_of(const hs_profile *p, hs_loc caller, hs_caller_key *k)
+{
+    int32_t m = caller.func >= 0 ? (int32_t)p->funcs[caller.func].module : caller.module;
+    k->mod = m >= 0 ? p->modules[m].name : "";
+    k->base = m >= 0 ? p->modules[m].base : 0;
+    k->module = m;
+    hs_loc_format(p, caller, false, false, k->label, sizeof k->label);
+}
+
+int hs_caller_key_cmp(const hs_caller_key *a, const hs_caller_key *b)
+{
+    int c = strcmp(a->mod, b->mod);
+    if (c)
+        return c;
+    if (a->base != b->base)
+        return a->base < b->base ? -1 : 1;
+    if (a->module != b->module)
+        return a->module < b->module ? -1 : 1;
+    return strcmp(a->label, b->label);
+}
+
+typedef struct edge_key {
+    const hs_prof_edge *e;
+    hs_caller_key k;
+} edge_key;
+
+/* by callee, then caller */
+static int cmp_edge_key(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const edge_key *x = a, *y = b;
+    if (x->e->callee != y->e->callee)
+        return x->e->callee < y->e->callee ? -1 : 1;
+    return hs_caller_key_cmp(&x->k, &y->k);
+}
+
+void hs_profile_merge_edges(hs_profile *p)
+{
+    if (!p->nedges)
+        return;
+    edge_key *k = hs_xcalloc(p->nedges, sizeof *k);
+    for (size_t i = 0; i < p->nedges; i++) {
+        k[i].e = &p->edges[i];
+        hs_caller_key_of(p, p->edges[i].caller, &k[i].k);
+    }
+    hs_sort(k, p->nedges, sizeof *k, cmp_edge_key, NULL);
+    hs_prof_edge *out = hs_xcalloc(p->nedges, sizeof *out);
+    size_t w = 0;
+    for (size_t i = 0; i < p->nedges; i++) {
+        if (w && cmp_edge_key(&k[i - 1], &k[i], NULL) == 0) {
+            out[w - 1].calls += k[i].e->calls;
+        } else {
+            out[w] = *k[i].e;
+            out[w].site = 0;
+            w++;
+        }
+    }
+    free(k);
+    free(p->edges);
+    p->edges = out;
+    p->nedges = w;
+    caps_of(p)->edges = p->nedges;
+}
+
+uint64_t hs_profile_ticks_ns(const hs_profile *p, uint64_t ticks)
+{
+    if (!(p->tsc_hz > 0))
+        return 0;
+    double ns = (double)ticks * 1e9 / p->tsc_hz;
+    return ns >= 1.8e19 ? UINT64_MAX : (uint64_t)(ns + 0.5);
+}

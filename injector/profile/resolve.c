@@ -1,0 +1,221 @@
+/*
+ * injector/profile/resolve.c - the naming pass (see resolve.h).
+ */
+#include "profile/resolve.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/map.h"
+#include "base/util.h"
+#include "symbols/modsyms.h"
+
+typedef struct modsyms {
+    int tried;
+    hs_modsyms *t;            /* NULL: no usable file */
+} modsyms;
+
+typedef struct resolver {
+    hs_profile *p;
+    modsyms *ms;
+    size_t *by_base;         /* module indices sorted by base */
+    uint32_t *plan;          /* plan functions sorted by (module, rva) */
+    size_t nplan;
+    hs_map added;            /* (module, rva) -> function of an untraced module added here */
+} resolver;
+
+static uint64_t fkey(uint32_t module, uint32_t rva) { return (uint64_t)module << 32 | rva; }
+
+static int cmp_base(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    uint64_t x = p->modules[*(const size_t *)a].base, y = p->modules[*(const size_t *)b].base;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_plan(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    const hs_prof_func *x = &p->funcs[*(const uint32_t *)a], *y = &p->funcs[*(const uint32_t *)b];
+    if (x->module != y->module)
+        return x->module < y->module ? -1 : 1;
+    return x->rva < y->rva ? -1 : x->rva > y->rva;
+}
+
+/* The symbols of module m. A traced module's file is used even when it
+ * changed since it was loaded (with a warning); another module's only
+ * when it matches what was loaded. */
+static hs_modsyms *symbols_of(resolver *r, size_t m)
+{
+    modsyms *s = &r->ms[m];
+    if (s->tried)
+        return s->t;
+    s->tried = 1;
+    const hs_prof_module *mod = &r->p->modules[m];
+    hs_modsyms_status st;
+    const char *why = NULL;
+    s->t = hs_modsyms_open(mod->path, mod->base, mod->size, mod->timestamp, &st, &why);
+    if (mod->traced) {
+        if (st == HS_MODSYMS_UNREADABLE)
+            hs_profile_warn(r->p, "cannot read %s for symbols: %s", mod->path, why);
+        else if (st == HS_MODSYMS_MISMATCH)
+            hs_profile_warn(r->p, "%s changed on disk since it was traced; names may be wrong",
+                            mod->path);
+    } else if (st == HS_MODSYMS_MISMATCH) {
+        hs_modsyms_close(s->t);
+        s->t = NULL;
+    }
+    return s->t;
+}
+
+static void name_plan_functions(resolver *r)
+{
+    hs_profile *p = r->p;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        hs_prof_func *f = &p->funcs[i];
+        if (!f->in_plan || f->name)
+            continue;
+        hs_modsyms *t = symbols_of(r, f->module);
+        hs_sym_name n;
+        if (t && hs_modsyms_name_at(t, f->rva, &n))
+            f->name = hs_xstrdup(n.name);
+        else
+            f->name = hs_xasprintf("sub_%x", f->rva);
+    }
+}
+
+/* The module containing addr, or -1. */
+static int32_t module_of(const resolver *r, uint64_t addr)
+{
+    const hs_profile *p = r->p;
+    size_t lo = 0, hi = p->nmodules;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->modules[r->by_base[mid]].base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    size_t m = r->by_base[lo - 1];
+    return addr < p->modules[m].base + p->modules[m].size ? (int32_t)m : -1;
+}
+
+/* Where `at` is (the function and its start), as a location whose offset
+ * is counted to `addr` (a return address is named by its call
+ * instruction, at = addr - 1, but shown with its own offset). */
+static hs_loc locate(resolver *r, uint64_t at, uint64_t addr)
+{
+    hs_profile *p = r->p;
+    hs_loc l = { -1, -1, addr };
+    int32_t m = module_of(r, at);
+    if (m < 0)
+        return l;
+    const hs_prof_module *mod = &p->modules[m];
+    uint32_t rva = (uint32_t)(at - mod->base);
+    l.module = m;
+    l.off = addr - mod->base;
+    if (mod->funcs_found) {
+        size_t lo = 0, hi = r->nplan;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const hs_prof_func *f = &p->funcs[r->plan[mid]];
+            if (f->module < (uint32_t)m || (f->module == (uint32_t)m && f->rva <= rva))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0) {
+            const hs_prof_func *f = &p->funcs[r->plan[lo - 1]];
+            if (f->module == (uint32_t)m && rva < f->rva + f->size) {
+                l.func = (int32_t)r->plan[lo - 1];
+                l.off = addr - (mod->base + f->rva);
+                return l;
+            }
+        }
+    }
+    hs_modsyms *t = symbols_of(r, (size_t)m);
+    hs_sym_hit hit;
+    if (!t || !hs_modsyms_lookup(t, rva, &hit))
+        return l;
+    uint32_t fi;
+    if (!hs_map_get(&r->added, fkey((uint32_t)m, hit.start), &fi)) {
+        fi = hs_profile_add_func(p, (uint32_t)m, hit.start, hit.size, hit.n.name);
+        hs_map_put(&r->added, fkey((uint32_t)m, hit.start), fi);
+    }
+    l.func = (int32_t)fi;
+    l.off = addr - (p->modules[m].base + hit.start);
+    return l;
+}
+
+static void resolve_edges(resolver *r)
+{
+    hs_profile *p = r->p;
+    for (size_t i = 0; i < p->nedges; i++) {
+        hs_prof_edge *e = &p->edges[i];
+        if (!e->site)
+            continue;
+        /* the call instruction ends at the return address */
+        hs_loc l = locate(r, e->site - 1, e->site);
+        if (l.func >= 0)
+            l.off = 0;
+        e->caller = l;
+    }
+    hs_profile_merge_edges(p);
+}
+
+static void resolve_stacks(resolver *r)
+{
+    hs_profile *p = r->p;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        hs_prof_stack *s = &p->stacks[i];
+        if (!s->addrs)
+            continue;
+        uint32_t w = 0;
+        for (uint32_t d = 0; d < s->nframes; d++) {
+            uint64_t addr = s->addrs[d];
+            /* a return address points after the call: name the call
+             * instruction (a call to a noreturn function can end its function) */
+            hs_loc l = locate(r, d ? addr - 1 : addr, addr);
+            if (l.module >= 0 && p->modules[l.module].agent)
+                continue;
+            if (l.func >= 0 && p->modules[p->funcs[l.func].module].agent)
+                continue;
+            s->frames[w++] = l;
+        }
+        s->nframes = w;
+        free(s->addrs);
+        s->addrs = NULL;
+    }
+}
+
+void hs_profile_resolve(hs_profile *p)
+{
+    resolver r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    r.ms = hs_xcalloc(p->nmodules, sizeof *r.ms);
+    name_plan_functions(&r);
+
+    r.by_base = hs_xcalloc(p->nmodules, sizeof *r.by_base);
+    for (size_t i = 0; i < p->nmodules; i++)
+        r.by_base[i] = i;
+    hs_sort(r.by_base, p->nmodules, sizeof *r.by_base, cmp_base, p);
+    r.plan = hs_xcalloc(p->nfuncs, sizeof *r.plan);
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (p->funcs[i].in_plan)
+            r.plan[r.nplan++] = (uint32_t)i;
+    hs_sort(r.plan, r.nplan, sizeof *r.plan, cmp_plan, p);
+
+    resolve_edges(&r);
+    resolve_stacks(&r);
+
+    for (size_t i = 0; i < p->nmodules; i++)
+        hs_modsyms_close(r.ms[i].t);
+    free(r.ms);
+    free(r.by_base);
+    free(r.plan);
+    hs_map_free(&r.added);
+}

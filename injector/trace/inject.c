@@ -1,0 +1,202 @@
+/*
+ * injector/trace/inject.c - agent injection (see inject.h).
+ *
+ * A remote thread runs LoadLibraryW(agent path); kernel32 is at the same
+ * address in every process of a session, so our own LoadLibraryW is the
+ * target's. In a process created suspended that thread also completes the
+ * process's initialisation, so the exe's imports are loaded when it
+ * returns. The agent's DllMain attaches to the session and records its
+ * base; a second remote thread then runs hs_agent_init (its rva is read
+ * from the agent DLL's export table with our PE reader), which hooks the
+ * modules. Both threads are waited for before the caller resumes the
+ * target, so no code of the target runs unhooked.
+ */
+#include "trace/inject.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pe.h"
+#include "base/util.h"
+
+#define LOAD_TIMEOUT_MS 60000
+#define INIT_TIMEOUT_MS 600000
+
+/* Wait for a remote thread and fetch its exit code; returns -1 if the
+ * process died or the wait timed out (error printed). */
+static int wait_remote(HANDLE thread, HANDLE process, DWORD timeout, const char *what, DWORD *code)
+{
+    HANDLE both[2] = { thread, process };
+    DWORD w = WaitForMultipleObjects(2, both, FALSE, timeout);
+    if (w == WAIT_OBJECT_0) {
+        *code = 0;
+        GetExitCodeThread(thread, code);
+        return 0;
+    }
+    if (w == WAIT_OBJECT_0 + 1) {
+        DWORD code = 0;
+        GetExitCodeProcess(process, &code);
+        hs_err("the target exited (code 0x%lX) while %s", (unsigned long)code, what);
+    } else {
+        hs_err("timed out while %s", what);
+    }
+    return -1;
+}
+
+/* Full path of hookscope-agent.dll, next to hookscope.exe (malloc'd). */
+static wchar_t *agent_path(void)
+{
+    const wchar_t *dir = hs_self_dir();
+    static const wchar_t agent_name[] = L"hookscope-agent.dll";
+    wchar_t *agent = hs_xmalloc((wcslen(dir) + wcslen(agent_name) + 1) * sizeof(wchar_t));
+    wcscpy(agent, dir);
+    wcscat(agent, agent_name);
+    return agent;
+}
+
+/* rva of an export of the agent DLL, read from its file (once per run);
+ * 0 after printing an error. */
+static uint32_t agent_export(const char *name)
+{
+    static hs_pe pe;
+    static uint8_t *file;
+    if (!file) {
+        wchar_t *agent = agent_path();
+        size_t size = 0;
+        unsigned long err = 0;
+        file = hs_read_file(agent, &size, &err);
+        if (!file) {
+            char *a = hs_utf8(agent);
+            hs_err("cannot read the agent %s: %s", a, hs_win_error(err));
+            free(a);
+        } else if (hs_pe_load_file(&pe, file, size) != HS_PE_OK) {
+            memset(&pe, 0, sizeof pe);
+        }
+        free(agent);
+        if (!file)
+            return 0;
+    }
+    uint32_t rva = pe.image ? hs_pe_export_rva(&pe, name) : 0;
+    if (!rva)
+        hs_err("the agent DLL has no %s export", name);
+    return rva;
+}
+
+/* Start a thread in the target, suspended; record its id in the session
+ * (so the agent knows its calls are ours), then let it run. */
+static HANDLE remote_thread(HANDLE process, hs_session_host *s, uint64_t start, void *param)
+{
+    DWORD tid = 0;
+    HANDLE th = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)(uintptr_t)start, param,
+                                   CREATE_SUSPENDED, &tid);
+    if (!th) {
+        hs_err("cannot start a thread in the target: %s", hs_win_error(GetLastError()));
+        return NULL;
+    }
+    static int next;
+    s->hdr->injector_tids[next++ % 16] = tid;
+    MemoryBarrier();
+    ResumeThread(th);
+    return th;
+}
+
+/* The thread ended: forget its id (ids are reused by new threads). */
+static void forget_thread(hs_session_host *s, HANDLE th)
+{
+    if (WaitForSingleObject(th, 0) != WAIT_OBJECT_0)
+        return;   /* still running (timed out): keep it marked */
+    DWORD tid = GetThreadId(th);
+    for (int i = 0; i < 16; i++)
+        if (s->hdr->injector_tids[i] == tid)
+            s->hdr->injector_tids[i] = 0;
+}
+
+int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD timeout_ms,
+                  DWORD *code)
+{
+    uint32_t rva = agent_export(name);
+    if (!rva)
+        return -1;
+    HANDLE th = remote_thread(process, s, s->hdr->agent_base + rva, NULL);
+    if (!th)
+        return -1;
+    int rc = wait_remote(th, process, timeout_ms, name, code);
+    forget_thread(s, th);
+    CloseHandle(th);
+    return rc;
+}
+
+int hs_agent_unload(HANDLE process, hs_session_host *s)
+{
+    FARPROC fl = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "FreeLibrary");
+    HANDLE th = remote_thread(process, s, (uint64_t)(uintptr_t)fl, (void *)(uintptr_t)s->hdr->agent_base);
+    if (!th)
+        return -1;
+    DWORD code = 0;
+    int rc = wait_remote(th, process, 30000, "unloading the agent", &code);
+    forget_thread(s, th);
+    CloseHandle(th);
+    return rc < 0 || !code ? -1 : 0;
+}
+
+int hs_inject(HANDLE process, hs_session_host *s)
+{
+    wchar_t *agent = agent_path();
+    uint32_t init_rva = agent_export("hs_agent_init");
+    if (!init_rva) {
+        free(agent);
+        return -1;
+    }
+
+    size_t bytes = (wcslen(agent) + 1) * sizeof(wchar_t);
+    void *remote = VirtualAllocEx(process, NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    int rc = -1;
+    HANDLE th = NULL;
+    if (!remote || !WriteProcessMemory(process, remote, agent, bytes, NULL)) {
+        hs_err("cannot write into the target: %s", hs_win_error(GetLastError()));
+        goto out;
+    }
+    hs_log("loading the agent into the target");
+    FARPROC load = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "LoadLibraryW");
+    th = remote_thread(process, s, (uint64_t)(uintptr_t)load, remote);
+    if (!th)
+        goto out;
+    DWORD code = 0;
+    int waited = wait_remote(th, process, LOAD_TIMEOUT_MS, "loading the agent", &code);
+    forget_thread(s, th);
+    CloseHandle(th);
+    th = NULL;
+    if (waited < 0)
+        goto out;
+    if (code == 0 || s->hdr->agent_state == HS_AGENT_NONE) {
+        hs_err("the agent could not be loaded into the target%s%s",
+               s->hdr->error_text[0] ? ": " : "", s->hdr->error_text);
+        goto out;
+    }
+    if (s->hdr->agent_state != HS_AGENT_LOADED) {
+        hs_err("the agent failed to start: %s", s->hdr->error_text);
+        goto out;
+    }
+    hs_log("agent loaded at 0x%llx; hooking", (unsigned long long)s->hdr->agent_base);
+    if (hs_agent_call(process, s, "hs_agent_init", INIT_TIMEOUT_MS, &code) < 0)
+        goto out;
+    hs_log("hooked %u functions in %u modules", s->hdr->n_functions, s->hdr->n_modules);
+    if (code != 0 || s->hdr->agent_state != HS_AGENT_READY) {
+        hs_err("the agent failed: %s", s->hdr->error_text[0] ? s->hdr->error_text : hs_win_error(code));
+        goto out;
+    }
+    if (s->hdr->error_text[0]) {
+        /* a module asked for could not be hooked (e.g. the function table is full) */
+        hs_err("%s", s->hdr->error_text);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (th)
+        CloseHandle(th);
+    if (remote)
+        VirtualFreeEx(process, remote, 0, MEM_RELEASE);
+    free(agent);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/*
+ * injector/trace/inject.h - load the agent into a process and start it.
+ */
+#ifndef HOOKSCOPE_INJECT_H
+#define HOOKSCOPE_INJECT_H
+
+#include <windows.h>
+
+#include "trace/session_host.h"
+
+/* Load hookscope-agent.dll (next to hookscope.exe) into `process` with a
+ * remote LoadLibraryW, then run its hs_agent_init in a second remote
+ * thread; both are waited for. Returns 0, or -1 after printing an error. */
+int hs_inject(HANDLE process, hs_session_host *s);
+
+/* Run agent export `name` in a remote thread of `process` and wait for it;
+ * *code receives its exit code. Returns 0, or -1 after printing an error. */
+int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD timeout_ms,
+                  DWORD *code);
+
+/* FreeLibrary the agent in `process` (after hs_agent_detach). */
+int hs_agent_unload(HANDLE process, hs_session_host *s);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * injector/trace/trace.c - shared parts of run and attach (see trace.h).
+ */
+#include "trace/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+#include "base/util.h"
+#include "commands/commands.h"
+#include "output/writers.h"
+#include "profile/resolve.h"
+#include "trace/checks.h"
+#include "trace/collect.h"
+
+static volatile LONG interrupts;
+
+static BOOL WINAPI on_ctrl(DWORD type)
+{
+    if (type == CTRL_C_EVENT || type == CTRL_BREAK_EVENT) {
+        InterlockedIncrement(&interrupts);
+        return TRUE;   /* we stay alive to write the report */
+    }
+    return FALSE;
+}
+
+static uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+void hs_trace_begin(hs_trace *t, const hs_options *o)
+{
+    memset(t, 0, sizeof *t);
+    t->p = hs_profile_new();
+    t->p->command = hs_xstrdup(o->cmd->name);
+    t->p->duration_s = o->duration;
+    t->t0 = hs_now();
+    t->tsc0 = rdtsc();
+    SetConsoleCtrlHandler(on_ctrl, TRUE);
+}
+
+int hs_trace_interrupts(void)
+{
+    return (int)interrupts;
+}
+
+int hs_trace_check_filters(hs_trace *t, const hs_options *o)
+{
+    const hs_session_header *h = t->session.hdr;
+    /* the functions found so far, named as the report will name them */
+    hs_profile *p = hs_profile_new();
+    p->pid = t->p->pid;
+    hs_collect(t->session.view, p);
+    hs_profile_resolve(p);
+    int rc = hs_check_at_start(o, p, h->pattern_matched, h->filter_matched, (h->options & HS_OPT_ATTACH) != 0);
+    hs_profile_free(p);
+    return rc;
+}
+
+int hs_trace_finish(hs_trace *t, const hs_options *o)
+{
+    double now = hs_now();
+    hs_profile *p = t->p;
+    p->wall_s = now - t->t_start;
+    if (now > t->t0)
+        p->tsc_hz = (double)(rdtsc() - t->tsc0) / (now - t->t0);
+    if (t->session.hdr->error_text[0])
+        hs_profile_warn(p, "%s", t->session.hdr->error_text);
+    hs_collect(t->session.view, p);
+    hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
+    hs_profile_resolve(p);
+    hs_profile_count_samples(p);
+    hs_log("writing the reports");
+    int rc = 0;
+    if (hs_write_all(p, o->outdir) < 0)
+        rc = HS_EXIT_FAILED;
+
+    if (hs_check_at_end(o, p, t->session.hdr->pattern_matched, t->session.hdr->filter_matched) < 0)
+        rc = HS_EXIT_FAILED;
+    if (t->session.hdr->error_text[0]) {
+        /* a module loaded later could not be hooked */
+        hs_err("%s", t->session.hdr->error_text);
+        rc = HS_EXIT_FAILED;
+    }
+    if (!o->quiet) {
+        size_t hooked = 0, found = 0, nmods = 0;
+        for (size_t m = 0; m < p->nmodules; m++) {
+            if (!p->modules[m].traced)
+                continue;
+            hooked += p->modules[m].funcs_hooked;
+            found += p->modules[m].funcs_found;
+            nmods++;
+        }
+        hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls; report in %s\\report.txt",
+               hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, o->outdir);
+    }
+    hs_session_close(&t->session);
+    return rc;
+}

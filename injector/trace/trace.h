@@ -1,0 +1,34 @@
+/*
+ * injector/trace/trace.h - what `run` and `attach` share: the session, the
+ * clock, Ctrl+C, and the end of a trace (collect into a profile, name it,
+ * write every output, check what was asked for).
+ */
+#ifndef HOOKSCOPE_TRACE_H
+#define HOOKSCOPE_TRACE_H
+
+#include <stdint.h>
+
+#include "commands/options.h"
+#include "profile/profile.h"
+#include "trace/session_host.h"
+
+typedef struct hs_trace {
+    hs_session_host session;
+    hs_profile *p;
+    double t_start;      /* when the target started (run) or was hooked (attach) */
+    double t0;           /* clock and tsc at begin, to measure the tsc rate */
+    uint64_t tsc0;
+} hs_trace;
+
+void hs_trace_begin(hs_trace *t, const hs_options *o);
+/* Ctrl+C presses since hs_trace_begin. */
+int hs_trace_interrupts(void);
+/* Right after hooking: if every -m module is loaded already, a function
+ * filter that matched nothing never will. Prints why and returns -1 then. */
+int hs_trace_check_filters(hs_trace *t, const hs_options *o);
+
+/* Collect, name and write the reports; check that every -m module was
+ * seen. Returns 0, or HS_EXIT_FAILED after printing why. */
+int hs_trace_finish(hs_trace *t, const hs_options *o);
+
+#endif

@@ -1,0 +1,352 @@
+/*
+ * tests/unit/test_profile.c - the profile, its loader and every writer,
+ * natively (no Wine).
+ *
+ * tests/unit/profiles/NAME/report.json are saved runs (two real ones, one
+ * made by hand to reach every corner: a crash, quotes and non-ASCII in
+ * names and arguments, 64-bit counts, every kind of caller and frame,
+ * two modules of the same name, gaps in module ids). Each is loaded and
+ * written by every writer; the output must equal NAME/<file> byte for
+ * byte (report.json: the input itself). After a deliberate change of a
+ * writer, regenerate with HS_REGEN_GOLDEN=1 and review the diff.
+ *
+ * Also: the JSON reader, the loader's errors, edge merging and order,
+ * location names, tick conversion, the stable sort, and a fuzz of the
+ * loader with a fixed seed.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/util.h"
+#include "output/writers.h"
+#include "profile/load.h"
+#include "profile/profile.h"
+#include "tap.h"
+
+#define PROFILES "tests/unit/profiles"
+
+static int regen;
+
+static char *read_text(const char *path, size_t *len)
+{
+    const char *why;
+    return (char *)hs_load_file(path, len, &why);
+}
+
+/* Write with w into a string. */
+static char *render(const hs_writer *w, const hs_profile *p, size_t *len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    int rc = w->write(p, f);
+    fclose(f);
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static void first_difference(const char *a, size_t alen, const char *b, size_t blen, char *out, size_t len)
+{
+    size_t i = 0, line = 1;
+    while (i < alen && i < blen && a[i] == b[i])
+        line += a[i++] == '\n';
+    size_t s = i;
+    while (s > 0 && a[s - 1] != '\n')
+        s--;
+    snprintf(out, len, "line %zu: got '%.80s' expected '%.80s'", line, i <= alen ? a + s : "",
+             i <= blen ? b + s : "");
+}
+
+static void check_profile_dir(const char *name)
+{
+    char path[512], tname[256];
+    snprintf(path, sizeof path, "%s/%s/report.json", PROFILES, name);
+    char err[512];
+    hs_profile *p = hs_profile_load(path, err, sizeof err);
+    snprintf(tname, sizeof tname, "load %s", name);
+    tap_check(p != NULL, tname, "%s", err);
+    if (!p)
+        return;
+    for (int i = 0; hs_writers[i]; i++) {
+        const hs_writer *w = hs_writers[i];
+        snprintf(tname, sizeof tname, "%s: %s", name, w->file);
+        bool wanted = !w->wanted || w->wanted(p);
+        snprintf(path, sizeof path, "%s/%s/%s", PROFILES, name, w->file);
+        size_t got_len = 0, want_len = 0;
+        char *got = wanted ? render(w, p, &got_len) : NULL;
+        if (regen && wanted && got && strcmp(w->format, "json") != 0) {
+            FILE *f = fopen(path, "wb");
+            fwrite(got, 1, got_len, f);
+            fclose(f);
+        }
+        char *want = read_text(path, &want_len);
+        if (!wanted) {
+            tap_check(want == NULL, tname, "written by an earlier version, not wanted now");
+        } else if (!got || !want) {
+            tap_fail(tname, "%s", !got ? "the writer failed" : "no expected file (HS_REGEN_GOLDEN=1)");
+        } else if (got_len != want_len || memcmp(got, want, got_len) != 0) {
+            char d[300];
+            first_difference(got, got_len, want, want_len, d, sizeof d);
+            tap_fail(tname, "differs at %s", d);
+        } else {
+            tap_ok(tname);
+        }
+        free(got);
+        free(want);
+    }
+    hs_profile_free(p);
+}
+
+static void test_saved_profiles(void)
+{
+    DIR *d = opendir(PROFILES);
+    if (!d) {
+        tap_fail("profiles", "no %s (run from the repository root)", PROFILES);
+        return;
+    }
+    char *names[64];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 64)
+        if (e->d_name[0] != '.')
+            names[n++] = hs_xstrdup(e->d_name);
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (strcmp(names[i], names[j]) > 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+    tap_check(n >= 3, "three saved profiles", "found %d", n);
+    for (int i = 0; i < n; i++) {
+        check_profile_dir(names[i]);
+        free(names[i]);
+    }
+}
+
+/* ---- the JSON reader -------------------------------------------------------- */
+
+static void test_json(void)
+{
+    char err[128];
+    const char *text = " {\"a\": [1, -2.5e3, true, false, null, \"x\\u00e9\\ud83d\\ude00\\n\\\"\"], "
+                       "\"big\": 18446744073709551615, \"o\": {}} ";
+    hs_json *j = hs_json_parse(text, strlen(text), err, sizeof err);
+    tap_check(j && j->type == HS_JOBJ && j->n == 3, "json: object", "%s", j ? "" : err);
+    if (j) {
+        const hs_json *a = hs_json_get(j, "a");
+        tap_check(a && a->n == 6 && hs_json_i64(&a->v[0], 0) == 1 && hs_json_num(&a->v[1], 0) == -2500.0 &&
+                      hs_json_bool(&a->v[2], false) && !hs_json_bool(&a->v[3], true) && a->v[4].type == HS_JNULL,
+                  "json: scalars", "wrong values");
+        tap_check(a && !strcmp(hs_json_str(&a->v[5], ""), "x\xc3\xa9\xf0\x9f\x98\x80\n\""), "json: escapes",
+                  "got '%s'", a ? hs_json_str(&a->v[5], "") : "");
+        tap_check(hs_json_u64(hs_json_get(j, "big"), 0) == UINT64_MAX, "json: 64-bit integers", "lost precision");
+        tap_check(hs_json_get(j, "missing") == NULL && hs_json_u64(NULL, 7) == 7, "json: missing keys", "?");
+    }
+    hs_json_free(j);
+
+    struct {
+        const char *text, *error;
+    } bad[] = {
+        { "", "line 1 column 1: unexpected end of the text" },
+        { "{\"a\" 1}", "line 1 column 6: expected ':'" },
+        { "[1,\n 2,\n x]", "line 3 column 2: bad number" },
+        { "\"abc", "line 1 column 5: unterminated string" },
+        { "[1] 2", "line 1 column 5: text after the JSON value" },
+        { "\"\\q\"", "line 1 column 4: bad escape in a string" },
+        { "[01]", "line 1 column 3: expected ',' or ']'" },
+        { "{\"a\":1,}", "line 1 column 8: expected a string key" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "json: error %zu", i);
+        hs_json *b = hs_json_parse(bad[i].text, strlen(bad[i].text), err, sizeof err);
+        tap_check(!b && !strcmp(err, bad[i].error), name, "got '%s', expected '%s'", b ? "(parsed)" : err,
+                  bad[i].error);
+        hs_json_free(b);
+    }
+    char deep[2000];
+    memset(deep, '[', sizeof deep);
+    j = hs_json_parse(deep, sizeof deep, err, sizeof err);
+    tap_check(!j && strstr(err, "nested too deep"), "json: nesting limit", "%s", j ? "parsed" : err);
+    hs_json_free(j);
+}
+
+/* ---- the loader's errors ------------------------------------------------------ */
+
+static void test_load_errors(void)
+{
+    char err[256];
+    struct {
+        const char *text, *error;
+    } cases[] = {
+        { "{\"version\": 1", "not valid JSON: line 1 column 14: expected ',' or '}'" },
+        { "{\"version\": 2, \"tool\": {\"name\": \"hookscope\"}}",
+          "not a hookscope report (no \"version\": 1 from tool \"hookscope\")" },
+        { "[]", "not a hookscope report (no \"version\": 1 from tool \"hookscope\")" },
+        { "{\"version\": 1, \"tool\": {\"name\": \"hookscope\"}}", "no \"target\" object" },
+        { "{\"version\": 1, \"tool\": {\"name\": \"hookscope\"}, \"target\": {}, "
+          "\"functions\": [{\"module\": \"nope.dll\", \"name\": \"f\"}]}",
+          "a function names a module that is not in the report" },
+        { "{\"version\": 1, \"tool\": {\"name\": \"hookscope\"}, \"target\": {}, "
+          "\"modules\": [{\"name\": \"a.exe\", \"path\": \"a.exe\", \"id\": 0}, {\"name\": \"b\", \"path\": \"b\", \"id\": 0}]}",
+          "two modules with the same id" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "load: error %zu", i);
+        hs_profile *p = hs_profile_from_json(cases[i].text, strlen(cases[i].text), err, sizeof err);
+        tap_check(!p && !strcmp(err, cases[i].error), name, "got '%s', expected '%s'", p ? "(loaded)" : err,
+                  cases[i].error);
+        hs_profile_free(p);
+    }
+    hs_profile *p = hs_profile_load("tests/unit/profiles/no-such/report.json", err, sizeof err);
+    tap_check(!p && !strncmp(err, "cannot read tests/unit/profiles/no-such/report.json: ", 53), "load: missing file",
+              "%s", err);
+}
+
+/* ---- the profile itself -------------------------------------------------------- */
+
+static void test_profile_basics(void)
+{
+    hs_profile *p = hs_profile_new();
+    uint32_t exe = hs_profile_add_module(p, "C:\\x\\app.exe", 0x140000000ull, 0x10000);
+    uint32_t dll = hs_profile_add_module(p, "C:\\x\\lib.dll", 0x180000000ull, 0x10000);
+    uint32_t f_main = hs_profile_add_func(p, exe, 0x1000, 0x100, "main");
+    uint32_t f_work = hs_profile_add_func(p, exe, 0x1100, 0x100, "work");
+    uint32_t f_lib = hs_profile_add_func(p, dll, 0x2000, 0x10, "lib_call");
+    hs_loc by_main = { (int32_t)f_main, -1, 0 }, by_lib = { (int32_t)f_lib, -1, 0 };
+    hs_loc in_dll = { -1, (int32_t)dll, 0x345 }, nowhere = { -1, -1, 0x7ff0 };
+    hs_profile_add_edge(p, by_main, f_work, 3, 0);
+    hs_profile_add_edge(p, by_lib, f_work, 5, 0);
+    hs_profile_add_edge(p, by_main, f_work, 4, 0);   /* same caller: merged */
+    hs_profile_add_edge(p, nowhere, f_work, 1, 0);
+    hs_profile_add_edge(p, in_dll, f_main, 2, 0);
+    hs_profile_merge_edges(p);
+    tap_check(p->nedges == 4, "edges merged", "%zu edges", p->nedges);
+    /* by callee (main before work), then caller module name ("" < app.exe < lib.dll) */
+    tap_check(p->edges[0].callee == f_main && p->edges[1].caller.func == -1 && p->edges[1].caller.module == -1 &&
+                  p->edges[2].caller.func == (int32_t)f_main && p->edges[2].calls == 7 &&
+                  p->edges[3].caller.func == (int32_t)f_lib,
+              "edges in report order", "wrong order");
+    char buf[128];
+    hs_loc at = { (int32_t)f_lib, -1, 0x1f };
+    tap_check(!strcmp(hs_loc_format(p, at, true, true, buf, sizeof buf), "lib.dll!lib_call+0x1f") &&
+                  !strcmp(hs_loc_format(p, at, false, false, buf, sizeof buf), "lib_call") &&
+                  !strcmp(hs_loc_format(p, in_dll, true, true, buf, sizeof buf), "lib.dll+0x345") &&
+                  !strcmp(hs_loc_format(p, nowhere, true, false, buf, sizeof buf), "0x7ff0"),
+              "location names", "got %s", buf);
+    p->tsc_hz = 3e9;
+    tap_check(hs_profile_ticks_ns(p, 3) == 1 && hs_profile_ticks_ns(p, 4) == 1 && hs_profile_ticks_ns(p, 5) == 2 &&
+                  hs_profile_ticks_ns(p, 3000000000ull) == 1000000000ull,
+              "ticks to ns, rounded", "wrong");
+    p->tsc_hz = 0;
+    tap_check(hs_profile_ticks_ns(p, 1000) == 0, "ticks to ns without a rate", "not 0");
+    tap_check(hs_profile_find_module(p, "LIB.DLL") == (int64_t)dll &&
+                  hs_profile_find_func(p, exe, "work", HS_RVA_NONE) == (int64_t)f_work &&
+                  hs_profile_find_func(p, exe, "work", 0x1000) == -1,
+              "find module and function", "wrong");
+    hs_profile_free(p);
+}
+
+typedef struct pair {
+    int key, seq;
+} pair;
+
+static int cmp_pair(const void *a, const void *b, void *ctx)
+{
+    int dir = *(int *)ctx;
+    const pair *x = a, *y = b;
+    return dir * (x->key - y->key);
+}
+
+static void test_sort(void)
+{
+    pair v[1000];
+    uint32_t s = 12345;
+    for (int i = 0; i < 1000; i++) {
+        s = s * 1103515245u + 12345u;
+        v[i].key = (int)(s >> 16) % 17;
+        v[i].seq = i;
+    }
+    int dir = 1;
+    hs_sort(v, 1000, sizeof *v, cmp_pair, &dir);
+    int ok = 1;
+    for (int i = 1; i < 1000; i++)
+        if (v[i - 1].key > v[i].key || (v[i - 1].key == v[i].key && v[i - 1].seq > v[i].seq))
+            ok = 0;
+    tap_check(ok, "stable sort with a context", "out of order");
+}
+
+/* ---- fuzz ---------------------------------------------------------------------- */
+
+static void test_fuzz_loader(void)
+{
+    size_t len = 0;
+    char *orig = read_text(PROFILES "/edgecases/report.json", &len);
+    if (!orig) {
+        tap_fail("fuzz loader", "no edgecases profile");
+        return;
+    }
+    char *buf = hs_xmalloc(len + 64);
+    uint32_t s = 20261123;
+    int loaded = 0, cases = 4000;
+    for (int c = 0; c < cases; c++) {
+        memcpy(buf, orig, len);
+        size_t n = len;
+        s = s * 1664525u + 1013904223u;
+        int kind = (int)(s >> 28) % 4;
+        s = s * 1664525u + 1013904223u;
+        size_t at = (size_t)(s >> 8) % len;
+        if (kind == 0) {
+            n = at;                                      /* truncated */
+        } else if (kind == 1) {
+            buf[at] ^= (char)(1u << ((s >> 4) & 7));      /* one bit flipped */
+        } else if (kind == 2) {
+            static const char junk[] = "{}[],:\"\\0-e9";
+            for (int k = 0; k < 4; k++) {                /* structure characters */
+                s = s * 1664525u + 1013904223u;
+                buf[(at + (size_t)k * 7) % len] = junk[(s >> 20) % (sizeof junk - 1)];
+            }
+        } else {
+            s = s * 1664525u + 1013904223u;               /* a digit changed */
+            for (size_t k = at; k < len; k++)
+                if (buf[k] >= '0' && buf[k] <= '9') {
+                    buf[k] = (char)('0' + (s >> 24) % 10);
+                    break;
+                }
+        }
+        char err[256];
+        hs_profile *p = hs_profile_from_json(buf, n, err, sizeof err);
+        if (!p)
+            continue;
+        loaded++;
+        for (int i = 0; hs_writers[i]; i++) {
+            size_t olen;
+            free(render(hs_writers[i], p, &olen));
+        }
+        hs_profile_free(p);
+    }
+    tap_check(loaded > 0 && loaded < cases, "fuzz: 4000 damaged reports loaded or refused, no crash",
+              "%d of %d loaded", loaded, cases);
+    free(buf);
+    free(orig);
+}
+
+int main(void)
+{
+    regen = getenv("HS_REGEN_GOLDEN") && !strcmp(getenv("HS_REGEN_GOLDEN"), "1");
+    test_json();
+    test_load_errors();
+    test_profile_basics();
+    test_sort();
+    test_saved_profiles();
+    test_fuzz_loader();
+    return tap_status();
+}
