@@ -29,10 +29,12 @@ HOOK_CORE := $(filter-out %_win.c,$(wildcard hook/*.c))
 HOOK_WIN  := $(wildcard hook/*_win.c)
 AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
-INJ_C     := $(wildcard injector/*.c injector/*/*.c)
+# *_win.c: Windows only; *_posix.c: their Linux counterparts, for native tests
+INJ_C     := $(filter-out %_posix.c,$(wildcard injector/*.c injector/*/*.c))
 # the injector's portable parts (profile, symbols, writers), also built
 # natively for their unit tests
-INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C))
+INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
+                $(wildcard injector/*/*_posix.c)
 SAMPLER_C := $(wildcard sampler/*.c)
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
@@ -91,6 +93,7 @@ unit: $(UNIT_BIN)
 
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk
+include tests/support/support.mk
 -include tests/fixtures.mk
 include examples/examples.mk
 include bench/bench.mk
