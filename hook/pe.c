@@ -303,6 +303,12 @@ static uint32_t section_end(const hs_pe *pe, uint32_t rva, uint32_t *start)
 
 int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
 {
+    return hs_pe_functions_ex(pe, NULL, 0, out, count);
+}
+
+int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, hs_pe_func **out,
+                       size_t *count)
+{
     func_vec fv = { 0 };
     *out = NULL;
     *count = 0;
@@ -357,6 +363,12 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
         }
     }
 
+    /* debug-information procedures */
+    for (size_t i = 0; i < nprocs; i++)
+        if (procs[i].size && hs_pe_is_exec(pe, procs[i].rva) &&
+            push_func(&fv, procs[i].rva, procs[i].size, 0, HS_SRC_DEBUG) < 0)
+            goto nomem;
+
     if (fv.n == 0) {
         free(fv.v);
         return 0;
@@ -368,11 +380,15 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
     for (size_t i = 0; i < fv.n; i++) {
         if (w > 0 && fv.v[w - 1].rva == fv.v[i].rva) {
             hs_pe_func *d = &fv.v[w - 1];
-            if (!(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT)) && (fv.v[i].src & (HS_SRC_PDATA | HS_SRC_FRAGMENT))) {
-                d->size = fv.v[i].size;
-                d->unwind_rva = fv.v[i].unwind_rva;
+            const hs_pe_func *x = &fv.v[i];
+            if (x->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT)) {
+                d->unwind_rva = x->unwind_rva;
+                if (!(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)))
+                    d->size = x->size;
             }
-            d->src |= fv.v[i].src;
+            if (x->src & HS_SRC_DEBUG)
+                d->size = x->size;   /* the procedure's own extent */
+            d->src |= x->src;
             /* a chained entry that is also exported or named is still a fragment */
             continue;
         }
@@ -386,7 +402,7 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
     uint32_t covered_end = 0;
     for (size_t i = 0; i < fv.n; i++) {
         hs_pe_func *f = &fv.v[i];
-        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT)) != 0;
+        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)) != 0;
         if (!has_extent && f->rva < covered_end)
             continue;
         if (!has_extent) {

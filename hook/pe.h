@@ -72,6 +72,7 @@ int hs_pe_is_exec(const hs_pe *pe, uint32_t rva);
 enum {
     HS_SRC_PDATA = 1, HS_SRC_EXPORT = 2, HS_SRC_SYMBOL = 4,
     HS_SRC_FRAGMENT = 8, /* chained .pdata entry: part of another function, never hooked */
+    HS_SRC_DEBUG = 16,   /* a procedure of the debug information (PDB): exact extent */
 };
 typedef struct hs_pe_func {
     uint32_t rva, size;
@@ -83,6 +84,16 @@ typedef struct hs_pe_func {
 /* Fills a malloc'd array (free with free()). Fragments are included with
  * HS_SRC_FRAGMENT so that callers can see what surrounds a function. */
 int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count);
+
+/* The same, with the procedures of the image's debug information (exact
+ * extents, leaf functions without .pdata included): a procedure's extent
+ * wins over .pdata's (which can cover data after the code, e.g. a jump
+ * table), and export or COFF entries inside it are dropped. */
+typedef struct hs_pe_extent {
+    uint32_t rva, size;
+} hs_pe_extent;
+int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, hs_pe_func **out,
+                       size_t *count);
 
 /* Symbols: exports and COFF symbols that name a location in the image. */
 enum { HS_SYM_EXPORT = 1, HS_SYM_FUNC = 2, HS_SYM_OTHER = 3 };

@@ -19,6 +19,7 @@
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
+    OPT_SYMBOLS, OPT_SRCLINE,
 };
 
 #define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
@@ -63,6 +64,14 @@ static const optdef options[] = {
       "return probes: inclusive and self time, min, max\n"
       "and a log2 histogram of durations per function,\n"
       "and the calls that ended by exception or longjmp" },
+    { OPT_SYMBOLS, L"--symbols", NULL, "PATH", 0, TRACE | HS_CMD_FUNCTIONS,
+      "where else to look for PDBs: folders, srv*DIR and\n"
+      "cache*DIR symbol stores, separated by ';' (after\n"
+      "the image's own path and folder; then\n"
+      "_NT_SYMBOL_PATH); never downloads" },
+    { OPT_SRCLINE, L"--srcline", NULL, NULL, 0, TRACE,
+      "add file:line (PDB or DWARF line tables) to each\n"
+      "function and stack frame in the reports" },
     { OPT_QUIET, L"--quiet", L"-q", NULL, 0, TRACE | HS_CMD_REPORT, "do not print the summary line" },
     { OPT_VERBOSE, L"--verbose", L"-v", NULL, 0, ALL, "say what hookscope is doing, with timestamps" },
     { OPT_MAX_FUNCTIONS, L"--max-functions", NULL, "N", 0, TRACE,
@@ -261,6 +270,13 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         if (val && parse_uint(val, 1, 256, &o->stacks) < 0)
             return usage_error("--stacks=DEPTH needs a depth from 1 to 256, not '%s'", hs_utf8(val));
         break;
+    case OPT_SYMBOLS:
+        if (!*val)
+            return usage_error("option '%s' needs a path", au);
+        free(o->symbols);
+        o->symbols = hs_utf8(val);
+        break;
+    case OPT_SRCLINE: o->srcline = 1; break;
     case OPT_NO_EDGES: o->edges = 0; break;
     case OPT_TIME: o->time = 1; break;
     case OPT_VERBOSE: hs_verbose = 1; break;
@@ -271,6 +287,14 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     }
     free(au);
     return -1;
+}
+
+hs_symconf hs_options_symconf(const hs_options *o)
+{
+    hs_symconf c = { o->symbols, getenv("_NT_SYMBOL_PATH") };
+    if (c.nt_symbol_path && !*c.nt_symbol_path)
+        c.nt_symbol_path = NULL;
+    return c;
 }
 
 int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)

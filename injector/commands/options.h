@@ -30,7 +30,14 @@ typedef struct hs_options {
     wchar_t **target_argv;      /* run: TARGET ARGS... */
     int target_argc;
     const wchar_t *file;        /* functions: FILE; report: DIR */
+    char *symbols;              /* --symbols PATH[;PATH...], UTF-8, or NULL */
+    int srcline;                /* --srcline: source lines of functions and frames */
 } hs_options;
+
+#include "symbols/modsyms.h"
+
+/* Where to look for PDBs: --symbols and _NT_SYMBOL_PATH. */
+hs_symconf hs_options_symconf(const hs_options *o);
 
 /* Parse argv. Returns -1 to go on with o->cmd, else the exit code (help or
  * version printed: 0; usage error printed: HS_EXIT_USAGE). */

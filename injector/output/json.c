@@ -179,6 +179,11 @@ static void write_functions(const hs_profile *p, FILE *out)
         }
         if (!f->in_plan)
             fprintf(out, ", \"traced\": false");
+        if (f->file) {
+            fprintf(out, ", \"file\": ");
+            hs_json_quote(out, f->file);
+            fprintf(out, ", \"line\": %u", f->line);
+        }
         samples_fields(out, f->cpu_self, f->cpu_total, f->wait_self, f->wait_total, true);
         fputc('}', out);
     }
@@ -215,6 +220,25 @@ static void write_edges(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
+/* --srcline: ', "frame_lines": ["file:line" or null, ...]' of a stack */
+static void frame_lines(FILE *out, const hs_prof_stack *st)
+{
+    if (!st->src)
+        return;
+    fprintf(out, ", \"frame_lines\": [");
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        fprintf(out, "%s", d ? ", " : "");
+        if (!st->src[d].file) {
+            fprintf(out, "null");
+            continue;
+        }
+        char buf[1200];
+        snprintf(buf, sizeof buf, "%s:%u", st->src[d].file, st->src[d].line);
+        hs_json_quote(out, buf);
+    }
+    fputc(']', out);
+}
+
 static void write_stacks(const hs_profile *p, FILE *out)
 {
     fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
@@ -234,7 +258,9 @@ static void write_stacks(const hs_profile *p, FILE *out)
             fprintf(out, "%s", d ? ", " : "");
             hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
         }
-        fprintf(out, "]}");
+        fputc(']', out);
+        frame_lines(out, st);
+        fputc('}', out);
     }
     fprintf(out, "]");
 }
@@ -255,7 +281,9 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
             fprintf(out, "%s", d ? ", " : "");
             hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
         }
-        fprintf(out, "]}");
+        fputc(']', out);
+        frame_lines(out, st);
+        fputc('}', out);
     }
     fprintf(out, "]");
 }
@@ -322,7 +350,7 @@ int hs_write_json(const hs_profile *p, FILE *out)
     } else {
         fprintf(out, "null");
     }
-    fprintf(out, ", \"time\": %s}", p->time_on ? "true" : "false");
+    fprintf(out, ", \"time\": %s%s}", p->time_on ? "true" : "false", p->srcline_on ? ", \"srcline\": true" : "");
     if (p->edges_on)
         write_edges(p, out);
     if (p->stack_depth)

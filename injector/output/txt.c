@@ -321,7 +321,10 @@ static void write_stacks(const hs_profile *p, FILE *out)
                 st->truncated ? "  (truncated)" : "");
         for (uint32_t d = 0; d < st->nframes; d++) {
             char buf[600];
-            fprintf(out, "              %s\n", hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+            fprintf(out, "              %s", hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+            if (st->src && st->src[d].file)
+                fprintf(out, "  (%s:%u)", st->src[d].file, st->src[d].line);
+            fputc('\n', out);
         }
     }
     free(idx);
@@ -375,7 +378,10 @@ int hs_write_txt(const hs_profile *p, FILE *out)
     fprintf(out, "\n%20s  %-40s %s\n", "calls", "function", "module");
     for (size_t k = 0; k < n; k++) {
         const hs_prof_func *f = &p->funcs[idx[k]];
-        fprintf(out, "%20llu  %-40s %s\n", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+        fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+        if (f->file)
+            fprintf(out, "  %s:%u", f->file, f->line);
+        fputc('\n', out);
     }
     size_t hooked = 0;
     for (size_t i = 0; i < p->nfuncs; i++)

@@ -158,6 +158,7 @@ static void load_run(loader *l, const hs_json *root)
     const hs_json *opt = hs_json_get(root, "options");
     p->edges_on = hs_json_bool(hs_json_get(opt, "edges"), false);
     p->time_on = hs_json_bool(hs_json_get(opt, "time"), false);
+    p->srcline_on = hs_json_bool(hs_json_get(opt, "srcline"), false);
     const hs_json *st = hs_json_get(opt, "stacks");
     p->stack_depth = (uint32_t)hs_json_u64(hs_json_get(st, "depth"), 0);
     p->stack_every = (uint32_t)hs_json_u64(hs_json_get(st, "every"), 1);
@@ -272,6 +273,11 @@ static void load_functions(loader *l, const hs_json *arr)
         f->patch = (uint8_t)(patch ? code_of(patch, HS_PATCH__COUNT, hs_patch_kind_name) : 0);
         const char *eo = hs_json_str(hs_json_get(o, "entry_only"), NULL);
         f->entry_only = (uint8_t)(eo ? code_of(eo, HS_WRAP__COUNT, hs_entry_only_name) : 0);
+        const char *file = hs_json_str(hs_json_get(o, "file"), NULL);
+        if (file) {
+            f->file = hs_profile_intern(p, file);
+            f->line = (uint32_t)hs_json_u64(hs_json_get(o, "line"), 0);
+        }
         const hs_json *t = hs_json_get(o, "time");
         f->wrapped = f->hooked && p->time_on && hs_json_is(t, HS_JOBJ);
         if (f->wrapped) {
@@ -373,6 +379,25 @@ static void load_edges(loader *l, const hs_json *arr)
     }
 }
 
+/* --srcline: a stack's "frame_lines" ("file:line" or null per frame) */
+static void load_frame_lines(loader *l, hs_prof_stack *st, const hs_json *o)
+{
+    const hs_json *fl = hs_json_get(o, "frame_lines");
+    if (!hs_json_is(fl, HS_JARR))
+        return;
+    st->src = hs_xcalloc(st->nframes ? st->nframes : 1, sizeof *st->src);
+    for (size_t k = 0; k < fl->n && k < st->nframes; k++) {
+        const char *text = hs_json_str(&fl->v[k], NULL);
+        const char *colon = text ? strrchr(text, ':') : NULL;
+        if (!colon)
+            continue;
+        char *file = hs_xstrndup(text, (size_t)(colon - text));
+        st->src[k].file = hs_profile_intern(l->p, file);
+        st->src[k].line = (uint32_t)strtoul(colon + 1, NULL, 10);
+        free(file);
+    }
+}
+
 static void load_sampling(loader *l, const hs_json *root)
 {
     hs_profile *p = l->p;
@@ -401,6 +426,7 @@ static void load_sampling(loader *l, const hs_json *root)
                 st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
                 for (size_t k = 0; k < frames->n; k++)
                     st->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+                load_frame_lines(l, st, o);
             }
         }
     }
@@ -433,6 +459,7 @@ static void load_stacks(loader *l, const hs_json *arr)
         s->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
         for (size_t k = 0; k < frames->n; k++)
             s->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+        load_frame_lines(l, s, o);
     }
 }
 

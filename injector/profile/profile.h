@@ -88,7 +88,15 @@ typedef struct hs_prof_func {
      * frame, total = it is on the stack (once per stack, however often
      * recursion puts it there) */
     uint64_t cpu_self, cpu_total, wait_self, wait_total;
+    const char *file;            /* --srcline: where it is declared (interned), or NULL */
+    uint32_t line;
 } hs_prof_func;
+
+/* A source position (--srcline): file (interned) and line; file NULL: unknown. */
+typedef struct hs_srcpos {
+    const char *file;
+    uint32_t line;
+} hs_srcpos;
 
 /* A place in code: a function and an offset from its start, or a module
  * and an offset from its base (no function known), or an address. */
@@ -124,6 +132,7 @@ typedef struct hs_prof_stack {
     uint64_t count;
     uint32_t nframes;
     hs_loc *frames;              /* resolved frames (hookscope's own omitted) */
+    hs_srcpos *src;              /* --srcline: the source position of each frame, or NULL */
     uint64_t *addrs;             /* collect: raw addresses (NULL once resolved) */
 } hs_prof_stack;
 
@@ -170,6 +179,7 @@ typedef struct hs_profile {
 
     /* options in effect */
     bool edges_on, time_on;
+    bool srcline_on;             /* source lines of functions and frames */
     uint32_t stack_depth;        /* 0: no entry stacks */
     uint32_t stack_every;
 
@@ -188,6 +198,9 @@ typedef struct hs_profile {
     hs_prof_sampling sampling;
     hs_prof_thread *threads_list; /* per thread, by tid */
     size_t nthreads_list;
+
+    char **strings;              /* interned strings (source file names) */
+    size_t nstrings;
 } hs_profile;
 
 hs_profile *hs_profile_new(void);
@@ -208,6 +221,9 @@ void hs_profile_warn(hs_profile *p, const char *fmt, ...) __attribute__((format(
 #endif
 
 hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid);   /* found or added */
+
+/* One copy of s for the whole profile (file names of source positions). */
+const char *hs_profile_intern(hs_profile *p, const char *s);
 
 /* Fill the functions' and modules' sample counts (cpu_self, cpu_total,
  * wait_self, wait_total) from the CPU and wait stacks. */

@@ -56,7 +56,8 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o)
     hs_profile *p = hs_profile_new();
     p->pid = t->p->pid;
     hs_collect(t->session.view, p);
-    hs_profile_resolve(p);
+    hs_symconf conf = hs_options_symconf(o);
+    hs_profile_resolve(p, &conf);
     int rc = hs_check_at_start(o, p, h->pattern_matched, h->filter_matched, (h->options & HS_OPT_ATTACH) != 0);
     hs_profile_free(p);
     return rc;
@@ -73,7 +74,9 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
         hs_profile_warn(p, "%s", t->session.hdr->error_text);
     hs_collect(t->session.view, p);
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
-    hs_profile_resolve(p);
+    hs_symconf conf = hs_options_symconf(o);
+    p->srcline_on = o->srcline != 0;
+    hs_profile_resolve(p, &conf);
     hs_profile_count_samples(p);
     hs_log("writing the reports");
     int rc = 0;
