@@ -30,7 +30,8 @@ HOOK_WIN  := $(wildcard hook/*_win.c)
 AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
 INJ_C     := $(wildcard injector/*.c)
-SAMPLER_C := $(wildcard sampler/*.c)
+ETL_C     := $(wildcard sampler/etl/*.c)
+SAMPLER_C := $(wildcard sampler/*.c) $(ETL_C)
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
@@ -75,14 +76,14 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-$(B)/native/unit/%: tests/unit/%.c $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
+$(B)/native/unit/%: tests/unit/%.c $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT) $(ETL_C))
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT)) -lcapstone
+	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT) $(ETL_C)) -lcapstone
 
 unit: $(UNIT_BIN)
 
 # the native objects are not intermediates to delete after linking
-.SECONDARY: $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT))
+.SECONDARY: $(call nat_obj,$(HOOK_CORE) $(UNIT_SUPPORT) $(ETL_C))
 
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk
