@@ -33,7 +33,10 @@ FIX_CMD    := $(FIX_DIR)/cmd/workload.bat
 FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
               $(FIX_DIR)/sqlite/workload.sql
 
-FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA)
+# real ETL traces (tests/fixtures/etl/README.md), extracted from their zips
+FIX_ETL    := $(FIX_DIR)/etl/ppt-win7-x64.etl $(FIX_DIR)/etl/perfview-win10-x86.etl
+
+FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA) $(FIX_ETL)
 
 .PHONY: fixtures fixtures-check fixtures-clean
 fixtures: $(FIXTURES)
@@ -65,6 +68,9 @@ $(FIX_DIR)/lua/%.lua: tests/fixtures/lua/%.lua
 $(FIX_DIR)/sqlite/%.sql: tests/fixtures/sqlite/%.sql
 	@mkdir -p $(@D)
 	cp $< $@
+
+$(FIX_DIR)/etl/%.etl: tests/fixtures/etl/%.etl.zip scripts/fixtures-etl.py
+	$(PYTHON) scripts/fixtures-etl.py $< $@
 
 fixtures-check: fixtures
 	scripts/fixtures-check.sh
