@@ -560,23 +560,29 @@ class Model:
                 self.log_user(w, [])
                 if not was and w["done"] and w["kern"]:
                     w["flags"] |= 4
+        by_tid = collections.defaultdict(list)
+        for th in self.threads:
+            by_tid[th["tid"]].append(th)
         for s in self.samples:
             if s["pid"] != NONE:
                 continue
-            for th in sorted(self.threads, key=lambda th: th["start"]):
-                if th["tid"] == s["tid"] and th["start"] <= s["ts"] <= th["end"]:
+            # the record that started last before the sample, if not ended by then
+            before = [th for th in by_tid.get(s["tid"], ()) if th["start"] <= s["ts"]]
+            if before:
+                th = max(reversed(before), key=lambda th: th["start"])
+                if s["ts"] <= th["end"]:
                     s["pid"] = th["pid"]
-                    break
 
     def index(self):
         """Per process (and for the kernel) images sorted by base; processes by pid."""
         self.by_pid = collections.defaultdict(list)
         self.kernel_images = []
         for i, m in enumerate(self.images):
-            (self.kernel_images if m["base"] >= self.kb else self.by_pid[m["pid"]]).append((m["base"], i))
+            if m["size"] <= 0xFFFFFFFF:          # larger is corrupt (SizeOfImage is 32-bit)
+                (self.kernel_images if m["base"] >= self.kb else self.by_pid[m["pid"]]).append((m["base"], i))
         for lst in list(self.by_pid.values()) + [self.kernel_images]:
             lst.sort()
-        self.max_size = max((m["size"] for m in self.images), default=0)
+        self.max_size = max((m["size"] for m in self.images if m["size"] <= 0xFFFFFFFF), default=0)
         self.procs_of = collections.defaultdict(list)
         for p in self.procs:
             self.procs_of[p["pid"]].append(p)

@@ -161,8 +161,9 @@ double hs_etl_seconds(const hs_etl_trace *t, uint64_t ts)
 
 /* ---- finishing ------------------------------------------------------------ */
 
-/* Samples whose thread was unknown when they came: a thread record (seen
- * later) of that tid that covers the sample's time gives the pid. */
+/* Samples whose thread was unknown when they came: the record of that tid
+ * (seen later) that started last before the sample gives the pid, if it
+ * had not ended by then. */
 static int resolve_pids(hs_etl_trace *t)
 {
     uint32_t unknown = 0;
@@ -179,19 +180,18 @@ static int resolve_pids(hs_etl_trace *t)
         if (s->pid != HS_ETL_NONE)
             continue;
         uint32_t lo = 0, hi = t->nthreads;
-        while (lo < hi) {                        /* first record of this tid */
+        while (lo < hi) {                        /* first record after (tid, ts) */
             uint32_t mid = lo + (hi - lo) / 2;
-            if (t->threads[ix[mid]].tid < s->tid)
+            const hs_etl_thread *th = &t->threads[ix[mid]];
+            if (th->tid < s->tid || (th->tid == s->tid && th->start <= s->ts))
                 lo = mid + 1;
             else
                 hi = mid;
         }
-        for (; lo < t->nthreads && t->threads[ix[lo]].tid == s->tid; lo++) {
-            const hs_etl_thread *th = &t->threads[ix[lo]];
-            if (th->start <= s->ts && s->ts <= th->end) {
+        if (lo > 0) {
+            const hs_etl_thread *th = &t->threads[ix[lo - 1]];
+            if (th->tid == s->tid && s->ts <= th->end)
                 s->pid = th->pid;
-                break;
-            }
         }
     }
     free(ix);
@@ -213,19 +213,29 @@ int hs_etl_model_finish(hs_etl_collector *c)
         t->samples[i].process = process_index(t, t->samples[i].pid, t->samples[i].ts);
     for (uint32_t i = 0; i < t->nthreads; i++)
         t->threads[i].process = process_index(t, t->threads[i].pid, t->threads[i].start);
-    uint32_t nk = 0;
+    /* an image over 4 GiB is corrupt (a PE's SizeOfImage is 32-bit): it
+     * stays in the model but out of the lookup tables, whose scans it
+     * would make long */
+    uint32_t nk = 0, nu = 0;
     for (uint32_t i = 0; i < t->nimages; i++) {
         hs_etl_image *m = &t->images[i];
         m->process = process_index(t, m->pid, m->load);
-        nk += (m->flags & HS_ETL_IMAGE_KERNEL) != 0;
+        if (m->size > 0xFFFFFFFFull)
+            continue;
+        if (m->flags & HS_ETL_IMAGE_KERNEL)
+            nk++;
+        else
+            nu++;
         if (m->size > pv->max_image_size)
             pv->max_image_size = m->size;
     }
-    pv->img_sorted = malloc((size_t)(t->nimages - nk ? t->nimages - nk : 1) * sizeof *pv->img_sorted);
+    pv->img_sorted = malloc((size_t)(nu ? nu : 1) * sizeof *pv->img_sorted);
     pv->kimg_sorted = malloc((size_t)(nk ? nk : 1) * sizeof *pv->kimg_sorted);
     if (!pv->img_sorted || !pv->kimg_sorted)
         goto oom;
     for (uint32_t i = 0; i < t->nimages; i++) {
+        if (t->images[i].size > 0xFFFFFFFFull)
+            continue;
         if (t->images[i].flags & HS_ETL_IMAGE_KERNEL)
             pv->kimg_sorted[pv->n_kimg_sorted++] = i;
         else
