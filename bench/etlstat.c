@@ -120,10 +120,10 @@ static int bench(const char *path, int rounds)
     }
     qsort(secs, (size_t)rounds, sizeof *secs, cmp_double);
     double med = secs[rounds / 2];
-    printf("file_mb %.1f\nrounds %d\nevents %llu\nsamples %llu\ndecode_s_min %.4f\ndecode_s_median %.4f\n"
+    printf("file_bytes %ld\nrounds %d\nevents %llu\nsamples %llu\ndecode_s_min %.4f\ndecode_s_median %.4f\n"
            "events_per_s %.0f\nmb_per_s %.1f\n",
-           size / 1048576.0, rounds, (unsigned long long)events, (unsigned long long)samples, secs[0], med,
-           events / med, size / 1048576.0 / med);
+           size, rounds, (unsigned long long)events, (unsigned long long)samples, secs[0], med, events / med,
+           size / 1e6 / med);
     free(secs);
     return 0;
 }
