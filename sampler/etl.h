@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define HS_ETL_NONE 0xFFFFFFFFu            /* no pid, tid or index */
 #define HS_ETL_NEVER UINT64_MAX            /* an end time that did not come */
@@ -198,6 +199,9 @@ typedef struct hs_etl_trace {
 int hs_etl_read_file(const char *path, hs_etl_trace *t, hs_etl_error *err);
 /* The same for a file's bytes in memory (they must stay valid during the call). */
 int hs_etl_read_mem(const void *data, size_t size, hs_etl_trace *t, hs_etl_error *err);
+/* The same for an open stream (e.g. from _wfopen for a path that is not
+ * ASCII on Windows); the caller closes it. */
+int hs_etl_read_fp(FILE *fp, hs_etl_trace *t, hs_etl_error *err);
 void hs_etl_trace_free(hs_etl_trace *t);
 
 /* The depth of a sample's stack, and its frame i (leaf first). */

@@ -281,6 +281,17 @@ int hs_etl_read_file(const char *path, hs_etl_trace *t, hs_etl_error *err)
     return rc;
 }
 
+int hs_etl_read_fp(FILE *fp, hs_etl_trace *t, hs_etl_error *err)
+{
+    hs_etl_file *f;
+    memset(t, 0, sizeof *t);
+    if (hs_etl_open_fp(&f, fp, err) < 0)
+        return -1;
+    int rc = read_all(f, t, err);
+    hs_etl_close(f);
+    return rc;
+}
+
 int hs_etl_read_mem(const void *data, size_t size, hs_etl_trace *t, hs_etl_error *err)
 {
     hs_etl_file *f;

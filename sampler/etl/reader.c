@@ -52,6 +52,7 @@ struct stream {
 struct hs_etl_file {
     const uint8_t *mem;             /* a file in memory, or NULL */
     FILE *fp;
+    int owns_fp;                    /* opened here: closed by hs_etl_close */
     uint64_t size;
     hs_etl_info info;
     hs_etl_event header_ev;         /* the logfile header event (points into hdrbuf) */
@@ -301,24 +302,18 @@ int hs_etl_open_mem(hs_etl_file **out, const void *data, size_t size, hs_etl_err
     return 0;
 }
 
-int hs_etl_open_file(hs_etl_file **out, const char *path, hs_etl_error *err)
+int hs_etl_open_fp(hs_etl_file **out, FILE *fp, hs_etl_error *err)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        hs_etl_fail(err, 0, 0, "cannot open %s", path);
-        return -1;
-    }
     hs_etl_file *f = calloc(1, sizeof *f);
     if (!f) {
-        fclose(fp);
         hs_etl_fail(err, 0, 0, "out of memory");
         return -1;
     }
     f->fp = fp;
     long long size;
     if (hs_fseek(fp, 0, SEEK_END) != 0 || (size = (long long)hs_ftell(fp)) < 0) {
-        hs_etl_fail(err, 0, 0, "cannot find the size of %s", path);
+        hs_etl_fail(err, 0, 0, "cannot find the size of the file (not a regular file?)");
         hs_etl_close(f);
         return -1;
     }
@@ -328,6 +323,22 @@ int hs_etl_open_file(hs_etl_file **out, const char *path, hs_etl_error *err)
         return -1;
     }
     *out = f;
+    return 0;
+}
+
+int hs_etl_open_file(hs_etl_file **out, const char *path, hs_etl_error *err)
+{
+    *out = NULL;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        hs_etl_fail(err, 0, 0, "cannot open %s", path);
+        return -1;
+    }
+    if (hs_etl_open_fp(out, fp, err) < 0) {
+        fclose(fp);
+        return -1;
+    }
+    (*out)->owns_fp = 1;
     return 0;
 }
 
@@ -510,7 +521,7 @@ void hs_etl_close(hs_etl_file *f)
 {
     if (!f)
         return;
-    if (f->fp)
+    if (f->fp && f->owns_fp)
         fclose(f->fp);
     for (uint32_t i = 0; i < f->nstreams; i++)
         free(f->streams[i].mem);

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../etl.h"
 #include "views.h"
@@ -114,6 +115,9 @@ typedef struct hs_etl_file hs_etl_file;
  * Return 0, or -1 with err filled. */
 int hs_etl_open_file(hs_etl_file **f, const char *path, hs_etl_error *err);
 int hs_etl_open_mem(hs_etl_file **f, const void *data, size_t size, hs_etl_error *err);
+/* An open stream (e.g. from _wfopen on Windows), read from its start; it
+ * stays open after hs_etl_close, for the caller to close. */
+int hs_etl_open_fp(hs_etl_file **f, FILE *fp, hs_etl_error *err);
 /* The logfile header's facts and what the index counted (the events count
  * and timestamps are filled by hs_etl_decode). */
 const hs_etl_info *hs_etl_file_info(const hs_etl_file *f);

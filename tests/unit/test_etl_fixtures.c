@@ -327,6 +327,14 @@ static void test_perfview(void)
     tap_check(same, "perfview/file-and-memory-agree", "rc %d (%s)", rc, err.msg);
     hs_etl_trace_free(&u);
     free(mem);
+    fp = fopen(PV, "rb");
+    rc = fp ? hs_etl_read_fp(fp, &u, &err) : -1;
+    same = rc == 0 && u.nsamples == t.nsamples && u.nframes == t.nframes &&
+           !memcmp(u.frames, t.frames, (size_t)t.nframes * sizeof *t.frames);
+    tap_check(same, "perfview/file-and-stream-agree", "rc %d (%s)", rc, err.msg);
+    if (fp)
+        fclose(fp);
+    hs_etl_trace_free(&u);
     hs_etl_trace_free(&t);
 
     if (count_events(PV) < 0) {
