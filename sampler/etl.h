@@ -154,7 +154,9 @@ enum {
 
 /* One CPU sample. Its stack is kern_depth frames at frames[kern_frames]
  * followed by user_depth frames at frames[user_frames], leaf first (frame
- * 0 is the sampled instruction); hs_etl_frame() reads it as one array. */
+ * 0 is the sampled instruction); hs_etl_frame() reads it as one array.
+ * Every sample is kept, the idle thread's too (tid 0, pid 0: PerfView's
+ * TraceLog drops those not flagged DPC or ISR). */
 typedef struct hs_etl_sample {
     uint64_t ts;                           /* event ticks */
     uint64_t ip;

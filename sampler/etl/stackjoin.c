@@ -131,15 +131,16 @@ static int log_kernel(hs_etl_collector *c, uint32_t i, uint32_t off, uint32_t n)
     return try_emit(c, i);
 }
 
-static void log_user(hs_etl_collector *c, uint32_t i, uint32_t off, uint32_t n)
+/* The user part of sample i is known. Returns whether it is complete. */
+static int log_user(hs_etl_collector *c, uint32_t i, uint32_t off, uint32_t n)
 {
     hs_etl_sample *s = &c->t->samples[i];
     if (c->pend[i].done)
-        return;
+        return 1;
     c->pend[i].user_known = 1;
     s->user_frames = off;
     s->user_depth = (uint16_t)(n > 0xFFFF ? 0xFFFF : n);
-    try_emit(c, i);
+    return try_emit(c, i);
 }
 
 /* Put sample i on the list of a key's waiters. */
@@ -349,9 +350,7 @@ int hs_etl_join_finish(hs_etl_collector *c)
             uint32_t next = p->next_wait;
             p->next_wait = HS_ETL_NONE;
             p->waiting = 0;
-            int was = p->done;
-            log_user(c, i, 0, 0);
-            if (!was && p->done && c->t->samples[i].kern_depth)
+            if (!p->done && log_user(c, i, 0, 0) && c->t->samples[i].kern_depth)
                 c->t->samples[i].flags |= HS_ETL_SAMPLE_USER_MISSING;
             i = next;
         }
