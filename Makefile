@@ -35,7 +35,8 @@ INJ_C     := $(filter-out %_posix.c,$(wildcard injector/*.c injector/*/*.c))
 # natively for their unit tests
 INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
                 $(wildcard injector/*/*_posix.c)
-SAMPLER_C := $(wildcard sampler/*.c)
+ETL_C     := $(wildcard sampler/etl/*.c)
+SAMPLER_C := $(wildcard sampler/*.c) $(ETL_C)
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
@@ -80,7 +81,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(UNIT_SUPPORT))
+NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(ETL_C) $(UNIT_SUPPORT))
 
 $(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB)
 	@mkdir -p $(dir $@)

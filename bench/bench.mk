@@ -46,3 +46,15 @@ bench-build: $(BENCH_DIR)/manyfuncs.exe
 
 # the lua workload (report time) is a test fixture: build it if missing
 bench-build: $(FIX_LUA) $(FIX_DIR)/lua/workload.lua
+
+# etlstat: what the ETL reader finds in a trace (samples per process and per
+# module), and its decode time (bench/run.py etl). Native, built with the unit
+# tests since tests/test_etl.py runs it.
+ETLSTAT := $(B)/native/etlstat
+
+$(ETLSTAT): bench/etlstat.c $(call nat_obj,$(ETL_C))
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) -o $@ $< $(call nat_obj,$(ETL_C))
+
+unit: $(ETLSTAT)
+bench-build: $(ETLSTAT) $(FIX_ETL)

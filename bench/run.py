@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run hookscope's benchmarks and print each against an unhooked run.
 
-  bench/run.py [calls] [overhead] [install] [report]     (default: all four)
+  bench/run.py [calls] [overhead] [install] [report] [etl]     (default: all five)
 
   calls    ns per call: untraced vs `hookscope run` (entry counting).
            Every number is the best of several rounds inside one process;
@@ -23,6 +23,11 @@
            against the untraced run time; split into what happens before
            the target runs (hookscope's start, launch, injection, install)
            and after it exits (collect, symbols, reports).
+  etl      decode time of hookscope's ETL reader (sampler/etl/, native):
+           build/native/etlstat --bench on the two recorded traces (33 MB
+           uncompressed, 4 MB XPRESS-compressed): whole read into the
+           model (buffers, merge, stacks joined), the median of ROUNDS
+           reads, events per second. Target: the 33 MB trace in <= 1 s.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -195,6 +200,35 @@ def report():
     print("exit to untraced).")
 
 
+ETLSTAT = "build/native/etlstat"
+ETL_TRACES = ("build/fixtures/etl/ppt-win7-x64.etl", "build/fixtures/etl/perfview-win10-x86.etl")
+ETL_TARGET_S = 1.0
+
+
+def etl():
+    print(f"== ETL reader: decode time of a whole trace into the model (median of {ROUNDS} reads)")
+    if not need(ETLSTAT, "make unit"):
+        return
+    print(f"{'trace':<26}{'MB':>7}{'events':>10}{'samples':>10}{'median s':>10}{'min s':>8}"
+          f"{'Mevents/s':>11}{'MB/s':>8}")
+    for path in ETL_TRACES:
+        if not need(path, "make fixtures"):
+            continue
+        p = subprocess.run([ETLSTAT, path, "--bench", str(ROUNDS)], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
+        if p.returncode != 0:
+            sys.exit(f"bench: etlstat {path} failed ({p.returncode}): {p.stderr.strip()}")
+        r = dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip())
+        print(f"{os.path.basename(path):<26}{r['file_bytes'] / 1e6:>7.1f}{r['events']:>10.0f}{r['samples']:>10.0f}"
+              f"{r['decode_s_median']:>10.3f}{r['decode_s_min']:>8.3f}{r['events_per_s'] / 1e6:>11.2f}"
+              f"{r['mb_per_s']:>8.0f}")
+        if "ppt" in path:
+            met = r["decode_s_median"] <= ETL_TARGET_S
+            print(f"{'':<26}target <= {ETL_TARGET_S:.0f} s for the 33 MB trace: {'met' if met else 'NOT met'}")
+    print("A read: the file streamed buffer by buffer (the second one XPRESS-decompressed), events merged")
+    print("across CPUs by timestamp, processes, threads, images and samples collected, stacks joined.")
+
+
 TIME_TARGET_NS = 25.0
 STACK_TARGET_NS = 1000.0
 
@@ -246,7 +280,7 @@ def overhead():
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["calls", "overhead", "install", "report"]
+    which = sys.argv[1:] or ["calls", "overhead", "install", "report", "etl"]
     server = WineServer()
     try:
         for i, w in enumerate(which):

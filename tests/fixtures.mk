@@ -35,8 +35,11 @@ FIX_PDBLUA := $(FIX_DIR)/pdblua/lua.exe $(FIX_DIR)/pdblua/lua-instr.exe
 FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
               $(FIX_DIR)/sqlite/workload.sql $(FIX_DIR)/pdblua/workload.lua
 
+# real ETL traces (tests/fixtures/etl/README.md), extracted from their zips
+FIX_ETL    := $(FIX_DIR)/etl/ppt-win7-x64.etl $(FIX_DIR)/etl/perfview-win10-x86.etl
+
 FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA) \
-            $(FIX_PDB) $(FIX_PDBLUA)
+            $(FIX_PDB) $(FIX_PDBLUA) $(FIX_ETL)
 
 .PHONY: fixtures fixtures-check fixtures-clean
 fixtures: $(FIXTURES)
@@ -82,6 +85,9 @@ $(FIX_DIR)/lua/%.lua: tests/fixtures/lua/%.lua
 $(FIX_DIR)/sqlite/%.sql: tests/fixtures/sqlite/%.sql
 	@mkdir -p $(@D)
 	cp $< $@
+
+$(FIX_DIR)/etl/%.etl: tests/fixtures/etl/%.etl.zip scripts/fixtures-etl.py
+	$(PYTHON) scripts/fixtures-etl.py $< $@
 
 fixtures-check: fixtures
 	scripts/fixtures-check.sh
