@@ -20,7 +20,7 @@ PYTHON       ?= python3
 VERSION      := 0.1.0
 
 WARN     := -Wall -Wextra
-COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -Iinjector -DHOOKSCOPE_VERSION=\"$(VERSION)\"
+COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -Iinjector -Isampler -DHOOKSCOPE_VERSION=\"$(VERSION)\"
 WCFLAGS  := $(COMMON) -I$(CAPSTONE_WIN)/include -D_WIN32_WINNT=0x0601 -DUNICODE -D_UNICODE -D__USE_MINGW_ANSI_STDIO=1 \
             -fno-strict-aliasing
 NCFLAGS  := $(COMMON) -fno-strict-aliasing

@@ -19,7 +19,7 @@
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
-    OPT_SYMBOLS, OPT_SRCLINE,
+    OPT_SYMBOLS, OPT_SRCLINE, OPT_ETL, OPT_PID, OPT_PROCESS,
 };
 
 #define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
@@ -64,12 +64,20 @@ static const optdef options[] = {
       "return probes: inclusive and self time, min, max\n"
       "and a log2 histogram of durations per function,\n"
       "and the calls that ended by exception or longjmp" },
-    { OPT_SYMBOLS, L"--symbols", NULL, "PATH", 0, TRACE | HS_CMD_FUNCTIONS,
+    { OPT_ETL, L"--etl", NULL, "FILE", 0, HS_CMD_REPORT,
+      "read a recorded ETW trace (.etl: xperf, WPR,\n"
+      "UIforETW, PerfView) instead of a run's directory" },
+    { OPT_PID, L"--pid", NULL, "N", 0, HS_CMD_REPORT,
+      "with --etl: the process to report (without\n"
+      "--pid or --process: a table of the processes)" },
+    { OPT_PROCESS, L"--process", NULL, "NAME", 0, HS_CMD_REPORT,
+      "with --etl: the process to report, by image name" },
+    { OPT_SYMBOLS, L"--symbols", NULL, "PATH", 0, TRACE | HS_CMD_FUNCTIONS | HS_CMD_REPORT,
       "where else to look for PDBs: folders, srv*DIR and\n"
       "cache*DIR symbol stores, separated by ';' (after\n"
       "the image's own path and folder; then\n"
       "_NT_SYMBOL_PATH); never downloads" },
-    { OPT_SRCLINE, L"--srcline", NULL, NULL, 0, TRACE,
+    { OPT_SRCLINE, L"--srcline", NULL, NULL, 0, TRACE | HS_CMD_REPORT,
       "add file:line (PDB or DWARF line tables) to each\n"
       "function and stack frame in the reports" },
     { OPT_QUIET, L"--quiet", L"-q", NULL, 0, TRACE | HS_CMD_REPORT, "do not print the summary line" },
@@ -277,6 +285,22 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         o->symbols = hs_utf8(val);
         break;
     case OPT_SRCLINE: o->srcline = 1; break;
+    case OPT_ETL:
+        if (!*val)
+            return usage_error("option '%s' needs a file", au);
+        free(o->etl);
+        o->etl = hs_utf8(val);
+        break;
+    case OPT_PID:
+        if (parse_uint(val, 1, UINT32_MAX, &o->etl_pid) < 0)
+            return usage_error("--pid needs a process id, not '%s'", hs_utf8(val));
+        break;
+    case OPT_PROCESS:
+        if (!*val)
+            return usage_error("option '%s' needs a process name", au);
+        free(o->etl_process);
+        o->etl_process = hs_utf8(val);
+        break;
     case OPT_NO_EDGES: o->edges = 0; break;
     case OPT_TIME: o->time = 1; break;
     case OPT_VERBOSE: hs_verbose = 1; break;
@@ -403,7 +427,13 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         return usage_error("%s", "attach needs a process id");
     if (o->cmd->bit == HS_CMD_FUNCTIONS && !o->file)
         return usage_error("%s", "functions needs a file");
-    if (o->cmd->bit == HS_CMD_REPORT && !o->file)
-        return usage_error("%s", "report needs the directory of a run (with its report.json)");
+    if ((o->etl_pid || o->etl_process) && !o->etl)
+        return usage_error("%s", "--pid and --process choose a process of an --etl trace");
+    if (o->cmd->bit == HS_CMD_REPORT && !o->file && !o->etl)
+        return usage_error("%s", "report needs the directory of a run (with its report.json), or --etl FILE");
+    if (o->cmd->bit == HS_CMD_REPORT && o->file && o->etl)
+        return usage_error("%s", "report reads a run's directory or an --etl file, not both");
+    if (o->etl_pid && o->etl_process)
+        return usage_error("%s", "give --pid or --process, not both");
     return -1;
 }

@@ -31,6 +31,9 @@ typedef struct hs_options {
     int target_argc;
     const wchar_t *file;        /* functions: FILE; report: DIR */
     char *symbols;              /* --symbols PATH[;PATH...], UTF-8, or NULL */
+    char *etl;                  /* report --etl FILE, UTF-8, or NULL */
+    uint32_t etl_pid;           /* report --pid N */
+    char *etl_process;          /* report --process NAME */
     int srcline;                /* --srcline: source lines of functions and frames */
 } hs_options;
 

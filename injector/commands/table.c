@@ -34,11 +34,15 @@ static const hs_command functions = {
 };
 
 static const hs_command report = {
-    "report", HS_CMD_REPORT, "report [OPTIONS] DIR", "DIR",
-    "write a saved run's reports again from its report.json",
+    "report", HS_CMD_REPORT, "report [OPTIONS] DIR | report --etl FILE [--pid N | --process NAME] [-o DIR]", "DIR",
+    "write a saved run's reports again, or the reports of an ETW trace",
     "Read DIR/report.json, written by an earlier run or attach, and write\n"
     "every report of that run again (into DIR, or the -o directory), exactly\n"
-    "as the run wrote them.",
+    "as the run wrote them. With --etl, read a trace recorded on Windows\n"
+    "(xperf, WPR, UIforETW, PerfView, hookscope's own ETW sampler) and write\n"
+    "the reports of one process's CPU samples (into -o, default\n"
+    "hookscope-out); without --pid or --process, list the trace's processes\n"
+    "by samples.",
     hs_cmd_report,
 };
 

@@ -239,9 +239,36 @@ static void frame_lines(FILE *out, const hs_prof_stack *st)
     fputc(']', out);
 }
 
+/* Two modules of one name (a WOW64 process's two ntdll.dll, a DLL loaded
+ * again elsewhere): frames named "module!..." are then ambiguous, and
+ * stacks say which module each frame is in ("frame_modules": ids). */
+static bool module_names_repeat(const hs_profile *p)
+{
+    for (size_t i = 0; i < p->nmodules; i++)
+        for (size_t k = i + 1; k < p->nmodules; k++)
+            if (!strcmp(p->modules[i].name, p->modules[k].name))
+                return true;
+    return false;
+}
+
+static void frame_modules(const hs_profile *p, FILE *out, const hs_prof_stack *st)
+{
+    fprintf(out, ", \"frame_modules\": [");
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        hs_loc l = st->frames[d];
+        int32_t m = l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
+        if (m >= 0)
+            fprintf(out, "%s%u", d ? ", " : "", p->modules[m].id);
+        else
+            fprintf(out, "%snull", d ? ", " : "");
+    }
+    fputc(']', out);
+}
+
 static void write_stacks(const hs_profile *p, FILE *out)
 {
     fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
+    bool repeat = module_names_repeat(p);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -260,6 +287,8 @@ static void write_stacks(const hs_profile *p, FILE *out)
         }
         fputc(']', out);
         frame_lines(out, st);
+        if (repeat)
+            frame_modules(p, out, st);
         fputc('}', out);
     }
     fprintf(out, "]");
@@ -269,6 +298,7 @@ static void write_stacks(const hs_profile *p, FILE *out)
 static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
     fprintf(out, ",\n \"%s\": [", kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
+    bool repeat = module_names_repeat(p);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -283,6 +313,8 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
         }
         fputc(']', out);
         frame_lines(out, st);
+        if (repeat)
+            frame_modules(p, out, st);
         fputc('}', out);
     }
     fprintf(out, "]");

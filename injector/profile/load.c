@@ -99,29 +99,34 @@ static int64_t module_named(loader *l, const char *name, const char *context)
     return m;
 }
 
+/* The module whose "id" is want. */
+static int64_t module_by_id(loader *l, uint64_t want, const char *context)
+{
+    size_t lo = 0, hi = l->p->nmodules;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->ids[mid] < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < l->p->nmodules && l->ids[lo] == want)
+        return (int64_t)lo;
+    failf(l, "%s names a module that is not in the report", context);
+    return -1;
+}
+
 /* The module of o's `id_key` when given (two modules can share a name),
  * else the one named by o's `name_key`. */
 static int64_t module_of(loader *l, const hs_json *o, const char *id_key, const char *name_key,
                          const char *context)
 {
     const hs_json *id = hs_json_get(o, id_key);
-    if (hs_json_is(id, HS_JNUM)) {
-        uint64_t want = hs_json_u64(id, UINT64_MAX);
-        size_t lo = 0, hi = l->p->nmodules;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (l->ids[mid] < want)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < l->p->nmodules && l->ids[lo] == want)
-            return (int64_t)lo;
-        failf(l, "%s names a module that is not in the report", context);
-        return -1;
-    }
+    if (hs_json_is(id, HS_JNUM))
+        return module_by_id(l, hs_json_u64(id, UINT64_MAX), context);
     return module_named(l, hs_json_str(hs_json_get(o, name_key), NULL), context);
 }
+
 
 static void load_run(loader *l, const hs_json *root)
 {
@@ -379,6 +384,34 @@ static void load_edges(loader *l, const hs_json *arr)
     }
 }
 
+/* A stack's frames, with "frame_modules" (ids) where module names repeat. */
+static void load_frames(loader *l, hs_prof_stack *st, const hs_json *o)
+{
+    const hs_json *frames = hs_json_get(o, "frames");
+    const hs_json *fm = hs_json_get(o, "frame_modules");
+    for (size_t k = 0; k < st->nframes; k++) {
+        const char *text = hs_json_str(&frames->v[k], "0x0");
+        const hs_json *id = hs_json_is(fm, HS_JARR) && k < fm->n ? &fm->v[k] : NULL;
+        if (hs_json_is(id, HS_JNUM)) {
+            /* the module by id, the rest of the text as usual */
+            int64_t m = module_by_id(l, hs_json_u64(id, UINT64_MAX), "a frame");
+            const char *bang = strchr(text, '!');
+            if (m >= 0 && bang) {
+                st->frames[k] = parse_loc(l, bang + 1, m, true);
+                continue;
+            }
+            if (m >= 0) {
+                const char *plus = strstr(text, "+0x");
+                st->frames[k].func = -1;
+                st->frames[k].module = (int32_t)m;
+                st->frames[k].off = plus ? hex(plus + 3) : 0;
+                continue;
+            }
+        }
+        st->frames[k] = parse_loc(l, text, -1, true);
+    }
+}
+
 /* --srcline: a stack's "frame_lines" ("file:line" or null per frame) */
 static void load_frame_lines(loader *l, hs_prof_stack *st, const hs_json *o)
 {
@@ -424,8 +457,7 @@ static void load_sampling(loader *l, const hs_json *root)
                 hs_prof_stack *st = hs_profile_add_stack(p, (uint8_t)kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
                                                          (uint32_t)frames->n);
                 st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
-                for (size_t k = 0; k < frames->n; k++)
-                    st->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+                load_frames(l, st, o);
                 load_frame_lines(l, st, o);
             }
         }
@@ -457,8 +489,7 @@ static void load_stacks(loader *l, const hs_json *arr)
         hs_prof_stack *s = hs_profile_add_stack(p, HS_STACK_ENTRY, f, hs_json_u64(hs_json_get(o, "count"), 0),
                                                 (uint32_t)frames->n);
         s->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
-        for (size_t k = 0; k < frames->n; k++)
-            s->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+        load_frames(l, s, o);
         load_frame_lines(l, s, o);
     }
 }

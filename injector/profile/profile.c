@@ -13,7 +13,7 @@
 #include "base/util.h"
 
 static const char *const stop_names[HS_STOP__COUNT] = {
-    "exit", "crash", "duration", "interrupt", "detach", "target-exited",
+    "exit", "crash", "duration", "interrupt", "detach", "target-exited", "recorded",
 };
 
 const char *hs_stop_name(int stop)
@@ -90,6 +90,7 @@ void hs_profile_free(hs_profile *p)
     for (size_t i = 0; i < p->nmodules; i++) {
         free(p->modules[i].name);
         free(p->modules[i].path);
+        free(p->modules[i].pdb_name);
     }
     free(p->modules);
     for (size_t i = 0; i < p->nfuncs; i++) {
@@ -101,6 +102,7 @@ void hs_profile_free(hs_profile *p)
     for (size_t i = 0; i < p->nstacks; i++) {
         free(p->stacks[i].frames);
         free(p->stacks[i].addrs);
+        free(p->stacks[i].addr_modules);
         free(p->stacks[i].src);
     }
     free(p->stacks);

@@ -34,6 +34,7 @@ typedef enum hs_stop {
     HS_STOP_INTERRUPT,     /* Ctrl+C */
     HS_STOP_DETACH,        /* attach: detached, target still running */
     HS_STOP_TARGET_GONE,   /* attach: the target exited */
+    HS_STOP_RECORDED,      /* read from a recorded trace (ETL) */
     HS_STOP__COUNT
 } hs_stop;
 
@@ -53,6 +54,12 @@ typedef struct hs_prof_module {
     bool traced;                 /* hooked or asked for (-m); else only loaded */
     bool main, late, unloaded, agent;
     bool kernel;                 /* kernel-mode image (ETW traces) */
+    /* the PDB it names, for an image whose file is not here (ETW traces:
+     * DbgID_RSDS); not saved */
+    bool pdb_known;
+    uint8_t pdb_guid[16];
+    uint32_t pdb_age;
+    char *pdb_name;
     uint32_t funcs_found, funcs_hooked;
     double install_s;
     uint32_t skip_counts[HS_SKIP__COUNT];      /* by hs_skip_reason */
@@ -129,6 +136,9 @@ typedef struct hs_prof_stack {
     bool truncated;              /* deeper than the capture depth */
     uint32_t func;               /* entry stacks: the hooked function; samples: unused */
     uint32_t tid;                /* samples: the thread; entry stacks: 0 (merged over threads) */
+    int32_t *addr_modules;       /* collect: the module of each raw address when the collector
+                                    knows it better than the address does (ETW: modules of
+                                    different times at one base), -1: look it up; or NULL */
     uint64_t count;
     uint32_t nframes;
     hs_loc *frames;              /* resolved frames (hookscope's own omitted) */

@@ -11,28 +11,34 @@
 #include "dwarf.h"
 #include "pdb.h"
 
+/* Read the PDB the search found (m->status HS_LOC_FOUND); frees f. 0 or -1. */
+static int read_found(hs_debuginfo *m, hs_pdb_found *f)
+{
+    char err[512];
+    m->message[0] = 0;
+    if (hs_pdb_read(&f->pdb, &m->syms, &m->lines, err, sizeof err)) {
+        snprintf(m->message, sizeof m->message, "%s: %s", f->path, err);
+        hs_pdb_found_free(f);
+        hs_symtab_free(&m->syms);
+        hs_linetab_free(&m->lines);
+        m->status = HS_LOC_BAD;
+        return -1;
+    }
+    m->source = HS_SYMSRC_PDB;
+    m->pdb_path = f->path;        /* kept; the rest is freed */
+    f->path = NULL;
+    hs_pdb_found_free(f);
+    return 0;
+}
+
 int hs_debuginfo_load(hs_debuginfo *m, const hs_pe *pe, const hs_pdb_search *s)
 {
     memset(m, 0, sizeof *m);
     hs_pdb_found found;
     char err[512];
     m->status = hs_pdb_locate(pe, s, &found, m->message, sizeof m->message);
-    if (m->status == HS_LOC_FOUND) {
-        m->message[0] = 0;
-        if (hs_pdb_read(&found.pdb, &m->syms, &m->lines, err, sizeof err)) {
-            snprintf(m->message, sizeof m->message, "%s: %s", found.path, err);
-            hs_pdb_found_free(&found);
-            hs_symtab_free(&m->syms);
-            hs_linetab_free(&m->lines);
-            m->status = HS_LOC_BAD;
-            return -1;
-        }
-        m->source = HS_SYMSRC_PDB;
-        m->pdb_path = found.path;        /* kept; the rest is freed */
-        found.path = NULL;
-        hs_pdb_found_free(&found);
-        return 0;
-    }
+    if (m->status == HS_LOC_FOUND)
+        return read_found(m, &found);
     if (m->status != HS_LOC_NO_RSDS) {
         hs_symtab_finish(&m->syms);
         hs_linetab_finish(&m->lines);
@@ -49,6 +55,18 @@ int hs_debuginfo_load(hs_debuginfo *m, const hs_pe *pe, const hs_pdb_search *s)
     }
     m->source = m->lines.count ? HS_SYMSRC_DWARF : 0;
     return 0;
+}
+
+int hs_debuginfo_load_rsds(hs_debuginfo *m, const hs_rsds *rsds, const hs_pdb_search *s)
+{
+    memset(m, 0, sizeof *m);
+    hs_pdb_found found;
+    m->status = hs_pdb_locate_rsds(rsds, s, &found, m->message, sizeof m->message);
+    if (m->status == HS_LOC_FOUND)
+        return read_found(m, &found);
+    hs_symtab_finish(&m->syms);
+    hs_linetab_finish(&m->lines);
+    return -1;
 }
 
 void hs_debuginfo_free(hs_debuginfo *m)

@@ -40,6 +40,9 @@ typedef struct hs_debuginfo {
 } hs_debuginfo;
 
 int hs_debuginfo_load(hs_debuginfo *m, const hs_pe *pe, const hs_pdb_search *s);
+/* The same for an image that is not here, known by its RSDS record (ETW's
+ * DbgID_RSDS): only its PDB can be read. */
+int hs_debuginfo_load_rsds(hs_debuginfo *m, const hs_rsds *rsds, const hs_pdb_search *s);
 void hs_debuginfo_free(hs_debuginfo *m);
 
 #endif

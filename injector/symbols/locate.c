@@ -234,8 +234,9 @@ static int try_search_path(search *s, const char *list, const char *via)
     return places;
 }
 
-int hs_pdb_locate(const hs_pe *pe, const hs_pdb_search *sp, hs_pdb_found *out, char *msg,
-                  size_t msglen)
+/* The search for the PDB named by pe's RSDS record, or (pe NULL) by rsds. */
+static int locate(const hs_pe *pe, const hs_rsds *rsds, const hs_pdb_search *sp, hs_pdb_found *out,
+                  char *msg, size_t msglen)
 {
     search s;
     memset(&s, 0, sizeof s);
@@ -247,15 +248,19 @@ int hs_pdb_locate(const hs_pe *pe, const hs_pdb_search *sp, hs_pdb_found *out, c
     s.msglen = msglen;
     s.out = out;
     s.status = HS_LOC_NOT_FOUND;
-    char err[256];
-    int r = hs_pe_rsds(pe, &out->rsds, err, sizeof err);
-    if (r < 0) {
-        snprintf(msg, msglen, "%s: %s", s.image, err);
-        return HS_LOC_BAD;
-    }
-    if (r == 0) {
-        snprintf(msg, msglen, "%s names no PDB (no CodeView record)", s.image);
-        return HS_LOC_NO_RSDS;
+    if (pe) {
+        char err[256];
+        int r = hs_pe_rsds(pe, &out->rsds, err, sizeof err);
+        if (r < 0) {
+            snprintf(msg, msglen, "%s: %s", s.image, err);
+            return HS_LOC_BAD;
+        }
+        if (r == 0) {
+            snprintf(msg, msglen, "%s names no PDB (no CodeView record)", s.image);
+            return HS_LOC_NO_RSDS;
+        }
+    } else {
+        out->rsds = *rsds;
     }
     s.rsds = &out->rsds;
     s.name = base_name(out->rsds.path);
@@ -313,6 +318,18 @@ int hs_pdb_locate(const hs_pe *pe, const hs_pdb_search *sp, hs_pdb_found *out, c
                  s.image, s.name, out->rsds.path[0] ? out->rsds.path : "no RSDS path",
                  nsym, nsym == 1 ? "" : "s", nnt, nnt == 1 ? "" : "s");
     return s.status;
+}
+
+int hs_pdb_locate(const hs_pe *pe, const hs_pdb_search *sp, hs_pdb_found *out, char *msg,
+                  size_t msglen)
+{
+    return locate(pe, NULL, sp, out, msg, msglen);
+}
+
+int hs_pdb_locate_rsds(const hs_rsds *rsds, const hs_pdb_search *sp, hs_pdb_found *out, char *msg,
+                       size_t msglen)
+{
+    return locate(NULL, rsds, sp, out, msg, msglen);
 }
 
 void hs_pdb_found_free(hs_pdb_found *f)

@@ -71,6 +71,11 @@ typedef struct hs_pdb_found {
  * hs_pdb_found_free); otherwise msg holds the one-line message. */
 int hs_pdb_locate(const hs_pe *pe, const hs_pdb_search *s, hs_pdb_found *out, char *msg,
                   size_t msglen);
+/* The same for an image known only by its RSDS record (a module of an
+ * ETW trace whose file is not here): the record's GUID, age and path;
+ * image_path in s names the image for messages and its folder. */
+int hs_pdb_locate_rsds(const hs_rsds *rsds, const hs_pdb_search *s, hs_pdb_found *out, char *msg,
+                       size_t msglen);
 void hs_pdb_found_free(hs_pdb_found *f);
 
 #endif

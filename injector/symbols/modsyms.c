@@ -119,6 +119,24 @@ hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint
     return t;
 }
 
+hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t guid[16], uint32_t age,
+                                const char *pdb_path, const hs_symconf *conf)
+{
+    hs_modsyms *t = hs_xcalloc(1, sizeof *t);
+    t->path = hs_xstrdup(name);
+    t->base = base;
+    t->undecorated = hs_xcalloc(1, sizeof *t->undecorated);
+    hs_rsds rsds;
+    memset(&rsds, 0, sizeof rsds);
+    memcpy(rsds.guid, guid, 16);
+    rsds.age = age;
+    snprintf(rsds.path, sizeof rsds.path, "%s", pdb_path ? pdb_path : "");
+    hs_pdb_search s = { name, conf ? conf->symbols : NULL, conf ? conf->nt_symbol_path : NULL, NULL };
+    hs_debuginfo_load_rsds(&t->di, &rsds, &s);
+    t->debug_source = t->di.source;
+    return t;
+}
+
 void hs_modsyms_close(hs_modsyms *t)
 {
     if (!t)

@@ -49,6 +49,12 @@ typedef enum hs_modsyms_status {
  * (static text) say what was found. */
 hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint32_t timestamp,
                             const hs_symconf *conf, hs_modsyms_status *status, const char **why);
+/* The symbols of an image whose file is not here, known by its PDB's
+ * identity (GUID, age, PDB path: an ETW trace's DbgID_RSDS record): its
+ * PDB, found by the same search, is all there is to read. name names the
+ * image in messages. Never NULL; hs_modsyms_message says what is missing. */
+hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t guid[16], uint32_t age,
+                                const char *pdb_path, const hs_symconf *conf);
 void hs_modsyms_close(hs_modsyms *t);
 
 /* The parsed image (for analysis of its code, e.g. by `functions`). */
