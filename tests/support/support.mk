@@ -49,3 +49,15 @@ $(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(DEBUGINFO_C) $(DEBUGINFO_N
 .PHONY: unit-asan
 unit-asan: $(ASAN_PDB)
 	$(ASAN_PDB)
+
+# build/tests/etwtest.exe: the live ETW layer against a fake of the system's
+# ETW functions (tests/test_etw.py)
+ETWTEST_WIN := $(B)/tests/etwtest.exe
+ETWTEST_OBJ := $(call win_obj,tests/support/etwtest.c tests/support/etw_fake.c tests/unit/etl_build.c \
+                 $(filter-out injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
+                 $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C))
+$(B)/win/tests/support/etwtest.o $(B)/win/tests/support/etw_fake.o: WCFLAGS += -Itests/support -Itests/unit
+$(ETWTEST_WIN): $(ETWTEST_OBJ) $(CAPSTONE_LIB)
+	@mkdir -p $(dir $@)
+	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lntdll
+test-targets: $(ETWTEST_WIN)
