@@ -13,8 +13,9 @@
 #include "profile/profile.h"
 
 typedef struct hs_writer {
-    const char *format;                      /* "txt", "json", "folded" */
-    const char *file;                        /* its file in the output directory */
+    const char *format;                      /* "txt", "json", "folded", "svg", ... */
+    const char *file;                        /* its file in the output directory; NULL:
+                                              * not written by a run, only on request */
     const char *what;                        /* one line, for help texts */
     bool (*wanted)(const hs_profile *p);     /* does p have anything for it? NULL: always */
     int (*write)(const hs_profile *p, FILE *out); /* 0, or -1 on an output error */
@@ -30,13 +31,29 @@ const hs_writer *hs_writer_find(const char *format);
  * 0, or -1 after printing an error. */
 int hs_write_file(const hs_writer *w, const hs_profile *p, const char *dir, const char *name);
 
-/* Write every wanted writer's file into dir (which exists). Returns 0, or
- * -1 after printing an error. */
+/* Write every wanted writer that has a file into dir (which exists).
+ * Returns 0, or -1 after printing an error. */
 int hs_write_all(const hs_profile *p, const char *dir);
 
 /* The writers' functions. */
 int hs_write_txt(const hs_profile *p, FILE *out);
 int hs_write_json(const hs_profile *p, FILE *out);
 int hs_write_folded(const hs_profile *p, FILE *out);
+int hs_write_flamegraph(const hs_profile *p, FILE *out);   /* output/flamegraph.c */
+int hs_write_speedscope(const hs_profile *p, FILE *out);   /* output/speedscope.c */
+int hs_write_callgrind(const hs_profile *p, FILE *out);    /* output/callgrind.c */
+int hs_write_dtrace(const hs_profile *p, FILE *out);       /* output/dtrace.c */
+bool hs_flamegraph_wanted(const hs_profile *p);
+bool hs_speedscope_wanted(const hs_profile *p);
+bool hs_callgrind_wanted(const hs_profile *p);
+
+/* flamegraph.svg draws at most this many boxes (frames narrower than a
+ * pixel are merged, and wider ones too if needed to stay below it). */
+#define HS_SVG_MAX_FRAMES 20000
+
+/* The differential flame graph of `hookscope diff`: b's stacks of `kind`,
+ * coloured by the change of each frame's share from a to b (red grew,
+ * blue shrank), frames matched by module and function name. */
+int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind, FILE *out);
 
 #endif
