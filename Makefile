@@ -29,7 +29,7 @@ HOOK_CORE := $(filter-out %_win.c,$(wildcard hook/*.c))
 HOOK_WIN  := $(wildcard hook/*_win.c)
 AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
-INJ_C     := $(wildcard injector/*.c injector/*/*.c)
+INJ_C     := $(filter-out injector/launcher/%,$(wildcard injector/*.c injector/*/*.c))
 # the injector's portable parts (profile, symbols, writers), also built
 # natively for their unit tests
 INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C))
@@ -40,9 +40,10 @@ nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
 
 HOOKSCOPE_EXE := $(B)/bin/hookscope.exe
 AGENT_DLL     := $(B)/bin/hookscope-agent.dll
+DTRACE_EXE    := $(B)/bin/hookscope-dtrace.exe
 
 .PHONY: all deps demo test test-build unit bench clean distclean
-all: $(HOOKSCOPE_EXE) $(AGENT_DLL)
+all: $(HOOKSCOPE_EXE) $(AGENT_DLL) $(DTRACE_EXE)
 
 deps:
 	./scripts/deps.sh
@@ -63,6 +64,11 @@ $(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C))
 	@mkdir -p $(dir $@)
 	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
 	    -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lshell32 -lntdll
+
+# hookscope-dtrace.exe: `hookscope dtrace` under a name of its own, for DTRACE=
+$(DTRACE_EXE): $(B)/win/injector/launcher/dtrace_main.o
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -s -o $@ $^ -static-libgcc
 
 $(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_CORE) $(HOOK_WIN)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
