@@ -408,8 +408,13 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
         fprintf(out, "(the tables show the first %u by %s)\n", v->top, hs_sort_key_name(v->sort));
     if (v->threads)
         hs_write_thread_table(p, out);
-    if (p->edges_on)
-        write_graph(p, out, idx, n);
+    if (p->edges_on) {
+        size_t ng = 0;   /* the call graph: the functions with calls */
+        for (size_t k = 0; k < n; k++)
+            if (p->funcs[idx[k]].calls)
+                idx[ng++] = idx[k];
+        write_graph(p, out, idx, ng);
+    }
     if (p->time_on)
         write_time(p, out);
     if (p->stack_depth)
