@@ -17,7 +17,9 @@
  * The run writes its reports into a temporary directory, which is read
  * back and removed. Exit status: 0 when the trace was made (whatever the
  * program's own exit code, as dtrace), 2 for a usage error, else the
- * run's failure.
+ * run's failure. Unless -q, a last line on stderr says what was counted
+ * ("hookscope dtrace: pid N: C calls counted, S CPU samples"), as dtrace
+ * says what its probes matched.
  */
 #include <fcntl.h>
 #include <io.h>
@@ -221,6 +223,14 @@ int hs_cmd_dtrace(const hs_options *o)
         } else {
             rc = 0;
         }
+    }
+    if (!rc && !c.quiet) {
+        uint64_t samples = 0;
+        for (size_t i = 0; i < p->nstacks; i++)
+            if (p->stacks[i].kind == HS_STACK_CPU)
+                samples += p->stacks[i].count;
+        fprintf(stderr, "hookscope dtrace: pid %u: %llu calls counted, %llu CPU samples\n", p->pid,
+                (unsigned long long)p->total_calls, (unsigned long long)samples);
     }
     hs_profile_free(p);
     remove_dir(dir);

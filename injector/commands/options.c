@@ -321,6 +321,7 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
     o->max_threads = 256;
     o->edges = 1;
     o->stack_every = 1;
+    o->sort = -1;
     if (argc < 2) {
         print_usage_lines(stderr);
         return HS_EXIT_USAGE;
@@ -433,7 +434,7 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         return usage_error("%s", "report needs the directory of a run (with its report.json)");
     if (o->cmd->bit == HS_CMD_DIFF && !o->file2)
         return usage_error("%s", "diff needs the directories of two runs (with their report.json)");
-    if (o->cmd->bit == HS_CMD_REPORT && (o->sort || o->top || o->threads)) {
+    if (o->cmd->bit == HS_CMD_REPORT && (o->sort >= 0 || o->top || o->threads)) {
         if (o->format && strcmp(o->format, "txt") != 0)
             return usage_error("--sort, --top and --threads shape report.txt; not with --format %s", o->format);
         if (!o->format)

@@ -31,14 +31,15 @@ static int write_one(const hs_options *o, const hs_profile *p, const char *out)
                                                  : "no CPU samples and no entry stacks: run with --stacks");
         return HS_EXIT_FAILED;
     }
-    if (o->sort) {
-        const char *why = hs_sort_unavailable(p, o->sort);
+    int sort = o->sort < 0 ? HS_SORT_CALLS : o->sort;
+    if (sort != HS_SORT_CALLS) {
+        const char *why = hs_sort_unavailable(p, sort);
         if (why) {
-            hs_err("--sort %s needs %s", hs_sort_key_name(o->sort), why);
+            hs_err("--sort %s needs %s", hs_sort_key_name(sort), why);
             return HS_EXIT_USAGE;
         }
     }
-    hs_txt_view view = { o->sort, o->top, o->threads != 0 };
+    hs_txt_view view = { sort, o->top, o->threads != 0 };
     bool shaped = !strcmp(w->format, "txt");
     if (!*out) {
         _setmode(_fileno(stdout), _O_BINARY);   /* the bytes as written, no CR added */

@@ -17,11 +17,19 @@ static bool active(const hs_profile *p, size_t i)
     return f->calls || f->cpu_total || (f->time && f->time->calls);
 }
 
+/* The module part of a function's key: the program's exe matches the
+ * other program's exe whatever their file names (two builds of one
+ * program), other modules by name. */
+static const char *module_key(const hs_profile *p, uint32_t m)
+{
+    return p->modules[m].main ? "" : p->modules[m].name;
+}
+
 static uint64_t key_hash(const hs_profile *p, size_t i)
 {
     const hs_prof_func *f = &p->funcs[i];
     uint64_t h = 1469598103934665603ull;
-    for (const unsigned char *c = (const unsigned char *)p->modules[f->module].name; *c; c++)
+    for (const unsigned char *c = (const unsigned char *)module_key(p, f->module); *c; c++)
         h = (h ^ (unsigned char)tolower(*c)) * 1099511628211ull;
     h = (h ^ '!') * 1099511628211ull;
     for (const unsigned char *c = (const unsigned char *)(f->name ? f->name : ""); *c; c++)
@@ -32,7 +40,7 @@ static uint64_t key_hash(const hs_profile *p, size_t i)
 static bool same_key(const hs_profile *a, size_t i, const hs_profile *b, size_t j)
 {
     const hs_prof_func *f = &a->funcs[i], *g = &b->funcs[j];
-    const char *x = a->modules[f->module].name, *y = b->modules[g->module].name;
+    const char *x = module_key(a, f->module), *y = module_key(b, g->module);
     for (; *x && *y; x++, y++)
         if (tolower((unsigned char)*x) != tolower((unsigned char)*y))
             return false;

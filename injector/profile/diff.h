@@ -1,7 +1,8 @@
 /*
  * injector/profile/diff.h - two profiles side by side, function by
  * function ("match, then link", as perf diff does): functions are matched
- * by module name (case-insensitive) and function name; each pair, or
+ * by module name (case-insensitive; the two programs' exes match each
+ * other whatever their names) and function name; each pair, or
  * function found in only one of them, is a row with its calls, self CPU
  * samples and self time in both. Rows are ordered by the largest change
  * of one measure, the best both profiles have: self CPU samples when both
