@@ -239,27 +239,55 @@ static void write_data(flame *f, FILE *out, const char *unit, const int64_t *bca
                  "\"diff\": %s, \"unit\": \"%s\",\n\"mods\": [",
             WIDTH, PAD, FRAME_H, (unsigned long long)t->total, (unsigned long long)t->base_total,
             f->base ? "true" : "false", unit);
-    for (size_t m = 0; m < p->nmodules; m++) {
-        char buf[NAME_MAX + 8];
-        fprintf(out, "%s", m ? ", " : "");
-        hs_js_string(out, hs_svg_clean(p->modules[m].name, buf, sizeof buf));
+    /* the modules of the frames drawn, by name, in the order first named;
+     * per frame name, the calls and CPU of every function of that name
+     * (two modules of one name, loaded twice, are one frame name) */
+    hs_strtab mods = { 0 };
+    uint64_t *calls = hs_xcalloc(t->names.n + 1, sizeof *calls), *cpu_total = hs_xcalloc(t->names.n + 1, sizeof *cpu_total);
+    uint8_t *hooked = hs_xcalloc(t->names.n + 1, 1);
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const hs_prof_func *pf = &p->funcs[i];
+        if (!pf->hooked && !pf->calls && !pf->cpu_total)
+            continue;
+        char key[600];
+        hs_loc l = { (int32_t)i, -1, 0 };
+        int64_t k = hs_strtab_find(&t->names, hs_loc_format(p, l, true, false, key, sizeof key));
+        if (k < 0)
+            continue;
+        calls[k] += pf->calls;
+        cpu_total[k] += pf->cpu_total;
+        hooked[k] |= pf->hooked || pf->calls;
+    }
+    for (size_t k = 0; k < f->nfns; k++) {
+        uint32_t name = f->fn_names[k];
+        int32_t m = name == HS_FNONE ? -1 : t->name_module[name];
+        if (m >= 0 && hs_strtab_find(&mods, p->modules[m].name) < 0) {
+            char buf[NAME_MAX + 8];
+            fprintf(out, "%s", mods.n ? ", " : "");
+            hs_js_string(out, hs_svg_clean(p->modules[m].name, buf, sizeof buf));
+            hs_strtab_add(&mods, p->modules[m].name);
+        }
     }
     fprintf(out, "],\n\"fns\": [");
     for (size_t k = 0; k < f->nfns; k++) {
         uint32_t name = f->fn_names[k];
         char buf[NAME_MAX + 8], cpu[32] = "";
-        int32_t fi = name == HS_FNONE ? -1 : t->name_func[name];
-        int32_t mod = name == HS_FNONE ? -1 : t->name_module[name];
-        long long calls = fi >= 0 && (p->funcs[fi].hooked || p->funcs[fi].calls) ? (long long)p->funcs[fi].calls : -1;
-        double per = fi >= 0 ? hs_cpu_per_call_ns(p, (uint32_t)fi) : -1;
-        if (per >= 0)
-            hs_fmt_duration(per, cpu, sizeof cpu);
+        int32_t m = name == HS_FNONE ? -1 : t->name_module[name];
+        int32_t mod = m < 0 ? -1 : (int32_t)hs_strtab_find(&mods, p->modules[m].name);
+        long long ncalls = name != HS_FNONE && hooked[name] ? (long long)calls[name] : -1;
+        double ns = name != HS_FNONE && calls[name] ? hs_samples_cpu_ns(p, cpu_total[name]) : -1;
+        if (ns >= 0 && cpu_total[name])
+            hs_fmt_duration(ns / (double)calls[name], cpu, sizeof cpu);
         fprintf(out, "%s\n[", k ? "," : "");
         hs_js_string(out, name == HS_FNONE ? "all" : display_name(f, name, buf, sizeof buf));
-        fprintf(out, ", %d, %lld, \"%s\", %lld]", mod, calls, cpu,
+        fprintf(out, ", %d, %lld, \"%s\", %lld]", mod, ncalls, cpu,
                 name != HS_FNONE && bcalls ? (long long)bcalls[name] : -1LL);
     }
     fprintf(out, "]};\n");
+    hs_strtab_free(&mods);
+    free(calls);
+    free(cpu_total);
+    free(hooked);
 }
 
 static int write_svg(flame *f, FILE *out, const char *title, const int64_t *bcalls)
@@ -413,7 +441,7 @@ int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind,
         hs_loc l = { (int32_t)i, -1, 0 };
         int64_t k = hs_strtab_find(&t.names, hs_loc_format(a, l, true, false, buf, sizeof buf));
         if (k >= 0)
-            bcalls[k] = (int64_t)fa->calls;
+            bcalls[k] = (bcalls[k] < 0 ? 0 : bcalls[k]) + (int64_t)fa->calls;
     }
     char ta[300], tb[300], title[700];
     hs_svg_clean(hs_basename(a->target_path ? a->target_path : "?"), ta, sizeof ta);
