@@ -51,7 +51,8 @@ static const optdef options[] = {
     { OPT_OUTPUT, L"--output", L"-o", "DIR", 0, TRACE | HS_CMD_REPORT | HS_CMD_DIFF,
       "write the reports into DIR (default: hookscope-out;\n"
       "report: the run's own directory, or stdout with\n"
-      "--format; diff: stdout only)" },
+      "--format; diff: stdout, and with -o also\n"
+      "diff.txt and diff-flamegraph.svg there)" },
     { OPT_DURATION, L"--duration", L"-d", "S", 0, TRACE,
       "stop after S seconds (run: the target is\n"
       "terminated; attach: detach)" },
@@ -173,8 +174,13 @@ static void print_options(FILE *out, unsigned cmds, int with_commands)
 static void print_command_help(FILE *out, const hs_command *c)
 {
     fprintf(out, "usage: hookscope %s\n\n%s\n", c->usage, c->description);
-    fprintf(out, "\nOptions:\n");
-    print_options(out, c->bit, 0);
+    int any = 0;   /* dtrace takes DTrace's options, none of the table's */
+    for (size_t i = 0; i < NOPTIONS; i++)
+        any |= (options[i].cmds & c->bit) != 0;
+    if (any) {
+        fprintf(out, "\nOptions:\n");
+        print_options(out, c->bit, 0);
+    }
 }
 
 static int usage_error(const char *fmt, const char *arg)

@@ -296,11 +296,59 @@ static void test_layout(void)
     hs_profile_free(p);
 }
 
+/* Damaged programs and command lines: each parses or is refused with one
+ * line, never a crash (fixed seed). */
+static void test_fuzz(void)
+{
+    const char *seeds[] = {
+        "profile-997 /pid == $target/ { @[ustack(100)] = count(); }",
+        "pid$target:demo.exe:parse_*:entry, fpid$target:b.dll::entry /pid == $target/ { @x[probefunc, ustack(4)] = count(); };",
+    };
+    uint32_t s = 20261123;
+    int parsed = 0, refused = 0, bad_errors = 0;
+    for (int c = 0; c < 20000; c++) {
+        const char *seed = seeds[c % 2];
+        char buf[256];
+        size_t n = strlen(seed);
+        memcpy(buf, seed, n + 1);
+        for (int k = 0; k < 3; k++) {
+            s = s * 1664525u + 1013904223u;
+            size_t at = (s >> 8) % n;
+            int what = (int)(s >> 28) % 3;
+            static const char junk[] = "{}[]()/@,:;$*?= \\0123456789abz\"-";
+            if (what == 0)
+                buf[at] = junk[(s >> 4) % (sizeof junk - 1)];
+            else if (what == 1)
+                buf[at] = 0;
+            else
+                memmove(buf + at, buf + at + 1, n - at);
+        }
+        hs_dprog p;
+        char err[1024];
+        if (hs_dprog_parse(buf, &p, err, sizeof err) == 0) {
+            parsed++;
+            hs_dprog_free(&p);
+        } else {
+            refused++;
+            if (strchr(err, '\n') || !strstr(err, "supported:"))
+                bad_errors++;
+        }
+        int nc;
+        char **v = hs_dsplit_command(buf, &nc);
+        for (int i = 0; i < nc; i++)
+            free(v[i]);
+        free(v);
+    }
+    tap_check(parsed > 0 && refused > 0 && bad_errors == 0, "fuzz: 20,000 damaged programs parsed or refused in one line",
+              "%d parsed, %d refused, %d bad messages", parsed, refused, bad_errors);
+}
+
 int main(void)
 {
     test_split();
     test_cargo_flamegraph();
     test_programs();
     test_layout();
+    test_fuzz();
     return tap_status();
 }
