@@ -562,3 +562,51 @@ def test_progress_line_on_a_terminal_only():
     p = hs.hookscope(["run", "-d", "1", "-o", hs.outdir("progress-pipe"), "--", loop], timeout=120)
     hs.check(b"samples" not in p.stderr and not re.search(rb"\r(?!\n)", p.stderr) and b"hooked in 1 module" in p.stderr,
              "no progress into a pipe: " + repr(p.stderr))
+
+
+def test_dtrace_several_pids():
+    """dtrace -p A -p B: both processes are attached at once, and the one
+    aggregation adds up their calls (each counted by its own attach)."""
+    import time
+    exe = hs.need(f"{T}/attachee.exe")
+    procs = []
+    try:
+        for _ in range(2):
+            p = hs.Process([exe])
+            procs.append(p)
+        pids = []
+        for p in procs:
+            m = re.fullmatch(r"pid (\d+) code-matches 1", p.readline(timeout=30))
+            hs.check(m, "attachee did not start")
+            pids.append(m.group(1))
+        out = os.path.join(hs.OUT, "dtrace-pids.out")
+        if os.path.exists(out):
+            os.remove(out)
+        cmd = [os.path.join(hs.ROOT, "hookscope"), "dtrace", "-n", "fpid$target:attachee::entry { @[probefunc] = count(); }",
+               "-o", os.path.relpath(out, hs.ROOT), "-p", pids[0], "-p", pids[1]]
+        d = subprocess.Popen(cmd, cwd=hs.ROOT, env=hs.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            # both attached: the agent is mapped in both processes
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not all(hs.agent_mappings(p.proc.pid) for p in procs):
+                time.sleep(0.2)
+            hs.check(all(hs.agent_mappings(p.proc.pid) for p in procs), "not attached to both within 60 s")
+            time.sleep(0.5)
+            for p in procs:
+                p.send(b"stop\n")
+                p.readline(timeout=30)
+            stdout, stderr = d.communicate(timeout=120)
+        finally:
+            if d.poll() is None:
+                os.killpg(d.pid, 9)
+                d.wait(timeout=30)
+        hs.eq(d.returncode, 0, "dtrace: " + stderr.decode(errors="replace"))
+        counted = re.findall(r"hookscope dtrace: pid (\d+): (\d+) calls counted", stderr.decode())
+        hs.eq(sorted(p for p, _ in counted), sorted(pids), "one line per process")
+        agg = dtrace_agg(read(out))
+        hs.check(agg.get("work", 0) > 0, f"work counted: {agg}")
+        hs.eq(sum(agg.values()), sum(int(c) for _, c in counted), "the aggregation adds up both processes' calls")
+    finally:
+        for p in procs:
+            p.close()

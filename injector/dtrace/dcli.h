@@ -11,7 +11,7 @@
  *   -o FILE            append the output to FILE (dtrace opens it "a")
  *   -c 'CMD ARGS'      run CMD: split at unescaped spaces, "\ " is a space
  *                      inside an argument (how cargo-flamegraph quotes)
- *   -p PID             attach to PID (repeatable)
+ *   -p PID             attach to PID (repeatable: all at once)
  *   -q                 quiet
  *
  * Programs (whitespace free; the predicate optional):

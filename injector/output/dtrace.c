@@ -108,9 +108,9 @@ static int cmp_count(const void *a, const void *b, void *ctx)
     return strcmp(x->key, y->key);
 }
 
-int hs_write_dtrace_agg(const hs_profile *p, const hs_dtrace_agg *a, FILE *out)
+/* The records of one profile. */
+static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
 {
-    recs r = { 0 };
     if (a->key == HS_DKEY_FUNC) {
         for (size_t i = 0; i < p->nfuncs; i++) {
             const hs_prof_func *f = &p->funcs[i];
@@ -118,20 +118,32 @@ int hs_write_dtrace_agg(const hs_profile *p, const hs_dtrace_agg *a, FILE *out)
                 continue;
             sbuf b = { 0 };
             func_key(f->name, &b);
-            add(&r, b.s, f->calls);
+            add(r, b.s, f->calls);
         }
-    } else {
-        for (size_t i = 0; i < p->nstacks; i++) {
-            const hs_prof_stack *st = &p->stacks[i];
-            if (st->kind != a->kind || !st->nframes || !st->count)
-                continue;
-            sbuf b = { 0 };
-            if (a->key == HS_DKEY_FUNC_STACK)
-                func_key(p->funcs[st->func].name, &b);
-            stack_text(p, st, a->frames, &b);
-            add(&r, b.s, st->count);
-        }
+        return;
     }
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != a->kind || !st->nframes || !st->count)
+            continue;
+        sbuf b = { 0 };
+        if (a->key == HS_DKEY_FUNC_STACK)
+            func_key(p->funcs[st->func].name, &b);
+        stack_text(p, st, a->frames, &b);
+        add(r, b.s, st->count);
+    }
+}
+
+int hs_write_dtrace_agg(const hs_profile *p, const hs_dtrace_agg *a, FILE *out)
+{
+    return hs_write_dtrace_aggs(&p, 1, a, out);
+}
+
+int hs_write_dtrace_aggs(const hs_profile *const *ps, size_t np, const hs_dtrace_agg *a, FILE *out)
+{
+    recs r = { 0 };
+    for (size_t i = 0; i < np; i++)
+        collect(ps[i], a, &r);
     /* the same key (stacks cut to the same frames, functions of the same
      * name): one record */
     hs_sort(r.v, r.n, sizeof *r.v, cmp_key, NULL);

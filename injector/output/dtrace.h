@@ -38,4 +38,8 @@ typedef struct hs_dtrace_agg {
  * entry stacks' captures. Returns 0, or -1 on an output error. */
 int hs_write_dtrace_agg(const hs_profile *p, const hs_dtrace_agg *a, FILE *out);
 
+/* The same over several profiles (dtrace -p A -p B): one aggregation, the
+ * records of equal keys added up. */
+int hs_write_dtrace_aggs(const hs_profile *const *ps, size_t n, const hs_dtrace_agg *a, FILE *out);
+
 #endif
