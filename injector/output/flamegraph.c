@@ -36,7 +36,7 @@
  * until at most that many remain. Names in the table are cut at
  * NAME_MAX bytes. So the file holds at most 20,000 boxes of < 250 bytes
  * each, a name table of at most 20,000 names of <= 300 bytes (most
- * share names), and the ~9 KB script: about 11 MB at the very worst,
+ * share names), and the ~7 KB script: about 11 MB at the very worst,
  * whatever the number of stacks.
  */
 #include <math.h>
