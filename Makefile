@@ -30,7 +30,7 @@ HOOK_WIN  := $(wildcard hook/*_win.c)
 AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
 # *_win.c: Windows only; *_posix.c: their Linux counterparts, for native tests
-INJ_C     := $(filter-out %_posix.c,$(wildcard injector/*.c injector/*/*.c))
+INJ_C     := $(filter-out %_posix.c injector/launcher/%,$(wildcard injector/*.c injector/*/*.c))
 # the injector's portable parts (profile, symbols, writers), also built
 # natively for their unit tests
 INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
@@ -43,9 +43,10 @@ nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
 
 HOOKSCOPE_EXE := $(B)/bin/hookscope.exe
 AGENT_DLL     := $(B)/bin/hookscope-agent.dll
+DTRACE_EXE    := $(B)/bin/hookscope-dtrace.exe
 
 .PHONY: all deps demo test test-build unit bench clean distclean
-all: $(HOOKSCOPE_EXE) $(AGENT_DLL)
+all: $(HOOKSCOPE_EXE) $(AGENT_DLL) $(DTRACE_EXE)
 
 deps:
 	./scripts/deps.sh
@@ -67,6 +68,11 @@ $(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C))
 	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
 	    -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lshell32 -lntdll
 
+# hookscope-dtrace.exe: `hookscope dtrace` under a name of its own, for DTRACE=
+$(DTRACE_EXE): $(B)/win/injector/launcher/dtrace_main.o
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -s -o $@ $^ -static-libgcc
+
 $(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_CORE) $(HOOK_WIN)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
@@ -85,7 +91,7 @@ NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(ETL_C) $(UNIT_SUPPOR
 
 $(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++
+	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
 
 unit: $(UNIT_BIN)
 

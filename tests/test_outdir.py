@@ -22,11 +22,12 @@ def test_rerun_leaves_only_its_own_files():
         f.write("mine\n")
     p = hs.hookscope(["run", "-q", "-o", out, "--time", "--stacks=4", "--", exe])
     hs.eq(p.returncode, 0, "first run")
-    hs.eq(listing(out), ["entry-stacks.folded", "entry-time.folded", "notes.txt", "report.json", "report.txt"],
+    hs.eq(listing(out), ["callgrind.out", "entry-stacks.folded", "entry-time.folded", "flamegraph.svg", "notes.txt",
+                         "profile.speedscope.json", "report.json", "report.txt"],
           "files of a run with --time --stacks")
-    p = hs.hookscope(["run", "-q", "-o", out, "--", exe])
+    p = hs.hookscope(["run", "-q", "-o", out, "--no-edges", "--", exe])
     hs.eq(p.returncode, 0, "second run")
-    hs.eq(listing(out), ["notes.txt", "report.json", "report.txt"], "files after a run without stacks")
+    hs.eq(listing(out), ["notes.txt", "report.json", "report.txt"], "files after a run without stacks or edges")
     t = hs.Trace(p, out)
     hs.eq(t.json["options"]["stacks"], None, "report.json is the second run's")
 

@@ -11,6 +11,7 @@
 
 #include "base/util.h"
 #include "commands/commands.h"
+#include "commands/progress.h"
 #include "output/outdir.h"
 #include "trace/inject.h"
 #include "trace/target.h"
@@ -81,17 +82,22 @@ int hs_cmd_attach(const hs_options *o)
 
     /* collect until --duration, Ctrl+C, or the process ends */
     int stop = HS_STOP_DETACH;
+    hs_progress pr;
+    hs_progress_start(&pr, o);
     for (;;) {
         if (WaitForSingleObject(process, 50) == WAIT_OBJECT_0) {
             stop = HS_STOP_TARGET_GONE;
             break;
         }
+        double now = hs_now();
+        hs_progress_update(&pr, now, now - t.t_start, hs_trace_live_calls(&t), 0);
         if (hs_trace_interrupts() > 0)
             break;
-        if (o->duration > 0 && hs_now() - t.t_start >= o->duration)
+        if (o->duration > 0 && now - t.t_start >= o->duration)
             break;
     }
 
+    hs_progress_end(&pr);
     int rc = 0;
     if (stop == HS_STOP_DETACH) {
         DWORD dcode = 0;

@@ -29,7 +29,14 @@ typedef struct hs_options {
     uint32_t pid;               /* attach */
     wchar_t **target_argv;      /* run: TARGET ARGS... */
     int target_argc;
-    const wchar_t *file;        /* functions: FILE; report: DIR */
+    const wchar_t *file;        /* functions: FILE; report: DIR; diff: the first run's DIR */
+    const wchar_t *file2;       /* diff: the second run's DIR */
+    char *format;               /* report --format NAME (a writer's format), NULL: every file */
+    int sort;                   /* report --sort: HS_SORT_* (output/writers.h), -1: not given */
+    uint32_t top;               /* report/diff --top N, 0: all */
+    int threads;                /* report --threads */
+    int sample;                 /* CPU sampling on (run, attach) */
+    uint32_t sample_rate_hz;    /* samples per second per thread, 0: the sampler's default */
     char *symbols;              /* --symbols PATH[;PATH...], UTF-8, or NULL */
     char *etl;                  /* report --etl FILE, UTF-8, or NULL */
     uint32_t etl_pid;           /* report --pid N */

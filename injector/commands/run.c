@@ -9,6 +9,7 @@
 
 #include "base/util.h"
 #include "commands/commands.h"
+#include "commands/progress.h"
 #include "output/outdir.h"
 #include "trace/inject.h"
 #include "trace/session_host.h"
@@ -71,10 +72,13 @@ int hs_cmd_run(const hs_options *o)
     /* wait for the end: exit, Ctrl+C, or --duration */
     int stop = HS_STOP_EXIT;
     double interrupted_at = 0;
+    hs_progress pr;
+    hs_progress_start(&pr, o);
     for (;;) {
         if (WaitForSingleObject(pi.hProcess, 50) == WAIT_OBJECT_0)
             break;
         double now = hs_now();
+        hs_progress_update(&pr, now, now - t.t_start, hs_trace_live_calls(&t), 0);
         int ints = hs_trace_interrupts();
         if (ints > 0 && interrupted_at == 0) {
             interrupted_at = now;
@@ -93,6 +97,7 @@ int hs_cmd_run(const hs_options *o)
             break;
         }
     }
+    hs_progress_end(&pr);
     if (stop == HS_STOP_EXIT && hs_trace_interrupts() > 0)
         stop = HS_STOP_INTERRUPT;   /* the target ended on the Ctrl+C it got too */
     DWORD code = 0;

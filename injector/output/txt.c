@@ -332,6 +332,12 @@ static void write_stacks(const hs_profile *p, FILE *out)
 
 int hs_write_txt(const hs_profile *p, FILE *out)
 {
+    hs_txt_view v = { HS_SORT_CALLS, 0, false };
+    return hs_write_txt_view(p, &v, out);
+}
+
+int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
+{
     char stop[160];
     hs_fmt_stop(p, stop, sizeof stop);
     fprintf(out, "hookscope %s report\n\n", HOOKSCOPE_VERSION);
@@ -373,12 +379,30 @@ int hs_write_txt(const hs_profile *p, FILE *out)
                       hs_entry_only_name);
     }
 
-    size_t n;
-    uint32_t *idx = hs_funcs_by_calls(p, &n);
-    fprintf(out, "\n%20s  %-40s %s\n", "calls", "function", "module");
+    size_t n, called = 0;
+    uint32_t *idx = hs_funcs_sorted(p, v->sort, &n);
+    if (v->sort == HS_SORT_CALLS) {
+        fprintf(out, "\n%20s  %-40s %s\n", "calls", "function", "module");
+    } else {
+        char head[32];
+        snprintf(head, sizeof head, "%s%s", hs_sort_key_name(v->sort),
+                 v->sort == HS_SORT_CPU ? " samples" : hs_sort_key_is_time(p, v->sort) ? "" : " samples");
+        fprintf(out, "\n%20s %14s  %-40s %s\n", "calls", head, "function", "module");
+    }
+    for (size_t k = 0; k < n; k++)
+        called += p->funcs[idx[k]].calls > 0;
+    if (v->top && n > v->top)
+        n = v->top;
     for (size_t k = 0; k < n; k++) {
         const hs_prof_func *f = &p->funcs[idx[k]];
-        fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+        if (v->sort == HS_SORT_CALLS) {
+            fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+        } else {
+            char val[32];
+            hs_fmt_sort_key(p, idx[k], v->sort, val, sizeof val);
+            fprintf(out, "%20llu %14s  %-40s %s", (unsigned long long)f->calls, val, f->name,
+                    p->modules[f->module].name);
+        }
         if (f->file)
             fprintf(out, "  %s:%u", f->file, f->line);
         fputc('\n', out);
@@ -386,9 +410,18 @@ int hs_write_txt(const hs_profile *p, FILE *out)
     size_t hooked = 0;
     for (size_t i = 0; i < p->nfuncs; i++)
         hooked += p->funcs[i].hooked;
-    fprintf(out, "\n%zu of %zu hooked functions were called.\n", n, hooked);
-    if (p->edges_on)
-        write_graph(p, out, idx, n);
+    fprintf(out, "\n%zu of %zu hooked functions were called.\n", called, hooked);
+    if (v->top && called > v->top)
+        fprintf(out, "(the tables show the first %u by %s)\n", v->top, hs_sort_key_name(v->sort));
+    if (v->threads)
+        hs_write_thread_table(p, out);
+    if (p->edges_on) {
+        size_t ng = 0;   /* the call graph: the functions with calls */
+        for (size_t k = 0; k < n; k++)
+            if (p->funcs[idx[k]].calls)
+                idx[ng++] = idx[k];
+        write_graph(p, out, idx, ng);
+    }
     if (p->time_on)
         write_time(p, out);
     if (p->stack_depth)

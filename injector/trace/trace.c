@@ -105,3 +105,39 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     hs_session_close(&t->session);
     return rc;
 }
+
+uint64_t hs_trace_live_calls(const hs_trace *t)
+{
+    const hs_session_header *h = t->session.hdr;
+    if (!h)
+        return 0;
+    void *view = t->session.view;
+    uint32_t nfuncs = h->n_functions < h->max_functions ? h->n_functions : h->max_functions;
+    int32_t used = h->threads_used;
+    uint32_t nregions = used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
+    uint64_t calls = 0;
+    /* every thread region, then the overflow region; only the counters the
+     * agent has committed (our view of the rest is not accessible) */
+    for (uint32_t k = 0; k <= nregions; k++) {
+        uint32_t region = k < nregions ? k : h->max_threads;
+        const hs_region_hdr *rh = (const hs_region_hdr *)hs_session_region(view, region);
+        MEMORY_BASIC_INFORMATION mi;
+        if (!VirtualQuery(rh, &mi, sizeof mi) || mi.State != MEM_COMMIT)
+            continue;
+        uint32_t n = rh->committed_funcs < nfuncs ? rh->committed_funcs : nfuncs;
+        uint64_t *c = hs_region_counters(view, region);
+        if (n && (!VirtualQuery(c, &mi, sizeof mi) || mi.State != MEM_COMMIT))
+            continue;
+        uintptr_t checked_to = 0;   /* the end of the committed range last queried */
+        for (uint32_t i = 0; i < n; i++) {
+            const uint64_t *cell = hs_fblock_at(h, c, i);
+            if ((uintptr_t)(cell + 1) > checked_to) {
+                if (!VirtualQuery(cell, &mi, sizeof mi) || mi.State != MEM_COMMIT)
+                    break;
+                checked_to = (uintptr_t)mi.BaseAddress + mi.RegionSize;
+            }
+            calls += *(const volatile uint64_t *)cell;
+        }
+    }
+    return calls;
+}

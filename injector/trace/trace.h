@@ -27,6 +27,11 @@ int hs_trace_interrupts(void);
  * filter that matched nothing never will. Prints why and returns -1 then. */
 int hs_trace_check_filters(hs_trace *t, const hs_options *o);
 
+/* The calls counted so far, read from the live session while the target
+ * runs (for the progress line); pages the agent has not committed yet
+ * are skipped, so this never faults. */
+uint64_t hs_trace_live_calls(const hs_trace *t);
+
 /* Collect, name and write the reports; check that every -m module was
  * seen. Returns 0, or HS_EXIT_FAILED after printing why. */
 int hs_trace_finish(hs_trace *t, const hs_options *o);

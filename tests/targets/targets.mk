@@ -52,3 +52,9 @@ $(TGT_DIR)/latedll.dll: tests/targets/latedll.c
 	@mkdir -p $(dir $@)
 	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
 test-targets: $(TGT_DIR)/latedll.dll
+
+# spin.exe built a second time with slow_part() doing 20 times the work
+$(TGT_DIR)/spin_slow.exe: tests/targets/spin.c
+	@mkdir -p $(dir $@)
+	$(WCC) $(TGT_CFLAGS) -DSLOW_SPINS=400000 -o $@ $<
+test-targets: $(TGT_DIR)/spin_slow.exe
