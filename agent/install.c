@@ -222,6 +222,8 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         flt.pattern[flt.n] = h->filters[i];
         flt.exclude[flt.n++] = (h->filter_exclude >> i) & 1;
     }
+    /* jump tables and the code around a function are read from the image */
+    hs_image_view view = { &pe, base };
     char modname[HS_PATH_LEN];
     if (!WideCharToMultiByte(CP_UTF8, 0, hs_file_name(path), -1, modname, sizeof modname, NULL, NULL))
         modname[0] = 0;
@@ -244,6 +246,8 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         in->gap_after = f->gap_after;
         in->image_lo = base;
         in->image_hi = base + image_size;
+        in->read = hs_image_read;
+        in->read_ctx = &view;
         hs_skip_reason r = HS_OK;
         if (is_self)
             r = HS_SKIP_AGENT;

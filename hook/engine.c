@@ -42,6 +42,11 @@ void hs_engine_free(hs_engine *e)
     free(e->sw);
     free(e->tgt);
     free(e->frame_scratch);
+    free(e->exits);
+    free(e->map);
+    free(e->work);
+    free(e->weak);
+    free(e->data);
     free(e);
 }
 

@@ -20,6 +20,7 @@
  * path to an instruction).
  */
 #include "engine_int.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,41 @@ static void step(const hs_engine *e, int k, fstate *st, facts *f)
     st->r[dr] = nv;
 }
 
+/* Does the jump at sweep index k leave the function? Records it in
+ * e->exits with the stack pointer the path reaches it with. */
+static void note_exit(hs_engine *e, const hs_func_input *fn, int k, const fstate *st)
+{
+    const hs_insn *in = &e->sw[k].i;
+    hs_exit x = { 0, 0, HS_EXIT_RSP_UNKNOWN, in->off };
+    switch (in->kind) {
+    case HS_I_JMP: case HS_I_JCC: case HS_I_JCXZ_LOOP:
+        if (in->target >= fn->addr && in->target < fn->addr + fn->size)
+            return;
+        x.target = in->target;
+        break;
+    case HS_I_JMP_IND:
+        /* a resolved jump table branches inside the function */
+        for (size_t t = 0; t < e->tgt_n; t++)
+            if (e->tgt[t].src == in->off && e->tgt[t].kind == HS_I_JMP_IND)
+                return;
+        if (in->riprel)
+            x.slot = in->target;
+        break;
+    default:
+        return;
+    }
+    if (st->r[HS_RSP].kind == V_STACK && st->r[HS_RSP].v >= INT32_MIN + 1 && st->r[HS_RSP].v <= INT32_MAX)
+        x.rsp = (int32_t)st->r[HS_RSP].v;
+    if (hs_grow(&e->exits, &e->exits_cap, e->exits_n, sizeof *e->exits) == 0)
+        e->exits[e->exits_n++] = x;
+}
+
+size_t hs_analyze_exits(const hs_engine *e, const hs_exit **out)
+{
+    *out = e->exits;
+    return e->exits_n;
+}
+
 static int ends_path(const hs_insn *in)
 {
     return in->kind == HS_I_JMP || in->kind == HS_I_JMP_IND || in->kind == HS_I_RET || in->kind == HS_I_TRAP;
@@ -247,11 +283,11 @@ static int rax_is_input(const hs_engine *e)
     return 0;
 }
 
-void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan)
+void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_plan *plan)
 {
     facts f = { 0, -1, 0, 0, 0, 0, 0 };
     size_t n = e->sw_n;
-    int complete = n > 0 && e->sw[n - 1].i.off + e->sw[n - 1].i.len >= fn->size;
+    e->exits_n = 0;
 
     /* scratch: visited flags + a worklist of (index, state) */
     size_t need = n + (e->tgt_n + 1) * sizeof(work);
@@ -284,6 +320,7 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan)
             visited[k] = 1;
             const hs_insn *in = &e->sw[k].i;
             step(e, k, &w.st, &f);
+            note_exit(e, fn, k, &w.st);
             /* branch targets inside the function get the state after the
              * branch (a relative branch does not change registers) */
             size_t lo = 0, hi = e->tgt_n;
@@ -307,7 +344,12 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan)
             }
             if (ends_path(in))
                 break;
-            k++;
+            /* the next instruction (data or an overlap may come between) */
+            uint32_t next = in->off + in->len;
+            if (k + 1 < (int)n && e->sw[k + 1].i.off == next)
+                k++;
+            else
+                k = find_index(e, next);
         }
     }
 

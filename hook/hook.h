@@ -103,6 +103,20 @@ enum {
     HS_ANALYZE_ALLOW_INT3 = 1u << 2, /* fall back to an int3 patch when nothing else fits */
 };
 
+/* A jump that leaves the function, found by HS_ANALYZE_FULL: a tail call
+ * (rsp back at its entry value, so the target gets the function's own
+ * return address and incoming stack), or a jump into other code with the
+ * frame still set up. */
+typedef struct hs_exit {
+    uint64_t target;           /* absolute target of a direct jmp/jcc; 0 when indirect */
+    uint64_t slot;             /* `jmp [rip+x]`: the address x of the pointer it jumps
+                                  through (an import, or a pointer in the image); else 0 */
+    int32_t rsp;               /* rsp at the jump relative to rsp at the entry: 0 for a
+                                  tail call; HS_EXIT_RSP_UNKNOWN if it could not be followed */
+    uint32_t off;              /* entry-relative offset of the jump */
+} hs_exit;
+#define HS_EXIT_RSP_UNKNOWN INT32_MIN
+
 /* Decide how to hook. Returns plan->reason.
  *
  * Without HS_ANALYZE_FULL only the window is decoded, unless a byte-level
@@ -116,6 +130,11 @@ enum {
  * boundary lies inside the patched bytes (a case label could be there).
  * Branches from other functions (e.g. gcc's .cold parts) are not seen. */
 hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, hs_plan *plan);
+
+/* The exits of the function of the last hs_analyze with HS_ANALYZE_FULL
+ * (none without it), valid until the next hs_analyze on this engine.
+ * Returns their number and sets *out. */
+size_t hs_analyze_exits(const hs_engine *e, const hs_exit **out);
 
 /* Emit the trampoline for `plan`, to run at `tramp_addr`: the window's
  * instructions relocated, then a jump back to addr + window_len (none when

@@ -181,6 +181,22 @@ int hs_pe_section_of(const hs_pe *pe, uint32_t rva)
     return -1;
 }
 
+int hs_image_read(void *ctx, uint64_t addr, void *out, size_t n)
+{
+    const hs_image_view *v = ctx;
+    if (addr < v->base || n == 0)
+        return -1;
+    uint64_t rva = addr - v->base;
+    int i = rva < UINT32_MAX ? hs_pe_section_of(v->pe, (uint32_t)rva) : -1;
+    if (i < 0)
+        return -1;
+    const hs_pe_section *s = &v->pe->sections[i];
+    if (rva + n > (uint64_t)s->rva + s->vsize || rva + n > v->pe->image_size)
+        return -1;
+    memcpy(out, v->pe->image + rva, n);
+    return 0;
+}
+
 int hs_pe_is_exec(const hs_pe *pe, uint32_t rva)
 {
     int i = hs_pe_section_of(pe, rva);

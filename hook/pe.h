@@ -67,6 +67,15 @@ const uint8_t *hs_pe_ptr(const hs_pe *pe, uint32_t rva, uint32_t len);
 int hs_pe_section_of(const hs_pe *pe, uint32_t rva);
 int hs_pe_is_exec(const hs_pe *pe, uint32_t rva);
 
+/* Reading a module's bytes by address, for hs_func_input.read (jump
+ * tables): `pe` laid out by RVA, running at `base`. Reads only inside one
+ * section. Returns 0, or -1 outside. */
+typedef struct hs_image_view {
+    const hs_pe *pe;
+    uint64_t base;
+} hs_image_view;
+int hs_image_read(void *ctx, uint64_t addr, void *out, size_t n);
+
 /* Functions, from .pdata (non-chained entries), exports into executable
  * sections and COFF function symbols; sorted by rva, unique. */
 enum {

@@ -51,6 +51,7 @@ int hs_cmd_functions(const hs_options *o)
     uint32_t skip_counts[HS_SKIP__COUNT] = { 0 };
     uint32_t kind_counts[HS_PATCH__COUNT] = { 0 };
     size_t total = 0, ok = 0;
+    hs_image_view view = { &pe, pe.image_base };   /* jump tables, as the agent reads them */
     printf("%-10s %8s  %-34s %s\n", "rva", "size", "hook", "name");
     for (size_t i = 0; i < n; i++) {
         const hs_pe_func *f = &funcs[i];
@@ -66,6 +67,8 @@ int hs_cmd_functions(const hs_options *o)
         in.gap_after = f->gap_after;
         in.image_lo = pe.image_base;
         in.image_hi = pe.image_base + pe.size_of_image;
+        in.read = hs_image_read;
+        in.read_ctx = &view;
         hs_plan plan;
         const char *nm = hs_pe_symtab_at(&syms, f->rva);
         char *name = nm ? hs_undecorate(nm) : NULL;

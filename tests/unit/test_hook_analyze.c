@@ -298,6 +298,61 @@ static void table_cases(void)
               "table/tail-call", "reason %s flags %#x", hs_skip_reason_name(p.reason), p.flags);
 }
 
+/* ---- data inside a function ------------------------------------------- */
+
+/* clang's shape: the jump table right after the function's code, inside its
+ * .pdata range, then bytes that are no code at all:
+ *   0 push rsi; push rdi; push rbx; cmp ecx,2; ja L; lea rdx,[rip+T];
+ *     movsxd rax,[rdx+rcx*4]; add rax,rdx; jmp rax
+ *   C0..C2: mov eax,N; jmp R   L: xor eax,eax   R: pop rbx; pop rdi; pop rsi; ret
+ *   0x34 T: .long C0-T, C1-T, C2-T; then eb bf (a jmp short to offset 1 if it
+ *   were code) and 06 06 06 (undecodable in 64-bit mode) */
+static const uint8_t tab_inside[] = {
+    0x56, 0x57, 0x53, 0x83, 0xf9, 0x02, 0x77, 0x25, 0x48, 0x8d, 0x15, 0x25, 0x00, 0x00, 0x00, 0x48,
+    0x63, 0x04, 0x8a, 0x48, 0x01, 0xd0, 0xff, 0xe0, 0xb8, 0x01, 0x00, 0x00, 0x00, 0xeb, 0x10, 0xb8,
+    0x02, 0x00, 0x00, 0x00, 0xeb, 0x09, 0xb8, 0x03, 0x00, 0x00, 0x00, 0xeb, 0x02, 0x31, 0xc0, 0x5b,
+    0x5f, 0x5e, 0xc3, 0x90, 0xe4, 0xff, 0xff, 0xff, 0xeb, 0xff, 0xff, 0xff, 0xf2, 0xff, 0xff, 0xff,
+    0xeb, 0xbf, 0x06, 0x06, 0x06,
+};
+
+/* hand-written code with its constants after it (libgcrypt's SHA-512):
+ *   push rbx; push rsi; sub rsp,0x20; movdqa xmm1,[rip+K]; movdqu xmm0,[rcx];
+ *   pshufb xmm0,xmm1; movdqu [rcx],xmm0; add rsp,0x20; pop rsi; pop rbx; ret;
+ *   padding; 0x30 K: 0f 85 cd ff ff ff (a jnz to offset 3 if it were code),
+ *   then bytes that do not decode */
+static const uint8_t const_inside[] = {
+    0x53, 0x56, 0x48, 0x83, 0xec, 0x20, 0x66, 0x0f, 0x6f, 0x0d, 0x22, 0x00, 0x00, 0x00, 0xf3, 0x0f,
+    0x6f, 0x01, 0x66, 0x0f, 0x38, 0x00, 0xc1, 0xf3, 0x0f, 0x7f, 0x01, 0x48, 0x83, 0xc4, 0x20, 0x5e,
+    0x5b, 0xc3, 0x66, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x1f, 0x00,
+    0x0f, 0x85, 0xcd, 0xff, 0xff, 0xff, 0x06, 0x07, 0x0e, 0x0f, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60,
+};
+
+static void data_cases(void)
+{
+    static const struct { const char *name; const uint8_t *code; uint32_t size; } fns[] = {
+        { "data/jump-table-inside", tab_inside, sizeof tab_inside },
+        { "data/constants-inside", const_inside, sizeof const_inside },
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        hs_func_input f = mk(fns[i].code, fns[i].size, 0, 0);
+        hs_plan p, q;
+        hs_analyze(eng, &f, 0, &p);
+        hs_analyze(eng, &f, HS_ANALYZE_FULL, &q);
+        /* the data is never taken for code: hooked with a 5-byte jump either
+         * way, and the full analysis follows the whole frame */
+        tap_check(p.reason == HS_OK && p.kind == HS_PATCH_JMP32 && q.reason == HS_OK &&
+                      q.kind == HS_PATCH_JMP32 && q.window_len == p.window_len &&
+                      !(q.flags & (HS_FN_NO_FRAME_INFO | HS_FN_UNRESOLVED_TABLE)) && q.stack_arg_slots == 4,
+                  fns[i].name, "plain %s, full %s (flags %#x, slots %d)", hs_skip_reason_name(p.reason),
+                  hs_skip_reason_name(q.reason), q.flags, q.stack_arg_slots);
+    }
+    /* the table inside is resolved: its three cases are branches */
+    hs_func_input f = mk(tab_inside, sizeof tab_inside, 0, 0);
+    hs_plan q;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &q);
+    tap_check((q.flags & HS_FN_JUMP_TABLE) != 0, "data/jump-table-inside-resolved", "flags %#x", q.flags);
+}
+
 static void prefilter_cases(void)
 {
     /* 5 nops, then jmp short to offset 2, call to 3, jmp short to 6 */
@@ -321,6 +376,7 @@ int main(void)
     patch_cases();
     analysis_cases();
     table_cases();
+    data_cases();
     prefilter_cases();
     hs_engine_free(eng);
     return tap_status();
