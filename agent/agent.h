@@ -134,6 +134,11 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
                        uint64_t base);
 void hs_unwind_unregister(hs_mod_state *m);
 
+/* tailenv.c: hs_tail_solve for the functions of the module at `base`,
+ * following their tail jumps into any loaded image (under install_lock).
+ * 0, or -1 without memory. */
+int hs_tail_solve_module(hs_tail *t, uint64_t base);
+
 /* stubs.c */
 size_t hs_stub_size_max(const hs_plan *plan);
 /* Emit the entry stub for function `fidx` followed by its trampoline, at

@@ -7,6 +7,7 @@
  *   sweep.c      linear decode of a function: branch targets, jump tables
  *   frame.c      HS_ANALYZE_FULL: stack tracking, argument slots, flags
  *   analyze.c    hs_analyze: choosing the window and the patch kind
+ *   tail.c       hs_tail: the slots a timed function's tail jumps need
  *   relocate.c   hs_emit_trampoline
  *   patch.c      hs_emit_patch and the offset maps
  */

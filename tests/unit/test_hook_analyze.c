@@ -353,6 +353,97 @@ static void data_cases(void)
     tap_check((q.flags & HS_FN_JUMP_TABLE) != 0, "data/jump-table-inside-resolved", "flags %#x", q.flags);
 }
 
+/* ---- jumps out of a function ---------------------------------------------- */
+
+/* f (0x19 bytes): push rbx; sub rsp,32; mov ebx,ecx; test ecx,ecx;
+ *   jne cold; add rsp,32; pop rbx; jmp A+0x8000 (a tail call)
+ * cold (at 0x100, a part of its own, entered with f's frame):
+ *   mov eax,[rsp+88] (f's sixth argument); add eax,ebx; add rsp,32;
+ *   pop rbx; jmp A+0x9000 (a tail call from the cold part) */
+static uint8_t split[0x110];
+static const uint8_t split_f[] = { 0x53, 0x48, 0x83, 0xec, 0x20, 0x89, 0xcb, 0x85, 0xc9, 0x0f, 0x85, 0xf1,
+                                   0x00, 0x00, 0x00, 0x48, 0x83, 0xc4, 0x20, 0x5b, 0xe9, 0xe7, 0x7f, 0x00, 0x00 };
+static const uint8_t split_cold[] = { 0x8b, 0x44, 0x24, 0x58, 0x01, 0xd8, 0x48, 0x83,
+                                      0xc4, 0x20, 0x5b, 0xe9, 0xf0, 0x8e, 0x00, 0x00 };
+
+static int split_read(void *ctx, uint64_t addr, void *out, size_t n)
+{
+    (void)ctx;
+    if (addr < A || addr + n > A + sizeof split)
+        return -1;
+    memcpy(out, split + (addr - A), n);
+    return 0;
+}
+
+static int split_part(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+    (void)ctx;
+    if (addr >= A + 0x100 && addr < A + 0x110) {
+        *lo = A + 0x100;
+        *hi = A + 0x110;
+        return 0;
+    }
+    return -1;
+}
+
+static void exit_cases(void)
+{
+    memset(split, 0xCC, sizeof split);
+    memcpy(split, split_f, sizeof split_f);
+    memcpy(split + 0x100, split_cold, sizeof split_cold);
+    hs_func_input f = mk(split, sizeof split_f, 0, 0);
+    f.read = split_read;
+    f.part_at = split_part;
+    hs_plan p;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &p);
+    const hs_exit *x;
+    size_t n = hs_analyze_exits(eng, &x);
+    int want = n == 2;
+    for (size_t i = 0; i < n; i++)
+        want &= x[i].rsp == 0 && x[i].slot == 0 &&
+                ((x[i].target == A + 0x8000 && x[i].off == 0x14) || (x[i].target == A + 0x9000 && x[i].off == 0x10B));
+    /* the cold part reads the sixth argument: six slots, and its tail call
+     * is one of the function's exits */
+    tap_check(p.reason == HS_OK && p.stack_arg_slots == 6 && !(p.flags & HS_FN_NO_FRAME_INFO) && want,
+              "exits/cold-part-followed", "slots %d flags %#x, %zu exits", p.stack_arg_slots, p.flags, n);
+    f.part_at = NULL;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &p);
+    tap_check(p.reason == HS_OK && p.stack_arg_slots == -1 && (p.flags & HS_FN_NO_FRAME_INFO),
+              "exits/cold-part-unknown", "without part_at: slots %d flags %#x", p.stack_arg_slots, p.flags);
+
+    /* the tail-jump rule: g = `jmp f`; f reads six slots through its cold
+     * part; h = `jmp [rip+slot]` through an import; k = `jmp rax` */
+    hs_tail *t = hs_tail_new();
+    static const hs_exit gx = { A, 0, 0, 0 }, hx = { 0, A + 0x50000, 0, 0 }, kx = { 0, 0, 0, 3 };
+    f.part_at = split_part;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &p);
+    n = hs_analyze_exits(eng, &x);
+    hs_tail_add(t, A, hs_tail_own(&p), x, n);
+    hs_tail_add(t, A + 0x8000, 4, NULL, 0);
+    hs_tail_add(t, A + 0x9000, 5, NULL, 0);
+    hs_tail_add(t, A - 0x100, 4, &gx, 1);
+    hs_tail_add(t, A - 0x200, 4, &hx, 1);
+    hs_tail_add(t, A - 0x300, 4, &kx, 1);
+    hs_tail_solve(t, eng, NULL, 0);
+    tap_check(hs_tail_need(t, A) == 6 && hs_tail_need(t, A - 0x100) == 6 && hs_tail_need(t, A - 0x200) == -1 &&
+                  hs_tail_need(t, A - 0x300) == -1 && hs_tail_need(t, A + 0x1234) == -2,
+              "exits/tail-need", "need f %d, g %d, h %d, k %d", hs_tail_need(t, A), hs_tail_need(t, A - 0x100),
+              hs_tail_need(t, A - 0x200), hs_tail_need(t, A - 0x300));
+    hs_tail_free(t);
+
+    /* a cycle of tail calls: a -> b -> c -> a; c reads 9 slots */
+    t = hs_tail_new();
+    static const hs_exit ab = { A + 0x10, 0, 0, 0 }, bc = { A + 0x20, 0, 0, 0 }, ca = { A, 0, 0, 0 };
+    hs_tail_add(t, A, 4, &ab, 1);
+    hs_tail_add(t, A + 0x10, 5, &bc, 1);
+    hs_tail_add(t, A + 0x20, 9, &ca, 1);
+    hs_tail_solve(t, eng, NULL, 0);
+    tap_check(hs_tail_need(t, A) == 9 && hs_tail_need(t, A + 0x10) == 9 && hs_tail_need(t, A + 0x20) == 9,
+              "exits/tail-cycle", "need %d %d %d", hs_tail_need(t, A), hs_tail_need(t, A + 0x10),
+              hs_tail_need(t, A + 0x20));
+    hs_tail_free(t);
+}
+
 static void prefilter_cases(void)
 {
     /* 5 nops, then jmp short to offset 2, call to 3, jmp short to 6 */
@@ -377,6 +468,7 @@ int main(void)
     analysis_cases();
     table_cases();
     data_cases();
+    exit_cases();
     prefilter_cases();
     hs_engine_free(eng);
     return tap_status();
