@@ -157,6 +157,7 @@ extern void hs_wrapper_ret(void);   /* the wrapper's return address for timed ca
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;
+extern uint8_t hs_time_on;         /* read by thunks.S */
 extern volatile int64_t hs_untimed_frames;
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);

@@ -17,6 +17,7 @@
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
+uint8_t hs_time_on;           /* --time: the thunks count their ticks as excluded */
 volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
 /* wrapper.S and the stubs hard-code these layouts */
@@ -24,10 +25,14 @@ _Static_assert(offsetof(hs_region_hdr, shadow_base) == 40, "shadow_base");
 _Static_assert(offsetof(hs_region_hdr, shadow_top) == 48, "shadow_top");
 _Static_assert(offsetof(hs_region_hdr, shadow_limit) == 56, "shadow_limit");
 _Static_assert(offsetof(hs_region_hdr, time_dropped) == 64, "time_dropped");
+_Static_assert(offsetof(hs_region_hdr, excluded) == 72, "excluded");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
 _Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
+_Static_assert(offsetof(hs_shadow_rec, excluded) == 56, "shadow excluded");
 _Static_assert(offsetof(hs_time_rec, pending) == 48, "time pending");
-_Static_assert(offsetof(hs_time_rec, hist) == 56, "time hist");
+_Static_assert(offsetof(hs_time_rec, active) == 56, "time active");
+_Static_assert(offsetof(hs_time_rec, sum) == 64, "time sum");
+_Static_assert(offsetof(hs_time_rec, hist) == 72, "time hist");
 _Static_assert(offsetof(hs_wrap_desc, nslots) == 20, "desc");
 _Static_assert(sizeof(hs_edge_rec) == 32, "edge rec");
 
@@ -104,12 +109,19 @@ static int injector_thread(void)
 
 /* The caller's return address for an edge: a function tail-called by a
  * timed one sees the wrapper's return address; its real caller is the
- * wrapped function's, in the wrapper's frame (rbp is still the wrapper's). */
+ * wrapped function's, in the wrapper's frame (rbp is still the wrapper's),
+ * or, when that function was itself tail-called by a timed one, further
+ * out (as the stubs do). 0 when the frames leave the thread's stack. */
 static uint64_t call_site(uint64_t entry_rsp, const hs_saved_regs *regs)
 {
-    uint64_t site = *(uint64_t *)entry_rsp;
-    if (site == (uint64_t)(uintptr_t)hs_wrapper_ret)
-        site = *(uint64_t *)(regs->rbp + 40);
+    uint64_t site = *(uint64_t *)entry_rsp, frame = regs->rbp;
+    const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
+    while (site == (uint64_t)(uintptr_t)hs_wrapper_ret) {
+        if (frame < lo || frame + 48 > hi)
+            return 0;
+        site = *(uint64_t *)(frame + 40);
+        frame = *(uint64_t *)(frame + 32);
+    }
     return site;
 }
 
@@ -317,12 +329,17 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
         hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
         for (hs_shadow_rec *s = top - 1; s >= base; s--) {
             if (s->frame == fr) {
-                uint64_t dt = hs_rdtsc() - s->t0;
+                uint64_t dt = hs_rdtsc() - s->t0 - (r->excluded - s->excluded);
+                /* records above were left by a longjmp that did not unwind */
+                for (hs_shadow_rec *a = s + 1; a < top; a++)
+                    ((hs_time_rec *)((char *)c + ((const hs_wrap_desc *)(uintptr_t)a->desc)->time_rel))->active--;
                 const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
                 hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
                 t->exits++;
                 t->unwinds++;
-                t->total += dt;
+                t->sum += dt;
+                if (--t->active == 0)
+                    t->total += dt;
                 t->self += dt - s->child;
                 if (dt > t->max)
                     t->max = dt;
@@ -405,6 +422,7 @@ void hs_region_fold(uint32_t k)
                 dt[i].max = st[i].max;
             dt[i].exits += st[i].exits;
             dt[i].total += st[i].total;
+            dt[i].sum += st[i].sum;
             dt[i].self += st[i].self;
             dt[i].unwinds += st[i].unwinds;
             for (int b = 0; b < HS_HIST_BUCKETS; b++)

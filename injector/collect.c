@@ -162,6 +162,7 @@ static void collect_time(const hs_session_header *h, char *base, uint32_t n, hs_
             d->max = t[i].max;
         d->exits += t[i].exits;
         d->total += t[i].total;
+        d->sum += t[i].sum;
         d->self += t[i].self;
         d->unwinds += t[i].unwinds;
         for (int b = 0; b < HS_HIST_BUCKETS && b < 40; b++)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "addrsym.h"
+#include "hookscope/session.h"
 #include "hookscope/skip.h"
 #include "report.h"
 #include "util.h"
@@ -67,7 +68,7 @@ static void time_obj(const hs_results *r, FILE *out, const hs_res_time *t)
     fprintf(out, "{\"calls\": %llu, \"total_ns\": %.0f, \"self_ns\": %.0f, \"min_ns\": %.0f, "
                  "\"max_ns\": %.0f, \"avg_ns\": %.1f, \"open\": %llu, \"hist\": [",
             (unsigned long long)t->exits, ns(r, t->total), ns(r, t->self), ns(r, t->min),
-            ns(r, t->max), t->exits ? ns(r, t->total) / (double)t->exits : 0.0,
+            ns(r, t->max), t->exits ? ns(r, t->sum) / (double)t->exits : 0.0,
             (unsigned long long)t->open);
     int any = 0;
     for (int b = 0; b < 40; b++) {
@@ -236,8 +237,8 @@ int hs_write_report_json(const hs_results *r, FILE *out)
     int k = 0;
     for (size_t m = 0; m < r->nmods; m++) {
         const hs_res_module *mod = &r->mods[m];
-        if (mod->traced)
-            continue;
+        if (mod->traced || (mod->flags & HS_MOD_AGENT))
+            continue;   /* hookscope's own agent is no part of the target */
         fprintf(out, "%s\n  {\"name\": ", k++ ? "," : "");
         jstr(out, mod->name);
         fprintf(out, ", \"path\": ");

@@ -284,8 +284,11 @@ static void write_time(const hs_results *r, FILE *out)
     sort_r = r;
     qsort(idx, n, sizeof *idx, cmp_total);
 
-    fprintf(out, "\ntime: each timed function by total (inclusive) time; self = total minus\n"
-                 "the timed functions it called; unwinds = calls ended by an exception or longjmp\n");
+    fprintf(out, "\ntime: each timed function by total (inclusive) time, which counts only its\n"
+                 "outermost call on a thread (a recursive call is inside it already); self =\n"
+                 "time minus the timed functions it called, per call; avg, min, max: per call;\n"
+                 "unwinds = calls ended by an exception or longjmp. hookscope's own slow paths\n"
+                 "(entry stacks, new callers) are left out of every duration\n");
     if (untimed)
         fprintf(out, "(%zu called functions with %llu calls had an entry probe only and are not timed)\n",
                 untimed, (unsigned long long)untimed_calls);
@@ -299,7 +302,7 @@ static void write_time(const hs_results *r, FILE *out)
         char a[32], b[32], c[32], d[32], e[32];
         fprintf(out, "%12llu %11s %11s %11s %11s %11s %8llu  %s\n", (unsigned long long)t->exits,
                 dur(hs_ticks_ns(r, t->total), a, sizeof a), dur(hs_ticks_ns(r, t->self), b, sizeof b),
-                dur(hs_ticks_ns(r, t->total) / (double)t->exits, c, sizeof c),
+                dur(hs_ticks_ns(r, t->sum) / (double)t->exits, c, sizeof c),
                 dur(hs_ticks_ns(r, t->min), d, sizeof d), dur(hs_ticks_ns(r, t->max), e, sizeof e),
                 (unsigned long long)t->unwinds, r->funcs[idx[k]].name);
     }

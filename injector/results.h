@@ -45,9 +45,10 @@ typedef struct hs_res_stack {
     uint64_t *frames;                        /* leaf first: [0] is the function's entry */
 } hs_res_stack;
 
-/* Durations of one function, summed over threads, in rdtsc ticks. */
+/* Durations of one function, summed over threads, in rdtsc ticks: total
+ * over outermost activations, sum over every call (session.h). */
 typedef struct hs_res_time {
-    uint64_t exits, total, self, min, max, unwinds;
+    uint64_t exits, total, self, min, max, unwinds, sum;
     uint64_t hist[40];                       /* bucket k: [2^k, 2^(k+1)) ns */
     uint64_t open;                           /* calls still running at the end */
 } hs_res_time;
