@@ -168,6 +168,16 @@ typedef struct hs_saved_regs {
     uint64_t rbx, rbp, rsi, rdi, r12, r13, r14, r15;
 } hs_saved_regs;
 
+/* stackwalk.c: the stack from a hooked function's entry (rsp: where its
+ * return address is) into frames[0..max): frame 0 is the entry, then one
+ * return address per caller, hookscope's wrapper frames left out;
+ * *truncated when there were more. `counters`: the calling thread's (its
+ * region holds the walk's cache). Returns the number of frames. */
+int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
+                 int max, int *truncated);
+/* A module is gone: forget every cached lookup. */
+void hs_stackwalk_forget(void);
+
 /* The edge table's hash, shared by the stubs (imul with a sign-extended
  * imm32, so both constants stay below 2^31) and the C insert. */
 #define HS_EDGE_MULT 0x5BD1E995u

@@ -35,6 +35,7 @@ _Static_assert(offsetof(hs_time_rec, sum) == 64, "time sum");
 _Static_assert(offsetof(hs_time_rec, hist) == 72, "time hist");
 _Static_assert(offsetof(hs_wrap_desc, nslots) == 20, "desc");
 _Static_assert(sizeof(hs_edge_rec) == 32, "edge rec");
+_Static_assert(sizeof(hs_region_hdr) <= HS_REGION_AGENT_OFF, "region header");
 
 static SRWLOCK overflow_lock = SRWLOCK_INIT;
 
@@ -184,61 +185,6 @@ static uint64_t hash_frames(uint32_t fidx, const uint64_t *f, int n)
     return h ? h : 1;
 }
 
-/* Walk the stack from the hooked function's entry: frame 0 is the entry
- * itself, then one return address per caller, with the unwind data of
- * each module (a frame without any is taken as a leaf). */
-static int walk(uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames, int max,
-                int *truncated)
-{
-    CONTEXT ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.ContextFlags = CONTEXT_FULL;
-    ctx.Rip = entry;
-    ctx.Rsp = rsp;
-    ctx.Rbx = r->rbx;
-    ctx.Rbp = r->rbp;
-    ctx.Rsi = r->rsi;
-    ctx.Rdi = r->rdi;
-    ctx.R12 = r->r12;
-    ctx.R13 = r->r13;
-    ctx.R14 = r->r14;
-    ctx.R15 = r->r15;
-    const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
-    const uint64_t agent_lo = (uint64_t)(uintptr_t)g_hs.self, agent_hi = agent_lo + g_hs.self_size;
-    int n = 0;
-    frames[n++] = entry;
-    *truncated = 0;
-    for (;;) {
-        DWORD64 image = 0;
-        PRUNTIME_FUNCTION rf = RtlLookupFunctionEntry(ctx.Rip, &image, NULL);
-        if (rf) {
-            PVOID handler_data;
-            DWORD64 establisher;
-            RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, rf, &ctx, &handler_data,
-                             &establisher, NULL);
-        } else {
-            if (ctx.Rsp < lo || ctx.Rsp + 8 > hi)
-                break;
-            ctx.Rip = *(uint64_t *)ctx.Rsp;
-            ctx.Rsp += 8;
-        }
-        /* Wine can leave junk after the last frame: stop at the first null
-         * or at a stack pointer outside the stack */
-        if (ctx.Rip == 0 || ctx.Rsp < lo || ctx.Rsp > hi)
-            break;
-        /* the timing wrapper's frames are folded into the hooked function
-         * in every report: they do not count against the depth */
-        if (ctx.Rip >= agent_lo && ctx.Rip < agent_hi)
-            continue;
-        if (n == max) {
-            *truncated = 1;
-            break;
-        }
-        frames[n++] = ctx.Rip;
-    }
-    return n;
-}
-
 /* Add `count` to the stack (fidx, frames) in region r's table, inserting
  * it if new. Returns -1 when the table or the frame pool is full. */
 static int stack_add(hs_region_hdr *r, uint32_t fidx, const uint64_t *frames, int n, int truncated,
@@ -289,7 +235,7 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
     uint64_t entry = hs_session_module(g_hs.view, f->module)->base + f->rva;
     uint64_t frames[256];
     int max = h->stack_depth < 256 ? (int)h->stack_depth : 256, truncated;
-    int n = walk(entry, entry_rsp, regs, frames, max, &truncated);
+    int n = hs_stackwalk(c, entry, entry_rsp, regs, frames, max, &truncated);
 
     hs_region_hdr *r = region_of(c);
     if (stack_add(r, fidx, frames, n, truncated, 1) < 0)

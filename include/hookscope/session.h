@@ -310,6 +310,11 @@ static inline hs_edge_rec *hs_region_edges(void *base, uint32_t k)
     return (hs_edge_rec *)(hs_session_region(base, k) + h->region_edges_off);
 }
 
+/* The first page of every region holds its hs_region_hdr; its bytes from
+ * HS_REGION_AGENT_OFF to the end are the agent's own (the stack walk's
+ * cache), which the injector never reads. */
+#define HS_REGION_AGENT_OFF 512u
+
 /* Round up to a page. */
 static inline uint64_t hs_page_up(uint64_t n) { return (n + HS_PAGE - 1) & ~(uint64_t)(HS_PAGE - 1); }
 
