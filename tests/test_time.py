@@ -221,3 +221,17 @@ def test_durations_exclude_stack_capture():
     for name in ("spin", "step"):
         a, b = ratios[1][name], ratios[2][name]
         hs.check(abs(a - b) <= 0.10, f"{name}: {a:.3f} x the program's measure without --stacks, {b:.3f} with")
+
+
+def test_longjmp_without_unwind_ends_activations():
+    """rawjmp.exe: four recursive calls of dive are left by a longjmp that
+    does not unwind (no handler sees them go); then dive(2) runs and returns
+    normally. The abandoned activations end when the shadow stack drops
+    their records, so the later outermost call counts in dive's total."""
+    exe = hs.need("build/tests/rawjmp.exe")
+    t = hs.trace(exe, options=["--time"], name="rawjmp_time")
+    hs.eq((t.rc, t.stdout), (0, b"dive = 3, 7 calls\r\n"), "rawjmp output")
+    d = [f for f in t.functions("rawjmp.exe") if f["name"] == "dive"][0]
+    hs.eq((d["calls"], d["time"]["calls"], d["time"]["open"]), (7, 3, 0), "dive: calls, exits, open")
+    hs.check(d["time"]["total_ns"] > 0, f"dive's outermost call after the longjmp is counted: {d['time']}")
+    hs.eq(d["time"]["total_ns"], d["time"]["max_ns"], "dive total: its one outermost call that returned")
