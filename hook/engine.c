@@ -47,6 +47,8 @@ void hs_engine_free(hs_engine *e)
     free(e->work);
     free(e->weak);
     free(e->data);
+    free(e->keys);
+    free(e->sw2);
     free(e);
 }
 

@@ -86,6 +86,9 @@ struct hs_engine {
     uint8_t *map;            /* sweep.c: per byte of the function, what is decoded */
     size_t map_cap;
     uint32_t *work, *weak, *data; /* sweep.c: offsets to follow, after calls, data starts */
+    uint64_t *keys;          /* sweep.c: sorting e->sw */
+    hs_sinsn *sw2;
+    size_t keys_cap, sw2_cap;
     size_t work_n, work_cap, weak_n, weak_cap, data_n, data_cap;
     hs_exit *exits;          /* jumps out of the function (frame.c) */
     size_t exits_n, exits_cap;

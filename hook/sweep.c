@@ -360,10 +360,48 @@ static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t v)
     return 0;
 }
 
-static int cmp_sinsn(const void *a, const void *b)
+static int cmp_key(const void *a, const void *b)
 {
-    const hs_sinsn *x = a, *y = b;
-    return x->i.off < y->i.off ? -1 : x->i.off > y->i.off;
+    const uint64_t *x = a, *y = b;
+    return *x < *y ? -1 : *x > *y;
+}
+
+/* Sort e->sw by offset: through an array of (offset, index) keys, so that
+ * each (large) instruction record moves once; nothing to do when the flow
+ * decoded them in order already. */
+static int sort_sw(hs_engine *e)
+{
+    size_t n = e->sw_n, k;
+    for (k = 1; k < n && e->sw[k - 1].i.off < e->sw[k].i.off; k++)
+        ;
+    if (k >= n)
+        return 0;
+    if (e->keys_cap < n) {
+        uint64_t *kk = realloc(e->keys, n * sizeof *kk);
+        if (!kk)
+            return -1;
+        e->keys = kk;
+        e->keys_cap = n;
+    }
+    if (e->sw2_cap < n) {
+        hs_sinsn *ss = realloc(e->sw2, n * sizeof *ss);
+        if (!ss)
+            return -1;
+        e->sw2 = ss;
+        e->sw2_cap = n;
+    }
+    for (k = 0; k < n; k++)
+        e->keys[k] = (uint64_t)e->sw[k].i.off << 32 | k;
+    qsort(e->keys, n, sizeof *e->keys, cmp_key);
+    for (k = 0; k < n; k++)
+        e->sw2[k] = e->sw[(uint32_t)e->keys[k]];
+    hs_sinsn *t = e->sw;
+    size_t tc = e->sw_cap;
+    e->sw = e->sw2;
+    e->sw_cap = e->sw2_cap;
+    e->sw2 = t;
+    e->sw2_cap = tc;
+    return 0;
 }
 
 /* Decode at `off` and append to e->sw, marking the map, unless the
@@ -394,7 +432,7 @@ static int inside(const hs_func_input *fn, uint64_t a)
 /* Follow the flow from `off`: fall-through, and direct branches inside the
  * function (pushed as further work). The instruction after a call is left
  * for later (e->weak): a call that does not return may be followed by data. */
-static int descend(hs_engine *e, const hs_func_input *fn, uint32_t off)
+static int descend(hs_engine *e, const hs_func_input *fn, uint32_t off, int *indirect)
 {
     while (off < fn->size && !(e->map[off] & M_START)) {
         hs_sinsn *s;
@@ -411,6 +449,8 @@ static int descend(hs_engine *e, const hs_func_input *fn, uint32_t off)
         default:
             break;
         }
+        if (in.kind == HS_I_JMP_IND)
+            *indirect = 1;
         if (in.kind == HS_I_JMP || in.kind == HS_I_JMP_IND || in.kind == HS_I_RET || in.kind == HS_I_TRAP)
             return 0;
         if (in.kind == HS_I_CALL || in.kind == HS_I_CALL_IND) {
@@ -489,15 +529,17 @@ int hs__sweep(hs_engine *e, const hs_func_input *fn, hs_indirect_info *ii)
     }
     memset(e->map, 0, fn->size);
     push_u32(&e->work, &e->work_n, &e->work_cap, 0);
-    size_t resolved = 0;   /* instructions whose indirect jumps were looked at */
+    int indirect = 0;      /* an indirect jump was decoded since the tables were last read */
     for (;;) {
         while (e->work_n > 0)
-            if (descend(e, fn, e->work[--e->work_n]) < 0)
+            if (descend(e, fn, e->work[--e->work_n], &indirect) < 0)
                 rc = -1;
         /* the jump tables of what is new: their entries are more flow, the
          * tables themselves data */
-        if (resolved < e->sw_n) {
-            qsort(e->sw, e->sw_n, sizeof *e->sw, cmp_sinsn);
+        if (indirect) {
+            indirect = 0;
+            if (sort_sw(e) < 0)
+                rc = -1;
             for (size_t k = 0; k < e->sw_n; k++) {
                 if (e->sw[k].i.kind != HS_I_JMP_IND)
                     continue;
@@ -511,7 +553,6 @@ int hs__sweep(hs_engine *e, const hs_func_input *fn, hs_indirect_info *ii)
                         push_u32(&e->work, &e->work_n, &e->work_cap, e->tgt[t].dst);
             }
             e->tgt_n = 0;
-            resolved = e->sw_n;
             if (e->work_n > 0)
                 continue;
         }
@@ -546,7 +587,8 @@ int hs__sweep(hs_engine *e, const hs_func_input *fn, hs_indirect_info *ii)
         }
         a = b;
     }
-    qsort(e->sw, e->sw_n, sizeof *e->sw, cmp_sinsn);
+    if (sort_sw(e) < 0)
+        rc = -1;
     collect_targets(e, fn, ii);
     return rc;
 }
