@@ -38,7 +38,7 @@ def test_no_output_names_hookscope():
         runs = {}
         for opts in ([], ["--time"], ["--stacks"], ["--time", "--stacks"]):
             t = hs.trace(exe, modules=mods, options=opts, name=f"own_{name}_{'_'.join(o[2:] for o in opts)}")
-            hs.eq(t.rc, 0, f"{name} {opts} exit code")
+            hs.eq(t.rc, 0, f"{name} {opts} exit code ({t.stderr.decode(errors='replace').strip()})")
             for f in ("report.txt", "report.json", "entry-stacks.folded"):
                 text = t.file(f)
                 if text is None:
