@@ -16,7 +16,7 @@
 #
 # Needs (make deps): mingw-w64 gcc/g++ (win32 and posix), python3, and the
 # packages in scripts/fixture-packages.txt (tcl, libgcrypt-mingw-w64-dev),
-# plus a deb-src entry for `apt-get source lua5.4 sqlite3`.
+# plus a deb-src entry for `apt-get source lua5.4 sqlite3 libzstd`.
 
 FIX_DIR     := $(B)/fixtures
 FIX_COMMON  := scripts/fixtures-common.sh
@@ -30,10 +30,11 @@ FIX_CXX    := $(FIX_DIR)/cxx/cxxdemo.exe $(FIX_DIR)/cxx/libstdc++-6.dll \
 FIX_HMAC   := $(FIX_DIR)/hmac256/hmac256.exe $(FIX_DIR)/hmac256/input.bin \
               $(FIX_DIR)/hmac256/expected.txt
 FIX_CMD    := $(FIX_DIR)/cmd/workload.bat
+FIX_ZSTD   := $(FIX_DIR)/zstd/libzstd.dll
 FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
               $(FIX_DIR)/sqlite/workload.sql
 
-FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA)
+FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA) $(FIX_ZSTD)
 
 .PHONY: fixtures fixtures-check fixtures-clean
 fixtures: $(FIXTURES)
@@ -56,6 +57,9 @@ $(FIX_HMAC) &: scripts/fixtures-hmac256.sh $(FIX_COMMON)
 
 $(FIX_CMD): scripts/fixtures-cmd.sh tests/fixtures/cmd/workload.bat $(FIX_COMMON)
 	scripts/fixtures-cmd.sh
+
+$(FIX_ZSTD): scripts/fixtures-zstd.sh $(FIX_COMMON)
+	scripts/fixtures-zstd.sh
 
 # workload files are used from the fixture's directory (the cwd of a run)
 $(FIX_DIR)/lua/%.lua: tests/fixtures/lua/%.lua
