@@ -285,8 +285,8 @@ static void write_time(const hs_results *r, FILE *out)
     qsort(idx, n, sizeof *idx, cmp_total);
 
     fprintf(out, "\ntime: each timed function by total (inclusive) time, which counts only its\n"
-                 "outermost call on a thread (a recursive call is inside it already); self =\n"
-                 "time minus the timed functions it called, per call; avg, min, max: per call;\n"
+                 "outermost call on a thread (a recursive call is inside it already); self = its\n"
+                 "calls' time less the timed functions they called; avg, min, max: per call;\n"
                  "unwinds = calls ended by an exception or longjmp. hookscope's own slow paths\n"
                  "(entry stacks, new callers) are left out of every duration\n");
     if (untimed)
