@@ -275,9 +275,10 @@ static int follow(hs_engine *e, const hs_func_input *fn, uint64_t target, const 
                 return -1;
             seen[nseen++] = a;
             hs_sinsn s;
-            int64_t off = (int64_t)(a - fn->addr);
-            if (off < INT32_MIN || off > INT32_MAX || (int64_t)(hi - fn->addr) > INT32_MAX ||
-                hs__decode(e, fn, (int32_t)off, (int32_t)(hi - fn->addr), &s.i, &s) < 0)
+            /* entry-relative: the part may lie before the function */
+            int64_t off = (int64_t)a - (int64_t)fn->addr, end = (int64_t)hi - (int64_t)fn->addr;
+            if (off < INT32_MIN || end > INT32_MAX ||
+                hs__decode(e, fn, (int32_t)off, (int32_t)end, &s.i, &s) < 0)
                 return -1;
             step(&s, NULL, &st, f);
             const hs_insn *in = &s.i;
@@ -287,7 +288,7 @@ static int follow(hs_engine *e, const hs_func_input *fn, uint64_t target, const 
             if (in->kind == HS_I_JMP_IND) {
                 if (rsp != 0)
                     return -1;
-                hs_exit x = { 0, in->riprel ? in->target : 0, 0, (uint32_t)off };
+                hs_exit x = { 0, in->riprel ? in->target : 0, 0, (int32_t)off };
                 add_exit(e, &x);
                 break;
             }
@@ -296,7 +297,7 @@ static int follow(hs_engine *e, const hs_func_input *fn, uint64_t target, const 
                 if (t >= fn->addr && t < fn->addr + fn->size) {
                     /* back into the function */
                 } else if (rsp == 0) {
-                    hs_exit x = { t, 0, 0, (uint32_t)off };
+                    hs_exit x = { t, 0, 0, (int32_t)off };
                     add_exit(e, &x);
                 } else if (rsp == HS_EXIT_RSP_UNKNOWN || nw == (int)(sizeof wl / sizeof wl[0])) {
                     return -1;
@@ -319,7 +320,7 @@ static int follow(hs_engine *e, const hs_func_input *fn, uint64_t target, const 
 static void note_exit(hs_engine *e, const hs_func_input *fn, int k, const fstate *st, facts *f)
 {
     const hs_insn *in = &e->sw[k].i;
-    hs_exit x = { 0, 0, rsp_of(st), in->off };
+    hs_exit x = { 0, 0, rsp_of(st), (int32_t)in->off };
     switch (in->kind) {
     case HS_I_JMP: case HS_I_JCC: case HS_I_JCXZ_LOOP:
         if (in->target >= fn->addr && in->target < fn->addr + fn->size)

@@ -121,7 +121,8 @@ typedef struct hs_exit {
                                   through (an import, or a pointer in the image); else 0 */
     int32_t rsp;               /* rsp at the jump relative to rsp at the entry: 0 for a
                                   tail call; HS_EXIT_RSP_UNKNOWN if it could not be followed */
-    uint32_t off;              /* entry-relative offset of the jump */
+    int32_t off;               /* entry-relative offset of the jump (< 0: in a part before
+                                  the function) */
 } hs_exit;
 #define HS_EXIT_RSP_UNKNOWN INT32_MIN
 

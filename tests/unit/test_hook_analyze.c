@@ -360,7 +360,7 @@ static void data_cases(void)
  * cold (at 0x100, a part of its own, entered with f's frame):
  *   mov eax,[rsp+88] (f's sixth argument); add eax,ebx; add rsp,32;
  *   pop rbx; jmp A+0x9000 (a tail call from the cold part) */
-static uint8_t split[0x110];
+static uint8_t split[0x120];
 static const uint8_t split_f[] = { 0x53, 0x48, 0x83, 0xec, 0x20, 0x89, 0xcb, 0x85, 0xc9, 0x0f, 0x85, 0xf1,
                                    0x00, 0x00, 0x00, 0x48, 0x83, 0xc4, 0x20, 0x5b, 0xe9, 0xe7, 0x7f, 0x00, 0x00 };
 static const uint8_t split_cold[] = { 0x8b, 0x44, 0x24, 0x58, 0x01, 0xd8, 0x48, 0x83,
@@ -381,6 +381,27 @@ static int split_part(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
     if (addr >= A + 0x100 && addr < A + 0x110) {
         *lo = A + 0x100;
         *hi = A + 0x110;
+        return 0;
+    }
+    return -1;
+}
+
+/* the same bytes with the function at split + 0x100 running at A */
+static int before_read(void *ctx, uint64_t addr, void *out, size_t n)
+{
+    (void)ctx;
+    if (addr < A - 0x100 || addr + n > A - 0x100 + sizeof split)
+        return -1;
+    memcpy(out, split + (addr - (A - 0x100)), n);
+    return 0;
+}
+
+static int before_part(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+    (void)ctx;
+    if (addr >= A - 0x100 && addr < A - 0x100 + 12) {
+        *lo = A - 0x100;
+        *hi = A - 0x100 + 12;
         return 0;
     }
     return -1;
@@ -410,6 +431,27 @@ static void exit_cases(void)
     hs_analyze(eng, &f, HS_ANALYZE_FULL, &p);
     tap_check(p.reason == HS_OK && p.stack_arg_slots == -1 && (p.flags & HS_FN_NO_FRAME_INFO),
               "exits/cold-part-unknown", "without part_at: slots %d flags %#x", p.stack_arg_slots, p.flags);
+
+    /* the cold part before the function (0x100 bytes lower): push rbx;
+     * sub rsp,32; mov ebx,ecx; test ecx,ecx; jne cold; add rsp,32; pop rbx;
+     * ret / cold: mov eax,[rsp+96] (the seventh argument); add eax,ebx;
+     * add rsp,32; pop rbx; ret */
+    static const uint8_t before_f[] = { 0x53, 0x48, 0x83, 0xec, 0x20, 0x89, 0xcb, 0x85, 0xc9, 0x0f, 0x85,
+                                        0xf1, 0xfe, 0xff, 0xff, 0x48, 0x83, 0xc4, 0x20, 0x5b, 0xc3 };
+    static const uint8_t before_cold[] = { 0x8b, 0x44, 0x24, 0x60, 0x01, 0xd8, 0x48, 0x83, 0xc4, 0x20, 0x5b, 0xc3 };
+    memset(split, 0xCC, sizeof split);
+    memcpy(split, before_cold, sizeof before_cold);
+    memcpy(split + 0x100, before_f, sizeof before_f);
+    hs_func_input b = mk(split + 0x100, sizeof before_f, 0, 0);
+    b.read = before_read;
+    b.part_at = before_part;
+    hs_analyze(eng, &b, HS_ANALYZE_FULL, &p);
+    n = hs_analyze_exits(eng, &x);
+    tap_check(p.reason == HS_OK && p.stack_arg_slots == 7 && !(p.flags & HS_FN_NO_FRAME_INFO) && n == 0,
+              "exits/cold-part-before", "slots %d flags %#x, %zu exits", p.stack_arg_slots, p.flags, n);
+    memset(split, 0xCC, sizeof split);
+    memcpy(split, split_f, sizeof split_f);
+    memcpy(split + 0x100, split_cold, sizeof split_cold);
 
     /* the tail-jump rule: g = `jmp f`; f reads six slots through its cold
      * part; h = `jmp [rip+slot]` through an import; k = `jmp rax` */
