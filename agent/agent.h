@@ -134,6 +134,11 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
                        uint64_t base);
 void hs_unwind_unregister(hs_mod_state *m);
 
+/* tailenv.c: hs_tail_solve for the functions of the module at `base`,
+ * following their tail jumps into any loaded image (under install_lock).
+ * 0, or -1 without memory. */
+int hs_tail_solve_module(hs_tail *t, uint64_t base);
+
 /* stubs.c */
 size_t hs_stub_size_max(const hs_plan *plan);
 /* Emit the entry stub for function `fidx` followed by its trampoline, at
@@ -152,6 +157,7 @@ extern void hs_wrapper_ret(void);   /* the wrapper's return address for timed ca
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;
+extern uint8_t hs_time_on;         /* read by thunks.S */
 extern volatile int64_t hs_untimed_frames;
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);
@@ -161,6 +167,16 @@ uint64_t hs_live_wrapper_frames(void);
 typedef struct hs_saved_regs {
     uint64_t rbx, rbp, rsi, rdi, r12, r13, r14, r15;
 } hs_saved_regs;
+
+/* stackwalk.c: the stack from a hooked function's entry (rsp: where its
+ * return address is) into frames[0..max): frame 0 is the entry, then one
+ * return address per caller, hookscope's wrapper frames left out;
+ * *truncated when there were more. `counters`: the calling thread's (its
+ * region holds the walk's cache). Returns the number of frames. */
+int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
+                 int max, int *truncated);
+/* A module is gone: forget every cached lookup. */
+void hs_stackwalk_forget(void);
 
 /* The edge table's hash, shared by the stubs (imul with a sign-extended
  * imm32, so both constants stay below 2^31) and the C insert. */

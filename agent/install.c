@@ -99,9 +99,18 @@ static int stack_probe_name(const char *n)
     return 0;
 }
 
+/* Is this code entered with a frame already set up (gcc's .cold parts,
+ * which have .pdata entries of their own), not by a call? */
+static int entered_with_frame(const hs_pe *pe, const hs_pe_func *f)
+{
+    hs_unwind u;
+    return f->unwind_rva && hs_pe_unwind(pe, f->unwind_rva, &u) == 0 && hs_unwind_entered_with_frame(&u);
+}
+
 /* Can this function get the timing wrapper, or only an entry probe (and
- * why)? Needs a full analysis (HS_ANALYZE_FULL). */
-static int wrap_reason(const hs_plan *p, const hs_pe_func *f, const char *name)
+ * why)? Needs a full analysis (HS_ANALYZE_FULL). The rule for its tail
+ * jumps (HS_WRAP_TAIL_JUMP) is applied after, to the whole module. */
+static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, const char *name)
 {
     if (name && returns_twice(name))
         return HS_WRAP_RETURNS_TWICE;
@@ -109,6 +118,8 @@ static int wrap_reason(const hs_plan *p, const hs_pe_func *f, const char *name)
         return HS_WRAP_STACK_PROBE;
     if (!(f->src & HS_SRC_PDATA) || !f->unwind_rva)
         return HS_WRAP_NO_UNWIND;
+    if (entered_with_frame(pe, f))
+        return HS_WRAP_NOT_A_FUNCTION;
     if (p->flags & HS_FN_VARARGS)
         return HS_WRAP_VARARGS;
     if (p->flags & HS_FN_ARGS_ADDRESS)
@@ -206,11 +217,15 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     hs_func_input *inputs = calloc(n ? n : 1, sizeof *inputs);
     uint8_t *entry_only = calloc(n ? n : 1, 1);
     uint32_t *unwind = calloc(n ? n : 1, sizeof *unwind);
-    if (!plans || !inputs || !entry_only || !unwind) {
+    int32_t *nslots = calloc(n ? n : 1, sizeof *nslots);
+    hs_tail *tails = timed ? hs_tail_new() : NULL;
+    if (!plans || !inputs || !entry_only || !unwind || !nslots || (timed && !tails)) {
         free(plans);
         free(inputs);
         free(entry_only);
         free(unwind);
+        free(nslots);
+        hs_tail_free(tails);
         goto out;
     }
     hs_pe_symtab syms = { 0 };
@@ -222,6 +237,9 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         flt.pattern[flt.n] = h->filters[i];
         flt.exclude[flt.n++] = (h->filter_exclude >> i) & 1;
     }
+    /* jump tables and the code around a function are read from the image */
+    hs_image_view view = { &pe, base };
+    hs_func_list list = { funcs, nfuncs, base };
     char modname[HS_PATH_LEN];
     if (!WideCharToMultiByte(CP_UTF8, 0, hs_file_name(path), -1, modname, sizeof modname, NULL, NULL))
         modname[0] = 0;
@@ -244,6 +262,10 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         in->gap_after = f->gap_after;
         in->image_lo = base;
         in->image_hi = base + image_size;
+        in->read = hs_image_read;
+        in->read_ctx = &view;
+        in->part_at = hs_pe_part_at;
+        in->part_ctx = &list;
         hs_skip_reason r = HS_OK;
         if (is_self)
             r = HS_SKIP_AGENT;
@@ -255,18 +277,44 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                 r = HS_SKIP_FILTERED;
             free(und);
         }
-        if (r == HS_OK)
+        if (r == HS_OK) {
             r = hs_analyze(g_hs.engine, in, opts, &plans[k]);
+            if (tails) {
+                /* every function analyzed, hooked or not, may be jumped to */
+                const char *nm = hs_pe_symtab_at(&syms, f->rva);
+                int32_t own = hs_tail_own(&plans[k]);
+                if ((nm && (returns_twice(nm) || stack_probe_name(nm))) || entered_with_frame(&pe, f))
+                    own = -1;
+                const hs_exit *x;
+                size_t nx = hs_analyze_exits(g_hs.engine, &x);
+                hs_tail_add(tails, in->addr, own, x, nx);
+            }
+        }
         if (r == HS_OK) {
             if (timed)
-                entry_only[k] = (uint8_t)wrap_reason(&plans[k], f, hs_pe_symtab_at(&syms, f->rva));
-            total += slot_size(&plans[k], timed && entry_only[k] == HS_WRAP_OK);
+                entry_only[k] = (uint8_t)wrap_reason(&plans[k], &pe, f, hs_pe_symtab_at(&syms, f->rva));
         } else {
             plans[k].reason = r;
         }
         k++;
     }
     hs_pe_symtab_free(&syms);
+    /* the slots each timed function's copy must hold for its tail jumps */
+    if (tails)
+        hs_tail_solve_module(tails, base);
+    for (k = 0; k < n; k++) {
+        if (plans[k].reason != HS_OK)
+            continue;
+        if (timed && entry_only[k] == HS_WRAP_OK) {
+            int32_t need = tails ? hs_tail_need(tails, inputs[k].addr) : -1;
+            if (need < 0 || need > HS_WRAP_MAX_SLOTS)
+                entry_only[k] = HS_WRAP_TAIL_JUMP;
+            else
+                nslots[k] = need;
+        }
+        total += slot_size(&plans[k], timed && entry_only[k] == HS_WRAP_OK);
+    }
+    hs_tail_free(tails);
     if (flt.matched)
         InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)flt.matched);
 
@@ -296,7 +344,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                 desc->fidx = first + (uint32_t)k;
                 desc->time_rel = (h->region_time_off - h->region_counters_off) +
                                  (uint64_t)desc->fidx * sizeof(hs_time_rec);
-                desc->nslots = plans[k].stack_arg_slots < 4 ? 4 : (uint32_t)plans[k].stack_arg_slots;
+                desc->nslots = nslots[k] < 4 ? 4 : (uint32_t)nslots[k];
                 hooks[nh].desc = (uint64_t)(uintptr_t)desc;
                 at += DESC_SPACE;
             }
@@ -333,6 +381,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     free(inputs);
     free(entry_only);
     free(unwind);
+    free(nslots);
 
     hs_mod_state *ms = add_mod_state();
     if (!ms) {

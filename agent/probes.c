@@ -17,6 +17,7 @@
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
+uint8_t hs_time_on;           /* --time: the thunks count their ticks as excluded */
 volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
 /* wrapper.S and the stubs hard-code these layouts */
@@ -24,12 +25,17 @@ _Static_assert(offsetof(hs_region_hdr, shadow_base) == 40, "shadow_base");
 _Static_assert(offsetof(hs_region_hdr, shadow_top) == 48, "shadow_top");
 _Static_assert(offsetof(hs_region_hdr, shadow_limit) == 56, "shadow_limit");
 _Static_assert(offsetof(hs_region_hdr, time_dropped) == 64, "time_dropped");
+_Static_assert(offsetof(hs_region_hdr, excluded) == 72, "excluded");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
 _Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
+_Static_assert(offsetof(hs_shadow_rec, excluded) == 56, "shadow excluded");
 _Static_assert(offsetof(hs_time_rec, pending) == 48, "time pending");
-_Static_assert(offsetof(hs_time_rec, hist) == 56, "time hist");
+_Static_assert(offsetof(hs_time_rec, active) == 56, "time active");
+_Static_assert(offsetof(hs_time_rec, sum) == 64, "time sum");
+_Static_assert(offsetof(hs_time_rec, hist) == 72, "time hist");
 _Static_assert(offsetof(hs_wrap_desc, nslots) == 20, "desc");
 _Static_assert(sizeof(hs_edge_rec) == 32, "edge rec");
+_Static_assert(sizeof(hs_region_hdr) <= HS_REGION_AGENT_OFF, "region header");
 
 static SRWLOCK overflow_lock = SRWLOCK_INIT;
 
@@ -104,12 +110,19 @@ static int injector_thread(void)
 
 /* The caller's return address for an edge: a function tail-called by a
  * timed one sees the wrapper's return address; its real caller is the
- * wrapped function's, in the wrapper's frame (rbp is still the wrapper's). */
+ * wrapped function's, in the wrapper's frame (rbp is still the wrapper's),
+ * or, when that function was itself tail-called by a timed one, further
+ * out (as the stubs do). 0 when the frames leave the thread's stack. */
 static uint64_t call_site(uint64_t entry_rsp, const hs_saved_regs *regs)
 {
-    uint64_t site = *(uint64_t *)entry_rsp;
-    if (site == (uint64_t)(uintptr_t)hs_wrapper_ret)
-        site = *(uint64_t *)(regs->rbp + 40);
+    uint64_t site = *(uint64_t *)entry_rsp, frame = regs->rbp;
+    const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
+    while (site == (uint64_t)(uintptr_t)hs_wrapper_ret) {
+        if (frame < lo || frame + 48 > hi)
+            return 0;
+        site = *(uint64_t *)(frame + 40);
+        frame = *(uint64_t *)(frame + 32);
+    }
     return site;
 }
 
@@ -172,61 +185,6 @@ static uint64_t hash_frames(uint32_t fidx, const uint64_t *f, int n)
     return h ? h : 1;
 }
 
-/* Walk the stack from the hooked function's entry: frame 0 is the entry
- * itself, then one return address per caller, with the unwind data of
- * each module (a frame without any is taken as a leaf). */
-static int walk(uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames, int max,
-                int *truncated)
-{
-    CONTEXT ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.ContextFlags = CONTEXT_FULL;
-    ctx.Rip = entry;
-    ctx.Rsp = rsp;
-    ctx.Rbx = r->rbx;
-    ctx.Rbp = r->rbp;
-    ctx.Rsi = r->rsi;
-    ctx.Rdi = r->rdi;
-    ctx.R12 = r->r12;
-    ctx.R13 = r->r13;
-    ctx.R14 = r->r14;
-    ctx.R15 = r->r15;
-    const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
-    const uint64_t agent_lo = (uint64_t)(uintptr_t)g_hs.self, agent_hi = agent_lo + g_hs.self_size;
-    int n = 0;
-    frames[n++] = entry;
-    *truncated = 0;
-    for (;;) {
-        DWORD64 image = 0;
-        PRUNTIME_FUNCTION rf = RtlLookupFunctionEntry(ctx.Rip, &image, NULL);
-        if (rf) {
-            PVOID handler_data;
-            DWORD64 establisher;
-            RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, rf, &ctx, &handler_data,
-                             &establisher, NULL);
-        } else {
-            if (ctx.Rsp < lo || ctx.Rsp + 8 > hi)
-                break;
-            ctx.Rip = *(uint64_t *)ctx.Rsp;
-            ctx.Rsp += 8;
-        }
-        /* Wine can leave junk after the last frame: stop at the first null
-         * or at a stack pointer outside the stack */
-        if (ctx.Rip == 0 || ctx.Rsp < lo || ctx.Rsp > hi)
-            break;
-        /* the timing wrapper's frames are folded into the hooked function
-         * in every report: they do not count against the depth */
-        if (ctx.Rip >= agent_lo && ctx.Rip < agent_hi)
-            continue;
-        if (n == max) {
-            *truncated = 1;
-            break;
-        }
-        frames[n++] = ctx.Rip;
-    }
-    return n;
-}
-
 /* Add `count` to the stack (fidx, frames) in region r's table, inserting
  * it if new. Returns -1 when the table or the frame pool is full. */
 static int stack_add(hs_region_hdr *r, uint32_t fidx, const uint64_t *frames, int n, int truncated,
@@ -277,7 +235,7 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
     uint64_t entry = hs_session_module(g_hs.view, f->module)->base + f->rva;
     uint64_t frames[256];
     int max = h->stack_depth < 256 ? (int)h->stack_depth : 256, truncated;
-    int n = walk(entry, entry_rsp, regs, frames, max, &truncated);
+    int n = hs_stackwalk(c, entry, entry_rsp, regs, frames, max, &truncated);
 
     hs_region_hdr *r = region_of(c);
     if (stack_add(r, fidx, frames, n, truncated, 1) < 0)
@@ -288,16 +246,6 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
 }
 
 /* ---- the wrapper's unwind handler -------------------------------------------- */
-
-static uint32_t hist_bucket(uint64_t ticks)
-{
-    unsigned __int128 ns = ((unsigned __int128)ticks * hs_tsc_ns_mult) >> 32;
-    if (ns >> 64)
-        return HS_HIST_BUCKETS - 1;
-    uint64_t v = (uint64_t)ns | 1;
-    uint32_t b = 63 - (uint32_t)__builtin_clzll(v);
-    return b < HS_HIST_BUCKETS ? b : HS_HIST_BUCKETS - 1;
-}
 
 /* Called for a wrapper frame while an exception or a longjmp unwinds
  * through it: the call ends here, by unwind. Records it like a return
@@ -317,18 +265,23 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
         hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
         for (hs_shadow_rec *s = top - 1; s >= base; s--) {
             if (s->frame == fr) {
-                uint64_t dt = hs_rdtsc() - s->t0;
+                uint64_t dt = hs_rdtsc() - s->t0 - (r->excluded - s->excluded);
+                /* records above were left by a longjmp that did not unwind */
+                for (hs_shadow_rec *a = s + 1; a < top; a++)
+                    ((hs_time_rec *)((char *)c + ((const hs_wrap_desc *)(uintptr_t)a->desc)->time_rel))->active--;
                 const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
                 hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
                 t->exits++;
                 t->unwinds++;
-                t->total += dt;
+                t->sum += dt;
+                if (--t->active == 0)
+                    t->total += dt;
                 t->self += dt - s->child;
                 if (dt > t->max)
                     t->max = dt;
                 if (t->min == 0 || dt < t->min)
                     t->min = dt;
-                t->hist[hist_bucket(dt)]++;
+                t->hist[hs_hist_bucket(dt, hs_tsc_ns_mult)]++;
                 if (s > base)
                     s[-1].child += dt;
                 r->shadow_top = (uint64_t)(uintptr_t)s;
@@ -394,22 +347,8 @@ void hs_region_fold(uint32_t k)
     if (h->options & HS_OPT_TIME) {
         hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
         hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
-        for (uint32_t i = 0; i < n; i++) {
-            if (!st[i].exits)
-                continue;
-            if (st[i].pending)
-                st[i].hist[hist_bucket(st[i].pending)]++;
-            if (!dt[i].exits || st[i].min < dt[i].min)
-                dt[i].min = st[i].min;
-            if (st[i].max > dt[i].max)
-                dt[i].max = st[i].max;
-            dt[i].exits += st[i].exits;
-            dt[i].total += st[i].total;
-            dt[i].self += st[i].self;
-            dt[i].unwinds += st[i].unwinds;
-            for (int b = 0; b < HS_HIST_BUCKETS; b++)
-                dt[i].hist[b] += st[i].hist[b];
-        }
+        for (uint32_t i = 0; i < n; i++)
+            hs_time_rec_merge(&dt[i], &st[i], hs_tsc_ns_mult);
         memset(st, 0, (size_t)sr->committed_funcs * sizeof *st);
         dr->time_dropped += sr->time_dropped;
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run hookscope's benchmarks and print each against an unhooked run.
 
-  bench/run.py [calls] [overhead] [install] [report] [etl]     (default: all five)
+  bench/run.py [calls] [overhead] [install] [report] [stacks] [etl]   (default: all six)
 
   calls    ns per call: untraced vs `hookscope run` (entry counting).
            Every number is the best of several rounds inside one process;
@@ -23,11 +23,22 @@
            against the untraced run time; split into what happens before
            the target runs (hookscope's start, launch, injection, install)
            and after it exits (collect, symbols, reports).
+  stacks   us per captured entry stack (--stacks=16) when the frames are in
+           system DLLs: Wine's cscript running bench/sysloop.js with seven
+           of its DLLs hooked (about 1.5 million calls, every one captured),
+           against the same run without --stacks; and --time --stacks
+           against --time alone. Also how much of a timed call's duration
+           the capture still adds (the demo's fib: self time with and
+           without --stacks).
+
   etl      decode time of hookscope's ETL reader (sampler/etl/, native):
            build/native/etlstat --bench on the two recorded traces (33 MB
            uncompressed, 4 MB XPRESS-compressed): whole read into the
            model (buffers, merge, stacks joined), the median of ROUNDS
            reads, events per second. Target: the 33 MB trace in <= 1 s.
+
+HOOKSCOPE=path/to/hookscope (a launcher like ./hookscope, default the one
+here) measures another build, e.g. before and after a change.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -47,6 +58,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from winekeeper import ENV, WineServer  # noqa: E402  (scripts/winekeeper.py)
 
 OUT = "build/bench/out"
+HOOKSCOPE = os.environ.get("HOOKSCOPE", os.path.join(ROOT, "hookscope"))
 ROUNDS = 5
 TARGET_HOOKS_PER_S = 100_000
 MANYFUNCS = "build/bench/manyfuncs.exe"
@@ -63,7 +75,7 @@ def run(cmd):
 def calls():
     exe = "build/bench/callbench.exe"
     plain = run(["wine", exe])
-    traced = run(["./hookscope", "run", "-q", "-o", OUT, "--", exe])
+    traced = run([HOOKSCOPE, "run", "-q", "-o", OUT, "--", exe])
     print("== per-call overhead of entry counting (ns per call, best of 7 rounds x 20M calls)")
     print(f"{'call':<16}{'untraced':>10}{'hooked':>10}{'added':>10}{'ratio':>9}")
     for k in ("chain", "chain-control", "empty", "empty-control"):
@@ -111,16 +123,16 @@ def untraced(exe, args, cwd, stdin=None):
     return rounds
 
 
-def traced(exe, args, cwd, modules, name, stdin=None):
-    """ROUNDS runs under hookscope; returns [(Run, report.json)]."""
+def traced(exe, args, cwd, modules, name, stdin=None, extra=()):
+    """ROUNDS runs under hookscope (with options `extra`); returns [(Run, report.json)]."""
     out_abs = os.path.join(ROOT, OUT, name)
     out = os.path.relpath(out_abs, cwd)
     res = []
     for _ in range(ROUNDS):
-        cmd = [os.path.join(ROOT, "hookscope"), "run", "-q", "-o", out]
+        cmd = [HOOKSCOPE, "run", "-q", "-o", out]
         for m in modules:
             cmd += ["-m", m]
-        r = Run(cmd + ["--", exe] + args, cwd, stdin)
+        r = Run(cmd + list(extra) + ["--", exe] + args, cwd, stdin)
         if r.rc != 0:
             sys.exit(f"bench: hookscope run {exe} failed ({r.rc}): {r.stderr.decode(errors='replace')}")
         with open(os.path.join(out_abs, "report.json"), encoding="utf-8") as f:
@@ -239,7 +251,7 @@ def overhead():
     sb_calls = "200000"   # a captured stack costs ~0.5 us: keep the rounds short
 
     def traced(exe, *opts, args=()):
-        return run(["./hookscope", "run", "-q", "-o", OUT] + list(opts) + ["--", exe] + list(args))
+        return run([HOOKSCOPE, "run", "-q", "-o", OUT] + list(opts) + ["--", exe] + list(args))
 
     base = run(["wine", cb])
     sbase = run(["wine", sb, sb_calls])
@@ -279,8 +291,53 @@ def overhead():
     print(f"reference: two rdtsc (what a timed call reads) cost {sbase['rdtsc2']:.2f} ns here.")
 
 
+SYS_DLLS = ["jscript.dll", "oleaut32.dll", "ole32.dll", "combase.dll", "kernelbase.dll", "msvcrt.dll",
+            "ntdll.dll"]
+
+
+def stacks():
+    print("== entry stacks of functions in system DLLs (cscript bench/sysloop.js, 7 DLLs hooked; "
+          f"medians of {ROUNDS} runs)")
+    cwd = os.path.join(ROOT, "bench")
+
+    def target_time(opts, name):
+        runs = traced("cscript", ["//nologo", "sysloop.js"], cwd, SYS_DLLS, name, extra=opts)
+        return (med([j["target"]["wall_time_s"] for _, j in runs]), runs[0][1]["total_calls"],
+                runs[0][1].get("stacks_dropped", 0))
+
+    rows = [("count + edges", [], None), ("--stacks=16", ["--stacks=16"], "count + edges"),
+            ("--time", ["--time"], None), ("--time --stacks=16", ["--time", "--stacks=16"], "--time")]
+    got = {}
+    print(f"{'run':<26}{'target s':>10}{'calls':>11}{'us/call added':>15}")
+    for label, opts, ref in rows:
+        t, calls, dropped = target_time(opts, "stacks_" + label.replace(" ", "_").replace("-", ""))
+        got[label] = t
+        added = f"{(t - got[ref]) / calls * 1e6:>15.2f}" if ref else f"{'':>15}"
+        print(f"{label:<26}{t:>10.3f}{calls:>11}{added}" + (f"   (stacks dropped: {dropped})" if dropped else ""))
+    print("us/call added: against the run above it without --stacks (count + edges, or --time); every")
+    print("call's stack is captured (--stack-every 1), 16 frames, nearly all in system DLLs.")
+
+    demo = "build/examples/demo.exe"
+    if need(demo, "make examples"):
+        def fib_self(opts, name):
+            vals = []
+            for _ in range(ROUNDS):
+                out = os.path.join(OUT, name)
+                p = subprocess.run([HOOKSCOPE, "run", "-q", "-o", out] + opts + ["--", demo], cwd=ROOT, env=ENV,
+                                   capture_output=True, timeout=900)
+                if p.returncode != 0:
+                    sys.exit(f"bench: demo failed: {p.stderr.decode(errors='replace')}")
+                with open(os.path.join(ROOT, out, "report.json"), encoding="utf-8") as f:
+                    j = json.load(f)
+                vals.append([x for x in j["functions"] if x["name"] == "fib"][0]["time"]["self_ns"])
+            return med(vals) / 1e6
+        a, b = fib_self(["--time"], "fib_time"), fib_self(["--time", "--stacks=16"], "fib_time_stacks")
+        print(f"demo fib self time: --time {a:.2f} ms, --time --stacks=16 {b:.2f} ms ({b / a:.2f}x; 150049 calls, "
+              f"{(b - a) * 1e6 / 150049:.1f} ns per call left in)")
+
+
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["calls", "overhead", "install", "report", "etl"]
+    which = sys.argv[1:] or ["calls", "overhead", "install", "report", "stacks", "etl"]
     server = WineServer()
     try:
         for i, w in enumerate(which):

@@ -16,7 +16,7 @@
 #
 # Needs (make deps): mingw-w64 gcc/g++ (win32 and posix), python3, and the
 # packages in scripts/fixture-packages.txt (tcl, libgcrypt-mingw-w64-dev,
-# clang, lld, llvm), plus a deb-src entry for `apt-get source lua5.4 sqlite3`.
+# clang, lld, llvm), plus a deb-src entry for `apt-get source lua5.4 sqlite3 libzstd`.
 
 FIX_DIR     := $(B)/fixtures
 FIX_COMMON  := scripts/fixtures-common.sh
@@ -32,6 +32,7 @@ FIX_HMAC   := $(FIX_DIR)/hmac256/hmac256.exe $(FIX_DIR)/hmac256/input.bin \
 FIX_CMD    := $(FIX_DIR)/cmd/workload.bat
 FIX_PDB    := $(FIX_DIR)/pdb/pdbc.exe $(FIX_DIR)/pdb/pdbcxx.exe $(FIX_DIR)/pdb/pdbmsvc.exe
 FIX_PDBLUA := $(FIX_DIR)/pdblua/lua.exe $(FIX_DIR)/pdblua/lua-instr.exe
+FIX_ZSTD   := $(FIX_DIR)/zstd/libzstd.dll
 FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
               $(FIX_DIR)/sqlite/workload.sql $(FIX_DIR)/pdblua/workload.lua
 
@@ -39,7 +40,7 @@ FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
 FIX_ETL    := $(FIX_DIR)/etl/ppt-win7-x64.etl $(FIX_DIR)/etl/perfview-win10-x86.etl
 
 FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA) \
-            $(FIX_PDB) $(FIX_PDBLUA) $(FIX_ETL)
+            $(FIX_PDB) $(FIX_PDBLUA) $(FIX_ETL) $(FIX_ZSTD)
 
 .PHONY: fixtures fixtures-check fixtures-clean
 fixtures: $(FIXTURES)
@@ -76,6 +77,9 @@ $(FIX_PDBLUA) &: scripts/fixtures-pdblua.sh tests/fixtures/lua/argv0.c tests/sup
 $(FIX_DIR)/pdblua/%.lua: tests/fixtures/lua/%.lua
 	@mkdir -p $(@D)
 	cp $< $@
+
+$(FIX_ZSTD): scripts/fixtures-zstd.sh $(FIX_COMMON)
+	scripts/fixtures-zstd.sh
 
 # workload files are used from the fixture's directory (the cwd of a run)
 $(FIX_DIR)/lua/%.lua: tests/fixtures/lua/%.lua

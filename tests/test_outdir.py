@@ -84,6 +84,10 @@ def test_report_writes_a_run_again_byte_for_byte():
                    [hs.need("build/tests/lateload.exe")])
 
 
+def test_report_writes_a_timed_run_again_byte_for_byte():
+    run_and_report("time", ["--time", "--stacks=8"], [hs.need("build/tests/cxxexc.exe")])
+
+
 def test_report_errors():
     out = hs.outdir("report-errors")
     os.makedirs(os.path.join(hs.ROOT, out))

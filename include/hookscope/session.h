@@ -124,6 +124,9 @@ typedef struct hs_region_hdr {
     uint64_t shadow_top;         /*   next free entry */
     uint64_t shadow_limit;       /*   end (0: no timing on this thread, e.g. the sink) */
     uint64_t time_dropped;       /* calls not timed: shadow stack full */
+    uint64_t excluded;           /* --time: rdtsc ticks this thread spent in hookscope's own
+                                    slow paths (entry stacks, new edges, a region for a new
+                                    thread); taken out of every duration they fall in */
 } hs_region_hdr;
 
 /* A function's block in a thread's region: its call count, and with edges
@@ -163,17 +166,23 @@ typedef struct hs_stack_rec {
     uint32_t reserved;
 } hs_stack_rec;
 
-/* --time: durations of one function on one thread, in rdtsc ticks. */
+/* --time: durations of one function on one thread, in rdtsc ticks. A
+ * duration never includes hookscope's own slow paths (hs_region_hdr.excluded).
+ * Per call: exits, sum, min, max, hist, unwinds; per activation: self; per
+ * outermost activation (no other activation of the function open on the
+ * thread, as pprof and perf count cumulative time): total. */
 #define HS_HIST_BUCKETS 40       /* bucket k: [2^k, 2^(k+1)) ns; the last one is open */
 typedef struct hs_time_rec {
     uint64_t exits;              /* calls that returned or were unwound */
-    uint64_t total;              /* inclusive ticks */
+    uint64_t total;              /* inclusive ticks of the outermost activations */
     uint64_t self;               /* inclusive minus timed children on this thread */
     uint64_t min, max;           /* inclusive ticks (min valid if exits > 0) */
     uint64_t unwinds;            /* exits by exception or longjmp */
     uint64_t pending;            /* the last duration not yet in hist (0: none): the
                                     wrapper files each duration at the next exit, so
                                     that its histogram store does not wait for rdtsc */
+    uint64_t active;             /* activations open on this thread (recursion depth) */
+    uint64_t sum;                /* inclusive ticks of every call (for the average) */
     uint64_t hist[HS_HIST_BUCKETS];
 } hs_time_rec;
 
@@ -203,6 +212,7 @@ static inline void hs_time_rec_merge(hs_time_rec *into, const hs_time_rec *from,
         into->max = from->max;
     into->exits += from->exits;
     into->total += from->total;
+    into->sum += from->sum;
     into->self += from->self;
     into->unwinds += from->unwinds;
     for (int b = 0; b < HS_HIST_BUCKETS; b++)
@@ -220,7 +230,7 @@ typedef struct hs_shadow_rec {
     uint64_t save_rax, save_rdx; /* scratch for the wrapper around rdtsc */
     uint32_t func;
     uint32_t reserved;
-    uint64_t reserved2;
+    uint64_t excluded;           /* the region's `excluded` at entry */
 } hs_shadow_rec;
 
 typedef struct hs_session_header {
@@ -334,6 +344,11 @@ static inline hs_edge_rec *hs_region_edges(void *base, uint32_t k)
     hs_session_header *h = (hs_session_header *)base;
     return (hs_edge_rec *)(hs_session_region(base, k) + h->region_edges_off);
 }
+
+/* The first page of every region holds its hs_region_hdr; its bytes from
+ * HS_REGION_AGENT_OFF to the end are the agent's own (the stack walk's
+ * cache), which the injector never reads. */
+#define HS_REGION_AGENT_OFF 512u
 
 /* Round up to a page. */
 static inline uint64_t hs_page_up(uint64_t n) { return (n + HS_PAGE - 1) & ~(uint64_t)(HS_PAGE - 1); }

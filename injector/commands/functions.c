@@ -54,6 +54,7 @@ int hs_cmd_functions(const hs_options *o)
     size_t total = 0, ok = 0, all = 0;
     const char **names = hs_xcalloc(n ? n : 1, sizeof *names);   /* for suggestions */
     char **owned = hs_xcalloc(n ? n : 1, sizeof *owned);
+    hs_image_view view = { pe, pe->image_base };   /* jump tables, as the agent reads them */
     printf("%-10s %8s  %-34s %-7s %s\n", "rva", "size", "hook", "source", "name");
     for (size_t i = 0; i < n; i++) {
         const hs_pe_func *f = &funcs[i];
@@ -69,6 +70,8 @@ int hs_cmd_functions(const hs_options *o)
         in.gap_after = f->gap_after;
         in.image_lo = pe->image_base;
         in.image_hi = pe->image_base + pe->size_of_image;
+        in.read = hs_image_read;
+        in.read_ctx = &view;
         hs_plan plan;
         hs_sym_name nm;
         bool named = hs_modsyms_name_at(syms, f->rva, &nm);

@@ -38,10 +38,11 @@ static void counts_obj(FILE *out, const uint32_t *counts, int n, const char *(*n
 static void time_obj(FILE *out, const hs_prof_time *t)
 {
     fprintf(out, "{\"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, \"min_ns\": %llu, "
-                 "\"max_ns\": %llu, \"avg_ns\": %.1f, \"open\": %llu, \"hist\": [",
+                 "\"max_ns\": %llu, \"avg_ns\": %.1f, \"sum_ns\": %llu, \"open\": %llu, \"hist\": [",
             (unsigned long long)t->calls, (unsigned long long)t->total_ns, (unsigned long long)t->self_ns,
             (unsigned long long)t->min_ns, (unsigned long long)t->max_ns,
-            t->calls ? (double)t->total_ns / (double)t->calls : 0.0, (unsigned long long)t->open);
+            t->calls ? (double)t->sum_ns / (double)t->calls : 0.0, (unsigned long long)t->sum_ns,
+            (unsigned long long)t->open);
     int any = 0;
     for (int b = 0; b < HS_PROF_HIST; b++) {
         if (!t->hist[b])

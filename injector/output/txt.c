@@ -96,17 +96,11 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
     const graph_edge **out_list = hs_xcalloc(ne ? ne : 1, sizeof *out_list);
     size_t *in_fill = hs_xcalloc(nf + 1, sizeof *in_fill);
     size_t *out_fill = hs_xcalloc(nf + 1, sizeof *out_fill);
-    int via_wrapper = 0;
     for (size_t k = 0; k < ne; k++) {
         const graph_edge *x = by_calls[k];
         in_list[in_first[x->e->callee] + in_fill[x->e->callee]++] = x;
-        if (x->caller_func >= 0) {
+        if (x->caller_func >= 0)
             out_list[out_first[x->caller_func] + out_fill[x->caller_func]++] = x;
-            if (p->modules[p->funcs[x->caller_func].module].agent)
-                via_wrapper = 1;
-        } else if (x->e->caller.module >= 0 && p->modules[x->e->caller.module].agent) {
-            via_wrapper = 1;
-        }
     }
 
     fprintf(out, "\ncall graph: each called function, its callers (<-) and its callees (->),\n"
@@ -139,9 +133,6 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
                 fprintf(out, "    -> %12llu  %s\n", (unsigned long long)x->e->calls, c->name);
         }
     }
-    if (via_wrapper)
-        fprintf(out, "\n(hookscope-agent.dll!hs_wrapper as a caller: a call made by a tail jump from a\n"
-                     " timed function; the function that made it is not recorded)\n");
     free(in_fill);
     free(out_fill);
     free(in_list);
@@ -201,8 +192,11 @@ static void write_time(const hs_profile *p, FILE *out)
     }
     hs_sort(idx, n, sizeof *idx, cmp_total, (void *)p);
 
-    fprintf(out, "\ntime: each timed function by total (inclusive) time; self = total minus\n"
-                 "the timed functions it called; unwinds = calls ended by an exception or longjmp\n");
+    fprintf(out, "\ntime: each timed function by total (inclusive) time, which counts only its\n"
+                 "outermost call on a thread (a recursive call is inside it already); self = its\n"
+                 "calls' time less the timed functions they called; avg, min, max: per call;\n"
+                 "unwinds = calls ended by an exception or longjmp. hookscope's own slow paths\n"
+                 "(entry stacks, new callers) are left out of every duration\n");
     if (untimed)
         fprintf(out, "(%zu called functions with %llu calls had an entry probe only and are not timed)\n",
                 untimed, (unsigned long long)untimed_calls);
@@ -217,7 +211,7 @@ static void write_time(const hs_profile *p, FILE *out)
         fprintf(out, "%12llu %11s %11s %11s %11s %11s %8llu  %s\n", (unsigned long long)t->calls,
                 hs_fmt_duration((double)t->total_ns, a, sizeof a),
                 hs_fmt_duration((double)t->self_ns, b, sizeof b),
-                hs_fmt_duration((double)t->total_ns / (double)t->calls, c, sizeof c),
+                hs_fmt_duration((double)t->sum_ns / (double)t->calls, c, sizeof c),
                 hs_fmt_duration((double)t->min_ns, d, sizeof d),
                 hs_fmt_duration((double)t->max_ns, e, sizeof e), (unsigned long long)t->unwinds,
                 p->funcs[idx[k]].name);

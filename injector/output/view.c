@@ -61,7 +61,7 @@ static double key_value(const hs_profile *p, uint32_t i, int key)
         return (double)f->cpu_self;
     case HS_SORT_AVG:
         if (p->time_on)
-            return timed ? (double)t->total_ns / (double)t->calls : -1;
+            return timed ? (double)t->sum_ns / (double)t->calls : -1;
         return hs_cpu_per_call_ns(p, i);
     default:
         return (double)f->calls;

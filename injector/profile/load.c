@@ -176,7 +176,6 @@ static void load_run(loader *l, const hs_json *root)
 typedef struct module_row {
     const hs_json *o;
     bool traced;
-    bool agent;                  /* hookscope's own module, named only by an edge */
     uint64_t id;                 /* the profile's order, from "id" */
 } module_row;
 
@@ -188,16 +187,11 @@ static int cmp_row(const void *a, const void *b, void *ctx)
 }
 
 /* Both module lists, in the profile's order ("id"; list order without it;
- * ids may leave gaps: hookscope's own module is not listed). An edge whose
- * caller is in hookscope's own module (its timing wrapper, for a tail
- * call from a timed function) names that module by an id no list has: it
- * becomes an unlisted module again (agent), so the report is written back
- * as it was. */
-static void load_modules(loader *l, const hs_json *traced, const hs_json *loaded, const hs_json *edges)
+ * ids may leave gaps: hookscope's own module is not listed). */
+static void load_modules(loader *l, const hs_json *traced, const hs_json *loaded)
 {
     size_t n = (hs_json_is(traced, HS_JARR) ? traced->n : 0) + (hs_json_is(loaded, HS_JARR) ? loaded->n : 0);
-    size_t ne = hs_json_is(edges, HS_JARR) ? edges->n : 0;
-    module_row *rows = hs_xcalloc(n + ne + 1, sizeof *rows);
+    module_row *rows = hs_xcalloc(n ? n : 1, sizeof *rows);
     size_t k = 0;
     for (int list = 0; list < 2; list++) {
         const hs_json *arr = list ? loaded : traced;
@@ -207,28 +201,12 @@ static void load_modules(loader *l, const hs_json *traced, const hs_json *loaded
             rows[k].id = hs_json_u64(hs_json_get(&arr->v[i], "id"), k);
         }
     }
-    for (size_t i = 0; i < ne; i++) {
-        const hs_json *e = &edges->v[i];
-        const hs_json *id = hs_json_get(e, "caller_module_id");
-        if (!hs_json_is(id, HS_JNUM) || !hs_json_str(hs_json_get(e, "caller_module"), NULL))
-            continue;
-        uint64_t want = hs_json_u64(id, 0);
-        size_t j = 0;
-        while (j < n && rows[j].id != want)
-            j++;
-        if (j < n)
-            continue;
-        rows[n].o = e;
-        rows[n].agent = true;
-        rows[n].id = want;
-        n++;
-    }
     hs_sort(rows, n, sizeof *rows, cmp_row, NULL);
     l->ids = hs_xcalloc(n ? n : 1, sizeof *l->ids);
     for (k = 0; k < n; k++) {
         const hs_json *o = rows[k].o;
-        const char *path = hs_json_str(hs_json_get(o, rows[k].agent ? "caller_module" : "path"), NULL);
-        const char *name = hs_json_str(hs_json_get(o, rows[k].agent ? "caller_module" : "name"), NULL);
+        const char *path = hs_json_str(hs_json_get(o, "path"), NULL);
+        const char *name = hs_json_str(hs_json_get(o, "name"), NULL);
         if (!path || !name || (k && rows[k].id == rows[k - 1].id)) {
             failf(l, "%s", !path || !name ? "a module without a name or path" : "two modules with the same id");
             break;
@@ -242,7 +220,6 @@ static void load_modules(loader *l, const hs_json *traced, const hs_json *loaded
         m->id = (uint32_t)rows[k].id;
         m->timestamp = (uint32_t)hs_json_u64(hs_json_get(o, "timestamp"), 0);
         m->traced = rows[k].traced;
-        m->agent = rows[k].agent;
         m->kernel = hs_json_bool(hs_json_get(o, "kernel"), false);
         if (!m->traced)
             continue;
@@ -264,6 +241,7 @@ static void load_time(hs_profile *p, uint32_t f, const hs_json *t)
     hs_prof_time *d = hs_prof_time_of(p, f);
     d->calls = hs_json_u64(hs_json_get(t, "calls"), 0);
     d->total_ns = hs_json_u64(hs_json_get(t, "total_ns"), 0);
+    d->sum_ns = hs_json_u64(hs_json_get(t, "sum_ns"), d->total_ns);
     d->self_ns = hs_json_u64(hs_json_get(t, "self_ns"), 0);
     d->min_ns = hs_json_u64(hs_json_get(t, "min_ns"), 0);
     d->max_ns = hs_json_u64(hs_json_get(t, "max_ns"), 0);
@@ -538,8 +516,7 @@ hs_profile *hs_profile_from_json(const char *text, size_t len, char *err, size_t
     l.p = hs_profile_new();
     load_run(&l, root);
     if (!l.failed)
-        load_modules(&l, hs_json_get(root, "modules"), hs_json_get(root, "loaded_modules"),
-                     l.p->edges_on ? hs_json_get(root, "edges") : NULL);
+        load_modules(&l, hs_json_get(root, "modules"), hs_json_get(root, "loaded_modules"));
     if (!l.failed)
         load_functions(&l, hs_json_get(root, "functions"));
     if (!l.failed && l.p->edges_on)

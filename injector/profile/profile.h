@@ -72,7 +72,9 @@ typedef struct hs_prof_module {
 #define HS_PROF_HIST 40          /* bucket k: [2^k, 2^(k+1)) ns; the last one is open */
 typedef struct hs_prof_time {
     uint64_t calls;              /* calls that returned or were unwound */
-    uint64_t total_ns, self_ns, min_ns, max_ns;
+    uint64_t total_ns;           /* inclusive, of the outermost activations on each thread */
+    uint64_t sum_ns;             /* inclusive, of every call (avg = sum_ns / calls) */
+    uint64_t self_ns, min_ns, max_ns;
     uint64_t unwinds;            /* ended by an exception or longjmp */
     uint64_t open;               /* still running at the end */
     uint64_t hist[HS_PROF_HIST];
