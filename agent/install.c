@@ -17,6 +17,7 @@
 
 #include "agent.h"
 #include "filter.h"
+#include "names.h"
 #include "pe.h"
 
 /* from the C++ runtime, linked statically into the agent */
@@ -71,34 +72,6 @@ static size_t slot_size(const hs_plan *p, int wrapped)
     return ((hs_stub_size_max(p) + 15) & ~(size_t)15) + (wrapped ? DESC_SPACE : 0);
 }
 
-/* Names of functions that return twice (setjmp and friends): a wrapper
- * frame would be gone when they return the second time. */
-static int returns_twice(const char *n)
-{
-    static const char *const names[] = {
-        "setjmp", "_setjmp", "_setjmpex", "_setjmp3", "__mingw_setjmp", "__intrinsic_setjmp",
-        "__intrinsic_setjmpex", "sigsetjmp", "__sigsetjmp", "_sigsetjmp", "vfork", "getcontext",
-    };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(n, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/* Stack probes have their own convention (size in rax, rsp moved by the
- * caller): by name, besides what the analysis recognises. */
-static int stack_probe_name(const char *n)
-{
-    static const char *const names[] = {
-        "__chkstk", "___chkstk_ms", "__chkstk_ms", "_chkstk", "_alloca", "__alloca", "_alloca_probe",
-        "__alloca_probe", "_alloca_probe_16", "_alloca_probe_8",
-    };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(n, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* Is this code entered with a frame already set up (gcc's .cold parts,
  * which have .pdata entries of their own), not by a call? */
 static int entered_with_frame(const hs_pe *pe, const hs_pe_func *f)
@@ -112,9 +85,9 @@ static int entered_with_frame(const hs_pe *pe, const hs_pe_func *f)
  * jumps (HS_WRAP_TAIL_JUMP) is applied after, to the whole module. */
 static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, const char *name)
 {
-    if (name && returns_twice(name))
+    if (name && hs_name_returns_twice(name))
         return HS_WRAP_RETURNS_TWICE;
-    if ((name && stack_probe_name(name)) || (p->flags & HS_FN_STACK_PROBE))
+    if ((name && hs_name_stack_probe(name)) || (p->flags & HS_FN_STACK_PROBE))
         return HS_WRAP_STACK_PROBE;
     if (!(f->src & HS_SRC_PDATA) || !f->unwind_rva)
         return HS_WRAP_NO_UNWIND;
@@ -283,7 +256,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                 /* every function analyzed, hooked or not, may be jumped to */
                 const char *nm = hs_pe_symtab_at(&syms, f->rva);
                 int32_t own = hs_tail_own(&plans[k]);
-                if ((nm && (returns_twice(nm) || stack_probe_name(nm))) || entered_with_frame(&pe, f))
+                if ((nm && (hs_name_returns_twice(nm) || hs_name_stack_probe(nm))) || entered_with_frame(&pe, f))
                     own = -1;
                 const hs_exit *x;
                 size_t nx = hs_analyze_exits(g_hs.engine, &x);

@@ -100,6 +100,31 @@ typedef struct hs_func_rec {
     uint8_t flags;               /* HS_FUNC_* */
 } hs_func_rec;
 
+/* One function of a module as the injector lists it for the agent (the
+ * function service): the agent hooks exactly these, so the functions found
+ * (.pdata, exports, COFF symbols, the PDB's procedures with their exact
+ * extents) and the names the filters see are the injector's: the same as
+ * every report's. Fragments (chained .pdata) are listed too, never hooked. */
+enum {
+    HS_FNE_ADMIT = 1u << 0,          /* the filters keep it */
+    HS_FNE_RETURNS_TWICE = 1u << 1,  /* named like setjmp (hook/names.h) */
+    HS_FNE_STACK_PROBE = 1u << 2,    /* named like __chkstk */
+};
+typedef struct hs_fn_entry {
+    uint32_t rva, size;
+    uint32_t gap_before, gap_after;  /* bytes to the neighbouring code */
+    uint32_t unwind_rva;             /* its UNWIND_INFO, 0 if none */
+    uint16_t src;                    /* HS_SRC_* (hook/pe.h) */
+    uint8_t flags;                   /* HS_FNE_* */
+    uint8_t reserved;
+} hs_fn_entry;
+
+/* The function service's events (auto-reset), by the target's pid: the
+ * agent sets the request event after writing fn_request, the injector the
+ * answer event after writing the list. */
+#define HS_FN_REQUEST_EVENT_FMT L"Local\\hookscope-fnreq-%lu"
+#define HS_FN_ANSWER_EVENT_FMT L"Local\\hookscope-fnans-%lu"
+
 /* thread slot states */
 enum { HS_SLOT_FREE = 0, HS_SLOT_LIVE = 1, HS_SLOT_EXITED = 2 };
 
@@ -299,6 +324,15 @@ typedef struct hs_session_header {
     char filters[32][256];
     volatile uint32_t filter_matched; /* bit i: filter i matched some function (agent) */
     volatile uint32_t regions_reused; /* regions of exited threads folded and given to others */
+    /* the function service (hs_fn_entry): the agent asks for the functions
+     * of module record i by writing fn_request = i + 1; the injector answers
+     * in fn_list with fn_count entries, or fn_count -1: no list (the agent
+     * then finds the functions itself, from the image) */
+    volatile uint32_t fn_service;     /* the injector serves requests (its events exist) */
+    volatile uint32_t fn_request;
+    volatile int32_t fn_count;
+    uint32_t fn_list_cap;
+    uint64_t fn_list_off;
 } hs_session_header;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
@@ -312,6 +346,12 @@ static inline hs_func_rec *hs_session_func(void *base, uint32_t i)
 {
     hs_session_header *h = (hs_session_header *)base;
     return (hs_func_rec *)((char *)base + h->funcs_off + (uint64_t)i * h->func_rec_size);
+}
+
+static inline hs_fn_entry *hs_session_fn_list(void *base)
+{
+    hs_session_header *h = (hs_session_header *)base;
+    return (hs_fn_entry *)((char *)base + h->fn_list_off);
 }
 
 static inline hs_thread_slot *hs_session_slot(void *base, uint32_t i)
@@ -379,6 +419,9 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
     h->max_functions = c->functions;
     h->func_rec_size = (uint32_t)sizeof(hs_func_rec);
     off = hs_page_up(off + (uint64_t)c->functions * sizeof(hs_func_rec));
+    h->fn_list_off = off;            /* one module's list at a time, fragments too */
+    h->fn_list_cap = c->functions * 2 + 4096;
+    off = hs_page_up(off + (uint64_t)h->fn_list_cap * sizeof(hs_fn_entry));
     h->slots_off = off;
     h->max_threads = c->threads;
     h->slot_size = (uint32_t)sizeof(hs_thread_slot);

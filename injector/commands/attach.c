@@ -59,7 +59,7 @@ int hs_cmd_attach(const hs_options *o)
         return HS_EXIT_FAILED;
     hs_trace t;
     hs_trace_begin(&t, o);
-    if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)
+    if (hs_trace_session(&t, o->pid, o, HS_OPT_ATTACH) < 0)
         return HS_EXIT_FAILED;
     t.p->pid = o->pid;
     if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
@@ -69,6 +69,7 @@ int hs_cmd_attach(const hs_options *o)
             hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
             ignored == 0)
             hs_agent_unload(process, &t.session);
+        hs_trace_abandon(&t);
         return HS_EXIT_FAILED;
     }
     t.t_start = hs_now();

@@ -58,10 +58,11 @@ int hs_cmd_run(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     t.p->pid = pi.dwProcessId;
-    if (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 || hs_inject(pi.hProcess, &t.session) < 0 ||
+    if (hs_trace_session(&t, pi.dwProcessId, o, 0) < 0 || hs_inject(pi.hProcess, &t.session) < 0 ||
         hs_trace_check_filters(&t, o) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
         WaitForSingleObject(pi.hProcess, 5000);
+        hs_trace_abandon(&t);
         return HS_EXIT_FAILED;
     }
     t.t_start = hs_now();

@@ -44,6 +44,25 @@ void hs_trace_begin(hs_trace *t, const hs_options *o)
     SetConsoleCtrlHandler(on_ctrl, TRUE);
 }
 
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options)
+{
+    if (hs_session_create(&t->session, pid, o, options) < 0)
+        return -1;
+    t->fn = hs_fnservice_start(&t->session, pid, o);
+    if (!t->fn) {
+        hs_session_close(&t->session);
+        return -1;
+    }
+    return 0;
+}
+
+void hs_trace_abandon(hs_trace *t)
+{
+    hs_fnservice_stop(t->fn);
+    t->fn = NULL;
+    hs_session_close(&t->session);
+}
+
 int hs_trace_interrupts(void)
 {
     return (int)interrupts;
@@ -65,6 +84,8 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o)
 
 int hs_trace_finish(hs_trace *t, const hs_options *o)
 {
+    hs_fnservice_stop(t->fn);   /* nothing asks any more */
+    t->fn = NULL;
     double now = hs_now();
     hs_profile *p = t->p;
     p->wall_s = now - t->t_start;

@@ -10,10 +10,12 @@
 
 #include "commands/options.h"
 #include "profile/profile.h"
+#include "trace/fnservice.h"
 #include "trace/session_host.h"
 
 typedef struct hs_trace {
     hs_session_host session;
+    hs_fnservice *fn;    /* answers the agent's requests for function lists */
     hs_profile *p;
     double t_start;      /* when the target started (run) or was hooked (attach) */
     double t0;           /* clock and tsc at begin, to measure the tsc rate */
@@ -21,6 +23,12 @@ typedef struct hs_trace {
 } hs_trace;
 
 void hs_trace_begin(hs_trace *t, const hs_options *o);
+/* Create the session for process pid and start the function service (the
+ * agent asks it as soon as it is injected). Returns 0, or -1 after
+ * printing why. */
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options);
+/* A trace that ends before it ran: stop the service, drop the session. */
+void hs_trace_abandon(hs_trace *t);
 /* Ctrl+C presses since hs_trace_begin. */
 int hs_trace_interrupts(void);
 /* Right after hooking: if every -m module is loaded already, a function
