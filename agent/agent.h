@@ -72,6 +72,7 @@ typedef struct hs_agent {
     uint64_t *sink;            /* counters that absorb calls made by the agent itself */
     SRWLOCK layout_lock;       /* function table growth and region commits */
     CRITICAL_SECTION install_lock; /* one install or removal at a time */
+    HANDLE fn_request, fn_answer;  /* the injector's function service (session.h), or NULL */
     hs_engine *engine;         /* used under install_lock */
     hs_arena arena;            /* used under install_lock */
     hs_mod_state *mods;        /* agent-side state of hooked modules */
@@ -88,6 +89,13 @@ extern hs_agent g_hs;
 int hs_session_attach(void);
 void hs_agent_fail(int err, const char *fmt, ...);
 int hs_session_commit(void *p, uint64_t len);
+/* Ask the injector for the functions of module record `module` (its
+ * path, base, size and timestamp written): returns how many it listed in
+ * the session's function list, or -1 when there is no answer (no
+ * service, no usable file, no reply within a bound): find them yourself.
+ * Called under install_lock. */
+int32_t hs_session_request_functions(uint32_t module);
+
 uint32_t hs_session_add_module(const wchar_t *path, uint64_t base, uint32_t size, uint32_t flags,
                                int pattern);
 int hs_session_add_functions(uint32_t n, uint32_t *first);

@@ -1,8 +1,11 @@
 /*
  * agent/install.c - hook every function of one module.
  *
- *  1. find the functions (.pdata, exports, and the COFF symbols of the
- *     file on disk when it matches the mapped image);
+ *  1. find the functions: the injector's list (its function service,
+ *     session.h: .pdata, exports, COFF symbols and the PDB's procedures,
+ *     with the filters applied to the names the reports show), else from
+ *     the image (.pdata, exports, and the COFF symbols of the file on disk
+ *     when it matches the mapped image);
  *  2. analyze each (hook/), and record every function in the session,
  *     hooked or not, with the reason when not;
  *  3. write all stubs and trampolines into one arena chunk near the module;
@@ -83,11 +86,11 @@ static int entered_with_frame(const hs_pe *pe, const hs_pe_func *f)
 /* Can this function get the timing wrapper, or only an entry probe (and
  * why)? Needs a full analysis (HS_ANALYZE_FULL). The rule for its tail
  * jumps (HS_WRAP_TAIL_JUMP) is applied after, to the whole module. */
-static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, const char *name)
+static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, int named)
 {
-    if (name && hs_name_returns_twice(name))
+    if (named == HS_FNE_RETURNS_TWICE)
         return HS_WRAP_RETURNS_TWICE;
-    if ((name && hs_name_stack_probe(name)) || (p->flags & HS_FN_STACK_PROBE))
+    if (named == HS_FNE_STACK_PROBE || (p->flags & HS_FN_STACK_PROBE))
         return HS_WRAP_STACK_PROBE;
     if (!(f->src & HS_SRC_PDATA) || !f->unwind_rva)
         return HS_WRAP_NO_UNWIND;
@@ -104,6 +107,47 @@ static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, c
     if (p->stack_arg_slots > HS_WRAP_MAX_SLOTS)
         return HS_WRAP_STACK_ARGS;
     return HS_WRAP_OK;
+}
+
+/* What a function's name says (HS_FNE_RETURNS_TWICE, HS_FNE_STACK_PROBE,
+ * or 0): from the injector's list, else from the image's symbols. */
+static int by_name(const uint8_t *fnflags, size_t i, const hs_pe_symtab *syms, uint32_t rva)
+{
+    if (fnflags)
+        return fnflags[i] & (HS_FNE_RETURNS_TWICE | HS_FNE_STACK_PROBE);
+    const char *nm = hs_pe_symtab_at(syms, rva);
+    return hs_name_returns_twice(nm) ? HS_FNE_RETURNS_TWICE : hs_name_stack_probe(nm) ? HS_FNE_STACK_PROBE : 0;
+}
+
+/* The injector's list of the functions of module record mi, as hook/pe.h
+ * entries and their HS_FNE_* flags (malloc'd); -1 when it has none. */
+static int listed_functions(uint32_t mi, hs_pe_func **funcs, uint8_t **fnflags, size_t *n)
+{
+    int32_t count = hs_session_request_functions(mi);
+    if (count < 0)
+        return -1;
+    const hs_fn_entry *list = hs_session_fn_list(g_hs.view);
+    *funcs = calloc(count ? (size_t)count : 1, sizeof **funcs);
+    *fnflags = calloc(count ? (size_t)count : 1, 1);
+    if (!*funcs || !*fnflags) {
+        free(*funcs);
+        free(*fnflags);
+        *funcs = NULL;
+        *fnflags = NULL;
+        return -1;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        hs_pe_func *f = &(*funcs)[i];
+        f->rva = list[i].rva;
+        f->size = list[i].size;
+        f->gap_before = list[i].gap_before;
+        f->gap_after = list[i].gap_after;
+        f->unwind_rva = list[i].unwind_rva;
+        f->src = list[i].src;
+        (*fnflags)[i] = list[i].flags;
+    }
+    *n = (size_t)count;
+    return 0;
 }
 
 static hs_mod_state *add_mod_state(void)
@@ -148,15 +192,9 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     }
 
     hs_pe_func *funcs = NULL;
+    uint8_t *fnflags = NULL;   /* HS_FNE_* per function of the injector's list, NULL: none */
     size_t nfuncs = 0;
     hs_hooked *hooks = NULL;
-    if (hs_pe_functions(&pe, &funcs, &nfuncs) < 0)
-        goto out;
-
-    size_t n = 0;
-    for (size_t i = 0; i < nfuncs; i++)
-        if (!(funcs[i].src & HS_SRC_FRAGMENT))
-            n++;
 
     uint32_t mi = hs_session_add_module(path, base, image_size, flags, pattern);
     if (mi == UINT32_MAX) {
@@ -165,6 +203,14 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     }
     hs_module_rec *mrec = hs_session_module(g_hs.view, mi);
     mrec->timestamp = pe.timestamp;
+    if (listed_functions(mi, &funcs, &fnflags, &nfuncs) < 0 && hs_pe_functions(&pe, &funcs, &nfuncs) < 0)
+        goto out;
+
+    size_t n = 0;
+    for (size_t i = 0; i < nfuncs; i++)
+        if (!(funcs[i].src & HS_SRC_FRAGMENT))
+            n++;
+
     uint32_t first;
     if (hs_session_add_functions((uint32_t)n, &first) < 0) {
         mrec->flags |= HS_MOD_FAILED;
@@ -202,7 +248,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         goto out;
     }
     hs_pe_symtab syms = { 0 };
-    if (timed || h->n_filters)
+    if (!fnflags && (timed || h->n_filters))
         hs_pe_symbols(&pe, &syms);
     hs_filter flt;
     memset(&flt, 0, sizeof flt);
@@ -242,7 +288,10 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         hs_skip_reason r = HS_OK;
         if (is_self)
             r = HS_SKIP_AGENT;
-        else if (flt.n) {
+        else if (fnflags) {
+            if (!(fnflags[i] & HS_FNE_ADMIT))
+                r = HS_SKIP_FILTERED;
+        } else if (flt.n) {
             const char *raw = hs_pe_symtab_at(&syms, f->rva);
             int st = 0;
             char *und = raw && raw[0] == '_' && raw[1] == 'Z' ? __cxa_demangle(raw, NULL, NULL, &st) : NULL;
@@ -254,9 +303,8 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
             r = hs_analyze(g_hs.engine, in, opts, &plans[k]);
             if (tails) {
                 /* every function analyzed, hooked or not, may be jumped to */
-                const char *nm = hs_pe_symtab_at(&syms, f->rva);
                 int32_t own = hs_tail_own(&plans[k]);
-                if ((nm && (hs_name_returns_twice(nm) || hs_name_stack_probe(nm))) || entered_with_frame(&pe, f))
+                if (by_name(fnflags, i, &syms, f->rva) || entered_with_frame(&pe, f))
                     own = -1;
                 const hs_exit *x;
                 size_t nx = hs_analyze_exits(g_hs.engine, &x);
@@ -265,7 +313,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         }
         if (r == HS_OK) {
             if (timed)
-                entry_only[k] = (uint8_t)wrap_reason(&plans[k], &pe, f, hs_pe_symtab_at(&syms, f->rva));
+                entry_only[k] = (uint8_t)wrap_reason(&plans[k], &pe, f, by_name(fnflags, i, &syms, f->rva));
         } else {
             plans[k].reason = r;
         }
@@ -405,6 +453,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
 out:
     free(hooks);
     free(funcs);
+    free(fnflags);
     unmap_file(&fv);
     hs_pe_close(&pe);
     return rc;

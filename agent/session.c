@@ -33,7 +33,38 @@ int hs_session_attach(void)
     g_hs.mapping = m;
     g_hs.view = v;
     g_hs.hdr = h;
+    swprintf(name, 64, HS_FN_REQUEST_EVENT_FMT, (unsigned long)GetCurrentProcessId());
+    g_hs.fn_request = OpenEventW(EVENT_MODIFY_STATE, FALSE, name);
+    swprintf(name, 64, HS_FN_ANSWER_EVENT_FMT, (unsigned long)GetCurrentProcessId());
+    g_hs.fn_answer = OpenEventW(SYNCHRONIZE, FALSE, name);
     return 0;
+}
+
+/* A module's symbols (a PDB of a large DLL) can take the injector a few
+ * seconds to read; beyond this, the agent finds the functions itself. */
+#define FN_ANSWER_TIMEOUT_MS 60000
+
+int32_t hs_session_request_functions(uint32_t module)
+{
+    hs_session_header *h = g_hs.hdr;
+    if (!g_hs.fn_request || !g_hs.fn_answer || !h->fn_service)
+        return -1;
+    static uint32_t seq;
+    uint32_t req = ++seq << 16 | ((module + 1) & 0xFFFF);
+    h->fn_request = req;
+    MemoryBarrier();
+    if (!SetEvent(g_hs.fn_request))
+        return -1;
+    /* a late answer to an earlier request that timed out is passed over */
+    ULONGLONG until = GetTickCount64() + FN_ANSWER_TIMEOUT_MS;
+    for (;;) {
+        ULONGLONG now = GetTickCount64();
+        if (now >= until || WaitForSingleObject(g_hs.fn_answer, (DWORD)(until - now)) != WAIT_OBJECT_0)
+            return -1;
+        MemoryBarrier();
+        if (h->fn_answered == req)
+            return h->fn_count;
+    }
 }
 
 /* Record a failure for the injector: a Win32 error and one line of text. */

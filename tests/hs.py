@@ -38,10 +38,12 @@ def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):
                           timeout=timeout, env=e)
 
 
-def hookscope(args, input=None, timeout=300, cwd=ROOT):
+def hookscope(args, input=None, timeout=300, cwd=ROOT, extra_env=None):
     """Run ./hookscope with args; returns CompletedProcess (bytes)."""
+    e = env()
+    e.update(extra_env or {})
     return subprocess.run([os.path.join(ROOT, "hookscope")] + list(args), cwd=cwd, input=input,
-                          capture_output=True, timeout=timeout, env=env())
+                          capture_output=True, timeout=timeout, env=e)
 
 
 def outdir(name):

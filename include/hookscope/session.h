@@ -325,11 +325,13 @@ typedef struct hs_session_header {
     volatile uint32_t filter_matched; /* bit i: filter i matched some function (agent) */
     volatile uint32_t regions_reused; /* regions of exited threads folded and given to others */
     /* the function service (hs_fn_entry): the agent asks for the functions
-     * of module record i by writing fn_request = i + 1; the injector answers
-     * in fn_list with fn_count entries, or fn_count -1: no list (the agent
-     * then finds the functions itself, from the image) */
+     * of module record i by writing fn_request = seq << 16 | (i + 1), a new
+     * seq each time; the injector answers in fn_list with fn_count entries
+     * (-1: no list; the agent then finds the functions itself, from the
+     * image) and echoes the request in fn_answered */
     volatile uint32_t fn_service;     /* the injector serves requests (its events exist) */
     volatile uint32_t fn_request;
+    volatile uint32_t fn_answered;
     volatile int32_t fn_count;
     uint32_t fn_list_cap;
     uint64_t fn_list_off;

@@ -19,13 +19,27 @@ struct hs_fnservice {
     hs_filter flt;
     char *filters[HS_FILTER_MAX];
     hs_symconf conf;
-    char *symbols;
+    char **told;                 /* modules whose symbols' problem was said */
+    size_t ntold;
 };
+
+/* Say a module's symbol problem (a PDB not found, of another build, no
+ * symbols at all) once, as the module is hooked. */
+static void tell(hs_fnservice *svc, const char *path, const char *msg)
+{
+    for (size_t i = 0; i < svc->ntold; i++)
+        if (!strcmp(svc->told[i], path))
+            return;
+    svc->told = hs_xrealloc(svc->told, (svc->ntold + 1) * sizeof *svc->told);
+    svc->told[svc->ntold++] = hs_xstrdup(path);
+    hs_err("%s", msg);
+}
 
 static void answer(hs_fnservice *svc)
 {
     hs_session_header *h = svc->s->hdr;
-    uint32_t i = h->fn_request - 1;
+    uint32_t req = h->fn_request;
+    uint32_t i = (req & 0xFFFF) - 1;
     h->fn_count = -1;
     if (i < h->n_modules && i < h->max_modules) {
         const hs_module_rec *m = hs_session_module(svc->s->view, i);
@@ -33,6 +47,8 @@ static void answer(hs_fnservice *svc)
         hs_modsyms_status st;
         const char *why = NULL;
         hs_modsyms *t = hs_modsyms_open(path, m->base, m->size, m->timestamp, &svc->conf, &st, &why);
+        if (t && hs_modsyms_message(t)[0])
+            tell(svc, path, hs_modsyms_message(t));
         if (t && st == HS_MODSYMS_OK) {
             hs_fn_entry *list = hs_session_fn_list(svc->s->view);
             /* commit what a list of this module can need */
@@ -51,6 +67,8 @@ static void answer(hs_fnservice *svc)
         hs_modsyms_close(t);
         free(path);
     }
+    MemoryBarrier();
+    h->fn_answered = req;
     MemoryBarrier();
     SetEvent(svc->answer);
 }
@@ -112,5 +130,8 @@ void hs_fnservice_stop(hs_fnservice *svc)
         CloseHandle(svc->stop);
     for (int i = 0; i < HS_FILTER_MAX; i++)
         free(svc->filters[i]);
+    for (size_t i = 0; i < svc->ntold; i++)
+        free(svc->told[i]);
+    free(svc->told);
     free(svc);
 }
