@@ -98,28 +98,47 @@ int32_t hs_session_request_functions(uint32_t module);
 
 uint32_t hs_session_add_module(const wchar_t *path, uint64_t base, uint32_t size, uint32_t flags,
                                int pattern);
-int hs_session_add_functions(uint32_t n, uint32_t *first);
 
-/* threads.c: TLS slot value of the current thread */
+/* tls.c: TLS slot value of the current thread */
 void *hs_tls_get(void);
 void hs_tls_set(void *v);
 /* Make the calling thread count into the sink while the agent works;
  * returns the previous value for hs_agent_leave. */
 void *hs_agent_enter(void);
 void hs_agent_leave(void *prev);
+
+/* regions.c: the life of a thread region */
+/* Reserve n function records (committed, zeroed) and commit their
+ * counters in every region; *first receives the first index. */
+int hs_session_add_functions(uint32_t n, uint32_t *first);
 /* Commit the per-function parts for functions [0, n_functions) in every
  * live region (called with layout_lock held). */
 int hs_regions_grow(uint32_t n_functions);
 /* Give the calling thread a region; returns its counters, or NULL when
  * every region is taken. */
 uint64_t *hs_region_acquire(void);
-/* probes.c: add region k's counts to the overflow region and clear it */
+/* Add region k's counts to the overflow region and clear it (its thread
+ * is gone; called with layout_lock held). */
 void hs_region_fold(uint32_t k);
 #define HS_MAX_THREADS_LIMIT 4096   /* --max-threads at most */
 /* The sink: private counters with the layout of a region, for the agent's
  * own calls. */
 int hs_sink_init(void);
 void hs_thread_exit(void);
+
+/* tables.c: a region's tables */
+hs_region_hdr *hs_region_of(uint64_t *counters);
+hs_edge_rec *hs_edges_of(uint64_t *counters);
+/* Insert (site, fidx) into an edge table with `count`, or add to an
+ * existing entry; -1 when the table is too full to insert. */
+int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count);
+/* Add `count` to the stack (fidx, frames) in region r's table, inserting
+ * it if new; -1 when the table or the frame pool is full. */
+int hs_stack_add(hs_region_hdr *r, uint32_t fidx, const uint64_t *frames, int n, int truncated,
+                 uint64_t count);
+/* Count a call (and its edge) in the shared overflow region. */
+void hs_overflow_count(uint32_t fidx, uint64_t site, int count_call);
+extern SRWLOCK hs_overflow_lock;   /* the overflow region's edge table */
 
 /* modules.c */
 int hs_modules_init(void);

@@ -37,65 +37,6 @@ _Static_assert(offsetof(hs_wrap_desc, nslots) == 20, "desc");
 _Static_assert(sizeof(hs_edge_rec) == 32, "edge rec");
 _Static_assert(sizeof(hs_region_hdr) <= HS_REGION_AGENT_OFF, "region header");
 
-static SRWLOCK overflow_lock = SRWLOCK_INIT;
-
-static hs_region_hdr *region_of(uint64_t *counters)
-{
-    return (hs_region_hdr *)((char *)counters - g_hs.hdr->region_counters_off);
-}
-
-static hs_edge_rec *edges_of(uint64_t *counters)
-{
-    return (hs_edge_rec *)((char *)counters + (g_hs.hdr->region_edges_off - g_hs.hdr->region_counters_off));
-}
-
-/* Insert (site, fidx) into an edge table with `count`, or add to an
- * existing entry. Returns -1 when the table is too full to insert. */
-static int edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count)
-{
-    if (site == 0)
-        return 0;   /* no caller: entered as a thread start */
-    uint32_t cap = g_hs.hdr->region_edges_cap;
-    uint32_t i = hs_edge_slot(site, fidx, cap);
-    for (uint32_t n = 0; n < cap; n++, i = (i + 1) & (cap - 1)) {
-        if (t[i].site == site && t[i].callee == fidx) {
-            t[i].count += count;
-            return 0;
-        }
-        if (t[i].site == 0) {
-            if (*used >= cap / 4 * 3)
-                return -1;
-            t[i].callee = fidx;
-            t[i].count = count;
-            MemoryBarrier();
-            t[i].site = site;
-            (*used)++;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Count a call (and its edge) in the shared overflow region. */
-static void overflow_count(uint32_t fidx, uint64_t site, int count_call)
-{
-    hs_session_header *h = g_hs.hdr;
-    uint64_t *ov = hs_region_counters(g_hs.view, h->max_threads);
-    if (fidx >= h->n_functions)
-        return;
-    if (count_call) {
-        InterlockedIncrement64((volatile LONG64 *)hs_fblock_at(h, ov, fidx));
-        InterlockedIncrement64((volatile LONG64 *)&h->overflow_calls);
-    }
-    if ((h->options & HS_OPT_EDGES) && site) {
-        AcquireSRWLockExclusive(&overflow_lock);
-        hs_region_hdr *r = region_of(ov);
-        if (edge_add(edges_of(ov), &r->edges_used, site, fidx, 1) < 0)
-            r->edges_overflowed++;   /* lost: reported */
-        ReleaseSRWLockExclusive(&overflow_lock);
-    }
-}
-
 /* Is this thread one that hookscope.exe started in the target? Its calls
  * (the exe's TLS callbacks run on it before its start routine) would not
  * happen untraced. */
@@ -136,7 +77,7 @@ uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     }
     uint64_t *c = hs_region_acquire();
     if (!c)
-        overflow_count(fidx, call_site(entry_rsp, regs), 1);
+        hs_overflow_count(fidx, call_site(entry_rsp, regs), 1);
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
     return c;
@@ -150,7 +91,7 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     InterlockedIncrement(&g_hs.in_slow);
     hs_tls_set(g_hs.sink);
     uint64_t site = call_site(entry_rsp, regs);
-    hs_region_hdr *r = region_of(c);
+    hs_region_hdr *r = hs_region_of(c);
     hs_fblock *b = (hs_fblock *)hs_fblock_at(g_hs.hdr, c, fidx);
     for (int k = 0; k < HS_INLINE_EDGES; k++) {
         if (b->edge[k].site == 0 && site) {
@@ -162,9 +103,9 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
             goto done;
         }
     }
-    if (edge_add(edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
+    if (hs_edge_add(hs_edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
         r->edges_overflowed++;
-        overflow_count(fidx, site, 0);
+        hs_overflow_count(fidx, site, 0);
     }
 done:
     hs_tls_set(c);
@@ -173,55 +114,6 @@ done:
 }
 
 /* ---- entry stacks ---------------------------------------------------------- */
-
-static uint64_t hash_frames(uint32_t fidx, const uint64_t *f, int n)
-{
-    uint64_t h = 0xCBF29CE484222325ull ^ fidx;
-    for (int i = 0; i < n; i++) {
-        h ^= f[i];
-        h *= 0x100000001B3ull;
-        h ^= h >> 29;
-    }
-    return h ? h : 1;
-}
-
-/* Add `count` to the stack (fidx, frames) in region r's table, inserting
- * it if new. Returns -1 when the table or the frame pool is full. */
-static int stack_add(hs_region_hdr *r, uint32_t fidx, const uint64_t *frames, int n, int truncated,
-                     uint64_t count)
-{
-    const hs_session_header *h = g_hs.hdr;
-    char *region = (char *)r;
-    hs_stack_rec *tab = (hs_stack_rec *)(region + h->region_stacks_off);
-    uint64_t *pool = (uint64_t *)(region + h->region_frames_off);
-    uint32_t cap = h->region_stacks_cap;
-    uint64_t hash = hash_frames(fidx, frames, n);
-    uint32_t i = (uint32_t)(hash & (cap - 1));
-    for (uint32_t k = 0; k < cap; k++, i = (i + 1) & (cap - 1)) {
-        hs_stack_rec *s = &tab[i];
-        if (s->hash == hash && s->func == fidx && s->depth == n &&
-            memcmp(pool + s->frames, frames, (size_t)n * 8) == 0) {
-            s->count += count;
-            return 0;
-        }
-        if (s->hash == 0) {
-            if (r->stacks_used >= cap / 4 * 3 || r->frames_used + (uint32_t)n > h->region_frames_cap)
-                return -1;
-            memcpy(pool + r->frames_used, frames, (size_t)n * 8);
-            s->frames = r->frames_used;
-            s->func = fidx;
-            s->depth = (uint16_t)n;
-            s->truncated = (uint16_t)truncated;
-            s->count = count;
-            MemoryBarrier();
-            s->hash = hash;
-            r->frames_used += (uint32_t)n;
-            r->stacks_used++;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
 {
@@ -237,8 +129,8 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
     int max = h->stack_depth < 256 ? (int)h->stack_depth : 256, truncated;
     int n = hs_stackwalk(c, entry, entry_rsp, regs, frames, max, &truncated);
 
-    hs_region_hdr *r = region_of(c);
-    if (stack_add(r, fidx, frames, n, truncated, 1) < 0)
+    hs_region_hdr *r = hs_region_of(c);
+    if (hs_stack_add(r, fidx, frames, n, truncated, 1) < 0)
         r->stacks_dropped++;
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
@@ -257,7 +149,7 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
     if (!(rec->ExceptionFlags & (EXCEPTION_UNWINDING | EXCEPTION_EXIT_UNWIND)))
         return ExceptionContinueSearch;
     uint64_t *c = hs_tls_get();
-    hs_region_hdr *r = c && c != g_hs.sink ? region_of(c) : NULL;
+    hs_region_hdr *r = c && c != g_hs.sink ? hs_region_of(c) : NULL;
     uint64_t fr = (uint64_t)(uintptr_t)frame;
     int timed = 0;
     if (r && r->shadow_limit) {
@@ -297,71 +189,4 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
     if (!timed && hs_untimed_frames > 0)
         InterlockedDecrement64((volatile LONG64 *)&hs_untimed_frames);
     return ExceptionContinueSearch;
-}
-
-/* ---- reusing the region of a thread that is gone ---------------------------- */
-
-/* Add everything region k counted to the overflow region, then clear k
- * for another thread. The thread that owned k has exited (nobody writes
- * k); called with layout_lock held. */
-void hs_region_fold(uint32_t k)
-{
-    hs_session_header *h = g_hs.hdr;
-    char *src = hs_session_region(g_hs.view, k);
-    char *dst = hs_session_region(g_hs.view, h->max_threads);
-    hs_region_hdr *sr = (hs_region_hdr *)src, *dr = (hs_region_hdr *)dst;
-    uint32_t n = sr->committed_funcs < dr->committed_funcs ? sr->committed_funcs : dr->committed_funcs;
-    uint64_t *sc = (uint64_t *)(src + h->region_counters_off), *dc = (uint64_t *)(dst + h->region_counters_off);
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t c = *hs_fblock_at(h, sc, i);
-        if (c)
-            InterlockedAdd64((volatile LONG64 *)hs_fblock_at(h, dc, i), (LONG64)c);
-    }
-    if (h->options & HS_OPT_EDGES) {
-        hs_edge_rec *se = (hs_edge_rec *)(src + h->region_edges_off);
-        hs_edge_rec *de = (hs_edge_rec *)(dst + h->region_edges_off);
-        AcquireSRWLockExclusive(&overflow_lock);
-        for (uint32_t i = 0; i < n; i++) {
-            const hs_fblock *b = (const hs_fblock *)hs_fblock_at(h, sc, i);
-            for (int k = 0; k < HS_INLINE_EDGES; k++)
-                if (b->edge[k].site && b->edge[k].count &&
-                    edge_add(de, &dr->edges_used, b->edge[k].site, i, b->edge[k].count) < 0)
-                    dr->edges_overflowed++;
-        }
-        for (uint32_t i = 0; i < h->region_edges_cap; i++)
-            if (se[i].site && se[i].count && edge_add(de, &dr->edges_used, se[i].site, se[i].callee, se[i].count) < 0)
-                dr->edges_overflowed++;
-        ReleaseSRWLockExclusive(&overflow_lock);
-        memset(se, 0, (size_t)h->region_edges_cap * sizeof *se);
-    }
-    if (h->options & HS_OPT_STACKS) {
-        hs_stack_rec *ss = (hs_stack_rec *)(src + h->region_stacks_off);
-        const uint64_t *pool = (const uint64_t *)(src + h->region_frames_off);
-        for (uint32_t i = 0; i < h->region_stacks_cap; i++)
-            if (ss[i].hash && stack_add(dr, ss[i].func, pool + ss[i].frames, ss[i].depth, ss[i].truncated,
-                                        ss[i].count) < 0)
-                dr->stacks_dropped += ss[i].count;
-        memset(ss, 0, (size_t)h->region_stacks_cap * sizeof *ss);
-        dr->stacks_dropped += sr->stacks_dropped;
-    }
-    if (h->options & HS_OPT_TIME) {
-        hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
-        hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
-        for (uint32_t i = 0; i < n; i++)
-            hs_time_rec_merge(&dt[i], &st[i], hs_tsc_ns_mult);
-        memset(st, 0, (size_t)sr->committed_funcs * sizeof *st);
-        dr->time_dropped += sr->time_dropped;
-    }
-    memset(sc, 0, (size_t)sr->committed_funcs * h->region_fblock);
-    if (h->options & HS_OPT_STACKS)
-        memset(src + h->region_countdown_off, 0, (size_t)sr->committed_funcs * 4);
-    dr->edges_overflowed += sr->edges_overflowed;
-    sr->edges_used = 0;
-    sr->edges_overflowed = 0;
-    sr->stacks_used = 0;
-    sr->frames_used = 0;
-    sr->stacks_dropped = 0;
-    sr->time_dropped = 0;
-    sr->shadow_top = sr->shadow_base;
-    InterlockedIncrement((volatile LONG *)&h->regions_reused);
 }

@@ -117,23 +117,3 @@ uint32_t hs_session_add_module(const wchar_t *path, uint64_t base, uint32_t size
     h->n_modules = i + 1;
     return i;
 }
-
-/* Reserve n function records (committed, zeroed) and commit their
- * counters in every region; *first receives the first index. The records
- * are filled by the caller before any hook can use them. */
-int hs_session_add_functions(uint32_t n, uint32_t *first)
-{
-    hs_session_header *h = g_hs.hdr;
-    AcquireSRWLockExclusive(&g_hs.layout_lock);
-    uint32_t f = h->n_functions;
-    int rc = -1;
-    if ((uint64_t)f + n <= h->max_functions &&
-        hs_session_commit(hs_session_func(g_hs.view, f), (uint64_t)n * sizeof(hs_func_rec)) == 0 &&
-        hs_regions_grow(f + n) == 0) {
-        *first = f;
-        h->n_functions = f + n;
-        rc = 0;
-    }
-    ReleaseSRWLockExclusive(&g_hs.layout_lock);
-    return rc;
-}
