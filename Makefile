@@ -29,22 +29,26 @@ HOOK_CORE := $(filter-out %_win.c,$(wildcard hook/*.c))
 HOOK_WIN  := $(wildcard hook/*_win.c)
 AGENT_C   := $(wildcard agent/*.c)
 AGENT_S   := $(wildcard agent/*.S)
-INJ_C     := $(wildcard injector/*.c injector/*/*.c)
+# *_win.c: Windows only; *_posix.c: their Linux counterparts, for native tests
+INJ_C     := $(filter-out %_posix.c injector/launcher/%,$(wildcard injector/*.c injector/*/*.c))
 # the injector's portable parts (profile, symbols, writers), also built
 # natively for their unit tests
-INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C))
-SAMPLER_C := $(wildcard sampler/*.c)
+INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
+                $(wildcard injector/*/*_posix.c)
+ETL_C     := $(wildcard sampler/etl/*.c)
+SAMPLER_C := $(wildcard sampler/*.c) $(ETL_C)
 # the sampler's portable parts (sample set, unwinder, code map, classifier)
-SAMPLER_PORTABLE := $(filter-out %_win.c,$(SAMPLER_C))
+SAMPLER_PORTABLE := $(filter-out %_win.c,$(wildcard sampler/*.c))
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
 
 HOOKSCOPE_EXE := $(B)/bin/hookscope.exe
 AGENT_DLL     := $(B)/bin/hookscope-agent.dll
+DTRACE_EXE    := $(B)/bin/hookscope-dtrace.exe
 
 .PHONY: all deps demo test test-build unit bench clean distclean
-all: $(HOOKSCOPE_EXE) $(AGENT_DLL)
+all: $(HOOKSCOPE_EXE) $(AGENT_DLL) $(DTRACE_EXE)
 
 deps:
 	./scripts/deps.sh
@@ -66,6 +70,11 @@ $(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C))
 	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
 	    -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lshell32 -lntdll -lwinmm
 
+# hookscope-dtrace.exe: `hookscope dtrace` under a name of its own, for DTRACE=
+$(DTRACE_EXE): $(B)/win/injector/launcher/dtrace_main.o
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -s -o $@ $^ -static-libgcc
+
 $(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_CORE) $(HOOK_WIN)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
@@ -80,11 +89,11 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(SAMPLER_PORTABLE) $(UNIT_SUPPORT))
+NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(SAMPLER_PORTABLE) $(ETL_C) $(UNIT_SUPPORT))
 
 $(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++
+	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
 
 unit: $(UNIT_BIN)
 
@@ -93,6 +102,7 @@ unit: $(UNIT_BIN)
 
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk
+include tests/support/support.mk
 -include tests/fixtures.mk
 include examples/examples.mk
 include bench/bench.mk

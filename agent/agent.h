@@ -72,6 +72,7 @@ typedef struct hs_agent {
     uint64_t *sink;            /* counters that absorb calls made by the agent itself */
     SRWLOCK layout_lock;       /* function table growth and region commits */
     CRITICAL_SECTION install_lock; /* one install or removal at a time */
+    HANDLE fn_request, fn_answer;  /* the injector's function service (session.h), or NULL */
     hs_engine *engine;         /* used under install_lock */
     hs_arena arena;            /* used under install_lock */
     hs_mod_state *mods;        /* agent-side state of hooked modules */
@@ -88,30 +89,56 @@ extern hs_agent g_hs;
 int hs_session_attach(void);
 void hs_agent_fail(int err, const char *fmt, ...);
 int hs_session_commit(void *p, uint64_t len);
+/* Ask the injector for the functions of module record `module` (its
+ * path, base, size and timestamp written): returns how many it listed in
+ * the session's function list, or -1 when there is no answer (no
+ * service, no usable file, no reply within a bound): find them yourself.
+ * Called under install_lock. */
+int32_t hs_session_request_functions(uint32_t module);
+
 uint32_t hs_session_add_module(const wchar_t *path, uint64_t base, uint32_t size, uint32_t flags,
                                int pattern);
-int hs_session_add_functions(uint32_t n, uint32_t *first);
 
-/* threads.c: TLS slot value of the current thread */
+/* tls.c: TLS slot value of the current thread */
 void *hs_tls_get(void);
 void hs_tls_set(void *v);
 /* Make the calling thread count into the sink while the agent works;
  * returns the previous value for hs_agent_leave. */
 void *hs_agent_enter(void);
 void hs_agent_leave(void *prev);
+
+/* regions.c: the life of a thread region */
+/* Reserve n function records (committed, zeroed) and commit their
+ * counters in every region; *first receives the first index. */
+int hs_session_add_functions(uint32_t n, uint32_t *first);
 /* Commit the per-function parts for functions [0, n_functions) in every
  * live region (called with layout_lock held). */
 int hs_regions_grow(uint32_t n_functions);
 /* Give the calling thread a region; returns its counters, or NULL when
  * every region is taken. */
 uint64_t *hs_region_acquire(void);
-/* probes.c: add region k's counts to the overflow region and clear it */
+/* Add region k's counts to the overflow region and clear it (its thread
+ * is gone; called with layout_lock held). */
 void hs_region_fold(uint32_t k);
 #define HS_MAX_THREADS_LIMIT 4096   /* --max-threads at most */
 /* The sink: private counters with the layout of a region, for the agent's
  * own calls. */
 int hs_sink_init(void);
 void hs_thread_exit(void);
+
+/* tables.c: a region's tables */
+hs_region_hdr *hs_region_of(uint64_t *counters);
+hs_edge_rec *hs_edges_of(uint64_t *counters);
+/* Insert (site, fidx) into an edge table with `count`, or add to an
+ * existing entry; -1 when the table is too full to insert. */
+int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count);
+/* Add `count` to the stack (fidx, frames) in region r's table, inserting
+ * it if new; -1 when the table or the frame pool is full. */
+int hs_stack_add(hs_region_hdr *r, uint32_t fidx, const uint64_t *frames, int n, int truncated,
+                 uint64_t count);
+/* Count a call (and its edge) in the shared overflow region. */
+void hs_overflow_count(uint32_t fidx, uint64_t site, int count_call);
+extern SRWLOCK hs_overflow_lock;   /* the overflow region's edge table */
 
 /* modules.c */
 int hs_modules_init(void);
@@ -134,6 +161,11 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
                        uint64_t base);
 void hs_unwind_unregister(hs_mod_state *m);
 
+/* tailenv.c: hs_tail_solve for the functions of the module at `base`,
+ * following their tail jumps into any loaded image (under install_lock).
+ * 0, or -1 without memory. */
+int hs_tail_solve_module(hs_tail *t, uint64_t base);
+
 /* stubs.c */
 size_t hs_stub_size_max(const hs_plan *plan);
 /* Emit the entry stub for function `fidx` followed by its trampoline, at
@@ -152,6 +184,7 @@ extern void hs_wrapper_ret(void);   /* the wrapper's return address for timed ca
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;
+extern uint8_t hs_time_on;         /* read by thunks.S */
 extern volatile int64_t hs_untimed_frames;
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);
@@ -161,6 +194,16 @@ uint64_t hs_live_wrapper_frames(void);
 typedef struct hs_saved_regs {
     uint64_t rbx, rbp, rsi, rdi, r12, r13, r14, r15;
 } hs_saved_regs;
+
+/* stackwalk.c: the stack from a hooked function's entry (rsp: where its
+ * return address is) into frames[0..max): frame 0 is the entry, then one
+ * return address per caller, hookscope's wrapper frames left out;
+ * *truncated when there were more. `counters`: the calling thread's (its
+ * region holds the walk's cache). Returns the number of frames. */
+int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
+                 int max, int *truncated);
+/* A module is gone: forget every cached lookup. */
+void hs_stackwalk_forget(void);
 
 /* The edge table's hash, shared by the stubs (imul with a sign-extended
  * imm32, so both constants stay below 2^31) and the C insert. */

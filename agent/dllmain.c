@@ -111,6 +111,7 @@ static void calibrate_tsc(hs_session_header *h)
     h->tsc_hz = hz;
     h->tsc_ns_mult = (uint64_t)(1e9 / hz * 4294967296.0);
     hs_tsc_ns_mult = h->tsc_ns_mult;
+    hs_time_on = 1;
 }
 
 /* Run by the injector in a remote thread before the target runs (or, for

@@ -1,8 +1,11 @@
 /*
  * agent/install.c - hook every function of one module.
  *
- *  1. find the functions (.pdata, exports, and the COFF symbols of the
- *     file on disk when it matches the mapped image);
+ *  1. find the functions: the injector's list (its function service,
+ *     session.h: .pdata, exports, COFF symbols and the PDB's procedures,
+ *     with the filters applied to the names the reports show), else from
+ *     the image (.pdata, exports, and the COFF symbols of the file on disk
+ *     when it matches the mapped image);
  *  2. analyze each (hook/), and record every function in the session,
  *     hooked or not, with the reason when not;
  *  3. write all stubs and trampolines into one arena chunk near the module;
@@ -17,6 +20,7 @@
 
 #include "agent.h"
 #include "filter.h"
+#include "names.h"
 #include "pe.h"
 
 /* from the C++ runtime, linked statically into the agent */
@@ -71,44 +75,27 @@ static size_t slot_size(const hs_plan *p, int wrapped)
     return ((hs_stub_size_max(p) + 15) & ~(size_t)15) + (wrapped ? DESC_SPACE : 0);
 }
 
-/* Names of functions that return twice (setjmp and friends): a wrapper
- * frame would be gone when they return the second time. */
-static int returns_twice(const char *n)
+/* Is this code entered with a frame already set up (gcc's .cold parts,
+ * which have .pdata entries of their own), not by a call? */
+static int entered_with_frame(const hs_pe *pe, const hs_pe_func *f)
 {
-    static const char *const names[] = {
-        "setjmp", "_setjmp", "_setjmpex", "_setjmp3", "__mingw_setjmp", "__intrinsic_setjmp",
-        "__intrinsic_setjmpex", "sigsetjmp", "__sigsetjmp", "_sigsetjmp", "vfork", "getcontext",
-    };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(n, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/* Stack probes have their own convention (size in rax, rsp moved by the
- * caller): by name, besides what the analysis recognises. */
-static int stack_probe_name(const char *n)
-{
-    static const char *const names[] = {
-        "__chkstk", "___chkstk_ms", "__chkstk_ms", "_chkstk", "_alloca", "__alloca", "_alloca_probe",
-        "__alloca_probe", "_alloca_probe_16", "_alloca_probe_8",
-    };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(n, names[i]) == 0)
-            return 1;
-    return 0;
+    hs_unwind u;
+    return f->unwind_rva && hs_pe_unwind(pe, f->unwind_rva, &u) == 0 && hs_unwind_entered_with_frame(&u);
 }
 
 /* Can this function get the timing wrapper, or only an entry probe (and
- * why)? Needs a full analysis (HS_ANALYZE_FULL). */
-static int wrap_reason(const hs_plan *p, const hs_pe_func *f, const char *name)
+ * why)? Needs a full analysis (HS_ANALYZE_FULL). The rule for its tail
+ * jumps (HS_WRAP_TAIL_JUMP) is applied after, to the whole module. */
+static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, int named)
 {
-    if (name && returns_twice(name))
+    if (named == HS_FNE_RETURNS_TWICE)
         return HS_WRAP_RETURNS_TWICE;
-    if ((name && stack_probe_name(name)) || (p->flags & HS_FN_STACK_PROBE))
+    if (named == HS_FNE_STACK_PROBE || (p->flags & HS_FN_STACK_PROBE))
         return HS_WRAP_STACK_PROBE;
     if (!(f->src & HS_SRC_PDATA) || !f->unwind_rva)
         return HS_WRAP_NO_UNWIND;
+    if (entered_with_frame(pe, f))
+        return HS_WRAP_NOT_A_FUNCTION;
     if (p->flags & HS_FN_VARARGS)
         return HS_WRAP_VARARGS;
     if (p->flags & HS_FN_ARGS_ADDRESS)
@@ -120,6 +107,47 @@ static int wrap_reason(const hs_plan *p, const hs_pe_func *f, const char *name)
     if (p->stack_arg_slots > HS_WRAP_MAX_SLOTS)
         return HS_WRAP_STACK_ARGS;
     return HS_WRAP_OK;
+}
+
+/* What a function's name says (HS_FNE_RETURNS_TWICE, HS_FNE_STACK_PROBE,
+ * or 0): from the injector's list, else from the image's symbols. */
+static int by_name(const uint8_t *fnflags, size_t i, const hs_pe_symtab *syms, uint32_t rva)
+{
+    if (fnflags)
+        return fnflags[i] & (HS_FNE_RETURNS_TWICE | HS_FNE_STACK_PROBE);
+    const char *nm = hs_pe_symtab_at(syms, rva);
+    return hs_name_returns_twice(nm) ? HS_FNE_RETURNS_TWICE : hs_name_stack_probe(nm) ? HS_FNE_STACK_PROBE : 0;
+}
+
+/* The injector's list of the functions of module record mi, as hook/pe.h
+ * entries and their HS_FNE_* flags (malloc'd); -1 when it has none. */
+static int listed_functions(uint32_t mi, hs_pe_func **funcs, uint8_t **fnflags, size_t *n)
+{
+    int32_t count = hs_session_request_functions(mi);
+    if (count < 0)
+        return -1;
+    const hs_fn_entry *list = hs_session_fn_list(g_hs.view);
+    *funcs = calloc(count ? (size_t)count : 1, sizeof **funcs);
+    *fnflags = calloc(count ? (size_t)count : 1, 1);
+    if (!*funcs || !*fnflags) {
+        free(*funcs);
+        free(*fnflags);
+        *funcs = NULL;
+        *fnflags = NULL;
+        return -1;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        hs_pe_func *f = &(*funcs)[i];
+        f->rva = list[i].rva;
+        f->size = list[i].size;
+        f->gap_before = list[i].gap_before;
+        f->gap_after = list[i].gap_after;
+        f->unwind_rva = list[i].unwind_rva;
+        f->src = list[i].src;
+        (*fnflags)[i] = list[i].flags;
+    }
+    *n = (size_t)count;
+    return 0;
 }
 
 static hs_mod_state *add_mod_state(void)
@@ -164,15 +192,9 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     }
 
     hs_pe_func *funcs = NULL;
+    uint8_t *fnflags = NULL;   /* HS_FNE_* per function of the injector's list, NULL: none */
     size_t nfuncs = 0;
     hs_hooked *hooks = NULL;
-    if (hs_pe_functions(&pe, &funcs, &nfuncs) < 0)
-        goto out;
-
-    size_t n = 0;
-    for (size_t i = 0; i < nfuncs; i++)
-        if (!(funcs[i].src & HS_SRC_FRAGMENT))
-            n++;
 
     uint32_t mi = hs_session_add_module(path, base, image_size, flags, pattern);
     if (mi == UINT32_MAX) {
@@ -181,6 +203,14 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     }
     hs_module_rec *mrec = hs_session_module(g_hs.view, mi);
     mrec->timestamp = pe.timestamp;
+    if (listed_functions(mi, &funcs, &fnflags, &nfuncs) < 0 && hs_pe_functions(&pe, &funcs, &nfuncs) < 0)
+        goto out;
+
+    size_t n = 0;
+    for (size_t i = 0; i < nfuncs; i++)
+        if (!(funcs[i].src & HS_SRC_FRAGMENT))
+            n++;
+
     uint32_t first;
     if (hs_session_add_functions((uint32_t)n, &first) < 0) {
         mrec->flags |= HS_MOD_FAILED;
@@ -206,15 +236,19 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     hs_func_input *inputs = calloc(n ? n : 1, sizeof *inputs);
     uint8_t *entry_only = calloc(n ? n : 1, 1);
     uint32_t *unwind = calloc(n ? n : 1, sizeof *unwind);
-    if (!plans || !inputs || !entry_only || !unwind) {
+    int32_t *nslots = calloc(n ? n : 1, sizeof *nslots);
+    hs_tail *tails = timed ? hs_tail_new() : NULL;
+    if (!plans || !inputs || !entry_only || !unwind || !nslots || (timed && !tails)) {
         free(plans);
         free(inputs);
         free(entry_only);
         free(unwind);
+        free(nslots);
+        hs_tail_free(tails);
         goto out;
     }
     hs_pe_symtab syms = { 0 };
-    if (timed || h->n_filters)
+    if (!fnflags && (timed || h->n_filters))
         hs_pe_symbols(&pe, &syms);
     hs_filter flt;
     memset(&flt, 0, sizeof flt);
@@ -222,6 +256,9 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         flt.pattern[flt.n] = h->filters[i];
         flt.exclude[flt.n++] = (h->filter_exclude >> i) & 1;
     }
+    /* jump tables and the code around a function are read from the image */
+    hs_image_view view = { &pe, base };
+    hs_func_list list = { funcs, nfuncs, base };
     char modname[HS_PATH_LEN];
     if (!WideCharToMultiByte(CP_UTF8, 0, hs_file_name(path), -1, modname, sizeof modname, NULL, NULL))
         modname[0] = 0;
@@ -244,10 +281,17 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         in->gap_after = f->gap_after;
         in->image_lo = base;
         in->image_hi = base + image_size;
+        in->read = hs_image_read;
+        in->read_ctx = &view;
+        in->part_at = hs_pe_part_at;
+        in->part_ctx = &list;
         hs_skip_reason r = HS_OK;
         if (is_self)
             r = HS_SKIP_AGENT;
-        else if (flt.n) {
+        else if (fnflags) {
+            if (!(fnflags[i] & HS_FNE_ADMIT))
+                r = HS_SKIP_FILTERED;
+        } else if (flt.n) {
             const char *raw = hs_pe_symtab_at(&syms, f->rva);
             int st = 0;
             char *und = raw && raw[0] == '_' && raw[1] == 'Z' ? __cxa_demangle(raw, NULL, NULL, &st) : NULL;
@@ -255,18 +299,43 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                 r = HS_SKIP_FILTERED;
             free(und);
         }
-        if (r == HS_OK)
+        if (r == HS_OK) {
             r = hs_analyze(g_hs.engine, in, opts, &plans[k]);
+            if (tails) {
+                /* every function analyzed, hooked or not, may be jumped to */
+                int32_t own = hs_tail_own(&plans[k]);
+                if (by_name(fnflags, i, &syms, f->rva) || entered_with_frame(&pe, f))
+                    own = -1;
+                const hs_exit *x;
+                size_t nx = hs_analyze_exits(g_hs.engine, &x);
+                hs_tail_add(tails, in->addr, own, x, nx);
+            }
+        }
         if (r == HS_OK) {
             if (timed)
-                entry_only[k] = (uint8_t)wrap_reason(&plans[k], f, hs_pe_symtab_at(&syms, f->rva));
-            total += slot_size(&plans[k], timed && entry_only[k] == HS_WRAP_OK);
+                entry_only[k] = (uint8_t)wrap_reason(&plans[k], &pe, f, by_name(fnflags, i, &syms, f->rva));
         } else {
             plans[k].reason = r;
         }
         k++;
     }
     hs_pe_symtab_free(&syms);
+    /* the slots each timed function's copy must hold for its tail jumps */
+    if (tails)
+        hs_tail_solve_module(tails, base);
+    for (k = 0; k < n; k++) {
+        if (plans[k].reason != HS_OK)
+            continue;
+        if (timed && entry_only[k] == HS_WRAP_OK) {
+            int32_t need = tails ? hs_tail_need(tails, inputs[k].addr) : -1;
+            if (need < 0 || need > HS_WRAP_MAX_SLOTS)
+                entry_only[k] = HS_WRAP_TAIL_JUMP;
+            else
+                nslots[k] = need;
+        }
+        total += slot_size(&plans[k], timed && entry_only[k] == HS_WRAP_OK);
+    }
+    hs_tail_free(tails);
     if (flt.matched)
         InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)flt.matched);
 
@@ -297,7 +366,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
                 desc->fidx = first + (uint32_t)k;
                 desc->time_rel = (h->region_time_off - h->region_counters_off) +
                                  (uint64_t)desc->fidx * sizeof(hs_time_rec);
-                desc->nslots = plans[k].stack_arg_slots < 4 ? 4 : (uint32_t)plans[k].stack_arg_slots;
+                desc->nslots = nslots[k] < 4 ? 4 : (uint32_t)nslots[k];
                 hooks[nh].desc = (uint64_t)(uintptr_t)desc;
                 at += DESC_SPACE;
             }
@@ -337,6 +406,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
     free(inputs);
     free(entry_only);
     free(unwind);
+    free(nslots);
 
     hs_mod_state *ms = add_mod_state();
     if (!ms) {
@@ -389,6 +459,7 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
 out:
     free(hooks);
     free(funcs);
+    free(fnflags);
     unmap_file(&fv);
     hs_pe_close(&pe);
     return rc;

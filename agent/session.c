@@ -33,7 +33,38 @@ int hs_session_attach(void)
     g_hs.mapping = m;
     g_hs.view = v;
     g_hs.hdr = h;
+    swprintf(name, 64, HS_FN_REQUEST_EVENT_FMT, (unsigned long)GetCurrentProcessId());
+    g_hs.fn_request = OpenEventW(EVENT_MODIFY_STATE, FALSE, name);
+    swprintf(name, 64, HS_FN_ANSWER_EVENT_FMT, (unsigned long)GetCurrentProcessId());
+    g_hs.fn_answer = OpenEventW(SYNCHRONIZE, FALSE, name);
     return 0;
+}
+
+/* A module's symbols (a PDB of a large DLL) can take the injector a few
+ * seconds to read; beyond this, the agent finds the functions itself. */
+#define FN_ANSWER_TIMEOUT_MS 60000
+
+int32_t hs_session_request_functions(uint32_t module)
+{
+    hs_session_header *h = g_hs.hdr;
+    if (!g_hs.fn_request || !g_hs.fn_answer || !h->fn_service)
+        return -1;
+    static uint32_t seq;
+    uint32_t req = ++seq << 16 | ((module + 1) & 0xFFFF);
+    h->fn_request = req;
+    MemoryBarrier();
+    if (!SetEvent(g_hs.fn_request))
+        return -1;
+    /* a late answer to an earlier request that timed out is passed over */
+    ULONGLONG until = GetTickCount64() + FN_ANSWER_TIMEOUT_MS;
+    for (;;) {
+        ULONGLONG now = GetTickCount64();
+        if (now >= until || WaitForSingleObject(g_hs.fn_answer, (DWORD)(until - now)) != WAIT_OBJECT_0)
+            return -1;
+        MemoryBarrier();
+        if (h->fn_answered == req)
+            return h->fn_count;
+    }
 }
 
 /* Record a failure for the injector: a Win32 error and one line of text. */
@@ -85,24 +116,4 @@ uint32_t hs_session_add_module(const wchar_t *path, uint64_t base, uint32_t size
     MemoryBarrier();
     h->n_modules = i + 1;
     return i;
-}
-
-/* Reserve n function records (committed, zeroed) and commit their
- * counters in every region; *first receives the first index. The records
- * are filled by the caller before any hook can use them. */
-int hs_session_add_functions(uint32_t n, uint32_t *first)
-{
-    hs_session_header *h = g_hs.hdr;
-    AcquireSRWLockExclusive(&g_hs.layout_lock);
-    uint32_t f = h->n_functions;
-    int rc = -1;
-    if ((uint64_t)f + n <= h->max_functions &&
-        hs_session_commit(hs_session_func(g_hs.view, f), (uint64_t)n * sizeof(hs_func_rec)) == 0 &&
-        hs_regions_grow(f + n) == 0) {
-        *first = f;
-        h->n_functions = f + n;
-        rc = 0;
-    }
-    ReleaseSRWLockExclusive(&g_hs.layout_lock);
-    return rc;
 }

@@ -27,7 +27,9 @@
  * across a call (and so are dead at a function's entry):
  *
  *   count:  ...
- *   edges:  compare the return address with the three caller slots of
+ *   edges:  the return address (through the frames of timing wrappers when
+ *           it is the wrapper's own: a tail call from a timed function);
+ *           compare it with the three caller slots of
  *           the function's block (same cache line as the count), then
  *           probe the thread's (return address, fidx) table; a hit is
  *           counted in place, a new caller calls hs_probe_edge
@@ -58,7 +60,8 @@ typedef struct asm_ctx {
 } asm_ctx;
 
 enum { L_SLOW, L_STUB, L_COUNT, L_EDGE_PROBE, L_EDGE_MISS, L_EDGE_NEXT, L_EDGE_DONE,
-       L_EDGE_SLOW, L_DONE, L_DONE_NOWRAP, L_TRAMP, L_EDGE_INLINE_NEXT };
+       L_EDGE_SLOW, L_DONE, L_DONE_NOWRAP, L_TRAMP, L_EDGE_INLINE_NEXT, L_WR_LOOP, L_WR_BAIL,
+       L_WR_HAVE };
 
 static void place(asm_ctx *a, int l) { a->label[l] = (int64_t)a->e.len; }
 
@@ -132,9 +135,10 @@ static int resolve(asm_ctx *a)
 }
 
 /* The largest stub (edges, stacks and timing, an expansion TLS slot):
- * slow block 30, entry 23, count 18, edges 218 (three caller slots, then
- * the hash table), stacks 39, pops 3, wrapper entry and the no-region path
- * 42, alignment 7, five pointers 40: 420 bytes, then the trampoline. */
+ * slow block 30, entry 23, count 18, edges 263 (the caller through
+ * wrapper frames, three caller slots, then the hash table), stacks 39,
+ * pops 3, wrapper entry and the no-region path 42, alignment 7, six
+ * pointers 48: 473 bytes, then the trampoline. */
 size_t hs_stub_size_max(const hs_plan *plan)
 {
     return 480 + plan->tramp_max;
@@ -146,7 +150,7 @@ static void thunk_arg(asm_ctx *a, uint32_t fidx, uint8_t pushed)
     hs_emit_mov_reg_imm64(&a->e, HS_RAX, (uint64_t)pushed << 32 | fidx);
 }
 
-enum { P_SLOW, P_EDGE, P_STACK, P_WRAPPER, P_WRAPPER_RET, P__COUNT };
+enum { P_SLOW, P_EDGE, P_STACK, P_WRAPPER, P_WRAPPER_RET, P_WRAPPER_RET2, P__COUNT };
 
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     const hs_func_input *fn, const hs_plan *plan, hs_hooked *out,
@@ -215,16 +219,36 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         while ((1u << bits) < h->region_edges_cap)
             bits++;
         OP(&a, 0x48, 0x8B, 0x44, 0x24, pushed);         /* mov rax,[rsp+pushed]: return address */
-        OP(&a, 0x48, 0x85, 0xC0);                       /* test rax,rax: 0 when entered as a */
-        jcc32(&a, HS_CC_E, L_EDGE_DONE);                /* thread start (0 marks empty slots) */
         if (h->options & HS_OPT_TIME) {
-            /* tail-called by a timed function: the caller is in the wrapper's frame */
+            /* tail-called by a timed function: the caller is the one the
+             * wrapper's frame returns to (rbp is that frame: the function
+             * restored it before its tail jump); if that wrapper's function
+             * was itself reached by a tail jump from a timed one, the next
+             * frame out (its saved rbp) holds it, and so on. A frame outside
+             * the thread's stack ends the walk with no caller. */
             OP(&a, 0x48, 0x3B, 0x05);                   /* cmp rax,[rip+p_wrapper_ret] */
             slot_fix[P_WRAPPER_RET] = a.e.len;
             hs_emit_u32(&a.e, 0);
-            OP(&a, 0x75, 0x04);                         /* jne +4 */
-            OP(&a, 0x48, 0x8B, 0x45, 0x28);             /* mov rax,[rbp+40] */
+            jcc32(&a, HS_CC_NE, L_WR_HAVE);
+            OP(&a, 0x48, 0x89, 0xEA);                   /* mov rdx,rbp */
+            place(&a, L_WR_LOOP);
+            OP(&a, 0x65, 0x48, 0x3B, 0x14, 0x25, 0x10, 0x00, 0x00, 0x00); /* cmp rdx,gs:[0x10] StackLimit */
+            jcc32(&a, HS_CC_B, L_WR_BAIL);
+            OP(&a, 0x65, 0x48, 0x3B, 0x14, 0x25, 0x08, 0x00, 0x00, 0x00); /* cmp rdx,gs:[0x8] StackBase */
+            jcc32(&a, HS_CC_AE, L_WR_BAIL);
+            OP(&a, 0x48, 0x8B, 0x42, 0x28);             /* mov rax,[rdx+40]: its return address */
+            OP(&a, 0x48, 0x8B, 0x52, 0x20);             /* mov rdx,[rdx+32]: its caller's rbp */
+            OP(&a, 0x48, 0x3B, 0x05);                   /* cmp rax,[rip+p_wrapper_ret] */
+            slot_fix[P_WRAPPER_RET2] = a.e.len;
+            hs_emit_u32(&a.e, 0);
+            jcc32(&a, HS_CC_E, L_WR_LOOP);
+            jmp32(&a, L_WR_HAVE);
+            place(&a, L_WR_BAIL);
+            OP(&a, 0x31, 0xC0);                         /* xor eax,eax */
+            place(&a, L_WR_HAVE);
         }
+        OP(&a, 0x48, 0x85, 0xC0);                       /* test rax,rax: 0 when entered as a */
+        jcc32(&a, HS_CC_E, L_EDGE_DONE);                /* thread start (0 marks empty slots) */
         /* the block's three caller slots first: the same cache line */
         for (int k = 0; k < HS_INLINE_EDGES; k++) {
             OP(&a, 0x48, 0x3B, 0x81);                   /* cmp rax,[rcx+block+8+16k] */
@@ -328,7 +352,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     const uint64_t targets[P__COUNT] = {
         (uint64_t)(uintptr_t)hs_probe_slow, (uint64_t)(uintptr_t)hs_probe_edge,
         (uint64_t)(uintptr_t)hs_probe_stack, (uint64_t)(uintptr_t)hs_wrapper,
-        (uint64_t)(uintptr_t)hs_wrapper_ret,
+        (uint64_t)(uintptr_t)hs_wrapper_ret, (uint64_t)(uintptr_t)hs_wrapper_ret,
     };
     for (int k = 0; k < P__COUNT; k++) {
         uint64_t at = hs_emit_pc(&a.e);

@@ -17,9 +17,17 @@
  * C side:     uint64_t *fn(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
  *   regs: rbx rbp rsi rdi r12 r13 r14 r15 as they were at the entry.
  *   The thunk returns the C result in rcx.
+ *
+ * With --time, the ticks from the thunk's entry to its return are added
+ * to the thread's `excluded` (in the region header of the counters the C
+ * side returns), which the timing wrapper takes out of every duration the
+ * slow path falls in: a captured stack costs microseconds, which are
+ * hookscope's and not the target's.
  */
     .intel_syntax noprefix
     .text
+
+    .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
 
 .macro PROBE_THUNK name, cfunc
     .globl \name
@@ -36,6 +44,14 @@
     /* [rbp] caller's rbp, +8 flags, +16 return into the stub */
     push rax
     push rdx
+    xor eax, eax
+    cmp byte ptr [rip + hs_time_on], 0
+    je 1f
+    rdtsc
+    shl rdx, 32
+    or rax, rdx
+1:
+    push rax                      /* [rbp-24]: when the slow path began (0: not timing) */
     push r8
     push r9
     push r10
@@ -74,11 +90,23 @@
     movdqa xmm3, [rsp+80]
     movdqa xmm4, [rsp+96]
     movdqa xmm5, [rsp+112]
-    lea rsp, [rbp-48]
+    lea rsp, [rbp-56]
     pop r11
     pop r10
     pop r9
+    mov r8, [rbp-24]
+    test r8, r8
+    jz 2f
+    test rcx, rcx
+    jz 2f
+    rdtsc
+    shl rdx, 32
+    or rax, rdx
+    sub rax, r8
+    add [rcx + HDR_EXCLUDED], rax
+2:
     pop r8
+    add rsp, 8
     pop rdx
     pop rax
     pop rbp

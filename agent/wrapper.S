@@ -19,9 +19,13 @@
  *      as many as the function reads; beyond the four home slots, which
  *      every caller allocates, clamped to the thread's StackBase)
  *      below our frame, restore rax/rdx, and call the trampoline;
- *   3. on return: duration = rdtsc - t0; add it to the function's time
- *      record (exits, total, self = total - timed children, min, max,
- *      log2 histogram in ns) and to the parent record's children; pop.
+ *   3. on return: duration = rdtsc - t0, less the ticks the thread spent
+ *      meanwhile in hookscope's own slow paths (the region's `excluded`,
+ *      which the thunks add to: entry stacks, new edges); add it to the
+ *      function's time record (exits, sum, self = duration - timed
+ *      children, min, max, log2 histogram in ns; total only when this is
+ *      the function's outermost activation on the thread, so recursion is
+ *      counted once) and to the parent record's children; pop.
  *
  * No C is called here. Registers: rbx/rsi/rdi/r12 are saved and used
  * (rbx: counters, rsi: descriptor, rdi: shadow record);
@@ -48,12 +52,14 @@
     .set HDR_SHADOW_TOP, -4096 + 48
     .set HDR_SHADOW_LIMIT, -4096 + 56
     .set HDR_TIME_DROPPED, -4096 + 64
+    .set HDR_EXCLUDED, -4096 + 72
     /* hs_shadow_rec */
     .set SH_DESC, 0
     .set SH_T0, 8
     .set SH_CHILD, 16
     .set SH_FRAME, 24
     .set SH_FUNC, 48
+    .set SH_EXCLUDED, 56
     .set SH_SIZE, 64
     /* hs_time_rec */
     .set T_EXITS, 0
@@ -62,7 +68,9 @@
     .set T_MIN, 24
     .set T_MAX, 32
     .set T_PENDING, 48
-    .set T_HIST, 56
+    .set T_ACTIVE, 56
+    .set T_SUM, 64
+    .set T_HIST, 72
     .set HIST_LAST, 39
 
     .globl hs_wrapper
@@ -95,6 +103,8 @@ hs_wrapper:
     shl rdx, 32
     or rax, rdx
     mov [rdi + SH_T0], rax
+    mov rax, [rbx + HDR_EXCLUDED]
+    mov [rdi + SH_EXCLUDED], rax
     mov [rdi + SH_DESC], rsi
     mov qword ptr [rdi + SH_CHILD], 0
     mov [rdi + SH_FRAME], rbp
@@ -102,6 +112,9 @@ hs_wrapper:
     mov [rdi + SH_FUNC], eax
     lea rax, [rdi + SH_SIZE]
     mov [rbx + HDR_SHADOW_TOP], rax
+    /* one more activation of the function open on this thread */
+    mov rax, [rsi + DESC_TIMEREL]
+    add qword ptr [rbx + rax + T_ACTIVE], 1
     jmp .Lcopy
 .Lshadow_full:
     add qword ptr [rbx + HDR_TIME_DROPPED], 1
@@ -173,15 +186,35 @@ hs_wrapper_ret:
     shl rdx, 32
     or rax, rdx
     sub rax, [rdi + SH_T0]
-    mov r12, rax                /* r12 = duration in ticks */
-    cmp rdi, [rbx + HDR_SHADOW_BASE]
-    jbe 5f
-    add [rdi - SH_SIZE + SH_CHILD], r12
+    sub rax, [rbx + HDR_EXCLUDED]
+    add rax, [rdi + SH_EXCLUDED]
+    mov r12, rax                /* r12 = duration in ticks, hookscope's slow paths taken out */
+    /* records above ours were left by a longjmp that did not unwind: those
+     * activations are over (before ours is counted: it may be one of them) */
+    lea rdx, [rdi + SH_SIZE]
+    cmp rdx, [rbx + HDR_SHADOW_TOP]
+    jae 5f
+14:
+    mov rax, [rdx + SH_DESC]
+    mov rax, [rax + DESC_TIMEREL]
+    sub qword ptr [rbx + rax + T_ACTIVE], 1
+    add rdx, SH_SIZE
+    cmp rdx, [rbx + HDR_SHADOW_TOP]
+    jb 14b
 5:
+    cmp rdi, [rbx + HDR_SHADOW_BASE]
+    jbe 13f
+    add [rdi - SH_SIZE + SH_CHILD], r12
+13:
     mov rdx, [rsi + DESC_TIMEREL]
     add rdx, rbx
     add qword ptr [rdx + T_EXITS], 1
+    add [rdx + T_SUM], r12
+    /* inclusive time: the outermost activation only */
+    sub qword ptr [rdx + T_ACTIVE], 1
+    jnz 15f
     add [rdx + T_TOTAL], r12
+15:
     mov rax, r12
     sub rax, [rdi + SH_CHILD]
     add [rdx + T_SELF], rax

@@ -71,3 +71,15 @@ $(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ)
 	$(WCC) $(WCFLAGS) -o $@ $< $(WALK_OBJ) -ldbghelp -lpsapi
 
 bench-build: $(BENCH_DIR)/walkbench.exe
+
+# etlstat: what the ETL reader finds in a trace (samples per process and per
+# module), and its decode time (bench/run.py etl). Native, built with the unit
+# tests since tests/test_etl.py runs it.
+ETLSTAT := $(B)/native/etlstat
+
+$(ETLSTAT): bench/etlstat.c $(call nat_obj,$(ETL_C))
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) -o $@ $< $(call nat_obj,$(ETL_C))
+
+unit: $(ETLSTAT)
+bench-build: $(ETLSTAT) $(FIX_ETL)

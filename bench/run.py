@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Run hookscope's benchmarks and print each against an unhooked run.
 
-  bench/run.py [calls] [overhead] [install] [report] [sample] [sample-rates]
-                                          (default: the first five)
+  bench/run.py [calls] [overhead] [install] [report] [stacks] [etl] [sample] [sample-rates]
+                                          (default: all but sample-rates)
 
   calls    ns per call: untraced vs `hookscope run` (entry counting).
            Every number is the best of several rounds inside one process;
@@ -24,6 +24,22 @@
            against the untraced run time; split into what happens before
            the target runs (hookscope's start, launch, injection, install)
            and after it exits (collect, symbols, reports).
+  stacks   us per captured entry stack (--stacks=16) when the frames are in
+           system DLLs: Wine's cscript running bench/sysloop.js with seven
+           of its DLLs hooked (about 1.5 million calls, every one captured),
+           against the same run without --stacks; and --time --stacks
+           against --time alone. Also how much of a timed call's duration
+           the capture still adds (the demo's fib: self time with and
+           without --stacks).
+
+  etl      decode time of hookscope's ETL reader (sampler/etl/, native):
+           build/native/etlstat --bench on the two recorded traces (33 MB
+           uncompressed, 4 MB XPRESS-compressed): whole read into the
+           model (buffers, merge, stacks joined), the median of ROUNDS
+           reads, events per second. Target: the 33 MB trace in <= 1 s.
+
+HOOKSCOPE=path/to/hookscope (a launcher like ./hookscope, default the one
+here) measures another build, e.g. before and after a change.
 
   sample   the CPU sampler (suspend backend, --no-hooks so that only the
            sampling is measured): build/bench/spin.exe (CPU-bound, 1 and 4
@@ -58,6 +74,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from winekeeper import ENV, WineServer  # noqa: E402  (scripts/winekeeper.py)
 
 OUT = "build/bench/out"
+HOOKSCOPE = os.environ.get("HOOKSCOPE", os.path.join(ROOT, "hookscope"))
 ROUNDS = 5
 TARGET_HOOKS_PER_S = 100_000
 MANYFUNCS = "build/bench/manyfuncs.exe"
@@ -74,7 +91,7 @@ def run(cmd):
 def calls():
     exe = "build/bench/callbench.exe"
     plain = run(["wine", exe])
-    traced = run(["./hookscope", "run", "-q", "-o", OUT, "--", exe])
+    traced = run([HOOKSCOPE, "run", "-q", "-o", OUT, "--", exe])
     print("== per-call overhead of entry counting (ns per call, best of 7 rounds x 20M calls)")
     print(f"{'call':<16}{'untraced':>10}{'hooked':>10}{'added':>10}{'ratio':>9}")
     for k in ("chain", "chain-control", "empty", "empty-control"):
@@ -122,16 +139,16 @@ def untraced(exe, args, cwd, stdin=None):
     return rounds
 
 
-def traced(exe, args, cwd, modules, name, stdin=None):
-    """ROUNDS runs under hookscope; returns [(Run, report.json)]."""
+def traced(exe, args, cwd, modules, name, stdin=None, extra=()):
+    """ROUNDS runs under hookscope (with options `extra`); returns [(Run, report.json)]."""
     out_abs = os.path.join(ROOT, OUT, name)
     out = os.path.relpath(out_abs, cwd)
     res = []
     for _ in range(ROUNDS):
-        cmd = [os.path.join(ROOT, "hookscope"), "run", "-q", "-o", out]
+        cmd = [HOOKSCOPE, "run", "-q", "-o", out]
         for m in modules:
             cmd += ["-m", m]
-        r = Run(cmd + ["--", exe] + args, cwd, stdin)
+        r = Run(cmd + list(extra) + ["--", exe] + args, cwd, stdin)
         if r.rc != 0:
             sys.exit(f"bench: hookscope run {exe} failed ({r.rc}): {r.stderr.decode(errors='replace')}")
         with open(os.path.join(out_abs, "report.json"), encoding="utf-8") as f:
@@ -211,6 +228,35 @@ def report():
     print("exit to untraced).")
 
 
+ETLSTAT = "build/native/etlstat"
+ETL_TRACES = ("build/fixtures/etl/ppt-win7-x64.etl", "build/fixtures/etl/perfview-win10-x86.etl")
+ETL_TARGET_S = 1.0
+
+
+def etl():
+    print(f"== ETL reader: decode time of a whole trace into the model (median of {ROUNDS} reads)")
+    if not need(ETLSTAT, "make unit"):
+        return
+    print(f"{'trace':<26}{'MB':>7}{'events':>10}{'samples':>10}{'median s':>10}{'min s':>8}"
+          f"{'Mevents/s':>11}{'MB/s':>8}")
+    for path in ETL_TRACES:
+        if not need(path, "make fixtures"):
+            continue
+        p = subprocess.run([ETLSTAT, path, "--bench", str(ROUNDS)], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
+        if p.returncode != 0:
+            sys.exit(f"bench: etlstat {path} failed ({p.returncode}): {p.stderr.strip()}")
+        r = dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip())
+        print(f"{os.path.basename(path):<26}{r['file_bytes'] / 1e6:>7.1f}{r['events']:>10.0f}{r['samples']:>10.0f}"
+              f"{r['decode_s_median']:>10.3f}{r['decode_s_min']:>8.3f}{r['events_per_s'] / 1e6:>11.2f}"
+              f"{r['mb_per_s']:>8.0f}")
+        if "ppt" in path:
+            met = r["decode_s_median"] <= ETL_TARGET_S
+            print(f"{'':<26}target <= {ETL_TARGET_S:.0f} s for the 33 MB trace: {'met' if met else 'NOT met'}")
+    print("A read: the file streamed buffer by buffer (the second one XPRESS-decompressed), events merged")
+    print("across CPUs by timestamp, processes, threads, images and samples collected, stacks joined.")
+
+
 TIME_TARGET_NS = 25.0
 STACK_TARGET_NS = 1000.0
 
@@ -221,7 +267,7 @@ def overhead():
     sb_calls = "200000"   # a captured stack costs ~0.5 us: keep the rounds short
 
     def traced(exe, *opts, args=()):
-        return run(["./hookscope", "run", "-q", "-o", OUT] + list(opts) + ["--", exe] + list(args))
+        return run([HOOKSCOPE, "run", "-q", "-o", OUT] + list(opts) + ["--", exe] + list(args))
 
     base = run(["wine", cb])
     sbase = run(["wine", sb, sb_calls])
@@ -261,6 +307,52 @@ def overhead():
     print(f"reference: two rdtsc (what a timed call reads) cost {sbase['rdtsc2']:.2f} ns here.")
 
 
+SYS_DLLS = ["jscript.dll", "oleaut32.dll", "ole32.dll", "combase.dll", "kernelbase.dll", "msvcrt.dll",
+            "ntdll.dll"]
+
+
+def stacks():
+    print("== entry stacks of functions in system DLLs (cscript bench/sysloop.js, 7 DLLs hooked; "
+          f"medians of {ROUNDS} runs)")
+    cwd = os.path.join(ROOT, "bench")
+
+    def target_time(opts, name):
+        runs = traced("cscript", ["//nologo", "sysloop.js"], cwd, SYS_DLLS, name, extra=opts)
+        return (med([j["target"]["wall_time_s"] for _, j in runs]), runs[0][1]["total_calls"],
+                runs[0][1].get("stacks_dropped", 0))
+
+    rows = [("count + edges", [], None), ("--stacks=16", ["--stacks=16"], "count + edges"),
+            ("--time", ["--time"], None), ("--time --stacks=16", ["--time", "--stacks=16"], "--time")]
+    got = {}
+    print(f"{'run':<26}{'target s':>10}{'calls':>11}{'us/call added':>15}")
+    for label, opts, ref in rows:
+        t, calls, dropped = target_time(opts, "stacks_" + label.replace(" ", "_").replace("-", ""))
+        got[label] = t
+        added = f"{(t - got[ref]) / calls * 1e6:>15.2f}" if ref else f"{'':>15}"
+        print(f"{label:<26}{t:>10.3f}{calls:>11}{added}" + (f"   (stacks dropped: {dropped})" if dropped else ""))
+    print("us/call added: against the run above it without --stacks (count + edges, or --time); every")
+    print("call's stack is captured (--stack-every 1), 16 frames, nearly all in system DLLs.")
+
+    demo = "build/examples/demo.exe"
+    if need(demo, "make examples"):
+        def fib_self(opts, name):
+            vals = []
+            for _ in range(ROUNDS):
+                out = os.path.join(OUT, name)
+                p = subprocess.run([HOOKSCOPE, "run", "-q", "-o", out] + opts + ["--", demo], cwd=ROOT, env=ENV,
+                                   capture_output=True, timeout=900)
+                if p.returncode != 0:
+                    sys.exit(f"bench: demo failed: {p.stderr.decode(errors='replace')}")
+                with open(os.path.join(ROOT, out, "report.json"), encoding="utf-8") as f:
+                    j = json.load(f)
+                vals.append([x for x in j["functions"] if x["name"] == "fib"][0]["time"]["self_ns"])
+            return med(vals) / 1e6
+        a, b = fib_self(["--time"], "fib_time"), fib_self(["--time", "--stacks=16"], "fib_time_stacks")
+        print(f"demo fib self time: --time {a:.2f} ms, --time --stacks=16 {b:.2f} ms ({b / a:.2f}x; 150049 calls, "
+              f"{(b - a) * 1e6 / 150049:.1f} ns per call left in)")
+
+
+
 # --- the sampler --------------------------------------------------------------
 
 SPIN = "build/bench/spin.exe"
@@ -281,7 +373,7 @@ def spin_run(threads, rate=None):
         fig, j = None, None
     else:
         out = os.path.join(OUT, "spin")
-        cmd = ["./hookscope", "run", "-q", "-v", "--no-hooks", "-o", out]
+        cmd = [HOOKSCOPE, "run", "-q", "-v", "--no-hooks", "-o", out]
         if rate != "default":
             cmd += ["--sample-rate", str(rate)]
         p = subprocess.run(cmd + ["--"] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
@@ -372,7 +464,8 @@ def sample_rates():
 
 
 if __name__ == "__main__":
-    which = [w.replace("-", "_") for w in sys.argv[1:]] or ["calls", "overhead", "install", "report", "sample"]
+    which = [w.replace("-", "_") for w in sys.argv[1:]] or ["calls", "overhead", "install", "report", "stacks", "etl",
+                                                            "sample"]
     server = WineServer()
     try:
         for i, w in enumerate(which):

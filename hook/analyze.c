@@ -20,8 +20,10 @@
  * inside the patched bytes, no jump table we could not resolve.
  *
  * Cost: only the window is decoded, unless the byte prefilter finds a
- * possible branch into the patch or a table-like indirect jmp; then the
- * function is decoded from the entry up to the last such candidate.
+ * possible branch into the patch or a table-like indirect jmp, or the
+ * analysis is full; then the whole function is decoded (sweep.c), and the
+ * same facts decide the patch either way, so HS_ANALYZE_FULL never hooks
+ * fewer functions.
  */
 #include "engine_int.h"
 
@@ -169,6 +171,19 @@ static int branch_into(const hs_engine *e, int32_t win_len, int32_t patch_len)
     return 0;
 }
 
+/* What a sweep says about a patch of `patch_len` bytes over window `win`:
+ * HS_OK, HS_SKIP_BRANCH_INTO_PATCH or HS_SKIP_JUMP_TABLE. `cand`/`cand_i`:
+ * the byte-level scans found a possible branch into it / a table-like jump. */
+static hs_skip_reason sweep_refusal(const hs_engine *e, int swept_ok, const hs_indirect_info *ii,
+                                    const hs_insn *w, window win, int32_t patch_len, int cand, int cand_i)
+{
+    if ((!swept_ok && cand) || branch_into(e, win.len, patch_len))
+        return HS_SKIP_BRANCH_INTO_PATCH;
+    if ((ii->n_unresolved > 0 || (!swept_ok && cand_i)) && has_interior_boundary(w, win, patch_len))
+        return HS_SKIP_JUMP_TABLE;
+    return HS_OK;
+}
+
 static void finish_plan(const hs_func_input *fn, hs_plan *plan, const hs_insn *w, window win)
 {
     plan->window_len = (uint8_t)win.len;
@@ -194,6 +209,7 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
 {
     memset(plan, 0, sizeof *plan);
     plan->stack_arg_slots = -1;
+    e->exits_n = 0;
     plan->kind = HS_PATCH_NONE;
 
     if (!fn->code || fn->size == 0) {
@@ -239,32 +255,42 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
     int cand_i = need_tables ? hs__scan_indirect(fn, scan_from, fn->size, &last_i) : 0;
     int full = (opts & HS_ANALYZE_FULL) != 0;
 
-    uint32_t upto = last_b > last_i ? last_b : last_i;
-    if (full)
-        upto = fn->size;
-    int swept_ok = 1;
+    /* a cheap linear look up to the last candidate first; when it finds
+     * something in the way (perhaps data decoded as code), or when the
+     * analysis is full, the whole function is decoded along its flow. A
+     * patch is refused only when both say no, so that the full analysis
+     * hooks exactly what the plain one does. */
+    hs_skip_reason lin_a = HS_OK, lin_b = HS_OK, flow_a = HS_OK, flow_b = HS_OK;
     hs_indirect_info ii;
     memset(&ii, 0, sizeof ii);
     e->tgt_n = 0;
     e->sw_n = 0;
-    if (upto > 0 && (cand_a || cand_i || full)) {
-        if (hs__sweep(e, fn, upto) < 0)
-            swept_ok = 0;
-        hs__collect_targets(e, fn, 0, &ii);
+    int swept_ok = 1;
+    if (cand_a || cand_i) {
+        uint32_t upto = last_b > last_i ? last_b : last_i;
+        swept_ok = hs__sweep_linear(e, fn, upto, &ii) == 0;
+        lin_a = sweep_refusal(e, swept_ok, &ii, w, wa, JMP32_LEN, cand_a, cand_i);
+        lin_b = sweep_refusal(e, swept_ok, &ii, w, wb, JMP8_LEN, cand_b, cand_i);
     }
-    int unresolved = ii.n_unresolved > 0 || (!swept_ok && cand_i);
+    if (full || lin_a != HS_OK || lin_b != HS_OK) {
+        swept_ok = hs__sweep(e, fn, &ii) == 0;
+        flow_a = sweep_refusal(e, swept_ok, &ii, w, wa, JMP32_LEN, cand_a, cand_i);
+        flow_b = sweep_refusal(e, swept_ok, &ii, w, wb, JMP8_LEN, cand_b, cand_i);
+    }
+    hs_skip_reason sw_a = lin_a == HS_OK ? HS_OK : flow_a;
+    hs_skip_reason sw_b = lin_b == HS_OK ? HS_OK : flow_b;
     if (ii.n_indirect)
         plan->flags |= HS_FN_INDIRECT_JUMP;
     if (ii.n_tables)
         plan->flags |= HS_FN_JUMP_TABLE;
-    if (unresolved)
+    if (ii.n_unresolved > 0 || (!swept_ok && cand_i))
         plan->flags |= HS_FN_UNRESOLVED_TABLE;
     for (size_t k = 0; k < e->tgt_n; k++)
         if (e->tgt[k].dst == 0 && e->tgt[k].kind != HS_I_CALL)
             plan->flags |= HS_FN_BRANCH_TO_ENTRY;
 
     if (full)
-        hs__frame_analyze(e, fn, plan);
+        hs__frame_analyze(e, fn, swept_ok, plan);
 
     /* 3. JMP32 */
     hs_skip_reason ra;
@@ -274,10 +300,8 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
         ;
     else if (!tail_ok(e, fn, wa, JMP32_LEN, opts))
         ra = HS_SKIP_TOO_SHORT;
-    else if ((!swept_ok && cand_a) || branch_into(e, wa.len, JMP32_LEN))
-        ra = HS_SKIP_BRANCH_INTO_PATCH;
-    else if (unresolved && has_interior_boundary(w, wa, JMP32_LEN))
-        ra = HS_SKIP_JUMP_TABLE;
+    else
+        ra = sw_a;
     if (ra == HS_OK) {
         plan->kind = HS_PATCH_JMP32;
         plan->patch_off = 0;
@@ -296,10 +320,8 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
             ;
         else if (!tail_ok(e, fn, wb, JMP8_LEN, opts))
             rb = HS_SKIP_TOO_SHORT;
-        else if ((!swept_ok && cand_b) || branch_into(e, wb.len, JMP8_LEN))
-            rb = HS_SKIP_BRANCH_INTO_PATCH;
-        else if (unresolved && has_interior_boundary(w, wb, JMP8_LEN))
-            rb = HS_SKIP_JUMP_TABLE;
+        else if (sw_b != HS_OK)
+            rb = sw_b;
         else if ((slot = find_pad_slot(e, fn)) == INT32_MIN)
             rb = HS_SKIP_TOO_SHORT;
         if (rb == HS_OK) {

@@ -42,6 +42,13 @@ void hs_engine_free(hs_engine *e)
     free(e->sw);
     free(e->tgt);
     free(e->frame_scratch);
+    free(e->exits);
+    free(e->map);
+    free(e->work);
+    free(e->weak);
+    free(e->data);
+    free(e->keys);
+    free(e->sw2);
     free(e);
 }
 
@@ -167,6 +174,15 @@ int hs__decode(hs_engine *e, const hs_func_input *fn, int32_t off, int32_t limit
     if (n > 15)
         n = 15;
     uint64_t addr = fn->addr + (uint64_t)(int64_t)off;
+    uint8_t outside[15];
+    if (off < -(int64_t)fn->gap_before || (int64_t)off + (int64_t)n > (int64_t)fn->size + fn->gap_after) {
+        /* code elsewhere in the image (a .cold part): through fn->read */
+        while (n > 0 && hs__read(fn, addr, outside, n) < 0)
+            n--;
+        if (n == 0)
+            return -1;
+        p = outside;
+    }
     if (!cs_disasm_iter(e->cs, &p, &n, &addr, e->ci))
         return -1;
     memset(out, 0, sizeof *out);

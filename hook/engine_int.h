@@ -7,6 +7,7 @@
  *   sweep.c      linear decode of a function: branch targets, jump tables
  *   frame.c      HS_ANALYZE_FULL: stack tracking, argument slots, flags
  *   analyze.c    hs_analyze: choosing the window and the patch kind
+ *   tail.c       hs_tail: the slots a timed function's tail jumps need
  *   relocate.c   hs_emit_trampoline
  *   patch.c      hs_emit_patch and the offset maps
  */
@@ -82,6 +83,15 @@ struct hs_engine {
     size_t tgt_n, tgt_cap;
     void *frame_scratch;     /* frame.c's per-instruction state */
     size_t frame_cap;
+    uint8_t *map;            /* sweep.c: per byte of the function, what is decoded */
+    size_t map_cap;
+    uint32_t *work, *weak, *data; /* sweep.c: offsets to follow, after calls, data starts */
+    uint64_t *keys;          /* sweep.c: sorting e->sw */
+    hs_sinsn *sw2;
+    size_t keys_cap, sw2_cap;
+    size_t work_n, work_cap, weak_n, weak_cap, data_n, data_cap;
+    hs_exit *exits;          /* jumps out of the function (frame.c) */
+    size_t exits_n, exits_cap;
 };
 
 /* Decode one instruction at entry-relative `off`, reading no byte at or
@@ -118,11 +128,6 @@ int hs__scan_branches(const hs_func_input *fn, uint32_t from, uint32_t to, int l
  * (FF /4 with a register or an indexed memory operand). Same return. */
 int hs__scan_indirect(const hs_func_input *fn, uint32_t from, uint32_t to, uint32_t *last);
 
-/* Linear sweep from the entry up to entry-relative `upto` (or the function
- * end): fills e->sw. Returns 0, or -1 when an instruction does not decode
- * (e->sw then holds what was decoded before it). */
-int hs__sweep(hs_engine *e, const hs_func_input *fn, uint32_t upto);
-
 /* Result of looking at the indirect jumps of the sweep. */
 typedef struct hs_indirect_info {
     int n_indirect;      /* indirect jmps seen */
@@ -131,14 +136,24 @@ typedef struct hs_indirect_info {
     int n_tailcalls;     /* indirect jmps that look like tail calls */
 } hs_indirect_info;
 
-/* Collect into e->tgt every entry-relative branch target of the swept
- * instructions whose source lies at or after `src_from` (direct branches,
- * and the entries of the jump tables resolved). */
-void hs__collect_targets(hs_engine *e, const hs_func_input *fn, uint32_t src_from,
-                         hs_indirect_info *ii);
+/* Decode the whole function into e->sw (sorted by offset): first along its
+ * flow from the entry (fall-through, direct branches, the entries of jump
+ * tables it resolves), then, linearly, what the flow does not reach
+ * (exception landing pads) up to any data the code refers to inside the
+ * function (a jump table, constants of hand-written code): data is never
+ * decoded as code. Fills e->tgt with every branch edge inside the function
+ * and *ii. Returns 0, or -1 when some instruction does not decode (e->sw
+ * then holds the rest). */
+int hs__sweep(hs_engine *e, const hs_func_input *fn, hs_indirect_info *ii);
 
-/* Frame analysis for HS_ANALYZE_FULL (needs a complete sweep and targets). */
-void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan);
+/* The cheap first look: decode linearly from the entry up to
+ * entry-relative `upto` (the last byte-level candidate), as if there were
+ * no data in between; fills e->sw, e->tgt and *ii the same way. */
+int hs__sweep_linear(hs_engine *e, const hs_func_input *fn, uint32_t upto, hs_indirect_info *ii);
+
+/* Frame analysis for HS_ANALYZE_FULL, on what hs__sweep found (`complete`:
+ * it decoded every instruction). */
+void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_plan *plan);
 
 /* Upper bound of the trampoline bytes one instruction needs. */
 int hs__reloc_max(const hs_insn *in);

@@ -18,8 +18,14 @@
  * fifth argument. Every instruction is processed once, with the state of
  * the first path that reaches it (compilers keep rsp the same on every
  * path to an instruction).
+ *
+ * Jumps that leave the function are its exits (hs_analyze_exits): a tail
+ * call leaves with rsp back at its entry value; a jump that keeps the
+ * frame (into gcc's .cold part of the function) is followed with the same
+ * state, through fn->part_at, as if that code were the function's own.
  */
 #include "engine_int.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -122,10 +128,9 @@ static void note_mem(const fstate *st, const hs_op *o, int is_lea, int dst_reg, 
         f->spill_r9 = 1;
 }
 
-/* Apply one instruction to the state. */
-static void step(const hs_engine *e, int k, fstate *st, facts *f)
+/* Apply one instruction to the state (`next`: the one after it, or NULL). */
+static void step(const hs_sinsn *s, const hs_sinsn *next, fstate *st, facts *f)
 {
-    const hs_sinsn *s = &e->sw[k];
     unsigned id = s->i.id;
     rval *rsp = &st->r[HS_RSP];
 
@@ -165,9 +170,8 @@ static void step(const hs_engine *e, int k, fstate *st, facts *f)
          * stack probe idiom `mov eax, N; call __chkstk; sub rsp, rax` */
         for (int r = 0; r < 16; r++)
             if (r <= HS_RDX || (r >= HS_R8 && r <= HS_R11))
-                if (!(r == HS_RAX && k + 1 < (int)e->sw_n && e->sw[k + 1].i.id == X86_INS_SUB &&
-                      e->sw[k + 1].nops == 2 && e->sw[k + 1].op[0].type == X86_OP_REG &&
-                      e->sw[k + 1].op[0].reg == X86_REG_RSP))
+                if (!(r == HS_RAX && next && next->i.id == X86_INS_SUB && next->nops == 2 &&
+                      next->op[0].type == X86_OP_REG && next->op[0].reg == X86_REG_RSP))
                     st->r[r].kind = V_UNKNOWN;
         return;
     default:
@@ -219,6 +223,135 @@ static void step(const hs_engine *e, int k, fstate *st, facts *f)
     st->r[dr] = nv;
 }
 
+static void add_exit(hs_engine *e, const hs_exit *x)
+{
+    if (hs_grow(&e->exits, &e->exits_cap, e->exits_n, sizeof *e->exits) == 0)
+        e->exits[e->exits_n++] = *x;
+}
+
+static int32_t rsp_of(const fstate *st)
+{
+    const rval *r = &st->r[HS_RSP];
+    if (r->kind == V_STACK && r->v > INT32_MIN && r->v <= INT32_MAX)
+        return (int32_t)r->v;
+    return HS_EXIT_RSP_UNKNOWN;
+}
+
+#define FOLLOW_MAX 512   /* instructions followed outside one function */
+
+/* A jump out of the function that keeps its frame (into its .cold part):
+ * follow that code along its flow from `target` with the state `st0`,
+ * inside the piece of code that contains each target (fn->part_at), and
+ * note what it touches of the incoming area. A path ends where it returns
+ * into the function, returns, traps, or leaves with rsp back at its entry
+ * value (an exit: a tail call). Returns 0, or -1 when it cannot be
+ * followed (no part_at, a jump table, too much code). */
+static int follow(hs_engine *e, const hs_func_input *fn, uint64_t target, const fstate *st0, facts *f)
+{
+    if (!fn->part_at)
+        return -1;
+    struct { uint64_t addr; fstate st; } wl[32];
+    uint64_t seen[FOLLOW_MAX];
+    int nw = 0, nseen = 0;
+    wl[nw].addr = target;
+    wl[nw++].st = *st0;
+    while (nw > 0) {
+        uint64_t a = wl[--nw].addr;
+        fstate st = wl[nw].st;
+        uint64_t lo, hi;
+        if (fn->part_at(fn->part_ctx, a, &lo, &hi) < 0 || a < fn->image_lo || hi > fn->image_hi)
+            return -1;
+        for (;;) {
+            if (a >= fn->addr && a < fn->addr + fn->size)
+                break;   /* back in the function: its own analysis covers that */
+            if (a >= hi)
+                break;   /* ran past its piece: after a call that does not return */
+            int dup = 0;
+            for (int i = 0; i < nseen && !dup; i++)
+                dup = seen[i] == a;
+            if (dup)
+                break;
+            if (nseen == FOLLOW_MAX)
+                return -1;
+            seen[nseen++] = a;
+            hs_sinsn s;
+            /* entry-relative: the part may lie before the function */
+            int64_t off = (int64_t)a - (int64_t)fn->addr, end = (int64_t)hi - (int64_t)fn->addr;
+            if (off < INT32_MIN || end > INT32_MAX ||
+                hs__decode(e, fn, (int32_t)off, (int32_t)end, &s.i, &s) < 0)
+                return -1;
+            step(&s, NULL, &st, f);
+            const hs_insn *in = &s.i;
+            int32_t rsp = rsp_of(&st);
+            if (in->kind == HS_I_RET || in->kind == HS_I_TRAP)
+                break;
+            if (in->kind == HS_I_JMP_IND) {
+                if (rsp != 0)
+                    return -1;
+                hs_exit x = { 0, in->riprel ? in->target : 0, 0, (int32_t)off };
+                add_exit(e, &x);
+                break;
+            }
+            if (in->kind == HS_I_JMP || in->kind == HS_I_JCC || in->kind == HS_I_JCXZ_LOOP) {
+                uint64_t t = in->target;
+                if (t >= fn->addr && t < fn->addr + fn->size) {
+                    /* back into the function */
+                } else if (rsp == 0) {
+                    hs_exit x = { t, 0, 0, (int32_t)off };
+                    add_exit(e, &x);
+                } else if (rsp == HS_EXIT_RSP_UNKNOWN || nw == (int)(sizeof wl / sizeof wl[0])) {
+                    return -1;
+                } else {
+                    wl[nw].addr = t;
+                    wl[nw++].st = st;
+                }
+                if (in->kind == HS_I_JMP)
+                    break;
+            }
+            a += in->len;
+        }
+    }
+    return 0;
+}
+
+/* Does the jump at sweep index k leave the function? A tail call (rsp
+ * back at its entry value), or a jump whose target cannot be followed, is
+ * recorded in e->exits; a direct jump that keeps the frame is followed. */
+static void note_exit(hs_engine *e, const hs_func_input *fn, int k, const fstate *st, facts *f)
+{
+    const hs_insn *in = &e->sw[k].i;
+    hs_exit x = { 0, 0, rsp_of(st), (int32_t)in->off };
+    switch (in->kind) {
+    case HS_I_JMP: case HS_I_JCC: case HS_I_JCXZ_LOOP:
+        if (in->target >= fn->addr && in->target < fn->addr + fn->size)
+            return;
+        x.target = in->target;
+        if (x.rsp != 0 && x.rsp != HS_EXIT_RSP_UNKNOWN) {
+            if (follow(e, fn, in->target, st, f) < 0)
+                f->lost = 1;
+            return;
+        }
+        break;
+    case HS_I_JMP_IND:
+        /* a resolved jump table branches inside the function */
+        for (size_t t = 0; t < e->tgt_n; t++)
+            if (e->tgt[t].src == in->off && e->tgt[t].kind == HS_I_JMP_IND)
+                return;
+        if (in->riprel)
+            x.slot = in->target;
+        break;
+    default:
+        return;
+    }
+    add_exit(e, &x);
+}
+
+size_t hs_analyze_exits(const hs_engine *e, const hs_exit **out)
+{
+    *out = e->exits;
+    return e->exits_n;
+}
+
 static int ends_path(const hs_insn *in)
 {
     return in->kind == HS_I_JMP || in->kind == HS_I_JMP_IND || in->kind == HS_I_RET || in->kind == HS_I_TRAP;
@@ -247,11 +380,11 @@ static int rax_is_input(const hs_engine *e)
     return 0;
 }
 
-void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan)
+void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_plan *plan)
 {
     facts f = { 0, -1, 0, 0, 0, 0, 0 };
     size_t n = e->sw_n;
-    int complete = n > 0 && e->sw[n - 1].i.off + e->sw[n - 1].i.len >= fn->size;
+    e->exits_n = 0;
 
     /* scratch: visited flags + a worklist of (index, state) */
     size_t need = n + (e->tgt_n + 1) * sizeof(work);
@@ -283,7 +416,8 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan)
         while (k >= 0 && k < (int)n && !visited[k]) {
             visited[k] = 1;
             const hs_insn *in = &e->sw[k].i;
-            step(e, k, &w.st, &f);
+            step(&e->sw[k], k + 1 < (int)n ? &e->sw[k + 1] : NULL, &w.st, &f);
+            note_exit(e, fn, k, &w.st, &f);
             /* branch targets inside the function get the state after the
              * branch (a relative branch does not change registers) */
             size_t lo = 0, hi = e->tgt_n;
@@ -307,7 +441,12 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, hs_plan *plan)
             }
             if (ends_path(in))
                 break;
-            k++;
+            /* the next instruction (data or an overlap may come between) */
+            uint32_t next = in->off + in->len;
+            if (k + 1 < (int)n && e->sw[k + 1].i.off == next)
+                k++;
+            else
+                k = find_index(e, next);
         }
     }
 

@@ -55,6 +55,14 @@ typedef struct hs_func_input {
      * success. Without it only code[-gap_before .. size+gap_after) is read. */
     int (*read)(void *ctx, uint64_t addr, void *out, size_t n);
     void *read_ctx;
+    /* Optional: the bounds [*lo, *hi) of the piece of code (a function, or
+     * a part of one with its own .pdata entry, like gcc's .cold parts) that
+     * contains absolute address `addr`; 0 on success, -1 if none. With it,
+     * HS_ANALYZE_FULL follows jumps that leave the function with its frame
+     * still set up (its code is read through `read`); without, such a
+     * function's stack use is unknown. */
+    int (*part_at)(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi);
+    void *part_ctx;
 } hs_func_input;
 
 /* Facts found by a full decode of the function (HS_ANALYZE_FULL). */
@@ -103,6 +111,21 @@ enum {
     HS_ANALYZE_ALLOW_INT3 = 1u << 2, /* fall back to an int3 patch when nothing else fits */
 };
 
+/* A jump that leaves the function, found by HS_ANALYZE_FULL: a tail call
+ * (rsp back at its entry value, so the target gets the function's own
+ * return address and incoming stack), or a jump into other code with the
+ * frame still set up. */
+typedef struct hs_exit {
+    uint64_t target;           /* absolute target of a direct jmp/jcc; 0 when indirect */
+    uint64_t slot;             /* `jmp [rip+x]`: the address x of the pointer it jumps
+                                  through (an import, or a pointer in the image); else 0 */
+    int32_t rsp;               /* rsp at the jump relative to rsp at the entry: 0 for a
+                                  tail call; HS_EXIT_RSP_UNKNOWN if it could not be followed */
+    int32_t off;               /* entry-relative offset of the jump (< 0: in a part before
+                                  the function) */
+} hs_exit;
+#define HS_EXIT_RSP_UNKNOWN INT32_MIN
+
 /* Decide how to hook. Returns plan->reason.
  *
  * Without HS_ANALYZE_FULL only the window is decoded, unless a byte-level
@@ -116,6 +139,56 @@ enum {
  * boundary lies inside the patched bytes (a case label could be there).
  * Branches from other functions (e.g. gcc's .cold parts) are not seen. */
 hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, hs_plan *plan);
+
+/* The exits of the function of the last hs_analyze with HS_ANALYZE_FULL
+ * (none without it), valid until the next hs_analyze on this engine.
+ * Returns their number and sets *out. */
+size_t hs_analyze_exits(const hs_engine *e, const hs_exit **out);
+
+/* ---- tail jumps and the timing wrapper (tail.c) ----------------------------
+ *
+ * A timed function runs on a copy of its argument area; a function it
+ * tail-jumps to reads that copy too. hs_tail finds, for every function of
+ * a set, the slots the copy must hold for the function and everything it
+ * reaches by tail jumps, or that this cannot be bounded. */
+typedef struct hs_tail hs_tail;
+
+/* What hs_tail_solve may ask about code outside the functions added. */
+enum { HS_TAIL_UNBOUNDED = 1 };   /* func_at flag: the function walks its caller's
+                                     stack in a way the analysis cannot see (setjmp) */
+typedef struct hs_tail_env {
+    /* Describe the function whose entry is `addr` for hs_analyze (bytes as
+     * they were before any patch, bounds, callbacks), valid until the next
+     * call; *flags may get HS_TAIL_UNBOUNDED. Returns 0, or -1 when no
+     * function entered by a call starts at `addr`. */
+    int (*func_at)(void *ctx, uint64_t addr, hs_func_input *fn, int *flags);
+    /* The function pointer in `slot` if it is an entry of a loaded image's
+     * import address table (bound by the loader, not a variable): 0, else -1. */
+    int (*import_at)(void *ctx, uint64_t slot, uint64_t *target);
+    void *ctx;
+} hs_tail_env;
+
+hs_tail *hs_tail_new(void);
+void hs_tail_free(hs_tail *t);
+/* The slots a function reads itself, from its full analysis: >= 4 (the home
+ * slots), or -1 when its use of the argument area is not bounded (varargs,
+ * the area's address taken, a stack probe, frame not followed). */
+int32_t hs_tail_own(const hs_plan *p);
+/* Add a function: its entry, hs_tail_own (or -1 for other reasons, such
+ * as setjmp by name), and its exits (copied). 0, or -1 without memory. */
+int hs_tail_add(hs_tail *t, uint64_t entry, int32_t own, const hs_exit *x, size_t n);
+/* Resolve every exit, analyzing at most `budget` functions through `env`
+ * (which may be NULL: then only the functions added are known), and
+ * compute every function's need. */
+void hs_tail_solve(hs_tail *t, hs_engine *e, const hs_tail_env *env, int budget);
+/* The slots a wrapper around the function at `entry` must copy (>= its own
+ * slots), -1 when that is unbounded, -2 when `entry` was never added. */
+int32_t hs_tail_need(const hs_tail *t, uint64_t entry);
+/* For tests: the functions known (added or analyzed on demand) and their
+ * exits, with the index of the function each leads to (-1 unknown). */
+size_t hs_tail_count(const hs_tail *t);
+void hs_tail_node(const hs_tail *t, size_t k, uint64_t *entry, int32_t *own, int32_t *need, size_t *n_exits);
+int hs_tail_exit(const hs_tail *t, size_t k, size_t j, hs_exit *x);
 
 /* Emit the trampoline for `plan`, to run at `tramp_addr`: the window's
  * instructions relocated, then a jump back to addr + window_len (none when

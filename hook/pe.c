@@ -181,6 +181,22 @@ int hs_pe_section_of(const hs_pe *pe, uint32_t rva)
     return -1;
 }
 
+int hs_image_read(void *ctx, uint64_t addr, void *out, size_t n)
+{
+    const hs_image_view *v = ctx;
+    if (addr < v->base || n == 0)
+        return -1;
+    uint64_t rva = addr - v->base;
+    int i = rva < UINT32_MAX ? hs_pe_section_of(v->pe, (uint32_t)rva) : -1;
+    if (i < 0)
+        return -1;
+    const hs_pe_section *s = &v->pe->sections[i];
+    if (rva + n > (uint64_t)s->rva + s->vsize || rva + n > v->pe->image_size)
+        return -1;
+    memcpy(out, v->pe->image + rva, n);
+    return 0;
+}
+
 int hs_pe_is_exec(const hs_pe *pe, uint32_t rva)
 {
     int i = hs_pe_section_of(pe, rva);
@@ -251,7 +267,76 @@ int hs_unwind_frame_size(const hs_unwind *u)
     return total;
 }
 
+int hs_unwind_entered_with_frame(const hs_unwind *u)
+{
+    for (int i = 0; i < u->count_codes; i++) {
+        uint8_t off = u->codes[i * 2], op = u->codes[i * 2 + 1] & 15, info = u->codes[i * 2 + 1] >> 4;
+        if (op != 6 && off == 0)
+            return 1;
+        switch (op) {
+        case 1: i += info ? 2 : 1; break;
+        case 4: case 6: case 8: i += 1; break;
+        case 5: case 9: i += 2; break;
+        default: break;
+        }
+    }
+    return 0;
+}
+
+/* ---- imports ---------------------------------------------------------------- */
+
+#define HS_DIR_IAT 12
+
+int hs_pe_is_iat(const hs_pe *pe, uint32_t rva)
+{
+    uint32_t irva = pe->dir_rva[HS_DIR_IAT], isize = pe->dir_size[HS_DIR_IAT];
+    if (isize)
+        return rva >= irva && rva - irva < isize && ((rva - irva) & 7) == 0;
+    /* no IAT directory: the FirstThunk arrays of the import descriptors */
+    uint32_t drva = pe->dir_rva[HS_DIR_IMPORT], dsize = pe->dir_size[HS_DIR_IMPORT];
+    for (uint32_t d = 0; d + 20 <= dsize; d += 20) {
+        const uint8_t *desc = hs_pe_ptr(pe, drva + d, 20);
+        if (!desc || rd32(desc + 12) == 0)
+            break;
+        uint32_t first = rd32(desc + 16);
+        for (uint32_t k = 0; k < 65536; k++) {
+            const uint8_t *e = hs_pe_ptr(pe, first + 8 * k, 8);
+            if (!e || (rd32(e) == 0 && rd32(e + 4) == 0))
+                break;
+            if (first + 8 * k == rva)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- functions ------------------------------------------------------------ */
+
+int hs_pe_part_at(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+    const hs_func_list *l = ctx;
+    if (addr < l->base || addr - l->base >= UINT32_MAX)
+        return -1;
+    uint32_t rva = (uint32_t)(addr - l->base);
+    size_t a = 0, b = l->n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (l->f[m].rva <= rva)
+            a = m + 1;
+        else
+            b = m;
+    }
+    /* the last function starting at or before rva, or one before it that
+     * is longer (a function with a nested symbol) */
+    for (size_t k = a; k-- > 0 && k + 4 > a;) {
+        if (rva - l->f[k].rva < l->f[k].size) {
+            *lo = l->base + l->f[k].rva;
+            *hi = *lo + l->f[k].size;
+            return 0;
+        }
+    }
+    return -1;
+}
 
 static int cmp_func(const void *a, const void *b)
 {
@@ -302,6 +387,12 @@ static uint32_t section_end(const hs_pe *pe, uint32_t rva, uint32_t *start)
 }
 
 int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
+{
+    return hs_pe_functions_ex(pe, NULL, 0, out, count);
+}
+
+int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, hs_pe_func **out,
+                       size_t *count)
 {
     func_vec fv = { 0 };
     *out = NULL;
@@ -357,6 +448,12 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
         }
     }
 
+    /* debug-information procedures */
+    for (size_t i = 0; i < nprocs; i++)
+        if (procs[i].size && hs_pe_is_exec(pe, procs[i].rva) &&
+            push_func(&fv, procs[i].rva, procs[i].size, 0, HS_SRC_DEBUG) < 0)
+            goto nomem;
+
     if (fv.n == 0) {
         free(fv.v);
         return 0;
@@ -368,11 +465,15 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
     for (size_t i = 0; i < fv.n; i++) {
         if (w > 0 && fv.v[w - 1].rva == fv.v[i].rva) {
             hs_pe_func *d = &fv.v[w - 1];
-            if (!(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT)) && (fv.v[i].src & (HS_SRC_PDATA | HS_SRC_FRAGMENT))) {
-                d->size = fv.v[i].size;
-                d->unwind_rva = fv.v[i].unwind_rva;
+            const hs_pe_func *x = &fv.v[i];
+            if (x->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT)) {
+                d->unwind_rva = x->unwind_rva;
+                if (!(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)))
+                    d->size = x->size;
             }
-            d->src |= fv.v[i].src;
+            if (x->src & HS_SRC_DEBUG)
+                d->size = x->size;   /* the procedure's own extent */
+            d->src |= x->src;
             /* a chained entry that is also exported or named is still a fragment */
             continue;
         }
@@ -386,7 +487,7 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
     uint32_t covered_end = 0;
     for (size_t i = 0; i < fv.n; i++) {
         hs_pe_func *f = &fv.v[i];
-        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT)) != 0;
+        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)) != 0;
         if (!has_extent && f->rva < covered_end)
             continue;
         if (!has_extent) {

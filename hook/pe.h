@@ -67,11 +67,21 @@ const uint8_t *hs_pe_ptr(const hs_pe *pe, uint32_t rva, uint32_t len);
 int hs_pe_section_of(const hs_pe *pe, uint32_t rva);
 int hs_pe_is_exec(const hs_pe *pe, uint32_t rva);
 
+/* Reading a module's bytes by address, for hs_func_input.read (jump
+ * tables): `pe` laid out by RVA, running at `base`. Reads only inside one
+ * section. Returns 0, or -1 outside. */
+typedef struct hs_image_view {
+    const hs_pe *pe;
+    uint64_t base;
+} hs_image_view;
+int hs_image_read(void *ctx, uint64_t addr, void *out, size_t n);
+
 /* Functions, from .pdata (non-chained entries), exports into executable
  * sections and COFF function symbols; sorted by rva, unique. */
 enum {
     HS_SRC_PDATA = 1, HS_SRC_EXPORT = 2, HS_SRC_SYMBOL = 4,
     HS_SRC_FRAGMENT = 8, /* chained .pdata entry: part of another function, never hooked */
+    HS_SRC_DEBUG = 16,   /* a procedure of the debug information (PDB): exact extent */
 };
 typedef struct hs_pe_func {
     uint32_t rva, size;
@@ -80,9 +90,28 @@ typedef struct hs_pe_func {
     uint16_t src;              /* HS_SRC_* */
 } hs_pe_func;
 
+/* The functions of one image running at `base`, as hs_pe_functions gives
+ * them, and a hs_func_input.part_at over them (ctx: a hs_func_list). */
+typedef struct hs_func_list {
+    const hs_pe_func *f;
+    size_t n;
+    uint64_t base;
+} hs_func_list;
+int hs_pe_part_at(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi);
+
 /* Fills a malloc'd array (free with free()). Fragments are included with
  * HS_SRC_FRAGMENT so that callers can see what surrounds a function. */
 int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count);
+
+/* The same, with the procedures of the image's debug information (exact
+ * extents, leaf functions without .pdata included): a procedure's extent
+ * wins over .pdata's (which can cover data after the code, e.g. a jump
+ * table), and export or COFF entries inside it are dropped. */
+typedef struct hs_pe_extent {
+    uint32_t rva, size;
+} hs_pe_extent;
+int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, hs_pe_func **out,
+                       size_t *count);
 
 /* Symbols: exports and COFF symbols that name a location in the image. */
 enum { HS_SYM_EXPORT = 1, HS_SYM_FUNC = 2, HS_SYM_OTHER = 3 };
@@ -114,6 +143,12 @@ typedef struct hs_unwind {
 #define HS_UNW_UHANDLER 2
 #define HS_UNW_CHAININFO 4
 int hs_pe_unwind(const hs_pe *pe, uint32_t unwind_rva, hs_unwind *out);
+/* Does the code enter with a frame already set up (an unwind code at
+ * prologue offset 0): a part of a function reached by a jump, like gcc's
+ * .cold parts, not a function entered by a call? */
+int hs_unwind_entered_with_frame(const hs_unwind *u);
+/* Is rva an entry of the image's import address table? */
+int hs_pe_is_iat(const hs_pe *pe, uint32_t rva);
 /* Total stack the prologue allocates (pushes + allocations), in bytes, or -1. */
 int hs_unwind_frame_size(const hs_unwind *u);
 

@@ -5,6 +5,10 @@
 #   - libcapstone-dev (native, for the engine's unit tests) and python3
 #   - capstone for Windows: Debian's capstone source package, cross-built
 #     with only the x86 architecture into build/deps/capstone-win/
+#   - the programs the tests open hookscope's outputs with: chromium
+#     (flamegraph.svg, headless), valgrind (callgrind_annotate),
+#     python3-jsonschema, and the speedscope npm package (its file-format
+#     schema) in build/npm/
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +24,10 @@ packages=(
     gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix
     binutils-mingw-w64-x86-64 mingw-w64-x86-64-dev
     wine wine64 libcapstone-dev
+    chromium valgrind python3-jsonschema
 )
+# npm, for the speedscope package (Debian's, unless a node is there already)
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 # packages the test fixtures need (one per line, # comments allowed)
 if [ -f "$top/scripts/fixture-packages.txt" ]; then
     while read -r p _; do
@@ -73,6 +80,16 @@ if [ ! -f "$cs/lib/capstone.lib" ] || [ ! -f "$cs/include/capstone/capstone.h" ]
     mkdir -p "$cs/lib" "$cs/include/capstone"
     cp "$dir/capstone.lib" "$cs/lib/capstone.lib"
     cp "$dir"/include/capstone/*.h "$cs/include/capstone/"
+fi
+
+# speedscope's file-format schema, pinned (tests validate against it)
+SPEEDSCOPE_VERSION=1.25.0
+ss="$top/build/npm/node_modules/speedscope/package.json"
+if ! grep -qs "\"version\": \"$SPEEDSCOPE_VERSION\"" "$ss"; then
+    echo "deps: installing speedscope@$SPEEDSCOPE_VERSION into build/npm"
+    mkdir -p "$top/build/npm"
+    npm install --prefix "$top/build/npm" --no-audit --no-fund --loglevel=error \
+        "speedscope@$SPEEDSCOPE_VERSION" </dev/null >/dev/null
 fi
 
 # A wine prefix, created once (the first start takes seconds).

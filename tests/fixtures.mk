@@ -15,8 +15,8 @@
 # remove fixtures; `make distclean` does.
 #
 # Needs (make deps): mingw-w64 gcc/g++ (win32 and posix), python3, and the
-# packages in scripts/fixture-packages.txt (tcl, libgcrypt-mingw-w64-dev),
-# plus a deb-src entry for `apt-get source lua5.4 sqlite3`.
+# packages in scripts/fixture-packages.txt (tcl, libgcrypt-mingw-w64-dev,
+# clang, lld, llvm), plus a deb-src entry for `apt-get source lua5.4 sqlite3 libzstd`.
 
 FIX_DIR     := $(B)/fixtures
 FIX_COMMON  := scripts/fixtures-common.sh
@@ -30,10 +30,17 @@ FIX_CXX    := $(FIX_DIR)/cxx/cxxdemo.exe $(FIX_DIR)/cxx/libstdc++-6.dll \
 FIX_HMAC   := $(FIX_DIR)/hmac256/hmac256.exe $(FIX_DIR)/hmac256/input.bin \
               $(FIX_DIR)/hmac256/expected.txt
 FIX_CMD    := $(FIX_DIR)/cmd/workload.bat
+FIX_PDB    := $(FIX_DIR)/pdb/pdbc.exe $(FIX_DIR)/pdb/pdbcxx.exe $(FIX_DIR)/pdb/pdbmsvc.exe
+FIX_PDBLUA := $(FIX_DIR)/pdblua/lua.exe $(FIX_DIR)/pdblua/lua-instr.exe
+FIX_ZSTD   := $(FIX_DIR)/zstd/libzstd.dll
 FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
-              $(FIX_DIR)/sqlite/workload.sql
+              $(FIX_DIR)/sqlite/workload.sql $(FIX_DIR)/pdblua/workload.lua
 
-FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA)
+# real ETL traces (tests/fixtures/etl/README.md), extracted from their zips
+FIX_ETL    := $(FIX_DIR)/etl/ppt-win7-x64.etl $(FIX_DIR)/etl/perfview-win10-x86.etl
+
+FIXTURES := $(FIX_LUA) $(FIX_GT) $(FIX_SQLITE) $(FIX_CXX) $(FIX_HMAC) $(FIX_CMD) $(FIX_DATA) \
+            $(FIX_PDB) $(FIX_PDBLUA) $(FIX_ETL) $(FIX_ZSTD)
 
 .PHONY: fixtures fixtures-check fixtures-clean
 fixtures: $(FIXTURES)
@@ -57,6 +64,23 @@ $(FIX_HMAC) &: scripts/fixtures-hmac256.sh $(FIX_COMMON)
 $(FIX_CMD): scripts/fixtures-cmd.sh tests/fixtures/cmd/workload.bat $(FIX_COMMON)
 	scripts/fixtures-cmd.sh
 
+# programs with a PDB only (clang + lld), and the PDB in every search place
+$(FIX_PDB) &: scripts/fixtures-pdb.sh $(wildcard tests/fixtures/pdb/*.c tests/fixtures/pdb/*.cpp) \
+              tests/support/pe_rsds.py tests/support/pdbref.py tests/support/pdb_funcset.py \
+              $(FIX_COMMON) $(FIX_RUNTIME)
+	scripts/fixtures-pdb.sh
+
+$(FIX_PDBLUA) &: scripts/fixtures-pdblua.sh tests/fixtures/lua/argv0.c tests/support/pe_rsds.py \
+                 tests/support/pdb_funcset.py $(FIX_COMMON) $(FIX_RUNTIME)
+	scripts/fixtures-pdblua.sh
+
+$(FIX_DIR)/pdblua/%.lua: tests/fixtures/lua/%.lua
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(FIX_ZSTD): scripts/fixtures-zstd.sh $(FIX_COMMON)
+	scripts/fixtures-zstd.sh
+
 # workload files are used from the fixture's directory (the cwd of a run)
 $(FIX_DIR)/lua/%.lua: tests/fixtures/lua/%.lua
 	@mkdir -p $(@D)
@@ -65,6 +89,9 @@ $(FIX_DIR)/lua/%.lua: tests/fixtures/lua/%.lua
 $(FIX_DIR)/sqlite/%.sql: tests/fixtures/sqlite/%.sql
 	@mkdir -p $(@D)
 	cp $< $@
+
+$(FIX_DIR)/etl/%.etl: tests/fixtures/etl/%.etl.zip scripts/fixtures-etl.py
+	$(PYTHON) scripts/fixtures-etl.py $< $@
 
 fixtures-check: fixtures
 	scripts/fixtures-check.sh

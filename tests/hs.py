@@ -38,10 +38,12 @@ def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):
                           timeout=timeout, env=e)
 
 
-def hookscope(args, input=None, timeout=300, cwd=ROOT):
+def hookscope(args, input=None, timeout=300, cwd=ROOT, extra_env=None):
     """Run ./hookscope with args; returns CompletedProcess (bytes)."""
+    e = env()
+    e.update(extra_env or {})
     return subprocess.run([os.path.join(ROOT, "hookscope")] + list(args), cwd=cwd, input=input,
-                          capture_output=True, timeout=timeout, env=env())
+                          capture_output=True, timeout=timeout, env=e)
 
 
 def outdir(name):
@@ -198,7 +200,7 @@ def functions_listing(path, timeout=120):
     rows = {}
     summary = None
     for line in p.stdout.decode(errors="replace").splitlines():
-        m = re.match(r"^0x([0-9a-f]+)\s+(\d+)\s+(yes \(\S+\)|yes|no: \S+)\s+(.+)$", line)
+        m = re.match(r"^0x([0-9a-f]+)\s+(\d+)\s+(yes \(\S+\)|yes|no: \S+)\s+\S+\s+(.+)$", line)
         if m:
             rows[int(m.group(1), 16)] = (int(m.group(2)), m.group(3).startswith("yes"), m.group(4))
             continue

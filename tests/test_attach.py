@@ -112,7 +112,7 @@ def test_attach_no_such_process():
     hs.eq(p.returncode, 125, "exit code")
     lines = err_lines(p)
     hs.eq(len(lines), 1, f"one line on stderr: {lines}")
-    hs.check(lines[0].startswith(f"hookscope: cannot open process {NO_SUCH_PID}"), f"stderr {lines}")
+    hs.eq(lines[0], f"hookscope: no process has id {NO_SUCH_PID}", "stderr")
     hs.eq(p.stdout, b"", "stdout")
 
 
@@ -121,9 +121,9 @@ def test_attach_module_never_loaded():
     p, pid = start()
     with p:
         t = hs.attach(pid, ["-m", "nosuch.dll", "--duration", "1"], name="attach_nosuch", timeout=60)
-        hs.eq(t.rc, 125, "exit code")
+        hs.eq(t.rc, 0, "exit code: the attach itself went well")
         hs.eq(err_lines(t.proc), ["hookscope: module 'nosuch.dll' was never loaded by the target"],
-              "stderr")
+              "stderr (with -q only the end's line)")
         hs.eq(t.json["modules"], [], "no module hooked")
         hs.eq(t.json["total_calls"], 0, "nothing counted")
         hs.eq(t.json["target"]["stop"], "detach", "stop")

@@ -92,15 +92,20 @@ def test_dll_target():
 
 
 def test_module_never_loaded():
-    """Said at once (before the target runs) and again at the end; the
-    target ran traced all the same, so its exit code is kept."""
+    """Said at once (before the target runs; not with -q) and again at the
+    end; the target ran traced all the same, so its exit code is kept."""
     exe = hs.need("build/tests/echo.exe")
     t = hs.trace(exe, ["a"], modules=["echo.exe", "nosuchmodule.dll"], name="never_loaded")
     hs.eq(t.rc, 0, "exit code: the target's")
-    hs.eq(err_lines(t.proc), ["hookscope: module 'nosuchmodule.dll' is neither the program nor a DLL it loads "
-                              "at start; it is traced if it is loaded later",
-                              "to stderr",   # the target's own line
+    hs.eq(err_lines(t.proc), ["to stderr",   # the target's own line
                               "hookscope: module 'nosuchmodule.dll' was never loaded by the target"])
+    out = hs.outdir("never_loaded_loud")
+    p = hs.hookscope(["run", "-o", out, "-m", "echo.exe", "-m", "nosuchmodule.dll", "--", exe, "a"])
+    hs.eq(p.returncode, 0, "exit code without -q")
+    hs.eq(err_lines(p)[:3], ["hookscope: module 'nosuchmodule.dll' is neither the program nor a DLL it loads "
+                             "at start; it is traced if it is loaded later",
+                             "to stderr",
+                             "hookscope: module 'nosuchmodule.dll' was never loaded by the target"])
     hs.check(t.json is not None, "the report is still written")
     hs.eq(t.calls("echo.exe").get("show"), 1, "calls of show")
 
@@ -144,7 +149,7 @@ def test_messages_that_name_the_cause():
          "hookscope: functions does not take option '--time' (see 'hookscope help functions')"),
         (["report", "-m", "x", "dir"], 2, "hookscope: report does not take option '-m' (see 'hookscope help report')"),
         (["help", "frob"], 2, "hookscope: no command 'frob' to help with"),
-        (["report"], 2, "hookscope: report needs the directory of a run (with its report.json)"),
+        (["report"], 2, "hookscope: report needs the directory of a run (with its report.json), or --etl FILE"),
     ]
     for args, code, msg in cases:
         p = hs.hookscope(args)
@@ -156,9 +161,11 @@ def test_help_per_command():
     """Each command's help lists exactly the options the command takes."""
     takes = {
         "run": ["--module", "--function", "--exclude", "--output", "--duration", "--no-edges", "--stacks",
-                "--stack-every", "--time", "--quiet", "--verbose", "--max-functions", "--max-threads", "--help"],
-        "functions": ["--function", "--exclude", "--verbose", "--help"],
-        "report": ["--output", "--quiet", "--verbose", "--help"],
+                "--stack-every", "--time", "--quiet", "--verbose", "--max-functions", "--max-threads", "--help",
+                "--symbols", "--srcline"],
+        "functions": ["--function", "--exclude", "--verbose", "--help", "--symbols"],
+        "report": ["--output", "--quiet", "--verbose", "--help", "--etl", "--pid", "--process", "--symbols",
+                   "--srcline", "--format", "--sort", "--top", "--threads"],
     }
     every = set(o for v in takes.values() for o in v)
     for cmd, opts in takes.items():
@@ -167,7 +174,7 @@ def test_help_per_command():
             hs.eq(p.returncode, 0, f"exit code of {args}")
             out = p.stdout.decode()
             hs.check(out.startswith(f"usage: hookscope {cmd} "), f"{args}: {out[:60]!r}")
-            shown = set(re.findall(r"(--[a-z-]+)", out.split("Options:")[1]))
+            shown = set(re.findall(r"(?m)^  (?:-\w, |    )(--[a-z-]+)", out.split("Options:")[1]))
             hs.eq(sorted(shown & every), sorted(opts), f"options in {args}")
 
 

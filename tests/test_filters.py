@@ -113,3 +113,16 @@ def test_functions_with_a_filter_lists_only_the_matches():
     hs.eq(sorted(rows), ["parse_expr", "parse_factor", "parse_number"], "rows")
     total = sum(1 for l in hs.hookscope(["functions", exe]).stdout.decode().splitlines() if l.startswith("0x"))
     hs.eq(out[-1], f"3 of {total} functions match the filters, 3 hookable (100.0%)", "summary")
+
+
+def test_filter_on_a_module_loaded_later():
+    """A DLL loaded after the start is named, filtered and hooked through
+    the same function lists as the exe: the names the filters see are the
+    report's."""
+    exe = hs.need("build/tests/lateload.exe")
+    t = hs.trace(exe, modules=["latedll.dll"], options=["-f", "latedll!dll_p*", "-f", "dll_add"],
+                 name="filter_late")
+    hs.eq(t.rc, 0, f"exit code ({t.stderr.decode(errors='replace')})")
+    hooked = sorted({f["name"] for f in t.functions("latedll.dll") if f["hooked"]})
+    hs.eq(hooked, ["dll_add", "dll_poly"], "hooked in the late DLL")
+    hs.check(t.calls("latedll.dll").get("dll_add", 0) > 0, "dll_add counted")

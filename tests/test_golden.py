@@ -9,6 +9,10 @@ the diff before committing it. The runs take no samples (--no-sample):
 where sampling lands differs from run to run; tests/test_sampler.py and
 the unit tests' saved sampled profile cover the sampled outputs.
 
+Every case also checks that `hookscope report DIR` re-creates every file
+the run wrote (flamegraph.svg, profile.speedscope.json, callgrind.out
+too) byte for byte, unmasked, from the run's report.json alone.
+
 With --time, durations, the time table's order (by total time) and the
 histograms vary from run to run: durations are masked, the time table's
 rows are sorted by their (masked) text, and of the histograms only the
@@ -81,7 +85,7 @@ def mask_txt(text):
 
 def mask_json(text):
     for key in ("pid", "wall_time_s", "install_s", "timestamp", "tsc_hz", "total_ns", "self_ns",
-                "min_ns", "max_ns", "avg_ns"):
+                "min_ns", "max_ns", "avg_ns", "sum_ns"):
         text = re.sub(r'"%s": [0-9.e+]+' % key, '"%s": 0' % key, text)
     text = re.sub(r'"hist": \[[^\]]*\]', '"hist": []', text)
     return mask_paths(text)
@@ -124,6 +128,18 @@ def compare(case, files):
             raise AssertionError(f"{case}/{name} differs")
 
 
+def check_report_recreates(case, out):
+    """`hookscope report OUT -o OUT2` writes the same files, byte for byte."""
+    again = hs.outdir("golden-" + case + "-again")
+    p = hs.hookscope(["report", "-q", out, "-o", again], timeout=300)
+    hs.eq(p.returncode, 0, f"{case}: report exit code ({p.stderr.decode(errors='replace')})")
+    src, dst = os.path.join(hs.ROOT, out), os.path.join(hs.ROOT, again)
+    hs.eq(sorted(os.listdir(dst)), sorted(os.listdir(src)), f"{case}: the files report writes")
+    for name in sorted(os.listdir(src)):
+        with open(os.path.join(src, name), "rb") as a, open(os.path.join(dst, name), "rb") as b:
+            hs.check(a.read() == b.read(), f"{case}/{name}: report wrote it differently")
+
+
 def run_case(case):
     opts, prog = CASES[case]
     hs.need(prog[0])
@@ -136,6 +152,7 @@ def run_case(case):
         if text is not None:
             files[name] = text
     compare(case, files)
+    check_report_recreates(case, t.out)
 
 
 def test_golden_demo():

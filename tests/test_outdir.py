@@ -22,11 +22,13 @@ def test_rerun_leaves_only_its_own_files():
         f.write("mine\n")
     p = hs.hookscope(["run", "-q", "-o", out, "--time", "--stacks=4", "--", exe])
     hs.eq(p.returncode, 0, "first run")
-    hs.eq(listing(out), ["cpu-stacks.folded", "entry-stacks.folded", "entry-time.folded", "notes.txt", "report.json",
-                         "report.txt", "wait-stacks.folded"], "files of a run with --time --stacks (and samples)")
-    p = hs.hookscope(["run", "-q", "-o", out, "--no-sample", "--", exe])
+    hs.eq(listing(out), ["callgrind.out", "cpu-stacks.folded", "entry-stacks.folded", "entry-time.folded",
+                         "flamegraph.svg", "notes.txt", "profile.speedscope.json", "report.json", "report.txt",
+                         "wait-stacks.folded"], "files of a run with --time --stacks (and samples)")
+    p = hs.hookscope(["run", "-q", "-o", out, "--no-edges", "--no-sample", "--", exe])
     hs.eq(p.returncode, 0, "second run")
-    hs.eq(listing(out), ["notes.txt", "report.json", "report.txt"], "files after a run without stacks or samples")
+    hs.eq(listing(out), ["notes.txt", "report.json", "report.txt"],
+          "files after a run without stacks, edges or samples")
     t = hs.Trace(p, out)
     hs.eq(t.json["options"]["stacks"], None, "report.json is the second run's")
 
@@ -81,6 +83,10 @@ def test_report_writes_a_run_again_byte_for_byte():
     run_and_report("stacks", ["--stacks=6", "--stack-every", "2"], [hs.need("build/examples/demo.exe")])
     run_and_report("lateload", ["-m", "lateload.exe", "-m", "latedll.dll", "--stacks=3"],
                    [hs.need("build/tests/lateload.exe")])
+
+
+def test_report_writes_a_timed_run_again_byte_for_byte():
+    run_and_report("time", ["--time", "--stacks=8"], [hs.need("build/tests/cxxexc.exe")])
 
 
 def test_report_errors():

@@ -69,3 +69,33 @@ def test_walks_with_entry_probes_only_are_unchanged():
     hs.eq(t.rc, 0, "exit code")
     hs.eq(t.stdout, plain.stdout, "stdout (every walk identical)")
     hs.eq(t.calls("stackwalk.exe")["do_walks"], 2, "do_walks calls")
+
+
+def test_entry_stacks_agree_with_the_programs_own_walk():
+    """qsortwalk.exe: by_length is called by msvcrt's qsort; its first call
+    walks its own stack with RtlVirtualUnwind. hookscope's entry stacks of
+    by_length (its own walk, with cached lookups and its own unwinder for
+    the common frames) hold that same sequence of frames: the same modules
+    and, for the exe's named functions, the same functions; with and
+    without --time (the program's walk then passes hookscope's wrapper
+    frames, which hookscope's stacks leave out)."""
+    exe = hs.need("build/tests/qsortwalk.exe")
+    named = ("by_length", "sort_words", "main")
+    for opts in (["--stacks=32"], ["--time", "--stacks=32"]):
+        t = hs.trace(exe, modules=["qsortwalk.exe", "msvcrt.dll"], options=opts, name="qsortwalk_" + str(len(opts)))
+        hs.eq(t.rc, 0, f"{opts} exit code")
+        own = [l.split(None, 1)[1] for l in t.stdout.decode().splitlines() if l.startswith("frame ")]
+        own = [f for f in own if f != AGENT]
+        hs.check(own.count("msvcrt.dll") >= 2 and own[-2:] == ["kernel32.dll", "ntdll.dll"],
+                 f"{opts}: the program's walk passes msvcrt and reaches the thread start: {own}")
+
+        def short(frame):
+            mod, rest = frame.split("!", 1)
+            fn = rest.rsplit("+", 1)[0]
+            return f"{mod}!{fn}" if mod == "qsortwalk.exe" and fn in named else mod
+
+        ours = [[short(f) for f in s["frames"][1:]] for s in t.json["stacks"] if s["function"] == "by_length"]
+        hs.check(ours and own in ours, f"{opts}: the program's walk {own} is none of hookscope's: {ours}")
+        hs.eq(sum(s["count"] for s in t.json["stacks"] if s["function"] == "by_length"),
+              [f for f in t.functions("qsortwalk.exe") if f["name"] == "by_length"][0]["calls"],
+              f"{opts}: a stack for every call")

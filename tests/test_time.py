@@ -14,7 +14,10 @@ def func(t, name, module=None):
 def test_recursion_10000_deep():
     """depth_sum(10000): 10001 nested timed calls on the main thread. Each
     level's self time is its inclusive time minus the next level's, so the
-    self times add up to the outermost call's inclusive time, the maximum."""
+    self times add up to the outermost call's inclusive time, the maximum;
+    the total counts the outermost call only (the inner ones are inside
+    it), so it is that maximum too, within main's total and the run's wall
+    time; avg is per call."""
     exe = hs.need("build/tests/deeprec.exe")
     plain = hs.wine([exe, "10000"])
     hs.eq(plain.stdout, b"depth_sum(10000) = 50005000\r\n", "untraced output")
@@ -33,8 +36,14 @@ def test_recursion_10000_deep():
              f"min {tm['min_ns']} <= max {tm['max_ns']} <= main's total {main['total_ns']}")
     hs.check(abs(tm["self_ns"] - tm["max_ns"]) <= 2 + tm["max_ns"] * 1e-6,
              f"self times add up to the outermost call: self {tm['self_ns']}, max {tm['max_ns']}")
-    hs.check(tm["max_ns"] <= tm["total_ns"] <= tm["max_ns"] * 10001,
-             f"total {tm['total_ns']} between max and max * calls")
+    hs.eq(tm["total_ns"], tm["max_ns"], "total: the outermost call only")
+    hs.check(tm["total_ns"] <= main["total_ns"] <= t.json["target"]["wall_time_s"] * 1e9,
+             f"depth_sum total {tm['total_ns']} <= main's {main['total_ns']} <= wall time")
+    # per call: each level lasts as long as the levels inside it, so the
+    # average is of the order of half the outermost call, thousands of
+    # times the total over the calls (which counts the outermost call only)
+    hs.check(tm["min_ns"] <= tm["avg_ns"] <= tm["max_ns"] and tm["avg_ns"] > 100 * tm["total_ns"] / tm["calls"],
+             f"avg {tm['avg_ns']} is per call (min {tm['min_ns']}, max {tm['max_ns']}, total {tm['total_ns']})")
     hs.check(main["total_ns"] < 60e9, f"main took {main['total_ns']} ns")
     # the histogram's buckets hold the minimum and the maximum
     lo = max(b["ns"] for b in tm["hist"] if b["ns"] <= max(tm["min_ns"], 1))
@@ -148,3 +157,82 @@ def test_time_with_threads_exact():
     hs.check(abs(w["self_ns"] + k["total_ns"] - w["total_ns"]) <= 4,
              f"worker's self {w['self_ns']} + work's total {k['total_ns']} = worker's total {w['total_ns']}")
     hs.eq(t.json["time_dropped"], 0, "time_dropped")
+
+
+def test_recursion_total_within_wall_time():
+    """Inclusive time counts a function's outermost activation on a thread:
+    the demo's fib (150049 calls, recursive), and depth_sum 100000 deep on
+    a thread of its own, never exceed the run's wall time or their
+    caller's total."""
+    demo = hs.need("build/examples/demo.exe")
+    t = hs.trace(demo, options=["--time"], name="demo_time_recursion")
+    hs.eq(t.rc, 0, "demo exit code")
+    f = {x["name"]: x for x in t.functions("demo.exe")}
+    wall = t.json["target"]["wall_time_s"] * 1e9
+    fib, main = f["fib"]["time"], f["main"]["time"]
+    hs.eq(fib["calls"], 150049, "fib calls")
+    hs.check(fib["total_ns"] <= main["total_ns"] <= wall,
+             f"fib total {fib['total_ns']} <= main total {main['total_ns']} <= wall {wall:.0f}")
+    hs.check(fib["self_ns"] <= fib["total_ns"] + 2, f"fib self {fib['self_ns']} <= total {fib['total_ns']}")
+    exe = hs.need("build/tests/deeprec.exe")
+    t = hs.trace(exe, ["20000", "thread"], options=["--time"], name="deeprec_thread_recursion")
+    hs.eq(t.rc, 0, "deeprec exit code")
+    d = [x for x in t.functions("deeprec.exe") if x["name"] == "depth_sum"][0]["time"]
+    r = [x for x in t.functions("deeprec.exe") if x["name"] == "recurse_thread"][0]["time"]
+    hs.eq(d["calls"], 20001, "depth_sum calls")
+    hs.eq(d["total_ns"], d["max_ns"], "depth_sum total: the outermost call")
+    hs.check(d["total_ns"] <= r["total_ns"] <= t.json["target"]["wall_time_s"] * 1e9,
+             f"depth_sum {d['total_ns']} <= recurse_thread {r['total_ns']} <= wall time")
+
+
+def test_durations_exclude_stack_capture():
+    """spinwork: step() calls spin(), a loop of known cost the program times
+    itself; run() calls step() 2000 times. With --stacks=16 an entry stack
+    of 16 frames is captured at every call of spin (in step's time: spin's
+    stub runs inside step) and of step (in run's time): microseconds that
+    are hookscope's, not the target's, and are left out of every duration.
+    So, with and without --stacks: spin's and step's shortest calls are the
+    program's own shortest measurement within 10% (a minimum: no other
+    program's load in it), and the time step and run spend outside their
+    timed callees (their self time, where the captures fall) stays under
+    10% of that per call."""
+    exe = hs.need("build/tests/spinwork.exe")
+    ratios = {}
+    for opts in (["--time"], ["--time", "--stacks=16"]):
+        t = hs.trace(exe, options=opts, name=f"spinwork_{len(opts)}")
+        hs.eq(t.rc, 0, f"{opts} exit code")
+        m = re.search(rb"measured min_ns (\d+) total_ns (\d+)", t.stderr)
+        hs.check(m, f"spinwork printed no measurement: {t.stderr!r}")
+        own_min = int(m.group(1))
+        f = {x["name"]: x["time"] for x in t.functions("spinwork.exe") if "time" in x}
+        hs.eq((f["spin"]["calls"], f["step"]["calls"], f["run"]["calls"]), (2000, 2000, 1), f"{opts} calls")
+        r = {name: f[name]["min_ns"] / own_min for name in ("spin", "step")}
+        for name, v in r.items():
+            hs.check(0.9 <= v <= 1.1, f"{opts}: {name}'s shortest call is {v:.3f} x the program's "
+                                      f"({own_min} ns): {f[name]}")
+        for name in ("step", "run"):
+            per_call = f[name]["self_ns"] / 2000
+            hs.check(per_call <= 0.1 * own_min, f"{opts}: {name} spends {per_call:.0f} ns per call outside "
+                                                f"its callee, more than 10% of {own_min} ns")
+        if len(opts) == 2:
+            stacks = [s for s in t.json["stacks"] if s["function"] in ("spin", "step")]
+            hs.eq(sum(s["count"] for s in stacks), 4000, "a stack captured at every call of spin and step")
+            hs.check(all(len(s["frames"]) == 16 and s["truncated"] for s in stacks), "16 frames each, cut")
+        ratios[len(opts)] = r
+    for name in ("spin", "step"):
+        a, b = ratios[1][name], ratios[2][name]
+        hs.check(abs(a - b) <= 0.10, f"{name}: {a:.3f} x the program's measure without --stacks, {b:.3f} with")
+
+
+def test_longjmp_without_unwind_ends_activations():
+    """rawjmp.exe: four recursive calls of dive are left by a longjmp that
+    does not unwind (no handler sees them go); then dive(2) runs and returns
+    normally. The abandoned activations end when the shadow stack drops
+    their records, so the later outermost call counts in dive's total."""
+    exe = hs.need("build/tests/rawjmp.exe")
+    t = hs.trace(exe, options=["--time"], name="rawjmp_time")
+    hs.eq((t.rc, t.stdout), (0, b"dive = 3, 7 calls\r\n"), "rawjmp output")
+    d = [f for f in t.functions("rawjmp.exe") if f["name"] == "dive"][0]
+    hs.eq((d["calls"], d["time"]["calls"], d["time"]["open"]), (7, 3, 0), "dive: calls, exits, open")
+    hs.check(d["time"]["total_ns"] > 0, f"dive's outermost call after the longjmp is counted: {d['time']}")
+    hs.eq(d["time"]["total_ns"], d["time"]["max_ns"], "dive total: its one outermost call that returned")

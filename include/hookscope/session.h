@@ -114,6 +114,31 @@ typedef struct hs_func_rec {
     uint16_t tramp_off;
 } hs_func_rec;
 
+/* One function of a module as the injector lists it for the agent (the
+ * function service): the agent hooks exactly these, so the functions found
+ * (.pdata, exports, COFF symbols, the PDB's procedures with their exact
+ * extents) and the names the filters see are the injector's: the same as
+ * every report's. Fragments (chained .pdata) are listed too, never hooked. */
+enum {
+    HS_FNE_ADMIT = 1u << 0,          /* the filters keep it */
+    HS_FNE_RETURNS_TWICE = 1u << 1,  /* named like setjmp (hook/names.h) */
+    HS_FNE_STACK_PROBE = 1u << 2,    /* named like __chkstk */
+};
+typedef struct hs_fn_entry {
+    uint32_t rva, size;
+    uint32_t gap_before, gap_after;  /* bytes to the neighbouring code */
+    uint32_t unwind_rva;             /* its UNWIND_INFO, 0 if none */
+    uint16_t src;                    /* HS_SRC_* (hook/pe.h) */
+    uint8_t flags;                   /* HS_FNE_* */
+    uint8_t reserved;
+} hs_fn_entry;
+
+/* The function service's events (auto-reset), by the target's pid: the
+ * agent sets the request event after writing fn_request, the injector the
+ * answer event after writing the list. */
+#define HS_FN_REQUEST_EVENT_FMT L"Local\\hookscope-fnreq-%lu"
+#define HS_FN_ANSWER_EVENT_FMT L"Local\\hookscope-fnans-%lu"
+
 /* thread slot states */
 enum { HS_SLOT_FREE = 0, HS_SLOT_LIVE = 1, HS_SLOT_EXITED = 2 };
 
@@ -138,6 +163,9 @@ typedef struct hs_region_hdr {
     uint64_t shadow_top;         /*   next free entry */
     uint64_t shadow_limit;       /*   end (0: no timing on this thread, e.g. the sink) */
     uint64_t time_dropped;       /* calls not timed: shadow stack full */
+    uint64_t excluded;           /* --time: rdtsc ticks this thread spent in hookscope's own
+                                    slow paths (entry stacks, new edges, a region for a new
+                                    thread); taken out of every duration they fall in */
 } hs_region_hdr;
 
 /* A function's block in a thread's region: its call count, and with edges
@@ -177,17 +205,23 @@ typedef struct hs_stack_rec {
     uint32_t reserved;
 } hs_stack_rec;
 
-/* --time: durations of one function on one thread, in rdtsc ticks. */
+/* --time: durations of one function on one thread, in rdtsc ticks. A
+ * duration never includes hookscope's own slow paths (hs_region_hdr.excluded).
+ * Per call: exits, sum, min, max, hist, unwinds; per activation: self; per
+ * outermost activation (no other activation of the function open on the
+ * thread, as pprof and perf count cumulative time): total. */
 #define HS_HIST_BUCKETS 40       /* bucket k: [2^k, 2^(k+1)) ns; the last one is open */
 typedef struct hs_time_rec {
     uint64_t exits;              /* calls that returned or were unwound */
-    uint64_t total;              /* inclusive ticks */
+    uint64_t total;              /* inclusive ticks of the outermost activations */
     uint64_t self;               /* inclusive minus timed children on this thread */
     uint64_t min, max;           /* inclusive ticks (min valid if exits > 0) */
     uint64_t unwinds;            /* exits by exception or longjmp */
     uint64_t pending;            /* the last duration not yet in hist (0: none): the
                                     wrapper files each duration at the next exit, so
                                     that its histogram store does not wait for rdtsc */
+    uint64_t active;             /* activations open on this thread (recursion depth) */
+    uint64_t sum;                /* inclusive ticks of every call (for the average) */
     uint64_t hist[HS_HIST_BUCKETS];
 } hs_time_rec;
 
@@ -217,6 +251,7 @@ static inline void hs_time_rec_merge(hs_time_rec *into, const hs_time_rec *from,
         into->max = from->max;
     into->exits += from->exits;
     into->total += from->total;
+    into->sum += from->sum;
     into->self += from->self;
     into->unwinds += from->unwinds;
     for (int b = 0; b < HS_HIST_BUCKETS; b++)
@@ -234,7 +269,7 @@ typedef struct hs_shadow_rec {
     uint64_t save_rax, save_rdx; /* scratch for the wrapper around rdtsc */
     uint32_t func;
     uint32_t reserved;
-    uint64_t reserved2;
+    uint64_t excluded;           /* the region's `excluded` at entry */
 } hs_shadow_rec;
 
 typedef struct hs_session_header {
@@ -303,6 +338,17 @@ typedef struct hs_session_header {
     char filters[32][256];
     volatile uint32_t filter_matched; /* bit i: filter i matched some function (agent) */
     volatile uint32_t regions_reused; /* regions of exited threads folded and given to others */
+    /* the function service (hs_fn_entry): the agent asks for the functions
+     * of module record i by writing fn_request = seq << 16 | (i + 1), a new
+     * seq each time; the injector answers in fn_list with fn_count entries
+     * (-1: no list; the agent then finds the functions itself, from the
+     * image) and echoes the request in fn_answered */
+    volatile uint32_t fn_service;     /* the injector serves requests (its events exist) */
+    volatile uint32_t fn_request;
+    volatile uint32_t fn_answered;
+    volatile int32_t fn_count;
+    uint32_t fn_list_cap;
+    uint64_t fn_list_off;
     /* threads the agent started in the target (its freeze workers), for
      * a sampler, which never samples them; 0: a free entry */
     volatile uint32_t agent_tids[8];
@@ -319,6 +365,12 @@ static inline hs_func_rec *hs_session_func(void *base, uint32_t i)
 {
     hs_session_header *h = (hs_session_header *)base;
     return (hs_func_rec *)((char *)base + h->funcs_off + (uint64_t)i * h->func_rec_size);
+}
+
+static inline hs_fn_entry *hs_session_fn_list(void *base)
+{
+    hs_session_header *h = (hs_session_header *)base;
+    return (hs_fn_entry *)((char *)base + h->fn_list_off);
 }
 
 static inline hs_thread_slot *hs_session_slot(void *base, uint32_t i)
@@ -352,6 +404,11 @@ static inline hs_edge_rec *hs_region_edges(void *base, uint32_t k)
     return (hs_edge_rec *)(hs_session_region(base, k) + h->region_edges_off);
 }
 
+/* The first page of every region holds its hs_region_hdr; its bytes from
+ * HS_REGION_AGENT_OFF to the end are the agent's own (the stack walk's
+ * cache), which the injector never reads. */
+#define HS_REGION_AGENT_OFF 512u
+
 /* Round up to a page. */
 static inline uint64_t hs_page_up(uint64_t n) { return (n + HS_PAGE - 1) & ~(uint64_t)(HS_PAGE - 1); }
 
@@ -381,6 +438,9 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
     h->max_functions = c->functions;
     h->func_rec_size = (uint32_t)sizeof(hs_func_rec);
     off = hs_page_up(off + (uint64_t)c->functions * sizeof(hs_func_rec));
+    h->fn_list_off = off;            /* one module's list at a time, fragments too */
+    h->fn_list_cap = c->functions * 2 + 4096;
+    off = hs_page_up(off + (uint64_t)h->fn_list_cap * sizeof(hs_fn_entry));
     h->slots_off = off;
     h->max_threads = c->threads;
     h->slot_size = (uint32_t)sizeof(hs_thread_slot);

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "commands/commands.h"
+#include "commands/progress.h"
 #include "output/outdir.h"
 #include "trace/inject.h"
 #include "trace/target.h"
@@ -22,7 +23,7 @@
 int hs_cmd_attach(const hs_options *o)
 {
     /* samples only: reading is enough */
-    const DWORD access = o->hooks ? PROCESS_CREATE_THREAD | PROCESS_QUERY_INFORMATION | PROCESS_VM_OPERATION |
+    const DWORD access = !o->no_hooks ? PROCESS_CREATE_THREAD | PROCESS_QUERY_INFORMATION | PROCESS_VM_OPERATION |
                                         PROCESS_VM_WRITE | PROCESS_VM_READ | SYNCHRONIZE
                                   : PROCESS_QUERY_INFORMATION | PROCESS_VM_READ | SYNCHRONIZE;
     HANDLE process = OpenProcess(access, FALSE, o->pid);
@@ -63,8 +64,8 @@ int hs_cmd_attach(const hs_options *o)
     if (hs_trace_begin(&t, o) < 0)
         return HS_EXIT_FAILED;
     t.p->pid = o->pid;
-    if (o->hooks) {
-        if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)
+    if (!o->no_hooks) {
+        if (hs_trace_session(&t, o->pid, o, HS_OPT_ATTACH) < 0)
             return HS_EXIT_FAILED;
         if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
             /* the agent may be half loaded: take out whatever went in */
@@ -73,18 +74,20 @@ int hs_cmd_attach(const hs_options *o)
                 hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
                 ignored == 0)
                 hs_agent_unload(process, &t.session);
+            hs_trace_abandon(&t);
             return HS_EXIT_FAILED;
         }
     }
     if (hs_trace_sample_start(&t, o->pid) < 0) {
         DWORD ignored;
-        if (o->hooks && hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
+        if (!o->no_hooks && hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
             ignored == 0)
             hs_agent_unload(process, &t.session);
+        hs_trace_abandon(&t);
         return HS_EXIT_FAILED;
     }
     t.t_start = hs_now();
-    if (!o->quiet && o->hooks) {
+    if (!o->quiet && !o->no_hooks) {
         uint32_t hooked = 0;
         for (uint32_t m = 0; m < t.session.hdr->n_modules && m < t.session.hdr->max_modules; m++)
             hooked += hs_session_module(t.session.view, m)->n_hooked;
@@ -97,21 +100,26 @@ int hs_cmd_attach(const hs_options *o)
 
     /* collect until --duration, Ctrl+C, or the process ends */
     int stop = HS_STOP_DETACH;
+    hs_progress pr;
+    hs_progress_start(&pr, o);
     for (;;) {
         if (WaitForSingleObject(process, 50) == WAIT_OBJECT_0) {
             stop = HS_STOP_TARGET_GONE;
             break;
         }
+        double now = hs_now();
+        hs_progress_update(&pr, now, now - t.t_start, hs_trace_live_calls(&t), hs_trace_live_samples(&t));
         if (hs_trace_interrupts() > 0)
             break;
-        if (o->duration > 0 && hs_now() - t.t_start >= o->duration)
+        if (o->duration > 0 && now - t.t_start >= o->duration)
             break;
     }
 
+    hs_progress_end(&pr);
     /* no sample is taken once the detach begins */
     hs_trace_sample_stop(&t);
     int rc = 0;
-    if (stop == HS_STOP_DETACH && o->hooks) {
+    if (stop == HS_STOP_DETACH && !o->no_hooks) {
         DWORD dcode = 0;
         if (hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode) < 0) {
             rc = HS_EXIT_FAILED;

@@ -13,6 +13,8 @@ enum {
     HS_CMD_ATTACH = 1u << 1,
     HS_CMD_FUNCTIONS = 1u << 2,
     HS_CMD_REPORT = 1u << 3,
+    HS_CMD_DIFF = 1u << 4,
+    HS_CMD_DTRACE = 1u << 5,
 };
 
 typedef struct hs_command {
@@ -33,5 +35,7 @@ int hs_cmd_run(const hs_options *o);
 int hs_cmd_attach(const hs_options *o);
 int hs_cmd_functions(const hs_options *o);
 int hs_cmd_report(const hs_options *o);
+int hs_cmd_diff(const hs_options *o);
+int hs_cmd_dtrace(const hs_options *o);
 
 #endif

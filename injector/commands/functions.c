@@ -22,7 +22,8 @@ int hs_cmd_functions(const hs_options *o)
     char *path = hs_utf8(o->file);
     hs_modsyms_status status;
     const char *why = NULL;
-    hs_modsyms *syms = hs_modsyms_open(path, 0, 0, 0, &status, &why);
+    hs_symconf conf = hs_options_symconf(o);
+    hs_modsyms *syms = hs_modsyms_open(path, 0, 0, 0, &conf, &status, &why);
     if (!syms) {
         if (status == HS_MODSYMS_UNREADABLE)
             hs_err("cannot read '%s': %s", shown, why);
@@ -36,7 +37,9 @@ int hs_cmd_functions(const hs_options *o)
     hs_pe_func *funcs = NULL;
     size_t n = 0;
     hs_engine *eng = hs_engine_new();
-    if (hs_pe_functions(pe, &funcs, &n) < 0 || !eng) {
+    if (hs_modsyms_message(syms)[0])
+        hs_err("%s", hs_modsyms_message(syms));
+    if (hs_modsyms_functions(syms, &funcs, &n) < 0 || !eng) {
         hs_err("out of memory");
         return HS_EXIT_FAILED;
     }
@@ -51,7 +54,8 @@ int hs_cmd_functions(const hs_options *o)
     size_t total = 0, ok = 0, all = 0;
     const char **names = hs_xcalloc(n ? n : 1, sizeof *names);   /* for suggestions */
     char **owned = hs_xcalloc(n ? n : 1, sizeof *owned);
-    printf("%-10s %8s  %-34s %s\n", "rva", "size", "hook", "name");
+    hs_image_view view = { pe, pe->image_base };   /* jump tables, as the agent reads them */
+    printf("%-10s %8s  %-34s %-7s %s\n", "rva", "size", "hook", "source", "name");
     for (size_t i = 0; i < n; i++) {
         const hs_pe_func *f = &funcs[i];
         if (f->src & HS_SRC_FRAGMENT)
@@ -66,6 +70,8 @@ int hs_cmd_functions(const hs_options *o)
         in.gap_after = f->gap_after;
         in.image_lo = pe->image_base;
         in.image_hi = pe->image_base + pe->size_of_image;
+        in.read = hs_image_read;
+        in.read_ctx = &view;
         hs_plan plan;
         hs_sym_name nm;
         bool named = hs_modsyms_name_at(syms, f->rva, &nm);
@@ -87,9 +93,9 @@ int hs_cmd_functions(const hs_options *o)
             snprintf(status_text, sizeof status_text, "no: %s", hs_skip_reason_name(r));
         }
         if (named)
-            printf("0x%08x %8u  %-34s %s\n", f->rva, f->size, status_text, nm.name);
+            printf("0x%08x %8u  %-34s %-7s %s\n", f->rva, f->size, status_text, hs_symsrc_name(nm.source), nm.name);
         else
-            printf("0x%08x %8u  %-34s sub_%x\n", f->rva, f->size, status_text, f->rva);
+            printf("0x%08x %8u  %-34s %-7s sub_%x\n", f->rva, f->size, status_text, "-", f->rva);
     }
     if (flt.n)
         printf("\n%zu of %zu functions match the filters, %zu hookable (%.1f%%)", total, all, ok,

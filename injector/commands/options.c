@@ -15,15 +15,17 @@
 #include "base/util.h"
 #include "commands/commands.h"
 #include "hookscope/session.h"
+#include "output/writers.h"
 
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
     OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER,
+    OPT_SYMBOLS, OPT_SRCLINE, OPT_ETL, OPT_PID, OPT_PROCESS, OPT_FORMAT, OPT_SORT, OPT_TOP, OPT_THREADS,
 };
 
 #define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
-#define ALL (HS_CMD_RUN | HS_CMD_ATTACH | HS_CMD_FUNCTIONS | HS_CMD_REPORT)
+#define ALL (HS_CMD_RUN | HS_CMD_ATTACH | HS_CMD_FUNCTIONS | HS_CMD_REPORT | HS_CMD_DIFF)
 
 typedef struct optdef {
     int id;
@@ -47,9 +49,11 @@ static const optdef options[] = {
       "repeatable" },
     { OPT_EXCLUDE, L"--exclude", L"-x", "PATTERN", 0, TRACE | HS_CMD_FUNCTIONS,
       "leave out functions matching PATTERN; repeatable" },
-    { OPT_OUTPUT, L"--output", L"-o", "DIR", 0, TRACE | HS_CMD_REPORT,
+    { OPT_OUTPUT, L"--output", L"-o", "DIR", 0, TRACE | HS_CMD_REPORT | HS_CMD_DIFF,
       "write the reports into DIR (default: hookscope-out;\n"
-      "for report: the run's own directory)" },
+      "report: the run's own directory, or stdout with\n"
+      "--format; diff: stdout, and with -o also\n"
+      "diff.txt and diff-flamegraph.svg there)" },
     { OPT_DURATION, L"--duration", L"-d", "S", 0, TRACE,
       "stop after S seconds (run: the target is\n"
       "terminated; attach: detach)" },
@@ -76,7 +80,39 @@ static const optdef options[] = {
       "how to sample: suspend (suspend each thread in\n"
       "turn, no privileges; the default), etw (kernel\n"
       "sampling, administrator), auto" },
-    { OPT_QUIET, L"--quiet", L"-q", NULL, 0, TRACE | HS_CMD_REPORT, "do not print the summary line" },
+    { OPT_ETL, L"--etl", NULL, "FILE", 0, HS_CMD_REPORT,
+      "read a recorded ETW trace (.etl: xperf, WPR,\n"
+      "UIforETW, PerfView) instead of a run's directory" },
+    { OPT_PID, L"--pid", NULL, "N", 0, HS_CMD_REPORT,
+      "with --etl: the process to report (without\n"
+      "--pid or --process: a table of the processes)" },
+    { OPT_PROCESS, L"--process", NULL, "NAME", 0, HS_CMD_REPORT,
+      "with --etl: the process to report, by image name" },
+    { OPT_SYMBOLS, L"--symbols", NULL, "PATH", 0, TRACE | HS_CMD_FUNCTIONS | HS_CMD_REPORT,
+      "where else to look for PDBs: folders, srv*DIR and\n"
+      "cache*DIR symbol stores, separated by ';' (after\n"
+      "the image's own path and folder; then\n"
+      "_NT_SYMBOL_PATH); never downloads" },
+    { OPT_SRCLINE, L"--srcline", NULL, NULL, 0, TRACE | HS_CMD_REPORT,
+      "add file:line (PDB or DWARF line tables) to each\n"
+      "function and stack frame in the reports" },
+    { OPT_QUIET, L"--quiet", L"-q", NULL, 0, TRACE | HS_CMD_REPORT,
+      "no summary line, no progress line" },
+    { OPT_FORMAT, L"--format", NULL, "NAME", 0, HS_CMD_REPORT,
+      "write only this output: txt, json, folded, svg,\n"
+      "speedscope, callgrind or dtrace; to stdout, or\n"
+      "into the -o directory under its file name" },
+    { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT,
+      "order report.txt's functions by calls, self,\n"
+      "total (time with --time, else CPU samples), cpu\n"
+      "(self CPU samples) or avg (time per call, else\n"
+      "CPU time per call); implies --format txt" },
+    { OPT_TOP, L"--top", NULL, "N", 0, HS_CMD_REPORT | HS_CMD_DIFF,
+      "only the first N functions (report: implies\n"
+      "--format txt)" },
+    { OPT_THREADS, L"--threads", NULL, NULL, 0, HS_CMD_REPORT,
+      "add the calls and samples of each thread to\n"
+      "report.txt; implies --format txt" },
     { OPT_VERBOSE, L"--verbose", L"-v", NULL, 0, ALL, "say what hookscope is doing, with timestamps" },
     { OPT_MAX_FUNCTIONS, L"--max-functions", NULL, "N", 0, TRACE,
       "function table capacity (default 262144)" },
@@ -167,8 +203,13 @@ static void print_options(FILE *out, unsigned cmds, int with_commands)
 static void print_command_help(FILE *out, const hs_command *c)
 {
     fprintf(out, "usage: hookscope %s\n\n%s\n", c->usage, c->description);
-    fprintf(out, "\nOptions:\n");
-    print_options(out, c->bit, 0);
+    int any = 0;   /* dtrace takes DTrace's options, none of the table's */
+    for (size_t i = 0; i < NOPTIONS; i++)
+        any |= (options[i].cmds & c->bit) != 0;
+    if (any) {
+        fprintf(out, "\nOptions:\n");
+        print_options(out, c->bit, 0);
+    }
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -274,14 +315,10 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         if (val && parse_uint(val, 1, 256, &o->stacks) < 0)
             return usage_error("--stacks=DEPTH needs a depth from 1 to 256, not '%s'", hs_utf8(val));
         break;
-    case OPT_SAMPLE_RATE: {
-        wchar_t *end;
-        double hz = wcstod(val, &end);
-        if (!*val || *end || !(hz >= 1) || hz > 10000)
+    case OPT_SAMPLE_RATE:
+        if (parse_uint(val, 1, 10000, &o->sample_rate_hz) < 0)
             return usage_error("--sample-rate needs a rate from 1 to 10000 (per second), not '%s'", hs_utf8(val));
-        o->sample_rate_hz = hz;
         break;
-    }
     case OPT_SAMPLER: {
         char *v = hs_utf8(val);
         if (strcmp(v, "suspend") && strcmp(v, "etw") && strcmp(v, "auto"))
@@ -290,7 +327,52 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         break;
     }
     case OPT_NO_SAMPLE: o->sample = 0; break;
-    case OPT_NO_HOOKS: o->hooks = 0; break;
+    case OPT_NO_HOOKS: o->no_hooks = 1; break;
+    case OPT_SYMBOLS:
+        if (!*val)
+            return usage_error("option '%s' needs a path", au);
+        free(o->symbols);
+        o->symbols = hs_utf8(val);
+        break;
+    case OPT_SRCLINE: o->srcline = 1; break;
+    case OPT_ETL:
+        if (!*val)
+            return usage_error("option '%s' needs a file", au);
+        free(o->etl);
+        o->etl = hs_utf8(val);
+        break;
+    case OPT_PID:
+        if (parse_uint(val, 1, UINT32_MAX, &o->etl_pid) < 0)
+            return usage_error("--pid needs a process id, not '%s'", hs_utf8(val));
+        break;
+    case OPT_PROCESS:
+        if (!*val)
+            return usage_error("option '%s' needs a process name", au);
+        free(o->etl_process);
+        o->etl_process = hs_utf8(val);
+        break;
+    case OPT_FORMAT: {
+        char *f = hs_utf8(val);
+        if (!hs_writer_find(f))
+            return usage_error("--format needs one of txt, json, folded, svg, speedscope, callgrind, dtrace, "
+                               "not '%s'", f);
+        free(o->format);
+        o->format = f;
+        break;
+    }
+    case OPT_SORT: {
+        char *k = hs_utf8(val);
+        o->sort = hs_sort_key_from_name(k);
+        if (o->sort < 0)
+            return usage_error("--sort needs calls, self, total, cpu or avg, not '%s'", k);
+        free(k);
+        break;
+    }
+    case OPT_TOP:
+        if (parse_uint(val, 1, UINT32_MAX, &o->top) < 0)
+            return usage_error("--top needs a positive number, not '%s'", hs_utf8(val));
+        break;
+    case OPT_THREADS: o->threads = 1; break;
     case OPT_NO_EDGES: o->edges = 0; break;
     case OPT_TIME: o->time = 1; break;
     case OPT_VERBOSE: hs_verbose = 1; break;
@@ -322,9 +404,9 @@ static const wchar_t *given(int argc, wchar_t **argv, const hs_options *o, int i
  * that needs what they turn off. -1, or a usage error's exit code. */
 static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
 {
-    if (!o->hooks && !o->sample)
+    if (o->no_hooks && !o->sample)
         return usage_error("%s", "--no-hooks with --no-sample leaves nothing to trace");
-    if (!o->hooks) {
+    if (o->no_hooks) {
         static const int needs_hooks[] = { OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_NO_EDGES, OPT_STACKS,
                                            OPT_STACK_EVERY, OPT_TIME, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS };
         for (size_t i = 0; i < sizeof needs_hooks / sizeof *needs_hooks; i++) {
@@ -344,6 +426,14 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
     return -1;
 }
 
+hs_symconf hs_options_symconf(const hs_options *o)
+{
+    hs_symconf c = { o->symbols, getenv("_NT_SYMBOL_PATH") };
+    if (c.nt_symbol_path && !*c.nt_symbol_path)
+        c.nt_symbol_path = NULL;
+    return c;
+}
+
 int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -352,9 +442,7 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
     o->edges = 1;
     o->stack_every = 1;
     o->sample = 1;
-    o->sample_rate_hz = HS_DEFAULT_SAMPLE_RATE;
-    o->hooks = 1;
-    o->sampler = "suspend";
+    o->sort = -1;
     if (argc < 2) {
         print_usage_lines(stderr);
         return HS_EXIT_USAGE;
@@ -385,9 +473,15 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
     if (!o->cmd)
         return usage_error(first[0] == L'-' ? "unknown option '%s'" : "unknown command '%s'", name);
     free(name);
-    o->outdir = hs_xstrdup(o->cmd->bit == HS_CMD_REPORT ? "" : "hookscope-out");
+    o->outdir = hs_xstrdup(o->cmd->bit & (HS_CMD_REPORT | HS_CMD_DIFF) ? "" : "hookscope-out");
 
     o->modules = hs_xcalloc((size_t)argc, sizeof *o->modules);
+    if (o->cmd->bit == HS_CMD_DTRACE) {
+        /* DTrace's own options (-n, -c, -p, -o, -x, ...): the command reads them */
+        o->target_argv = &argv[2];
+        o->target_argc = argc - 2;
+        return -1;
+    }
     int positional = 0;
     const optdef *prev = NULL;   /* the option just before, for hints */
     for (int i = 2; i < argc; i++) {
@@ -438,11 +532,14 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
             o->target_argc = argc - i;
             break;
         }
-        if (positional++ > 0)
+        int nwanted = o->cmd->bit == HS_CMD_DIFF ? 2 : 1;
+        if (positional++ >= nwanted)
             return usage_error("unexpected argument '%s'", hs_utf8(a));
         if (o->cmd->bit == HS_CMD_ATTACH) {
             if (parse_uint(a, 1, UINT32_MAX, &o->pid) < 0)
                 return usage_error("attach needs a process id, not '%s'", hs_utf8(a));
+        } else if (positional == 2) {
+            o->file2 = a;
         } else {
             o->file = a;
         }
@@ -459,7 +556,21 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         return usage_error("%s", "attach needs a process id");
     if (o->cmd->bit == HS_CMD_FUNCTIONS && !o->file)
         return usage_error("%s", "functions needs a file");
-    if (o->cmd->bit == HS_CMD_REPORT && !o->file)
-        return usage_error("%s", "report needs the directory of a run (with its report.json)");
+    if ((o->etl_pid || o->etl_process) && !o->etl)
+        return usage_error("%s", "--pid and --process choose a process of an --etl trace");
+    if (o->cmd->bit == HS_CMD_REPORT && !o->file && !o->etl)
+        return usage_error("%s", "report needs the directory of a run (with its report.json), or --etl FILE");
+    if (o->cmd->bit == HS_CMD_REPORT && o->file && o->etl)
+        return usage_error("%s", "report reads a run's directory or an --etl file, not both");
+    if (o->etl_pid && o->etl_process)
+        return usage_error("%s", "give --pid or --process, not both");
+    if (o->cmd->bit == HS_CMD_DIFF && !o->file2)
+        return usage_error("%s", "diff needs the directories of two runs (with their report.json)");
+    if (o->cmd->bit == HS_CMD_REPORT && (o->sort >= 0 || o->top || o->threads)) {
+        if (o->format && strcmp(o->format, "txt") != 0)
+            return usage_error("--sort, --top and --threads shape report.txt; not with --format %s", o->format);
+        if (!o->format)
+            o->format = hs_xstrdup("txt");
+    }
     return -1;
 }

@@ -27,18 +27,34 @@ typedef struct hs_options {
     uint32_t stacks;            /* --stacks[=DEPTH]: entry stack depth, 0 = off */
     uint32_t stack_every;       /* --stack-every N: capture every Nth call per function */
     int time;                   /* --time: return probes with durations */
-    int sample;                 /* CPU sampling (default on; --no-sample) */
-    double sample_rate_hz;      /* --sample-rate HZ: samples per second per thread */
-    int hooks;                  /* hook and inject (default on; --no-hooks: samples only) */
-    const char *sampler;        /* --sampler NAME: "suspend" (default), "etw", "auto" */
+    int no_hooks;               /* --no-hooks: hook and inject nothing, samples only */
+    const char *sampler;        /* --sampler NAME: "suspend", "etw", "auto"; NULL: suspend */
     const wchar_t *filters[32]; /* -f include / -x exclude patterns */
     int filter_exclude[32];
     int nfilters;
     uint32_t pid;               /* attach */
     wchar_t **target_argv;      /* run: TARGET ARGS... */
     int target_argc;
-    const wchar_t *file;        /* functions: FILE; report: DIR */
+    const wchar_t *file;        /* functions: FILE; report: DIR; diff: the first run's DIR */
+    const wchar_t *file2;       /* diff: the second run's DIR */
+    char *format;               /* report --format NAME (a writer's format), NULL: every file */
+    int sort;                   /* report --sort: HS_SORT_* (output/writers.h), -1: not given */
+    uint32_t top;               /* report/diff --top N, 0: all */
+    int threads;                /* report --threads */
+    int sample;                 /* CPU sampling on (run, attach) */
+    uint32_t sample_rate_hz;    /* samples per second per thread, 0: the sampler's default
+                                   (HS_DEFAULT_SAMPLE_RATE) */
+    char *symbols;              /* --symbols PATH[;PATH...], UTF-8, or NULL */
+    char *etl;                  /* report --etl FILE, UTF-8, or NULL */
+    uint32_t etl_pid;           /* report --pid N */
+    char *etl_process;          /* report --process NAME */
+    int srcline;                /* --srcline: source lines of functions and frames */
 } hs_options;
+
+#include "symbols/modsyms.h"
+
+/* Where to look for PDBs: --symbols and _NT_SYMBOL_PATH. */
+hs_symconf hs_options_symconf(const hs_options *o);
 
 /* Parse argv. Returns -1 to go on with o->cmd, else the exit code (help or
  * version printed: 0; usage error printed: HS_EXIT_USAGE). */

@@ -1,19 +1,144 @@
 /*
  * injector/commands/report.c - `hookscope report DIR`: read a saved run's
- * report.json into a profile (profile/load.h) and write every output of
- * that run again, into DIR or the -o directory.
+ * report.json into a profile (profile/load.h) and write its outputs again:
+ *
+ *   report DIR                 every file of the run, byte for byte as the
+ *                              run wrote it, into DIR (or the -o directory);
+ *   report DIR --format NAME   that one output, to stdout (or, with -o, into
+ *                              that directory under its file name; dtrace,
+ *                              which runs do not write, as dtrace.txt);
+ *   --sort KEY, --top N, --threads
+ *                              report.txt shaped so (they imply --format txt).
+ *
+ * `hookscope report --etl FILE`: the same outputs for one process of a
+ * recorded ETW trace (profile/from_etl.h), or a table of its processes.
  */
+#include <fcntl.h>
+#include <io.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
 #include "commands/commands.h"
+#include "etl.h"
 #include "output/outdir.h"
 #include "output/writers.h"
+#include "profile/from_etl.h"
 #include "profile/load.h"
+#include "profile/resolve.h"
+
+static int write_profile(const hs_options *o, hs_profile *p, const char *out)
+{
+    if (hs_outdir_open(out) < 0)
+        return HS_EXIT_FAILED;
+    int rc = hs_write_all(p, out) < 0 ? HS_EXIT_FAILED : 0;
+    if (!rc && !o->quiet)
+        hs_err("%llu calls, %llu samples of %zu functions; reports in %s", (unsigned long long)p->total_calls,
+               (unsigned long long)(p->sampling.samples + p->sampling.wait_samples), p->nfuncs, out);
+    return rc;
+}
+
+static int write_one(const hs_options *o, const hs_profile *p, const char *out)
+{
+    const hs_writer *w = hs_writer_find(o->format);
+    if (w->wanted && !w->wanted(p)) {
+        hs_err("this run has nothing for --format %s (%s)", w->format,
+               !strcmp(w->format, "folded") ? "it has no entry stacks: run with --stacks"
+               : !strcmp(w->format, "callgrind") ? "no CPU samples and no caller edges"
+                                                 : "no CPU samples and no entry stacks: run with --stacks");
+        return HS_EXIT_FAILED;
+    }
+    int sort = o->sort < 0 ? HS_SORT_CALLS : o->sort;
+    if (sort != HS_SORT_CALLS) {
+        const char *why = hs_sort_unavailable(p, sort);
+        if (why) {
+            hs_err("--sort %s needs %s", hs_sort_key_name(sort), why);
+            return HS_EXIT_USAGE;
+        }
+    }
+    hs_txt_view view = { sort, o->top, o->threads != 0 };
+    bool shaped = !strcmp(w->format, "txt");
+    if (!*out) {
+        _setmode(_fileno(stdout), _O_BINARY);   /* the bytes as written, no CR added */
+        int rc = shaped ? hs_write_txt_view(p, &view, stdout) : w->write(p, stdout);
+        if (fflush(stdout) != 0 || rc != 0) {
+            hs_err("cannot write the %s output to stdout", w->format);
+            return HS_EXIT_FAILED;
+        }
+        return 0;
+    }
+    if (hs_outdir_open(out) < 0)
+        return HS_EXIT_FAILED;
+    char *name = w->file ? hs_xstrdup(w->file) : hs_xasprintf("%s.txt", w->format);
+    int rc;
+    if (shaped) {
+        char *path = hs_xasprintf("%s\\%s", out, name);
+        FILE *f = hs_fopen(path, "wb");
+        rc = f && hs_write_txt_view(p, &view, f) == 0 ? 0 : -1;
+        if (f && fclose(f) != 0)
+            rc = -1;
+        if (rc)
+            hs_err("cannot write %s", path);
+        free(path);
+    } else {
+        rc = hs_write_file(w, p, out, name);
+    }
+    free(name);
+    return rc < 0 ? HS_EXIT_FAILED : 0;
+}
+
+static int report_etl(const hs_options *o)
+{
+    hs_etl_trace t;
+    hs_etl_error err;
+    FILE *f = hs_fopen(o->etl, "rb");
+    if (!f) {
+        hs_err("cannot read %s: %s", o->etl, "cannot open the file");
+        return HS_EXIT_FAILED;
+    }
+    int rc = hs_etl_read_fp(f, &t, &err);
+    fclose(f);
+    if (rc < 0) {
+        hs_err("%s: %s", o->etl, err.msg);
+        hs_etl_trace_free(&t);
+        return HS_EXIT_FAILED;
+    }
+    if (!o->etl_pid && !o->etl_process) {
+        hs_etl_proc_row *rows;
+        size_t n = hs_etl_process_table(&t, &rows);
+        printf("%10s %12s %12s  %s\n", "pid", "samples", "with stack", "process");
+        for (size_t i = 0; i < n; i++)
+            printf("%10u %12llu %12llu  %s\n", rows[i].pid, (unsigned long long)rows[i].samples,
+                   (unsigned long long)rows[i].with_stack, rows[i].name);
+        printf("\n%zu processes with samples; report one with --pid N or --process NAME\n", n);
+        free(rows);
+        hs_etl_trace_free(&t);
+        return 0;
+    }
+    uint32_t index;
+    char msg[300];
+    if (hs_etl_pick_process(&t, o->etl_pid, o->etl_process, &index, msg, sizeof msg) < 0) {
+        hs_err("%s", msg);
+        hs_etl_trace_free(&t);
+        return HS_EXIT_FAILED;
+    }
+    hs_profile *p = hs_profile_new();
+    hs_profile_from_etl(&t, index, o->etl, NULL, NULL, p);
+    hs_etl_trace_free(&t);
+    hs_symconf conf = hs_options_symconf(o);
+    p->srcline_on = o->srcline != 0;
+    hs_profile_resolve(p, &conf);
+    hs_profile_count_samples(p);
+    rc = o->format ? write_one(o, p, o->outdir) : write_profile(o, p, o->outdir[0] ? o->outdir : "hookscope-out");
+    hs_profile_free(p);
+    return rc;
+}
 
 int hs_cmd_report(const hs_options *o)
 {
+    if (o->etl)
+        return report_etl(o);
     char *dir = hs_utf8(o->file);
     char *path = hs_xasprintf("%s\\report.json", dir);
     char err[600];
@@ -22,12 +147,7 @@ int hs_cmd_report(const hs_options *o)
         hs_err("%s", err);
         return HS_EXIT_FAILED;
     }
-    const char *out = o->outdir[0] ? o->outdir : dir;
-    if (hs_outdir_open(out) < 0)
-        return HS_EXIT_FAILED;
-    int rc = hs_write_all(p, out) < 0 ? HS_EXIT_FAILED : 0;
-    if (!rc && !o->quiet)
-        hs_err("%llu calls of %zu functions; reports in %s", (unsigned long long)p->total_calls, p->nfuncs, out);
+    int rc = o->format ? write_one(o, p, o->outdir) : write_profile(o, p, o->outdir[0] ? o->outdir : dir);
     hs_profile_free(p);
     free(path);
     free(dir);

@@ -10,6 +10,7 @@
 
 #include "base/util.h"
 #include "commands/commands.h"
+#include "commands/progress.h"
 #include "output/outdir.h"
 #include "trace/inject.h"
 #include "trace/session_host.h"
@@ -59,11 +60,12 @@ int hs_cmd_run(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     t.p->pid = pi.dwProcessId;
-    if ((o->hooks && (hs_session_create(&t.session, pi.dwProcessId, o, 0) < 0 ||
+    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, o, 0) < 0 ||
                       hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0)) ||
         hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
         WaitForSingleObject(pi.hProcess, 5000);
+        hs_trace_abandon(&t);
         return HS_EXIT_FAILED;
     }
     t.t_start = hs_now();
@@ -74,10 +76,13 @@ int hs_cmd_run(const hs_options *o)
     /* wait for the end: exit, Ctrl+C, or --duration */
     int stop = HS_STOP_EXIT;
     double interrupted_at = 0;
+    hs_progress pr;
+    hs_progress_start(&pr, o);
     for (;;) {
         if (WaitForSingleObject(pi.hProcess, 50) == WAIT_OBJECT_0)
             break;
         double now = hs_now();
+        hs_progress_update(&pr, now, now - t.t_start, hs_trace_live_calls(&t), hs_trace_live_samples(&t));
         int ints = hs_trace_interrupts();
         if (ints > 0 && interrupted_at == 0) {
             interrupted_at = now;
@@ -96,6 +101,7 @@ int hs_cmd_run(const hs_options *o)
             break;
         }
     }
+    hs_progress_end(&pr);
     if (stop == HS_STOP_EXIT && hs_trace_interrupts() > 0)
         stop = HS_STOP_INTERRUPT;   /* the target ended on the Ctrl+C it got too */
     DWORD code = 0;

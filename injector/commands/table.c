@@ -34,15 +34,49 @@ static const hs_command functions = {
 };
 
 static const hs_command report = {
-    "report", HS_CMD_REPORT, "report [OPTIONS] DIR", "DIR",
-    "write a saved run's reports again from its report.json",
+    "report", HS_CMD_REPORT, "report [OPTIONS] DIR | report --etl FILE [--pid N | --process NAME] [-o DIR]", "DIR",
+    "write a saved run's reports again, or the reports of an ETW trace",
     "Read DIR/report.json, written by an earlier run or attach, and write\n"
     "every report of that run again (into DIR, or the -o directory), exactly\n"
-    "as the run wrote them.",
+    "as the run wrote them. With --format NAME, only that output, on stdout\n"
+    "(or into the -o directory). --sort, --top and --threads shape\n"
+    "report.txt and print it (they imply --format txt). With --etl, read a\n"
+    "trace recorded on Windows (xperf, WPR, UIforETW, PerfView, hookscope's\n"
+    "own ETW sampler) and write the reports of one process's CPU samples\n"
+    "(into -o, default hookscope-out); without --pid or --process, list the\n"
+    "trace's processes by samples.",
     hs_cmd_report,
 };
 
-const hs_command *const hs_commands[] = { &run, &attach, &functions, &report, NULL };
+static const hs_command diff = {
+    "diff", HS_CMD_DIFF, "diff [OPTIONS] A B", "A B",
+    "compare two saved runs, function by function",
+    "Read A/report.json and B/report.json and print, per function (matched by\n"
+    "module and name), the calls, self CPU samples and self time of both runs\n"
+    "and the change, the largest change first (of self CPU samples when both\n"
+    "runs have samples, else of self time when both ran with --time, else of\n"
+    "calls). With -o DIR also DIR/diff.txt and DIR/diff-flamegraph.svg: B's\n"
+    "stacks, red where a frame's share grew since A, blue where it shrank.",
+    hs_cmd_diff,
+};
+
+static const hs_command dtrace = {
+    "dtrace", HS_CMD_DTRACE, "dtrace [DTRACE OPTIONS]", "[DTRACE OPTIONS]",
+    "run a DTrace one-liner's subset (for cargo-flamegraph's DTRACE)",
+    "Take DTrace's command line (-n PROGRAM, -c 'CMD ARGS' or -p PID, -o FILE,\n"
+    "-x ustackframes=N, -q) and trace as the program asks, printing its\n"
+    "aggregation as DTrace does. Programs understood:\n"
+    "  profile-N /pid == $target/ { @[ustack(N)] = count(); }   (CPU samples)\n"
+    "  fpid$target:MOD::entry, pid$target:MOD:FUNC:entry (FUNC a glob)\n"
+    "    { @[probefunc] = count(); }, { @[probefunc, ustack()] = count(); }\n"
+    "    or { @[ustack()] = count(); }                          (hooks)\n"
+    "hookscope-dtrace.exe, beside hookscope.exe, is this command as a program\n"
+    "of its own: set DTRACE to it for cargo-flamegraph. See\n"
+    "'hookscope dtrace --help'.",
+    hs_cmd_dtrace,
+};
+
+const hs_command *const hs_commands[] = { &run, &attach, &functions, &report, &diff, &dtrace, NULL };
 
 const hs_command *hs_command_find(const char *name)
 {

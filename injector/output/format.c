@@ -85,6 +85,9 @@ void hs_fmt_stop(const hs_profile *p, char *buf, size_t len)
     case HS_STOP_DETACH:
         snprintf(buf, len, "detached; the target keeps running");
         break;
+    case HS_STOP_RECORDED:
+        snprintf(buf, len, "read from a recorded trace");
+        break;
     case HS_STOP_TARGET_GONE:
         snprintf(buf, len, "the target exited with code %u (0x%X)", p->exit_code, p->exit_code);
         break;

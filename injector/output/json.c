@@ -38,10 +38,11 @@ static void counts_obj(FILE *out, const uint32_t *counts, int n, const char *(*n
 static void time_obj(FILE *out, const hs_prof_time *t)
 {
     fprintf(out, "{\"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, \"min_ns\": %llu, "
-                 "\"max_ns\": %llu, \"avg_ns\": %.1f, \"open\": %llu, \"hist\": [",
+                 "\"max_ns\": %llu, \"avg_ns\": %.1f, \"sum_ns\": %llu, \"open\": %llu, \"hist\": [",
             (unsigned long long)t->calls, (unsigned long long)t->total_ns, (unsigned long long)t->self_ns,
             (unsigned long long)t->min_ns, (unsigned long long)t->max_ns,
-            t->calls ? (double)t->total_ns / (double)t->calls : 0.0, (unsigned long long)t->open);
+            t->calls ? (double)t->sum_ns / (double)t->calls : 0.0, (unsigned long long)t->sum_ns,
+            (unsigned long long)t->open);
     int any = 0;
     for (int b = 0; b < HS_PROF_HIST; b++) {
         if (!t->hist[b])
@@ -179,6 +180,11 @@ static void write_functions(const hs_profile *p, FILE *out)
         }
         if (!f->in_plan)
             fprintf(out, ", \"traced\": false");
+        if (f->file) {
+            fprintf(out, ", \"file\": ");
+            hs_json_quote(out, f->file);
+            fprintf(out, ", \"line\": %u", f->line);
+        }
         samples_fields(out, f->cpu_self, f->cpu_total, f->wait_self, f->wait_total, true);
         fputc('}', out);
     }
@@ -215,9 +221,55 @@ static void write_edges(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
+/* --srcline: ', "frame_lines": ["file:line" or null, ...]' of a stack */
+static void frame_lines(FILE *out, const hs_prof_stack *st)
+{
+    if (!st->src)
+        return;
+    fprintf(out, ", \"frame_lines\": [");
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        fprintf(out, "%s", d ? ", " : "");
+        if (!st->src[d].file) {
+            fprintf(out, "null");
+            continue;
+        }
+        char buf[1200];
+        snprintf(buf, sizeof buf, "%s:%u", st->src[d].file, st->src[d].line);
+        hs_json_quote(out, buf);
+    }
+    fputc(']', out);
+}
+
+/* Two modules of one name (a WOW64 process's two ntdll.dll, a DLL loaded
+ * again elsewhere): frames named "module!..." are then ambiguous, and
+ * stacks say which module each frame is in ("frame_modules": ids). */
+static bool module_names_repeat(const hs_profile *p)
+{
+    for (size_t i = 0; i < p->nmodules; i++)
+        for (size_t k = i + 1; k < p->nmodules; k++)
+            if (!strcmp(p->modules[i].name, p->modules[k].name))
+                return true;
+    return false;
+}
+
+static void frame_modules(const hs_profile *p, FILE *out, const hs_prof_stack *st)
+{
+    fprintf(out, ", \"frame_modules\": [");
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        hs_loc l = st->frames[d];
+        int32_t m = l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
+        if (m >= 0)
+            fprintf(out, "%s%u", d ? ", " : "", p->modules[m].id);
+        else
+            fprintf(out, "%snull", d ? ", " : "");
+    }
+    fputc(']', out);
+}
+
 static void write_stacks(const hs_profile *p, FILE *out)
 {
     fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
+    bool repeat = module_names_repeat(p);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -234,7 +286,11 @@ static void write_stacks(const hs_profile *p, FILE *out)
             fprintf(out, "%s", d ? ", " : "");
             hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
         }
-        fprintf(out, "]}");
+        fputc(']', out);
+        frame_lines(out, st);
+        if (repeat)
+            frame_modules(p, out, st);
+        fputc('}', out);
     }
     fprintf(out, "]");
 }
@@ -243,6 +299,7 @@ static void write_stacks(const hs_profile *p, FILE *out)
 static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
     fprintf(out, ",\n \"%s\": [", kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
+    bool repeat = module_names_repeat(p);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -255,7 +312,11 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
             fprintf(out, "%s", d ? ", " : "");
             hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
         }
-        fprintf(out, "]}");
+        fputc(']', out);
+        frame_lines(out, st);
+        if (repeat)
+            frame_modules(p, out, st);
+        fputc('}', out);
     }
     fprintf(out, "]");
 }
@@ -322,7 +383,7 @@ int hs_write_json(const hs_profile *p, FILE *out)
     } else {
         fprintf(out, "null");
     }
-    fprintf(out, ", \"time\": %s}", p->time_on ? "true" : "false");
+    fprintf(out, ", \"time\": %s%s}", p->time_on ? "true" : "false", p->srcline_on ? ", \"srcline\": true" : "");
     if (p->edges_on)
         write_edges(p, out);
     if (p->stack_depth)

@@ -97,17 +97,11 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
     const graph_edge **out_list = hs_xcalloc(ne ? ne : 1, sizeof *out_list);
     size_t *in_fill = hs_xcalloc(nf + 1, sizeof *in_fill);
     size_t *out_fill = hs_xcalloc(nf + 1, sizeof *out_fill);
-    int via_wrapper = 0;
     for (size_t k = 0; k < ne; k++) {
         const graph_edge *x = by_calls[k];
         in_list[in_first[x->e->callee] + in_fill[x->e->callee]++] = x;
-        if (x->caller_func >= 0) {
+        if (x->caller_func >= 0)
             out_list[out_first[x->caller_func] + out_fill[x->caller_func]++] = x;
-            if (p->modules[p->funcs[x->caller_func].module].agent)
-                via_wrapper = 1;
-        } else if (x->e->caller.module >= 0 && p->modules[x->e->caller.module].agent) {
-            via_wrapper = 1;
-        }
     }
 
     fprintf(out, "\ncall graph: each called function, its callers (<-) and its callees (->),\n"
@@ -140,9 +134,6 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
                 fprintf(out, "    -> %12llu  %s\n", (unsigned long long)x->e->calls, c->name);
         }
     }
-    if (via_wrapper)
-        fprintf(out, "\n(hookscope-agent.dll!hs_wrapper as a caller: a call made by a tail jump from a\n"
-                     " timed function; the function that made it is not recorded)\n");
     free(in_fill);
     free(out_fill);
     free(in_list);
@@ -202,8 +193,11 @@ static void write_time(const hs_profile *p, FILE *out)
     }
     hs_sort(idx, n, sizeof *idx, cmp_total, (void *)p);
 
-    fprintf(out, "\ntime: each timed function by total (inclusive) time; self = total minus\n"
-                 "the timed functions it called; unwinds = calls ended by an exception or longjmp\n");
+    fprintf(out, "\ntime: each timed function by total (inclusive) time, which counts only its\n"
+                 "outermost call on a thread (a recursive call is inside it already); self = its\n"
+                 "calls' time less the timed functions they called; avg, min, max: per call;\n"
+                 "unwinds = calls ended by an exception or longjmp. hookscope's own slow paths\n"
+                 "(entry stacks, new callers) are left out of every duration\n");
     if (untimed)
         fprintf(out, "(%zu called functions with %llu calls had an entry probe only and are not timed)\n",
                 untimed, (unsigned long long)untimed_calls);
@@ -218,7 +212,7 @@ static void write_time(const hs_profile *p, FILE *out)
         fprintf(out, "%12llu %11s %11s %11s %11s %11s %8llu  %s\n", (unsigned long long)t->calls,
                 hs_fmt_duration((double)t->total_ns, a, sizeof a),
                 hs_fmt_duration((double)t->self_ns, b, sizeof b),
-                hs_fmt_duration((double)t->total_ns / (double)t->calls, c, sizeof c),
+                hs_fmt_duration((double)t->sum_ns / (double)t->calls, c, sizeof c),
                 hs_fmt_duration((double)t->min_ns, d, sizeof d),
                 hs_fmt_duration((double)t->max_ns, e, sizeof e), (unsigned long long)t->unwinds,
                 p->funcs[idx[k]].name);
@@ -322,13 +316,22 @@ static void write_stacks(const hs_profile *p, FILE *out)
                 st->truncated ? "  (truncated)" : "");
         for (uint32_t d = 0; d < st->nframes; d++) {
             char buf[600];
-            fprintf(out, "              %s\n", hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+            fprintf(out, "              %s", hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+            if (st->src && st->src[d].file)
+                fprintf(out, "  (%s:%u)", st->src[d].file, st->src[d].line);
+            fputc('\n', out);
         }
     }
     free(idx);
 }
 
 int hs_write_txt(const hs_profile *p, FILE *out)
+{
+    hs_txt_view v = { HS_SORT_CALLS, 0, false };
+    return hs_write_txt_view(p, &v, out);
+}
+
+int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
 {
     char stop[160];
     hs_fmt_stop(p, stop, sizeof stop);
@@ -365,8 +368,11 @@ int hs_write_txt(const hs_profile *p, FILE *out)
     }
     for (size_t i = 0; i < p->nwarnings; i++)
         fprintf(out, "warning    %s\n", p->warnings[i]);
-    if (p->sampling.on)
+    if (p->sampling.on) {
         hs_write_txt_samples(p, out, hooks);
+        if (!v->threads)
+            hs_write_thread_table(p, out);
+    }
     if (!hooks)
         return ferror(out) ? -1 : 0;
 
@@ -388,19 +394,49 @@ int hs_write_txt(const hs_profile *p, FILE *out)
                       hs_entry_only_name);
     }
 
-    size_t n;
-    uint32_t *idx = hs_funcs_by_calls(p, &n);
-    fprintf(out, "\n%20s  %-40s %s\n", "calls", "function", "module");
+    size_t n, called = 0;
+    uint32_t *idx = hs_funcs_sorted(p, v->sort, &n);
+    if (v->sort == HS_SORT_CALLS) {
+        fprintf(out, "\n%20s  %-40s %s\n", "calls", "function", "module");
+    } else {
+        char head[32];
+        snprintf(head, sizeof head, "%s%s", hs_sort_key_name(v->sort),
+                 v->sort == HS_SORT_CPU ? " samples" : hs_sort_key_is_time(p, v->sort) ? "" : " samples");
+        fprintf(out, "\n%20s %14s  %-40s %s\n", "calls", head, "function", "module");
+    }
+    for (size_t k = 0; k < n; k++)
+        called += p->funcs[idx[k]].calls > 0;
+    if (v->top && n > v->top)
+        n = v->top;
     for (size_t k = 0; k < n; k++) {
         const hs_prof_func *f = &p->funcs[idx[k]];
-        fprintf(out, "%20llu  %-40s %s\n", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+        if (v->sort == HS_SORT_CALLS) {
+            fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+        } else {
+            char val[32];
+            hs_fmt_sort_key(p, idx[k], v->sort, val, sizeof val);
+            fprintf(out, "%20llu %14s  %-40s %s", (unsigned long long)f->calls, val, f->name,
+                    p->modules[f->module].name);
+        }
+        if (f->file)
+            fprintf(out, "  %s:%u", f->file, f->line);
+        fputc('\n', out);
     }
     size_t hooked = 0;
     for (size_t i = 0; i < p->nfuncs; i++)
         hooked += p->funcs[i].hooked;
-    fprintf(out, "\n%zu of %zu hooked functions were called.\n", n, hooked);
-    if (p->edges_on)
-        write_graph(p, out, idx, n);
+    fprintf(out, "\n%zu of %zu hooked functions were called.\n", called, hooked);
+    if (v->top && called > v->top)
+        fprintf(out, "(the tables show the first %u by %s)\n", v->top, hs_sort_key_name(v->sort));
+    if (v->threads)
+        hs_write_thread_table(p, out);
+    if (p->edges_on) {
+        size_t ng = 0;   /* the call graph: the functions with calls */
+        for (size_t k = 0; k < n; k++)
+            if (p->funcs[idx[k]].calls)
+                idx[ng++] = idx[k];
+        write_graph(p, out, idx, ng);
+    }
     if (p->time_on)
         write_time(p, out);
     if (p->stack_depth)

@@ -11,8 +11,8 @@
  *            calls spent waiting)
  *   wait     the functions threads were found waiting in, by self wait
  *            samples
- *   threads  per thread: calls, CPU and wait samples, CPU time
  *
+ * (then txt.c adds the threads: calls, CPU and wait samples, CPU time)
  * Sorted with full tie-breaks, so that the same profile gives the same text.
  */
 #include <stdlib.h>
@@ -142,40 +142,8 @@ static void write_wait(const hs_profile *p, FILE *out)
     free(idx);
 }
 
-static int cmp_thread(const void *a, const void *b, void *ctx)
-{
-    (void)ctx;
-    const hs_prof_thread *x = a, *y = b;
-    return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
-static void write_threads(const hs_profile *p, FILE *out, bool hooks)
-{
-    if (!p->nthreads_list)
-        return;
-    hs_prof_thread *t = hs_xcalloc(p->nthreads_list, sizeof *t);
-    memcpy(t, p->threads_list, p->nthreads_list * sizeof *t);
-    hs_sort(t, p->nthreads_list, sizeof *t, cmp_thread, NULL);
-    fprintf(out, "\nthreads\n\n%8s", "tid");
-    if (hooks)
-        fprintf(out, " %14s", "calls");
-    fprintf(out, " %12s %12s %10s\n", "cpu samples", "wait samples", "cpu time");
-    for (size_t i = 0; i < p->nthreads_list; i++) {
-        char cpu[32] = "-";
-        if (t[i].cpu_s >= 0)
-            snprintf(cpu, sizeof cpu, "%.3f s", t[i].cpu_s);
-        fprintf(out, "%8u", t[i].tid);
-        if (hooks)
-            fprintf(out, " %14llu", (unsigned long long)t[i].calls);
-        fprintf(out, " %12llu %12llu %10s\n", (unsigned long long)t[i].cpu_samples,
-                (unsigned long long)t[i].wait_samples, cpu);
-    }
-    free(t);
-}
-
 void hs_write_txt_samples(const hs_profile *p, FILE *out, bool hooks)
 {
     write_cpu(p, out, hooks);
     write_wait(p, out);
-    write_threads(p, out, hooks);
 }

@@ -33,7 +33,21 @@ static const hs_writer folded_wait = { "folded-wait", "wait-stacks.folded",
                                        "wait samples' stacks (where threads waited), weighted by samples",
                                        has_samples, hs_write_folded_wait };
 
-const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, &folded_cpu, &folded_wait, NULL };
+static const hs_writer svg = { "svg", "flamegraph.svg",
+                               "an interactive flame graph (CPU samples, else entry stacks)",
+                               hs_flamegraph_wanted, hs_write_flamegraph };
+static const hs_writer speedscope = { "speedscope", "profile.speedscope.json",
+                                      "the stacks for speedscope (per thread; entry stacks by calls)",
+                                      hs_speedscope_wanted, hs_write_speedscope };
+static const hs_writer callgrind = { "callgrind", "callgrind.out",
+                                     "for KCachegrind: CPU samples as cost, the hooks' call counts",
+                                     hs_callgrind_wanted, hs_write_callgrind };
+static const hs_writer dtrace = { "dtrace", NULL,
+                                  "@[ustack()] = count() as DTrace prints it (CPU samples, else entry stacks)",
+                                  hs_flamegraph_wanted, hs_write_dtrace };
+
+const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, &folded_cpu, &folded_wait, &svg,
+                                        &speedscope, &callgrind, &dtrace, NULL };
 
 const hs_writer *hs_writer_find(const char *format)
 {
@@ -75,6 +89,8 @@ int hs_write_all(const hs_profile *p, const char *dir)
 {
     for (int i = 0; hs_writers[i]; i++) {
         const hs_writer *w = hs_writers[i];
+        if (!w->file)
+            continue;   /* written only on request (report --format) */
         if (!w->wanted || w->wanted(p)) {
             if (hs_write_file(w, p, dir, w->file) < 0)
                 return -1;

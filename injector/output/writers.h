@@ -10,11 +10,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "profile/diff.h"
 #include "profile/profile.h"
 
 typedef struct hs_writer {
-    const char *format;                      /* "txt", "json", "folded" */
-    const char *file;                        /* its file in the output directory */
+    const char *format;                      /* "txt", "json", "folded", "svg", ... */
+    const char *file;                        /* its file in the output directory; NULL:
+                                              * not written by a run, only on request */
     const char *what;                        /* one line, for help texts */
     bool (*wanted)(const hs_profile *p);     /* does p have anything for it? NULL: always */
     int (*write)(const hs_profile *p, FILE *out); /* 0, or -1 on an output error */
@@ -40,6 +42,54 @@ int hs_write_txt(const hs_profile *p, FILE *out);
 int hs_write_json(const hs_profile *p, FILE *out);
 int hs_write_folded(const hs_profile *p, FILE *out);
 int hs_write_folded_time(const hs_profile *p, FILE *out);
+int hs_write_flamegraph(const hs_profile *p, FILE *out);   /* output/flamegraph.c */
+int hs_write_speedscope(const hs_profile *p, FILE *out);   /* output/speedscope.c */
+int hs_write_callgrind(const hs_profile *p, FILE *out);    /* output/callgrind.c */
+int hs_write_dtrace(const hs_profile *p, FILE *out);       /* output/dtrace.c */
+bool hs_flamegraph_wanted(const hs_profile *p);
+bool hs_speedscope_wanted(const hs_profile *p);
+bool hs_callgrind_wanted(const hs_profile *p);
+
+/* How report.txt is shaped (`hookscope report --sort --top --threads`);
+ * a run writes it with the defaults (all zero). */
+enum { HS_SORT_CALLS = 0, HS_SORT_SELF, HS_SORT_TOTAL, HS_SORT_CPU, HS_SORT_AVG, HS_SORT__COUNT };
+typedef struct hs_txt_view {
+    int sort;                    /* the function table's order (and the call graph's) */
+    uint32_t top;                /* only the first N functions of those; 0: all */
+    bool threads;                /* a table of the threads' calls and samples */
+} hs_txt_view;
+
+int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out);   /* output/txt.c */
+
+/* Sort keys (output/view.c): calls, self and total (time with --time,
+ * else CPU samples), cpu (self CPU samples), avg (time per call with
+ * --time, else CPU time per call). */
+int hs_sort_key_from_name(const char *name);     /* -1 if unknown */
+const char *hs_sort_key_name(int key);
+/* NULL when p has what the key needs, else what it needs ("CPU samples, and ..."). */
+const char *hs_sort_unavailable(const hs_profile *p, int key);
+bool hs_sort_key_is_time(const hs_profile *p, int key);
+/* The functions with calls (and, for keys other than calls, with
+ * samples), in the key's order (descending, then calls, name); malloc'd. */
+uint32_t *hs_funcs_sorted(const hs_profile *p, int key, size_t *n);
+/* A function's value of the key as report.txt shows it ("-" if none). */
+void hs_fmt_sort_key(const hs_profile *p, uint32_t func, int key, char *buf, size_t len);
+/* The --threads table. */
+void hs_write_thread_table(const hs_profile *p, FILE *out);
+
+/* flamegraph.svg draws at most this many boxes (frames narrower than a
+ * pixel are merged, and wider ones too if needed to stay below it). */
+#define HS_SVG_MAX_FRAMES 20000
+
+/* The differential flame graph of `hookscope diff`: b's stacks of `kind`,
+ * coloured by the change of each frame's share from a to b (red grew,
+ * blue shrank), frames matched by module and function name. */
+int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind, FILE *out);
+
+/* The table of `hookscope diff` (output/difftxt.c): name_a and name_b say
+ * where each profile came from; top: only the first N rows (0: all). */
+int hs_write_diff(const hs_profile *a, const char *name_a, const hs_profile *b, const char *name_b,
+                  const hs_diff *d, uint32_t top, FILE *out);
 int hs_write_folded_cpu(const hs_profile *p, FILE *out);
 int hs_write_folded_wait(const hs_profile *p, FILE *out);
 

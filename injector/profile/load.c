@@ -99,29 +99,34 @@ static int64_t module_named(loader *l, const char *name, const char *context)
     return m;
 }
 
+/* The module whose "id" is want. */
+static int64_t module_by_id(loader *l, uint64_t want, const char *context)
+{
+    size_t lo = 0, hi = l->p->nmodules;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->ids[mid] < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < l->p->nmodules && l->ids[lo] == want)
+        return (int64_t)lo;
+    failf(l, "%s names a module that is not in the report", context);
+    return -1;
+}
+
 /* The module of o's `id_key` when given (two modules can share a name),
  * else the one named by o's `name_key`. */
 static int64_t module_of(loader *l, const hs_json *o, const char *id_key, const char *name_key,
                          const char *context)
 {
     const hs_json *id = hs_json_get(o, id_key);
-    if (hs_json_is(id, HS_JNUM)) {
-        uint64_t want = hs_json_u64(id, UINT64_MAX);
-        size_t lo = 0, hi = l->p->nmodules;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (l->ids[mid] < want)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < l->p->nmodules && l->ids[lo] == want)
-            return (int64_t)lo;
-        failf(l, "%s names a module that is not in the report", context);
-        return -1;
-    }
+    if (hs_json_is(id, HS_JNUM))
+        return module_by_id(l, hs_json_u64(id, UINT64_MAX), context);
     return module_named(l, hs_json_str(hs_json_get(o, name_key), NULL), context);
 }
+
 
 static void load_run(loader *l, const hs_json *root)
 {
@@ -158,6 +163,7 @@ static void load_run(loader *l, const hs_json *root)
     const hs_json *opt = hs_json_get(root, "options");
     p->edges_on = hs_json_bool(hs_json_get(opt, "edges"), false);
     p->time_on = hs_json_bool(hs_json_get(opt, "time"), false);
+    p->srcline_on = hs_json_bool(hs_json_get(opt, "srcline"), false);
     const hs_json *st = hs_json_get(opt, "stacks");
     p->stack_depth = (uint32_t)hs_json_u64(hs_json_get(st, "depth"), 0);
     p->stack_every = (uint32_t)hs_json_u64(hs_json_get(st, "every"), 1);
@@ -235,6 +241,7 @@ static void load_time(hs_profile *p, uint32_t f, const hs_json *t)
     hs_prof_time *d = hs_prof_time_of(p, f);
     d->calls = hs_json_u64(hs_json_get(t, "calls"), 0);
     d->total_ns = hs_json_u64(hs_json_get(t, "total_ns"), 0);
+    d->sum_ns = hs_json_u64(hs_json_get(t, "sum_ns"), d->total_ns);
     d->self_ns = hs_json_u64(hs_json_get(t, "self_ns"), 0);
     d->min_ns = hs_json_u64(hs_json_get(t, "min_ns"), 0);
     d->max_ns = hs_json_u64(hs_json_get(t, "max_ns"), 0);
@@ -272,6 +279,11 @@ static void load_functions(loader *l, const hs_json *arr)
         f->patch = (uint8_t)(patch ? code_of(patch, HS_PATCH__COUNT, hs_patch_kind_name) : 0);
         const char *eo = hs_json_str(hs_json_get(o, "entry_only"), NULL);
         f->entry_only = (uint8_t)(eo ? code_of(eo, HS_WRAP__COUNT, hs_entry_only_name) : 0);
+        const char *file = hs_json_str(hs_json_get(o, "file"), NULL);
+        if (file) {
+            f->file = hs_profile_intern(p, file);
+            f->line = (uint32_t)hs_json_u64(hs_json_get(o, "line"), 0);
+        }
         const hs_json *t = hs_json_get(o, "time");
         f->wrapped = f->hooked && p->time_on && hs_json_is(t, HS_JOBJ);
         if (f->wrapped) {
@@ -373,6 +385,53 @@ static void load_edges(loader *l, const hs_json *arr)
     }
 }
 
+/* A stack's frames, with "frame_modules" (ids) where module names repeat. */
+static void load_frames(loader *l, hs_prof_stack *st, const hs_json *o)
+{
+    const hs_json *frames = hs_json_get(o, "frames");
+    const hs_json *fm = hs_json_get(o, "frame_modules");
+    for (size_t k = 0; k < st->nframes; k++) {
+        const char *text = hs_json_str(&frames->v[k], "0x0");
+        const hs_json *id = hs_json_is(fm, HS_JARR) && k < fm->n ? &fm->v[k] : NULL;
+        if (hs_json_is(id, HS_JNUM)) {
+            /* the module by id, the rest of the text as usual */
+            int64_t m = module_by_id(l, hs_json_u64(id, UINT64_MAX), "a frame");
+            const char *bang = strchr(text, '!');
+            if (m >= 0 && bang) {
+                st->frames[k] = parse_loc(l, bang + 1, m, true);
+                continue;
+            }
+            if (m >= 0) {
+                const char *plus = strstr(text, "+0x");
+                st->frames[k].func = -1;
+                st->frames[k].module = (int32_t)m;
+                st->frames[k].off = plus ? hex(plus + 3) : 0;
+                continue;
+            }
+        }
+        st->frames[k] = parse_loc(l, text, -1, true);
+    }
+}
+
+/* --srcline: a stack's "frame_lines" ("file:line" or null per frame) */
+static void load_frame_lines(loader *l, hs_prof_stack *st, const hs_json *o)
+{
+    const hs_json *fl = hs_json_get(o, "frame_lines");
+    if (!hs_json_is(fl, HS_JARR))
+        return;
+    st->src = hs_xcalloc(st->nframes ? st->nframes : 1, sizeof *st->src);
+    for (size_t k = 0; k < fl->n && k < st->nframes; k++) {
+        const char *text = hs_json_str(&fl->v[k], NULL);
+        const char *colon = text ? strrchr(text, ':') : NULL;
+        if (!colon)
+            continue;
+        char *file = hs_xstrndup(text, (size_t)(colon - text));
+        st->src[k].file = hs_profile_intern(l->p, file);
+        st->src[k].line = (uint32_t)strtoul(colon + 1, NULL, 10);
+        free(file);
+    }
+}
+
 static void load_sampling(loader *l, const hs_json *root)
 {
     hs_profile *p = l->p;
@@ -399,8 +458,8 @@ static void load_sampling(loader *l, const hs_json *root)
                 hs_prof_stack *st = hs_profile_add_stack(p, (uint8_t)kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
                                                          (uint32_t)frames->n);
                 st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
-                for (size_t k = 0; k < frames->n; k++)
-                    st->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+                load_frames(l, st, o);
+                load_frame_lines(l, st, o);
             }
         }
     }
@@ -431,8 +490,8 @@ static void load_stacks(loader *l, const hs_json *arr)
         hs_prof_stack *s = hs_profile_add_stack(p, HS_STACK_ENTRY, f, hs_json_u64(hs_json_get(o, "count"), 0),
                                                 (uint32_t)frames->n);
         s->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
-        for (size_t k = 0; k < frames->n; k++)
-            s->frames[k] = parse_loc(l, hs_json_str(&frames->v[k], "0x0"), -1, true);
+        load_frames(l, s, o);
+        load_frame_lines(l, s, o);
     }
 }
 

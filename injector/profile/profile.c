@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/map.h"
 #include "base/util.h"
 
 static const char *const stop_names[HS_STOP__COUNT] = {
-    "exit", "crash", "duration", "interrupt", "detach", "target-exited",
+    "exit", "crash", "duration", "interrupt", "detach", "target-exited", "recorded",
 };
 
 const char *hs_stop_name(int stop)
@@ -56,12 +57,13 @@ const char *hs_crash_name(uint32_t code)
 
 /* Capacities of the growing arrays, kept beside the profile. */
 typedef struct caps {
-    size_t modules, funcs, edges, stacks, threads;
+    size_t modules, funcs, edges, stacks, threads, strings;
 } caps;
 
 typedef struct profile_box {
     hs_profile p;
     caps c;
+    hs_map interned;             /* hash of a string -> its index in strings */
 } profile_box;
 
 static caps *caps_of(hs_profile *p) { return &((profile_box *)p)->c; }
@@ -88,6 +90,7 @@ void hs_profile_free(hs_profile *p)
     for (size_t i = 0; i < p->nmodules; i++) {
         free(p->modules[i].name);
         free(p->modules[i].path);
+        free(p->modules[i].pdb_name);
     }
     free(p->modules);
     for (size_t i = 0; i < p->nfuncs; i++) {
@@ -99,10 +102,39 @@ void hs_profile_free(hs_profile *p)
     for (size_t i = 0; i < p->nstacks; i++) {
         free(p->stacks[i].frames);
         free(p->stacks[i].addrs);
+        free(p->stacks[i].addr_modules);
+        free(p->stacks[i].src);
     }
     free(p->stacks);
     free(p->threads_list);
+    for (size_t i = 0; i < p->nstrings; i++)
+        free(p->strings[i]);
+    free(p->strings);
+    hs_map_free(&((profile_box *)p)->interned);
     free(p);
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    return h;
+}
+
+const char *hs_profile_intern(hs_profile *p, const char *s)
+{
+    hs_map *m = &((profile_box *)p)->interned;
+    uint64_t h = str_hash(s);
+    size_t cursor = 0;
+    uint32_t i;
+    while (hs_map_next(m, h, &cursor, &i))
+        if (!strcmp(p->strings[i], s))
+            return p->strings[i];
+    hs_xgrow(&p->strings, &caps_of(p)->strings, p->nstrings + 1, sizeof *p->strings);
+    p->strings[p->nstrings] = hs_xstrdup(s);
+    hs_map_put(m, h, (uint32_t)p->nstrings);
+    return p->strings[p->nstrings++];
 }
 
 hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid)

@@ -34,6 +34,7 @@ typedef enum hs_stop {
     HS_STOP_INTERRUPT,     /* Ctrl+C */
     HS_STOP_DETACH,        /* attach: detached, target still running */
     HS_STOP_TARGET_GONE,   /* attach: the target exited */
+    HS_STOP_RECORDED,      /* read from a recorded trace (ETL) */
     HS_STOP__COUNT
 } hs_stop;
 
@@ -53,6 +54,12 @@ typedef struct hs_prof_module {
     bool traced;                 /* hooked or asked for (-m); else only loaded */
     bool main, late, unloaded, agent;
     bool kernel;                 /* kernel-mode image (ETW traces) */
+    /* the PDB it names, for an image whose file is not here (ETW traces:
+     * DbgID_RSDS); not saved */
+    bool pdb_known;
+    uint8_t pdb_guid[16];
+    uint32_t pdb_age;
+    char *pdb_name;
     uint32_t funcs_found, funcs_hooked;
     double install_s;
     uint32_t skip_counts[HS_SKIP__COUNT];      /* by hs_skip_reason */
@@ -65,7 +72,9 @@ typedef struct hs_prof_module {
 #define HS_PROF_HIST 40          /* bucket k: [2^k, 2^(k+1)) ns; the last one is open */
 typedef struct hs_prof_time {
     uint64_t calls;              /* calls that returned or were unwound */
-    uint64_t total_ns, self_ns, min_ns, max_ns;
+    uint64_t total_ns;           /* inclusive, of the outermost activations on each thread */
+    uint64_t sum_ns;             /* inclusive, of every call (avg = sum_ns / calls) */
+    uint64_t self_ns, min_ns, max_ns;
     uint64_t unwinds;            /* ended by an exception or longjmp */
     uint64_t open;               /* still running at the end */
     uint64_t hist[HS_PROF_HIST];
@@ -88,7 +97,15 @@ typedef struct hs_prof_func {
      * frame, total = it is on the stack (once per stack, however often
      * recursion puts it there) */
     uint64_t cpu_self, cpu_total, wait_self, wait_total;
+    const char *file;            /* --srcline: where it is declared (interned), or NULL */
+    uint32_t line;
 } hs_prof_func;
+
+/* A source position (--srcline): file (interned) and line; file NULL: unknown. */
+typedef struct hs_srcpos {
+    const char *file;
+    uint32_t line;
+} hs_srcpos;
 
 /* A place in code: a function and an offset from its start, or a module
  * and an offset from its base (no function known), or an address. */
@@ -121,9 +138,13 @@ typedef struct hs_prof_stack {
     bool truncated;              /* deeper than the capture depth */
     uint32_t func;               /* entry stacks: the hooked function; samples: unused */
     uint32_t tid;                /* samples: the thread; entry stacks: 0 (merged over threads) */
+    int32_t *addr_modules;       /* collect: the module of each raw address when the collector
+                                    knows it better than the address does (ETW: modules of
+                                    different times at one base), -1: look it up; or NULL */
     uint64_t count;
     uint32_t nframes;
     hs_loc *frames;              /* resolved frames (hookscope's own omitted) */
+    hs_srcpos *src;              /* --srcline: the source position of each frame, or NULL */
     uint64_t *addrs;             /* collect: raw addresses (NULL once resolved) */
 } hs_prof_stack;
 
@@ -170,6 +191,7 @@ typedef struct hs_profile {
 
     /* options in effect */
     bool edges_on, time_on;
+    bool srcline_on;             /* source lines of functions and frames */
     uint32_t stack_depth;        /* 0: no entry stacks */
     uint32_t stack_every;
 
@@ -188,6 +210,9 @@ typedef struct hs_profile {
     hs_prof_sampling sampling;
     hs_prof_thread *threads_list; /* per thread, by tid */
     size_t nthreads_list;
+
+    char **strings;              /* interned strings (source file names) */
+    size_t nstrings;
 } hs_profile;
 
 hs_profile *hs_profile_new(void);
@@ -208,6 +233,9 @@ void hs_profile_warn(hs_profile *p, const char *fmt, ...) __attribute__((format(
 #endif
 
 hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid);   /* found or added */
+
+/* One copy of s for the whole profile (file names of source positions). */
+const char *hs_profile_intern(hs_profile *p, const char *s);
 
 /* Fill the functions' and modules' sample counts (cpu_self, cpu_total,
  * wait_self, wait_total) from the CPU and wait stacks. */

@@ -18,6 +18,7 @@ typedef struct modsyms {
 
 typedef struct resolver {
     hs_profile *p;
+    const hs_symconf *conf;
     modsyms *ms;
     size_t *by_base;         /* module indices sorted by base */
     uint32_t *plan;          /* plan functions sorted by (module, rva) */
@@ -55,13 +56,20 @@ static hs_modsyms *symbols_of(resolver *r, size_t m)
     const hs_prof_module *mod = &r->p->modules[m];
     hs_modsyms_status st;
     const char *why = NULL;
-    s->t = hs_modsyms_open(mod->path, mod->base, mod->size, mod->timestamp, &st, &why);
+    s->t = hs_modsyms_open(mod->path, mod->base, mod->size, mod->timestamp, r->conf, &st, &why);
+    if (!s->t && mod->pdb_known) {
+        /* not here (a module of an ETW trace): its PDB, if it can be found */
+        s->t = hs_modsyms_open_pdb(mod->name, mod->base, mod->pdb_guid, mod->pdb_age, mod->pdb_name, r->conf);
+        return s->t;
+    }
     if (mod->traced) {
         if (st == HS_MODSYMS_UNREADABLE)
             hs_profile_warn(r->p, "cannot read %s for symbols: %s", mod->path, why);
         else if (st == HS_MODSYMS_MISMATCH)
             hs_profile_warn(r->p, "%s changed on disk since it was traced; names may be wrong",
                             mod->path);
+        if (s->t && hs_modsyms_message(s->t)[0])
+            hs_profile_warn(r->p, "%s", hs_modsyms_message(s->t));
     } else if (st == HS_MODSYMS_MISMATCH) {
         hs_modsyms_close(s->t);
         s->t = NULL;
@@ -106,11 +114,11 @@ static int32_t module_of(const resolver *r, uint64_t addr)
 /* Where `at` is (the function and its start), as a location whose offset
  * is counted to `addr` (a return address is named by its call
  * instruction, at = addr - 1, but shown with its own offset). */
-static hs_loc locate(resolver *r, uint64_t at, uint64_t addr)
+static hs_loc locate(resolver *r, uint64_t at, uint64_t addr, int32_t hint)
 {
     hs_profile *p = r->p;
     hs_loc l = { -1, -1, addr };
-    int32_t m = module_of(r, at);
+    int32_t m = hint >= 0 ? hint : module_of(r, at);
     if (m < 0)
         return l;
     const hs_prof_module *mod = &p->modules[m];
@@ -158,12 +166,41 @@ static void resolve_edges(resolver *r)
         if (!e->site)
             continue;
         /* the call instruction ends at the return address */
-        hs_loc l = locate(r, e->site - 1, e->site);
+        hs_loc l = locate(r, e->site - 1, e->site, -1);
         if (l.func >= 0)
             l.off = 0;
         e->caller = l;
     }
     hs_profile_merge_edges(p);
+}
+
+/* The source line of the code at address `at` (or of the function
+ * starting there), for --srcline. */
+static hs_srcpos position(resolver *r, uint64_t at, int32_t hint, bool function)
+{
+    hs_srcpos pos = { NULL, 0 };
+    int32_t m = hint >= 0 ? hint : module_of(r, at);
+    hs_modsyms *t = m >= 0 ? symbols_of(r, (size_t)m) : NULL;
+    const char *file;
+    uint32_t line;
+    if (t && hs_modsyms_line(t, (uint32_t)(at - r->p->modules[m].base), function, &file, &line)) {
+        pos.file = hs_profile_intern(r->p, file);
+        pos.line = line;
+    }
+    return pos;
+}
+
+static void function_lines(resolver *r)
+{
+    hs_profile *p = r->p;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        hs_prof_func *f = &p->funcs[i];
+        if (f->rva == HS_RVA_NONE)
+            continue;
+        hs_srcpos pos = position(r, p->modules[f->module].base + f->rva, (int32_t)f->module, true);
+        f->file = pos.file;
+        f->line = pos.line;
+    }
 }
 
 static void resolve_stacks(resolver *r)
@@ -174,28 +211,37 @@ static void resolve_stacks(resolver *r)
         if (!s->addrs)
             continue;
         uint32_t w = 0;
+        if (p->srcline_on)
+            s->src = hs_xcalloc(s->nframes ? s->nframes : 1, sizeof *s->src);
         for (uint32_t d = 0; d < s->nframes; d++) {
             uint64_t addr = s->addrs[d];
             /* a return address points after the call: name the call
              * instruction (a call to a noreturn function can end its function) */
-            hs_loc l = locate(r, d ? addr - 1 : addr, addr);
+            uint64_t at = d ? addr - 1 : addr;
+            int32_t hint = s->addr_modules ? s->addr_modules[d] : -1;
+            hs_loc l = locate(r, at, addr, hint);
             if (l.module >= 0 && p->modules[l.module].agent)
                 continue;
             if (l.func >= 0 && p->modules[p->funcs[l.func].module].agent)
                 continue;
+            if (s->src)
+                s->src[w] = position(r, at, hint, false);
             s->frames[w++] = l;
         }
         s->nframes = w;
         free(s->addrs);
         s->addrs = NULL;
+        free(s->addr_modules);
+        s->addr_modules = NULL;
     }
 }
 
-void hs_profile_resolve(hs_profile *p)
+void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
 {
     resolver r;
     memset(&r, 0, sizeof r);
     r.p = p;
+    r.conf = conf;
     r.ms = hs_xcalloc(p->nmodules, sizeof *r.ms);
     name_plan_functions(&r);
 
@@ -211,6 +257,8 @@ void hs_profile_resolve(hs_profile *p)
 
     resolve_edges(&r);
     resolve_stacks(&r);
+    if (p->srcline_on)
+        function_lines(&r);
 
     for (size_t i = 0; i < p->nmodules; i++)
         hs_modsyms_close(r.ms[i].t);

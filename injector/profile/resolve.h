@@ -11,9 +11,11 @@
 #define HOOKSCOPE_RESOLVE_H
 
 #include "profile/profile.h"
+#include "symbols/modsyms.h"
 
 /* Name and resolve a collected profile; then merge its edges. Problems
- * with module files become warnings of the profile. */
-void hs_profile_resolve(hs_profile *p);
+ * with module files and their debug information become warnings of the
+ * profile. conf (may be NULL) says where else to look for PDBs. */
+void hs_profile_resolve(hs_profile *p, const hs_symconf *conf);
 
 #endif

@@ -6,43 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _WIN32
-#include <windows.h>
-#include <dbghelp.h>
-#endif
 
 #include "base/util.h"
-#include "symbols/backend.h"
-
-/* from the C++ runtime (libstdc++) */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-/* C++ names as people write them: Itanium names (_Z...) through the C++
- * runtime's demangler, MSVC names (?...) through DbgHelp on Windows;
- * malloc'd, a copy of name when it is neither. */
-static char *undecorate(const char *name)
-{
-    if (name[0] == '_' && name[1] == 'Z') {
-        int status = 0;
-        char *d = __cxa_demangle(name, NULL, NULL, &status);
-        if (d && status == 0) {
-            char *r = hs_xstrdup(d);
-            free(d);
-            return r;
-        }
-        free(d);
-    }
+#include "symbols/debuginfo.h"
+#include "symbols/undecorate.h"
 #ifdef _WIN32
-    else if (name[0] == '?') {
-        char buf[2048];
-        if (UnDecorateSymbolName(name, buf, sizeof buf, UNDNAME_NAME_ONLY) && buf[0])
-            return hs_xstrdup(buf);
-    }
+#include "symbols/dbghelp_win.h"
 #endif
-    return hs_xstrdup(name);
-}
 
-/* A .pdata function extent; its name is looked up on first use. */
+/* A .pdata function extent. */
 typedef struct range {
     uint32_t rva, size;
 } range;
@@ -50,29 +22,59 @@ typedef struct range {
 struct hs_modsyms {
     char *path;
     uint64_t base;
-    uint32_t size;
     uint8_t *file;
     hs_pe pe;
+    hs_debuginfo di;         /* the PDB's procedures and lines, or DWARF lines */
+    hs_symtab fallback;      /* DbgHelp's symbols for a PDB the reader could not read */
+    char **di_full, **fb_full; /* per debug symbol: its decorated name undecorated, on first use */
+    int debug_source;
     hs_pe_symtab syms;       /* exports and COFF symbols, sorted by rva */
     char **undecorated;      /* per entry of syms, made on first use */
     range *ranges;           /* sorted by rva */
     size_t nranges;
-    /* debug-information backends, opened on first use */
-    int backend_tried;
-    const hs_sym_backend *backend;
-    void *backend_h;
-    char **owned;            /* names from the backends */
-    size_t nowned, owned_cap;
 };
 
-const char *hs_name_source_name(int source)
+/* malloc'd: C++ names as people write them, else a copy */
+static char *undecorate(const char *name)
 {
-    static const char *const names[HS_NAMESRC__COUNT] = { "none", "export", "coff", "debug" };
-    return source >= 0 && source < HS_NAMESRC__COUNT ? names[source] : "unknown";
+    char *u = hs_undecorate_sym(name, HS_UND_FULL);
+    return u ? u : hs_xstrdup(name);
+}
+
+/* DbgHelp's symbols, for an image whose PDB hookscope's reader refused as
+ * unreadable (not for a missing or mismatched one: DbgHelp would not do
+ * better there, see FINDINGS.md). */
+static void load_fallback(hs_modsyms *t)
+{
+#ifdef _WIN32
+    char err[256];
+    hs_dbghelp *d = hs_dbghelp_open(t->path, t->base, NULL, err, sizeof err);
+    if (!d)
+        return;
+    if (hs_dbghelp_symtype(d) == 3 /* SymPdb */ && hs_dbghelp_symbols(d, &t->fallback, err, sizeof err) == 0 &&
+        t->fallback.count)
+        t->debug_source = HS_SYMSRC_DBGHELP;
+    hs_dbghelp_close(d);
+#else
+    (void)t;
+#endif
+}
+
+static void load_debug_info(hs_modsyms *t, const hs_symconf *conf)
+{
+    hs_pdb_search s = { t->path, conf ? conf->symbols : NULL, conf ? conf->nt_symbol_path : NULL, NULL };
+    int rc = hs_debuginfo_load(&t->di, &t->pe, &s);
+    t->debug_source = t->di.source;
+    if (rc < 0 && t->di.status == HS_LOC_BAD)
+        load_fallback(t);
+    if (!t->di.message[0] && t->di.status == HS_LOC_NO_RSDS && !t->syms.count)
+        snprintf(t->di.message, sizeof t->di.message,
+                 "no symbols for %s (no PDB, no COFF symbols, no exports): its functions are named sub_<rva>",
+                 hs_basename(t->path));
 }
 
 hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint32_t timestamp,
-                          hs_modsyms_status *status, const char **why)
+                            const hs_symconf *conf, hs_modsyms_status *status, const char **why)
 {
     size_t fsize = 0;
     const char *reason = NULL;
@@ -93,7 +95,6 @@ hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint
     }
     t->path = hs_xstrdup(path);
     t->base = base;
-    t->size = size;
     t->file = file;
     *status = (timestamp && t->pe.timestamp != timestamp) || (size && t->pe.size_of_image != size)
                   ? HS_MODSYMS_MISMATCH : HS_MODSYMS_OK;
@@ -101,12 +102,13 @@ hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint
     if (hs_pe_symbols(&t->pe, &t->syms) < 0)
         memset(&t->syms, 0, sizeof t->syms);
     t->undecorated = hs_xcalloc(t->syms.count ? t->syms.count : 1, sizeof *t->undecorated);
+    load_debug_info(t, conf);
     hs_pe_func *funcs = NULL;
     size_t n = 0;
     if (hs_pe_functions(&t->pe, &funcs, &n) == 0) {
         t->ranges = hs_xcalloc(n ? n : 1, sizeof *t->ranges);
         for (size_t i = 0; i < n; i++) {
-            if (funcs[i].src & HS_SRC_FRAGMENT)
+            if (!(funcs[i].src & HS_SRC_PDATA))
                 continue;
             t->ranges[t->nranges].rva = funcs[i].rva;
             t->ranges[t->nranges].size = funcs[i].size;
@@ -117,18 +119,39 @@ hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint
     return t;
 }
 
+hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t guid[16], uint32_t age,
+                                const char *pdb_path, const hs_symconf *conf)
+{
+    hs_modsyms *t = hs_xcalloc(1, sizeof *t);
+    t->path = hs_xstrdup(name);
+    t->base = base;
+    t->undecorated = hs_xcalloc(1, sizeof *t->undecorated);
+    hs_rsds rsds;
+    memset(&rsds, 0, sizeof rsds);
+    memcpy(rsds.guid, guid, 16);
+    rsds.age = age;
+    snprintf(rsds.path, sizeof rsds.path, "%s", pdb_path ? pdb_path : "");
+    hs_pdb_search s = { name, conf ? conf->symbols : NULL, conf ? conf->nt_symbol_path : NULL, NULL };
+    hs_debuginfo_load_rsds(&t->di, &rsds, &s);
+    t->debug_source = t->di.source;
+    return t;
+}
+
 void hs_modsyms_close(hs_modsyms *t)
 {
     if (!t)
         return;
-    if (t->backend_h)
-        t->backend->close(t->backend_h);
+    for (size_t i = 0; t->di_full && i < t->di.syms.count; i++)
+        free(t->di_full[i]);
+    for (size_t i = 0; t->fb_full && i < t->fallback.count; i++)
+        free(t->fb_full[i]);
+    free(t->di_full);
+    free(t->fb_full);
+    hs_debuginfo_free(&t->di);
+    hs_symtab_free(&t->fallback);
     for (size_t i = 0; i < t->syms.count; i++)
         free(t->undecorated[i]);
     free(t->undecorated);
-    for (size_t i = 0; i < t->nowned; i++)
-        free(t->owned[i]);
-    free(t->owned);
     hs_pe_symtab_free(&t->syms);
     free(t->ranges);
     hs_pe_close(&t->pe);
@@ -140,6 +163,16 @@ void hs_modsyms_close(hs_modsyms *t)
 const hs_pe *hs_modsyms_pe(const hs_modsyms *t)
 {
     return &t->pe;
+}
+
+int hs_modsyms_debug_source(const hs_modsyms *t)
+{
+    return t->debug_source;
+}
+
+const char *hs_modsyms_message(const hs_modsyms *t)
+{
+    return t->di.message;
 }
 
 /* Index of the best exports/COFF entry exactly at rva (syms is sorted by
@@ -170,50 +203,71 @@ static void name_from_sym(hs_modsyms *t, size_t i, hs_sym_name *out)
         t->undecorated[i] = undecorate(t->syms.syms[i].name);
     out->name = t->undecorated[i];
     out->raw = t->syms.syms[i].name;
-    out->source = t->syms.syms[i].kind == HS_SYM_EXPORT ? HS_NAMESRC_EXPORT : HS_NAMESRC_COFF;
+    out->source = t->syms.syms[i].kind == HS_SYM_EXPORT ? HS_SYMSRC_EXPORT : HS_SYMSRC_COFF;
 }
 
-static const char *own(hs_modsyms *t, char *s)
+/* A debug symbol's name: its decorated public name undecorated in full
+ * ("scale(long)", "geo::Rect::area() const": overloads stay apart, and a
+ * clang build's names equal a gcc build's COFF names), else the name the
+ * debug information gives ("scale", a static function's). */
+static void name_from_debug(hs_modsyms *t, const hs_sym *s, hs_sym_name *out)
 {
-    hs_xgrow(&t->owned, &t->owned_cap, t->nowned + 1, sizeof *t->owned);
-    t->owned[t->nowned++] = s;
-    return s;
-}
-
-static bool backend_name_at(hs_modsyms *t, uint32_t rva, hs_sym_name *out)
-{
-    if (!t->backend_tried) {
-        t->backend_tried = 1;
-        for (int i = 0; hs_sym_backends[i] && !t->backend_h; i++) {
-            t->backend_h = hs_sym_backends[i]->open(t->path, t->base, t->size);
-            t->backend = hs_sym_backends[i];
-        }
+    const hs_symtab *tab = s >= t->di.syms.syms && s < t->di.syms.syms + t->di.syms.count ? &t->di.syms : &t->fallback;
+    char ***full = tab == &t->di.syms ? &t->di_full : &t->fb_full;
+    size_t i = (size_t)(s - tab->syms);
+    out->name = s->name;
+    out->raw = s->raw ? s->raw : s->name;
+    out->source = s->source;
+    if (!s->raw || s->raw == s->name || !strcmp(s->raw, s->name))
+        return;
+    if (!*full)
+        *full = hs_xcalloc(tab->count ? tab->count : 1, sizeof **full);
+    if (!(*full)[i]) {
+        char *u = hs_undecorate_sym(s->raw, HS_UND_FULL);
+        (*full)[i] = u ? u : hs_xstrdup(s->name);
     }
-    if (!t->backend_h)
-        return false;
-    char buf[2048];
-    if (!t->backend->name_at(t->backend_h, rva, buf, sizeof buf))
-        return false;
-    out->raw = own(t, hs_xstrdup(buf));
-    out->name = own(t, undecorate(buf));
-    out->source = HS_NAMESRC_DEBUG;
-    return true;
+    out->name = (*full)[i];
+}
+
+/* The debug information's symbol at rva (procedures first), or NULL. */
+static const hs_sym *debug_at(const hs_modsyms *t, uint32_t rva)
+{
+    const hs_sym *s = hs_symtab_at(&t->di.syms, rva);
+    return s ? s : hs_symtab_at(&t->fallback, rva);
+}
+
+static const hs_sym *debug_containing(const hs_modsyms *t, uint32_t rva)
+{
+    const hs_sym *s = hs_symtab_containing(&t->di.syms, rva);
+    return s ? s : hs_symtab_containing(&t->fallback, rva);
 }
 
 bool hs_modsyms_name_at(hs_modsyms *t, uint32_t rva, hs_sym_name *out)
 {
     memset(out, 0, sizeof *out);
+    const hs_sym *s = debug_at(t, rva);
+    if (s) {
+        name_from_debug(t, s, out);
+        return true;
+    }
     ptrdiff_t i = sym_index_at(t, rva);
     if (i >= 0) {
         name_from_sym(t, (size_t)i, out);
         return true;
     }
-    return backend_name_at(t, rva, out);
+    return false;
 }
 
 bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
 {
     memset(out, 0, sizeof *out);
+    const hs_sym *proc = debug_containing(t, rva);
+    if (proc) {
+        name_from_debug(t, proc, &out->n);
+        out->start = proc->rva;
+        out->size = proc->size;
+        return true;
+    }
     size_t lo = 0, hi = t->nranges;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -224,9 +278,7 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
     }
     if (lo > 0 && rva < t->ranges[lo - 1].rva + t->ranges[lo - 1].size) {
         const range *r = &t->ranges[lo - 1];
-        ptrdiff_t i = sym_index_at(t, r->rva);
-        if (i >= 0) {
-            name_from_sym(t, (size_t)i, &out->n);
+        if (hs_modsyms_name_at(t, r->rva, &out->n)) {
             out->start = r->rva;
             out->size = r->size;
             return true;
@@ -253,4 +305,35 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
         return true;
     }
     return false;
+}
+
+bool hs_modsyms_line(hs_modsyms *t, uint32_t rva, bool function, const char **file, uint32_t *line)
+{
+    if (function) {
+        const hs_sym *s = debug_at(t, rva);
+        if (s && s->line) {
+            *file = s->file;
+            *line = s->line;
+            return true;
+        }
+        return hs_linetab_first_at(&t->di.lines, rva, file, line) == 1;
+    }
+    return hs_linetab_lookup(&t->di.lines, rva, file, line) == 1;
+}
+
+int hs_modsyms_functions(hs_modsyms *t, hs_pe_func **out, size_t *count)
+{
+    const hs_symtab *d = t->di.syms.count ? &t->di.syms : &t->fallback;
+    hs_pe_extent *procs = hs_xcalloc(d->count ? d->count : 1, sizeof *procs);
+    size_t n = 0;
+    for (size_t i = 0; i < d->count; i++) {
+        const hs_sym *s = &d->syms[i];
+        if ((s->kind == HS_SYMK_PROC || s->kind == HS_SYMK_THUNK) && s->size) {
+            procs[n].rva = s->rva;
+            procs[n++].size = s->size;
+        }
+    }
+    int rc = hs_pe_functions_ex(&t->pe, procs, n, out, count);
+    free(procs);
+    return rc;
 }

@@ -1,36 +1,38 @@
 /*
  * injector/symbols/modsyms.h - the symbols of one module image: which
- * functions it has and what they are called. One table per module file,
- * used by everything that names code (the profile's naming pass, the
- * `functions` command, the filters), so that every output and every
- * filter sees the same names.
+ * functions it has, what they are called, and their source lines. One
+ * table per module file, used by everything that names code (the
+ * profile's naming pass, the `functions` command, the filters, the list of
+ * functions handed to the agent), so that every output and every filter
+ * sees the same names.
  *
- * Sources, best first for a function's own address:
- *   exports and the COFF symbol table (read from the file by hook/pe.c),
- *   then the debug-information backends (backend.h: DbgHelp on Windows).
- * Function extents come from .pdata. Names are undecorated (undecorate.h).
+ * Names, best first for a function's own address:
+ *   the PDB's procedures and public names (found by locate.h, read by
+ *   pdb.h; a PDB of another build is refused with one line),
+ *   exports and the COFF symbol table (hook/pe.c),
+ *   DbgHelp, only for a PDB hookscope's reader cannot read (Windows).
+ * C++ names are undecorated (Itanium and MSVC, undecorate.h).
+ * Functions: .pdata, exports, COFF function symbols and the PDB's
+ * procedures with their exact extents (leaf functions included).
+ * Lines: the PDB's line table, or the DWARF line table of a gcc build.
  */
 #ifndef HOOKSCOPE_MODSYMS_H
 #define HOOKSCOPE_MODSYMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pe.h"
-
-/* Where a name came from. */
-typedef enum hs_name_source {
-    HS_NAMESRC_NONE = 0,
-    HS_NAMESRC_EXPORT,
-    HS_NAMESRC_COFF,
-    HS_NAMESRC_DEBUG,       /* a debug-information backend (DbgHelp: PDB, DWARF) */
-    HS_NAMESRC__COUNT
-} hs_name_source;
-
-/* "export", "coff", "debug" (for the `functions` listing). */
-const char *hs_name_source_name(int source);
+#include "symbols/symtab.h"
 
 typedef struct hs_modsyms hs_modsyms;
+
+/* Where to look for PDBs besides the image's own RSDS path and folder. */
+typedef struct hs_symconf {
+    const char *symbols;         /* --symbols PATH[;PATH...], or NULL */
+    const char *nt_symbol_path;  /* _NT_SYMBOL_PATH, or NULL */
+} hs_symconf;
 
 typedef enum hs_modsyms_status {
     HS_MODSYMS_OK = 0,
@@ -38,36 +40,58 @@ typedef enum hs_modsyms_status {
     HS_MODSYMS_NOT_PE,      /* no PE signature */
     HS_MODSYMS_BAD_PE,      /* a PE file hookscope cannot read (why says why) */
     HS_MODSYMS_MISMATCH,    /* readable, but not the image that was loaded
-                              (another timestamp or size): opened anyway */
+                               (another timestamp or size): opened anyway */
 } hs_modsyms_status;
 
 /* Open the image file at `path` (UTF-8) loaded at `base`; when timestamp
- * or size is nonzero, check the file against them. Returns NULL for
- * UNREADABLE, NOT_PE and BAD_PE; *status and *why (static text) say what was found. */
+ * or size is nonzero, check the file against them. conf may be NULL.
+ * Returns NULL for UNREADABLE, NOT_PE and BAD_PE; *status and *why
+ * (static text) say what was found. */
 hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint32_t timestamp,
-                          hs_modsyms_status *status, const char **why);
+                            const hs_symconf *conf, hs_modsyms_status *status, const char **why);
+/* The symbols of an image whose file is not here, known by its PDB's
+ * identity (GUID, age, PDB path: an ETW trace's DbgID_RSDS record): its
+ * PDB, found by the same search, is all there is to read. name names the
+ * image in messages. Never NULL; hs_modsyms_message says what is missing. */
+hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t guid[16], uint32_t age,
+                                const char *pdb_path, const hs_symconf *conf);
 void hs_modsyms_close(hs_modsyms *t);
 
 /* The parsed image (for analysis of its code, e.g. by `functions`). */
 const hs_pe *hs_modsyms_pe(const hs_modsyms *t);
 
+/* What the debug information gave: HS_SYMSRC_PDB, HS_SYMSRC_DWARF (lines
+ * only), HS_SYMSRC_DBGHELP, or 0; and a one-line problem with it ("" if
+ * none): a PDB not found, of another build, unreadable; or, for an image
+ * with no PDB, no COFF symbols and no exports, that it has no symbols. */
+int hs_modsyms_debug_source(const hs_modsyms *t);
+const char *hs_modsyms_message(const hs_modsyms *t);
+
 typedef struct hs_sym_name {
     const char *name;      /* undecorated; owned by the table */
     const char *raw;       /* as recorded (decorated), or the same as name */
-    uint8_t source;        /* hs_name_source */
+    uint8_t source;        /* HS_SYMSRC_* */
 } hs_sym_name;
 
 /* The name of the code that starts exactly at rva. Returns false (and
  * zeros) when no source names it. */
 bool hs_modsyms_name_at(hs_modsyms *t, uint32_t rva, hs_sym_name *out);
 
-/* The function containing rva: a .pdata extent, named by the name at its
- * start; when no named extent holds rva, the nearest code symbol below.
+/* The function containing rva: a PDB procedure, else a .pdata extent
+ * named by the name at its start, else the nearest code symbol below.
  * Returns false when nothing names the place. */
 typedef struct hs_sym_hit {
     uint32_t start, size;  /* size 0: a symbol without a known extent */
     hs_sym_name n;
 } hs_sym_hit;
 bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out);
+
+/* The source line of the instruction at rva, or of a function (its first
+ * line entry: the declaration) when `function` is true. */
+bool hs_modsyms_line(hs_modsyms *t, uint32_t rva, bool function, const char **file, uint32_t *line);
+
+/* The functions of the image: .pdata, exports, COFF symbols and the PDB's
+ * procedures (hook/pe.h's hs_pe_functions_ex); malloc'd. */
+int hs_modsyms_functions(hs_modsyms *t, hs_pe_func **out, size_t *count);
 
 #endif

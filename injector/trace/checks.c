@@ -75,6 +75,8 @@ int hs_check_at_start(const hs_options *o, const hs_profile *p, uint32_t modules
         if (modules_matched & (1u << i))
             continue;
         all_loaded = 0;
+        if (o->quiet)
+            continue;
         char *m = hs_utf8(o->modules[i]);
         if (attach)
             hs_err("module '%s' is not loaded in process %u; it is traced if the process loads it", m, p->pid);

@@ -15,7 +15,7 @@
 #include "profile/profile.h"
 
 /* After hooking: say which -m modules are not loaded yet (they are traced
- * if they load later); if all are loaded, a filter that matched nothing or
+ * if they load later; not with -q); if all are loaded, a filter that matched nothing or
  * filters that exclude every function are errors. `p` holds the modules
  * and the named functions found so far. Returns -1 after printing an
  * error, else 0. */

@@ -148,6 +148,7 @@ static void time_to_profile(hs_profile *p, const hs_time_rec *sum, const uint64_
         hs_prof_time *t = hs_prof_time_of(p, i);
         t->calls = sum[i].exits;
         t->total_ns = hs_profile_ticks_ns(p, sum[i].total);
+        t->sum_ns = hs_profile_ticks_ns(p, sum[i].sum);
         t->self_ns = hs_profile_ticks_ns(p, sum[i].self);
         t->min_ns = hs_profile_ticks_ns(p, sum[i].min);
         t->max_ns = hs_profile_ticks_ns(p, sum[i].max);

@@ -37,10 +37,10 @@ int hs_trace_begin(hs_trace *t, const hs_options *o)
 {
     memset(t, 0, sizeof *t);
     if (o->sample) {
-        t->backend = hs_sampler_backend_find(o->sampler);
+        t->backend = hs_sampler_backend_find(o->sampler ? o->sampler : "suspend");
         if (!t->backend)
             return -1;
-        t->rate_hz = o->sample_rate_hz;
+        t->rate_hz = o->sample_rate_hz ? o->sample_rate_hz : HS_DEFAULT_SAMPLE_RATE;
     }
     t->p = hs_profile_new();
     t->p->command = hs_xstrdup(o->cmd->name);
@@ -90,6 +90,25 @@ void hs_trace_sample_stop(hs_trace *t)
            t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options)
+{
+    if (hs_session_create(&t->session, pid, o, options) < 0)
+        return -1;
+    t->fn = hs_fnservice_start(&t->session, pid, o);
+    if (!t->fn) {
+        hs_session_close(&t->session);
+        return -1;
+    }
+    return 0;
+}
+
+void hs_trace_abandon(hs_trace *t)
+{
+    hs_fnservice_stop(t->fn);
+    t->fn = NULL;
+    hs_session_close(&t->session);
+}
+
 int hs_trace_interrupts(void)
 {
     return (int)interrupts;
@@ -102,7 +121,8 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o)
     hs_profile *p = hs_profile_new();
     p->pid = t->p->pid;
     hs_collect(t->session.view, p);
-    hs_profile_resolve(p);
+    hs_symconf conf = hs_options_symconf(o);
+    hs_profile_resolve(p, &conf);
     int rc = hs_check_at_start(o, p, h->pattern_matched, h->filter_matched, (h->options & HS_OPT_ATTACH) != 0);
     hs_profile_free(p);
     return rc;
@@ -111,6 +131,8 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o)
 int hs_trace_finish(hs_trace *t, const hs_options *o)
 {
     hs_trace_sample_stop(t);
+    hs_fnservice_stop(t->fn);   /* nothing asks any more */
+    t->fn = NULL;
     double now = hs_now();
     hs_profile *p = t->p;
     const hs_session_header *h = t->session.hdr;
@@ -132,7 +154,9 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
         t->samples = NULL;
     }
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
-    hs_profile_resolve(p);
+    hs_symconf conf = hs_options_symconf(o);
+    p->srcline_on = o->srcline != 0;
+    hs_profile_resolve(p, &conf);
     hs_profile_count_samples(p);
     hs_log("writing the reports");
     int rc = 0;
@@ -168,4 +192,49 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     }
     hs_session_close(&t->session);
     return rc;
+}
+
+uint64_t hs_trace_live_samples(const hs_trace *t)
+{
+    /* the sampling thread adds to the set meanwhile: a count read a
+     * moment early is all a progress line needs */
+    if (!t->samples)
+        return 0;
+    return hs_sampleset_total(t->samples, HS_STACK_CPU) + hs_sampleset_total(t->samples, HS_STACK_WAIT);
+}
+
+uint64_t hs_trace_live_calls(const hs_trace *t)
+{
+    const hs_session_header *h = t->session.hdr;
+    if (!h)
+        return 0;
+    void *view = t->session.view;
+    uint32_t nfuncs = h->n_functions < h->max_functions ? h->n_functions : h->max_functions;
+    int32_t used = h->threads_used;
+    uint32_t nregions = used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
+    uint64_t calls = 0;
+    /* every thread region, then the overflow region; only the counters the
+     * agent has committed (our view of the rest is not accessible) */
+    for (uint32_t k = 0; k <= nregions; k++) {
+        uint32_t region = k < nregions ? k : h->max_threads;
+        const hs_region_hdr *rh = (const hs_region_hdr *)hs_session_region(view, region);
+        MEMORY_BASIC_INFORMATION mi;
+        if (!VirtualQuery(rh, &mi, sizeof mi) || mi.State != MEM_COMMIT)
+            continue;
+        uint32_t n = rh->committed_funcs < nfuncs ? rh->committed_funcs : nfuncs;
+        uint64_t *c = hs_region_counters(view, region);
+        if (n && (!VirtualQuery(c, &mi, sizeof mi) || mi.State != MEM_COMMIT))
+            continue;
+        uintptr_t checked_to = 0;   /* the end of the committed range last queried */
+        for (uint32_t i = 0; i < n; i++) {
+            const uint64_t *cell = hs_fblock_at(h, c, i);
+            if ((uintptr_t)(cell + 1) > checked_to) {
+                if (!VirtualQuery(cell, &mi, sizeof mi) || mi.State != MEM_COMMIT)
+                    break;
+                checked_to = (uintptr_t)mi.BaseAddress + mi.RegionSize;
+            }
+            calls += *(const volatile uint64_t *)cell;
+        }
+    }
+    return calls;
 }

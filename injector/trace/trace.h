@@ -11,11 +11,13 @@
 #include "commands/options.h"
 #include "profile/profile.h"
 #include "sampler.h"
+#include "trace/fnservice.h"
 #include "trace/owncode.h"
 #include "trace/session_host.h"
 
 typedef struct hs_trace {
     hs_session_host session; /* no view with --no-hooks */
+    hs_fnservice *fn;    /* answers the agent's requests for function lists */
     hs_profile *p;
     double t_start;      /* when the target started (run) or was hooked (attach) */
     double t0;           /* clock and tsc at begin, to measure the tsc rate */
@@ -32,6 +34,12 @@ typedef struct hs_trace {
 /* Begin a trace; with sampling on, find the backend first. Returns 0, or
  * -1 after printing why the sampler cannot be used. */
 int hs_trace_begin(hs_trace *t, const hs_options *o);
+/* Create the session for process pid and start the function service (the
+ * agent asks it as soon as it is injected). Returns 0, or -1 after
+ * printing why. */
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options);
+/* A trace that ends before it ran: stop the service, drop the session. */
+void hs_trace_abandon(hs_trace *t);
 /* Ctrl+C presses since hs_trace_begin. */
 int hs_trace_interrupts(void);
 /* Right after hooking: if every -m module is loaded already, a function
@@ -43,6 +51,13 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o);
 int hs_trace_sample_start(hs_trace *t, uint32_t pid);
 /* Stop sampling (again: nothing). */
 void hs_trace_sample_stop(hs_trace *t);
+
+/* The calls counted so far, read from the live session while the target
+ * runs (for the progress line); pages the agent has not committed yet
+ * are skipped, so this never faults. 0 without hooks. */
+uint64_t hs_trace_live_calls(const hs_trace *t);
+/* The samples taken so far (for the progress line). */
+uint64_t hs_trace_live_samples(const hs_trace *t);
 
 /* Stop sampling; collect, name and write the reports; check that every
  * -m module was seen. Returns 0, or HS_EXIT_FAILED after printing why. */

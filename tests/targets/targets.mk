@@ -2,9 +2,11 @@
 # Built into build/tests/. Most are C built plainly; some need extra flags.
 TGT_DIR   := $(B)/tests
 TGT_CFLAGS := -std=gnu11 -O1 -gdwarf-4 -fno-inline -Wall -Wno-unused-parameter
-# DLL sources (built by their own rules below, not as programs)
+# DLL sources (built by their own rules below, not as programs), and sources
+# built in several variants by rules of their own
 TGT_DLL_C := tests/targets/latedll.c tests/targets/burndll.c
-TGT_C     := $(filter-out $(TGT_DLL_C),$(wildcard tests/targets/*.c))
+TGT_MULTI_C := tests/targets/tailfwd.c tests/targets/switchtab.c
+TGT_C     := $(filter-out $(TGT_DLL_C) $(TGT_MULTI_C),$(wildcard tests/targets/*.c))
 TGT_CXX   := $(wildcard tests/targets/*.cpp)
 TGT_EXES  := $(patsubst tests/targets/%.c,$(TGT_DIR)/%.exe,$(TGT_C)) \
              $(patsubst tests/targets/%.cpp,$(TGT_DIR)/%.exe,$(TGT_CXX))
@@ -59,3 +61,27 @@ $(TGT_DIR)/burndll.dll: tests/targets/burndll.c
 	@mkdir -p $(dir $@)
 	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
 test-targets: $(TGT_DIR)/burndll.dll
+
+# spin.exe built a second time with slow_part() doing 20 times the work
+$(TGT_DIR)/spin_slow.exe: tests/targets/spin.c
+	@mkdir -p $(dir $@)
+	$(WCC) $(TGT_CFLAGS) -DSLOW_SPINS=400000 -o $@ $<
+test-targets: $(TGT_DIR)/spin_slow.exe
+
+# tailfwd.c: stack arguments handed on by tail jumps, at the optimization
+# levels that make them (-foptimize-sibling-calls): tailfwd-O2.exe, -O3, -Os
+TAILFWD_OPTS := O2 O3 Os
+TAILFWD_EXES := $(patsubst %,$(TGT_DIR)/tailfwd-%.exe,$(TAILFWD_OPTS))
+$(TAILFWD_EXES): $(TGT_DIR)/tailfwd-%.exe: tests/targets/tailfwd.c
+	@mkdir -p $(dir $@)
+	$(WCC) -std=gnu11 -$* -gdwarf-4 -Wall -o $@ $<
+test-targets: $(TAILFWD_EXES)
+
+# switchtab.c: switches whose jump tables clang puts inside the function's
+# code (as in bzip2 built with clang), with clang and lld
+CLANG_MINGW := clang --target=x86_64-w64-mingw32 -fuse-ld=lld \
+               -L$(dir $(shell $(WCC) -print-libgcc-file-name))
+$(TGT_DIR)/switchtab.exe: tests/targets/switchtab.c
+	@mkdir -p $(dir $@)
+	$(CLANG_MINGW) -O2 -gdwarf-4 -Wall -o $@ $<
+test-targets: $(TGT_DIR)/switchtab.exe

@@ -298,6 +298,194 @@ static void table_cases(void)
               "table/tail-call", "reason %s flags %#x", hs_skip_reason_name(p.reason), p.flags);
 }
 
+/* ---- data inside a function ------------------------------------------- */
+
+/* clang's shape: the jump table right after the function's code, inside its
+ * .pdata range, then bytes that are no code at all:
+ *   0 push rsi; push rdi; push rbx; cmp ecx,2; ja L; lea rdx,[rip+T];
+ *     movsxd rax,[rdx+rcx*4]; add rax,rdx; jmp rax
+ *   C0..C2: mov eax,N; jmp R   L: xor eax,eax   R: pop rbx; pop rdi; pop rsi; ret
+ *   0x34 T: .long C0-T, C1-T, C2-T; then eb bf (a jmp short to offset 1 if it
+ *   were code) and 06 06 06 (undecodable in 64-bit mode) */
+static const uint8_t tab_inside[] = {
+    0x56, 0x57, 0x53, 0x83, 0xf9, 0x02, 0x77, 0x25, 0x48, 0x8d, 0x15, 0x25, 0x00, 0x00, 0x00, 0x48,
+    0x63, 0x04, 0x8a, 0x48, 0x01, 0xd0, 0xff, 0xe0, 0xb8, 0x01, 0x00, 0x00, 0x00, 0xeb, 0x10, 0xb8,
+    0x02, 0x00, 0x00, 0x00, 0xeb, 0x09, 0xb8, 0x03, 0x00, 0x00, 0x00, 0xeb, 0x02, 0x31, 0xc0, 0x5b,
+    0x5f, 0x5e, 0xc3, 0x90, 0xe4, 0xff, 0xff, 0xff, 0xeb, 0xff, 0xff, 0xff, 0xf2, 0xff, 0xff, 0xff,
+    0xeb, 0xbf, 0x06, 0x06, 0x06,
+};
+
+/* hand-written code with its constants after it (libgcrypt's SHA-512):
+ *   push rbx; push rsi; sub rsp,0x20; movdqa xmm1,[rip+K]; movdqu xmm0,[rcx];
+ *   pshufb xmm0,xmm1; movdqu [rcx],xmm0; add rsp,0x20; pop rsi; pop rbx; ret;
+ *   padding; 0x30 K: 0f 85 cd ff ff ff (a jnz to offset 3 if it were code),
+ *   then bytes that do not decode */
+static const uint8_t const_inside[] = {
+    0x53, 0x56, 0x48, 0x83, 0xec, 0x20, 0x66, 0x0f, 0x6f, 0x0d, 0x22, 0x00, 0x00, 0x00, 0xf3, 0x0f,
+    0x6f, 0x01, 0x66, 0x0f, 0x38, 0x00, 0xc1, 0xf3, 0x0f, 0x7f, 0x01, 0x48, 0x83, 0xc4, 0x20, 0x5e,
+    0x5b, 0xc3, 0x66, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x1f, 0x00,
+    0x0f, 0x85, 0xcd, 0xff, 0xff, 0xff, 0x06, 0x07, 0x0e, 0x0f, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60,
+};
+
+static void data_cases(void)
+{
+    static const struct { const char *name; const uint8_t *code; uint32_t size; } fns[] = {
+        { "data/jump-table-inside", tab_inside, sizeof tab_inside },
+        { "data/constants-inside", const_inside, sizeof const_inside },
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        hs_func_input f = mk(fns[i].code, fns[i].size, 0, 0);
+        hs_plan p, q;
+        hs_analyze(eng, &f, 0, &p);
+        hs_analyze(eng, &f, HS_ANALYZE_FULL, &q);
+        /* the data is never taken for code: hooked with a 5-byte jump either
+         * way, and the full analysis follows the whole frame */
+        tap_check(p.reason == HS_OK && p.kind == HS_PATCH_JMP32 && q.reason == HS_OK &&
+                      q.kind == HS_PATCH_JMP32 && q.window_len == p.window_len &&
+                      !(q.flags & (HS_FN_NO_FRAME_INFO | HS_FN_UNRESOLVED_TABLE)) && q.stack_arg_slots == 4,
+                  fns[i].name, "plain %s, full %s (flags %#x, slots %d)", hs_skip_reason_name(p.reason),
+                  hs_skip_reason_name(q.reason), q.flags, q.stack_arg_slots);
+    }
+    /* the table inside is resolved: its three cases are branches */
+    hs_func_input f = mk(tab_inside, sizeof tab_inside, 0, 0);
+    hs_plan q;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &q);
+    tap_check((q.flags & HS_FN_JUMP_TABLE) != 0, "data/jump-table-inside-resolved", "flags %#x", q.flags);
+}
+
+/* ---- jumps out of a function ---------------------------------------------- */
+
+/* f (0x19 bytes): push rbx; sub rsp,32; mov ebx,ecx; test ecx,ecx;
+ *   jne cold; add rsp,32; pop rbx; jmp A+0x8000 (a tail call)
+ * cold (at 0x100, a part of its own, entered with f's frame):
+ *   mov eax,[rsp+88] (f's sixth argument); add eax,ebx; add rsp,32;
+ *   pop rbx; jmp A+0x9000 (a tail call from the cold part) */
+static uint8_t split[0x120];
+static const uint8_t split_f[] = { 0x53, 0x48, 0x83, 0xec, 0x20, 0x89, 0xcb, 0x85, 0xc9, 0x0f, 0x85, 0xf1,
+                                   0x00, 0x00, 0x00, 0x48, 0x83, 0xc4, 0x20, 0x5b, 0xe9, 0xe7, 0x7f, 0x00, 0x00 };
+static const uint8_t split_cold[] = { 0x8b, 0x44, 0x24, 0x58, 0x01, 0xd8, 0x48, 0x83,
+                                      0xc4, 0x20, 0x5b, 0xe9, 0xf0, 0x8e, 0x00, 0x00 };
+
+static int split_read(void *ctx, uint64_t addr, void *out, size_t n)
+{
+    (void)ctx;
+    if (addr < A || addr + n > A + sizeof split)
+        return -1;
+    memcpy(out, split + (addr - A), n);
+    return 0;
+}
+
+static int split_part(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+    (void)ctx;
+    if (addr >= A + 0x100 && addr < A + 0x110) {
+        *lo = A + 0x100;
+        *hi = A + 0x110;
+        return 0;
+    }
+    return -1;
+}
+
+/* the same bytes with the function at split + 0x100 running at A */
+static int before_read(void *ctx, uint64_t addr, void *out, size_t n)
+{
+    (void)ctx;
+    if (addr < A - 0x100 || addr + n > A - 0x100 + sizeof split)
+        return -1;
+    memcpy(out, split + (addr - (A - 0x100)), n);
+    return 0;
+}
+
+static int before_part(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+    (void)ctx;
+    if (addr >= A - 0x100 && addr < A - 0x100 + 12) {
+        *lo = A - 0x100;
+        *hi = A - 0x100 + 12;
+        return 0;
+    }
+    return -1;
+}
+
+static void exit_cases(void)
+{
+    memset(split, 0xCC, sizeof split);
+    memcpy(split, split_f, sizeof split_f);
+    memcpy(split + 0x100, split_cold, sizeof split_cold);
+    hs_func_input f = mk(split, sizeof split_f, 0, 0);
+    f.read = split_read;
+    f.part_at = split_part;
+    hs_plan p;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &p);
+    const hs_exit *x;
+    size_t n = hs_analyze_exits(eng, &x);
+    int want = n == 2;
+    for (size_t i = 0; i < n; i++)
+        want &= x[i].rsp == 0 && x[i].slot == 0 &&
+                ((x[i].target == A + 0x8000 && x[i].off == 0x14) || (x[i].target == A + 0x9000 && x[i].off == 0x10B));
+    /* the cold part reads the sixth argument: six slots, and its tail call
+     * is one of the function's exits */
+    tap_check(p.reason == HS_OK && p.stack_arg_slots == 6 && !(p.flags & HS_FN_NO_FRAME_INFO) && want,
+              "exits/cold-part-followed", "slots %d flags %#x, %zu exits", p.stack_arg_slots, p.flags, n);
+    f.part_at = NULL;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &p);
+    tap_check(p.reason == HS_OK && p.stack_arg_slots == -1 && (p.flags & HS_FN_NO_FRAME_INFO),
+              "exits/cold-part-unknown", "without part_at: slots %d flags %#x", p.stack_arg_slots, p.flags);
+
+    /* the cold part before the function (0x100 bytes lower): push rbx;
+     * sub rsp,32; mov ebx,ecx; test ecx,ecx; jne cold; add rsp,32; pop rbx;
+     * ret / cold: mov eax,[rsp+96] (the seventh argument); add eax,ebx;
+     * add rsp,32; pop rbx; ret */
+    static const uint8_t before_f[] = { 0x53, 0x48, 0x83, 0xec, 0x20, 0x89, 0xcb, 0x85, 0xc9, 0x0f, 0x85,
+                                        0xf1, 0xfe, 0xff, 0xff, 0x48, 0x83, 0xc4, 0x20, 0x5b, 0xc3 };
+    static const uint8_t before_cold[] = { 0x8b, 0x44, 0x24, 0x60, 0x01, 0xd8, 0x48, 0x83, 0xc4, 0x20, 0x5b, 0xc3 };
+    memset(split, 0xCC, sizeof split);
+    memcpy(split, before_cold, sizeof before_cold);
+    memcpy(split + 0x100, before_f, sizeof before_f);
+    hs_func_input b = mk(split + 0x100, sizeof before_f, 0, 0);
+    b.read = before_read;
+    b.part_at = before_part;
+    hs_analyze(eng, &b, HS_ANALYZE_FULL, &p);
+    n = hs_analyze_exits(eng, &x);
+    tap_check(p.reason == HS_OK && p.stack_arg_slots == 7 && !(p.flags & HS_FN_NO_FRAME_INFO) && n == 0,
+              "exits/cold-part-before", "slots %d flags %#x, %zu exits", p.stack_arg_slots, p.flags, n);
+    memset(split, 0xCC, sizeof split);
+    memcpy(split, split_f, sizeof split_f);
+    memcpy(split + 0x100, split_cold, sizeof split_cold);
+
+    /* the tail-jump rule: g = `jmp f`; f reads six slots through its cold
+     * part; h = `jmp [rip+slot]` through an import; k = `jmp rax` */
+    hs_tail *t = hs_tail_new();
+    static const hs_exit gx = { A, 0, 0, 0 }, hx = { 0, A + 0x50000, 0, 0 }, kx = { 0, 0, 0, 3 };
+    f.part_at = split_part;
+    hs_analyze(eng, &f, HS_ANALYZE_FULL, &p);
+    n = hs_analyze_exits(eng, &x);
+    hs_tail_add(t, A, hs_tail_own(&p), x, n);
+    hs_tail_add(t, A + 0x8000, 4, NULL, 0);
+    hs_tail_add(t, A + 0x9000, 5, NULL, 0);
+    hs_tail_add(t, A - 0x100, 4, &gx, 1);
+    hs_tail_add(t, A - 0x200, 4, &hx, 1);
+    hs_tail_add(t, A - 0x300, 4, &kx, 1);
+    hs_tail_solve(t, eng, NULL, 0);
+    tap_check(hs_tail_need(t, A) == 6 && hs_tail_need(t, A - 0x100) == 6 && hs_tail_need(t, A - 0x200) == -1 &&
+                  hs_tail_need(t, A - 0x300) == -1 && hs_tail_need(t, A + 0x1234) == -2,
+              "exits/tail-need", "need f %d, g %d, h %d, k %d", hs_tail_need(t, A), hs_tail_need(t, A - 0x100),
+              hs_tail_need(t, A - 0x200), hs_tail_need(t, A - 0x300));
+    hs_tail_free(t);
+
+    /* a cycle of tail calls: a -> b -> c -> a; c reads 9 slots */
+    t = hs_tail_new();
+    static const hs_exit ab = { A + 0x10, 0, 0, 0 }, bc = { A + 0x20, 0, 0, 0 }, ca = { A, 0, 0, 0 };
+    hs_tail_add(t, A, 4, &ab, 1);
+    hs_tail_add(t, A + 0x10, 5, &bc, 1);
+    hs_tail_add(t, A + 0x20, 9, &ca, 1);
+    hs_tail_solve(t, eng, NULL, 0);
+    tap_check(hs_tail_need(t, A) == 9 && hs_tail_need(t, A + 0x10) == 9 && hs_tail_need(t, A + 0x20) == 9,
+              "exits/tail-cycle", "need %d %d %d", hs_tail_need(t, A), hs_tail_need(t, A + 0x10),
+              hs_tail_need(t, A + 0x20));
+    hs_tail_free(t);
+}
+
 static void prefilter_cases(void)
 {
     /* 5 nops, then jmp short to offset 2, call to 3, jmp short to 6 */
@@ -321,6 +509,8 @@ int main(void)
     patch_cases();
     analysis_cases();
     table_cases();
+    data_cases();
+    exit_cases();
     prefilter_cases();
     hs_engine_free(eng);
     return tap_status();

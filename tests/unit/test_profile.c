@@ -74,9 +74,11 @@ static void check_profile_dir(const char *name)
         return;
     for (int i = 0; hs_writers[i]; i++) {
         const hs_writer *w = hs_writers[i];
-        snprintf(tname, sizeof tname, "%s: %s", name, w->file);
+        /* a writer that runs do not write is kept under its format's name */
+        const char *file = w->file ? w->file : w->format;
+        snprintf(tname, sizeof tname, "%s: %s", name, file);
         bool wanted = !w->wanted || w->wanted(p);
-        snprintf(path, sizeof path, "%s/%s/%s", PROFILES, name, w->file);
+        snprintf(path, sizeof path, "%s/%s/%s", PROFILES, name, file);
         size_t got_len = 0, want_len = 0;
         char *got = wanted ? render(w, p, &got_len) : NULL;
         if (regen && wanted && got && strcmp(w->format, "json") != 0) {

@@ -1,57 +1,20 @@
 /*
- * agent/threads.c - per-thread regions.
- *
- * A thread's TLS slot (at a fixed TEB offset, read by every entry stub)
- * points at the counters of its region in the session. A thread gets its
- * region the first time it calls a hooked function: the stub finds the
- * slot empty and calls hs_probe_slow, which calls hs_on_slow (probes.c),
- * which calls hs_region_acquire. When the session's regions are all
- * taken, the thread keeps an empty slot and every call of it is counted
- * with atomic adds in the shared overflow region: slower, still exact.
- *
- * While the agent itself works on a thread, the slot points at the sink:
- * private memory with a region's layout that nobody reads, so calls the
- * agent makes into hooked modules are neither counted nor recursive.
- * (The sink's shadow stack limit is 0: its calls are never timed.)
+ * agent/regions.c - the life of a thread region (session.h): committing
+ * its parts as the function table grows, handing one to a thread the
+ * first time it calls a hooked function (the stub finds its TLS slot
+ * empty and calls hs_probe_slow, which calls hs_on_slow in probes.c, which
+ * calls hs_region_acquire), marking it when its thread exits, and when the
+ * regions are all taken, folding the region of a thread that is gone into
+ * the shared overflow region and giving it to the new thread. When none
+ * can be had, the thread keeps an empty slot and every call of it is
+ * counted with atomic adds in the overflow region: slower, still exact.
+ * Also the sink: private memory with a region's layout that nobody reads,
+ * where the agent's own calls into hooked code go (its shadow stack limit
+ * is 0: never timed).
  */
 #include <string.h>
 
 #include "agent.h"
-
-void *hs_tls_get(void)
-{
-    DWORD i = g_hs.tls;
-    if (i < 64)
-        return (void *)hs_teb_read(HS_TEB_TLS_SLOTS + i * 8);
-    void **exp = (void **)hs_teb_read(HS_TEB_TLS_EXPANSION);
-    return exp ? exp[i - 64] : NULL;
-}
-
-void hs_tls_set(void *v)
-{
-    DWORD i = g_hs.tls;
-    if (i < 64) {
-        hs_teb_write(HS_TEB_TLS_SLOTS + i * 8, (uint64_t)(uintptr_t)v);
-        return;
-    }
-    void **exp = (void **)hs_teb_read(HS_TEB_TLS_EXPANSION);
-    if (exp)
-        exp[i - 64] = v;
-    else
-        TlsSetValue(i, v);  /* allocates the expansion slots */
-}
-
-void *hs_agent_enter(void)
-{
-    void *prev = hs_tls_get();
-    hs_tls_set(g_hs.sink);
-    return prev;
-}
-
-void hs_agent_leave(void *prev)
-{
-    hs_tls_set(prev);
-}
 
 static uint32_t live_regions(void)
 {
@@ -200,8 +163,7 @@ void hs_thread_exit(void)
     uint64_t *c = hs_tls_get();
     if (!c || c == g_hs.sink)
         return;
-    hs_region_hdr *r = (hs_region_hdr *)((char *)c - g_hs.hdr->region_counters_off);
-    hs_thread_slot *s = hs_session_slot(g_hs.view, r->slot);
+    hs_thread_slot *s = hs_session_slot(g_hs.view, hs_region_of(c)->slot);
     s->state = HS_SLOT_EXITED;
 }
 
@@ -218,4 +180,91 @@ uint64_t hs_live_wrapper_frames(void)
             n += (r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec);
     }
     return n;
+}
+
+/* Reserve n function records (committed, zeroed) and commit their
+ * counters in every region; *first receives the first index. The records
+ * are filled by the caller before any hook can use them. */
+int hs_session_add_functions(uint32_t n, uint32_t *first)
+{
+    hs_session_header *h = g_hs.hdr;
+    AcquireSRWLockExclusive(&g_hs.layout_lock);
+    uint32_t f = h->n_functions;
+    int rc = -1;
+    if ((uint64_t)f + n <= h->max_functions &&
+        hs_session_commit(hs_session_func(g_hs.view, f), (uint64_t)n * sizeof(hs_func_rec)) == 0 &&
+        hs_regions_grow(f + n) == 0) {
+        *first = f;
+        h->n_functions = f + n;
+        rc = 0;
+    }
+    ReleaseSRWLockExclusive(&g_hs.layout_lock);
+    return rc;
+}
+
+/* ---- reusing the region of a thread that is gone ---------------------------- */
+
+/* Add everything region k counted to the overflow region, then clear k
+ * for another thread. The thread that owned k has exited (nobody writes
+ * k); called with layout_lock held. */
+void hs_region_fold(uint32_t k)
+{
+    hs_session_header *h = g_hs.hdr;
+    char *src = hs_session_region(g_hs.view, k);
+    char *dst = hs_session_region(g_hs.view, h->max_threads);
+    hs_region_hdr *sr = (hs_region_hdr *)src, *dr = (hs_region_hdr *)dst;
+    uint32_t n = sr->committed_funcs < dr->committed_funcs ? sr->committed_funcs : dr->committed_funcs;
+    uint64_t *sc = (uint64_t *)(src + h->region_counters_off), *dc = (uint64_t *)(dst + h->region_counters_off);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t c = *hs_fblock_at(h, sc, i);
+        if (c)
+            InterlockedAdd64((volatile LONG64 *)hs_fblock_at(h, dc, i), (LONG64)c);
+    }
+    if (h->options & HS_OPT_EDGES) {
+        hs_edge_rec *se = (hs_edge_rec *)(src + h->region_edges_off);
+        hs_edge_rec *de = (hs_edge_rec *)(dst + h->region_edges_off);
+        AcquireSRWLockExclusive(&hs_overflow_lock);
+        for (uint32_t i = 0; i < n; i++) {
+            const hs_fblock *b = (const hs_fblock *)hs_fblock_at(h, sc, i);
+            for (int k = 0; k < HS_INLINE_EDGES; k++)
+                if (b->edge[k].site && b->edge[k].count &&
+                    hs_edge_add(de, &dr->edges_used, b->edge[k].site, i, b->edge[k].count) < 0)
+                    dr->edges_overflowed++;
+        }
+        for (uint32_t i = 0; i < h->region_edges_cap; i++)
+            if (se[i].site && se[i].count && hs_edge_add(de, &dr->edges_used, se[i].site, se[i].callee, se[i].count) < 0)
+                dr->edges_overflowed++;
+        ReleaseSRWLockExclusive(&hs_overflow_lock);
+        memset(se, 0, (size_t)h->region_edges_cap * sizeof *se);
+    }
+    if (h->options & HS_OPT_STACKS) {
+        hs_stack_rec *ss = (hs_stack_rec *)(src + h->region_stacks_off);
+        const uint64_t *pool = (const uint64_t *)(src + h->region_frames_off);
+        for (uint32_t i = 0; i < h->region_stacks_cap; i++)
+            if (ss[i].hash && hs_stack_add(dr, ss[i].func, pool + ss[i].frames, ss[i].depth, ss[i].truncated,
+                                        ss[i].count) < 0)
+                dr->stacks_dropped += ss[i].count;
+        memset(ss, 0, (size_t)h->region_stacks_cap * sizeof *ss);
+        dr->stacks_dropped += sr->stacks_dropped;
+    }
+    if (h->options & HS_OPT_TIME) {
+        hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
+        hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
+        for (uint32_t i = 0; i < n; i++)
+            hs_time_rec_merge(&dt[i], &st[i], hs_tsc_ns_mult);
+        memset(st, 0, (size_t)sr->committed_funcs * sizeof *st);
+        dr->time_dropped += sr->time_dropped;
+    }
+    memset(sc, 0, (size_t)sr->committed_funcs * h->region_fblock);
+    if (h->options & HS_OPT_STACKS)
+        memset(src + h->region_countdown_off, 0, (size_t)sr->committed_funcs * 4);
+    dr->edges_overflowed += sr->edges_overflowed;
+    sr->edges_used = 0;
+    sr->edges_overflowed = 0;
+    sr->stacks_used = 0;
+    sr->frames_used = 0;
+    sr->stacks_dropped = 0;
+    sr->time_dropped = 0;
+    sr->shadow_top = sr->shadow_base;
+    InterlockedIncrement((volatile LONG *)&h->regions_reused);
 }

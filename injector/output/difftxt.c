@@ -1,0 +1,109 @@
+/*
+ * injector/output/difftxt.c - the table of `hookscope diff` (see
+ * profile/diff.h): per function, calls, self CPU samples and self time of
+ * the first run (A) and the second (B) with the change, by the largest
+ * change first; "-" where a run has no such figure:
+ *
+ *   hookscope diff
+ *   A  <dir of A>: <target> (151938 calls, 0 CPU samples)
+ *   B  ...
+ *   functions matched by module and name, by the change of self time
+ *
+ *        calls A      calls B     change   samples A ...  function  module
+ *
+ * and a last line: how many functions changed, or "no change".
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "output/format.h"
+#include "output/writers.h"
+#include "profile/diff.h"
+
+static void count_col(FILE *out, const hs_diff_side *s, uint64_t v, bool have)
+{
+    if (s->func < 0 || !have)
+        fprintf(out, " %11s", "-");
+    else
+        fprintf(out, " %11llu", (unsigned long long)v);
+}
+
+static void change_col(FILE *out, double a, double b, bool have)
+{
+    if (!have)
+        fprintf(out, " %11s", "-");
+    else
+        fprintf(out, " %+11.0f", b - a);
+}
+
+static void time_col(FILE *out, const hs_diff_side *s)
+{
+    char buf[32] = "-";
+    if (s->func >= 0 && s->timed)
+        hs_fmt_duration((double)s->self_ns, buf, sizeof buf);
+    fprintf(out, " %11s", buf);
+}
+
+static void time_change(FILE *out, const hs_diff_side *a, const hs_diff_side *b, bool have)
+{
+    char buf[32] = "-";
+    if (have) {
+        double d = (double)b->self_ns - (double)a->self_ns;
+        hs_fmt_duration(d < 0 ? -d : d, buf + 1, sizeof buf - 1);
+        buf[0] = d < 0 ? '-' : '+';
+    }
+    fprintf(out, " %11s", buf);
+}
+
+static uint64_t cpu_samples(const hs_profile *p)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].kind == HS_STACK_CPU)
+            n += p->stacks[i].count;
+    return n;
+}
+
+int hs_write_diff(const hs_profile *a, const char *name_a, const hs_profile *b, const char *name_b,
+                  const hs_diff *d, uint32_t top, FILE *out)
+{
+    static const char *const by[] = { "self CPU samples", "self time", "calls" };
+    fprintf(out, "hookscope diff\n\n");
+    fprintf(out, "A  %s: %s (%llu calls, %llu CPU samples)\n", name_a, a->target_path ? a->target_path : "?",
+            (unsigned long long)a->total_calls, (unsigned long long)cpu_samples(a));
+    fprintf(out, "B  %s: %s (%llu calls, %llu CPU samples)\n", name_b, b->target_path ? b->target_path : "?",
+            (unsigned long long)b->total_calls, (unsigned long long)cpu_samples(b));
+    fprintf(out, "functions matched by module and name, by the largest change of %s first\n\n", by[d->by]);
+    fprintf(out, "%11s %11s %11s %11s %11s %11s %11s %11s %11s  %-32s %s\n", "calls A", "calls B", "change",
+            "samples A", "samples B", "change", "self A", "self B", "change", "function", "module");
+    size_t changed = 0, n = d->n;
+    for (size_t i = 0; i < d->n; i++) {
+        const hs_diff_row *r = &d->rows[i];
+        if (r->a.func < 0 || r->b.func < 0 || r->a.calls != r->b.calls || r->a.cpu_self != r->b.cpu_self ||
+            r->a.timed != r->b.timed || r->a.self_ns != r->b.self_ns)
+            changed++;
+    }
+    if (top && n > top)
+        n = top;
+    for (size_t i = 0; i < n; i++) {
+        const hs_diff_row *r = &d->rows[i];
+        count_col(out, &r->a, r->a.calls, true);
+        count_col(out, &r->b, r->b.calls, true);
+        change_col(out, (double)r->a.calls, (double)r->b.calls, true);
+        count_col(out, &r->a, r->a.cpu_self, d->samples);
+        count_col(out, &r->b, r->b.cpu_self, d->samples);
+        change_col(out, (double)r->a.cpu_self, (double)r->b.cpu_self, d->samples);
+        time_col(out, &r->a);
+        time_col(out, &r->b);
+        time_change(out, &r->a, &r->b, d->time && r->a.timed && r->b.timed);
+        fprintf(out, "  %-32s %s\n", r->name, r->module);
+    }
+    if (n < d->n)
+        fprintf(out, "(the first %zu of %zu functions)\n", n, d->n);
+    if (changed)
+        fprintf(out, "\n%zu of %zu functions changed\n", changed, d->n);
+    else
+        fprintf(out, "\nno change: the %zu functions have the same figures in both runs\n", d->n);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * injector/output/flametree.h - the call tree a flame graph draws: the
+ * stacks of one kind merged root first into a tree of frames named
+ * "module!function" (as entry-stacks.folded names them), each node with
+ * the count of the stacks through it; children in name order, each laid
+ * out from the left at `x` (the counts before it). For a differential
+ * graph the same tree also carries a baseline's counts along the same
+ * paths, matched by frame names ("match, then link").
+ */
+#ifndef HOOKSCOPE_FLAMETREE_H
+#define HOOKSCOPE_FLAMETREE_H
+
+#include <stdint.h>
+
+#include "base/map.h"
+#include "output/stackset.h"
+#include "profile/profile.h"
+
+#define HS_FNONE UINT32_MAX
+
+typedef struct hs_fnode {
+    uint32_t name;               /* index into the tree's names; HS_FNONE: the root */
+    uint32_t parent, first, next;/* HS_FNONE when none */
+    uint32_t depth;              /* the root is 0 */
+    uint64_t value;              /* stacks through this node */
+    uint64_t base;               /* the baseline's stacks through the same path */
+    uint64_t x;                  /* after hs_flametree_layout: the counts left of it */
+} hs_fnode;
+
+typedef struct hs_flametree {
+    int kind;                    /* hs_stack_kind of the stacks */
+    hs_strtab names;             /* frame names, "module!function" */
+    int32_t *name_func;          /* per name: a function of the profile with it, or -1 */
+    int32_t *name_module;        /* per name: its module, or -1 */
+    hs_fnode *nodes;             /* nodes[0] is the root */
+    size_t n, cap, names_cap;
+    hs_map kids;                 /* (parent, name) -> node */
+    uint64_t total, base_total;
+    uint32_t max_depth;
+} hs_flametree;
+
+/* Merge p's stacks of `kind` (truncated stacks start at their deepest
+ * frame, as in entry-stacks.folded). */
+void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind);
+
+/* Add the baseline's stacks of `kind` along the paths t has (a frame
+ * name t does not have ends the path there); sets base and base_total. */
+void hs_flametree_add_baseline(hs_flametree *t, const hs_profile *base, int kind);
+
+/* Order every node's children by name, those with a value below
+ * `narrow_below` after the others (so that they are side by side, to be
+ * drawn as one), and set each node's x. */
+void hs_flametree_layout(hs_flametree *t, uint64_t narrow_below);
+
+void hs_flametree_free(hs_flametree *t);
+
+#endif

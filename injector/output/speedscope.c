@@ -1,0 +1,160 @@
+/*
+ * injector/output/speedscope.c - profile.speedscope.json: the stacks in
+ * speedscope's file format (https://www.speedscope.app/file-format-schema.json,
+ * shipped as dist/release/file-format-schema.json in the speedscope npm
+ * package):
+ *
+ *   {"$schema": "https://www.speedscope.app/file-format-schema.json",
+ *    "exporter": "hookscope 0.1.0", "name": "burn.exe",
+ *    "activeProfileIndex": 0,
+ *    "shared": {"frames": [{"name": "main", "file": "burn.exe"}, ...]},
+ *    "profiles": [
+ *     {"type": "sampled", "name": "CPU samples, thread 10", "unit": "none",
+ *      "startValue": 0, "endValue": 195,
+ *      "samples": [[0, 1, 2], ...], "weights": [60, ...]}, ...]}
+ *
+ * Profiles, in this order: one per thread with CPU samples (by thread id),
+ * one per thread with wait samples, and the entry stacks of the hooks
+ * ("hooked calls by entry stack"). Every profile is a *sampled* one: each
+ * unique stack once, root first, weighted by how often it was seen
+ * (samples; for entry stacks, captures: the calls themselves when every
+ * call is captured). The hooks give counts per unique stack, not a
+ * sequence of entries and exits in time, so an evented profile would
+ * have to invent an order and durations; a sampled profile with weights
+ * holds exactly what is known, and speedscope's Left Heavy and Sandwich
+ * views sum the weights as they should. Weights are counts, so the unit
+ * is "none".
+ *
+ * Frames are functions (hs_frame_key): name the function ("module+0xoff"
+ * or "0xaddr" in no known function), file its module.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "output/format.h"
+#include "output/stackset.h"
+#include "output/writers.h"
+
+static int cmp_u32(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The thread ids with stacks of a kind, ascending, without repeats. */
+static uint32_t *threads_of(const hs_profile *p, int kind, size_t *n)
+{
+    uint32_t *t = hs_xcalloc(p->nstacks + 1, sizeof *t);
+    size_t k = 0;
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].kind == kind && p->stacks[i].nframes)
+            t[k++] = p->stacks[i].tid;
+    hs_sort(t, k, sizeof *t, cmp_u32, NULL);
+    size_t w = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!w || t[w - 1] != t[i])
+            t[w++] = t[i];
+    *n = w;
+    return t;
+}
+
+static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kind, bool by_thread,
+                    uint32_t tid, const char *name, int *nprof)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind == kind && st->nframes && (!by_thread || st->tid == tid))
+            total += st->count;
+    }
+    if (!out) {
+        for (size_t i = 0; i < p->nstacks; i++) {
+            const hs_prof_stack *st = &p->stacks[i];
+            if (st->kind == kind && (!by_thread || st->tid == tid))
+                for (uint32_t d = st->nframes; d-- > 0;)
+                    hs_frametab_add(frames, hs_frame_key(st->frames[d]));
+        }
+        return;
+    }
+    fprintf(out, "%s\n  {\"type\": \"sampled\", \"name\": ", (*nprof)++ ? "," : "");
+    hs_json_quote(out, name);
+    fprintf(out, ", \"unit\": \"none\", \"startValue\": 0, \"endValue\": %llu,\n   \"samples\": [",
+            (unsigned long long)total);
+    int k = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != kind || !st->nframes || (by_thread && st->tid != tid))
+            continue;
+        fprintf(out, "%s\n    [", k++ ? "," : "");
+        for (uint32_t d = st->nframes; d-- > 0;)
+            fprintf(out, "%u%s", hs_frametab_add(frames, hs_frame_key(st->frames[d])), d ? ", " : "");
+        fputc(']', out);
+    }
+    fprintf(out, "],\n   \"weights\": [");
+    k = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind == kind && st->nframes && (!by_thread || st->tid == tid))
+            fprintf(out, "%s%llu", k++ ? ", " : "", (unsigned long long)st->count);
+    }
+    fprintf(out, "]}");
+}
+
+bool hs_speedscope_wanted(const hs_profile *p)
+{
+    return hs_stacks_total(p, HS_STACK_CPU) || hs_stacks_total(p, HS_STACK_WAIT) ||
+           hs_stacks_total(p, HS_STACK_ENTRY);
+}
+
+/* The profiles, in order; with out NULL only the frames are named (in
+ * the order the profiles use them). */
+static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames)
+{
+    int nprof = 0;
+    for (int kind = HS_STACK_CPU; kind <= HS_STACK_WAIT; kind++) {
+        size_t nt;
+        uint32_t *tids = threads_of(p, kind, &nt);
+        for (size_t i = 0; i < nt; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s samples, thread %u", kind == HS_STACK_CPU ? "CPU" : "wait", tids[i]);
+            profile(p, out, frames, kind, true, tids[i], name, &nprof);
+        }
+        free(tids);
+    }
+    if (hs_stacks_total(p, HS_STACK_ENTRY)) {
+        char policy[128], name[200];
+        hs_fmt_stack_policy(p, policy, sizeof policy);
+        snprintf(name, sizeof name, "hooked calls by entry stack (captured at %s)", policy);
+        profile(p, out, frames, HS_STACK_ENTRY, false, 0, name, &nprof);
+    }
+}
+
+int hs_write_speedscope(const hs_profile *p, FILE *out)
+{
+    hs_frametab frames = { 0 };
+    profiles(p, NULL, &frames);
+    fprintf(out, "{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
+                 " \"exporter\": \"hookscope %s\", \"name\": ",
+            HOOKSCOPE_VERSION);
+    hs_json_quote(out, hs_basename(p->target_path ? p->target_path : "?"));
+    fprintf(out, ", \"activeProfileIndex\": 0,\n \"shared\": {\"frames\": [");
+    for (size_t i = 0; i < frames.n; i++) {
+        char buf[600];
+        hs_loc l = frames.v[i];
+        int32_t m = hs_loc_module(p, l);
+        fprintf(out, "%s\n  {\"name\": ", i ? "," : "");
+        hs_json_quote(out, hs_loc_format(p, l, false, false, buf, sizeof buf));
+        if (m >= 0) {
+            fprintf(out, ", \"file\": ");
+            hs_json_quote(out, p->modules[m].name);
+        }
+        fputc('}', out);
+    }
+    fprintf(out, "]},\n \"profiles\": [");
+    profiles(p, out, &frames);
+    fprintf(out, "]}\n");
+    hs_frametab_free(&frames);
+    return ferror(out) ? -1 : 0;
+}

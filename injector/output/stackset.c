@@ -1,0 +1,146 @@
+/*
+ * injector/output/stackset.c - see stackset.h.
+ */
+#include "output/stackset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+hs_loc hs_frame_key(hs_loc l)
+{
+    if (l.func >= 0) {
+        l.module = -1;
+        l.off = 0;
+    }
+    return l;
+}
+
+bool hs_loc_same(hs_loc a, hs_loc b)
+{
+    return a.func == b.func && a.module == b.module && a.off == b.off;
+}
+
+int32_t hs_loc_module(const hs_profile *p, hs_loc l)
+{
+    return l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
+}
+
+static uint64_t loc_hash(hs_loc l)
+{
+    uint64_t h = (uint64_t)(uint32_t)l.func * 0x9E3779B97F4A7C15ull;
+    h ^= ((uint64_t)(uint32_t)l.module + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    h ^= l.off * 0x165667B19E3779F9ull;
+    return h ^ (h >> 29);
+}
+
+int64_t hs_frametab_find(const hs_frametab *t, hs_loc key)
+{
+    size_t cursor = 0;
+    uint32_t i;
+    while (hs_map_next(&t->map, loc_hash(key), &cursor, &i))
+        if (hs_loc_same(t->v[i], key))
+            return i;
+    return -1;
+}
+
+uint32_t hs_frametab_add(hs_frametab *t, hs_loc key)
+{
+    int64_t i = hs_frametab_find(t, key);
+    if (i >= 0)
+        return (uint32_t)i;
+    hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
+    t->v[t->n] = key;
+    hs_map_put(&t->map, loc_hash(key), (uint32_t)t->n);
+    return (uint32_t)t->n++;
+}
+
+void hs_frametab_free(hs_frametab *t)
+{
+    free(t->v);
+    hs_map_free(&t->map);
+    memset(t, 0, sizeof *t);
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    return h;
+}
+
+int64_t hs_strtab_find(const hs_strtab *t, const char *s)
+{
+    size_t cursor = 0;
+    uint32_t i;
+    while (hs_map_next(&t->map, str_hash(s), &cursor, &i))
+        if (!strcmp(t->v[i], s))
+            return i;
+    return -1;
+}
+
+uint32_t hs_strtab_add(hs_strtab *t, const char *s)
+{
+    int64_t i = hs_strtab_find(t, s);
+    if (i >= 0)
+        return (uint32_t)i;
+    hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
+    t->v[t->n] = hs_xstrdup(s);
+    hs_map_put(&t->map, str_hash(s), (uint32_t)t->n);
+    return (uint32_t)t->n++;
+}
+
+void hs_strtab_free(hs_strtab *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i]);
+    free(t->v);
+    hs_map_free(&t->map);
+    memset(t, 0, sizeof *t);
+}
+
+uint64_t hs_stacks_total(const hs_profile *p, int kind)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].kind == kind && p->stacks[i].nframes)
+            n += p->stacks[i].count;
+    return n;
+}
+
+int hs_flame_kind(const hs_profile *p)
+{
+    if (hs_stacks_total(p, HS_STACK_CPU))
+        return HS_STACK_CPU;
+    if (hs_stacks_total(p, HS_STACK_ENTRY))
+        return HS_STACK_ENTRY;
+    return -1;
+}
+
+const char *hs_stack_unit(int kind)
+{
+    return kind == HS_STACK_ENTRY ? "captures" : "samples";
+}
+
+double hs_samples_cpu_ns(const hs_profile *p, uint64_t n)
+{
+    const hs_prof_sampling *s = &p->sampling;
+    if (!s->on)
+        return -1;
+    if (s->cpu_s >= 0 && s->samples)
+        return (double)n / (double)s->samples * s->cpu_s * 1e9;
+    if (s->rate_hz > 0)
+        return (double)n / s->rate_hz * 1e9;
+    return -1;
+}
+
+double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func)
+{
+    const hs_prof_func *f = &p->funcs[func];
+    if (!f->calls)
+        return -1;
+    double ns = hs_samples_cpu_ns(p, f->cpu_total);
+    return ns < 0 ? -1 : ns / (double)f->calls;
+}

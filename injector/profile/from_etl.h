@@ -1,0 +1,42 @@
+/*
+ * injector/profile/from_etl.h - the profile of one process of a recorded
+ * ETW trace (sampler/etl.h): its CPU samples as sample stacks per thread,
+ * leaf first, kernel frames kept (their modules marked kernel), every
+ * frame's module the image mapped there at the sample's time; the images
+ * with their PDB identity (DbgID_RSDS) so that the naming pass can find
+ * their PDBs without the image files. Portable C.
+ */
+#ifndef HOOKSCOPE_FROM_ETL_H
+#define HOOKSCOPE_FROM_ETL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etl.h"
+#include "profile/profile.h"
+
+/* A process of the trace with samples, for the table `report --etl` shows
+ * without a filter. */
+typedef struct hs_etl_proc_row {
+    uint32_t index;              /* into t->procs */
+    uint32_t pid;
+    const char *name;
+    uint64_t samples, with_stack;
+} hs_etl_proc_row;
+
+/* The processes with samples, by samples (most first), then pid; malloc'd. */
+size_t hs_etl_process_table(const hs_etl_trace *t, hs_etl_proc_row **rows);
+
+/* The process instance to profile: by pid (pid != 0) or by image name
+ * (case ignored); when several instances match, the one with the most
+ * samples. Returns 0, or -1 with one line in err naming what exists. */
+int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, uint32_t *index, char *err,
+                        size_t errlen);
+
+/* Fill p (new, empty) from process `index` of t; `trace_path` names the
+ * file in the report. map_path (may be NULL) turns a trace's NT path
+ * (\Device\HarddiskVolume2\...) into a path of this machine, or NULL. */
+void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trace_path,
+                         char *(*map_path)(void *ctx, const char *nt_path), void *map_ctx, hs_profile *p);
+
+#endif

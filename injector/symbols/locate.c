@@ -1,0 +1,342 @@
+/*
+ * injector/symbols/locate.c - the PDB search (see locate.h).
+ */
+#include "locate.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct search {
+    const hs_pdb_search *s;
+    const hs_symfs *fs;
+    const hs_rsds *rsds;
+    const char *image;          /* for messages */
+    const char *name;           /* the PDB file name */
+    char key[42];
+    char **tried;               /* paths already looked at */
+    size_t ntried, cap;
+    int status;                 /* the best failure so far */
+    char *msg;
+    size_t msglen;
+    hs_pdb_found *out;
+    int found;
+} search;
+
+static const char *base_name(const char *p)
+{
+    const char *b = p;
+    for (const char *q = p; *q; q++)
+        if (*q == '\\' || *q == '/')
+            b = q + 1;
+    return b;
+}
+
+static int is_windows_dir(const char *d)
+{
+    return strchr(d, '\\') || (isalpha((unsigned char)d[0]) && d[1] == ':');
+}
+
+/* dir + sep + a + [sep + b + [sep + c]] */
+static char *join(const char *dir, const char *a, const char *b, const char *c)
+{
+    char sep = is_windows_dir(dir) ? '\\' : '/';
+    size_t n = strlen(dir) + strlen(a) + (b ? strlen(b) : 0) + (c ? strlen(c) : 0) + 4;
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    size_t dl = strlen(dir);
+    int has_sep = dl && (dir[dl - 1] == '\\' || dir[dl - 1] == '/');
+    snprintf(p, n, "%s%s%s%s%s%s%s", dir, has_sep || !dl ? "" : (char[]){ sep, 0 }, a,
+             b ? (char[]){ sep, 0 } : "", b ? b : "", c ? (char[]){ sep, 0 } : "", c ? c : "");
+    return p;
+}
+
+/* Try one file; consumes path. Sets s->found on a match. -1: out of memory. */
+static int try_path(search *s, char *path, const char *via)
+{
+    if (!path)
+        return -1;
+    for (size_t i = 0; i < s->ntried; i++)
+        if (strcmp(s->tried[i], path) == 0) {
+            free(path);
+            return 0;
+        }
+    if (s->ntried == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 16;
+        char **t = realloc(s->tried, nc * sizeof *t);
+        if (!t) {
+            free(path);
+            return -1;
+        }
+        s->tried = t;
+        s->cap = nc;
+    }
+    s->tried[s->ntried++] = path;
+
+    uint8_t *data = NULL;
+    size_t size = 0;
+    char err[512] = "";
+    int rc = s->fs->read(s->fs->ctx, path, &data, &size, err, sizeof err);
+    if (rc == 1)
+        return 0;
+    if (rc < 0) {
+        if (s->status < HS_LOC_MISMATCH) {
+            s->status = HS_LOC_BAD;
+            snprintf(s->msg, s->msglen, "%s", err);
+        }
+        return 0;
+    }
+    hs_pdb pdb;
+    if (hs_pdb_open(&pdb, data, size, err, sizeof err)) {
+        free(data);
+        if (s->status < HS_LOC_MISMATCH) {
+            s->status = HS_LOC_BAD;
+            snprintf(s->msg, s->msglen, "%s: %s", path, err);
+        }
+        return 0;
+    }
+    if (memcmp(pdb.guid, s->rsds->guid, 16) != 0 || pdb.age != s->rsds->age) {
+        if (s->status != HS_LOC_MISMATCH) {
+            char pg[39], ig[39];
+            hs_guid_text(pdb.guid, pg);
+            hs_guid_text(s->rsds->guid, ig);
+            s->status = HS_LOC_MISMATCH;
+            snprintf(s->msg, s->msglen,
+                     "%s does not match %s (PDB GUID %s age %u, image wants %s age %u)", path,
+                     s->image, pg, pdb.age, ig, s->rsds->age);
+        }
+        hs_pdb_close(&pdb);
+        free(data);
+        return 0;
+    }
+    s->out->path = malloc(strlen(path) + 1);
+    if (!s->out->path) {
+        hs_pdb_close(&pdb);
+        free(data);
+        return -1;
+    }
+    strcpy(s->out->path, path);
+    s->out->via = via;
+    s->out->data = data;
+    s->out->size = size;
+    s->out->pdb = pdb;
+    s->found = 1;
+    return 0;
+}
+
+static char *dup(const char *p)
+{
+    char *d = malloc(strlen(p) + 1);
+    if (d)
+        strcpy(d, p);
+    return d;
+}
+
+static int prefix_ci(const char *s, const char *word, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)s[i]) != word[i])
+            return 0;
+    return word[n] == 0;
+}
+
+static int is_url(const char *p, size_t n)
+{
+    return (n >= 7 && strncmp(p, "http://", 7) == 0) || (n >= 8 && strncmp(p, "https://", 8) == 0);
+}
+
+/* the two-tier layout is DIR/na/name.pdb/KEY/name.pdb: join takes three
+ * parts, so the last one is added here */
+static int try_two_tier(search *s, const char *dir, const char *via)
+{
+    char two[3] = { s->name[0], s->name[0] ? s->name[1] : 0, 0 };
+    if (!two[0] || !two[1])
+        return 0;
+    char *mid = join(dir, two, s->name, s->key);
+    if (!mid)
+        return -1;
+    char *p = join(mid, s->name, NULL, NULL);
+    free(mid);
+    return try_path(s, p, via);
+}
+
+/* One search path: entries separated by ';'. Returns the number of places
+ * it named, or -1 when out of memory. */
+static int try_search_path(search *s, const char *list, const char *via)
+{
+    int places = 0;
+    if (!list)
+        return 0;
+    const char *p = list;
+    while (*p && !s->found) {
+        const char *e = strchr(p, ';');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        while (n && isspace((unsigned char)*p)) {
+            p++;
+            n--;
+        }
+        while (n && isspace((unsigned char)p[n - 1]))
+            n--;
+        char *entry = malloc(n + 1);
+        if (!entry)
+            return -1;
+        memcpy(entry, p, n);
+        entry[n] = 0;
+        int rc = 0;
+        if (n) {
+            char *star = strchr(entry, '*');
+            size_t first = star ? (size_t)(star - entry) : n;
+            int store = 0;
+            const char *parts = NULL;
+            if (star && ((prefix_ci(entry, "srv", first)) ||
+                         (prefix_ci(entry, "cache", first)))) {
+                store = 1;
+                parts = star + 1;
+            } else if (star && prefix_ci(entry, "symsrv", first)) {
+                store = 1;
+                parts = strchr(star + 1, '*');      /* after the DLL name */
+                parts = parts ? parts + 1 : "";
+            }
+            if (!store) {
+                places++;
+                rc = try_path(s, join(entry, s->name, NULL, NULL), via);
+            } else {
+                while (*parts && rc == 0 && !s->found) {
+                    const char *q = strchr(parts, '*');
+                    size_t m = q ? (size_t)(q - parts) : strlen(parts);
+                    if (m && !is_url(parts, m)) {
+                        char *dir = malloc(m + 1);
+                        if (!dir) {
+                            rc = -1;
+                            break;
+                        }
+                        memcpy(dir, parts, m);
+                        dir[m] = 0;
+                        places++;
+                        rc = try_path(s, join(dir, s->name, s->key, s->name), via);
+                        if (rc == 0 && !s->found)
+                            rc = try_two_tier(s, dir, via);
+                        free(dir);
+                    }
+                    parts = q ? q + 1 : parts + m;
+                }
+            }
+        }
+        free(entry);
+        if (rc < 0)
+            return -1;
+        p = e ? e + 1 : p + n;
+        if (!e)
+            break;
+    }
+    return places;
+}
+
+/* The search for the PDB named by pe's RSDS record, or (pe NULL) by rsds. */
+static int locate(const hs_pe *pe, const hs_rsds *rsds, const hs_pdb_search *sp, hs_pdb_found *out,
+                  char *msg, size_t msglen)
+{
+    search s;
+    memset(&s, 0, sizeof s);
+    memset(out, 0, sizeof *out);
+    s.s = sp;
+    s.fs = sp->fs ? sp->fs : hs_symfs_host();
+    s.image = sp->image_path ? base_name(sp->image_path) : "the image";
+    s.msg = msg;
+    s.msglen = msglen;
+    s.out = out;
+    s.status = HS_LOC_NOT_FOUND;
+    if (pe) {
+        char err[256];
+        int r = hs_pe_rsds(pe, &out->rsds, err, sizeof err);
+        if (r < 0) {
+            snprintf(msg, msglen, "%s: %s", s.image, err);
+            return HS_LOC_BAD;
+        }
+        if (r == 0) {
+            snprintf(msg, msglen, "%s names no PDB (no CodeView record)", s.image);
+            return HS_LOC_NO_RSDS;
+        }
+    } else {
+        out->rsds = *rsds;
+    }
+    s.rsds = &out->rsds;
+    s.name = base_name(out->rsds.path);
+    char fallback[1024];
+    if (!s.name[0]) {
+        /* an RSDS record without a path: the image's name with .pdb */
+        snprintf(fallback, sizeof fallback, "%s", s.image);
+        char *dot = strrchr(fallback, '.');
+        if (dot)
+            *dot = 0;
+        strncat(fallback, ".pdb", sizeof fallback - strlen(fallback) - 1);
+        s.name = fallback;
+    }
+    hs_guid_age_key(out->rsds.guid, out->rsds.age, s.key);
+
+    int nsym = 0, nnt = 0, oom = 0;
+    if (out->rsds.path[0] && strcmp(out->rsds.path, s.name) != 0)
+        oom |= try_path(&s, dup(out->rsds.path), "rsds") < 0;
+    if (!s.found && !oom && sp->image_path) {
+        size_t dl = (size_t)(base_name(sp->image_path) - sp->image_path);
+        char *dir = malloc(dl + 2);
+        if (!dir) {
+            oom = 1;
+        } else {
+            memcpy(dir, sp->image_path, dl);
+            dir[dl] = 0;
+            if (!dl)
+                strcpy(dir, ".");
+            oom |= try_path(&s, join(dir, s.name, NULL, NULL), "image folder") < 0;
+            free(dir);
+        }
+    }
+    if (!s.found && !oom) {
+        nsym = try_search_path(&s, sp->symbols, "--symbols");
+        oom |= nsym < 0;
+    }
+    if (!s.found && !oom) {
+        nnt = try_search_path(&s, sp->nt_symbol_path, "_NT_SYMBOL_PATH");
+        oom |= nnt < 0;
+    }
+    for (size_t i = 0; i < s.ntried; i++)
+        free(s.tried[i]);
+    free(s.tried);
+    if (oom) {
+        hs_pdb_found_free(out);
+        snprintf(msg, msglen, "out of memory looking for %s", s.name);
+        return HS_LOC_BAD;
+    }
+    if (s.found)
+        return HS_LOC_FOUND;
+    if (s.status == HS_LOC_NOT_FOUND)
+        snprintf(msg, msglen,
+                 "no symbols for %s: %s not found (looked at %s, the image's folder, "
+                 "%d --symbols place%s, %d _NT_SYMBOL_PATH place%s)",
+                 s.image, s.name, out->rsds.path[0] ? out->rsds.path : "no RSDS path",
+                 nsym, nsym == 1 ? "" : "s", nnt, nnt == 1 ? "" : "s");
+    return s.status;
+}
+
+int hs_pdb_locate(const hs_pe *pe, const hs_pdb_search *sp, hs_pdb_found *out, char *msg,
+                  size_t msglen)
+{
+    return locate(pe, NULL, sp, out, msg, msglen);
+}
+
+int hs_pdb_locate_rsds(const hs_rsds *rsds, const hs_pdb_search *sp, hs_pdb_found *out, char *msg,
+                       size_t msglen)
+{
+    return locate(NULL, rsds, sp, out, msg, msglen);
+}
+
+void hs_pdb_found_free(hs_pdb_found *f)
+{
+    if (f->data)
+        hs_pdb_close(&f->pdb);
+    free(f->data);
+    free(f->path);
+    memset(f, 0, sizeof *f);
+}

@@ -1,0 +1,81 @@
+/*
+ * injector/symbols/symfs_posix.c - the host file system on Linux (native
+ * tests and tools; see symfs.h): Wine's "Z:" drive is /, backslashes are
+ * separators.
+ */
+#include "symfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int posix_read(void *ctx, const char *path, uint8_t **data, size_t *size, char *err,
+                      size_t errlen)
+{
+    (void)ctx;
+    size_t n = strlen(path);
+    char *p = malloc(n + 1);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *src = path;
+    if ((path[0] == 'Z' || path[0] == 'z') && path[1] == ':')
+        src = path + 2;
+    else if (((path[0] | 0x20) >= 'a' && (path[0] | 0x20) <= 'z') && path[1] == ':') {
+        free(p);
+        return 1;                          /* another drive: not here */
+    }
+    size_t k = 0;
+    for (; *src; src++)
+        p[k++] = *src == '\\' ? '/' : *src;
+    p[k] = 0;
+    FILE *f = fopen(p, "rb");
+    if (!f) {
+        int e = errno;
+        free(p);
+        if (e == ENOENT || e == ENOTDIR || e == EISDIR)
+            return 1;
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+        return -1;
+    }
+    free(p);
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            size_t nc = cap ? cap * 2 : 1 << 16;
+            uint8_t *nb = realloc(buf, nc);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                snprintf(err, errlen, "out of memory reading %s", path);
+                return -1;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        snprintf(err, errlen, "cannot read %s", path);
+        return -1;
+    }
+    *data = buf;
+    *size = len;
+    return 0;
+}
+
+static const hs_symfs host = { posix_read, NULL };
+
+const hs_symfs *hs_symfs_host(void)
+{
+    return &host;
+}

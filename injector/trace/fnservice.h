@@ -1,0 +1,27 @@
+/*
+ * injector/trace/fnservice.h - the function service: while a trace runs, a
+ * thread of hookscope.exe answers the agent's requests for the functions
+ * of a module it is about to hook (hookscope/session.h, hs_fn_entry): the
+ * module's symbols are read here (symbols/modsyms.h: PDBs included; the
+ * agent never parses one), the -f/-x filters are applied to the names the
+ * reports will show, and the list goes back through the session.
+ *
+ * Started before the agent is injected (it asks while it hooks the first
+ * modules) and stopped when the trace ends; a request that finds no
+ * service is answered by the agent itself from the image.
+ */
+#ifndef HOOKSCOPE_FNSERVICE_H
+#define HOOKSCOPE_FNSERVICE_H
+
+#include <stdint.h>
+
+#include "commands/options.h"
+#include "trace/session_host.h"
+
+typedef struct hs_fnservice hs_fnservice;
+
+/* NULL (after printing why) when the service cannot start. */
+hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_options *o);
+void hs_fnservice_stop(hs_fnservice *svc);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * sampler/etl/collector.h - the observer that builds an hs_etl_trace
+ * (collector.c: processes, threads, images, samples), the stack joining it
+ * drives (stackjoin.c) and the finishing pass over the model (model.c).
+ */
+#ifndef HOOKSCOPE_ETL_COLLECTOR_H
+#define HOOKSCOPE_ETL_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "map.h"
+#include "reader.h"
+#include "text.h"
+
+/* How far back (in samples) a stack event may look for its sample. */
+#define HS_ETL_STACK_WINDOW 4096
+
+/* The joining state of one sample (parallel to the samples). */
+typedef struct hs_etl_pend {
+    uint64_t kkey, ukey;            /* stack keys waiting for their definition (0: none) */
+    uint32_t next_k, next_u;        /* other samples waiting for the same key */
+    uint32_t next_wait;             /* the next sample waiting in the kernel on this thread */
+    uint8_t user_known;             /* its user part is known (maybe empty) */
+    uint8_t waiting;                /* on its thread's list, waiting for the user part */
+    uint8_t done;                   /* its stack is final */
+} hs_etl_pend;
+
+/* The joining state of one thread id. */
+typedef struct hs_etl_tstate {
+    uint32_t wait;                  /* first sample waiting in the kernel (HS_ETL_NONE: none) */
+    uint64_t last_emit;             /* timestamp of the last user stack given to its waiters */
+} hs_etl_tstate;
+
+/* A DbgID/ImageID record waiting for its image (they come just before it). */
+typedef struct hs_etl_pending_id {
+    uint32_t pid;
+    uint64_t base;
+    uint32_t flags;                 /* HS_ETL_IMAGE_ID, HS_ETL_IMAGE_RSDS */
+    const char *orig_name, *pdb_name;
+    uint8_t guid[16];
+    uint32_t age;
+} hs_etl_pending_id;
+
+typedef struct hs_etl_priv {
+    hs_etl_arena arena;             /* every string of the model */
+    uint32_t *img_sorted;           /* user images by (pid, base) */
+    uint32_t n_img_sorted;
+    uint32_t *kimg_sorted;          /* kernel images by base */
+    uint32_t n_kimg_sorted;
+    uint64_t max_image_size;
+    uint32_t *proc_sorted;          /* processes by (pid, start) */
+} hs_etl_priv;
+
+typedef struct hs_etl_collector {
+    hs_etl_trace *t;
+    hs_etl_error *err;
+    hs_etl_priv *priv;
+    size_t cap_procs, cap_threads, cap_images, cap_samples, cap_frames, cap_ids, cap_tstates;
+    hs_etl_map pid_now;             /* pid -> its current process record */
+    hs_etl_map tid_now;             /* tid -> its current thread record */
+    hs_etl_map img_now;             /* (pid, base) -> the image mapped there now */
+    hs_etl_map id_now;              /* (pid, base) -> a pending ImageID/DbgID record */
+    hs_etl_pending_id *ids;
+    uint32_t nids;
+    /* stack joining */
+    hs_etl_pend *pend;
+    hs_etl_tstate *tstates;
+    uint32_t ntstates;
+    hs_etl_map tstate_of;           /* tid -> index into tstates */
+    hs_etl_map kkeys, ukeys;        /* stack key -> first sample waiting for it */
+    hs_etl_map keydefs;             /* (key, kernel) -> a created definition, index into defs */
+    struct hs_etl_keydef { uint32_t off, len; } *defs;
+    uint32_t ndefs;
+    size_t cap_defs;
+} hs_etl_collector;
+
+/* Set up / tear down (the trace keeps what was collected). */
+int hs_etl_collector_init(hs_etl_collector *c, hs_etl_trace *t, hs_etl_error *err);
+void hs_etl_collector_free(hs_etl_collector *c);
+/* The observer whose ctx is c. */
+hs_etl_observer hs_etl_collector_observer(hs_etl_collector *c);
+
+/* stackjoin.c: called by the collector for each stack-bearing event. */
+int hs_etl_join_sample(hs_etl_collector *c, uint32_t sample);
+int hs_etl_join_stack(hs_etl_collector *c, const hs_etl_event *ev, const hs_etl_stack_ev *s);
+int hs_etl_join_ref(hs_etl_collector *c, const hs_etl_event *ev, const hs_etl_stack_ref_ev *r);
+int hs_etl_join_def(hs_etl_collector *c, const hs_etl_event *ev, const hs_etl_stack_def_ev *d);
+/* At the end of the trace: kernel stacks still waiting get an empty user part. */
+int hs_etl_join_finish(hs_etl_collector *c);
+
+/* model.c: resolve what only the whole trace tells (pids of samples on
+ * threads seen later, process indices) and build the lookup tables. */
+int hs_etl_model_finish(hs_etl_collector *c);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * sampler/etl/dispatch.c - from an event to the observer: every event to
+ * its event callback, then the kinds hookscope reads through their views.
+ *
+ *   process group: 1 start, 2 end, 3 DCStart, 4 DCEnd, 39 defunct
+ *                  10: an image load (the kernel logs loads as 0x030A)
+ *   thread group:  1 start, 2 end, 3 DCStart, 4 DCEnd
+ *   image group:   2 unload, 3 DCStart, 4 DCEnd, 10 load (GUID form)
+ *   perfinfo:      46 SampledProfile
+ *   stackwalk:     32 stack, 34/35/36 key create/delete/rundown,
+ *                  37/38 StackKeyKernel/StackKeyUser
+ *   ImageID:       0 ImageID, 36 DbgID_RSDS
+ */
+#include "internal.h"
+
+int hs_etl_dispatch(const hs_etl_event *ev, const hs_etl_observer *o, hs_etl_error *err)
+{
+    void *c = o->ctx;
+    if (o->event && o->event(c, ev) < 0)
+        return -1;
+    switch (ev->group) {
+    case HS_ETL_GROUP_PROCESS:
+        if (ev->type == 10)
+            goto image;
+        if (o->process && (ev->type <= 4 ? ev->type >= 1 : ev->type == 39)) {
+            hs_etl_process_ev v;
+            return hs_etl_view_process(ev, &v, err) < 0 ? -1 : o->process(c, ev, &v);
+        }
+        return 0;
+    case HS_ETL_GROUP_THREAD:
+        if (o->thread && ev->type >= 1 && ev->type <= 4) {
+            hs_etl_thread_ev v;
+            return hs_etl_view_thread(ev, &v, err) < 0 ? -1 : o->thread(c, ev, &v);
+        }
+        return 0;
+    case HS_ETL_GROUP_IMAGE:
+        if (ev->type == 2 || ev->type == 3 || ev->type == 4 || ev->type == 10)
+            goto image;
+        return 0;
+    case HS_ETL_GROUP_PERFINFO:
+        if (o->sample && ev->type == 46) {
+            hs_etl_sample_ev v;
+            return hs_etl_view_sample(ev, &v, err) < 0 ? -1 : o->sample(c, ev, &v);
+        }
+        return 0;
+    case HS_ETL_GROUP_STACKWALK:
+        if (o->stack && ev->type == 32) {
+            hs_etl_stack_ev v;
+            return hs_etl_view_stack(ev, &v, err) < 0 ? -1 : o->stack(c, ev, &v);
+        }
+        if (o->stack_ref && (ev->type == 37 || ev->type == 38)) {
+            hs_etl_stack_ref_ev v;
+            return hs_etl_view_stack_ref(ev, &v, err) < 0 ? -1 : o->stack_ref(c, ev, &v);
+        }
+        if (o->stack_def && ev->type >= 34 && ev->type <= 36) {
+            hs_etl_stack_def_ev v;
+            return hs_etl_view_stack_def(ev, &v, err) < 0 ? -1 : o->stack_def(c, ev, &v);
+        }
+        return 0;
+    case HS_ETL_GROUP_IMAGEID:
+        if (o->image_id && ev->type == 0) {
+            hs_etl_imageid_ev v;
+            return hs_etl_view_imageid(ev, &v, err) < 0 ? -1 : o->image_id(c, ev, &v);
+        }
+        if (o->dbg_id && ev->type == 36) {
+            hs_etl_dbgid_ev v;
+            return hs_etl_view_dbgid(ev, &v, err) < 0 ? -1 : o->dbg_id(c, ev, &v);
+        }
+        return 0;
+    default:
+        return 0;
+    }
+image:
+    if (o->image) {
+        hs_etl_image_ev v;
+        return hs_etl_view_image(ev, &v, err) < 0 ? -1 : o->image(c, ev, &v);
+    }
+    return 0;
+}

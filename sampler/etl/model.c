@@ -1,0 +1,322 @@
+/*
+ * sampler/etl/model.c - the trace model once every event is read: the pids
+ * of samples whose thread was only seen later (a thread end or rundown
+ * after the sample: circular and truncated traces), the process record of
+ * each sample, thread and image, and the sorted tables behind
+ * hs_etl_image_at and hs_etl_process_at. Also the entry points that read a
+ * whole file into a model, and its release.
+ */
+#include "collector.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sorting by an index (qsort with the array passed along, no globals) -- */
+
+typedef int (*hs_cmp_fn)(const void *ctx, uint32_t a, uint32_t b);
+
+static void sort_index(uint32_t *ix, uint32_t n, const void *ctx, hs_cmp_fn cmp)
+{
+    /* a bottom-up merge sort: stable, O(n log n), no recursion */
+    uint32_t *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+    if (!tmp) {
+        /* insertion sort rather than failing: n is small when memory is short */
+        for (uint32_t i = 1; i < n; i++)
+            for (uint32_t j = i; j > 0 && cmp(ctx, ix[j - 1], ix[j]) > 0; j--) {
+                uint32_t t = ix[j];
+                ix[j] = ix[j - 1];
+                ix[j - 1] = t;
+            }
+        return;
+    }
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                tmp[o++] = cmp(ctx, ix[a], ix[b]) <= 0 ? ix[a++] : ix[b++];
+            while (a < mid)
+                tmp[o++] = ix[a++];
+            while (b < hi)
+                tmp[o++] = ix[b++];
+        }
+        memcpy(ix, tmp, (size_t)n * sizeof *ix);
+        if (w > UINT32_MAX / 2)
+            break;
+    }
+    free(tmp);
+}
+
+static int cmp_thread(const void *ctx, uint32_t a, uint32_t b)
+{
+    const hs_etl_thread *t = ctx;
+    if (t[a].tid != t[b].tid)
+        return t[a].tid < t[b].tid ? -1 : 1;
+    return t[a].start < t[b].start ? -1 : t[a].start > t[b].start;
+}
+
+static int cmp_proc(const void *ctx, uint32_t a, uint32_t b)
+{
+    const hs_etl_process *p = ctx;
+    if (p[a].pid != p[b].pid)
+        return p[a].pid < p[b].pid ? -1 : 1;
+    return p[a].start < p[b].start ? -1 : p[a].start > p[b].start;
+}
+
+static int cmp_image(const void *ctx, uint32_t a, uint32_t b)
+{
+    const hs_etl_image *m = ctx;
+    if (m[a].pid != m[b].pid)
+        return m[a].pid < m[b].pid ? -1 : 1;
+    return m[a].base < m[b].base ? -1 : m[a].base > m[b].base;
+}
+
+static int cmp_kimage(const void *ctx, uint32_t a, uint32_t b)
+{
+    const hs_etl_image *m = ctx;
+    return m[a].base < m[b].base ? -1 : m[a].base > m[b].base;
+}
+
+static uint32_t *identity(uint32_t n)
+{
+    uint32_t *ix = malloc((size_t)(n ? n : 1) * sizeof *ix);
+    if (ix)
+        for (uint32_t i = 0; i < n; i++)
+            ix[i] = i;
+    return ix;
+}
+
+/* ---- lookups -------------------------------------------------------------- */
+
+static uint32_t process_index(const hs_etl_trace *t, uint32_t pid, uint64_t ts)
+{
+    const hs_etl_priv *pv = t->priv;
+    if (!pv || !pv->proc_sorted || pid == HS_ETL_NONE)
+        return HS_ETL_NONE;
+    uint32_t lo = 0, hi = t->nprocs;
+    while (lo < hi) {                            /* first record after (pid, ts) */
+        uint32_t mid = lo + (hi - lo) / 2;
+        const hs_etl_process *p = &t->procs[pv->proc_sorted[mid]];
+        if (p->pid < pid || (p->pid == pid && p->start <= ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && t->procs[pv->proc_sorted[lo - 1]].pid == pid)
+        return pv->proc_sorted[lo - 1];
+    return HS_ETL_NONE;
+}
+
+const hs_etl_process *hs_etl_process_at(const hs_etl_trace *t, uint32_t pid, uint64_t ts)
+{
+    uint32_t i = process_index(t, pid, ts);
+    return i == HS_ETL_NONE ? NULL : &t->procs[i];
+}
+
+static int covers(const hs_etl_image *m, uint64_t addr, uint64_t ts)
+{
+    return addr >= m->base && addr - m->base < m->size && m->load <= ts && ts < m->unload;
+}
+
+const hs_etl_image *hs_etl_image_at(const hs_etl_trace *t, uint32_t pid, uint64_t addr, uint64_t ts)
+{
+    const hs_etl_priv *pv = t->priv;
+    if (!pv)
+        return NULL;
+    int kernel = addr >= t->kernel_boundary;
+    const uint32_t *ix = kernel ? pv->kimg_sorted : pv->img_sorted;
+    uint32_t n = kernel ? pv->n_kimg_sorted : pv->n_img_sorted;
+    if (!ix)
+        return NULL;
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {                            /* first image after (pid, addr) */
+        uint32_t mid = lo + (hi - lo) / 2;
+        const hs_etl_image *m = &t->images[ix[mid]];
+        if ((!kernel && m->pid < pid) || ((kernel || m->pid == pid) && m->base <= addr))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const hs_etl_image *best = NULL;
+    uint32_t best_i = 0;
+    for (uint32_t k = lo; k-- > 0;) {
+        const hs_etl_image *m = &t->images[ix[k]];
+        if ((!kernel && m->pid != pid) || addr - m->base >= pv->max_image_size)
+            break;
+        if (covers(m, addr, ts) &&
+            (!best || m->load > best->load || (m->load == best->load && ix[k] < best_i))) {
+            best = m;
+            best_i = ix[k];
+        }
+    }
+    return best;
+}
+
+double hs_etl_seconds(const hs_etl_trace *t, uint64_t ts)
+{
+    if (!t->info.clock_hz || ts < t->info.first_ts)
+        return 0;
+    return (double)(ts - t->info.first_ts) / (double)t->info.clock_hz;
+}
+
+/* ---- finishing ------------------------------------------------------------ */
+
+/* Samples whose thread was unknown when they came: the record of that tid
+ * (seen later) that started last before the sample gives the pid, if it
+ * had not ended by then. */
+static int resolve_pids(hs_etl_trace *t)
+{
+    uint32_t unknown = 0;
+    for (uint32_t i = 0; i < t->nsamples; i++)
+        unknown += t->samples[i].pid == HS_ETL_NONE;
+    if (!unknown || !t->nthreads)
+        return 0;
+    uint32_t *ix = identity(t->nthreads);
+    if (!ix)
+        return -1;
+    sort_index(ix, t->nthreads, t->threads, cmp_thread);
+    for (uint32_t i = 0; i < t->nsamples; i++) {
+        hs_etl_sample *s = &t->samples[i];
+        if (s->pid != HS_ETL_NONE)
+            continue;
+        uint32_t lo = 0, hi = t->nthreads;
+        while (lo < hi) {                        /* first record after (tid, ts) */
+            uint32_t mid = lo + (hi - lo) / 2;
+            const hs_etl_thread *th = &t->threads[ix[mid]];
+            if (th->tid < s->tid || (th->tid == s->tid && th->start <= s->ts))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0) {
+            const hs_etl_thread *th = &t->threads[ix[lo - 1]];
+            if (th->tid == s->tid && s->ts <= th->end)
+                s->pid = th->pid;
+        }
+    }
+    free(ix);
+    return 0;
+}
+
+int hs_etl_model_finish(hs_etl_collector *c)
+{
+    hs_etl_trace *t = c->t;
+    hs_etl_priv *pv = c->priv;
+    if (hs_etl_join_finish(c) < 0)
+        return -1;
+    if (resolve_pids(t) < 0)
+        goto oom;
+    if (!(pv->proc_sorted = identity(t->nprocs)))
+        goto oom;
+    sort_index(pv->proc_sorted, t->nprocs, t->procs, cmp_proc);
+    for (uint32_t i = 0; i < t->nsamples; i++)
+        t->samples[i].process = process_index(t, t->samples[i].pid, t->samples[i].ts);
+    for (uint32_t i = 0; i < t->nthreads; i++)
+        t->threads[i].process = process_index(t, t->threads[i].pid, t->threads[i].start);
+    /* an image over 4 GiB is corrupt (a PE's SizeOfImage is 32-bit): it
+     * stays in the model but out of the lookup tables, whose scans it
+     * would make long */
+    uint32_t nk = 0, nu = 0;
+    for (uint32_t i = 0; i < t->nimages; i++) {
+        hs_etl_image *m = &t->images[i];
+        m->process = process_index(t, m->pid, m->load);
+        if (m->size > 0xFFFFFFFFull)
+            continue;
+        if (m->flags & HS_ETL_IMAGE_KERNEL)
+            nk++;
+        else
+            nu++;
+        if (m->size > pv->max_image_size)
+            pv->max_image_size = m->size;
+    }
+    pv->img_sorted = malloc((size_t)(nu ? nu : 1) * sizeof *pv->img_sorted);
+    pv->kimg_sorted = malloc((size_t)(nk ? nk : 1) * sizeof *pv->kimg_sorted);
+    if (!pv->img_sorted || !pv->kimg_sorted)
+        goto oom;
+    for (uint32_t i = 0; i < t->nimages; i++) {
+        if (t->images[i].size > 0xFFFFFFFFull)
+            continue;
+        if (t->images[i].flags & HS_ETL_IMAGE_KERNEL)
+            pv->kimg_sorted[pv->n_kimg_sorted++] = i;
+        else
+            pv->img_sorted[pv->n_img_sorted++] = i;
+    }
+    sort_index(pv->img_sorted, pv->n_img_sorted, t->images, cmp_image);
+    sort_index(pv->kimg_sorted, pv->n_kimg_sorted, t->images, cmp_kimage);
+    return 0;
+oom:
+    hs_etl_fail(c->err, 0, 0, "out of memory");
+    return -1;
+}
+
+/* ---- reading a whole file ------------------------------------------------- */
+
+static int read_all(hs_etl_file *f, hs_etl_trace *t, hs_etl_error *err)
+{
+    hs_etl_collector c;
+    if (hs_etl_collector_init(&c, t, err) < 0)
+        return -1;
+    hs_etl_observer obs = hs_etl_collector_observer(&c);
+    int rc = hs_etl_decode(f, &obs, err);
+    if (rc == 0) {
+        uint64_t kb = t->kernel_boundary;
+        t->info = *hs_etl_file_info(f);
+        t->kernel_boundary = kb;
+        rc = hs_etl_model_finish(&c);
+    }
+    hs_etl_collector_free(&c);
+    if (rc < 0)
+        hs_etl_trace_free(t);
+    return rc;
+}
+
+int hs_etl_read_file(const char *path, hs_etl_trace *t, hs_etl_error *err)
+{
+    hs_etl_file *f;
+    memset(t, 0, sizeof *t);
+    if (hs_etl_open_file(&f, path, err) < 0)
+        return -1;
+    int rc = read_all(f, t, err);
+    hs_etl_close(f);
+    return rc;
+}
+
+int hs_etl_read_fp(FILE *fp, hs_etl_trace *t, hs_etl_error *err)
+{
+    hs_etl_file *f;
+    memset(t, 0, sizeof *t);
+    if (hs_etl_open_fp(&f, fp, err) < 0)
+        return -1;
+    int rc = read_all(f, t, err);
+    hs_etl_close(f);
+    return rc;
+}
+
+int hs_etl_read_mem(const void *data, size_t size, hs_etl_trace *t, hs_etl_error *err)
+{
+    hs_etl_file *f;
+    memset(t, 0, sizeof *t);
+    if (hs_etl_open_mem(&f, data, size, err) < 0)
+        return -1;
+    int rc = read_all(f, t, err);
+    hs_etl_close(f);
+    return rc;
+}
+
+void hs_etl_trace_free(hs_etl_trace *t)
+{
+    hs_etl_priv *pv = t->priv;
+    if (pv) {
+        hs_etl_arena_free(&pv->arena);
+        free(pv->img_sorted);
+        free(pv->kimg_sorted);
+        free(pv->proc_sorted);
+        free(pv);
+    }
+    free(t->procs);
+    free(t->threads);
+    free(t->images);
+    free(t->samples);
+    free(t->frames);
+    memset(t, 0, sizeof *t);
+}

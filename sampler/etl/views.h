@@ -1,0 +1,131 @@
+/*
+ * sampler/etl/views.h - typed views of the kernel event payloads hookscope
+ * reads, one group per file (ev_process.c, ev_thread.c, ev_image.c,
+ * ev_perfinfo.c, ev_stackwalk.c). A view points into the payload; strings
+ * are given as bytes and lengths (UTF-16LE or 8-bit, no terminator).
+ *
+ * Layouts (TraceEvent KernelTraceEventParser.cs / SymbolTraceEventParser.cs,
+ * snail-server snail/etl/parser/records; P = the event's pointer size):
+ *   process v1+ (hook 0x0301 start, 02 end, 03 DCStart, 04 DCEnd, 0x27 defunct):
+ *     UniqueProcessKey P @0 (v2+), pid @P, ppid @P+4, session @P+8,
+ *     exit status @P+12, directory table base P @P+16 (v3+), flags @2P+16
+ *     (v4+), then a SID (4 zero bytes, or a TOKEN_USER of 2P bytes and a
+ *     SID of 8 + 4 * SubAuthorityCount bytes) at P+16 (v1, v2), 2P+16 (v3),
+ *     2P+20 (v4+), then the 8-bit image name, then the UTF-16 command line
+ *     (v2+). v0: pid P @0, ppid P @P, SID @2P, name.
+ *   thread (hook 0x0501..04): v1+ pid @0, tid @4; v0 tid @0, pid @4.
+ *   image (hook 0x030A load - logged in the process group -, 0x1402
+ *     unload, 0x1403 DCStart, 0x1404 DCEnd): base P @0, size P @P, pid @2P,
+ *     checksum @2P+4, TimeDateStamp @2P+8, default base P @2P+16, UTF-16
+ *     file name @3P+32 (v2+); v1: pid @2P, name @2P+4; v0: size u32 @P,
+ *     name @P+4.
+ *   KernelTraceControl ImageID (GUID b3e675d7-..., opcode 0): base P @0,
+ *     size P @P, pid @2P, TimeDateStamp @2P+4, UTF-16 name @2P+8.
+ *     DbgID_RSDS (opcode 36): base P @0, pid @P, GUID @P+4, age @P+20,
+ *     8-bit PDB name @P+24.
+ *   SampledProfile (hook 0x0F2E): ip P @0, tid @P, count u16 @P+4, a byte
+ *     @P+6 (bit 0 DPC, bit 1 ISR, bits 3-7 priority), rank @P+7.
+ *   StackWalk (hook 0x1820): event timestamp u64 @0, pid @8, tid @12,
+ *     frames (P each) @16, leaf first.
+ *   stack key references (0x1825 kernel, 0x1826 user): timestamp @0, pid
+ *     @8, tid @12, key P @16. Definitions (0x1822 create, 0x1823 delete,
+ *     0x1824 rundown): key P @0, frames @P.
+ */
+#ifndef HOOKSCOPE_ETL_VIEWS_H
+#define HOOKSCOPE_ETL_VIEWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../etl.h"
+#include "bytes.h"
+
+struct hs_etl_event;
+
+/* n addresses of ptr bytes each at p. */
+typedef struct hs_etl_frames {
+    const uint8_t *p;
+    uint32_t n;
+    uint32_t ptr;
+} hs_etl_frames;
+
+static inline uint64_t hs_etl_frames_at(const hs_etl_frames *f, uint32_t i)
+{
+    return hs_leptr(f->p + (size_t)i * f->ptr, f->ptr);
+}
+
+typedef struct hs_etl_process_ev {
+    uint32_t pid, ppid, session, exit_status, flags;
+    uint64_t unique_key, dir_base;
+    const uint8_t *name;            /* 8-bit */
+    uint32_t name_len;
+    const uint8_t *cmdline;         /* UTF-16LE */
+    uint32_t cmdline_len;
+} hs_etl_process_ev;
+
+typedef struct hs_etl_thread_ev {
+    uint32_t pid, tid;
+} hs_etl_thread_ev;
+
+typedef struct hs_etl_image_ev {
+    uint64_t base, size, default_base;
+    uint32_t pid, checksum, timestamp;
+    const uint8_t *path;            /* UTF-16LE */
+    uint32_t path_len;
+} hs_etl_image_ev;
+
+typedef struct hs_etl_imageid_ev {
+    uint64_t base, size;
+    uint32_t pid, timestamp;
+    const uint8_t *name;            /* UTF-16LE */
+    uint32_t name_len;
+} hs_etl_imageid_ev;
+
+typedef struct hs_etl_dbgid_ev {
+    uint64_t base;
+    uint32_t pid, age;
+    const uint8_t *guid;            /* 16 bytes */
+    const uint8_t *pdb;             /* 8-bit */
+    uint32_t pdb_len;
+} hs_etl_dbgid_ev;
+
+typedef struct hs_etl_sample_ev {
+    uint64_t ip;
+    uint32_t tid;
+    uint16_t count;
+    uint8_t flags;                  /* HS_ETL_SAMPLE_DPC, HS_ETL_SAMPLE_ISR */
+    uint8_t priority, rank;
+} hs_etl_sample_ev;
+
+typedef struct hs_etl_stack_ev {
+    uint64_t event_ts;              /* the timestamp of the event it belongs to */
+    uint32_t pid, tid;
+    hs_etl_frames frames;
+} hs_etl_stack_ev;
+
+typedef struct hs_etl_stack_ref_ev {
+    uint64_t event_ts;
+    uint32_t pid, tid;
+    uint64_t key;
+    int kernel;                     /* StackKeyKernel (1) or StackKeyUser (0) */
+} hs_etl_stack_ref_ev;
+
+typedef struct hs_etl_stack_def_ev {
+    uint64_t key;
+    uint8_t type;                   /* 34 create, 35 delete, 36 rundown */
+    hs_etl_frames frames;
+} hs_etl_stack_def_ev;
+
+/* Each returns 0, or -1 with err naming the event when its payload is too
+ * short for its layout. */
+int hs_etl_view_process(const struct hs_etl_event *ev, hs_etl_process_ev *out, hs_etl_error *err);
+int hs_etl_view_thread(const struct hs_etl_event *ev, hs_etl_thread_ev *out, hs_etl_error *err);
+int hs_etl_view_image(const struct hs_etl_event *ev, hs_etl_image_ev *out, hs_etl_error *err);
+int hs_etl_view_imageid(const struct hs_etl_event *ev, hs_etl_imageid_ev *out, hs_etl_error *err);
+int hs_etl_view_dbgid(const struct hs_etl_event *ev, hs_etl_dbgid_ev *out, hs_etl_error *err);
+int hs_etl_view_sample(const struct hs_etl_event *ev, hs_etl_sample_ev *out, hs_etl_error *err);
+int hs_etl_view_stack(const struct hs_etl_event *ev, hs_etl_stack_ev *out, hs_etl_error *err);
+int hs_etl_view_stack_ref(const struct hs_etl_event *ev, hs_etl_stack_ref_ev *out, hs_etl_error *err);
+int hs_etl_view_stack_def(const struct hs_etl_event *ev, hs_etl_stack_def_ev *out, hs_etl_error *err);
+
+#endif

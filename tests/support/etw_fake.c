@@ -1,0 +1,152 @@
+/*
+ * tests/support/etw_fake.c - see etw_fake.h.
+ */
+#include "etw_fake.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "etl_build.h"
+
+static etw_fake *fake;
+#define FAKE_HANDLE 0x51u
+
+static void record(const char *what, unsigned long value)
+{
+    if (fake->ncalls >= FAKE_MAX_CALLS)
+        return;
+    fake_call *c = &fake->calls[fake->ncalls++];
+    snprintf(c->what, sizeof c->what, "%s", what);
+    c->value = value;
+}
+
+static DWORD fake_privilege(void)
+{
+    record("privilege", fake->fail_privilege);
+    return fake->fail_privilege;
+}
+
+static ULONG WINAPI fake_query(TRACEHANDLE h, int cls, void *info, ULONG len, ULONG *ret)
+{
+    record("query-interval", (unsigned long)cls);
+    if (h != 0 || cls != HS_ETW_INFO_PROFILE_INTERVAL || len < 8)
+        return ERROR_INVALID_PARAMETER;
+    if (fake->fail_query)
+        return fake->fail_query;
+    ((ULONG *)info)[1] = fake->machine_interval;
+    if (ret)
+        *ret = 8;
+    return ERROR_SUCCESS;
+}
+
+static ULONG WINAPI fake_set(TRACEHANDLE h, int cls, void *info, ULONG len)
+{
+    if (h == 0 && cls == HS_ETW_INFO_PROFILE_INTERVAL && len >= 8) {
+        record("set-interval", ((ULONG *)info)[1]);
+        if (fake->fail_set_interval)
+            return fake->fail_set_interval;
+        fake->machine_interval = ((ULONG *)info)[1];
+        return ERROR_SUCCESS;
+    }
+    if (cls == HS_ETW_INFO_STACK_TRACING) {
+        if (h != FAKE_HANDLE || !fake->running) {
+            fake->foreign_touched = 1;
+            record("foreign", (unsigned long)h);
+            return ERROR_INVALID_HANDLE;
+        }
+        const uint8_t *id = info;
+        record("stack-tracing", len >= 17 ? id[16] : 0);   /* the event type after the GUID */
+        static const GUID perfinfo = { 0xce1dbfb4, 0x137e, 0x4da6, { 0x87, 0xb0, 0x3f, 0x59, 0xaa, 0x10, 0x2c, 0xbc } };
+        if (len != 24 || memcmp(id, &perfinfo, 16) != 0)
+            return ERROR_INVALID_PARAMETER;
+        return fake->fail_stack;
+    }
+    record("set-other", (unsigned long)cls);
+    return ERROR_INVALID_PARAMETER;
+}
+
+static ULONG WINAPI fake_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERTIES *p)
+{
+    record("start", p->LogFileMode);
+    if (!wcscmp(name, L"NT Kernel Logger") || !wcscmp(name, L"Circular Kernel Context Logger")) {
+        fake->foreign_touched = 1;
+        return ERROR_ALREADY_EXISTS;
+    }
+    if (fake->fail_start)
+        return fake->fail_start;
+    wcsncpy(fake->session_name, name, 63);
+    fake->session_guid = p->Wnode.Guid;
+    fake->log_file_mode = p->LogFileMode;
+    fake->enable_flags = p->EnableFlags;
+    fake->client_context = p->Wnode.ClientContext;
+    wcsncpy(fake->log_file, (const wchar_t *)((const char *)p + p->LogFileNameOffset), 519);
+    fake->running = 1;
+    *h = FAKE_HANDLE;
+    return ERROR_SUCCESS;
+}
+
+/* The trace the kernel would have written: the scripted process, its
+ * thread and exe, and each sample with its stack (the instruction and one
+ * return address), as a system logger writes them (64-bit, QPC clock). */
+static void write_trace(void)
+{
+    etlb b;
+    etlb_bytes pl = { 0 };
+    const unsigned P = 8;
+    uint64_t ts = 100;
+    etlb_init(&b, P, 1, 64 * 1024);
+    etlb_begin(&b, 0, 1);
+    etlb_p_process(&pl, P, fake->pid, 1, 1, fake->process_name, fake->process_name);
+    etlb_sys(&b, 0, 0x03, 3, 4, 0, fake->pid, ts++, &pl), pl.n = 0;
+    etlb_p_thread(&pl, P, fake->pid, fake->tid);
+    etlb_sys(&b, 0, 0x05, 3, 3, fake->tid, fake->pid, ts++, &pl), pl.n = 0;
+    etlb_p_image(&pl, P, fake->image_base, fake->image_size, fake->pid, 0, fake->image_timestamp, fake->image_path);
+    etlb_sys(&b, 0, 0x14, 3, 3, 0, fake->pid, ts++, &pl), pl.n = 0;
+    for (int i = 0; i < fake->nsamples; i++) {
+        for (uint32_t k = 0; k < fake->samples[i].count; k++) {
+            uint64_t t = ts++;
+            etlb_p_sample(&pl, P, fake->samples[i].ip, fake->tid, 0);
+            etlb_perf(&b, 0x0F, 46, 2, t, 0, 0, &pl), pl.n = 0;
+            uint64_t frames[2] = { fake->samples[i].ip, fake->samples[i].ret };
+            etlb_p_stack(&pl, P, t, fake->pid, fake->tid, frames, 2);
+            etlb_perf(&b, 0x18, 32, 2, t, 0, 0, &pl), pl.n = 0;
+        }
+    }
+    etlb_end(&b, ETLB_PLAIN);
+    FILE *out = _wfopen(fake->log_file, L"wb");
+    if (out) {
+        fwrite(b.file.p, 1, b.file.n, out);
+        fake->wrote_trace = fclose(out) == 0;
+    }
+    eb_free(&pl);
+    etlb_free(&b);
+}
+
+static ULONG WINAPI fake_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPERTIES *p, ULONG code)
+{
+    (void)p;
+    if (h != FAKE_HANDLE || (name && wcscmp(name, fake->session_name) != 0) || !fake->running) {
+        fake->foreign_touched = 1;
+        record("foreign", (unsigned long)h);
+        return ERROR_WMI_INSTANCE_NOT_FOUND;
+    }
+    record("stop", code);
+    if (code == EVENT_TRACE_CONTROL_STOP) {
+        fake->running = 0;
+        write_trace();
+    }
+    return ERROR_SUCCESS;
+}
+
+void etw_fake_reset(etw_fake *f)
+{
+    memset(f, 0, sizeof *f);
+    f->machine_interval = 10000;
+}
+
+const hs_etw_api *etw_fake_api(etw_fake *f)
+{
+    static hs_etw_api api = { fake_start, fake_control, fake_set, fake_query, fake_privilege };
+    fake = f;
+    return &api;
+}

@@ -1,0 +1,60 @@
+/*
+ * tests/support/etw_fake.h - a fake of the system's ETW functions for the
+ * live ETW layer (sampler/etw_win.h): it records every call, can fail any
+ * step on request, keeps a "machine" sampling interval and a foreign
+ * session ("NT Kernel Logger") that must never be touched, and when its
+ * session is stopped writes a synthetic .etl file (tests/unit/etl_build.h,
+ * the documented layouts) with the process, thread, image and sample
+ * events the test scripted: what the kernel would have recorded.
+ */
+#ifndef HS_TEST_ETW_FAKE_H
+#define HS_TEST_ETW_FAKE_H
+
+#include <stdint.h>
+
+#include "etw_win.h"
+
+#define FAKE_MAX_CALLS 64
+#define FAKE_MAX_SAMPLES 16
+
+typedef struct fake_call {
+    char what[32];                 /* "privilege", "query-interval", "set-interval", "start",
+                                      "stack-tracing", "stop", "foreign" */
+    unsigned long value;           /* the interval, the handle, the stack-traced event type ... */
+} fake_call;
+
+typedef struct fake_sample {
+    uint64_t ip, ret;              /* the sampled instruction and one return address */
+    uint32_t count;
+} fake_sample;
+
+typedef struct etw_fake {
+    /* the script */
+    DWORD fail_privilege;          /* ERROR_SUCCESS, or what the privilege step answers */
+    ULONG fail_query, fail_set_interval, fail_start, fail_stack;   /* ERROR_SUCCESS or an error */
+    uint32_t pid, tid;             /* the process the trace shows */
+    char process_name[64];
+    char image_path[520];          /* its exe, as the trace records it */
+    uint64_t image_base, image_size;
+    uint32_t image_timestamp;
+    fake_sample samples[FAKE_MAX_SAMPLES];
+    int nsamples;
+    /* what happened */
+    ULONG machine_interval;        /* the global interval (starts at 10000) */
+    fake_call calls[FAKE_MAX_CALLS];
+    int ncalls;
+    int running;                   /* our session runs */
+    int foreign_touched;           /* something was done to a session that was not ours */
+    wchar_t session_name[64];
+    GUID session_guid;
+    ULONG log_file_mode, enable_flags, client_context;
+    wchar_t log_file[520];
+    int wrote_trace;
+} etw_fake;
+
+/* Reset to a script with no failures and no samples. */
+void etw_fake_reset(etw_fake *f);
+/* The function table that runs against f (one fake at a time). */
+const hs_etw_api *etw_fake_api(etw_fake *f);
+
+#endif

@@ -1,0 +1,63 @@
+# Test-side tools built from tests/support (included by the top-level
+# Makefile):
+#   build/native/tools/symdump   hookscope's PDB/DWARF readers and PDB locator
+#                                on Linux (tests/test_pdb_native.py)
+#   build/tests/symdump.exe      the same for Windows, plus DbgHelp and MSVC
+#                                undecoration (tests/test_pdb_wine.py)
+#   build/tests/dbghelp_probe.exe  what the system's DbgHelp says about an
+#                                image (injector/symbols/FINDINGS.md)
+#   make unit-asan               tests/unit/test_pdb.c with ASan and UBSan
+SYMDUMP_NAT := $(B)/native/tools/symdump
+SYMDUMP_WIN := $(B)/tests/symdump.exe
+PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
+
+# hookscope's own debug-information readers (injector/symbols), without the
+# facade and backends that need the rest of the injector
+DEBUGINFO_C   := $(addprefix injector/symbols/,symtab.c msf.c pdb.c rsds.c locate.c dwarf.c \
+                   undecorate.c debuginfo.c) hook/pe.c
+DEBUGINFO_WIN := $(addprefix injector/symbols/,symfs_win.c undecorate_win.c dbghelp_win.c)
+DEBUGINFO_NAT := $(addprefix injector/symbols/,symfs_posix.c undecorate_posix.c)
+
+SYMDUMP_NAT_OBJ := $(call nat_obj,tests/support/symdump.c $(DEBUGINFO_C) $(DEBUGINFO_NAT))
+SYMDUMP_WIN_OBJ := $(call win_obj,tests/support/symdump.c $(DEBUGINFO_C) $(DEBUGINFO_WIN))
+
+$(SYMDUMP_NAT): $(SYMDUMP_NAT_OBJ)
+	@mkdir -p $(dir $@)
+	$(NCC) -o $@ $^ -lstdc++
+
+$(SYMDUMP_WIN): $(SYMDUMP_WIN_OBJ)
+	@mkdir -p $(dir $@)
+	$(WCXX) -o $@ $^ -static-libgcc -static-libstdc++ -static -ldbghelp
+
+$(PROBE_WIN): tests/support/dbghelp_probe.c
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -O1 -Wall -Wextra -o $@ $< -ldbghelp
+
+.PHONY: symbol-tools
+symbol-tools: $(SYMDUMP_NAT) $(SYMDUMP_WIN) $(PROBE_WIN)
+unit: $(SYMDUMP_NAT)
+test-targets: $(SYMDUMP_WIN) $(PROBE_WIN)
+
+# tests/unit/test_pdb.c built with AddressSanitizer and UBSan and run: its
+# fuzzing then also shows that no corrupt input is read outside its bounds
+ASAN_PDB := $(B)/native/asan/test_pdb
+$(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(DEBUGINFO_C) $(DEBUGINFO_NAT)
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -Itests/unit -o $@ $^ -lstdc++
+
+.PHONY: unit-asan
+unit-asan: $(ASAN_PDB)
+	$(ASAN_PDB)
+
+# build/tests/etwtest.exe: the live ETW layer against a fake of the system's
+# ETW functions (tests/test_etw.py)
+ETWTEST_WIN := $(B)/tests/etwtest.exe
+ETWTEST_OBJ := $(call win_obj,tests/support/etwtest.c tests/support/etw_fake.c tests/unit/etl_build.c \
+                 $(filter-out injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
+                 $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C))
+$(B)/win/tests/support/etwtest.o $(B)/win/tests/support/etw_fake.o: WCFLAGS += -Itests/support -Itests/unit
+$(ETWTEST_WIN): $(ETWTEST_OBJ) $(CAPSTONE_LIB)
+	@mkdir -p $(dir $@)
+	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lntdll -lwinmm
+test-targets: $(ETWTEST_WIN)

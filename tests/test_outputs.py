@@ -1,0 +1,612 @@
+"""hookscope's outputs opened by the programs people open them with, and
+the commands around them (report --format/--sort, diff, dtrace, the
+progress line):
+
+- flamegraph.svg in headless Chromium (tests/support/cdp.py): no console
+  errors, the expected frames, a scripted search highlights exactly the
+  matching frames and reports their share, a click zooms, a tooltip, at
+  the scale of 100,000 unique stacks too;
+- profile.speedscope.json against the schema shipped in the speedscope
+  npm package, with Debian's python3-jsonschema;
+- callgrind.out through valgrind's callgrind_annotate: totals equal to the
+  samples, call counts equal to the hooks' edges;
+- DTrace's output through collapse-dtrace's rules; the fpid one-liners'
+  counts equal to the hook counts of the same program; cargo-flamegraph's
+  exact argument vector through hookscope-dtrace.exe.
+
+A consumer that is not installed skips its test with the reason (`make
+deps` installs them all). Every subprocess has a timeout.
+"""
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import sys
+import xml.dom.minidom
+
+import hs
+
+sys.path.insert(0, os.path.join(hs.ROOT, "tests", "support"))
+import cdp  # noqa: E402  (tests/support/cdp.py)
+
+PROFILES = os.path.join(hs.ROOT, "tests", "unit", "profiles")
+SCHEMA = os.path.join(hs.BUILD, "npm", "node_modules", "speedscope", "dist", "release", "file-format-schema.json")
+DEBIAN_PYTHON = "/usr/bin/python3"
+DEMO = "build/examples/demo.exe"
+T = hs.TARGETS
+
+# every frame box of the flame graph, as the page sees it
+JS_FRAMES = """[].slice.call(document.querySelectorAll('#frames > g.f')).map(function (g) {
+  var n = +g.getAttribute('data-n');
+  return {name: n >= 0 ? HS.fns[n][0] : null, v: +g.getAttribute('data-v'), x: +g.getAttribute('data-x'),
+          d: +g.getAttribute('data-d'), hit: g.classList.contains('hit'), shown: g.style.display !== 'none',
+          anc: g.classList.contains('anc'), rx: +g.firstChild.getAttribute('x'),
+          rw: +g.firstChild.getAttribute('width')};
+})"""
+
+
+def need_chromium():
+    if not cdp.available():
+        raise hs.Skip("chromium is not installed (make deps installs Debian's chromium)")
+
+
+def read(path, mode="r"):
+    with open(path, mode) as f:
+        return f.read()
+
+
+def url(path):
+    return "file://" + os.path.abspath(os.path.join(hs.ROOT, path))
+
+
+def frame_center(b, name):
+    return b.evaluate("""(function () {
+      var g = [].slice.call(document.querySelectorAll('#frames > g.f')).filter(function (g) {
+        var n = +g.getAttribute('data-n'); return n >= 0 && HS.fns[n][0] === %s; })[0];
+      var r = g.firstChild.getBoundingClientRect();
+      return [r.x + r.width / 2, r.y + r.height / 2];
+    })()""" % json.dumps(name))
+
+
+# --- flamegraph.svg in Chromium ---------------------------------------------------
+
+
+def test_svg_sampled_profile_in_chromium():
+    """The saved sampled profile: hookscope.exe's SVG equals the native
+    golden one; in Chromium every frame is there, a search for ^burn_
+    highlights burn_a and burn_b and reports 90% (180 of 200 samples), a
+    nested search counts recursion once, hovering shows the hooks' calls
+    and CPU per call, a click zooms, ?s= searches."""
+    need_chromium()
+    out = hs.outdir("svg-sampled")
+    p = hs.hookscope(["report", "tests/unit/profiles/sampled", "--format", "svg", "-o", out], timeout=120)
+    hs.eq(p.returncode, 0, "report --format svg: " + p.stderr.decode(errors="replace"))
+    svg = os.path.join(hs.ROOT, out, "flamegraph.svg")
+    hs.eq(read(svg, "rb"), read(os.path.join(PROFILES, "sampled", "flamegraph.svg"), "rb"),
+          "hookscope.exe's flamegraph.svg is the golden one")
+    xml.dom.minidom.parse(svg)   # well-formed XML
+    with cdp.Browser() as b:
+        b.open(url(out + "/flamegraph.svg"))
+        frames = b.evaluate(JS_FRAMES)
+        hs.eq(sorted(f["name"] for f in frames),
+              sorted(["all", "BaseThreadInitThunk", "main", "burn_a", "burn_b", "memcpy", "fib", "fib", "fib",
+                      "kernel32.dll+0x1234", "worker", "ntdll.dll+0x9000"]), "the frames")
+        r = b.evaluate("hsSearch('^burn_')")
+        hs.eq(r, {"frames": 2, "matched": 180, "total": 200, "share": 0.9}, "search ^burn_")
+        hits = sorted(f["name"] for f in b.evaluate(JS_FRAMES) if f["hit"])
+        hs.eq(hits, ["burn_a", "burn_b"], "highlighted frames")
+        hs.eq(b.evaluate("document.getElementById('matched').textContent"), "Matched: 90.00% (180 of 200 samples)",
+              "the matched share shown")
+        r = b.evaluate("hsSearch('fib')")
+        hs.eq((r["frames"], r["matched"]), (3, 15), "recursion is counted once")
+        b.evaluate("hsClearSearch()")
+        x, y = frame_center(b, "burn_b")
+        b.mouse("mouseMoved", x, y)
+        tip = b.evaluate("[].slice.call(document.querySelectorAll('#tiptext tspan')).map(function (t) "
+                         "{ return t.textContent; })")
+        hs.eq(tip, ["burn_b", "module: burn.exe", "samples: 120 (60.00%)",
+                    "calls: 1,000 (counted by the hooks, all stacks)",
+                    "CPU per call: 120.00 us (estimated from the samples)"], "the tooltip")
+        hs.eq(b.evaluate("document.getElementById('tip').getAttribute('visibility')"), "visible", "tooltip shown")
+        b.click(x, y)
+        after = {f["name"]: f for f in b.evaluate(JS_FRAMES) if f["name"] in ("burn_b", "burn_a", "main", "memcpy")}
+        hs.eq((after["burn_b"]["rx"], after["burn_b"]["rw"]), (10.0, 1180.0), "the clicked frame fills the width")
+        hs.check(not after["burn_a"]["shown"], "a sibling is hidden after the zoom")
+        hs.check(after["main"]["anc"] and after["main"]["rw"] == 1180.0, "an ancestor spans the width, faded")
+        hs.eq(after["memcpy"]["rw"], round(1180 * 20 / 120, 1), "a child scales with the zoom")
+        b.evaluate("hsReset()")
+        hs.eq([f["rw"] for f in b.evaluate(JS_FRAMES) if f["name"] == "burn_b"], [708.0], "reset")
+        b.open(url(out + "/flamegraph.svg") + "?s=memcpy")
+        hs.eq(b.evaluate("document.getElementById('matched').textContent"), "Matched: 10.00% (20 of 200 samples)",
+              "?s= in the URL searches")
+        hs.eq(b.errors, [], "console errors")
+
+
+def test_svg_entry_stacks_of_a_run_in_chromium():
+    """A real run without samples: the flame graph of the entry stacks
+    (demo.exe --stacks=8); the search share of ^fib$ equals the captures
+    of the stacks through fib (entry-stacks.folded), up to the merged
+    narrow frames; a click on fib zooms."""
+    need_chromium()
+    hs.need(DEMO)
+    t = hs.trace(DEMO, options=["--stacks=8", "--no-sample"], name="svg-demo")
+    hs.eq(t.rc, 0, "run")
+    folded = t.file("entry-stacks.folded")
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines())
+    through_fib = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines()
+                      if re.search(r"(^|;)demo\.exe!fib(;| )", line))
+    with cdp.Browser() as b:
+        b.open(url(t.out + "/flamegraph.svg"))
+        frames = b.evaluate(JS_FRAMES)
+        names = {f["name"] for f in frames}
+        hs.check({"all", "main", "fib", "is_even", "is_odd"} <= names,
+                 f"expected frames in {sorted(n for n in names if n)[:20]}")
+        hs.eq([f["v"] for f in frames if f["name"] == "all"], [total], "the root holds every capture")
+        merged = sum(f["v"] for f in frames if f["name"] is None)
+        r = b.evaluate("hsSearch('^fib$')")
+        hs.check(abs(r["matched"] - through_fib) <= merged and r["matched"] <= through_fib,
+                 f"search ^fib$: {r['matched']} of {total}, the stacks through fib hold {through_fib}")
+        x, y = frame_center(b, "fib")
+        b.click(x, y)
+        shown = [f for f in b.evaluate(JS_FRAMES) if f["shown"] and not f["anc"]]
+        top = min(shown, key=lambda f: f["d"])
+        hs.eq((top["name"], top["rx"], top["rw"]), ("fib", 10.0, 1180.0), "the clicked fib fills the width")
+        hs.check(all(f["d"] > top["d"] for f in shown if f is not top), "only its callees are shown above it")
+        hs.eq(b.errors, [], "console errors")
+
+
+def test_svg_100k_unique_stacks():
+    """100,000 unique stacks (tests/support/gen_profile.py): at most 20,000
+    boxes, the file within its bound, loads in Chromium without errors,
+    and search works."""
+    need_chromium()
+    src = hs.outdir("svg-100k-src")
+    subprocess.run([sys.executable, os.path.join(hs.ROOT, "tests", "support", "gen_profile.py"),
+                    os.path.join(hs.ROOT, src), "100000"], check=True, timeout=120)
+    out = hs.outdir("svg-100k")
+    p = hs.hookscope(["report", src, "--format", "svg", "-o", out], timeout=300)
+    hs.eq(p.returncode, 0, "report --format svg: " + p.stderr.decode(errors="replace"))
+    svg = os.path.join(hs.ROOT, out, "flamegraph.svg")
+    size = os.path.getsize(svg)
+    hs.check(size < 12 * 1024 * 1024, f"flamegraph.svg of 100,000 stacks is {size} bytes")
+    with cdp.Browser() as b:
+        b.open(url(out + "/flamegraph.svg"), timeout=120)
+        frames = b.evaluate(JS_FRAMES, timeout=120)
+        hs.check(100 < len(frames) <= 20000, f"{len(frames)} boxes")
+        hs.check(any(f["name"] is None for f in frames), "narrow frames are merged")
+        r = b.evaluate("hsSearch('^fn_[12]$')", timeout=120)
+        hs.check(r["frames"] > 0 and 0 < r["share"] <= 1, f"search: {r}")
+        hs.eq(b.errors, [], "console errors")
+
+
+# --- speedscope ---------------------------------------------------------------------
+
+
+VALIDATE = """
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+bad = 0
+for path in sys.argv[2:]:
+    errors = list(jsonschema.Draft7Validator(schema).iter_errors(json.load(open(path))))
+    for e in errors[:3]:
+        print(path + ": " + e.message)
+    bad += bool(errors)
+sys.exit(1 if bad else 0)
+"""
+
+
+def validate_speedscope(paths):
+    if not os.path.exists(SCHEMA):
+        raise hs.Skip("the speedscope npm package is not in build/npm (make deps installs it)")
+    if subprocess.run([DEBIAN_PYTHON, "-c", "import jsonschema"], capture_output=True, timeout=60).returncode:
+        raise hs.Skip("python3-jsonschema is not installed (make deps installs it)")
+    return subprocess.run([DEBIAN_PYTHON, "-c", VALIDATE, SCHEMA] + paths, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_speedscope_valid_against_the_schema():
+    """Every saved profile's profile.speedscope.json and a real run's are
+    valid against speedscope's own schema; a broken one is not (so the
+    check can fail); the CPU profiles' weights add up to the samples."""
+    hs.need(DEMO)
+    t = hs.trace(DEMO, options=["--stacks=6"], name="speedscope-demo")
+    hs.eq(t.rc, 0, "run")
+    paths = [os.path.join(PROFILES, d, "profile.speedscope.json") for d in sorted(os.listdir(PROFILES))
+             if os.path.exists(os.path.join(PROFILES, d, "profile.speedscope.json"))]
+    paths.append(os.path.join(hs.ROOT, t.out, "profile.speedscope.json"))
+    r = validate_speedscope(paths)
+    hs.eq(r.returncode, 0, "schema validation: " + r.stdout + r.stderr)
+    broken = os.path.join(hs.OUT, "broken.speedscope.json")
+    doc = json.loads(read(paths[0]))
+    doc["profiles"][0]["weights"] = ["60"]
+    with open(broken, "w") as f:
+        json.dump(doc, f)
+    r = validate_speedscope([broken])
+    hs.check(r.returncode == 1 and "is not valid" in r.stdout, "a broken file is refused: " + r.stdout[:300])
+    doc = json.loads(read(os.path.join(PROFILES, "sampled", "profile.speedscope.json")))
+    cpu = sum(sum(p["weights"]) for p in doc["profiles"] if p["name"].startswith("CPU samples"))
+    hs.eq(cpu, 200, "CPU weights = the run's samples")
+    entry = json.loads(read(os.path.join(hs.ROOT, t.out, "profile.speedscope.json")))["profiles"]
+    hs.eq([sum(p["weights"]) for p in entry], [sum(s["count"] for s in t.json["stacks"])],
+          "the entry stacks' weights = the captures")
+
+
+# --- callgrind ------------------------------------------------------------------------
+
+
+def annotate(path):
+    if not shutil.which("callgrind_annotate"):
+        raise hs.Skip("callgrind_annotate is not installed (make deps installs valgrind)")
+    p = subprocess.run(["callgrind_annotate", "--inclusive=no", "--tree=caller", "--threshold=100", path], capture_output=True,
+                       text=True, timeout=120)
+    hs.eq(p.returncode, 0, "callgrind_annotate: " + p.stderr)
+    total = re.search(r"^([\d,]+) \([\d.]+%\)\s+PROGRAM TOTALS", p.stdout, re.M)
+    calls, callee = {}, None
+    # --tree=caller: the callers ("< file:fn (Nx) [obj]") come before their callee ("* file:fn [obj]")
+    pending = []
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s*[\d,]+(?: \(\s*[\d.]+%\))?\s+<\s+\?\?\?:(.+?) \(([\d,]+)x\) \[(.+)\]$", line)
+        if m:
+            pending.append((m.group(1), int(m.group(2).replace(",", ""))))
+            continue
+        m = re.match(r"^\s*[\d,]+(?: \(\s*[\d.]+%\))?\s+\*\s+\?\?\?:(.+?) \[(.+)\]$", line)
+        if m:
+            callee = m.group(1)
+            for caller, n in pending:
+                calls[(caller, callee)] = calls.get((caller, callee), 0) + n
+            pending = []
+    return int(total.group(1).replace(",", "")) if total else None, calls
+
+
+def edges_by_name(report):
+    d = {}
+    for e in report["edges"]:
+        k = (e["caller"], e["callee"])
+        d[k] = d.get(k, 0) + e["calls"]
+    return d
+
+
+def test_callgrind_read_by_callgrind_annotate():
+    """callgrind_annotate reads the saved sampled profile's callgrind.out
+    with totals equal to its 200 samples and every call count equal to the
+    hooks' edges; and a real run's (demo.exe, edges only) with every edge's
+    count."""
+    total, calls = annotate(os.path.join(PROFILES, "sampled", "callgrind.out"))
+    hs.eq(total, 200, "PROGRAM TOTALS = the CPU samples")
+    report = json.loads(read(os.path.join(PROFILES, "sampled", "report.json")))
+    hs.eq(calls, edges_by_name(report), "call counts = the hooks' edges")
+    hs.need(DEMO)
+    t = hs.trace(DEMO, name="callgrind-demo")
+    hs.eq(t.rc, 0, "run")
+    total, calls = annotate(os.path.join(hs.ROOT, t.out, "callgrind.out"))
+    want = {k: v for k, v in edges_by_name(t.json).items() if v}
+    hs.eq(calls, want, "a real run's call counts = its edges")
+
+
+# --- report ---------------------------------------------------------------------------
+
+
+def test_report_formats_and_views():
+    """report --format NAME writes that output to stdout byte for byte;
+    --sort/--top/--threads shape report.txt; what a run lacks is refused
+    with one line."""
+    sampled = "tests/unit/profiles/sampled"
+    p = hs.hookscope(["report", sampled, "--format", "json"], timeout=120)
+    hs.eq((p.returncode, p.stdout), (0, read(os.path.join(PROFILES, "sampled", "report.json"), "rb")),
+          "--format json to stdout")
+    p = hs.hookscope(["report", sampled, "--format", "dtrace"], timeout=120)
+    hs.eq((p.returncode, p.stdout), (0, read(os.path.join(PROFILES, "sampled", "dtrace"), "rb")),
+          "--format dtrace to stdout")
+    p = hs.hookscope(["report", sampled, "--sort", "cpu", "--top", "2", "--threads"], timeout=120)
+    text = p.stdout.decode()
+    hs.eq(p.returncode, 0, "--sort cpu")
+    rows = re.findall(r"^ +(\d+) +(\d+)  (\w+) ", text, re.M)
+    hs.eq(rows, [("1000", "100", "burn_b"), ("100", "60", "burn_a")], "--sort cpu --top 2")
+    hs.check("threads: the calls the hooks counted" in text and re.search(r"^ +11 +1 +5 +50 +-$", text, re.M),
+             "--threads table: " + text)
+    lateload = "tests/unit/profiles/lateload"
+    p = hs.hookscope(["report", lateload, "--sort", "cpu"], timeout=120)
+    hs.eq((p.returncode, p.stderr.decode().strip()), (2, "hookscope: --sort cpu needs CPU samples, and this run has none"),
+          "--sort cpu without samples")
+    p = hs.hookscope(["report", "tests/golden/demo", "--format", "svg"], timeout=120)
+    hs.eq(p.returncode, 125, "--format svg without stacks: " + p.stderr.decode())
+    hs.check(p.stderr.decode().startswith("hookscope: this run has nothing for --format svg"), p.stderr.decode())
+    p = hs.hookscope(["report", sampled, "--format", "svg", "--sort", "calls"], timeout=60)
+    hs.eq(p.returncode, 2, "--sort with --format svg")
+    p = hs.hookscope(["report", sampled, "--format", "pdf"], timeout=60)
+    hs.eq(p.returncode, 2, "--format pdf")
+
+
+# --- diff -----------------------------------------------------------------------------
+
+
+def test_diff_finds_the_slower_function():
+    """spin.exe against spin_slow.exe (slow_part does 20 times the work,
+    the same calls), both with --time: slow_part comes first and grew; a
+    run against itself shows no change; -o writes diff.txt as printed and
+    a differential flame graph."""
+    a, b = hs.need(f"{T}/spin.exe"), hs.need(f"{T}/spin_slow.exe")
+    ta = hs.trace(a, options=["--time", "--stacks=4"], name="diff-a")
+    tb = hs.trace(b, options=["--time", "--stacks=4"], name="diff-b")
+    hs.eq((ta.rc, tb.rc), (0, 0), "runs")
+    out = hs.outdir("diff-ab")
+    p = hs.hookscope(["diff", ta.out, tb.out, "-o", out], timeout=120)
+    hs.eq(p.returncode, 0, "diff: " + p.stderr.decode())
+    text = p.stdout.decode()
+    rows = [line for line in text.splitlines() if re.match(r"^ +(\d+|-) ", line)]
+    first = rows[0].split()
+    hs.eq((first[-2], first[0], first[1], first[2]), ("slow_part", "50", "50", "+0"), "the first row: " + rows[0])
+    hs.check(re.search(r" \+\d+(\.\d+)? (ns|us|ms|s)  slow_part ", rows[0]), "slow_part's self time grew: " + rows[0])
+    hs.eq(read(os.path.join(hs.ROOT, out, "diff.txt"), "rb"), p.stdout, "diff.txt = what diff printed")
+    xml.dom.minidom.parse(os.path.join(hs.ROOT, out, "diff-flamegraph.svg"))
+    p = hs.hookscope(["diff", ta.out, ta.out], timeout=120)
+    text = p.stdout.decode()
+    hs.eq(p.returncode, 0, "diff A A")
+    hs.check(re.search(r"^no change: the \d+ functions have the same figures in both runs$", text, re.M), text)
+    for line in text.splitlines():
+        if re.match(r"^ +\d+ ", line):
+            cols = line.split()
+            hs.eq(cols[2], "+0", "calls change: " + line)
+    p = hs.hookscope(["diff", ta.out], timeout=60)
+    hs.eq(p.returncode, 2, "diff needs two runs")
+    p = hs.hookscope(["diff", ta.out, "build/test-out/no-such-run"], timeout=60)
+    hs.eq(p.returncode, 125, "diff of a missing run")
+    hs.check(p.stderr.decode().startswith("hookscope: cannot read build/test-out/no-such-run\\report.json"),
+             p.stderr.decode())
+
+
+# --- dtrace ---------------------------------------------------------------------------
+
+
+def dtrace_agg(text):
+    """A DTrace @[probefunc] = count() aggregation: {name: count}."""
+    d = {}
+    for line in text.splitlines():
+        m = re.match(r"^  (\S.*?) +(\d+)$", line)
+        if m:
+            d[m.group(1)] = d.get(m.group(1), 0) + int(m.group(2))
+    return d
+
+
+def collapse_dtrace(text):
+    """inferno's collapse-dtrace: skip to the first blank line; frames
+    (trimmed, cut at the last '+') until a line that is a number; root
+    first, joined by ';'. Returns {stack: count}."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines) and lines[i].strip():
+        i += 1
+    out, stack = {}, []
+    for line in lines[i + 1:]:
+        t = line.strip()
+        if not t:
+            continue
+        if t.isdigit():
+            k = ";".join(reversed(stack))
+            out[k] = out.get(k, 0) + int(t)
+            stack = []
+            continue
+        stack.append(t.rsplit("+", 1)[0] if "+" in t else t)
+    return out
+
+
+def test_dtrace_fpid_counts_equal_the_hooks():
+    """The fpid/pid one-liners: @[probefunc] on demo.exe = the calls a plain
+    run counts, per function; on spin.exe, @[probefunc, ustack()] of
+    slow_* adds up to slow_part's calls and @[ustack()] to every call; -o
+    appends."""
+    hs.need(DEMO)
+    t = hs.trace(DEMO, name="dtrace-ref")
+    hs.eq(t.rc, 0, "run")
+    calls = {k: v for k, v in t.calls("demo.exe").items() if v}
+    outfile = os.path.join(hs.OUT, "dtrace-fpid.out")
+    if os.path.exists(outfile):
+        os.remove(outfile)
+    rel = os.path.relpath(outfile, hs.ROOT)
+    p = hs.hookscope(["dtrace", "-n", "fpid$target:demo::entry { @[probefunc] = count(); }", "-o", rel,
+                      "-c", DEMO], timeout=300)
+    hs.eq(p.returncode, 0, "dtrace: " + p.stderr.decode())
+    first = read(outfile)
+    hs.check(first.startswith("\n  "), "a blank line, then the records")
+    hs.eq(dtrace_agg(first), calls, "@[probefunc] = the hooks' calls")
+    counts = [int(line.split()[-1]) for line in first.splitlines() if line.strip()]
+    hs.eq(counts, sorted(counts), "ascending by count")
+    hs.check(re.search(r"pid \d+: %d calls counted, 0 CPU samples" % sum(calls.values()), p.stderr.decode()),
+             p.stderr.decode())
+    # stacks: a program with few distinct stacks, so that the stack tables
+    # (6,144 unique stacks per thread) hold every one; demo.exe's deep fib
+    # recursion has more, and dtrace says how many were dropped
+    spin = hs.need(f"{T}/spin.exe")
+    ts = hs.trace(spin, name="dtrace-ref-spin")
+    spin_calls = {k: v for k, v in ts.calls("spin.exe").items() if v}
+    p = hs.hookscope(["dtrace", "-q", "-n", "pid$target:spin:slow_*:entry { @[probefunc, ustack()] = count(); }",
+                      "-o", rel, "-c", spin], timeout=300)
+    hs.eq(p.returncode, 0, "dtrace: " + p.stderr.decode())
+    both = read(outfile)
+    hs.check(both.startswith(first), "-o appends, as dtrace does")
+    second = both[len(first):]
+    keys = re.findall(r"^  (\S+) +\n", second, re.M)
+    hs.check(keys and set(keys) == {"slow_part"}, f"only slow_part: {set(keys)}")
+    stacks = collapse_dtrace(second)
+    hs.eq(sum(stacks.values()), spin_calls["slow_part"], "the stacks of slow_part add up to its calls")
+    # the probefunc key line is read as one more frame by collapse-dtrace, as
+    # with DTrace's own output
+    hs.check(all(k.endswith("spin.exe`main;spin.exe`slow_part;slow_part") for k in stacks),
+             f"leaf slow_part, caller main: {stacks}")
+    os.remove(outfile)
+    p = hs.hookscope(["dtrace", "-q", "-n", "fpid$target:spin::entry { @[ustack()] = count(); }", "-o", rel,
+                      "-c", spin], timeout=300)
+    hs.eq(p.returncode, 0, "dtrace ustack")
+    folded = collapse_dtrace(read(outfile))
+    hs.eq(sum(folded.values()), sum(spin_calls.values()), "@[ustack()] adds up to every call")
+
+
+def test_dtrace_refuses_what_it_does_not_support():
+    p = hs.hookscope(["dtrace", "-n", "syscall:::entry { @[probefunc] = count(); }", "-c", DEMO], timeout=60)
+    err = p.stderr.decode().replace("\r\n", "\n")
+    hs.eq(p.returncode, 2, "exit status")
+    hs.check(err.count("\n") == 1 and err.startswith("hookscope dtrace: unsupported D program:") and
+             "supported: profile-N" in err, err)
+    p = hs.hookscope(["dtrace", "-n", "profile-997 { @[ustack()] = count(); }"], timeout=60)
+    hs.eq((p.returncode, p.stderr.decode().replace("\r\n", "\n")),
+          (2, "hookscope dtrace: nothing to trace: give -c 'CMD ARGS' or -p PID\n"), "no -c or -p")
+
+
+DTRACE_EXE = "build/bin/hookscope-dtrace.exe"
+CARGO_PROGRAM = "profile-997 /pid == $target/ { @[ustack(100)] = count(); }"
+
+
+def cargo_flamegraph(outfile, workload):
+    """cargo-flamegraph's exact argument vector (flamegraph-rs src/lib.rs):
+    '-c' joins the workload with spaces, each space inside an argument
+    written '\\ '."""
+    escaped = " ".join(a.replace(" ", "\\ ") for a in workload)
+    return hs.wine([DTRACE_EXE, "-x", "ustackframes=100", "-n", CARGO_PROGRAM, "-o", outfile, "-c", escaped],
+                   timeout=300)
+
+
+def test_dtrace_exe_takes_cargo_flamegraphs_arguments():
+    """hookscope-dtrace.exe: --help exits 0; cargo-flamegraph's argument
+    vector reaches the program with its arguments intact (spaces too) and
+    -o gets DTrace's output (a leading blank line)."""
+    hs.need(DTRACE_EXE)
+    hs.need(f"{T}/echo.exe")
+    p = hs.wine([DTRACE_EXE, "--help"], timeout=60)
+    hs.eq(p.returncode, 0, "--help")
+    hs.check(b"usage: hookscope dtrace" in p.stdout, p.stdout.decode(errors="replace"))
+    out = os.path.relpath(os.path.join(hs.OUT, "cargo-flamegraph.stacks"), hs.ROOT)
+    if os.path.exists(os.path.join(hs.ROOT, out)):
+        os.remove(os.path.join(hs.ROOT, out))
+    p = cargo_flamegraph(out, [f"{T}/echo.exe", "arg with spaces", "other", "C:\\path\\x"])
+    hs.eq(p.returncode, 0, "exit status: " + p.stderr.decode(errors="replace"))
+    hs.eq(p.stdout.decode().replace("\r\n", "\n"),
+          "arg 1: [arg with spaces]\narg 2: [other]\narg 3: [C:\\path\\x]\n", "the program's arguments")
+    text = read(os.path.join(hs.ROOT, out))
+    hs.check(text.startswith("\n"), "DTrace's output starts with a blank line")
+
+
+def test_dtrace_exe_cargo_flamegraph_samples():
+    """cargo-flamegraph's profile-997 program: the stacks folded by
+    collapse-dtrace's rules add up to the run's CPU samples. Needs CPU
+    samples: skipped while a run's report.json says sampling is off."""
+    hs.need(DTRACE_EXE)
+    hs.need(DEMO)
+    t = hs.trace(DEMO, name="dtrace-sampling-probe")
+    if not (t.json.get("sampling") or {}).get("on", bool(t.json.get("sampling"))):
+        raise hs.Skip("the CPU sampler is not there yet: a run's report.json has no sampling (sampling.on false)")
+    out = os.path.relpath(os.path.join(hs.OUT, "cargo-flamegraph-samples.stacks"), hs.ROOT)
+    if os.path.exists(os.path.join(hs.ROOT, out)):
+        os.remove(os.path.join(hs.ROOT, out))
+    p = cargo_flamegraph(out, [DEMO])
+    hs.eq(p.returncode, 0, "exit status: " + p.stderr.decode(errors="replace"))
+    m = re.search(r"hookscope dtrace: pid \d+: \d+ calls counted, (\d+) CPU samples", p.stderr.decode())
+    hs.check(m, p.stderr.decode())
+    folded = collapse_dtrace(read(os.path.join(hs.ROOT, out)))
+    hs.check(folded, "some stacks")
+    hs.eq(sum(folded.values()), int(m.group(1)), "the folded counts = the CPU samples")
+    hs.check(all(len(k.split(";")) <= 100 for k in folded), "at most 100 frames (ustackframes)")
+
+
+# --- the progress line ------------------------------------------------------------------
+
+
+def run_on_pty(args, timeout=120):
+    """hookscope with stderr on a terminal; returns what the terminal got."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([os.path.join(hs.ROOT, "hookscope")] + args, cwd=hs.ROOT, env=hs.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
+                            start_new_session=True)
+    os.close(slave)
+    data = b""
+    import select
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 1)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        raise AssertionError("hookscope did not end")
+    # Wine draws its console on a terminal with escape sequences (cursor
+    # moves for spaces among them): keep the text
+    return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", data).decode(errors="replace")
+
+
+def test_progress_line_on_a_terminal_only():
+    """With stderr on a terminal, a run shows elapsed time, calls and
+    samples, rewritten in place ('\\r'); with -q it does not; with stderr a
+    pipe (every other test) it never does."""
+    loop = hs.need(f"{T}/loop.exe")
+    text = run_on_pty(["run", "-d", "1.5", "-o", hs.outdir("progress"), "--", loop])
+    lines = re.findall(r"hookscope: ?(\d+\.\d) ?s, ?([\d,]+) ?calls, ?(\d+) ?samples", text)
+    hs.check(len(lines) >= 2 and "\r" in text, "progress lines: " + repr(text[-400:]))
+    calls = [int(c.replace(",", "")) for _, c, _ in lines]
+    hs.eq(calls, sorted(calls), "the calls only grow")
+    hs.check(calls[-1] > 0, "calls counted while running")
+    quiet = run_on_pty(["run", "-q", "-d", "1", "-o", hs.outdir("progress-q"), "--", loop])
+    hs.check("calls," not in quiet.replace(" ", "") or "samples" not in quiet, "-q: " + repr(quiet[-300:]))
+    p = hs.hookscope(["run", "-d", "1", "-o", hs.outdir("progress-pipe"), "--", loop], timeout=120)
+    hs.check(not re.search(rb"[\d.]+ s, [\d,]+ calls, \d+ samples", p.stderr) and not re.search(rb"\r(?!\n)", p.stderr)
+             and b"hooked in 1 module" in p.stderr, "no progress into a pipe: " + repr(p.stderr))
+
+
+def test_dtrace_several_pids():
+    """dtrace -p A -p B: both processes are attached at once, and the one
+    aggregation adds up their calls (each counted by its own attach)."""
+    import time
+    exe = hs.need(f"{T}/attachee.exe")
+    procs = []
+    try:
+        for _ in range(2):
+            p = hs.Process([exe])
+            procs.append(p)
+        pids = []
+        for p in procs:
+            m = re.fullmatch(r"pid (\d+) code-matches 1", p.readline(timeout=30))
+            hs.check(m, "attachee did not start")
+            pids.append(m.group(1))
+        out = os.path.join(hs.OUT, "dtrace-pids.out")
+        if os.path.exists(out):
+            os.remove(out)
+        cmd = [os.path.join(hs.ROOT, "hookscope"), "dtrace", "-n", "fpid$target:attachee::entry { @[probefunc] = count(); }",
+               "-o", os.path.relpath(out, hs.ROOT), "-p", pids[0], "-p", pids[1]]
+        d = subprocess.Popen(cmd, cwd=hs.ROOT, env=hs.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            # both attached: the agent is mapped in both processes
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not all(hs.agent_mappings(p.proc.pid) for p in procs):
+                time.sleep(0.2)
+            hs.check(all(hs.agent_mappings(p.proc.pid) for p in procs), "not attached to both within 60 s")
+            time.sleep(0.5)
+            for p in procs:
+                p.send(b"stop\n")
+                p.readline(timeout=30)
+            stdout, stderr = d.communicate(timeout=120)
+        finally:
+            if d.poll() is None:
+                os.killpg(d.pid, 9)
+                d.wait(timeout=30)
+        hs.eq(d.returncode, 0, "dtrace: " + stderr.decode(errors="replace"))
+        counted = re.findall(r"hookscope dtrace: pid (\d+): (\d+) calls counted", stderr.decode())
+        hs.eq(sorted(p for p, _ in counted), sorted(pids), "one line per process")
+        agg = dtrace_agg(read(out))
+        hs.check(agg.get("work", 0) > 0, f"work counted: {agg}")
+        hs.eq(sum(agg.values()), sum(int(c) for _, c in counted), "the aggregation adds up both processes' calls")
+    finally:
+        for p in procs:
+            p.close()

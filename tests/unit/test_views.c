@@ -1,0 +1,322 @@
+/*
+ * tests/unit/test_views.c - what is computed from profiles beyond the
+ * golden files of test_profile.c, natively: `hookscope diff`'s matching
+ * and order, report.txt's --sort/--top/--threads, the flame graph's
+ * merging of narrow frames and its size bound on a synthetic profile of
+ * 100,000 unique stacks, the differential flame graph's colours, and
+ * that callgrind.out's self costs and speedscope's weights add up to the
+ * samples.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/util.h"
+#include "output/flametree.h"
+#include "output/writers.h"
+#include "profile/diff.h"
+#include "profile/load.h"
+#include "tap.h"
+
+#define PROFILES "tests/unit/profiles"
+
+static hs_profile *load(const char *name)
+{
+    char path[256], err[512];
+    snprintf(path, sizeof path, PROFILES "/%s/report.json", name);
+    hs_profile *p = hs_profile_load(path, err, sizeof err);
+    if (!p)
+        tap_fail(name, "%s", err);
+    return p;
+}
+
+typedef int (*writer_fn)(const hs_profile *, FILE *);
+
+static char *render(writer_fn w, const hs_profile *p, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    w(p, f);
+    fclose(f);
+    if (len)
+        *len = n;
+    return buf;
+}
+
+static void test_diff(void)
+{
+    hs_profile *a = load("sampled"), *a2 = load("sampled"), *b = load("sampled_slower");
+    if (!a || !a2 || !b)
+        return;
+    hs_diff d;
+    hs_diff_build(a, a2, &d);
+    int unchanged = 1;
+    for (size_t i = 0; i < d.n; i++)
+        if (hs_diff_change(&d, &d.rows[i]) != 0 || d.rows[i].a.calls != d.rows[i].b.calls ||
+            d.rows[i].a.func < 0 || d.rows[i].b.func < 0)
+            unchanged = 0;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    hs_write_diff(a, "A", a2, "A2", &d, 0, f);
+    fclose(f);
+    tap_check(d.by == HS_DIFF_BY_SAMPLES && d.n == 7 && unchanged && strstr(out, "\nno change: the 7 functions"),
+              "diff: a run against itself shows no change", "n=%zu by=%d\n%s", d.n, d.by, out);
+    free(out);
+    hs_diff_free(&d);
+
+    hs_diff_build(a, b, &d);
+    tap_check(d.n == 7 && !strcmp(d.rows[0].name, "burn_a") && hs_diff_change(&d, &d.rows[0]) == 100 &&
+                  hs_diff_change(&d, &d.rows[1]) == 0 && d.rows[0].a.calls == 100 && d.rows[0].b.calls == 100,
+              "diff: the function made slower comes first (+100 self samples)", "first %s %+.0f", d.rows[0].name,
+              hs_diff_change(&d, &d.rows[0]));
+    out = NULL;
+    f = open_memstream(&out, &len);
+    hs_write_diff(a, "A", b, "B", &d, 2, f);
+    fclose(f);
+    const char *row = strstr(out, "burn_a");
+    tap_check(row && strstr(out, "         100         100          +0          60         160        +100") &&
+                  strstr(out, "(the first 2 of 7 functions)") && strstr(out, "1 of 7 functions changed"),
+              "diff: the table (calls, samples, change; --top 2)", "%s", out);
+    free(out);
+    hs_diff_free(&d);
+
+    /* the differential flame graph: burn_a grew (red), the others shrank or stayed */
+    out = NULL;
+    f = open_memstream(&out, &len);
+    hs_write_flamegraph_diff(a, b, HS_STACK_CPU, f);
+    fclose(f);
+    const char *burn_a = strstr(out, ">burn_a</text>");
+    const char *g = burn_a;
+    while (g && g > out && strncmp(g, "<g class", 8))
+        g--;
+    tap_check(g && strstr(g, "data-b=\"60\"") && strstr(g, "fill=\"#d62728\"") && strstr(out, "\"diff\": true"),
+              "diff flame graph: the grown frame is the reddest", "%.300s", g ? g : out);
+    const char *burn_b = strstr(out, ">burn_b</text>");
+    g = burn_b;
+    while (g && g > out && strncmp(g, "<g class", 8))
+        g--;
+    tap_check(g && strstr(g, "data-v=\"120\" data-d=\"3\" data-b=\"120\"") && strstr(g, "fill=\"#"),
+              "diff flame graph: a frame whose share shrank is blue-ish", "%.300s", g ? g : out);
+    if (g) {
+        unsigned r, gr, bl;
+        const char *fill = strstr(g, "fill=\"#");
+        sscanf(fill + 7, "%2x%2x%2x", &r, &gr, &bl);
+        tap_check(bl > r, "diff flame graph: shrunk share -> more blue than red", "#%02x%02x%02x", r, gr, bl);
+    }
+    free(out);
+    hs_profile_free(a);
+    hs_profile_free(a2);
+    hs_profile_free(b);
+}
+
+static void test_view(void)
+{
+    hs_profile *p = load("sampled");
+    if (!p)
+        return;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    hs_txt_view v = { HS_SORT_CPU, 3, true };
+    hs_write_txt_view(p, &v, f);
+    fclose(f);
+    const char *t = strstr(out, "               calls    cpu samples  function");
+    tap_check(t && strstr(t, "\n                1000            100  burn_b") &&
+                  strstr(t, "\n                 100             60  burn_a") &&
+                  strstr(t, "\n                   0             20  memcpy") && !strstr(t, "  fib  ") &&
+                  strstr(out, "5 of 5 hooked functions were called.\n(the tables show the first 3 by cpu)") &&
+                  strstr(out, "          10                 1110            195              0    195.00 ms"),
+              "--sort cpu --top 3 --threads", "%s", out);
+    free(out);
+    tap_check(hs_sort_unavailable(p, HS_SORT_CPU) == NULL && hs_sort_unavailable(p, HS_SORT_SELF) == NULL,
+              "sort keys available with samples", "?");
+    hs_profile_free(p);
+    p = load("lateload");
+    if (!p)
+        return;
+    tap_check(hs_sort_unavailable(p, HS_SORT_CPU) && strstr(hs_sort_unavailable(p, HS_SORT_AVG), "neither"),
+              "sort keys that need samples or --time are refused without them", "?");
+    out = NULL;
+    f = open_memstream(&out, &len);
+    hs_txt_view plain = { HS_SORT_CALLS, 0, false };
+    hs_write_txt_view(p, &plain, f);
+    fclose(f);
+    size_t glen;
+    char *golden = (char *)hs_load_file(PROFILES "/lateload/report.txt", &glen, NULL);
+    tap_check(golden && glen == len && !memcmp(golden, out, len), "the default view is the run's report.txt", "differs");
+    free(golden);
+    free(out);
+    hs_profile_free(p);
+}
+
+/* A synthetic profile: n unique CPU stacks under a few roots, counts
+ * spread from 1 to 1000, frames of 3 modules, depths 3 to 12. */
+static hs_profile *synthetic(size_t n)
+{
+    hs_profile *p = hs_profile_new();
+    p->target_path = hs_xstrdup("C:\\synthetic\\big.exe");
+    p->command = hs_xstrdup("run");
+    p->sampling.on = true;
+    snprintf(p->sampling.backend, sizeof p->sampling.backend, "suspend");
+    p->sampling.rate_hz = 1000;
+    p->sampling.cpu_s = -1;
+    uint32_t mods[3];
+    mods[0] = hs_profile_add_module(p, "C:\\synthetic\\big.exe", 0x140000000ull, 0x1000000);
+    mods[1] = hs_profile_add_module(p, "C:\\windows\\system32\\ntdll.dll", 0x170000000ull, 0x100000);
+    mods[2] = hs_profile_add_module(p, "C:\\synthetic\\lib.dll", 0x180000000ull, 0x100000);
+    uint32_t nf = 5000;
+    for (uint32_t i = 0; i < nf; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "fn_%u", i);
+        hs_profile_add_func(p, mods[i % 3], 0x1000 + i * 16, 16, name);
+    }
+    /* a tree of shared prefixes (3 roots, 10 children each, ...) walked by
+     * the digits of k, a leaf per stack; counts fall off as 1/k */
+    uint32_t s = 12345;
+    for (size_t k = 0; k < n; k++) {
+        s = s * 1103515245u + 12345u;
+        uint32_t depth = 4 + (s >> 16) % 8;
+        uint64_t count = 2000000 / (k + 1);
+        hs_prof_stack *st = hs_profile_add_stack(p, HS_STACK_CPU, 0, count ? count : 1, depth);
+        st->tid = 1 + (uint32_t)(k % 4);
+        size_t path = k;
+        for (uint32_t level = 0; level < depth; level++) {
+            uint32_t d = depth - 1 - level;   /* frames are leaf first */
+            uint32_t f = level == 0 ? (uint32_t)(path % 3) : 3 + (uint32_t)((path * 7 + level * 131) % (nf - 3));
+            path /= level == 0 ? 3 : 10;
+            st->frames[d] = (hs_loc){ (int32_t)f, -1, level };
+        }
+        st->frames[0] = (hs_loc){ (int32_t)(3 + k % (nf - 3)), -1, k };
+    }
+    for (size_t i = 0; i < p->nstacks; i++)
+        p->sampling.samples += p->stacks[i].count;
+    hs_profile_count_samples(p);
+    return p;
+}
+
+static void test_big_flamegraph(void)
+{
+    hs_profile *p = synthetic(100000);
+    hs_flametree t;
+    hs_flametree_build(&t, p, HS_STACK_CPU);
+    size_t nodes = t.n;
+    hs_flametree_free(&t);
+    clock_t c0 = clock();
+    size_t len;
+    char *svg = render(hs_write_flamegraph, p, &len);
+    double secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    size_t boxes = 0, merged = 0;
+    for (const char *s = svg; (s = strstr(s, "<g class=\"f")) != NULL; s++) {
+        boxes++;
+        merged += !strncmp(s, "<g class=\"f m\"", 14);
+    }
+    tap_diag("100,000 unique stacks (%zu tree nodes): %zu boxes (%zu merged groups), %zu bytes, written in %.2f s",
+             nodes, boxes, merged, len, secs);
+    tap_check(boxes > 100 && boxes <= HS_SVG_MAX_FRAMES && merged > 0 && len < 12u * 1024 * 1024,
+              "100,000 unique stacks: at most 20,000 boxes, narrow frames merged, under 12 MB", "%zu boxes, %zu bytes",
+              boxes, len);
+    /* the merged groups and the frames drawn still add up: the root holds every sample */
+    char want[64];
+    snprintf(want, sizeof want, "data-x=\"0\" data-v=\"%llu\" data-d=\"0\"", (unsigned long long)p->sampling.samples);
+    tap_check(strstr(svg, want) != NULL, "the root holds every sample", "no '%s'", want);
+    free(svg);
+
+    /* speedscope: the weights of the CPU profiles add up to the samples */
+    char *ss = render(hs_write_speedscope, p, &len);
+    unsigned long long sum = 0;
+    for (const char *s = ss; (s = strstr(s, "\"weights\": [")) != NULL;) {
+        s += 12;
+        while (*s && *s != ']') {
+            char *end;
+            sum += strtoull(s, &end, 10);
+            s = end;
+            while (*s == ',' || *s == ' ')
+                s++;
+        }
+    }
+    tap_check(sum == p->sampling.samples, "speedscope: the weights add up to the samples", "%llu != %llu", sum,
+              (unsigned long long)p->sampling.samples);
+    free(ss);
+
+    /* callgrind: the self costs add up to the samples */
+    char *cg = render(hs_write_callgrind, p, &len);
+    sum = 0;
+    for (char *line = strtok(cg, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strncmp(line, "0 ", 2))
+            sum += strtoull(line + 2, NULL, 10);
+    tap_check(sum == p->sampling.samples, "callgrind: the self costs add up to the samples", "%llu != %llu", sum,
+              (unsigned long long)p->sampling.samples);
+    free(cg);
+    hs_profile_free(p);
+}
+
+static void test_deep_budget(void)
+{
+    /* 400 unique stacks 80 frames deep, all as wide (about 3 px): 32,000
+     * boxes of a pixel or more, more than the bound; merging must widen */
+    hs_profile *p = hs_profile_new();
+    p->target_path = hs_xstrdup("deep.exe");
+    uint32_t m = hs_profile_add_module(p, "deep.exe", 0x140000000ull, 0x100000);
+    for (uint32_t i = 0; i < 400 * 80; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%u", i);
+        hs_profile_add_func(p, m, 0x1000 + i * 16, 16, name);
+    }
+    for (uint32_t k = 0; k < 400; k++) {
+        hs_prof_stack *st = hs_profile_add_stack(p, HS_STACK_CPU, 0, 10 + k % 7, 80);
+        for (uint32_t d = 0; d < 80; d++)
+            st->frames[d] = (hs_loc){ (int32_t)(k * 80 + d), -1, 0 };
+    }
+    size_t len;
+    char *svg = render(hs_write_flamegraph, p, &len);
+    size_t boxes = 0;
+    for (const char *s = svg; (s = strstr(s, "<g class=\"f")) != NULL; s++)
+        boxes++;
+    tap_diag("400 stacks x 80 frames: %zu boxes, %zu bytes", boxes, len);
+    tap_check(boxes >= 1 && boxes <= HS_SVG_MAX_FRAMES, "more boxes than the bound: merged down to it", "%zu", boxes);
+    free(svg);
+    hs_profile_free(p);
+}
+
+static void test_small_merge(void)
+{
+    /* one wide stack and 50 one-sample stacks under main: the narrow ones
+     * are drawn as one box of 50 samples */
+    hs_profile *p = hs_profile_new();
+    p->target_path = hs_xstrdup("x.exe");
+    uint32_t m = hs_profile_add_module(p, "x.exe", 0x140000000ull, 0x10000);
+    uint32_t fmain = hs_profile_add_func(p, m, 0x1000, 16, "main");
+    uint32_t fbig = hs_profile_add_func(p, m, 0x2000, 16, "big");
+    hs_prof_stack *st = hs_profile_add_stack(p, HS_STACK_CPU, 0, 10000, 2);
+    st->frames[0] = (hs_loc){ (int32_t)fbig, -1, 0 };
+    st->frames[1] = (hs_loc){ (int32_t)fmain, -1, 0 };
+    for (int i = 0; i < 50; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "tiny%02d", i);
+        uint32_t f = hs_profile_add_func(p, m, 0x3000 + (uint32_t)i * 16, 16, name);
+        st = hs_profile_add_stack(p, HS_STACK_CPU, 0, 1, 2);
+        st->frames[0] = (hs_loc){ (int32_t)f, -1, 0 };
+        st->frames[1] = (hs_loc){ (int32_t)fmain, -1, 0 };
+    }
+    p->sampling.on = true;
+    size_t len;
+    char *svg = render(hs_write_flamegraph, p, &len);
+    tap_check(strstr(svg, "data-n=\"-1\" data-m=\"50\" data-x=\"10000\" data-v=\"50\" data-d=\"2\"") &&
+                  !strstr(svg, ">tiny"),
+              "frames narrower than a pixel: one box after the wide ones", "%s", svg);
+    free(svg);
+    hs_profile_free(p);
+}
+
+int main(void)
+{
+    test_diff();
+    test_view();
+    test_small_merge();
+    test_deep_budget();
+    test_big_flamegraph();
+    return tap_status();
+}
