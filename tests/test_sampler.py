@@ -133,8 +133,8 @@ def test_waiting_threads_are_wait_samples():
     sleeps 5 ms at a time (sleeper) too, but for the sliver of CPU its
     wake-ups take (at most 1% of its samples and 2 more); their leaves are
     the waits in ntdll. (Before they wait, as they start, they run.) The
-    busy thread's CPU samples follow its CPU time, and it is never found in
-    a wait of its own."""
+    busy thread's share of CPU samples follows the share of the time it ran
+    (within a factor of 2), and it is never found in a wait of its own."""
     t = hs.trace(SPLIT, ["3"], name="sampler_wait")
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
     _, tids = burners(t.stdout)
@@ -151,9 +151,11 @@ def test_waiting_threads_are_wait_samples():
                  f"the {role} thread waits in {sorted(leaves)}")
     m = threads(t)[tids["main"]]
     hs.check(m["cpu_samples"] > 0, "the busy thread has no CPU samples")
+    # its CPU samples follow the time it ran; on a loaded machine the
+    # sampler's own turns correlate with the target's, hence a factor of 2
     ran = m["cpu_time_s"] / t.json["target"]["wall_time_s"]
     share = m["cpu_samples"] / (m["cpu_samples"] + m["wait_samples"])
-    hs.check(abs(share - ran) <= 0.2,
+    hs.check(ran / 2 <= share <= ran * 2,
              f"the busy thread ran {ran:.2f} of the time, {share:.2f} of its samples are CPU samples")
     leaves = {strip(s["frames"][0]) for s in t.json["wait_stacks"] if s["thread"] == tids["main"]}
     waits = [f for f in leaves if re.search(r"!Nt(Wait|Delay)", f)]
