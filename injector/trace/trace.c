@@ -130,10 +130,10 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o)
 
 int hs_trace_finish(hs_trace *t, const hs_options *o)
 {
+    double now = hs_now();   /* the run's end: before the sampler's own wind-down */
     hs_trace_sample_stop(t);
     hs_fnservice_stop(t->fn);   /* nothing asks any more */
     t->fn = NULL;
-    double now = hs_now();
     hs_profile *p = t->p;
     const hs_session_header *h = t->session.hdr;
     p->wall_s = now - t->t_start;
