@@ -101,9 +101,13 @@ void hs_owncode_free(hs_owncode *o)
 {
     free(o->arenas);
     free(o->slots);
+    for (size_t i = 0; i < o->nmodules; i++)
+        free(o->modules[i].path);
+    free(o->modules);
     o->arenas = NULL;
     o->slots = NULL;
-    o->narenas = o->nslots = 0;
+    o->modules = NULL;
+    o->narenas = o->nslots = o->nmodules = 0;
 }
 
 /* ---- memory ------------------------------------------------------------------- */

@@ -92,6 +92,14 @@ typedef struct hs_own_slot {
     uint64_t desc;             /* its timing wrapper's descriptor, 0 when not timed */
 } hs_own_slot;
 
+/* A module the hooks' session recorded (loaded, perhaps unloaded since). */
+typedef struct hs_own_module {
+    uint64_t base;
+    uint32_t size;
+    bool unloaded, agent;
+    char *path;                /* UTF-8 */
+} hs_own_module;
+
 typedef struct hs_owncode {
     uint64_t agent_base;       /* the agent DLL (0: none) */
     uint32_t agent_size;
@@ -101,6 +109,9 @@ typedef struct hs_owncode {
     size_t nslots;
     uint32_t tids[64];         /* hookscope's threads in the target: never sampled */
     size_t ntids;
+    hs_own_module *modules;    /* the target's modules as the agent recorded them (with
+                                  hooks: no need to list them from outside) */
+    size_t nmodules;
 } hs_owncode;
 
 void hs_owncode_free(hs_owncode *o);

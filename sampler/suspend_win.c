@@ -14,11 +14,17 @@
  *
  * Threads are listed (NtGetNextThread on the target) every ENUM_MS while
  * they come and go, backing off to ENUM_MAX_MS while they do not; a
- * thread that ended has its pending samples classified then. Modules are
- * listed at the start, every MODULES_MS, and at once (rate-limited) when a
- * stack returns into code no known module covers. The CPU clock is the
- * thread's cycle counter where the system has one (QueryThreadCycleTime
- * works on our own thread), else its user + kernel time.
+ * thread that ended has its pending samples classified then. Modules come
+ * from the hooks' session when there is one (the agent records loads and
+ * unloads); else they are listed from the target's loader list at the
+ * start, every MODULES_MS, and at once (rate-limited, once per page) when a
+ * stack returns into code no known module covers. Under Wine 8.0 every
+ * read of the target's memory is a ptrace attach by the server: the
+ * sampler reads as little as it can (one stack copy per sample of a
+ * thread that ran; images' headers and unwind data once, code by page).
+ * The CPU clock is the thread's cycle counter where the system has one
+ * (QueryThreadCycleTime works on our own thread), else its user + kernel
+ * time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +45,11 @@
 #define ENUM_MAX_MS 200            /* and up to this seldom while they do not */
 #define OWN_MS 100                 /* hookscope's own code and threads are read this often */
 #define CLOCK_MS 4                 /* thread times (10-16 ms steps) are read at most this often */
-#define MODULES_MS 1000
-#define MODULES_RETRY_MS 100
-#define MAX_WINDOW_S 2.0
-#define YOUNG_MS 10                /* threads are sampled from this age on */           /* a CPU/wait window closes after this without a clock move */
+#define MODULES_MS 5000            /* without hooks: the loader list is read this often, */
+#define MODULES_RETRY_MS 100       /* and at once (at most this often) for a return address
+                                      into no known module */
+#define MAX_WINDOW_S 2.0           /* a CPU/wait window closes after this without a clock move */
+#define YOUNG_MS 10                /* threads are sampled from this age on */
 
 typedef LONG(NTAPI *get_next_thread_fn)(HANDLE process, HANDLE thread, ACCESS_MASK access, ULONG attributes,
                                         ULONG flags, HANDLE *next);
@@ -88,6 +95,10 @@ struct hs_sampler {
     double unwind_s;
     uint64_t unwinds, ticks;
     double last_modules, last_modules_retry;
+    hs_owncode own;            /* the last the session said (modules too, with hooks) */
+    bool own_modules;          /* the session lists the modules */
+    uint64_t *unknown_pages;   /* pages of return addresses a listing did not explain */
+    size_t nunknown, cap_unknown;
     double t_clock, t_grab, t_enum, t_modules, t_wait;   /* seconds spent, for --verbose */
     get_next_thread_fn next_thread;
     query_thread_fn query_thread;
@@ -280,6 +291,8 @@ static bool enumerate_threads(hs_sampler *s)
 
 /* ---- modules and hookscope's code ----------------------------------------------------------- */
 
+static void refresh_modules(hs_sampler *s, double now);
+
 static void refresh_own(hs_sampler *s)
 {
     if (!s->cfg.own)
@@ -288,18 +301,47 @@ static void refresh_own(hs_sampler *s)
     memset(&own, 0, sizeof own);
     if (s->cfg.own(s->cfg.own_ctx, &own) > 0) {
         hs_codemap_set_own(s->map, &own);
-        bool new_agent = own.agent_base != s->agent_base;
         s->agent_base = own.agent_base;
-        if (new_agent || own.narenas)
-            s->last_modules = 0;   /* list the modules again soon: something was loaded */
+        hs_owncode_free(&s->own);
+        s->own = own;
+        s->own_modules = own.nmodules > 0;
+        refresh_modules(s, s->last_modules);   /* the session's list: no reads of the target */
+    } else {
+        hs_owncode_free(&own);
     }
-    hs_owncode_free(&own);
 }
 
+/* The modules: from the session when the hooks keep it (the agent records
+ * every load and unload), else from the target's loader list (each entry
+ * a read of the target's memory). */
 static void refresh_modules(hs_sampler *s, double now)
 {
     s->last_modules = now;
-    hs_target_modules(s->process, s->map, s->agent_base);
+    if (!s->own_modules) {
+        hs_target_modules(s->process, s->map, s->agent_base);
+        return;
+    }
+    hs_codemap_begin_enum(s->map);
+    for (size_t i = 0; i < s->own.nmodules; i++) {
+        const hs_own_module *m = &s->own.modules[i];
+        if (!m->unloaded)
+            hs_codemap_add_image(s->map, m->base, m->size, m->path, m->agent);
+    }
+    hs_codemap_sweep(s->map);
+}
+
+/* Is this page of a return address one a listing did not explain before? */
+static bool unexplained(hs_sampler *s, uint64_t pc, bool remember)
+{
+    uint64_t page = pc >> 12;
+    for (size_t i = 0; i < s->nunknown; i++)
+        if (s->unknown_pages[i] == page)
+            return false;
+    if (remember && s->nunknown < 4096) {
+        hs_xgrow(&s->unknown_pages, &s->cap_unknown, s->nunknown + 1, sizeof *s->unknown_pages);
+        s->unknown_pages[s->nunknown++] = page;
+    }
+    return true;
 }
 
 /* ---- one sample -------------------------------------------------------------------------------- */
@@ -388,16 +430,22 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         hs_uw_env env = hs_codemap_env(s->map);
         uint64_t frames[MAX_FRAMES];
         hs_uw_result res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
-        if (res.stop == HS_UW_UNKNOWN_PC && now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
-            /* perhaps a module loaded since the last listing (its time is
-             * the module listing's, not the unwind's) */
+        /* a return address into no known module: perhaps one loaded since
+         * the last listing (a sampled instruction in unknown code is not
+         * evidence of that: under Wine it is often Wine's own) */
+        if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && unexplained(s, res.unknown_pc, false) &&
+            now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
+            /* its time is the module listing's, not the unwind's */
             s->last_modules_retry = now;
             double m0 = qpc_s(s);
             refresh_modules(s, now);
             double m1 = qpc_s(s);
             s->t_modules += m1 - m0;
             u0 += m1 - m0;
+            uint64_t was = res.unknown_pc;
             res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+            if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was)
+                unexplained(s, was, true);   /* the listing did not explain it: not again */
         }
         uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
         s->unwind_s += qpc_s(s) - u0;
@@ -463,7 +511,7 @@ static DWORD WINAPI sampler_main(void *arg)
             next_enum = now + enum_gap;
             s->t_enum += qpc_s(s) - now;
         }
-        if (now - s->last_modules >= MODULES_MS / 1000.0) {
+        if (!s->own_modules && now - s->last_modules >= MODULES_MS / 1000.0) {
             double m0 = qpc_s(s);
             refresh_modules(s, now);
             s->t_modules += qpc_s(s) - m0;
@@ -599,6 +647,8 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     CloseHandle(s->ready);
     free(s->threads);
     free(s->ever);
+    free(s->unknown_pages);
+    hs_owncode_free(&s->own);
     free(s->stopped_us);
     free(s);
 }

@@ -91,6 +91,18 @@ int hs_owncode_read(void *ctx, hs_owncode *o)
             s->desc = (r->flags & HS_FUNC_WRAPPED) ? s->lo : 0;
         }
     }
+    o->modules = hs_xcalloc(nmods ? nmods : 1, sizeof *o->modules);
+    for (uint32_t i = 0; i < nmods; i++) {
+        const hs_module_rec *m = hs_session_module(src->view, i);
+        if (!m->base || !m->size)
+            continue;
+        hs_own_module *d = &o->modules[o->nmodules++];
+        d->base = m->base;
+        d->size = m->size;
+        d->unloaded = (m->flags & HS_MOD_UNLOADED) != 0;
+        d->agent = (m->flags & HS_MOD_AGENT) != 0;
+        d->path = hs_utf8_n(m->path, HS_PATH_LEN);
+    }
     for (int i = 0; i < 16; i++)
         if (h->injector_tids[i])
             o->tids[o->ntids++] = h->injector_tids[i];

@@ -3,7 +3,9 @@
  * code and threads in the target, read live from the session while the
  * target runs: the agent DLL, each hooked module's arena (stubs,
  * trampolines, the unwind table registered for them), each hooked
- * function's slot, and the threads hookscope started there. The sampler
+ * function's slot, the threads hookscope started there, and the modules
+ * the agent recorded (so that the sampler need not list them from
+ * outside, which under Wine costs a ptrace attach per read). The sampler
  * calls it from its own thread; collect.c reads the session once at the
  * end, this reads it while the agent still writes it.
  */
