@@ -9,8 +9,8 @@
  * on a thread suspended while it is still being created waits until that
  * thread runs: 100 ms for a thread's first sample, 1 s later), and the
  * sample is dropped. A sampling thread stuck for good in GetThreadContext
- * shows in hs_grabber_stuck; the caller stops waiting for it. A worker whose call does not come
- * back in time is left alone until it does and another one is used.
+ * (the thread it asked about resumed by the watchdog and still no answer)
+ * shows in hs_grabber_stuck; the caller stops waiting for it.
  */
 #ifndef HOOKSCOPE_SAMPLER_GRAB_WIN_H
 #define HOOKSCOPE_SAMPLER_GRAB_WIN_H
