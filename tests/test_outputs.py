@@ -228,9 +228,13 @@ def test_speedscope_valid_against_the_schema():
     doc = json.loads(read(os.path.join(PROFILES, "sampled", "profile.speedscope.json")))
     cpu = sum(sum(p["weights"]) for p in doc["profiles"] if p["name"].startswith("CPU samples"))
     hs.eq(cpu, 200, "CPU weights = the run's samples")
-    entry = json.loads(read(os.path.join(hs.ROOT, t.out, "profile.speedscope.json")))["profiles"]
-    hs.eq([sum(p["weights"]) for p in entry], [sum(s["count"] for s in t.json["stacks"])],
-          "the entry stacks' weights = the captures")
+    run = json.loads(read(os.path.join(hs.ROOT, t.out, "profile.speedscope.json")))["profiles"]
+    entry = [sum(p["weights"]) for p in run if p["name"].startswith("hooked calls by entry stack")]
+    hs.eq(entry, [sum(s["count"] for s in t.json["stacks"])], "the entry stacks' weights = the captures")
+    smp = t.json["sampling"]
+    for kind, total in (("CPU samples", smp["samples"]), ("wait samples", smp["wait_samples"])):
+        hs.eq(sum(sum(p["weights"]) for p in run if p["name"].startswith(kind)), total,
+              "the run's %s profiles' weights = its %s" % (kind, kind))
 
 
 # --- callgrind ------------------------------------------------------------------------

@@ -126,7 +126,10 @@ def test_sleep_durations_and_self_time():
              f"sleeper min {s['min_ns'] / 1e6:.3f} ms, the program measured {own_min / 1e6:.3f} ms")
     hs.check(abs(s["self_ns"] - s["total_ns"]) <= 1, "sleeper calls nothing timed: self = total")
     hs.check(c["total_ns"] >= s["total_ns"], f"caller total {c['total_ns']} >= sleeper total {s['total_ns']}")
-    hs.check(c["total_ns"] >= own_total, f"caller total {c['total_ns'] / 1e6:.1f} ms")
+    # caller's calls contain the five the program measured (the same 2%: the
+    # two clocks are calibrated against each other, not equal)
+    hs.check(c["total_ns"] >= own_total - (0.02 * own_total + 200e3),
+             f"caller total {c['total_ns'] / 1e6:.3f} ms, the program measured {own_total / 1e6:.3f} ms inside it")
     hs.check(c["self_ns"] < 20e6, f"caller self {c['self_ns'] / 1e6:.3f} ms excludes sleeper")
     hs.check(abs(c["self_ns"] + s["total_ns"] - c["total_ns"]) <= 2,
              "caller self + sleeper total = caller total")
