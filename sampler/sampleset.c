@@ -28,6 +28,10 @@ typedef struct set_module {
     uint64_t base;
     uint32_t size, timestamp;
     bool unloaded, agent;
+    bool kernel, pdb_known;      /* hs_sampleset_module_identity */
+    uint8_t pdb_guid[16];
+    uint32_t pdb_age;
+    char *pdb_name;
 } set_module;
 
 typedef struct set_thread {
@@ -63,8 +67,10 @@ void hs_sampleset_free(hs_sampleset *s)
     free(s->stacks);
     free(s->pool);
     hs_map_free(&s->index);
-    for (size_t i = 0; i < s->nmodules; i++)
+    for (size_t i = 0; i < s->nmodules; i++) {
         free(s->modules[i].path);
+        free(s->modules[i].pdb_name);
+    }
     free(s->modules);
     free(s->threads);
     hs_map_free(&s->thread_index);
@@ -155,12 +161,31 @@ void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint3
     }
     hs_xgrow(&s->modules, &s->cap_modules, s->nmodules + 1, sizeof *s->modules);
     set_module *m = &s->modules[s->nmodules++];
+    memset(m, 0, sizeof *m);
     m->path = hs_xstrdup(path);
     m->base = base;
     m->size = size;
     m->timestamp = timestamp;
     m->unloaded = unloaded;
     m->agent = agent;
+}
+
+void hs_sampleset_module_identity(hs_sampleset *s, uint64_t base, bool kernel, const uint8_t guid[16],
+                                  uint32_t age, const char *pdb_name)
+{
+    for (size_t i = 0; i < s->nmodules; i++) {
+        set_module *m = &s->modules[i];
+        if (m->base != base)
+            continue;
+        m->kernel = kernel;
+        if (guid) {
+            m->pdb_known = true;
+            memcpy(m->pdb_guid, guid, 16);
+            m->pdb_age = age;
+            free(m->pdb_name);
+            m->pdb_name = hs_xstrdup(pdb_name ? pdb_name : "");
+        }
+    }
 }
 
 void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s)
@@ -227,6 +252,13 @@ void hs_sampleset_to_profile(const hs_sampleset *s, hs_profile *p)
         p->modules[k].timestamp = m->timestamp;
         p->modules[k].unloaded = m->unloaded;
         p->modules[k].agent = m->agent;
+        p->modules[k].kernel = m->kernel;
+        if (m->pdb_known) {
+            p->modules[k].pdb_known = true;
+            memcpy(p->modules[k].pdb_guid, m->pdb_guid, 16);
+            p->modules[k].pdb_age = m->pdb_age;
+            p->modules[k].pdb_name = hs_xstrdup(m->pdb_name);
+        }
     }
 
     uint32_t *order = hs_xcalloc(s->nstacks ? s->nstacks : 1, sizeof *order);
