@@ -7,19 +7,18 @@
 #include "sampler.h"
 
 #ifdef _WIN32
-extern const hs_sampler_backend hs_sampler_suspend;
+extern const hs_sampler_backend hs_sampler_suspend, hs_sampler_etw, hs_sampler_auto;
+
+static const hs_sampler_backend *const backends[] = { &hs_sampler_suspend, &hs_sampler_etw, &hs_sampler_auto };
 #endif
 
 const hs_sampler_backend *hs_sampler_backend_find(const char *name)
 {
 #ifdef _WIN32
-    if (!strcmp(name, "suspend"))
-        return &hs_sampler_suspend;
+    for (size_t i = 0; i < sizeof backends / sizeof *backends; i++)
+        if (!strcmp(name, backends[i]->name))
+            return backends[i];
 #endif
-    if (!strcmp(name, "etw") || !strcmp(name, "auto")) {
-        hs_err("--sampler %s: the ETW backend is not built yet; use --sampler suspend", name);
-        return NULL;
-    }
     hs_err("no sampler '%s' (there are: suspend, etw, auto)", name);
     return NULL;
 }

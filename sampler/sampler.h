@@ -58,6 +58,10 @@ void hs_sampleset_lost(hs_sampleset *s, uint64_t n);
 /* A module samples may point into (seen loaded; later unloaded or not). */
 void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,
                          uint32_t timestamp, bool unloaded, bool agent);
+/* What else is known of the module at base: a kernel image; the PDB it
+ * names (guid NULL: none), for naming it when its file is not here. */
+void hs_sampleset_module_identity(hs_sampleset *s, uint64_t base, bool kernel, const uint8_t guid[16],
+                                  uint32_t age, const char *pdb_name);
 /* A thread's CPU time in seconds (-1 unknown); threads are known from
  * their samples too. */
 void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s);
@@ -125,6 +129,10 @@ typedef struct hs_sampler_config {
      * since the last call (returns 1), else returns 0; NULL: no hooks. */
     int (*own)(void *ctx, hs_owncode *o);
     void *own_ctx;
+    /* etw: the .etl file to record into (UTF-8), kept after the run when
+     * keep_etl, else removed once read */
+    const char *etl_path;
+    bool keep_etl;
 } hs_sampler_config;
 
 /* What a backend measured besides its samples. */
@@ -136,6 +144,8 @@ typedef struct hs_sampler_stats {
      * (median, 99th percentile) and the unwind time per sample */
     double suspended_us_p50, suspended_us_p99, unwind_us_avg;
     bool cycle_clock;          /* CPU/wait from cycle counters (else thread times) */
+    const char *backend;       /* the backend that ran (auto: etw or suspend) */
+    uint64_t events_lost, buffers_lost;   /* etw: what the session could not record */
     bool stalled;              /* sampling stopped early: a thread's context never came */
 } hs_sampler_stats;
 

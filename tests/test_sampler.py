@@ -297,8 +297,9 @@ def test_options():
         (["--sample-rate", "0"], 2, "--sample-rate needs a rate from 1 to 10000"),
         (["--sample-rate", "fast"], 2, "not 'fast'"),
         (["--sampler", "perf"], 2, "--sampler is suspend, etw or auto"),
-        (["--sampler", "etw"], 125, "the ETW backend is not built yet"),
-        (["--sampler", "auto"], 125, "the ETW backend is not built yet"),
+        (["--sampler", "etw"], 125, "ETW sampling is not available here"),
+        (["--sampler", "suspend", "--keep-etl"], 2, "--sampler suspend records none"),
+        (["--no-sample", "--keep-etl"], 2, "'--keep-etl' needs the sampler"),
     ]
     for opts, rc, text in cases:
         p = hs.hookscope(["run", "-o", d] + opts + ["--", SPLIT, "0.1"], timeout=60)

@@ -82,4 +82,10 @@ const char *hs_win_error(unsigned long err);
 /* Directory of hookscope.exe, with a trailing backslash. */
 const wchar_t *hs_self_dir(void);
 
+/* A kernel's name of a file ("\Device\HarddiskVolume2\x\y.dll", as ETW
+ * traces record them; "\SystemRoot\..."; "\??\C:\...") as a path of
+ * this machine ("C:\x\y.dll"), malloc'd; NULL when no drive of this
+ * machine is that device (a trace from elsewhere). */
+char *hs_nt_path_local(const char *nt);
+
 #endif

@@ -4,6 +4,7 @@
  */
 #include "base/util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +107,32 @@ const wchar_t *hs_self_dir(void)
         dir[n] = 0;
     }
     return dir;
+}
+
+char *hs_nt_path_local(const char *nt)
+{
+    if (!strncmp(nt, "\\??\\", 4) && nt[4] && nt[5] == ':')
+        return hs_xstrdup(nt + 4);
+    if (!_strnicmp(nt, "\\SystemRoot\\", 12)) {
+        wchar_t win[MAX_PATH];
+        UINT n = GetWindowsDirectoryW(win, MAX_PATH);
+        if (!n || n >= MAX_PATH)
+            return NULL;
+        char *w = hs_utf8(win), *out = hs_xasprintf("%s%s", w, nt + 11);
+        free(w);
+        return out;
+    }
+    wchar_t drive[3] = L"A:", device[MAX_PATH];
+    for (wchar_t d = L'A'; d <= L'Z'; d++) {
+        drive[0] = d;
+        if (!QueryDosDeviceW(drive, device, MAX_PATH))
+            continue;
+        char *dev = hs_utf8(device);
+        size_t n = strlen(dev);
+        bool match = n && !_strnicmp(nt, dev, n) && (nt[n] == '\\' || !nt[n]);
+        free(dev);
+        if (match)
+            return hs_xasprintf("%c:%s", (char)d, nt + n);
+    }
+    return NULL;
 }

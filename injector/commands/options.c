@@ -20,7 +20,7 @@
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
-    OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER,
+    OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER, OPT_KEEP_ETL,
     OPT_SYMBOLS, OPT_SRCLINE, OPT_ETL, OPT_PID, OPT_PROCESS, OPT_FORMAT, OPT_SORT, OPT_TOP, OPT_THREADS,
 };
 
@@ -77,9 +77,14 @@ static const optdef options[] = {
     { OPT_NO_HOOKS, L"--no-hooks", NULL, NULL, 0, TRACE,
       "hook nothing and inject nothing: CPU samples only" },
     { OPT_SAMPLER, L"--sampler", NULL, "NAME", 0, TRACE,
-      "how to sample: suspend (suspend each thread in\n"
-      "turn, no privileges; the default), etw (kernel\n"
-      "sampling, administrator), auto" },
+      "how to sample: etw (the kernel's CPU samples;\n"
+      "administrator, Windows 8 or later), suspend\n"
+      "(suspend each thread in turn; no privileges) or\n"
+      "auto (etw when it can run, else suspend; the\n"
+      "default)" },
+    { OPT_KEEP_ETL, L"--keep-etl", NULL, NULL, 0, TRACE,
+      "keep the etw sampler's trace as hookscope.etl in\n"
+      "the output directory (report --etl reads it)" },
     { OPT_ETL, L"--etl", NULL, "FILE", 0, HS_CMD_REPORT,
       "read a recorded ETW trace (.etl: xperf, WPR,\n"
       "UIforETW, PerfView) instead of a run's directory" },
@@ -327,6 +332,7 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         break;
     }
     case OPT_NO_SAMPLE: o->sample = 0; break;
+    case OPT_KEEP_ETL: o->keep_etl = 1; break;
     case OPT_NO_HOOKS: o->no_hooks = 1; break;
     case OPT_SYMBOLS:
         if (!*val)
@@ -415,8 +421,11 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
                 return usage_error("option '%s' needs the hooks, which --no-hooks turns off", hs_utf8(a));
         }
     }
+    const wchar_t *keep = given(argc, argv, o, OPT_KEEP_ETL);
+    if (keep && o->sample && o->sampler && !strcmp(o->sampler, "suspend"))
+        return usage_error("%s", "--keep-etl keeps the etw sampler's trace; --sampler suspend records none");
     if (!o->sample) {
-        static const int needs_sampling[] = { OPT_SAMPLE_RATE, OPT_SAMPLER };
+        static const int needs_sampling[] = { OPT_SAMPLE_RATE, OPT_SAMPLER, OPT_KEEP_ETL };
         for (size_t i = 0; i < sizeof needs_sampling / sizeof *needs_sampling; i++) {
             const wchar_t *a = given(argc, argv, o, needs_sampling[i]);
             if (a)

@@ -28,7 +28,8 @@ typedef struct hs_options {
     uint32_t stack_every;       /* --stack-every N: capture every Nth call per function */
     int time;                   /* --time: return probes with durations */
     int no_hooks;               /* --no-hooks: hook and inject nothing, samples only */
-    const char *sampler;        /* --sampler NAME: "suspend", "etw", "auto"; NULL: suspend */
+    const char *sampler;        /* --sampler NAME: "suspend", "etw", "auto"; NULL: auto */
+    int keep_etl;               /* --keep-etl: keep the etw backend's trace */
     const wchar_t *filters[32]; /* -f include / -x exclude patterns */
     int filter_exclude[32];
     int nfilters;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <windows.h>
 
 #include "base/util.h"
 #include "commands/commands.h"
@@ -88,6 +89,25 @@ static int write_one(const hs_options *o, const hs_profile *p, const char *out)
     return rc < 0 ? HS_EXIT_FAILED : 0;
 }
 
+/* A trace's file name as a file of this machine, when there is one (a
+ * trace recorded here: the kept trace of a run); a different version of
+ * it is told apart by its timestamp when it is read for names. */
+static char *local_file(void *ctx, const char *nt_path)
+{
+    (void)ctx;
+    char *local = hs_nt_path_local(nt_path);
+    if (!local)
+        return NULL;
+    wchar_t *w = hs_wide(local);
+    DWORD attr = GetFileAttributesW(w);
+    free(w);
+    if (attr == INVALID_FILE_ATTRIBUTES || (attr & FILE_ATTRIBUTE_DIRECTORY)) {
+        free(local);
+        return NULL;
+    }
+    return local;
+}
+
 static int report_etl(const hs_options *o)
 {
     hs_etl_trace t;
@@ -124,7 +144,7 @@ static int report_etl(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     hs_profile *p = hs_profile_new();
-    hs_profile_from_etl(&t, index, o->etl, NULL, NULL, p);
+    hs_profile_from_etl(&t, index, o->etl, local_file, NULL, p);
     hs_etl_trace_free(&t);
     hs_symconf conf = hs_options_symconf(o);
     p->srcline_on = o->srcline != 0;

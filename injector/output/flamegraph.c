@@ -7,7 +7,8 @@
  * stacks (output/stackset.h, hs_flame_kind), merged root first into a
  * tree (output/flametree.h). Each frame is a box as wide as its share of
  * the stacks, its callers below it, siblings in name order; colours by
- * module (a hue per module name, the shade varied by function name).
+ * module (a hue per module name, the shade varied by function name;
+ * kernel images all in one muted orange).
  *
  * The document:
  *
@@ -150,8 +151,13 @@ static void module_colour(const flame *f, uint32_t name, char *buf)
         snprintf(buf, 8, "#c8c8c8");
         return;
     }
-    double hue = (double)(fnv(f->p->modules[m].name) % 360);
     double shade = (double)(fnv(t->names.v[name]) % 1000) / 1000.0;
+    if (f->p->modules[m].kernel) {
+        /* the kernel's frames all in one muted orange, as flamegraph.pl's */
+        hsl_hex(28, 0.45, 0.58 + 0.14 * shade, buf);
+        return;
+    }
+    double hue = (double)(fnv(f->p->modules[m].name) % 360);
     hsl_hex(hue, 0.62, 0.56 + 0.14 * shade, buf);
 }
 

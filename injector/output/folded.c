@@ -18,7 +18,9 @@
  * cpu-stacks.folded and wait-stacks.folded: the sampled stacks of the CPU
  * and of the wait profile in the same format, weighted by samples (merged
  * over threads), so that a flame graph of the first shows where the CPU
- * went and of the second where threads waited.
+ * went and of the second where threads waited. A frame in a kernel image
+ * (ETW samples) ends in "_[k]", as stackcollapse-perf.pl --kernel marks
+ * them: flamegraph.pl and inferno colour those as kernel code.
  *
  * entry-time.folded (--time with --stacks): the same stacks weighted by
  * time in ns instead of captures: each timed function's self time is
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "output/stackset.h"
 #include "output/writers.h"
 
 typedef struct line {
@@ -79,6 +82,9 @@ static int write_kind(const hs_profile *p, FILE *out, uint8_t kind,
             if (len)
                 append(&buf, &len, &cap, ";", 0);
             append(&buf, &len, &cap, hs_loc_format(p, st->frames[k], true, false, name, sizeof name), 1);
+            int32_t m = hs_loc_module(p, st->frames[k]);
+            if (m >= 0 && p->modules[m].kernel)
+                append(&buf, &len, &cap, "_[k]", 0);
         }
         lines[n].text = buf;
         lines[n].count = w;

@@ -331,9 +331,12 @@ static void write_sampling(const hs_profile *p, FILE *out)
             s->rate_hz, (unsigned long long)s->samples, (unsigned long long)s->wait_samples,
             (unsigned long long)s->lost, s->threads);
     if (s->cpu_s >= 0)
-        fprintf(out, "%.6f}", s->cpu_s);
+        fprintf(out, "%.6f", s->cpu_s);
     else
-        fprintf(out, "null}");
+        fprintf(out, "null");
+    if (s->etl_kept)
+        fprintf(out, ", \"etl_file\": \"hookscope.etl\"");
+    fprintf(out, "}");
     write_sample_stacks(p, out, HS_STACK_CPU);
     write_sample_stacks(p, out, HS_STACK_WAIT);
 }

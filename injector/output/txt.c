@@ -365,6 +365,8 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
                 sm->threads, sm->threads == 1 ? "" : "s", (unsigned long long)sm->lost);
         if (sm->cpu_s >= 0)
             fprintf(out, "cpu time   %.3f s\n", sm->cpu_s);
+        if (sm->etl_kept)
+            fprintf(out, "etw trace  hookscope.etl (kept: --keep-etl)\n");
     }
     for (size_t i = 0; i < p->nwarnings; i++)
         fprintf(out, "warning    %s\n", p->warnings[i]);

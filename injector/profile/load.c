@@ -446,6 +446,7 @@ static void load_sampling(loader *l, const hs_json *root)
         d->lost = hs_json_u64(hs_json_get(s, "lost"), 0);
         d->threads = (uint32_t)hs_json_u64(hs_json_get(s, "threads"), 0);
         d->cpu_s = hs_json_num(hs_json_get(s, "cpu_time_s"), -1);
+        d->etl_kept = hs_json_get(s, "etl_file") != NULL;
         for (int kind = HS_STACK_CPU; kind <= HS_STACK_WAIT && !l->failed; kind++) {
             const hs_json *arr = hs_json_get(root, kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
             for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {

@@ -158,6 +158,7 @@ typedef struct hs_prof_sampling {
     uint64_t lost;               /* samples that could not be taken or decoded */
     uint32_t threads;            /* threads sampled */
     double cpu_s;                /* the process's CPU time (user + kernel), -1 if unknown */
+    bool etl_kept;               /* etw: the run's trace is kept in the output directory */
 } hs_prof_sampling;
 
 /* One thread of the target. */

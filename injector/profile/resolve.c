@@ -57,6 +57,11 @@ static hs_modsyms *symbols_of(resolver *r, size_t m)
     hs_modsyms_status st;
     const char *why = NULL;
     s->t = hs_modsyms_open(mod->path, mod->base, mod->size, mod->timestamp, r->conf, &st, &why);
+    if (s->t && !mod->traced && st == HS_MODSYMS_MISMATCH) {
+        /* another version of the file than the one loaded */
+        hs_modsyms_close(s->t);
+        s->t = NULL;
+    }
     if (!s->t && mod->pdb_known) {
         /* not here (a module of an ETW trace): its PDB, if it can be found */
         s->t = hs_modsyms_open_pdb(mod->name, mod->base, mod->pdb_guid, mod->pdb_age, mod->pdb_name, r->conf);
@@ -70,9 +75,6 @@ static hs_modsyms *symbols_of(resolver *r, size_t m)
                             mod->path);
         if (s->t && hs_modsyms_message(s->t)[0])
             hs_profile_warn(r->p, "%s", hs_modsyms_message(s->t));
-    } else if (st == HS_MODSYMS_MISMATCH) {
-        hs_modsyms_close(s->t);
-        s->t = NULL;
     }
     return s->t;
 }

@@ -37,11 +37,13 @@ int hs_trace_begin(hs_trace *t, const hs_options *o)
 {
     memset(t, 0, sizeof *t);
     if (o->sample) {
-        t->backend = hs_sampler_backend_find(o->sampler ? o->sampler : "suspend");
+        t->backend = hs_sampler_backend_find(o->sampler ? o->sampler : "auto");
         if (!t->backend)
             return -1;
         t->rate_hz = o->sample_rate_hz ? o->sample_rate_hz : HS_DEFAULT_SAMPLE_RATE;
     }
+    t->outdir = o->outdir;
+    t->keep_etl = o->keep_etl != 0;
     t->p = hs_profile_new();
     t->p->command = hs_xstrdup(o->cmd->name);
     t->p->duration_s = o->duration;
@@ -64,6 +66,10 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
         c.own = hs_owncode_read;
         c.own_ctx = &t->own;
     }
+    /* the etw backend records into the output directory */
+    t->etl_path = hs_xasprintf("%s\\%s", t->outdir, HS_ETL_FILE);
+    c.etl_path = t->etl_path;
+    c.keep_etl = t->keep_etl;
     t->samples = hs_sampleset_new();
     hs_log("sampling process %u with the %s sampler at %g Hz", pid, t->backend->name, t->rate_hz);
     t->sampler = t->backend->start(&c, t->samples);
@@ -81,6 +87,11 @@ void hs_trace_sample_stop(hs_trace *t)
         return;
     t->backend->stop(t->sampler, &t->stats);
     t->sampler = NULL;
+    if (!t->stats.backend)
+        t->stats.backend = t->backend->name;
+    if (t->stats.events_lost || t->stats.buffers_lost)
+        hs_profile_warn(t->p, "the ETW session lost %llu events and %llu buffers: samples are missing",
+                        (unsigned long long)t->stats.events_lost, (unsigned long long)t->stats.buffers_lost);
     if (t->stats.stalled)
         hs_profile_warn(t->p, "sampling stopped early: a thread's context never came (it was resumed)");
     hs_log("sampling stopped: %llu CPU and %llu wait samples, %zu unique stacks; a thread stayed suspended "
@@ -147,12 +158,22 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     }
     if (t->samples) {
         hs_sampleset_to_profile(t->samples, p);
-        snprintf(p->sampling.backend, sizeof p->sampling.backend, "%s", t->backend->name);
+        snprintf(p->sampling.backend, sizeof p->sampling.backend, "%s", t->stats.backend);
+        p->sampling.etl_kept = t->keep_etl && !strcmp(t->stats.backend, "etw");
         p->sampling.rate_hz = t->rate_hz;
         p->sampling.cpu_s = t->stats.cpu_s;
         hs_sampleset_free(t->samples);
         t->samples = NULL;
     }
+    if (t->etl_path && !p->sampling.etl_kept) {
+        /* an earlier run's, kept then; or this run's, should the backend
+         * have left it */
+        const char *why = NULL;
+        if (hs_remove_file(t->etl_path, &why) < 0)
+            hs_err("cannot remove %s: %s", t->etl_path, why);
+    }
+    free(t->etl_path);
+    t->etl_path = NULL;
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
     hs_symconf conf = hs_options_symconf(o);
     p->srcline_on = o->srcline != 0;

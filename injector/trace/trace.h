@@ -29,7 +29,14 @@ typedef struct hs_trace {
     hs_owncode_src own;
     hs_sampler_stats stats;
     double rate_hz;
+    const char *outdir;
+    bool keep_etl;                       /* --keep-etl */
+    char *etl_path;                      /* the etw backend's file: outdir\HS_ETL_FILE */
 } hs_trace;
+
+/* The file the etw backend records into, in the output directory (removed
+ * once decoded unless --keep-etl). */
+#define HS_ETL_FILE "hookscope.etl"
 
 /* Begin a trace; with sampling on, find the backend first. Returns 0, or
  * -1 after printing why the sampler cannot be used. */

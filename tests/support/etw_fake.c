@@ -94,7 +94,7 @@ static void write_trace(void)
     etlb_bytes pl = { 0 };
     const unsigned P = 8;
     uint64_t ts = 100;
-    etlb_init(&b, P, 1, 64 * 1024);
+    etlb_init(&b, P, 1, 1024 * 1024);
     etlb_begin(&b, 0, 1);
     etlb_p_process(&pl, P, fake->pid, 1, 1, fake->process_name, fake->process_name);
     etlb_sys(&b, 0, 0x03, 3, 4, 0, fake->pid, ts++, &pl), pl.n = 0;
@@ -102,13 +102,28 @@ static void write_trace(void)
     etlb_sys(&b, 0, 0x05, 3, 3, fake->tid, fake->pid, ts++, &pl), pl.n = 0;
     etlb_p_image(&pl, P, fake->image_base, fake->image_size, fake->pid, 0, fake->image_timestamp, fake->image_path);
     etlb_sys(&b, 0, 0x14, 3, 3, 0, fake->pid, ts++, &pl), pl.n = 0;
+    for (int i = 0; i < fake->nimages; i++) {
+        const fake_image *im = &fake->images[i];
+        etlb_p_image(&pl, P, im->base, im->size, im->pid, 0, im->timestamp, im->path);
+        etlb_sys(&b, 0, 0x14, 3, 3, 0, im->pid, ts++, &pl), pl.n = 0;
+    }
     for (int i = 0; i < fake->nsamples; i++) {
-        for (uint32_t k = 0; k < fake->samples[i].count; k++) {
+        const fake_sample *smp = &fake->samples[i];
+        uint32_t pid = smp->pid ? smp->pid : fake->pid, tid = smp->tid ? smp->tid : fake->tid;
+        if (pid != fake->pid) {
+            etlb_p_process(&pl, P, pid, 1, 1, "other.exe", "other.exe");
+            etlb_sys(&b, 0, 0x03, 3, 4, 0, pid, ts++, &pl), pl.n = 0;
+            etlb_p_thread(&pl, P, pid, tid);
+            etlb_sys(&b, 0, 0x05, 3, 3, tid, pid, ts++, &pl), pl.n = 0;
+        }
+        uint64_t two[2] = { smp->ip, smp->ret };
+        const uint64_t *frames = smp->nframes ? smp->frames : two;
+        uint32_t n = smp->nframes ? smp->nframes : 2;
+        for (uint32_t k = 0; k < smp->count; k++) {
             uint64_t t = ts++;
-            etlb_p_sample(&pl, P, fake->samples[i].ip, fake->tid, 0);
+            etlb_p_sample(&pl, P, frames[0], tid, 0);
             etlb_perf(&b, 0x0F, 46, 2, t, 0, 0, &pl), pl.n = 0;
-            uint64_t frames[2] = { fake->samples[i].ip, fake->samples[i].ret };
-            etlb_p_stack(&pl, P, t, fake->pid, fake->tid, frames, 2);
+            etlb_p_stack(&pl, P, t, pid, tid, frames, n);
             etlb_perf(&b, 0x18, 32, 2, t, 0, 0, &pl), pl.n = 0;
         }
     }

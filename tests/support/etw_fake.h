@@ -23,10 +23,26 @@ typedef struct fake_call {
     unsigned long value;           /* the interval, the handle, the stack-traced event type ... */
 } fake_call;
 
+#define FAKE_MAX_FRAMES 8
+#define FAKE_MAX_IMAGES 4
+
 typedef struct fake_sample {
     uint64_t ip, ret;              /* the sampled instruction and one return address */
     uint32_t count;
+    /* optional: the whole stack (leaf first) instead of ip, ret; and the
+     * process and thread (0: the scripted pid and tid; a process other
+     * than pid gets process and thread events of its own) */
+    uint64_t frames[FAKE_MAX_FRAMES];
+    uint32_t nframes;
+    uint32_t pid, tid;
 } fake_sample;
+
+typedef struct fake_image {
+    uint32_t pid;                  /* 0: the kernel's (system-wide) */
+    uint64_t base, size;
+    uint32_t timestamp;
+    char path[260];
+} fake_image;
 
 typedef struct etw_fake {
     /* the script */
@@ -39,6 +55,8 @@ typedef struct etw_fake {
     uint32_t image_timestamp;
     fake_sample samples[FAKE_MAX_SAMPLES];
     int nsamples;
+    fake_image images[FAKE_MAX_IMAGES];   /* more images (kernel, other processes) */
+    int nimages;
     /* what happened */
     ULONG machine_interval;        /* the global interval (starts at 10000) */
     fake_call calls[FAKE_MAX_CALLS];

@@ -79,8 +79,8 @@ static void test_success(void)
     f.image_size = nt->OptionalHeader.SizeOfImage;
     f.image_timestamp = nt->FileHeader.TimeDateStamp;
     uint64_t ret = (uint64_t)(uintptr_t)&test_success + 0x10;
-    f.samples[0] = (fake_sample){ (uint64_t)(uintptr_t)&burn_a + 2, ret, 30 };
-    f.samples[1] = (fake_sample){ (uint64_t)(uintptr_t)&burn_b + 2, ret, 70 };
+    f.samples[0] = (fake_sample){ .ip = (uint64_t)(uintptr_t)&burn_a + 2, .ret = ret, .count = 30 };
+    f.samples[1] = (fake_sample){ .ip = (uint64_t)(uintptr_t)&burn_b + 2, .ret = ret, .count = 70 };
     f.nsamples = 2;
 
     hs_etw_session s;

@@ -61,3 +61,14 @@ $(ETWTEST_WIN): $(ETWTEST_OBJ) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lntdll -lwinmm
 test-targets: $(ETWTEST_WIN)
+
+# build/tests/etw_fake.dll: the same fake as a DLL that hookscope loads
+# through HOOKSCOPE_ETW_API, scripted in terms of the real target, for whole
+# runs with --sampler etw (tests/test_etw_run.py)
+ETWFAKE_DLL := $(B)/tests/etw_fake.dll
+ETWFAKE_OBJ := $(call win_obj,tests/support/etw_fake_dll.c tests/support/etw_fake.c tests/unit/etl_build.c)
+$(B)/win/tests/support/etw_fake_dll.o: WCFLAGS += -Itests/support -Itests/unit
+$(ETWFAKE_DLL): $(ETWFAKE_OBJ)
+	@mkdir -p $(dir $@)
+	$(WCC) -shared -o $@ $(filter %.o,$^) -static-libgcc -lntdll
+test-targets: $(ETWFAKE_DLL)

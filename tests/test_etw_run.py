@@ -1,0 +1,203 @@
+"""Whole runs with the ETW sampler under Wine, which has no ETW: hookscope
+loads the fake of the system's ETW functions (build/tests/etw_fake.dll,
+tests/support/etw_fake_dll.c) through HOOKSCOPE_ETW_API, and the fake
+"records" what a script says, in terms of the real target: addresses in
+its exe, in the stubs its hooks jump to, in a kernel image, and samples of
+another process. Everything else is hookscope's real path: the private
+session and the machine's sampling interval (tests/test_etw.py checks the
+calls in detail), the .etl file in the output directory, its decode by
+hookscope's own reader, the attribution of hookscope's code, the merge
+with the hook counts, the naming and every output."""
+import json
+import os
+
+import hs
+
+DEMO = "build/examples/demo.exe"
+SPLIT = "build/tests/cpusplit.exe"
+CRASH = "build/tests/crash.exe"
+FAKE = "build/tests/etw_fake.dll"
+MACHINE_INTERVAL = 10000     # the fake machine's interval before a run (100 ns units: 1 kHz)
+
+
+def fake_run(name, script, options=(), target=DEMO, args=(), env=None):
+    """hookscope run with the fake ETW; returns (Trace, the fake's log as
+    a list of (when, {key: [values]}))."""
+    hs.need(FAKE)
+    out = hs.outdir(name)
+    sp = os.path.join(hs.ROOT, out + ".script")
+    lp = os.path.join(hs.ROOT, out + ".log")
+    with open(sp, "w") as f:
+        f.write(script)
+    if os.path.exists(lp):
+        os.remove(lp)
+    e = {"HOOKSCOPE_ETW_API": FAKE, "HS_FAKE_ETW_SCRIPT": sp, "HS_FAKE_ETW_LOG": lp}
+    e.update(env or {})
+    p = hs.hookscope(["run", "-q", "-o", out] + list(options) + ["--", target] + list(args), extra_env=e,
+                     timeout=300)
+    log = []
+    if os.path.exists(lp):
+        for line in open(lp, encoding="utf-8", errors="replace"):
+            k, _, v = line.rstrip("\n").partition(" ")
+            if k == "when":
+                log.append((v, {}))
+            elif log:
+                log[-1][1].setdefault(k, []).append(v)
+    return hs.Trace(p, out), log
+
+
+def final(log):
+    """The fake's state when hookscope unloaded it (the process's end)."""
+    hs.check(log and log[-1][0] == "unload", f"the fake wrote no state at unload: {log}")
+    return log[-1][1]
+
+
+def interval_put_back(log, what):
+    st = final(log)
+    hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's sampling interval afterwards")
+    hs.eq(st["foreign"], ["0"], f"{what}: a session hookscope did not start was touched")
+    hs.eq(st["running"], ["0"], f"{what}: hookscope's session still runs")
+    hs.check(st.get("script-error") is None, f"{what}: the script: {st.get('script-error')}")
+
+
+def rvas(name):
+    """The demo's functions' RVAs and calls, from a run without sampling."""
+    t = hs.trace(DEMO, options=["--no-sample"], name=name + "_rvas")
+    hs.eq(t.rc, 0, "the run without sampling")
+    return {f["name"]: int(f["rva"], 16) for f in t.functions()}, t.calls(), t.stdout
+
+
+def func(t, name):
+    for f in t.json["functions"]:
+        if f["name"] == name:
+            return f
+    raise AssertionError(f"{name} not in the report")
+
+
+def test_etw_samples_merge_with_the_hooks():
+    """57 samples of the target (fib's own code, a stub of fib's hook, the
+    kernel under fib) and 11 of another process: the report has exactly the
+    target's, attributed and named as the suspend sampler's are, next to
+    call counts equal to a run without sampling; the target's output is
+    the same; the session ran in the output directory and its file is
+    gone; the machine's interval is put back."""
+    rva, calls, stdout = rvas("etw_run_merge")
+    fib, main = rva["fib"], rva["main"]
+    script = f"""kernel
+sample 30 exe+{fib + 4:#x} exe+{main + 0x10:#x}
+sample 20 stub+{fib:#x} exe+{main + 0x10:#x}
+sample 7 kernel+0x1234 exe+{fib + 4:#x} exe+{main + 0x10:#x}
+foreign 11 exe+{fib + 4:#x}
+"""
+    t, log = fake_run("etw_run_merge", script, ["--sampler", "etw"])
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    hs.eq(t.stdout, stdout, "the target's output")
+    interval_put_back(log, "run")
+    st = final(log)
+    hs.check(st["file"][0].lower().endswith(os.path.join(t.out, "hookscope.etl").replace("/", "\\").lower()),
+             f"the session's file: {st['file']}")
+    hs.check(st["session"][0].startswith("hookscope-"), f"the session's name: {st['session']}")
+    hs.check(not os.path.exists(os.path.join(hs.ROOT, t.out, "hookscope.etl")), "the .etl file was removed")
+    s = t.json["sampling"]
+    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["threads"]), ("etw", 57, 0, 1), "sampling")
+    hs.eq(s["lost"], 7, "the events the trace says it lost")
+    hs.check(any("lost 7 events and 3 buffers" in w for w in t.json["warnings"]),
+             f"the losses are a warning: {t.json['warnings']}")
+    hs.eq(t.calls(), calls, "call counts with the ETW sampler = without sampling")
+    hs.eq(func(t, "fib")["samples"], {"self": 50, "total": 57}, "fib's samples (the stub's count as fib's)")
+    hs.eq(func(t, "main")["samples"], {"self": 0, "total": 57}, "main's samples")
+    kern = [m for m in t.json["loaded_modules"] if m["name"] == "ntoskrnl.exe"]
+    hs.eq(len(kern), 1, "the kernel image among the loaded modules")
+    kern = kern[0]
+    hs.eq((kern.get("kernel"), kern["samples"]["self"]), (True, 7), "the kernel image")
+    stacks = {}
+    for st in t.json["sample_stacks"]:
+        key = tuple(f.split("+")[0] for f in st["frames"])
+        stacks[key] = stacks.get(key, 0) + st["count"]
+    hs.eq(stacks, {("demo.exe!fib", "demo.exe!main"): 50,
+                   ("ntoskrnl.exe", "demo.exe!fib", "demo.exe!main"): 7}, "the sample stacks")
+    folded = t.file("cpu-stacks.folded")
+    hs.eq(folded, "demo.exe!main;demo.exe!fib 50\ndemo.exe!main;demo.exe!fib;ntoskrnl.exe+0x1234_[k] 7\n",
+          "cpu-stacks.folded (kernel frames marked _[k])")
+    hs.check("etw sampler" in t.txt, "report.txt names the backend")
+
+
+def test_keep_etl_and_report_it_again():
+    """--keep-etl keeps the trace; `report --etl` reads it with the same
+    samples; a later run into the same directory without it removes it."""
+    rva, _, _ = rvas("etw_run_keep")
+    script = f"sample 9 exe+{rva['fib'] + 4:#x} exe+{rva['main'] + 0x10:#x}\nforeign 4 exe+0x1000\n"
+    t, log = fake_run("etw_run_keep", script, ["--sampler", "etw", "--keep-etl"])
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    interval_put_back(log, "--keep-etl")
+    etl = os.path.join(t.out, "hookscope.etl")
+    hs.check(os.path.exists(os.path.join(hs.ROOT, etl)), "hookscope.etl kept")
+    hs.eq(t.json["sampling"].get("etl_file"), "hookscope.etl", "report.json names the kept trace")
+    pid = t.json["target"]["pid"]
+    again = hs.outdir("etw_run_keep_report")
+    p = hs.hookscope(["report", "--etl", etl, "--pid", str(pid), "-o", again])
+    hs.eq(p.returncode, 0, f"report --etl: {p.stderr!r}")
+    r = json.load(open(os.path.join(hs.ROOT, again, "report.json"), encoding="utf-8"))
+    hs.eq(r["sampling"]["samples"], 9, "report --etl: the target's samples")
+    hs.eq({f["name"]: f["samples"]["self"] for f in r["functions"] if f.get("samples", {}).get("self")},
+          {"fib": 9}, "report --etl: self samples by function")
+    t2, _ = fake_run("etw_run_keep", script, ["--sampler", "etw"])
+    hs.eq(t2.rc, 0, "the run without --keep-etl")
+    hs.check(not os.path.exists(os.path.join(hs.ROOT, etl)), "the earlier run's hookscope.etl is removed")
+    hs.check("etl_file" not in t2.json["sampling"], "report.json names no trace")
+
+
+def test_etw_failures_and_auto():
+    """Each step of starting the session can fail: `--sampler etw` says so
+    in one line and does not run the target; `auto` (the default) falls
+    back to the suspend sampler when ETW cannot run here (no privilege, no
+    access) and the report says which ran; the machine's interval is put
+    back whatever failed."""
+    cases = [
+        # (script, sampler option, exit code, message, backend that ran)
+        ("fail privilege 1314\n", ["--sampler", "etw"], 125, "ETW sampling needs SeSystemProfilePrivilege", None),
+        ("fail privilege 1314\n", [], 0, None, "suspend"),
+        ("fail start 5\n", ["--sampler", "auto"], 0, None, "suspend"),
+        ("fail start 5\n", ["--sampler", "etw"], 125, "cannot start an ETW session", None),
+        ("fail set 87\n", ["--sampler", "etw"], 125, "setting the sampling interval", None),
+        ("fail stack 87\n", ["--sampler", "auto"], 125, "stack", None),
+    ]
+    for script, opts, rc, text, backend in cases:
+        what = f"{script.strip()} {opts}"
+        t, log = fake_run("etw_run_fail", script, opts, target=SPLIT, args=["0.2"])
+        err = t.stderr.decode(errors="replace")
+        hs.eq(t.rc, rc, f"{what}: exit code ({err!r})")
+        if text:
+            lines = err.splitlines()
+            hs.check(len(lines) == 1 and text in lines[0] and lines[0].startswith("hookscope: "),
+                     f"{what}: one line naming the failure: {err!r}")
+            hs.eq(t.stdout, b"", f"{what}: the target did not run")
+        else:
+            hs.eq(t.json["sampling"]["backend"], backend, f"{what}: the backend that ran")
+            hs.check(f"{backend} sampler" in t.txt, f"{what}: report.txt says which backend ran")
+        if log:
+            st = final(log)
+            hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's interval afterwards")
+            hs.eq(st["running"], ["0"], f"{what}: the session still runs")
+
+
+def test_interval_put_back_on_every_way_out():
+    """--duration ends the target, a crashing target, and a target that
+    runs out: each run stops the session and puts the interval back, and
+    reports the samples the trace has."""
+    cases = [
+        ("duration", SPLIT, ["30"], ["--duration", "1"], 0),
+        ("crash", CRASH, [], [], None),
+        ("exit", SPLIT, ["0.1"], [], 0),
+    ]
+    for what, target, args, opts, rc in cases:
+        t, log = fake_run("etw_run_way_" + what, "sample 3 exe+0x1000\n", ["--sampler", "etw"] + opts,
+                          target=target, args=args)
+        if rc is not None:
+            hs.eq(t.rc, rc, f"{what}: exit code ({t.stderr!r})")
+        else:
+            hs.check(t.rc != 0, f"{what}: a crash is not a success")
+        interval_put_back(log, what)
+        hs.eq(t.json["sampling"]["samples"], 3, f"{what}: the samples recorded")
+        hs.check(any(c.startswith("set-interval ") for c in final(log).get("call", [])),
+                 f"{what}: the interval was set for the run")
