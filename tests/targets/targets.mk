@@ -52,3 +52,8 @@ $(TGT_DIR)/latedll.dll: tests/targets/latedll.c
 	@mkdir -p $(dir $@)
 	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
 test-targets: $(TGT_DIR)/latedll.dll
+
+# suspendtest.exe drives hook/suspend_win.c itself (built into it)
+TGT_EXTRA_suspendtest := -Ihook -DUNICODE -D_UNICODE
+TGT_LIBS_suspendtest := hook/suspend_win.c
+$(TGT_DIR)/suspendtest.exe: hook/suspend_win.c hook/suspend_win.h
