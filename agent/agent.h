@@ -80,6 +80,7 @@ typedef struct hs_agent {
     uint64_t sink_size;
     volatile LONG in_slow;     /* threads inside the probes' C code */
     uint64_t self_size;        /* the agent DLL's SizeOfImage */
+    int defer_patch;           /* hs_install_module leaves patching to its caller */
 } hs_agent;
 
 extern hs_agent g_hs;
@@ -118,11 +119,17 @@ int hs_modules_init(void);
 void hs_modules_stop(void);
 int hs_pattern_match(const wchar_t *path);
 
-/* install.c */
+/* install.c: hook a module (its patches go in at once unless
+ * g_hs.defer_patch; then hs_install_mark after patching them) */
 int hs_install_module(HMODULE base, const wchar_t *path, uint32_t flags, int pattern);
+/* Record in the session how patching module ms went (hs_patch_* result). */
+void hs_install_mark(hs_mod_state *ms, int patched);
 
-/* patch.c: write (install) or restore (remove) every patch of a module
- * under one freeze of the other threads. */
+/* patch.c: write (install) or restore (remove) every patch of the given
+ * modules under one freeze of the other threads. Returns 0, or -1 (a
+ * freeze that could not be made changes nothing; the session's error text
+ * says why). */
+int hs_patch_modules(hs_mod_state *const *mods, size_t n, int install);
 int hs_patch_module(hs_mod_state *m, int install);
 /* Wait until no thread runs in the arena or in the agent's probe code
  * (after every module was unhooked). Returns 0, or -1 on timeout. */

@@ -8,7 +8,7 @@
  * hs_agent_init, outside the loader lock.
  */
 #include "agent.h"
-#include "freeze_win.h"
+#include "suspend_win.h"
 
 BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
 {
@@ -126,7 +126,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param __attribute__((unus
     if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
         rc = ERROR_NOT_ENOUGH_MEMORY;
-    } else if (hs_freeze_init(worker_start) < 0) {
+    } else if (hs_suspend_init(worker_start) < 0) {
         hs_agent_fail((int)GetLastError(), "agent: cannot start its thread-freeze workers");
         rc = ERROR_PROC_NOT_FOUND;
     } else if (hs_modules_init() < 0) {
@@ -184,8 +184,8 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
     if (rc == 0 && hs_quiesce(2000) < 0)
         rc = hs_live_wrapper_frames() ? ERROR_BUSY : WAIT_TIMEOUT;
     /* the freeze's workers run agent code: stop them before an unload */
-    if (rc == 0)
-        hs_freeze_shutdown();
+    if (rc == 0 && hs_suspend_shutdown(2000) < 0)
+        rc = WAIT_TIMEOUT;
     for (size_t i = 0; i < g_hs.n_mods; i++)
         if (!g_hs.mods[i].hooked)
             hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNHOOKED;

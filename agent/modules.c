@@ -168,6 +168,10 @@ int hs_modules_init(void)
     DWORD n = needed / sizeof(HMODULE);
     if (n > 1024)
         n = 1024;
+    /* every module loaded now is patched under one freeze: either all
+     * their hooks go in, or none */
+    size_t first = g_hs.n_mods;
+    g_hs.defer_patch = 1;
     for (DWORD i = 0; i < n; i++) {
         wchar_t path[HS_PATH_LEN];
         DWORD len = GetModuleFileNameW(mods[i], path, HS_PATH_LEN);
@@ -175,6 +179,23 @@ int hs_modules_init(void)
             continue;
         consider(mods[i], path, 0);
     }
+    g_hs.defer_patch = 0;
+    int rc = 0;
+    EnterCriticalSection(&g_hs.install_lock);
+    size_t count = g_hs.n_mods - first;
+    if (count) {
+        hs_mod_state *list[HS_MAX_RECORDED];
+        if (count > HS_MAX_RECORDED)
+            count = HS_MAX_RECORDED;
+        for (size_t i = 0; i < count; i++)
+            list[i] = &g_hs.mods[first + i];
+        rc = hs_patch_modules(list, count, 1);
+        for (size_t i = 0; i < count; i++)
+            hs_install_mark(list[i], rc);
+    }
+    LeaveCriticalSection(&g_hs.install_lock);
+    if (rc < 0)
+        return -1;   /* nothing was patched; the error text says why */
     dll_shutdown_in_progress = (BOOLEAN (NTAPI *)(void))(void (*)(void))GetProcAddress(
         GetModuleHandleW(L"ntdll.dll"), "RtlDllShutdownInProgress");
     hs_register_fn reg = (hs_register_fn)(void (*)(void))GetProcAddress(

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "agent.h"
-#include "freeze_win.h"
+#include "suspend_win.h"
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
@@ -99,7 +99,7 @@ static int injector_thread(void)
     for (int i = 0; i < 16; i++)
         if (g_hs.hdr->injector_tids[i] == tid)
             return 1;
-    return hs_freeze_is_worker(tid);   /* the agent's own */
+    return hs_suspend_is_worker(tid);   /* the agent's own */
 }
 
 /* The caller's return address for an edge: a function tail-called by a

@@ -83,6 +83,7 @@ int hs_cmd_attach(const hs_options *o)
     int rc = 0;
     if (stop == HS_STOP_DETACH) {
         DWORD dcode = 0;
+        hs_log("detaching: taking the hooks out");
         if (hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode) < 0) {
             rc = HS_EXIT_FAILED;
         } else if (dcode == ERROR_BUSY) {
@@ -94,7 +95,7 @@ int hs_cmd_attach(const hs_options *o)
             hs_results_warn(&t.r, "some threads stayed inside hooks; the agent stays loaded (inactive)");
             hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",
                    hs_win_error(dcode));
-        } else if (hs_agent_unload(process, &t.session) < 0) {
+        } else if (hs_log("hooks out; unloading the agent"), hs_agent_unload(process, &t.session) < 0) {
             hs_results_warn(&t.r, "the agent could not be unloaded; its hooks are out");
         }
     } else {

@@ -181,7 +181,9 @@ int hs_inject(HANDLE process, hs_session_host *s)
     hs_log("agent loaded at 0x%llx; hooking", (unsigned long long)s->hdr->agent_base);
     if (hs_agent_call(process, s, "hs_agent_init", INIT_TIMEOUT_MS, &code) < 0)
         goto out;
-    hs_log("hooked %u functions in %u modules", s->hdr->n_functions, s->hdr->n_modules);
+    hs_log("hooked %u functions in %u modules; threads stopped in %u freeze(s), %u round(s), "
+           "%u context timeout(s), longest %u ms", s->hdr->n_functions, s->hdr->n_modules, s->hdr->freezes,
+           s->hdr->freeze_rounds, s->hdr->freeze_timeouts, s->hdr->freeze_ms_max);
     if (code != 0 || s->hdr->agent_state != HS_AGENT_READY) {
         hs_err("the agent failed: %s", s->hdr->error_text[0] ? s->hdr->error_text : hs_win_error(code));
         goto out;

@@ -255,6 +255,14 @@ typedef struct hs_session_header {
     char filters[32][256];
     volatile uint32_t filter_matched; /* bit i: filter i matched some function (agent) */
     volatile uint32_t regions_reused; /* regions of exited threads folded and given to others */
+    /* the agent's thread freezes (hook/suspend_win.h), for -v and for
+     * saying why one failed */
+    uint32_t freeze_rounds;           /* rounds of suspending every thread, over all freezes */
+    uint32_t freeze_timeouts;         /* contexts that did not come within a round */
+    uint32_t freeze_failures;         /* freezes given up (their budget spent) */
+    uint32_t freeze_ms_max;           /* the longest freeze took this long to stop everyone */
+    uint32_t freeze_ms_total;
+    uint32_t freeze_stuck_tid;        /* the last thread whose context did not come */
 } hs_session_header;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
