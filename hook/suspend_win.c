@@ -69,6 +69,7 @@ typedef struct ctx_worker {
     volatile LONG state;       /* W_* */
     HANDLE target;             /* the request: a duplicate, closed by the worker */
     BOOL ok;                   /* the reply */
+    DWORD err;                 /*   and GetLastError when it failed */
 } ctx_worker;
 
 static ctx_worker workers[MAX_WORKERS];
@@ -77,6 +78,17 @@ static volatile LONG stopping;
 static void (*worker_start_hook)(void);
 static SRWLOCK grow_lock = SRWLOCK_INIT;
 
+static void (*volatile idle_fn)(void);
+static volatile DWORD idle_ms;
+
+void hs_suspend_on_idle(void (*fn)(void), DWORD every_ms)
+{
+    idle_ms = every_ms;
+    idle_fn = fn;
+    if (n_workers)
+        SetEvent(workers[0].go);   /* start waiting with the timeout */
+}
+
 static DWORD WINAPI worker_main(void *arg)
 {
     ctx_worker *w = arg;
@@ -84,12 +96,18 @@ static DWORD WINAPI worker_main(void *arg)
         worker_start_hook();
     InterlockedExchange(&w->ready, 1);
     for (;;) {
-        WaitForSingleObject(w->go, INFINITE);
+        void (*fn)(void) = w == &workers[0] ? idle_fn : NULL;
+        if (WaitForSingleObject(w->go, fn ? idle_ms : INFINITE) == WAIT_TIMEOUT) {
+            if (!stopping)
+                fn();
+            continue;
+        }
         if (stopping)
             return 0;
         if (w->state != W_BUSY && w->state != W_ABANDONED)
             continue;
         BOOL ok = GetThreadContext(w->target, &w->ctx);
+        w->err = ok ? 0 : GetLastError();
         CloseHandle(w->target);
         w->target = NULL;
         w->ok = ok;
@@ -217,11 +235,14 @@ static int thread_gone(HANDLE thread)
 
 /* Have claimed worker `w` read the context of `thread` into *out within
  * `timeout_ms`. The worker is free again (or abandoned) on return. */
+static DWORD fetch_error;   /* why the last fetch failed (HS_SUSPEND_DENIED) */
+
 static hs_suspend_status fetch(ctx_worker *w, HANDLE thread, CONTEXT *out, DWORD flags, DWORD timeout_ms)
 {
     HANDLE dup;
     if (!DuplicateHandle(GetCurrentProcess(), thread, GetCurrentProcess(), &dup, 0, FALSE,
                          DUPLICATE_SAME_ACCESS)) {
+        fetch_error = GetLastError();
         unclaim_worker(w);
         return thread_gone(thread) ? HS_SUSPEND_GONE : HS_SUSPEND_DENIED;
     }
@@ -243,10 +264,12 @@ static hs_suspend_status fetch(ctx_worker *w, HANDLE thread, CONTEXT *out, DWORD
     }
     MemoryBarrier();
     hs_suspend_status st = HS_SUSPEND_OK;
-    if (w->ok)
+    if (w->ok) {
         memcpy(out, &w->ctx, sizeof *out);
-    else
+    } else {
+        fetch_error = w->err;
         st = thread_gone(thread) ? HS_SUSPEND_GONE : HS_SUSPEND_DENIED;
+    }
     unclaim_worker(w);
     return st;
 }
@@ -377,6 +400,7 @@ static query_system_fn query_system(void)
 static SRWLOCK snap_lock = SRWLOCK_INIT;
 static void *snap_buf;
 static ULONG snap_size;
+static LONG snap_status;   /* the last failure */
 
 static const SYSTEM_PROCESS_INFORMATION *snapshot(void)
 {
@@ -394,13 +418,36 @@ static const SYSTEM_PROCESS_INFORMATION *snapshot(void)
         LONG st = q(SYSTEM_PROCESS_INFORMATION_CLASS, snap_buf, snap_size, &need);
         if (st == 0)
             return snap_buf;
+        snap_status = st;
         if (st != STATUS_INFO_LENGTH_MISMATCH_)
-            return NULL;
+            continue;   /* (a process came or went meanwhile: try again) */
         VirtualFree(snap_buf, 0, MEM_RELEASE);
         snap_buf = NULL;
         snap_size = (need > snap_size ? need : snap_size) * 2;
     }
     return NULL;
+}
+
+int hs_suspend_count_others(int (*skip)(DWORD tid, void *ud), void *ud)
+{
+    DWORD pid = GetCurrentProcessId(), me = GetCurrentThreadId();
+    int n = -1;
+    AcquireSRWLockExclusive(&snap_lock);
+    const SYSTEM_PROCESS_INFORMATION *p = snapshot();
+    while (p && (DWORD)(uintptr_t)p->UniqueProcessId != pid)
+        p = p->NextEntryOffset ? (const SYSTEM_PROCESS_INFORMATION *)((const char *)p + p->NextEntryOffset)
+                               : NULL;
+    if (p) {
+        const SYSTEM_THREAD_INFORMATION *th = (const SYSTEM_THREAD_INFORMATION *)(p + 1);
+        n = 0;
+        for (ULONG k = 0; k < p->NumberOfThreads; k++) {
+            DWORD tid = (DWORD)(uintptr_t)th[k].ClientId.UniqueThread;
+            if (tid && tid != me && !hs_suspend_is_worker(tid) && !(skip && skip(tid, ud)))
+                n++;
+        }
+    }
+    ReleaseSRWLockExclusive(&snap_lock);
+    return n;
 }
 
 static int grow(hs_suspend_set *s)
@@ -464,6 +511,7 @@ static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_sus
         const SYSTEM_PROCESS_INFORMATION *p = snapshot();
         if (!p) {
             s->why = HS_SUSPEND_DENIED;
+            s->stats.error = (uint32_t)snap_status;
             rc = -1;
             break;
         }
@@ -545,10 +593,15 @@ static int one_round(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_op
             s->stats.stuck_tid = e->tid;
         } else if (st == HS_SUSPEND_NO_WORKER) {
             s->stats.no_worker++;
+        } else {
+            /* a thread whose handle or context failed and that has not
+             * ended (yet): try the round again */
+            s->stats.denied++;
+            s->stats.error = fetch_error;
         }
         s->why = st;
         release_set(s);
-        return st == HS_SUSPEND_DENIED ? -1 : 0;
+        return 0;
     }
     return 1;
 }

@@ -69,6 +69,14 @@ int hs_suspend_shutdown(DWORD timeout_ms);
 /* Is `tid` one of this module's workers (never to be suspended)? */
 int hs_suspend_is_worker(DWORD tid);
 
+/* Have the first worker call `fn` whenever it has had no request for
+ * `every_ms` (for a periodic check that waits for nothing). */
+void hs_suspend_on_idle(void (*fn)(void), DWORD every_ms);
+
+/* How many threads this process has besides the caller, the workers and
+ * the ones `skip` names (may be NULL); -1 when they cannot be counted. */
+int hs_suspend_count_others(int (*skip)(DWORD tid, void *ud), void *ud);
+
 /* ---- one thread ------------------------------------------------------------ */
 
 /* Suspend `thread` (THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT |
@@ -95,8 +103,10 @@ typedef struct hs_suspend_stats {
     uint32_t timeouts;      /* contexts that did not come within a round */
     uint32_t gone;          /* threads that ended while being suspended */
     uint32_t no_worker;     /* rounds that found no free worker */
+    uint32_t denied;        /* rounds ended by a call that failed (error below) */
     uint32_t ms;            /* time the call took */
     DWORD stuck_tid;        /* the last thread whose context did not come */
+    uint32_t error;         /* the last failure: a Win32 error or an NTSTATUS */
 } hs_suspend_stats;
 
 typedef struct hs_suspend_opts {
