@@ -119,6 +119,14 @@ int hs_modules_init(void);
 void hs_modules_stop(void);
 int hs_pattern_match(const wchar_t *path);
 
+/* ending.c: detours that see how the target ends (session end_*), and
+ * that end it when only hookscope's threads are left */
+void hs_ending_install(void);
+void hs_ending_module_loaded(void);   /* a DLL was loaded (before its hooks) */
+int hs_ending_remove(void);           /* 0, or -1 when a detour could not be taken out */
+LONG hs_ending_busy(void);            /* threads inside a detour's original */
+extern volatile LONG hs_target_threads;
+
 /* install.c: hook a module (its patches go in at once unless
  * g_hs.defer_patch; then hs_install_mark after patching them) */
 int hs_install_module(HMODULE base, const wchar_t *path, uint32_t flags, int pattern);

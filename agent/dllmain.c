@@ -39,7 +39,11 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         h->agent_state = HS_AGENT_LOADED;
         break;
     }
+    case DLL_THREAD_ATTACH:
+        InterlockedIncrement(&hs_target_threads);
+        break;
     case DLL_THREAD_DETACH:
+        InterlockedDecrement(&hs_target_threads);
         hs_thread_exit();
         break;
     case DLL_PROCESS_DETACH:
@@ -67,6 +71,7 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
 static void worker_start(void)
 {
     hs_agent_enter();
+    InterlockedDecrement(&hs_target_threads);   /* (counted at its DLL_THREAD_ATTACH) */
 }
 
 /* One (performance counter, rdtsc) pair read close together: of a few
@@ -129,8 +134,13 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param __attribute__((unus
     } else if (hs_suspend_init(worker_start) < 0) {
         hs_agent_fail((int)GetLastError(), "agent: cannot start its thread-freeze workers");
         rc = ERROR_PROC_NOT_FOUND;
-    } else if (hs_modules_init() < 0) {
-        rc = h->agent_error ? (DWORD)h->agent_error : ERROR_GEN_FAILURE;
+    } else {
+        /* before the modules' hooks, which may lie over the detours */
+        EnterCriticalSection(&g_hs.install_lock);
+        hs_ending_install();
+        LeaveCriticalSection(&g_hs.install_lock);
+        if (hs_modules_init() < 0)
+            rc = h->agent_error ? (DWORD)h->agent_error : ERROR_GEN_FAILURE;
     }
     MemoryBarrier();
     h->agent_state = rc ? HS_AGENT_FAILED : HS_AGENT_READY;
@@ -178,6 +188,12 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
     h->stop_requested = 1;
     hs_modules_stop();
     DWORD rc = hs_agent_unhook(NULL);
+    if (rc == 0) {
+        EnterCriticalSection(&g_hs.install_lock);
+        if (hs_ending_remove() < 0)
+            rc = ERROR_TIMEOUT;
+        LeaveCriticalSection(&g_hs.install_lock);
+    }
     /* Stubs drain in microseconds; a timed call still running (a wrapper
      * frame on some stack) returns into the agent's code whenever it ends,
      * so then the agent must stay loaded. */

@@ -125,6 +125,11 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
             len = HS_PATH_LEN - 1;
         memcpy(path, d->FullDllName->Buffer, len * sizeof(wchar_t));
         path[len] = 0;
+        /* the detours first: a detour laid over a hook would be lost when
+         * the hook is taken out */
+        EnterCriticalSection(&g_hs.install_lock);
+        hs_ending_module_loaded();
+        LeaveCriticalSection(&g_hs.install_lock);
         consider((HMODULE)d->DllBase, path, 1);
     } else if (reason == HS_DLL_UNLOADED && d && !shutting_down()) {
         /* (at process exit every DLL is "unloaded": that is not FreeLibrary) */

@@ -96,8 +96,9 @@ static int freeze(hs_suspend_set *s, DWORD budget_ms)
                      "(%u tries; thread %lu never stopped)", (unsigned long)budget_ms, s->stats.attempts,
                      (unsigned long)s->stats.stuck_tid);
         else
-            snprintf(freeze_why, sizeof freeze_why, "could not stop the target's threads within %lu ms (%s)",
-                     (unsigned long)budget_ms, hs_suspend_status_name(s->why));
+            snprintf(freeze_why, sizeof freeze_why, "could not stop the target's threads within %lu ms "
+                     "(%u tries; %s, error 0x%x)", (unsigned long)budget_ms, s->stats.attempts,
+                     hs_suspend_status_name(s->why), s->stats.error);
         SetLastError(ERROR_TIMEOUT);
     } else {
         g_hs.hdr->freezes++;
@@ -210,7 +211,7 @@ int hs_quiesce(DWORD timeout_ms)
     DWORD tid = 0;
     for (;;) {
         /* a wrapper frame still on a stack returns into the agent's code */
-        slow = g_hs.in_slow;
+        slow = g_hs.in_slow + hs_ending_busy();
         frames = hs_live_wrapper_frames();
         tid = 0;
         int frozen = 1;

@@ -10,6 +10,7 @@
 #include <windows.h>
 
 #include "commands.h"
+#include "ending.h"
 #include "inject.h"
 #include "report.h"
 #include "target.h"
@@ -102,6 +103,10 @@ int hs_cmd_attach(const hs_options *o)
         GetExitCodeProcess(process, &code);
         t.r.exited = 1;
         t.r.exit_code = code;
+        /* it ended while hooked: a crash, or an exit (from what the agent saw) */
+        hs_ending_decide(t.session.hdr, code, &t.r);
+        if (t.r.stop == HS_STOP_CRASH)
+            stop = HS_STOP_CRASH;
     }
     CloseHandle(process);
     t.r.stop = stop;

@@ -98,12 +98,19 @@ int hs_write_report_json(const hs_results *r, FILE *out)
         fprintf(out, "%u", r->exit_code);
     else
         fprintf(out, "null");
-    const char *crash = r->stop == HS_STOP_CRASH ? hs_crash_name(r->exit_code) : NULL;
+    const char *crash = r->stop == HS_STOP_CRASH ? r->crash_what : NULL;
     fprintf(out, ", \"crash\": ");
     if (crash)
         jstr(out, crash);
     else
         fprintf(out, "null");
+    if (crash) {
+        fprintf(out, ", \"crash_code\": %u, \"crash_address\": ", r->crash_code);
+        if (r->crash_address)
+            fprintf(out, "\"0x%llx\"", (unsigned long long)r->crash_address);
+        else
+            fprintf(out, "null");
+    }
     fprintf(out, ", \"stop\": ");
     jstr(out, stop_name(r->stop));
     fprintf(out, ", \"wall_time_s\": %.6f},\n", r->wall_s);

@@ -56,10 +56,13 @@ size_t *hs_sorted_by_calls(const hs_results *r, size_t *n)
 
 void hs_describe_stop(const hs_results *r, char *buf, size_t len)
 {
-    const char *crash = r->exited ? hs_crash_name(r->exit_code) : NULL;
     switch (r->stop) {
     case HS_STOP_CRASH:
-        snprintf(buf, len, "crashed: 0x%08X (%s)", r->exit_code, crash ? crash : "exception");
+        if (r->crash_address)
+            snprintf(buf, len, "crashed: 0x%08X (%s) at 0x%llx", r->crash_code,
+                     r->crash_what ? r->crash_what : "exception", (unsigned long long)r->crash_address);
+        else
+            snprintf(buf, len, "crashed: 0x%08X (%s)", r->crash_code, r->crash_what ? r->crash_what : "exception");
         break;
     case HS_STOP_DURATION:
         snprintf(buf, len, "stopped after --duration %.3g s", r->duration_s);

@@ -96,6 +96,10 @@ typedef struct hs_results {
     uint64_t time_dropped;                   /* calls not timed (shadow stack full) */
     char **warnings;           /* one line each */
     size_t nwarnings;
+    /* stop == HS_STOP_CRASH: what happened (injector/ending.c) */
+    uint32_t crash_code;       /* the exception's code, else the exit code */
+    uint64_t crash_address;    /* where the exception happened, 0 if not known */
+    char *crash_what;          /* its name, or what ended the process */
 } hs_results;
 
 void hs_results_warn(hs_results *r, const char *fmt, ...) __attribute__((format(gnu_printf, 2, 3)));

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <windows.h>
 
+#include "addrsym.h"
 #include "collect.h"
 #include "commands.h"
+#include "ending.h"
 #include "inject.h"
 #include "report.h"
 #include "session_host.h"
@@ -102,10 +104,13 @@ int hs_cmd_run(const hs_options *o)
 
     t.r.exited = stop != HS_STOP_DURATION;
     t.r.exit_code = code;
-    if (stop == HS_STOP_EXIT && code != STATUS_CONTROL_C_EXIT_CODE && hs_crash_name(code) &&
-        (code & 0xC0000000u))
-        stop = HS_STOP_CRASH;
     t.r.stop = stop;
+    if (stop == HS_STOP_EXIT) {
+        /* crash or exit: from how it ended, as the agent saw it */
+        hs_ending_decide(t.session.hdr, code, &t.r);
+        stop = t.r.stop;
+        hs_log("ending seen by the agent: 0x%x (watched 0x%x)", t.session.hdr->end_seen, t.session.hdr->end_watch);
+    }
     t.r.target_path = hs_utf8(path);
     t.r.args = NULL;
     t.r.nargs = o->target_argc - 1;
@@ -117,9 +122,18 @@ int hs_cmd_run(const hs_options *o)
     int rc = hs_trace_finish(&t, o);
     if (rc != 0)
         return rc;
-    if (stop == HS_STOP_CRASH)
-        hs_err("the target crashed: 0x%08lX (%s); the report has everything counted until then",
-               (unsigned long)code, hs_crash_name(code));
+    if (stop == HS_STOP_CRASH) {
+        char where[512] = "";
+        if (t.r.crash_address) {
+            hs_addrsym *as = hs_addrsym_new(&t.r);
+            char name[480];
+            hs_addrsym_format(as, t.r.crash_address, 1, name, sizeof name);
+            hs_addrsym_free(as);
+            snprintf(where, sizeof where, " at %s", name);
+        }
+        hs_err("the target crashed: 0x%08lX (%s)%s; the report has everything counted until then",
+               (unsigned long)t.r.crash_code, t.r.crash_what, where);
+    }
     if (stop == HS_STOP_DURATION)
         return 0;
     return (int)code;

@@ -263,7 +263,33 @@ typedef struct hs_session_header {
     uint32_t freeze_ms_max;           /* the longest freeze took this long to stop everyone */
     uint32_t freeze_ms_total;
     uint32_t freeze_stuck_tid;        /* the last thread whose context did not come */
+    /* how the target ended, as the agent saw it from inside (agent/ending.c) */
+    volatile uint32_t end_watch;      /* HS_END_WATCH_*: what the agent watches */
+    volatile uint32_t end_seen;       /* HS_END_*: what it saw */
+    uint32_t end_code;                /* the unhandled exception's code */
+    uint32_t end_tid;                 /*   on this thread */
+    uint64_t end_addr;                /*   at this address */
+    uint32_t end_exit_code;           /* the code the process asked to end with */
+    uint32_t reserved_end;
 } hs_session_header;
+
+/* end_watch: the detours in place */
+enum {
+    HS_END_WATCH_UNHANDLED = 1u << 0, /* UnhandledExceptionFilter */
+    HS_END_WATCH_EXIT = 1u << 1,      /* NtTerminateProcess */
+    HS_END_WATCH_ABORT = 1u << 2,     /* abort() of msvcrt or ucrtbase */
+    HS_END_WATCH_LAST = 1u << 3,      /* RtlExitUserThread, and threads left */
+};
+
+/* end_seen */
+enum {
+    HS_END_UNHANDLED = 1u << 0,       /* an exception nothing handled (end_code, end_addr) */
+    HS_END_EXIT = 1u << 1,            /* the process ended itself (end_exit_code) */
+    HS_END_ABORT = 1u << 2,           /* abort() was called */
+    HS_END_VANISHED = 1u << 3,        /* its last thread ended without exiting (Wine: a stack
+                                         overflow with no room to report it); the agent
+                                         ended the process */
+};
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
 static inline hs_module_rec *hs_session_module(void *base, uint32_t i)
