@@ -60,6 +60,7 @@ typedef struct hs_mod_state {
     int n_ranges;
     int hooked;                /* patches are in */
     int unloaded;              /* the module is gone: never touch its memory again */
+    int retired;               /* hooked for an earlier session: its patches are out for good */
     void *unwind_table;        /* registered with RtlAddFunctionTable */
 } hs_mod_state;
 
@@ -87,6 +88,17 @@ extern hs_agent g_hs;
 
 /* session.c */
 int hs_session_attach(void);
+/* Serve the session called `name` from now on (a later attach reusing
+ * this agent): the current one is retired, kept mapped while timed calls
+ * entered under it are open. Returns 0 or -1. */
+int hs_session_switch(const wchar_t *name);
+uint64_t hs_retired_frames(void);      /* timed calls open in retired sessions */
+void hs_retired_release(void);         /* unmap the retired sessions without any */
+size_t hs_retired_count(void);
+/* The calling thread's counters in retired session i (and that session's
+ * view), or NULL. */
+void *hs_retired_counters(size_t i, void **view);
+extern hs_agent_public hs_agent_public_state;
 void hs_agent_fail(int err, const char *fmt, ...);
 int hs_session_commit(void *p, uint64_t len);
 uint32_t hs_session_add_module(const wchar_t *path, uint64_t base, uint32_t size, uint32_t flags,
@@ -113,10 +125,15 @@ void hs_region_fold(uint32_t k);
  * own calls. */
 int hs_sink_init(void);
 void hs_thread_exit(void);
+/* Forget the threads that owned regions (a new session starts). */
+void hs_regions_reset(void);
 
 /* modules.c */
 int hs_modules_init(void);
 void hs_modules_stop(void);
+/* A new session: every module hooked so far is retired (its patches are
+ * out), and none is recorded in the new session yet. */
+void hs_modules_reset(void);
 int hs_pattern_match(const wchar_t *path);
 
 /* ending.c: detours that see how the target ends (session end_*), and

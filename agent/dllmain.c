@@ -7,6 +7,8 @@
  * by the target's pid) and reserves the TLS slot; all real work happens in
  * hs_agent_init, outside the loader lock.
  */
+#include <stdlib.h>
+
 #include "agent.h"
 #include "suspend_win.h"
 
@@ -53,6 +55,7 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         if (!reserved && g_hs.hdr && g_hs.hdr->agent_state == HS_AGENT_DETACHED) {
             hs_tls_set(NULL);
             TlsFree(g_hs.tls);
+            hs_retired_release();
             UnmapViewOfFile(g_hs.view);
             CloseHandle(g_hs.mapping);
             g_hs.hdr = NULL;
@@ -127,7 +130,8 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param __attribute__((unus
     DWORD rc = 0;
     if (h->options & HS_OPT_TIME)
         calibrate_tsc(h);   /* 20 ms: only the timing histograms need it */
-    g_hs.engine = hs_engine_new();
+    if (!g_hs.engine)
+        g_hs.engine = hs_engine_new();
     if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
         rc = ERROR_NOT_ENOUGH_MEMORY;
@@ -155,11 +159,19 @@ static DWORD patch_all(int install)
     hs_agent_enter();
     DWORD rc = 0;
     EnterCriticalSection(&g_hs.install_lock);
+    /* every module under one freeze */
+    hs_mod_state **list = g_hs.n_mods ? malloc(g_hs.n_mods * sizeof *list) : NULL;
+    size_t n = 0;
     for (size_t i = 0; i < g_hs.n_mods; i++) {
         hs_mod_state *m = &g_hs.mods[i];
-        if (m->hooked != install && !m->unloaded && hs_patch_module(m, install) < 0)
-            rc = GetLastError() ? GetLastError() : ERROR_GEN_FAILURE;
+        if (m->hooked != install && !m->unloaded && !m->retired && list)
+            list[n++] = m;
     }
+    if (g_hs.n_mods && !list)
+        rc = ERROR_NOT_ENOUGH_MEMORY;
+    else if (n && hs_patch_modules(list, n, install) < 0)
+        rc = GetLastError() ? GetLastError() : ERROR_GEN_FAILURE;
+    free(list);
     LeaveCriticalSection(&g_hs.install_lock);
     return rc;
 }
@@ -203,10 +215,43 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
     if (rc == 0 && hs_suspend_shutdown(2000) < 0)
         rc = WAIT_TIMEOUT;
     for (size_t i = 0; i < g_hs.n_mods; i++)
-        if (!g_hs.mods[i].hooked)
+        if (!g_hs.mods[i].hooked && !g_hs.mods[i].retired)
             hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNHOOKED;
     MemoryBarrier();
-    if (rc == 0)
+    if (rc == 0) {
         h->agent_state = HS_AGENT_DETACHED;
+        hs_agent_public_state.state = HS_PUBLIC_NONE;
+    } else if (rc == ERROR_BUSY || rc == WAIT_TIMEOUT) {
+        /* every patch is out; the agent stays for the calls still in it,
+         * and a later attach may reuse it */
+        hs_agent_public_state.frames_open = hs_live_wrapper_frames();
+        hs_agent_public_state.state = HS_PUBLIC_RESIDENT;
+    }
     return rc;
+}
+
+/* A later attach, with the agent still loaded from an earlier one (see
+ * hs_agent_detach): serve the session named by `param` (UTF-16, in this
+ * process's memory) and hook as hs_agent_init does. Returns 0 or a Win32
+ * error (ERROR_BUSY: the agent is not resident, e.g. another hookscope is
+ * taking it over). */
+__declspec(dllexport) DWORD WINAPI hs_agent_reattach(void *param)
+{
+    hs_agent_public *p = &hs_agent_public_state;
+    if (InterlockedCompareExchange((volatile LONG *)&p->state, HS_PUBLIC_SWITCHING, HS_PUBLIC_RESIDENT) !=
+        HS_PUBLIC_RESIDENT)
+        return ERROR_BUSY;
+    hs_agent_enter();
+    EnterCriticalSection(&g_hs.install_lock);
+    hs_modules_reset();
+    hs_regions_reset();
+    int rc = hs_session_switch((const wchar_t *)param);
+    LeaveCriticalSection(&g_hs.install_lock);
+    if (rc < 0) {
+        p->state = HS_PUBLIC_RESIDENT;
+        return ERROR_FILE_NOT_FOUND;
+    }
+    hs_retired_release();
+    g_hs.hdr->agent_state = HS_AGENT_LOADED;
+    return hs_agent_init(NULL);
 }

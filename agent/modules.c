@@ -31,7 +31,7 @@ int hs_pattern_match(const wchar_t *path)
 static int already_hooked(uint64_t base)
 {
     for (size_t i = 0; i < g_hs.n_mods; i++)
-        if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded)
+        if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded && !g_hs.mods[i].retired)
             return 1;
     return 0;
 }
@@ -139,7 +139,7 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
             if (recorded[i] == base)
                 recorded[i] = 0;   /* may be loaded again, elsewhere or here */
         for (size_t i = 0; i < g_hs.n_mods; i++) {
-            if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded) {
+            if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded && !g_hs.mods[i].retired) {
                 g_hs.mods[i].hooked = 0;
                 g_hs.mods[i].unloaded = 1;
                 hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNLOADED;
@@ -148,6 +148,13 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
         LeaveCriticalSection(&g_hs.install_lock);
     }
     hs_agent_leave(prev);
+}
+
+void hs_modules_reset(void)
+{
+    for (size_t i = 0; i < g_hs.n_mods; i++)
+        g_hs.mods[i].retired = 1;
+    n_recorded = 0;
 }
 
 void hs_modules_stop(void)

@@ -302,6 +302,44 @@ static uint32_t hist_bucket(uint64_t ticks)
 /* Called for a wrapper frame while an exception or a longjmp unwinds
  * through it: the call ends here, by unwind. Records it like a return
  * (duration, self, histogram) and counts it in `unwinds`. */
+/* If the wrapper frame `fr` is on the shadow stack of region r (counters
+ * c), record its end by unwind and pop it; 1 when it was there. */
+static int unwind_frame(hs_region_hdr *r, uint64_t *c, uint64_t fr)
+{
+    if (!r || !r->shadow_limit)
+        return 0;
+    hs_shadow_rec *base = (hs_shadow_rec *)(uintptr_t)r->shadow_base;
+    hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
+    for (hs_shadow_rec *s = top - 1; s >= base; s--) {
+        if (s->frame == fr) {
+            uint64_t dt = hs_rdtsc() - s->t0;
+            const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
+            hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
+            t->exits++;
+            t->unwinds++;
+            t->total += dt;
+            t->self += dt - s->child;
+            if (dt > t->max)
+                t->max = dt;
+            if (t->min == 0 || dt < t->min)
+                t->min = dt;
+            t->hist[hist_bucket(dt)]++;
+            if (s > base)
+                s[-1].child += dt;
+            r->shadow_top = (uint64_t)(uintptr_t)s;
+            return 1;
+        }
+        if (s->frame > fr)
+            break;   /* an older frame: ours is not on the shadow stack */
+    }
+    return 0;
+}
+
+/* Called for a wrapper frame while an exception or a longjmp unwinds
+ * through it: the call ends here, by unwind. Records it like a return
+ * (duration, self, histogram) and counts it in `unwinds`. A frame entered
+ * during an earlier session of this agent (it stayed loaded for such
+ * frames) is found in that session's region of the thread. */
 EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
                                         CONTEXT *ctx __attribute__((unused)),
                                         void *dispatcher __attribute__((unused)))
@@ -309,35 +347,14 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
     if (!(rec->ExceptionFlags & (EXCEPTION_UNWINDING | EXCEPTION_EXIT_UNWIND)))
         return ExceptionContinueSearch;
     uint64_t *c = hs_tls_get();
-    hs_region_hdr *r = c && c != g_hs.sink ? region_of(c) : NULL;
     uint64_t fr = (uint64_t)(uintptr_t)frame;
-    int timed = 0;
-    if (r && r->shadow_limit) {
-        hs_shadow_rec *base = (hs_shadow_rec *)(uintptr_t)r->shadow_base;
-        hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
-        for (hs_shadow_rec *s = top - 1; s >= base; s--) {
-            if (s->frame == fr) {
-                uint64_t dt = hs_rdtsc() - s->t0;
-                const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
-                hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
-                t->exits++;
-                t->unwinds++;
-                t->total += dt;
-                t->self += dt - s->child;
-                if (dt > t->max)
-                    t->max = dt;
-                if (t->min == 0 || dt < t->min)
-                    t->min = dt;
-                t->hist[hist_bucket(dt)]++;
-                if (s > base)
-                    s[-1].child += dt;
-                r->shadow_top = (uint64_t)(uintptr_t)s;
-                timed = 1;
-                break;
-            }
-            if (s->frame > fr)
-                break;   /* an older frame: ours is not on the shadow stack */
-        }
+    int timed = unwind_frame(c && c != g_hs.sink ? region_of(c) : NULL, c, fr);
+    for (size_t i = 0; !timed && i < hs_retired_count(); i++) {
+        void *view;
+        uint64_t *oc = hs_retired_counters(i, &view);
+        if (oc)
+            timed = unwind_frame((hs_region_hdr *)((char *)oc - ((hs_session_header *)view)->region_counters_off),
+                                 oc, fr);
     }
     /* a frame entered without timing (no region, the sink, a full shadow
      * stack) was counted in hs_untimed_frames */

@@ -603,6 +603,16 @@ static int one_round(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_op
         release_set(s);
         return 0;
     }
+    if (o->test_stuck && s->n) {
+        /* as if the last context had not come */
+        DWORD spent = GetTickCount() - t0;
+        Sleep(spent < budget ? (wait_ms < budget - spent ? wait_ms : budget - spent) : 0);
+        s->stats.timeouts++;
+        s->stats.stuck_tid = s->t[s->n - 1].tid;
+        s->why = HS_SUSPEND_TIMEOUT;
+        release_set(s);
+        return 0;
+    }
     return 1;
 }
 

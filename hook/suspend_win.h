@@ -115,6 +115,9 @@ typedef struct hs_suspend_opts {
     /* threads to leave running besides the caller and the workers */
     int (*skip)(DWORD tid, void *ud);
     void *ud;
+    /* for tests of the failure path: every round's last context "does not
+     * come" (all is resumed, as for a real one) */
+    int test_stuck;
 } hs_suspend_opts;
 
 typedef struct hs_suspend_set {

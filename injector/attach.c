@@ -10,6 +10,7 @@
 #include <windows.h>
 
 #include "commands.h"
+#include "hookscope/path.h"
 #include "ending.h"
 #include "inject.h"
 #include "report.h"
@@ -18,6 +19,64 @@
 #include "util.h"
 
 #define DETACH_TIMEOUT_MS 60000
+
+/* Is process `pid` a running hookscope? */
+static int hookscope_alive(DWORD pid)
+{
+    HANDLE p = pid ? OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid) : NULL;
+    if (!p)
+        return 0;
+    wchar_t path[MAX_PATH * 2];
+    DWORD len = MAX_PATH * 2;
+    int alive = WaitForSingleObject(p, 0) == WAIT_TIMEOUT && QueryFullProcessImageNameW(p, 0, path, &len) &&
+                !_wcsicmp(hs_file_name(path), L"hookscope.exe");
+    CloseHandle(p);
+    return alive;
+}
+
+/* hookscope's agent is loaded in the process already. 1: it is resident
+ * (an earlier attach left it for timed calls still running in it) and can
+ * serve this attach; 0: it was taken out now (a hookscope that attached
+ * ended without detaching), a fresh one can be loaded; -1: neither (the
+ * error is printed). */
+static int agent_left_behind(HANDLE process, DWORD pid, const hs_agent_public *pub)
+{
+    if (pub->state == HS_PUBLIC_RESIDENT)
+        return 1;
+    if (pub->state == HS_PUBLIC_NONE) {
+        hs_err("process %lu has a hookscope agent loaded that this hookscope cannot use (another version?)",
+               (unsigned long)pid);
+        return -1;
+    }
+    if (hookscope_alive(pub->injector_pid)) {
+        hs_err("process %lu is being traced by another hookscope (process %lu)", (unsigned long)pid,
+               (unsigned long)pub->injector_pid);
+        return -1;
+    }
+    /* the hookscope that attached ended without detaching: its hooks may
+     * still be in; take them out first */
+    hs_session_host old;
+    if (hs_session_open(&old, (const wchar_t *)pub->session_name) < 0) {
+        hs_err("process %lu has a hookscope agent whose session is gone (a hookscope ended while "
+               "attaching?)", (unsigned long)pid);
+        return -1;
+    }
+    hs_log("the hookscope (process %lu) that attached before ended without detaching; taking its hooks out",
+           (unsigned long)pub->injector_pid);
+    DWORD code = 0;
+    int rc = -1;
+    if (hs_agent_call(process, &old, "hs_agent_detach", DETACH_TIMEOUT_MS, &code) == 0) {
+        if (code == 0)
+            rc = hs_agent_unload(process, &old) < 0 ? -1 : 0;
+        else if (code == ERROR_BUSY || code == WAIT_TIMEOUT)
+            rc = 1;
+        else
+            hs_err("could not take out the hooks of the hookscope that attached before (%s): %s",
+                   hs_win_error(code), old.hdr->error_text);
+    }
+    hs_session_close(&old);
+    return rc;
+}
 
 int hs_cmd_attach(const hs_options *o)
 {
@@ -54,9 +113,17 @@ int hs_cmd_attach(const hs_options *o)
     }
     hs_trace t;
     hs_trace_begin(&t, o);
-    if (hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH) < 0)
+    /* an agent left by an earlier attach serves this one too */
+    uint64_t agent_base = 0;
+    hs_agent_public pub;
+    int reuse = 0;
+    if (hs_agent_find(process, &agent_base, &pub) > 0 && (reuse = agent_left_behind(process, o->pid, &pub)) < 0)
         return HS_EXIT_FAILED;
-    if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
+    if ((reuse ? hs_session_create_unique(&t.session, o->pid, o, HS_OPT_ATTACH)
+               : hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH)) < 0)
+        return HS_EXIT_FAILED;
+    if ((reuse ? hs_agent_reuse(process, &t.session, agent_base) : hs_inject(process, &t.session)) < 0 ||
+        hs_trace_check_filters(&t, o) < 0) {
         /* the agent may be half loaded: take out whatever went in */
         DWORD ignored;
         if (t.session.hdr->agent_state >= HS_AGENT_LOADED &&
@@ -94,8 +161,9 @@ int hs_cmd_attach(const hs_options *o)
                    "(every hook is out)");
         } else if (dcode != 0) {
             hs_results_warn(&t.r, "some threads stayed inside hooks; the agent stays loaded (inactive)");
-            hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",
-                   hs_win_error(dcode));
+            if (!t.session.hdr->error_text[0])   /* (else that says why, below) */
+                hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",
+                       hs_win_error(dcode));
         } else if (hs_log("hooks out; unloading the agent"), hs_agent_unload(process, &t.session) < 0) {
             hs_results_warn(&t.r, "the agent could not be unloaded; its hooks are out");
         }

@@ -42,6 +42,10 @@ enum {
     HS_OPT_STACKS = 1u << 1,  /* entry stacks */
     HS_OPT_TIME = 1u << 2,    /* return probes with durations */
     HS_OPT_ATTACH = 1u << 3,  /* injected into a running process */
+    /* for the tests of the failure path (set when the environment has
+     * HOOKSCOPE_TEST_STUCK_FREEZE=1): the freeze that puts the modules'
+     * hooks in behaves as if a thread never stopped */
+    HS_OPT_TEST_STUCK_FREEZE = 1u << 4,
 };
 
 /* agent states */
@@ -290,6 +294,30 @@ enum {
                                          overflow with no room to report it); the agent
                                          ended the process */
 };
+
+/* What a loaded agent says about itself, for the next hookscope that
+ * finds it in the process (an exported variable of the agent DLL,
+ * hs_agent_public, read with ReadProcessMemory). An agent stays loaded
+ * after a detach while timed calls that entered its wrapper are still
+ * running (they return into it); a later attach reuses it with a session
+ * of its own (hs_agent_reattach). */
+#define HS_PUBLIC_MAGIC 0x3142555048534B48ull /* "HKSHPUB1" */
+enum {
+    HS_PUBLIC_NONE = 0,
+    HS_PUBLIC_ACTIVE = 1,     /* serving the session of `injector_pid` */
+    HS_PUBLIC_RESIDENT = 2,   /* detached (every patch out), kept for open timed calls */
+    HS_PUBLIC_SWITCHING = 3,  /* a hookscope is taking it over */
+};
+
+typedef struct hs_agent_public {
+    uint64_t magic;
+    uint32_t version;            /* HS_SESSION_VERSION */
+    volatile uint32_t state;     /* HS_PUBLIC_* */
+    volatile uint32_t injector_pid; /* of the session being served (or last served) */
+    volatile uint32_t sessions;  /* sessions served so far */
+    volatile uint64_t frames_open; /* timed calls open at the last detach */
+    uint16_t session_name[64];   /* the session being served (UTF-16) */
+} hs_agent_public;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
 static inline hs_module_rec *hs_session_module(void *base, uint32_t i)
