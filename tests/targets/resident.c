@@ -41,39 +41,49 @@ __attribute__((noinline)) unsigned long long work(unsigned long long x)
     return x * 2862933555777941757ull + 3037000493ull;
 }
 
+/* Started before any attach, so that its own frame is not a hooked one:
+ * a longjmp from held_call lands here, past hookscope's wrapper frame only. */
+static HANDLE enter_ev;
+static volatile LONG enter_jump;
+
 static DWORD WINAPI holder(void *arg)
 {
-    jmp_buf jb;
-    volatile long long r;
-    if (arg) {
-        jump_to = &jb;
-        r = setjmp(jb);
-        if (r == 0)
+    for (;;) {
+        WaitForSingleObject(enter_ev, INFINITE);
+        jmp_buf jb;
+        volatile long long r;
+        if (enter_jump) {
+            jump_to = &jb;
+            r = setjmp(jb);
+            if (r == 0)
+                r = held_call(7);
+        } else {
+            jump_to = NULL;
             r = held_call(7);
-    } else {
-        r = held_call(7);
+        }
+        printf("returned %lld\n", r);
+        fflush(stdout);
     }
-    printf("returned %lld\n", r);
-    fflush(stdout);
     return 0;
 }
 
 int main(void)
 {
     release_ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+    enter_ev = CreateEventW(NULL, FALSE, FALSE, NULL);
+    CreateThread(NULL, 0, holder, NULL, 0, NULL);
     printf("pid %lu code-matches %d\n", GetCurrentProcessId(), code_matches_file());
     fflush(stdout);
-    HANDLE h = NULL;
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
         if (!strncmp(line, "enter-jump", 10)) {
-            h = CreateThread(NULL, 0, holder, (void *)1, 0, NULL);
+            enter_jump = 1;
+            SetEvent(enter_ev);
         } else if (!strncmp(line, "enter", 5)) {
-            h = CreateThread(NULL, 0, holder, NULL, 0, NULL);
+            enter_jump = 0;
+            SetEvent(enter_ev);
         } else if (!strncmp(line, "release", 7)) {
             SetEvent(release_ev);
-            if (h)
-                WaitForSingleObject(h, INFINITE);
         } else if (!strncmp(line, "work", 4)) {
             unsigned long long x = 1;
             for (int i = 0; i < 1000; i++) {
