@@ -199,6 +199,9 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
         return ERROR_NOT_READY;
     h->stop_requested = 1;
     hs_modules_stop();
+    /* (the workers of the freezes may have been stopped by an earlier
+     * detach of this agent) */
+    hs_suspend_init(worker_start);
     DWORD rc = hs_agent_unhook(NULL);
     if (rc == 0) {
         EnterCriticalSection(&g_hs.install_lock);
@@ -211,8 +214,11 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
      * so then the agent must stay loaded. */
     if (rc == 0 && hs_quiesce(2000) < 0)
         rc = hs_live_wrapper_frames() ? ERROR_BUSY : WAIT_TIMEOUT;
-    /* the freeze's workers run agent code: stop them before an unload */
-    if (rc == 0 && hs_suspend_shutdown(2000) < 0)
+    /* the freeze's workers run agent code: stop them before an unload;
+     * and once the patches are out, an agent that stays (for open timed
+     * calls) needs no thread of its own, which would keep the process
+     * alive after its last thread ended (a later attach starts them) */
+    if ((rc == 0 || rc == ERROR_BUSY || rc == WAIT_TIMEOUT) && hs_suspend_shutdown(2000) < 0 && rc == 0)
         rc = WAIT_TIMEOUT;
     for (size_t i = 0; i < g_hs.n_mods; i++)
         if (!g_hs.mods[i].hooked && !g_hs.mods[i].retired)
