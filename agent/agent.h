@@ -90,9 +90,11 @@ extern hs_agent g_hs;
 int hs_session_attach(void);
 /* Serve the session called `name` from now on (a later attach reusing
  * this agent): the current one is retired, kept mapped while timed calls
- * entered under it are open. Returns 0 or -1. */
+ * entered under it are open. Returns 0, -1 (no such session), or -2 (as
+ * many sessions retired as can be kept). */
 int hs_session_switch(const wchar_t *name);
 uint64_t hs_retired_frames(void);      /* timed calls open in retired sessions */
+void hs_retired_thread_exit(void);     /* the calling thread ends: in retired sessions too */
 void hs_retired_release(void);         /* unmap the retired sessions without any */
 size_t hs_retired_count(void);
 /* The calling thread's counters in retired session i (and that session's

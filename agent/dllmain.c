@@ -47,6 +47,7 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
     case DLL_THREAD_DETACH:
         InterlockedDecrement(&hs_target_threads);
         hs_thread_exit();
+        hs_retired_thread_exit();
         break;
     case DLL_PROCESS_DETACH:
         hs_thread_exit();
@@ -255,7 +256,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_reattach(void *param)
     LeaveCriticalSection(&g_hs.install_lock);
     if (rc < 0) {
         p->state = HS_PUBLIC_RESIDENT;
-        return ERROR_FILE_NOT_FOUND;
+        return rc == -2 ? ERROR_TOO_MANY_OPEN_FILES : ERROR_FILE_NOT_FOUND;
     }
     hs_retired_release();
     g_hs.hdr->agent_state = HS_AGENT_LOADED;

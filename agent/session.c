@@ -78,7 +78,9 @@ int hs_session_switch(const wchar_t *name)
 {
     HANDLE m;
     void *v;
-    if (n_retired == MAX_RETIRED || map_session(name, &m, &v) < 0)
+    if (n_retired == MAX_RETIRED)
+        return -2;
+    if (map_session(name, &m, &v) < 0)
         return -1;
     hs_session_header *h = v;
     DWORD tls = TlsAlloc();
@@ -118,10 +120,30 @@ static uint64_t frames_in(void *view)
     uint64_t n = 0;
     for (uint32_t k = 0; k < live; k++) {
         const hs_region_hdr *r = (const hs_region_hdr *)hs_session_region(view, k);
+        /* a thread that ended inside timed calls never returns from them */
+        if (hs_session_slot(view, k)->state == HS_SLOT_EXITED)
+            continue;
         if (r->shadow_top > r->shadow_base)
             n += (r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec);
     }
     return n;
+}
+
+void hs_retired_thread_exit(void)
+{
+    for (size_t i = 0; i < n_retired; i++) {
+        void *view;
+        uint64_t *c = hs_retired_counters(i, &view);
+        if (!c)
+            continue;
+        const hs_session_header *h = view;
+        const hs_region_hdr *r = (const hs_region_hdr *)((char *)c - h->region_counters_off);
+        /* (the old sink is private memory, not a region of the session) */
+        if ((char *)r < (char *)view + h->regions_off || (char *)r >= (char *)view + h->total_size)
+            continue;
+        if (r->slot < h->max_threads)
+            hs_session_slot(view, r->slot)->state = HS_SLOT_EXITED;
+    }
 }
 
 uint64_t hs_retired_frames(void)

@@ -224,6 +224,10 @@ uint64_t hs_live_wrapper_frames(void)
     uint32_t live = live_regions();
     for (uint32_t k = 0; k < live; k++) {
         const hs_region_hdr *r = (const hs_region_hdr *)hs_session_region(g_hs.view, k);
+        /* a thread that ended inside timed calls never returns from them */
+        if (hs_session_slot(g_hs.view, k)->state == HS_SLOT_EXITED ||
+            (k < HS_MAX_THREADS_LIMIT && owner[k] && WaitForSingleObject(owner[k], 0) == WAIT_OBJECT_0))
+            continue;
         if (r->shadow_top > r->shadow_base)
             n += (r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec);
     }

@@ -117,7 +117,15 @@ int hs_cmd_attach(const hs_options *o)
     uint64_t agent_base = 0;
     hs_agent_public pub;
     int reuse = 0;
-    if (hs_agent_find(process, &agent_base, &pub) > 0 && (reuse = agent_left_behind(process, o->pid, &pub)) < 0)
+    int found = -1;
+    for (int tries = 0; tries < 10 && found < 0; tries++) {
+        /* (listing another process's modules fails now and then while it
+         * loads or frees a DLL) */
+        if (tries)
+            Sleep(20);
+        found = hs_agent_find(process, &agent_base, &pub);
+    }
+    if (found > 0 && (reuse = agent_left_behind(process, o->pid, &pub)) < 0)
         return HS_EXIT_FAILED;
     if ((reuse ? hs_session_create_unique(&t.session, o->pid, o, HS_OPT_ATTACH)
                : hs_session_create(&t.session, o->pid, o, HS_OPT_ATTACH)) < 0)

@@ -209,6 +209,9 @@ int hs_agent_reuse(HANDLE process, hs_session_host *s, uint64_t base)
         CloseHandle(th);
         if (waited == 0 && code == ERROR_BUSY)
             hs_err("another hookscope is taking over the agent in this process");
+        else if (waited == 0 && code == ERROR_TOO_MANY_OPEN_FILES)
+            hs_err("the agent left in this process keeps as many earlier sessions as it can (32), each "
+                   "for timed calls that have not returned; restart the process to trace it again");
         else if (waited == 0)
             rc = check_ready(s, code);
     }
