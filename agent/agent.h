@@ -145,6 +145,7 @@ void hs_ending_module_loaded(void);   /* a DLL was loaded (before its hooks) */
 int hs_ending_remove(void);           /* 0, or -1 when a detour could not be taken out */
 LONG hs_ending_busy(void);            /* threads inside a detour's original */
 extern volatile LONG hs_target_threads;
+void hs_ending_thread(int attach);    /* DLL_THREAD_ATTACH (1) or DETACH (0) */
 
 /* install.c: hook a module (its patches go in at once unless
  * g_hs.defer_patch; then hs_install_mark after patching them) */

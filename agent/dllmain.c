@@ -42,10 +42,10 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         break;
     }
     case DLL_THREAD_ATTACH:
-        InterlockedIncrement(&hs_target_threads);
+        hs_ending_thread(1);
         break;
     case DLL_THREAD_DETACH:
-        InterlockedDecrement(&hs_target_threads);
+        hs_ending_thread(0);
         hs_thread_exit();
         hs_retired_thread_exit();
         break;

@@ -110,9 +110,60 @@ static int hookscope_thread(DWORD tid, void *ud __attribute__((unused)))
 }
 
 /* Threads that may still be the target's (DLL_THREAD_ATTACH minus
- * DETACH, from the count at start): only when it says "none but this
- * one" is the exact, slower count taken. */
+ * DETACH, from the count at start, hookscope's own left out): only when
+ * it says "none but this one" is the exact, slower count taken. */
 volatile LONG hs_target_threads;
+
+/* The threads counted at the start (sorted): their DLL_THREAD_ATTACH may
+ * still come (in a process started suspended, the first thread attaches
+ * when it runs) and must not count them twice. One that ends is marked
+ * gone (thread ids are reused). */
+#define MAX_COUNTED 4096
+static DWORD counted[MAX_COUNTED];
+static volatile LONG counted_gone[MAX_COUNTED];
+static size_t n_counted, n_building;
+
+static int counted_at(DWORD tid)
+{
+    size_t lo = 0, hi = n_counted;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (counted[mid] < tid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n_counted && counted[lo] == tid ? (int)lo : -1;
+}
+
+static int collect_tid(DWORD tid, void *ud __attribute__((unused)))
+{
+    if (!hookscope_thread(tid, NULL) && n_building < MAX_COUNTED) {
+        size_t i = n_building++;
+        while (i > 0 && counted[i - 1] > tid) {
+            counted[i] = counted[i - 1];
+            i--;
+        }
+        counted[i] = tid;
+    }
+    return 1;   /* (counted here, not by hs_suspend_count_others) */
+}
+
+void hs_ending_thread(int attach)
+{
+    DWORD tid = GetCurrentThreadId();
+    if (hookscope_thread(tid, NULL))
+        return;
+    int k = counted_at(tid);
+    if (attach) {
+        if (k < 0 || counted_gone[k])
+            InterlockedIncrement(&hs_target_threads);
+    } else if (!hs_suspend_is_worker(tid)) {   /* (a worker takes itself out when it starts) */
+        InterlockedDecrement(&hs_target_threads);
+        if (k >= 0)
+            counted_gone[k] = 1;
+    }
+}
 
 static void NTAPI on_exit_thread(ULONG status)
 {
@@ -289,10 +340,13 @@ void hs_ending_install(void)
         detour *d = &detours[i];
         /* the last-thread check needs the exit call and a count of threads to start from */
         if (d->watch == HS_END_WATCH_LAST) {
-            int n = hs_suspend_count_others(hookscope_thread, NULL);
-            if (n < 0)
+            n_counted = n_building = 0;
+            if (hs_suspend_count_others(collect_tid, NULL) < 0)
                 continue;
-            hs_target_threads = n;
+            memset((void *)counted_gone, 0, sizeof counted_gone);
+            hs_target_threads = (LONG)n_building;
+            MemoryBarrier();
+            n_counted = n_building;
         }
         if (!d->ready)
             prepare(d);
