@@ -13,6 +13,12 @@
  *   suspendtest.exe self SECONDS       the same on this process, whose own
  *                                      threads keep creating threads and
  *                                      check their progress
+ *   suspendtest.exe bench N            N times: suspend a busy thread of
+ *                                      this process, read its context,
+ *                                      resume it, through hs_suspend_one and
+ *                                      directly (SuspendThread,
+ *                                      GetThreadContext, ResumeThread);
+ *                                      prints "bench one-us X direct-us Y"
  *   suspendtest.exe hold PID           suspend every thread of PID, print
  *                                      "holding N", and wait: a Ctrl+C
  *                                      resumes them through
@@ -194,6 +200,51 @@ static void self(DWORD seconds)
     report("self", ok ? " progress-ok 1" : " progress-ok 0");
 }
 
+/* ---- bench: the cost of one sample ---------------------------------------------------- */
+
+static volatile LONG bench_stop;
+
+static DWORD WINAPI busy(void *arg)
+{
+    volatile unsigned long long x = 0;
+    while (!bench_stop)
+        x++;
+    return 0;
+}
+
+static void bench(int n)
+{
+    HANDLE t = CreateThread(NULL, 0, busy, NULL, 0, NULL);
+    Sleep(50);
+    LARGE_INTEGER f, a, b;
+    QueryPerformanceFrequency(&f);
+    CONTEXT ctx __attribute__((aligned(16)));
+    QueryPerformanceCounter(&a);
+    for (int i = 0; i < n; i++) {
+        memset(&ctx, 0, sizeof ctx);
+        ctx.ContextFlags = CONTEXT_FULL;
+        if (hs_suspend_one(t, &ctx, 1000) == HS_SUSPEND_OK)
+            hs_resume_one(t);
+        else
+            counts[HS_SUSPEND_TIMEOUT]++;
+    }
+    QueryPerformanceCounter(&b);
+    double one = (double)(b.QuadPart - a.QuadPart) * 1e6 / (double)f.QuadPart / n;
+    QueryPerformanceCounter(&a);
+    for (int i = 0; i < n; i++) {
+        memset(&ctx, 0, sizeof ctx);
+        ctx.ContextFlags = CONTEXT_FULL;
+        SuspendThread(t);
+        GetThreadContext(t, &ctx);
+        ResumeThread(t);
+    }
+    QueryPerformanceCounter(&b);
+    double direct = (double)(b.QuadPart - a.QuadPart) * 1e6 / (double)f.QuadPart / n;
+    bench_stop = 1;
+    WaitForSingleObject(t, 10000);
+    printf("bench one-us %.1f direct-us %.1f failed %ld\n", one, direct, counts[HS_SUSPEND_TIMEOUT]);
+}
+
 /* ---- hold: released by Ctrl+C ------------------------------------------------------------- */
 
 static BOOL WINAPI on_ctrl(DWORD type)
@@ -233,6 +284,8 @@ int main(int argc, char **argv)
         self((DWORD)atol(argv[2]));
     else if (!strcmp(argv[1], "hold") && argc == 3)
         hold((DWORD)atol(argv[2]));
+    else if (!strcmp(argv[1], "bench") && argc == 3)
+        bench(atoi(argv[2]));
     else
         return 2;
     return 0;
