@@ -60,6 +60,7 @@ typedef struct hs_mod_state {
     int n_ranges;
     int hooked;                /* patches are in */
     int unloaded;              /* the module is gone: never touch its memory again */
+    int retired;               /* hooked for an earlier session: its patches are out for good */
     void *unwind_table;        /* registered with RtlAddFunctionTable */
 } hs_mod_state;
 
@@ -81,12 +82,26 @@ typedef struct hs_agent {
     uint64_t sink_size;
     volatile LONG in_slow;     /* threads inside the probes' C code */
     uint64_t self_size;        /* the agent DLL's SizeOfImage */
+    int defer_patch;           /* hs_install_module leaves patching to its caller */
 } hs_agent;
 
 extern hs_agent g_hs;
 
 /* session.c */
 int hs_session_attach(void);
+/* Serve the session called `name` from now on (a later attach reusing
+ * this agent): the current one is retired, kept mapped while timed calls
+ * entered under it are open. Returns 0, -1 (no such session), or -2 (as
+ * many sessions retired as can be kept). */
+int hs_session_switch(const wchar_t *name);
+uint64_t hs_retired_frames(void);      /* timed calls open in retired sessions */
+void hs_retired_thread_exit(void);     /* the calling thread ends: in retired sessions too */
+void hs_retired_release(void);         /* unmap the retired sessions without any */
+size_t hs_retired_count(void);
+/* The calling thread's counters in retired session i (and that session's
+ * view), or NULL. */
+void *hs_retired_counters(size_t i, void **view);
+extern hs_agent_public hs_agent_public_state;
 void hs_agent_fail(int err, const char *fmt, ...);
 int hs_session_commit(void *p, uint64_t len);
 /* Ask the injector for the functions of module record `module` (its
@@ -125,6 +140,8 @@ void hs_region_fold(uint32_t k);
  * own calls. */
 int hs_sink_init(void);
 void hs_thread_exit(void);
+/* Forget the threads that owned regions (a new session starts). */
+void hs_regions_reset(void);
 
 /* tables.c: a region's tables */
 hs_region_hdr *hs_region_of(uint64_t *counters);
@@ -143,13 +160,31 @@ extern SRWLOCK hs_overflow_lock;   /* the overflow region's edge table */
 /* modules.c */
 int hs_modules_init(void);
 void hs_modules_stop(void);
+/* A new session: every module hooked so far is retired (its patches are
+ * out), and none is recorded in the new session yet. */
+void hs_modules_reset(void);
 int hs_pattern_match(const wchar_t *path);
 
-/* install.c */
-int hs_install_module(HMODULE base, const wchar_t *path, uint32_t flags, int pattern);
+/* ending.c: detours that see how the target ends (session end_*), and
+ * that end it when only hookscope's threads are left */
+void hs_ending_install(void);
+void hs_ending_module_loaded(void);   /* a DLL was loaded (before its hooks) */
+int hs_ending_remove(void);           /* 0, or -1 when a detour could not be taken out */
+LONG hs_ending_busy(void);            /* threads inside a detour's original */
+extern volatile LONG hs_target_threads;
+void hs_ending_thread(int attach);    /* DLL_THREAD_ATTACH (1) or DETACH (0) */
 
-/* patch.c: write (install) or restore (remove) every patch of a module
- * under one freeze of the other threads. */
+/* install.c: hook a module (its patches go in at once unless
+ * g_hs.defer_patch; then hs_install_mark after patching them) */
+int hs_install_module(HMODULE base, const wchar_t *path, uint32_t flags, int pattern);
+/* Record in the session how patching module ms went (hs_patch_* result). */
+void hs_install_mark(hs_mod_state *ms, int patched);
+
+/* patch.c: write (install) or restore (remove) every patch of the given
+ * modules under one freeze of the other threads. Returns 0, or -1 (a
+ * freeze that could not be made changes nothing; the session's error text
+ * says why). */
+int hs_patch_modules(hs_mod_state *const *mods, size_t n, int install);
 int hs_patch_module(hs_mod_state *m, int install);
 /* Wait until no thread runs in the arena or in the agent's probe code
  * (after every module was unhooked). Returns 0, or -1 on timeout. */

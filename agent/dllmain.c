@@ -7,8 +7,10 @@
  * by the target's pid) and reserves the TLS slot; all real work happens in
  * hs_agent_init, outside the loader lock.
  */
+#include <stdlib.h>
+
 #include "agent.h"
-#include "freeze_win.h"
+#include "suspend_win.h"
 
 BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
 {
@@ -39,8 +41,13 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         h->agent_state = HS_AGENT_LOADED;
         break;
     }
+    case DLL_THREAD_ATTACH:
+        hs_ending_thread(1);
+        break;
     case DLL_THREAD_DETACH:
+        hs_ending_thread(0);
         hs_thread_exit();
+        hs_retired_thread_exit();
         break;
     case DLL_PROCESS_DETACH:
         hs_thread_exit();
@@ -49,6 +56,7 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         if (!reserved && g_hs.hdr && g_hs.hdr->agent_state == HS_AGENT_DETACHED) {
             hs_tls_set(NULL);
             TlsFree(g_hs.tls);
+            hs_retired_release();
             UnmapViewOfFile(g_hs.view);
             CloseHandle(g_hs.mapping);
             g_hs.hdr = NULL;
@@ -67,6 +75,7 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
 static void worker_start(void)
 {
     hs_agent_enter();
+    InterlockedDecrement(&hs_target_threads);   /* (counted at its DLL_THREAD_ATTACH) */
     hs_session_header *h = g_hs.hdr;
     LONG tid = (LONG)GetCurrentThreadId();
     for (int i = 0; h && i < 8; i++)
@@ -128,15 +137,21 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param __attribute__((unus
     DWORD rc = 0;
     if (h->options & HS_OPT_TIME)
         calibrate_tsc(h);   /* 20 ms: only the timing histograms need it */
-    g_hs.engine = hs_engine_new();
+    if (!g_hs.engine)
+        g_hs.engine = hs_engine_new();
     if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
         rc = ERROR_NOT_ENOUGH_MEMORY;
-    } else if (hs_freeze_init(worker_start) < 0) {
+    } else if (hs_suspend_init(worker_start) < 0) {
         hs_agent_fail((int)GetLastError(), "agent: cannot start its thread-freeze workers");
         rc = ERROR_PROC_NOT_FOUND;
-    } else if (hs_modules_init() < 0) {
-        rc = h->agent_error ? (DWORD)h->agent_error : ERROR_GEN_FAILURE;
+    } else {
+        /* before the modules' hooks, which may lie over the detours */
+        EnterCriticalSection(&g_hs.install_lock);
+        hs_ending_install();
+        LeaveCriticalSection(&g_hs.install_lock);
+        if (hs_modules_init() < 0)
+            rc = h->agent_error ? (DWORD)h->agent_error : ERROR_GEN_FAILURE;
     }
     MemoryBarrier();
     h->agent_state = rc ? HS_AGENT_FAILED : HS_AGENT_READY;
@@ -151,11 +166,19 @@ static DWORD patch_all(int install)
     hs_agent_enter();
     DWORD rc = 0;
     EnterCriticalSection(&g_hs.install_lock);
+    /* every module under one freeze */
+    hs_mod_state **list = g_hs.n_mods ? malloc(g_hs.n_mods * sizeof *list) : NULL;
+    size_t n = 0;
     for (size_t i = 0; i < g_hs.n_mods; i++) {
         hs_mod_state *m = &g_hs.mods[i];
-        if (m->hooked != install && !m->unloaded && hs_patch_module(m, install) < 0)
-            rc = GetLastError() ? GetLastError() : ERROR_GEN_FAILURE;
+        if (m->hooked != install && !m->unloaded && !m->retired && list)
+            list[n++] = m;
     }
+    if (g_hs.n_mods && !list)
+        rc = ERROR_NOT_ENOUGH_MEMORY;
+    else if (n && hs_patch_modules(list, n, install) < 0)
+        rc = GetLastError() ? GetLastError() : ERROR_GEN_FAILURE;
+    free(list);
     LeaveCriticalSection(&g_hs.install_lock);
     return rc;
 }
@@ -183,20 +206,65 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
         return ERROR_NOT_READY;
     h->stop_requested = 1;
     hs_modules_stop();
+    /* (the workers of the freezes may have been stopped by an earlier
+     * detach of this agent) */
+    hs_suspend_init(worker_start);
     DWORD rc = hs_agent_unhook(NULL);
+    if (rc == 0) {
+        EnterCriticalSection(&g_hs.install_lock);
+        if (hs_ending_remove() < 0)
+            rc = ERROR_TIMEOUT;
+        LeaveCriticalSection(&g_hs.install_lock);
+    }
     /* Stubs drain in microseconds; a timed call still running (a wrapper
      * frame on some stack) returns into the agent's code whenever it ends,
      * so then the agent must stay loaded. */
     if (rc == 0 && hs_quiesce(2000) < 0)
         rc = hs_live_wrapper_frames() ? ERROR_BUSY : WAIT_TIMEOUT;
-    /* the freeze's workers run agent code: stop them before an unload */
-    if (rc == 0)
-        hs_freeze_shutdown();
+    /* the freeze's workers run agent code: stop them before an unload;
+     * and once the patches are out, an agent that stays (for open timed
+     * calls) needs no thread of its own, which would keep the process
+     * alive after its last thread ended (a later attach starts them) */
+    if ((rc == 0 || rc == ERROR_BUSY || rc == WAIT_TIMEOUT) && hs_suspend_shutdown(2000) < 0 && rc == 0)
+        rc = WAIT_TIMEOUT;
     for (size_t i = 0; i < g_hs.n_mods; i++)
-        if (!g_hs.mods[i].hooked)
+        if (!g_hs.mods[i].hooked && !g_hs.mods[i].retired)
             hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNHOOKED;
     MemoryBarrier();
-    if (rc == 0)
+    if (rc == 0) {
         h->agent_state = HS_AGENT_DETACHED;
+        hs_agent_public_state.state = HS_PUBLIC_NONE;
+    } else if (rc == ERROR_BUSY || rc == WAIT_TIMEOUT) {
+        /* every patch is out; the agent stays for the calls still in it,
+         * and a later attach may reuse it */
+        hs_agent_public_state.frames_open = hs_live_wrapper_frames();
+        hs_agent_public_state.state = HS_PUBLIC_RESIDENT;
+    }
     return rc;
+}
+
+/* A later attach, with the agent still loaded from an earlier one (see
+ * hs_agent_detach): serve the session named by `param` (UTF-16, in this
+ * process's memory) and hook as hs_agent_init does. Returns 0 or a Win32
+ * error (ERROR_BUSY: the agent is not resident, e.g. another hookscope is
+ * taking it over). */
+__declspec(dllexport) DWORD WINAPI hs_agent_reattach(void *param)
+{
+    hs_agent_public *p = &hs_agent_public_state;
+    if (InterlockedCompareExchange((volatile LONG *)&p->state, HS_PUBLIC_SWITCHING, HS_PUBLIC_RESIDENT) !=
+        HS_PUBLIC_RESIDENT)
+        return ERROR_BUSY;
+    hs_agent_enter();
+    EnterCriticalSection(&g_hs.install_lock);
+    hs_modules_reset();
+    hs_regions_reset();
+    int rc = hs_session_switch((const wchar_t *)param);
+    LeaveCriticalSection(&g_hs.install_lock);
+    if (rc < 0) {
+        p->state = HS_PUBLIC_RESIDENT;
+        return rc == -2 ? ERROR_TOO_MANY_OPEN_FILES : ERROR_FILE_NOT_FOUND;
+    }
+    hs_retired_release();
+    g_hs.hdr->agent_state = HS_AGENT_LOADED;
+    return hs_agent_init(NULL);
 }

@@ -11,7 +11,9 @@
  *  3. write all stubs and trampolines into one arena chunk near the module;
  *  4. patch every entry under a single freeze of the other threads, one
  *     protection change per code section, moving any thread that stopped
- *     inside a patched window to the same instruction in the trampoline.
+ *     inside a patched window to the same instruction in the trampoline
+ *     (patch.c; the modules hooked when the agent starts are patched
+ *     together, under one freeze, by hs_modules_init).
  *
  * Nothing is allocated from the heap between freeze and thaw.
  */
@@ -163,6 +165,26 @@ static hs_mod_state *add_mod_state(void)
     hs_mod_state *m = &g_hs.mods[g_hs.n_mods++];
     memset(m, 0, sizeof *m);
     return m;
+}
+
+void hs_install_mark(hs_mod_state *ms, int patched)
+{
+    hs_module_rec *mrec = hs_session_module(g_hs.view, ms->index);
+    if (patched < 0) {
+        mrec->flags |= HS_MOD_FAILED;
+        mrec->status = (int32_t)GetLastError();
+        return;
+    }
+    for (size_t j = 0; j < ms->n_hooks; j++) {
+        const hs_hooked *hk = &ms->hooks[j];
+        hs_func_rec *rec = hs_session_func(g_hs.view, hk->fidx);
+        rec->flags |= HS_FUNC_HOOKED;
+        rec->patch_kind = (uint8_t)hk->plan.kind;
+        if (hk->plan.kind < 8)
+            mrec->patch_counts[hk->plan.kind]++;
+    }
+    mrec->n_hooked = (uint32_t)ms->n_hooks;
+    mrec->flags |= HS_MOD_HOOKED;
 }
 
 int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int pattern)
@@ -438,23 +460,11 @@ int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int p
         FlushInstructionCache(GetCurrentProcess(), arena, total);
     }
 
-    /* patch */
-    if (hs_patch_module(ms, 1) < 0) {
-        mrec->flags |= HS_MOD_FAILED;
-        mrec->status = (int32_t)GetLastError();
-    }
-    for (size_t j = 0; j < nh; j++) {
-        const hs_hooked *hk = &ms->hooks[j];
-        hs_func_rec *rec = hs_session_func(g_hs.view, hk->fidx);
-        rec->flags |= HS_FUNC_HOOKED;
-        rec->patch_kind = (uint8_t)hk->plan.kind;
-        if (hk->plan.kind < 8)
-            mrec->patch_counts[hk->plan.kind]++;
-    }
-    mrec->n_hooked = (uint32_t)nh;
-    mrec->flags |= HS_MOD_HOOKED;
     mrec->install_ticks = hs_rdtsc() - t0;
     h->install_ticks_total += mrec->install_ticks;
+    /* patch now, or with the other modules of the first pass (one freeze) */
+    if (!g_hs.defer_patch)
+        hs_install_mark(ms, hs_patch_module(ms, 1));
     rc = 0;
 out:
     free(hooks);

@@ -31,7 +31,7 @@ int hs_pattern_match(const wchar_t *path)
 static int already_hooked(uint64_t base)
 {
     for (size_t i = 0; i < g_hs.n_mods; i++)
-        if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded)
+        if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded && !g_hs.mods[i].retired)
             return 1;
     return 0;
 }
@@ -125,6 +125,11 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
             len = HS_PATH_LEN - 1;
         memcpy(path, d->FullDllName->Buffer, len * sizeof(wchar_t));
         path[len] = 0;
+        /* the detours first: a detour laid over a hook would be lost when
+         * the hook is taken out */
+        EnterCriticalSection(&g_hs.install_lock);
+        hs_ending_module_loaded();
+        LeaveCriticalSection(&g_hs.install_lock);
         consider((HMODULE)d->DllBase, path, 1);
     } else if (reason == HS_DLL_UNLOADED && d && !shutting_down()) {
         /* (at process exit every DLL is "unloaded": that is not FreeLibrary) */
@@ -135,7 +140,7 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
             if (recorded[i] == base)
                 recorded[i] = 0;   /* may be loaded again, elsewhere or here */
         for (size_t i = 0; i < g_hs.n_mods; i++) {
-            if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded) {
+            if (g_hs.mods[i].base == base && !g_hs.mods[i].unloaded && !g_hs.mods[i].retired) {
                 g_hs.mods[i].hooked = 0;
                 g_hs.mods[i].unloaded = 1;
                 hs_session_module(g_hs.view, g_hs.mods[i].index)->flags |= HS_MOD_UNLOADED;
@@ -144,6 +149,13 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
         LeaveCriticalSection(&g_hs.install_lock);
     }
     hs_agent_leave(prev);
+}
+
+void hs_modules_reset(void)
+{
+    for (size_t i = 0; i < g_hs.n_mods; i++)
+        g_hs.mods[i].retired = 1;
+    n_recorded = 0;
 }
 
 void hs_modules_stop(void)
@@ -169,6 +181,10 @@ int hs_modules_init(void)
     DWORD n = needed / sizeof(HMODULE);
     if (n > 1024)
         n = 1024;
+    /* every module loaded now is patched under one freeze: either all
+     * their hooks go in, or none */
+    size_t first = g_hs.n_mods;
+    g_hs.defer_patch = 1;
     for (DWORD i = 0; i < n; i++) {
         wchar_t path[HS_PATH_LEN];
         DWORD len = GetModuleFileNameW(mods[i], path, HS_PATH_LEN);
@@ -176,6 +192,23 @@ int hs_modules_init(void)
             continue;
         consider(mods[i], path, 0);
     }
+    g_hs.defer_patch = 0;
+    int rc = 0;
+    EnterCriticalSection(&g_hs.install_lock);
+    size_t count = g_hs.n_mods - first;
+    if (count) {
+        hs_mod_state *list[HS_MAX_RECORDED];
+        if (count > HS_MAX_RECORDED)
+            count = HS_MAX_RECORDED;
+        for (size_t i = 0; i < count; i++)
+            list[i] = &g_hs.mods[first + i];
+        rc = hs_patch_modules(list, count, 1);
+        for (size_t i = 0; i < count; i++)
+            hs_install_mark(list[i], rc);
+    }
+    LeaveCriticalSection(&g_hs.install_lock);
+    if (rc < 0)
+        return -1;   /* nothing was patched; the error text says why */
     dll_shutdown_in_progress = (BOOLEAN (NTAPI *)(void))(void (*)(void))GetProcAddress(
         GetModuleHandleW(L"ntdll.dll"), "RtlDllShutdownInProgress");
     hs_register_fn reg = (hs_register_fn)(void (*)(void))GetProcAddress(

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "agent.h"
-#include "freeze_win.h"
+#include "suspend_win.h"
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
@@ -46,7 +46,7 @@ static int injector_thread(void)
     for (int i = 0; i < 16; i++)
         if (g_hs.hdr->injector_tids[i] == tid)
             return 1;
-    return hs_freeze_is_worker(tid);   /* the agent's own */
+    return hs_suspend_is_worker(tid);   /* the agent's own */
 }
 
 /* The caller's return address for an edge: a function tail-called by a
@@ -139,9 +139,49 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
 
 /* ---- the wrapper's unwind handler -------------------------------------------- */
 
+/* If the wrapper frame `fr` is on the shadow stack of region r (counters
+ * c), record its end by unwind and pop it; 1 when it was there. */
+static int unwind_frame(hs_region_hdr *r, uint64_t *c, uint64_t fr)
+{
+    if (!r || !r->shadow_limit)
+        return 0;
+    hs_shadow_rec *base = (hs_shadow_rec *)(uintptr_t)r->shadow_base;
+    hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
+    for (hs_shadow_rec *s = top - 1; s >= base; s--) {
+        if (s->frame == fr) {
+            uint64_t dt = hs_rdtsc() - s->t0 - (r->excluded - s->excluded);
+            /* records above were left by a longjmp that did not unwind */
+            for (hs_shadow_rec *a = s + 1; a < top; a++)
+                ((hs_time_rec *)((char *)c + ((const hs_wrap_desc *)(uintptr_t)a->desc)->time_rel))->active--;
+            const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
+            hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
+            t->exits++;
+            t->unwinds++;
+            t->sum += dt;
+            if (--t->active == 0)
+                t->total += dt;
+            t->self += dt - s->child;
+            if (dt > t->max)
+                t->max = dt;
+            if (t->min == 0 || dt < t->min)
+                t->min = dt;
+            t->hist[hs_hist_bucket(dt, hs_tsc_ns_mult)]++;
+            if (s > base)
+                s[-1].child += dt;
+            r->shadow_top = (uint64_t)(uintptr_t)s;
+            return 1;
+        }
+        if (s->frame > fr)
+            break;   /* an older frame: ours is not on the shadow stack */
+    }
+    return 0;
+}
+
 /* Called for a wrapper frame while an exception or a longjmp unwinds
  * through it: the call ends here, by unwind. Records it like a return
- * (duration, self, histogram) and counts it in `unwinds`. */
+ * (duration, self, histogram) and counts it in `unwinds`. A frame entered
+ * during an earlier session of this agent (it stayed loaded for such
+ * frames) is found in that session's region of the thread. */
 EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
                                         CONTEXT *ctx __attribute__((unused)),
                                         void *dispatcher __attribute__((unused)))
@@ -149,40 +189,14 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
     if (!(rec->ExceptionFlags & (EXCEPTION_UNWINDING | EXCEPTION_EXIT_UNWIND)))
         return ExceptionContinueSearch;
     uint64_t *c = hs_tls_get();
-    hs_region_hdr *r = c && c != g_hs.sink ? hs_region_of(c) : NULL;
     uint64_t fr = (uint64_t)(uintptr_t)frame;
-    int timed = 0;
-    if (r && r->shadow_limit) {
-        hs_shadow_rec *base = (hs_shadow_rec *)(uintptr_t)r->shadow_base;
-        hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
-        for (hs_shadow_rec *s = top - 1; s >= base; s--) {
-            if (s->frame == fr) {
-                uint64_t dt = hs_rdtsc() - s->t0 - (r->excluded - s->excluded);
-                /* records above were left by a longjmp that did not unwind */
-                for (hs_shadow_rec *a = s + 1; a < top; a++)
-                    ((hs_time_rec *)((char *)c + ((const hs_wrap_desc *)(uintptr_t)a->desc)->time_rel))->active--;
-                const hs_wrap_desc *d = (const hs_wrap_desc *)(uintptr_t)s->desc;
-                hs_time_rec *t = (hs_time_rec *)((char *)c + d->time_rel);
-                t->exits++;
-                t->unwinds++;
-                t->sum += dt;
-                if (--t->active == 0)
-                    t->total += dt;
-                t->self += dt - s->child;
-                if (dt > t->max)
-                    t->max = dt;
-                if (t->min == 0 || dt < t->min)
-                    t->min = dt;
-                t->hist[hs_hist_bucket(dt, hs_tsc_ns_mult)]++;
-                if (s > base)
-                    s[-1].child += dt;
-                r->shadow_top = (uint64_t)(uintptr_t)s;
-                timed = 1;
-                break;
-            }
-            if (s->frame > fr)
-                break;   /* an older frame: ours is not on the shadow stack */
-        }
+    int timed = unwind_frame(c && c != g_hs.sink ? hs_region_of(c) : NULL, c, fr);
+    for (size_t i = 0; !timed && i < hs_retired_count(); i++) {
+        void *view;
+        uint64_t *oc = hs_retired_counters(i, &view);
+        if (oc)
+            timed = unwind_frame((hs_region_hdr *)((char *)oc - ((hs_session_header *)view)->region_counters_off),
+                                 oc, fr);
     }
     /* a frame entered without timing (no region, the sink, a full shadow
      * stack) was counted in hs_untimed_frames */

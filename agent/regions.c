@@ -121,6 +121,15 @@ static uint32_t reclaim(void)
     return h->max_threads;
 }
 
+void hs_regions_reset(void)
+{
+    for (uint32_t k = 0; k <= HS_MAX_THREADS_LIMIT; k++) {
+        if (owner[k])
+            CloseHandle(owner[k]);
+        owner[k] = NULL;
+    }
+}
+
 uint64_t *hs_region_acquire(void)
 {
     hs_session_header *h = g_hs.hdr;
@@ -170,12 +179,17 @@ void hs_thread_exit(void)
 uint64_t hs_live_wrapper_frames(void)
 {
     const hs_session_header *h = g_hs.hdr;
-    uint64_t n = (uint64_t)hs_untimed_frames;
+    /* (frames of earlier sessions of this agent count too) */
+    uint64_t n = (uint64_t)hs_untimed_frames + hs_retired_frames();
     if (!(h->options & HS_OPT_TIME))
-        return 0;
+        return n;
     uint32_t live = live_regions();
     for (uint32_t k = 0; k < live; k++) {
         const hs_region_hdr *r = (const hs_region_hdr *)hs_session_region(g_hs.view, k);
+        /* a thread that ended inside timed calls never returns from them */
+        if (hs_session_slot(g_hs.view, k)->state == HS_SLOT_EXITED ||
+            (k < HS_MAX_THREADS_LIMIT && owner[k] && WaitForSingleObject(owner[k], 0) == WAIT_OBJECT_0))
+            continue;
         if (r->shadow_top > r->shadow_base)
             n += (r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec);
     }

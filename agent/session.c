@@ -11,10 +11,24 @@
 
 hs_agent g_hs;
 
-int hs_session_attach(void)
+/* What this agent says about itself to the next hookscope (session.h). */
+__declspec(dllexport) hs_agent_public hs_agent_public_state = { HS_PUBLIC_MAGIC, HS_SESSION_VERSION, 0, 0, 0, 0,
+                                                                { 0 } };
+
+/* Sessions served before the current one, kept mapped while timed calls
+ * that entered the wrapper then are still open (they return into it and
+ * write into their thread's region of that session). */
+#define MAX_RETIRED 32
+static struct retired {
+    HANDLE mapping;
+    void *view;
+    DWORD tls;                 /* its TLS index: still holds the old threads' counters */
+} retired[MAX_RETIRED];
+static size_t n_retired;
+
+/* Map the session called `name`; 0, or -1 when there is none (or not ours). */
+static int map_session(const wchar_t *name, HANDLE *mapping, void **view)
 {
-    wchar_t name[64];
-    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)GetCurrentProcessId());
     HANDLE m = OpenFileMappingW(FILE_MAP_READ | FILE_MAP_WRITE, FALSE, name);
     if (!m)
         return -1;
@@ -25,19 +39,166 @@ int hs_session_attach(void)
     }
     hs_session_header *h = v;
     if (h->magic != HS_SESSION_MAGIC || h->version != HS_SESSION_VERSION ||
-        h->header_size != sizeof(hs_session_header)) {
+        h->header_size != sizeof(hs_session_header) || h->target_pid != GetCurrentProcessId()) {
         UnmapViewOfFile(v);
         CloseHandle(m);
         return -1;
     }
-    g_hs.mapping = m;
-    g_hs.view = v;
-    g_hs.hdr = h;
+    *mapping = m;
+    *view = v;
+    return 0;
+}
+
+/* The function service's events of the session's injector (its own: a
+ * reused agent serves a new hookscope). */
+static void open_fn_events(void)
+{
+    wchar_t name[64];
+    if (g_hs.fn_request)
+        CloseHandle(g_hs.fn_request);
+    if (g_hs.fn_answer)
+        CloseHandle(g_hs.fn_answer);
     swprintf(name, 64, HS_FN_REQUEST_EVENT_FMT, (unsigned long)GetCurrentProcessId());
     g_hs.fn_request = OpenEventW(EVENT_MODIFY_STATE, FALSE, name);
     swprintf(name, 64, HS_FN_ANSWER_EVENT_FMT, (unsigned long)GetCurrentProcessId());
     g_hs.fn_answer = OpenEventW(SYNCHRONIZE, FALSE, name);
+}
+
+static void publish(const wchar_t *name)
+{
+    hs_agent_public *p = &hs_agent_public_state;
+    size_t len = wcslen(name);
+    if (len >= 64)
+        len = 63;
+    memset(p->session_name, 0, sizeof p->session_name);
+    memcpy(p->session_name, name, len * sizeof(wchar_t));
+    p->injector_pid = g_hs.hdr->injector_pid;
+    p->sessions++;
+    MemoryBarrier();
+    p->state = HS_PUBLIC_ACTIVE;
+}
+
+int hs_session_attach(void)
+{
+    wchar_t name[64];
+    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)GetCurrentProcessId());
+    if (map_session(name, &g_hs.mapping, &g_hs.view) < 0)
+        return -1;
+    g_hs.hdr = g_hs.view;
+    open_fn_events();
+    publish(name);
     return 0;
+}
+
+int hs_session_switch(const wchar_t *name)
+{
+    HANDLE m;
+    void *v;
+    if (n_retired == MAX_RETIRED)
+        return -2;
+    if (map_session(name, &m, &v) < 0)
+        return -1;
+    hs_session_header *h = v;
+    DWORD tls = TlsAlloc();
+    if (tls == TLS_OUT_OF_INDEXES) {
+        UnmapViewOfFile(v);
+        CloseHandle(m);
+        return -1;
+    }
+    /* the old session stays mapped (timed calls may still return into
+     * it); its TLS index stays allocated, so the old threads' counters
+     * can still be found (hs_retired_region) */
+    retired[n_retired].mapping = g_hs.mapping;
+    retired[n_retired].view = g_hs.view;
+    retired[n_retired].tls = g_hs.tls;
+    n_retired++;
+    g_hs.mapping = m;
+    g_hs.view = v;
+    g_hs.hdr = h;
+    g_hs.tls = tls;
+    if (hs_sink_init() < 0)
+        return -1;
+    h->tls_index = tls;
+    h->agent_base = (uint64_t)(uintptr_t)g_hs.self;
+    h->tsc_start = hs_rdtsc();
+    open_fn_events();
+    publish(name);
+    return 0;
+}
+
+/* Timed calls still open in a session's regions. */
+static uint64_t frames_in(void *view)
+{
+    const hs_session_header *h = view;
+    if (!(h->options & HS_OPT_TIME))
+        return 0;
+    int32_t used = h->threads_used;
+    uint32_t live = used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < live; k++) {
+        const hs_region_hdr *r = (const hs_region_hdr *)hs_session_region(view, k);
+        /* a thread that ended inside timed calls never returns from them */
+        if (hs_session_slot(view, k)->state == HS_SLOT_EXITED)
+            continue;
+        if (r->shadow_top > r->shadow_base)
+            n += (r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec);
+    }
+    return n;
+}
+
+void hs_retired_thread_exit(void)
+{
+    for (size_t i = 0; i < n_retired; i++) {
+        void *view;
+        uint64_t *c = hs_retired_counters(i, &view);
+        if (!c)
+            continue;
+        const hs_session_header *h = view;
+        const hs_region_hdr *r = (const hs_region_hdr *)((char *)c - h->region_counters_off);
+        /* (the old sink is private memory, not a region of the session) */
+        if ((char *)r < (char *)view + h->regions_off || (char *)r >= (char *)view + h->total_size)
+            continue;
+        if (r->slot < h->max_threads)
+            hs_session_slot(view, r->slot)->state = HS_SLOT_EXITED;
+    }
+}
+
+uint64_t hs_retired_frames(void)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < n_retired; i++)
+        if (retired[i].view)
+            n += frames_in(retired[i].view);
+    return n;
+}
+
+void hs_retired_release(void)
+{
+    for (size_t i = 0; i < n_retired; i++) {
+        if (retired[i].view && frames_in(retired[i].view) == 0) {
+            UnmapViewOfFile(retired[i].view);
+            CloseHandle(retired[i].mapping);
+            retired[i].view = NULL;
+            retired[i].mapping = NULL;
+        }
+    }
+}
+
+void *hs_retired_counters(size_t i, void **view)
+{
+    if (i >= n_retired || !retired[i].view)
+        return NULL;
+    *view = retired[i].view;
+    DWORD t = retired[i].tls;
+    if (t < 64)
+        return (void *)hs_teb_read(HS_TEB_TLS_SLOTS + t * 8);
+    void **exp = (void **)hs_teb_read(HS_TEB_TLS_EXPANSION);
+    return exp ? exp[t - 64] : NULL;
+}
+
+size_t hs_retired_count(void)
+{
+    return n_retired;
 }
 
 /* A module's symbols (a PDB of a large DLL) can take the injector a few

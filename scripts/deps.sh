@@ -97,5 +97,9 @@ if [ ! -f "${WINEPREFIX:-$HOME/.wine}/system.reg" ]; then
     echo "deps: creating the wine prefix"
     WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" wineboot -i </dev/null >/dev/null 2>&1 || true
 fi
+# No crash dialog: it starts explorer.exe /desktop, which keeps the crashed
+# program's stdout open (scripts/winekeeper.py sets it for every test run too).
+WINEDEBUG=-all wine reg add 'HKCU\Software\Wine\WineDbg' /v ShowCrashDialog /t REG_DWORD /d 0 /f \
+    </dev/null >/dev/null 2>&1 || true
 
 echo "deps: ready"

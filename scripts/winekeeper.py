@@ -24,7 +24,15 @@ class WineServer:
     So a keeper program (cmd.exe reading its stdin, no stdout or stderr)
     runs from the first test to the last (stop() ends it): it starts the
     services if no server ran, and the server cannot exit between tests and
-    come back under a test's pipes."""
+    come back under a test's pipes.
+
+    A program that crashes starts Wine's debugger (AeDebug: winedbg
+    --auto), which by default shows a crash dialog; the dialog starts
+    explorer.exe /desktop, and that inherits the crashed program's stdout
+    and stderr and keeps them open for as long as the desktop lives (for
+    good while another program of the prefix runs). So the prefix gets
+    HKCU\Software\Wine\WineDbg ShowCrashDialog = 0: winedbg still prints
+    its report on stderr and ends, and no dialog or desktop is started."""
 
     def __init__(self):
         self.keeper, self.started = None, False
@@ -37,9 +45,10 @@ class WineServer:
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # one program run to its end: by then the server is up and has
         # started its services, from the keeper or from this one, both with
-        # no stdio
+        # no stdio. The program sets the prefix's crash handling (below).
         try:
-            subprocess.run(["wine", "cmd", "/c", "exit"], env=ENV, stdin=subprocess.DEVNULL,
+            subprocess.run(["wine", "reg", "add", r"HKCU\Software\Wine\WineDbg", "/v", "ShowCrashDialog",
+                            "/t", "REG_DWORD", "/d", "0", "/f"], env=ENV, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
         except subprocess.TimeoutExpired:
             pass

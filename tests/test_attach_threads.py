@@ -5,8 +5,9 @@
 A regression test: under Wine 8, GetThreadContext on a thread suspended
 while it was being created (its creator frozen in CreateThread) waits
 until that thread runs; the freeze used to hang there for good, about one
-attach in three. hook/freeze_win.c now fetches contexts with a timeout
-and retries the freeze.
+attach in three. hook/suspend_win.c fetches contexts with a timeout and
+retries the freeze (scripts/attach_cycles.py does 300 such cycles against
+a harder target).
 
 The issue asks for two attach/detach rounds; the test makes up to 20
 (20 rounds made the old hang show almost surely), each with a timeout, and checks after each round and at

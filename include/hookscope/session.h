@@ -42,6 +42,10 @@ enum {
     HS_OPT_STACKS = 1u << 1,  /* entry stacks */
     HS_OPT_TIME = 1u << 2,    /* return probes with durations */
     HS_OPT_ATTACH = 1u << 3,  /* injected into a running process */
+    /* for the tests of the failure path (set when the environment has
+     * HOOKSCOPE_TEST_STUCK_FREEZE=1): the freeze that puts the modules'
+     * hooks in behaves as if a thread never stopped */
+    HS_OPT_TEST_STUCK_FREEZE = 1u << 4,
 };
 
 /* agent states */
@@ -352,7 +356,65 @@ typedef struct hs_session_header {
     /* threads the agent started in the target (its freeze workers), for
      * a sampler, which never samples them; 0: a free entry */
     volatile uint32_t agent_tids[8];
+    /* the agent's thread freezes (hook/suspend_win.h), for -v and for
+     * saying why one failed */
+    uint32_t freeze_rounds;           /* rounds of suspending every thread, over all freezes */
+    uint32_t freeze_timeouts;         /* contexts that did not come within a round */
+    uint32_t freeze_failures;         /* freezes given up (their budget spent) */
+    uint32_t freeze_ms_max;           /* the longest freeze took this long to stop everyone */
+    uint32_t freeze_ms_total;
+    uint32_t freeze_stuck_tid;        /* the last thread whose context did not come */
+    /* how the target ended, as the agent saw it from inside (agent/ending.c) */
+    volatile uint32_t end_watch;      /* HS_END_WATCH_*: what the agent watches */
+    volatile uint32_t end_seen;       /* HS_END_*: what it saw */
+    uint32_t end_code;                /* the unhandled exception's code */
+    uint32_t end_tid;                 /*   on this thread */
+    uint64_t end_addr;                /*   at this address */
+    uint32_t end_exit_code;           /* the code the process asked to end with */
+    uint32_t reserved_end;
 } hs_session_header;
+
+/* end_watch: the detours in place */
+enum {
+    HS_END_WATCH_UNHANDLED = 1u << 0, /* UnhandledExceptionFilter */
+    HS_END_WATCH_EXIT = 1u << 1,      /* NtTerminateProcess */
+    HS_END_WATCH_ABORT = 1u << 2,     /* abort() of msvcrt or ucrtbase */
+    HS_END_WATCH_LAST = 1u << 3,      /* RtlExitUserThread, and threads left */
+};
+
+/* end_seen */
+enum {
+    HS_END_UNHANDLED = 1u << 0,       /* an exception nothing handled (end_code, end_addr) */
+    HS_END_EXIT = 1u << 1,            /* the process ended itself (end_exit_code) */
+    HS_END_ABORT = 1u << 2,           /* abort() was called */
+    HS_END_VANISHED = 1u << 3,        /* its last thread ended without exiting (Wine: a stack
+                                         overflow with no room to report it); the agent
+                                         ended the process */
+};
+
+/* What a loaded agent says about itself, for the next hookscope that
+ * finds it in the process (an exported variable of the agent DLL,
+ * hs_agent_public, read with ReadProcessMemory). An agent stays loaded
+ * after a detach while timed calls that entered its wrapper are still
+ * running (they return into it); a later attach reuses it with a session
+ * of its own (hs_agent_reattach). */
+#define HS_PUBLIC_MAGIC 0x3142555048534B48ull /* "HKSHPUB1" */
+enum {
+    HS_PUBLIC_NONE = 0,
+    HS_PUBLIC_ACTIVE = 1,     /* serving the session of `injector_pid` */
+    HS_PUBLIC_RESIDENT = 2,   /* detached (every patch out), kept for open timed calls */
+    HS_PUBLIC_SWITCHING = 3,  /* a hookscope is taking it over */
+};
+
+typedef struct hs_agent_public {
+    uint64_t magic;
+    uint32_t version;            /* HS_SESSION_VERSION */
+    volatile uint32_t state;     /* HS_PUBLIC_* */
+    volatile uint32_t injector_pid; /* of the session being served (or last served) */
+    volatile uint32_t sessions;  /* sessions served so far */
+    volatile uint64_t frames_open; /* timed calls open at the last detach */
+    uint16_t session_name[64];   /* the session being served (UTF-16) */
+} hs_agent_public;
 
 /* Accessors, shared by both sides. `base` is the start of the view. */
 static inline hs_module_rec *hs_session_module(void *base, uint32_t i)

@@ -13,12 +13,72 @@
 #include "base/util.h"
 #include "commands/commands.h"
 #include "commands/progress.h"
+#include "hookscope/path.h"
 #include "output/outdir.h"
+#include "trace/ending.h"
 #include "trace/inject.h"
 #include "trace/target.h"
 #include "trace/trace.h"
 
 #define DETACH_TIMEOUT_MS 60000
+
+/* Is process `pid` a running hookscope? */
+static int hookscope_alive(DWORD pid)
+{
+    HANDLE p = pid ? OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid) : NULL;
+    if (!p)
+        return 0;
+    wchar_t path[MAX_PATH * 2];
+    DWORD len = MAX_PATH * 2;
+    int alive = WaitForSingleObject(p, 0) == WAIT_TIMEOUT && QueryFullProcessImageNameW(p, 0, path, &len) &&
+                !_wcsicmp(hs_file_name(path), L"hookscope.exe");
+    CloseHandle(p);
+    return alive;
+}
+
+/* hookscope's agent is loaded in the process already. 1: it is resident
+ * (an earlier attach left it for timed calls still running in it) and can
+ * serve this attach; 0: it was taken out now (a hookscope that attached
+ * ended without detaching), a fresh one can be loaded; -1: neither (the
+ * error is printed). */
+static int agent_left_behind(HANDLE process, DWORD pid, const hs_agent_public *pub)
+{
+    if (pub->state == HS_PUBLIC_RESIDENT)
+        return 1;
+    if (pub->state == HS_PUBLIC_NONE) {
+        hs_err("process %lu has a hookscope agent loaded that this hookscope cannot use (another version?)",
+               (unsigned long)pid);
+        return -1;
+    }
+    if (hookscope_alive(pub->injector_pid)) {
+        hs_err("process %lu is being traced by another hookscope (process %lu)", (unsigned long)pid,
+               (unsigned long)pub->injector_pid);
+        return -1;
+    }
+    /* the hookscope that attached ended without detaching: its hooks may
+     * still be in; take them out first */
+    hs_session_host old;
+    if (hs_session_open(&old, (const wchar_t *)pub->session_name) < 0) {
+        hs_err("process %lu has a hookscope agent whose session is gone (a hookscope ended while "
+               "attaching?)", (unsigned long)pid);
+        return -1;
+    }
+    hs_log("the hookscope (process %lu) that attached before ended without detaching; taking its hooks out",
+           (unsigned long)pub->injector_pid);
+    DWORD code = 0;
+    int rc = -1;
+    if (hs_agent_call(process, &old, "hs_agent_detach", DETACH_TIMEOUT_MS, &code) == 0) {
+        if (code == 0)
+            rc = hs_agent_unload(process, &old) < 0 ? -1 : 0;
+        else if (code == ERROR_BUSY || code == WAIT_TIMEOUT)
+            rc = 1;
+        else
+            hs_err("could not take out the hooks of the hookscope that attached before (%s): %s",
+                   hs_win_error(code), old.hdr->error_text);
+    }
+    hs_session_close(&old);
+    return rc;
+}
 
 int hs_cmd_attach(const hs_options *o)
 {
@@ -65,9 +125,23 @@ int hs_cmd_attach(const hs_options *o)
         return HS_EXIT_FAILED;
     t.p->pid = o->pid;
     if (!o->no_hooks) {
-        if (hs_trace_session(&t, o->pid, o, HS_OPT_ATTACH) < 0)
+        /* an agent left by an earlier attach serves this one too */
+        uint64_t agent_base = 0;
+        hs_agent_public pub;
+        int reuse = 0, found = -1;
+        for (int tries = 0; tries < 10 && found < 0; tries++) {
+            /* (listing another process's modules fails now and then while
+             * it loads or frees a DLL) */
+            if (tries)
+                Sleep(20);
+            found = hs_agent_find(process, &agent_base, &pub);
+        }
+        if (found > 0 && (reuse = agent_left_behind(process, o->pid, &pub)) < 0)
             return HS_EXIT_FAILED;
-        if (hs_inject(process, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0) {
+        if (hs_trace_session(&t, o->pid, o, HS_OPT_ATTACH, reuse != 0) < 0)
+            return HS_EXIT_FAILED;
+        if ((reuse ? hs_agent_reuse(process, &t.session, agent_base) : hs_inject(process, &t.session)) < 0 ||
+            hs_trace_check_filters(&t, o) < 0) {
             /* the agent may be half loaded: take out whatever went in */
             DWORD ignored;
             if (t.session.hdr->agent_state >= HS_AGENT_LOADED &&
@@ -121,6 +195,7 @@ int hs_cmd_attach(const hs_options *o)
     int rc = 0;
     if (stop == HS_STOP_DETACH && !o->no_hooks) {
         DWORD dcode = 0;
+        hs_log("detaching: taking the hooks out");
         if (hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode) < 0) {
             rc = HS_EXIT_FAILED;
         } else if (dcode == ERROR_BUSY) {
@@ -130,15 +205,20 @@ int hs_cmd_attach(const hs_options *o)
                    "(every hook is out)");
         } else if (dcode != 0) {
             hs_profile_warn(t.p, "some threads stayed inside hooks; the agent stays loaded (inactive)");
-            hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",
-                   hs_win_error(dcode));
-        } else if (hs_agent_unload(process, &t.session) < 0) {
+            if (!t.session.hdr->error_text[0])   /* (else that says why, at the end) */
+                hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",
+                       hs_win_error(dcode));
+        } else if (hs_log("hooks out; unloading the agent"), hs_agent_unload(process, &t.session) < 0) {
             hs_profile_warn(t.p, "the agent could not be unloaded; its hooks are out");
         }
     } else if (stop != HS_STOP_DETACH) {
         GetExitCodeProcess(process, &code);
         t.p->exited = 1;
         t.p->exit_code = code;
+        /* it ended while hooked: a crash, or an exit (from what the agent saw) */
+        hs_ending_decide(t.session.hdr, code, t.p);
+        if (t.p->stop == HS_STOP_CRASH)
+            stop = HS_STOP_CRASH;
     }
     CloseHandle(process);
     t.p->stop = stop;

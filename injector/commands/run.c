@@ -13,6 +13,7 @@
 #include "commands/progress.h"
 #include "output/outdir.h"
 #include "trace/inject.h"
+#include "trace/ending.h"
 #include "trace/session_host.h"
 #include "trace/target.h"
 #include "trace/trace.h"
@@ -60,7 +61,7 @@ int hs_cmd_run(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     t.p->pid = pi.dwProcessId;
-    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, o, 0) < 0 ||
+    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, o, 0, false) < 0 ||
                       hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0)) ||
         hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
@@ -111,10 +112,15 @@ int hs_cmd_run(const hs_options *o)
 
     t.p->exited = stop != HS_STOP_DURATION;
     t.p->exit_code = code;
-    if (stop == HS_STOP_EXIT && code != STATUS_CONTROL_C_EXIT_CODE && hs_crash_name(code) &&
-        (code & 0xC0000000u))
-        stop = HS_STOP_CRASH;
     t.p->stop = stop;
+    if (stop == HS_STOP_EXIT) {
+        /* crash or exit: from how it ended, as the agent saw it */
+        hs_ending_decide(t.session.hdr, code, t.p);
+        stop = t.p->stop;
+        if (t.session.hdr)
+            hs_log("ending seen by the agent: 0x%x (watched 0x%x)", t.session.hdr->end_seen,
+                   t.session.hdr->end_watch);
+    }
     t.p->target_path = hs_utf8(path);
     t.p->nargs = o->target_argc - 1;
     t.p->args = hs_xcalloc((size_t)o->target_argc, sizeof *t.p->args);
@@ -124,9 +130,13 @@ int hs_cmd_run(const hs_options *o)
     int rc = hs_trace_finish(&t, o);
     if (rc != 0)
         return rc;
-    if (stop == HS_STOP_CRASH)
-        hs_err("the target crashed: 0x%08lX (%s); the report has everything counted until then",
-               (unsigned long)code, hs_crash_name(code));
+    if (stop == HS_STOP_CRASH) {
+        char where[640] = "", at[600];
+        if (t.p->crash_address)
+            snprintf(where, sizeof where, " at %s", hs_loc_format(t.p, t.p->crash_at, true, true, at, sizeof at));
+        hs_err("the target crashed: 0x%08lX (%s)%s; the report has everything counted until then",
+               (unsigned long)t.p->crash_code, t.p->crash_what ? t.p->crash_what : "exception", where);
+    }
     if (stop == HS_STOP_DURATION)
         return 0;
     return (int)code;

@@ -71,10 +71,17 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
 
 void hs_fmt_stop(const hs_profile *p, char *buf, size_t len)
 {
-    const char *crash = p->exited ? hs_crash_name(p->exit_code) : NULL;
+    const char *crash = p->crash_what ? p->crash_what : p->exited ? hs_crash_name(p->exit_code) : NULL;
+    uint32_t code = p->crash_code ? p->crash_code : p->exit_code;
     switch (p->stop) {
     case HS_STOP_CRASH:
-        snprintf(buf, len, "crashed: 0x%08X (%s)", p->exit_code, crash ? crash : "exception");
+        if (p->crash_address) {
+            char at[600];
+            snprintf(buf, len, "crashed: 0x%08X (%s) at %s", code, crash ? crash : "exception",
+                     hs_loc_format(p, p->crash_at, true, true, at, sizeof at));
+        } else {
+            snprintf(buf, len, "crashed: 0x%08X (%s)", code, crash ? crash : "exception");
+        }
         break;
     case HS_STOP_DURATION:
         snprintf(buf, len, "stopped after --duration %.3g s", p->duration_s);

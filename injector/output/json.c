@@ -92,12 +92,22 @@ static void write_target(const hs_profile *p, FILE *out)
         fprintf(out, "%u", p->exit_code);
     else
         fprintf(out, "null");
-    const char *crash = p->stop == HS_STOP_CRASH ? hs_crash_name(p->exit_code) : NULL;
+    const char *crash = p->stop != HS_STOP_CRASH ? NULL : p->crash_what ? p->crash_what : hs_crash_name(p->exit_code);
     fprintf(out, ", \"crash\": ");
     if (crash)
         hs_json_quote(out, crash);
     else
         fprintf(out, "null");
+    if (crash) {
+        fprintf(out, ", \"crash_code\": %u, \"crash_address\": ", p->crash_code ? p->crash_code : p->exit_code);
+        if (p->crash_address) {
+            char at[600];
+            fprintf(out, "\"0x%llx\", \"crash_at\": ", (unsigned long long)p->crash_address);
+            hs_json_quote(out, hs_loc_format(p, p->crash_at, true, true, at, sizeof at));
+        } else {
+            fprintf(out, "null");
+        }
+    }
     fprintf(out, ", \"stop\": ");
     hs_json_quote(out, hs_stop_name(p->stop) ? hs_stop_name(p->stop) : "unknown");
     fprintf(out, ", \"wall_time_s\": %.6f", p->wall_s);

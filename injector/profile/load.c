@@ -151,6 +151,13 @@ static void load_run(loader *l, const hs_json *root)
     p->exit_code = (uint32_t)hs_json_u64(code, 0);
     int stop = hs_stop_from_name(hs_json_str(hs_json_get(target, "stop"), ""));
     p->stop = stop >= 0 ? stop : HS_STOP_EXIT;
+    if (p->stop == HS_STOP_CRASH) {
+        const hs_json *what = hs_json_get(target, "crash");
+        if (hs_json_is(what, HS_JSTR))
+            p->crash_what = hs_xstrdup(hs_json_str(what, ""));
+        p->crash_code = (uint32_t)hs_json_u64(hs_json_get(target, "crash_code"), 0);
+        p->crash_address = hex(hs_json_str(hs_json_get(target, "crash_address"), "0"));
+    }
     p->wall_s = hs_json_num(hs_json_get(target, "wall_time_s"), 0);
     p->duration_s = hs_json_num(hs_json_get(target, "duration_s"), 0);
     p->threads = (uint32_t)hs_json_u64(hs_json_get(root, "threads"), 0);
@@ -526,6 +533,9 @@ hs_profile *hs_profile_from_json(const char *text, size_t len, char *err, size_t
         load_stacks(&l, hs_json_get(root, "stacks"));
     if (!l.failed)
         load_sampling(&l, root);
+    const hs_json *crash_at = hs_json_get(hs_json_get(root, "target"), "crash_at");
+    if (!l.failed && hs_json_is(crash_at, HS_JSTR))
+        l.p->crash_at = parse_loc(&l, hs_json_str(crash_at, ""), -1, true);
     if (!l.failed)
         hs_profile_count_samples(l.p);
     hs_json_free(root);

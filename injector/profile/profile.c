@@ -72,6 +72,7 @@ hs_profile *hs_profile_new(void)
 {
     profile_box *b = hs_xcalloc(1, sizeof *b);
     b->p.stack_every = 1;
+    b->p.crash_at = (hs_loc){ -1, -1, 0 };
     return &b->p;
 }
 
@@ -81,6 +82,7 @@ void hs_profile_free(hs_profile *p)
         return;
     free(p->command);
     free(p->target_path);
+    free(p->crash_what);
     for (int i = 0; i < p->nargs; i++)
         free(p->args[i]);
     free(p->args);

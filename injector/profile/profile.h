@@ -179,6 +179,11 @@ typedef struct hs_profile {
     bool exited;                 /* exit_code is meaningful */
     uint32_t exit_code;
     int stop;                    /* hs_stop */
+    /* stop == HS_STOP_CRASH: what happened (trace/ending.c) */
+    uint32_t crash_code;         /* the exception's code, else the exit code */
+    uint64_t crash_address;      /* where the exception happened, 0 if not known */
+    hs_loc crash_at;             /* resolve: crash_address as a place in code */
+    char *crash_what;            /* its name, or what ended the process */
     double wall_s;
     double duration_s;           /* --duration, 0 if none */
     uint32_t threads;            /* threads that called a hooked function (counter regions) */

@@ -259,6 +259,8 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
 
     resolve_edges(&r);
     resolve_stacks(&r);
+    if (p->crash_address)
+        p->crash_at = locate(&r, p->crash_address, p->crash_address, -1);
     if (p->srcline_on)
         function_lines(&r);
 

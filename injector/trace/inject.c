@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <psapi.h>
+#include <wchar.h>
+
 #include "pe.h"
 #include "base/util.h"
 
@@ -140,6 +143,82 @@ int hs_agent_unload(HANDLE process, hs_session_host *s)
     return rc < 0 || !code ? -1 : 0;
 }
 
+/* After the agent hooked (hs_agent_init or hs_agent_reattach returned
+ * `code`): 0, or -1 after printing why it failed. */
+static int check_ready(hs_session_host *s, DWORD code)
+{
+    hs_log("hooked %u functions in %u modules; threads stopped in %u freeze(s), %u round(s), "
+           "%u context timeout(s), longest %u ms", s->hdr->n_functions, s->hdr->n_modules, s->hdr->freezes,
+           s->hdr->freeze_rounds, s->hdr->freeze_timeouts, s->hdr->freeze_ms_max);
+    if (code != 0 || s->hdr->agent_state != HS_AGENT_READY) {
+        hs_err("the agent failed: %s", s->hdr->error_text[0] ? s->hdr->error_text : hs_win_error(code));
+        return -1;
+    }
+    if (s->hdr->error_text[0]) {
+        /* a module asked for could not be hooked (e.g. the function table is full) */
+        hs_err("%s", s->hdr->error_text);
+        return -1;
+    }
+    return 0;
+}
+
+int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub)
+{
+    HMODULE mods[1024];
+    DWORD needed = 0;
+    if (!K32EnumProcessModulesEx(process, mods, sizeof mods, &needed, LIST_MODULES_64BIT))
+        return -1;
+    DWORD n = needed / sizeof(HMODULE);
+    for (DWORD i = 0; i < n && i < 1024; i++) {
+        wchar_t name[MAX_PATH];
+        if (!K32GetModuleBaseNameW(process, mods[i], name, MAX_PATH) || _wcsicmp(name, L"hookscope-agent.dll"))
+            continue;
+        *base = (uint64_t)(uintptr_t)mods[i];
+        memset(pub, 0, sizeof *pub);
+        uint32_t rva = agent_export("hs_agent_public_state");
+        SIZE_T got = 0;
+        if (!rva || !ReadProcessMemory(process, (void *)(uintptr_t)(*base + rva), pub, sizeof *pub, &got) ||
+            got != sizeof *pub || pub->magic != HS_PUBLIC_MAGIC || pub->version != HS_SESSION_VERSION)
+            pub->state = HS_PUBLIC_NONE;   /* another build of the agent: nothing to go by */
+        pub->session_name[63] = 0;
+        return 1;
+    }
+    return 0;
+}
+
+int hs_agent_reuse(HANDLE process, hs_session_host *s, uint64_t base)
+{
+    uint32_t rva = agent_export("hs_agent_reattach");
+    if (!rva)
+        return -1;
+    size_t bytes = (wcslen(s->name) + 1) * sizeof(wchar_t);
+    void *remote = VirtualAllocEx(process, NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    if (!remote || !WriteProcessMemory(process, remote, s->name, bytes, NULL)) {
+        hs_err("cannot write into the target: %s", hs_win_error(GetLastError()));
+        if (remote)
+            VirtualFreeEx(process, remote, 0, MEM_RELEASE);
+        return -1;
+    }
+    hs_log("reusing the agent left at 0x%llx by an earlier attach; hooking", (unsigned long long)base);
+    int rc = -1;
+    HANDLE th = remote_thread(process, s, base + rva, remote);
+    DWORD code = 0;
+    if (th) {
+        int waited = wait_remote(th, process, INIT_TIMEOUT_MS, "hooking", &code);
+        forget_thread(s, th);
+        CloseHandle(th);
+        if (waited == 0 && code == ERROR_BUSY)
+            hs_err("another hookscope is taking over the agent in this process");
+        else if (waited == 0 && code == ERROR_TOO_MANY_OPEN_FILES)
+            hs_err("the agent left in this process keeps as many earlier sessions as it can (32), each "
+                   "for timed calls that have not returned; restart the process to trace it again");
+        else if (waited == 0)
+            rc = check_ready(s, code);
+    }
+    VirtualFreeEx(process, remote, 0, MEM_RELEASE);
+    return rc;
+}
+
 int hs_inject(HANDLE process, hs_session_host *s)
 {
     wchar_t *agent = agent_path();
@@ -181,17 +260,7 @@ int hs_inject(HANDLE process, hs_session_host *s)
     hs_log("agent loaded at 0x%llx; hooking", (unsigned long long)s->hdr->agent_base);
     if (hs_agent_call(process, s, "hs_agent_init", INIT_TIMEOUT_MS, &code) < 0)
         goto out;
-    hs_log("hooked %u functions in %u modules", s->hdr->n_functions, s->hdr->n_modules);
-    if (code != 0 || s->hdr->agent_state != HS_AGENT_READY) {
-        hs_err("the agent failed: %s", s->hdr->error_text[0] ? s->hdr->error_text : hs_win_error(code));
-        goto out;
-    }
-    if (s->hdr->error_text[0]) {
-        /* a module asked for could not be hooked (e.g. the function table is full) */
-        hs_err("%s", s->hdr->error_text);
-        goto out;
-    }
-    rc = 0;
+    rc = check_ready(s, code);
 out:
     if (th)
         CloseHandle(th);

@@ -21,4 +21,15 @@ int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD ti
 /* FreeLibrary the agent in `process` (after hs_agent_detach). */
 int hs_agent_unload(HANDLE process, hs_session_host *s);
 
+/* Is hookscope's agent loaded in `process` already (left by an earlier
+ * attach, or serving another hookscope)? 1 with its base and what it says
+ * about itself (pub->state HS_PUBLIC_NONE when it cannot say: another
+ * build), 0 when not, -1 when the modules cannot be listed. */
+int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub);
+
+/* Have the resident agent at `base` serve session s (created with
+ * hs_session_create_unique) and hook. Returns 0, or -1 after printing an
+ * error. */
+int hs_agent_reuse(HANDLE process, hs_session_host *s, uint64_t base);
+
 #endif

@@ -10,7 +10,42 @@
 
 #include "base/util.h"
 
+static int create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options, const wchar_t *name);
+
 int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options)
+{
+    wchar_t name[64];
+    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)pid);
+    return create(s, pid, o, options, name);
+}
+
+int hs_session_create_unique(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options)
+{
+    static unsigned serial;
+    wchar_t name[64];
+    swprintf(name, 64, HS_SESSION_NAME_FMT L"-%lu-%u", (unsigned long)pid, (unsigned long)GetCurrentProcessId(),
+             ++serial);
+    return create(s, pid, o, options, name);
+}
+
+int hs_session_open(hs_session_host *s, const wchar_t *name)
+{
+    memset(s, 0, sizeof *s);
+    s->mapping = OpenFileMappingW(FILE_MAP_READ | FILE_MAP_WRITE, FALSE, name);
+    if (!s->mapping)
+        return -1;
+    s->view = MapViewOfFile(s->mapping, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, 0);
+    s->hdr = s->view;
+    if (!s->view || s->hdr->magic != HS_SESSION_MAGIC || s->hdr->version != HS_SESSION_VERSION ||
+        s->hdr->header_size != sizeof(hs_session_header)) {
+        hs_session_close(s);
+        return -1;
+    }
+    wcsncpy(s->name, name, 63);
+    return 0;
+}
+
+static int create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options, const wchar_t *name)
 {
     if (o->edges)
         options |= HS_OPT_EDGES;
@@ -18,14 +53,16 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32
         options |= HS_OPT_STACKS;
     if (o->time)
         options |= HS_OPT_TIME;
+    wchar_t test[8];
+    if (GetEnvironmentVariableW(L"HOOKSCOPE_TEST_STUCK_FREEZE", test, 8) && !wcscmp(test, L"1"))
+        options |= HS_OPT_TEST_STUCK_FREEZE;
     memset(s, 0, sizeof *s);
     hs_session_header layout;
     memset(&layout, 0, sizeof layout);
     hs_capacity cap = hs_default_capacity(o->max_functions, o->max_threads, options);
     uint64_t total = hs_session_layout(&layout, &cap);
 
-    wchar_t name[64];
-    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)pid);
+    wcsncpy(s->name, name, 63);
     s->mapping = CreateFileMappingW(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE | SEC_RESERVE,
                                     (DWORD)(total >> 32), (DWORD)total, name);
     if (!s->mapping) {
@@ -34,7 +71,7 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32
         return -1;
     }
     if (GetLastError() == ERROR_ALREADY_EXISTS) {
-        hs_err("process %lu already has a hookscope session (is another hookscope tracing it?)",
+        hs_err("process %lu already has a hookscope session: another hookscope is attaching to it",
                (unsigned long)pid);
         CloseHandle(s->mapping);
         s->mapping = NULL;

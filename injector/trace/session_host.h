@@ -15,10 +15,18 @@ typedef struct hs_session_host {
     HANDLE mapping;
     void *view;
     hs_session_header *hdr;
+    wchar_t name[64];          /* the section's name */
 } hs_session_host;
 
-/* Returns 0, or -1 after printing an error. */
+/* Create the session under the name an agent loaded into `pid` finds it
+ * by. Returns 0, or -1 after printing an error. */
 int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options);
+/* The same under a name of its own, for an agent that is already loaded
+ * and is told the name (hs_agent_reuse). */
+int hs_session_create_unique(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options);
+/* Map an existing session (one an agent still serves). Returns 0 or -1
+ * (nothing printed). */
+int hs_session_open(hs_session_host *s, const wchar_t *name);
 void hs_session_close(hs_session_host *s);
 
 #endif

@@ -101,9 +101,10 @@ void hs_trace_sample_stop(hs_trace *t)
            t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 
-int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options)
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options, bool unique)
 {
-    if (hs_session_create(&t->session, pid, o, options) < 0)
+    if ((unique ? hs_session_create_unique(&t->session, pid, o, options)
+                : hs_session_create(&t->session, pid, o, options)) < 0)
         return -1;
     t->fn = hs_fnservice_start(&t->session, pid, o);
     if (!t->fn) {

@@ -42,9 +42,10 @@ typedef struct hs_trace {
  * -1 after printing why the sampler cannot be used. */
 int hs_trace_begin(hs_trace *t, const hs_options *o);
 /* Create the session for process pid and start the function service (the
- * agent asks it as soon as it is injected). Returns 0, or -1 after
- * printing why. */
-int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options);
+ * agent asks it as soon as it is injected); unique: a session name of its
+ * own, for an agent already loaded that is told the name. Returns 0, or
+ * -1 after printing why. */
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options, bool unique);
 /* A trace that ends before it ran: stop the service, drop the session. */
 void hs_trace_abandon(hs_trace *t);
 /* Ctrl+C presses since hs_trace_begin. */

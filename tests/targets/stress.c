@@ -110,6 +110,7 @@ int main(int argc, char **argv)
     *hdr = layout;
     hdr->magic = HS_SESSION_MAGIC;
     hdr->version = HS_SESSION_VERSION;
+    hdr->target_pid = GetCurrentProcessId();   /* the agent serves only a session for its process */
 
     HMODULE agent = LoadLibraryA(argv[1]);
     if (!agent) {

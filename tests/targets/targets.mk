@@ -85,3 +85,8 @@ $(TGT_DIR)/switchtab.exe: tests/targets/switchtab.c
 	@mkdir -p $(dir $@)
 	$(CLANG_MINGW) -O2 -gdwarf-4 -Wall -o $@ $<
 test-targets: $(TGT_DIR)/switchtab.exe
+
+# suspendtest.exe drives hook/suspend_win.c itself (built into it)
+TGT_EXTRA_suspendtest := -Ihook -DUNICODE -D_UNICODE
+TGT_LIBS_suspendtest := hook/suspend_win.c
+$(TGT_DIR)/suspendtest.exe: hook/suspend_win.c hook/suspend_win.h

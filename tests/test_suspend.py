@@ -1,0 +1,154 @@
+"""hook/suspend_win.c, driven by tests/targets/suspendtest.c in tight loops
+against tests/targets/threadstorm.c, whose threads are created, run, wait,
+load DLLs and end all the time and which counts the progress of every kind
+of thread: after each run every kind must have moved on (no thread left
+suspended), no result may be wrong, and the thread it keeps suspended
+itself must still have a suspend count of exactly 1."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import hs
+
+EXE = "build/tests/suspendtest.exe"
+VICTIM = "build/tests/threadstorm.exe"
+KINDS = 9
+LINE = re.compile(r"(one|all|self) ok (\d+) gone (\d+) timeout (\d+) noworker (\d+) denied (\d+) "
+                  r"stack-reads (\d+) rounds (\d+) max-ms (\d+)(.*)")
+
+
+def parse(out):
+    m = LINE.fullmatch(out.strip())
+    hs.check(m, f"unexpected output {out!r}")
+    keys = ["ok", "gone", "timeout", "noworker", "denied", "stack_reads", "rounds", "max_ms"]
+    return dict(zip(keys, map(int, m.groups()[1:9]))), m.group(10).strip()
+
+
+def status(p):
+    p.send(b"status\n")
+    line = p.readline(timeout=60)
+    m = re.fullmatch(r"status ((?:\d+ ){%d})held (\d+) bad (\d+) code-matches (-?\d+)(.*)" % KINDS, line)
+    hs.check(m, f"unexpected status line {line!r}")
+    return [int(x) for x in m.group(1).split()], int(m.group(2)), int(m.group(3)), m.group(5).strip()
+
+
+def start_victim():
+    p = hs.Process([VICTIM])
+    m = re.fullmatch(r"pid (\d+) code-matches 1", p.readline(timeout=60))
+    hs.check(m, "victim did not start")
+    return p, int(m.group(1))
+
+
+def check_victim_intact(p, what):
+    """Every kind of thread moves on (within 15 s: a loaded machine may be
+    slow to run some), nothing wrong, the held thread held once."""
+    a, held, bad, why = status(p)
+    deadline = time.time() + 15
+    while True:
+        time.sleep(0.5)
+        b, held, bad, why = status(p)
+        stalled = [k for k in range(KINDS) if b[k] <= a[k]]
+        if not stalled or time.time() > deadline:
+            break
+    hs.eq(stalled, [], f"{what}: kinds of threads that made no progress in 15 s (left suspended?)")
+    hs.eq(held, 1, f"{what}: suspend count of the thread the victim holds itself")
+    hs.eq(bad, 0, f"{what}: wrong results in the victim ({why})")
+
+
+def run_against_victim(mode, seconds):
+    hs.need(EXE)
+    hs.need(VICTIM)
+    p, pid = start_victim()
+    with p:
+        r = hs.wine([EXE, mode, str(pid), str(seconds)], timeout=seconds + 120)
+        hs.eq(r.returncode, 0, f"suspendtest {mode} exit status (stderr {r.stderr[-300:]!r})")
+        c, _ = parse(r.stdout.decode())
+        check_victim_intact(p, mode)
+        p.send(b"stop\n")
+        last = p.readline(timeout=120)
+        hs.check(re.fullmatch(r"threads \d+ calls \d+ bad 0 code-matches 1", last), f"victim's last line {last!r}")
+        hs.eq(p.wait(timeout=60), 0, "victim's exit code")
+    return c
+
+
+def test_suspend_one_thread_at_a_time_of_another_process():
+    """The sampler's loop: suspend a thread, read its context and its stack,
+    resume it; over every thread, again and again, for 8 s."""
+    c = run_against_victim("one", 8)
+    hs.check(c["ok"] > 200, f"only {c['ok']} threads were suspended and read")
+    hs.eq(c["stack_reads"], c["ok"], "a stack read for every context read")
+    hs.eq(c["denied"], 0, "denied")
+    hs.eq(c["noworker"], 0, "no free worker")
+
+
+def test_suspend_every_thread_of_another_process():
+    c = run_against_victim("all", 8)
+    hs.check(c["ok"] >= 5, f"only {c['ok']} rounds held every thread")
+    hs.eq(c["denied"], 0, "denied")
+    hs.check(c["max_ms"] < 5000, f"a round took {c['max_ms']} ms (its budget is 5000)")
+
+
+def test_suspend_every_thread_of_this_process():
+    """This process suspends its own other threads (two of which keep
+    creating threads) hundreds of times: while held, a spinning thread's
+    counter does not move (counted as 'denied' otherwise); after the last
+    resume every thread moves on."""
+    hs.need(EXE)
+    r = hs.wine([EXE, "self", "8"], timeout=200)
+    hs.eq(r.returncode, 0, f"exit status (stderr {r.stderr[-300:]!r})")
+    c, extra = parse(r.stdout.decode())
+    hs.check(c["ok"] >= 20, f"only {c['ok']} rounds held every thread")
+    hs.eq(c["denied"], 0, "a held thread ran, or a round was denied")
+    hs.eq(extra, "progress-ok 1", "every thread moved on after the last resume")
+
+
+def test_release_all_on_ctrl_c():
+    """A process holding every thread of another one gets Ctrl+C: its
+    handler calls hs_suspend_release_all, and the victim runs on."""
+    hs.need(EXE)
+    hs.need(VICTIM)
+    p, pid = start_victim()
+    with p:
+        h = subprocess.Popen(["wine", EXE, "hold", str(pid)], cwd=hs.ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=hs.env(),
+                             start_new_session=True)
+        try:
+            line = h.stdout.readline().decode().strip()
+            m = re.fullmatch(r"holding (\d+)", line)
+            hs.check(m and int(m.group(1)) >= KINDS, f"unexpected {line!r}")
+            held = int(m.group(1))
+            os.killpg(h.pid, signal.SIGINT)
+            out, _ = h.communicate(timeout=60)
+            hs.eq(out.decode().strip(), f"released {held}", "every held thread released once")
+        finally:
+            if h.poll() is None:
+                os.killpg(h.pid, signal.SIGKILL)
+        check_victim_intact(p, "after the release")
+        p.send(b"stop\n")
+        hs.check(re.fullmatch(r"threads \d+ calls \d+ bad 0 code-matches 1", p.readline(timeout=120)),
+                 "victim's last line")
+
+
+def test_victim_exits_during_the_loop():
+    """The victim process ends while threads of it are being suspended:
+    every call fails cleanly and the loop ends on its own."""
+    hs.need(EXE)
+    hs.need(VICTIM)
+    v = subprocess.Popen(["wine", VICTIM, "2"], cwd=hs.ROOT, stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=hs.env())
+    try:
+        m = re.fullmatch(rb"pid (\d+) code-matches 1\r?\n", v.stdout.readline())
+        hs.check(m, "victim did not start")
+        t0 = time.time()
+        r = hs.wine([EXE, "one", m.group(1).decode(), "30"], timeout=120)
+        took = time.time() - t0
+        hs.eq(r.returncode, 0, "exit status")
+        c, _ = parse(r.stdout.decode())
+        hs.check(c["ok"] > 0, "some threads were read before the end")
+        hs.check(took < 25, f"the loop went on for {took:.0f} s after the victim ended")
+        hs.eq(v.wait(timeout=60), 0, "the victim's exit code")
+    finally:
+        if v.poll() is None:
+            v.kill()
