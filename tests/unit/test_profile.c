@@ -55,11 +55,11 @@ static void first_difference(const char *a, size_t alen, const char *b, size_t b
     size_t i = 0, line = 1;
     while (i < alen && i < blen && a[i] == b[i])
         line += a[i++] == '\n';
+    /* show the difference itself: from a little before it, never before its line */
     size_t s = i;
-    while (s > 0 && a[s - 1] != '\n')
+    while (s > 0 && a[s - 1] != '\n' && i - s < 30)
         s--;
-    snprintf(out, len, "line %zu: got '%.80s' expected '%.80s'", line, i <= alen ? a + s : "",
-             i <= blen ? b + s : "");
+    snprintf(out, len, "line %zu column %zu: got '%.60s' expected '%.60s'", line, i - s + 1, a + s, b + s);
 }
 
 static void check_profile_dir(const char *name)
