@@ -11,7 +11,7 @@ CYCLES = 1000
 def test_stress_unhook_rehook_1000_cycles():
     exe = hs.need("build/tests/stress.exe")
     hs.need("build/bin/hookscope-agent.dll")
-    p = hs.wine([exe, "build\\bin\\hookscope-agent.dll", str(CYCLES)], timeout=600)
+    p = hs.wine([exe, "build\\bin\\hookscope-agent.dll", str(CYCLES)], timeout=300)
     out = p.stdout.decode(errors="replace").strip()
     err = p.stderr.decode(errors="replace").strip()
     m = re.fullmatch(r"cycles (\d+) exact (\d+) empty (\d+) bad (\d+) bad_delta (\d+) calls (\d+) "

@@ -16,6 +16,11 @@
  * hooked count of the phase (the sum over all thread regions) must equal
  * what the workers saw counted in that phase. Prints one summary line and
  * exits 0 when every phase was exact and every result right.
+ *
+ * A watchdog thread ends the program with exit code 3 and one line saying
+ * where it stood (cycle, step, the workers' progress, the agent's freeze
+ * counts) when no step has finished for 60 s: a stall is a failure that
+ * says something, never a hang.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +80,43 @@ static uint64_t hooked_total(void)
     for (uint32_t k = 0; k < used; k++)
         sum += *hs_fblock_at(hdr, hs_region_counters(view, k), fidx);
     return sum + *hs_fblock_at(hdr, hs_region_counters(view, hdr->max_threads), fidx);
+}
+
+/* where main stands, for the watchdog */
+static volatile LONG cycle_now, step_now, steps_done;
+static const char *const step_names[] = { "start", "unhook", "wait for the workers", "rehook", "final unhook",
+                                          "join" };
+
+static DWORD WINAPI watchdog(void *arg)
+{
+    (void)arg;
+    LONG last = -1;
+    DWORD since = GetTickCount();
+    for (;;) {
+        Sleep(500);
+        LONG now = steps_done;
+        if (now != last) {
+            last = now;
+            since = GetTickCount();
+            continue;
+        }
+        if (GetTickCount() - since < 60000)
+            continue;
+        fprintf(stderr, "stress: stalled for 60 s in cycle %ld at step '%s'; worker calls %lld %lld; "
+                "freezes %u (rounds %u, context timeouts %u, failures %u, longest %u ms, total %u ms, "
+                "last stuck thread %u)\n", (long)cycle_now, step_names[step_now], (long long)seq[0],
+                (long long)seq[1], hdr->freezes, hdr->freeze_rounds, hdr->freeze_timeouts, hdr->freeze_failures,
+                hdr->freeze_ms_max, hdr->freeze_ms_total, hdr->freeze_stuck_tid);
+        fflush(stderr);
+        TerminateProcess(GetCurrentProcess(), 3);
+        return 3;
+    }
+}
+
+static void step(int s)
+{
+    step_now = s;
+    InterlockedIncrement(&steps_done);
 }
 
 static void wait_workers_advance(void)
@@ -137,6 +179,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    CloseHandle(CreateThread(NULL, 0, watchdog, NULL, 0, NULL));
     HANDLE t[2];
     for (int i = 0; i < 2; i++)
         t[i] = CreateThread(NULL, 0, worker, (void *)(uintptr_t)i, 0, NULL);
@@ -146,15 +189,18 @@ int main(int argc, char **argv)
     LONG64 prev_seen = 0;
     unsigned rnd = 12345;
     for (int c = 0; c < cycles; c++) {
+        cycle_now = c;
         rnd = rnd * 1103515245u + 12345u;
         if ((rnd >> 16) & 1)
             Sleep(0);
         else
             Sleep(1);
+        step(1);
         if (unhook(NULL) != 0) {
             fprintf(stderr, "stress: unhook failed\n");
             return 1;
         }
+        step(2);
         wait_workers_advance();
         uint64_t h = hooked_total();
         LONG64 seen = counted[0] + counted[1];
@@ -167,13 +213,16 @@ int main(int argc, char **argv)
             empty++;
         prev_hooked = h;
         prev_seen = seen;
+        step(3);
         if (rehook(NULL) != 0) {
             fprintf(stderr, "stress: rehook failed\n");
             return 1;
         }
     }
+    step(4);
     unhook(NULL);
     stop = 1;
+    step(5);
     WaitForMultipleObjects(2, t, TRUE, INFINITE);
     printf("cycles %d exact %d empty %d bad %ld bad_delta %ld calls %lld counted %lld "
            "freezes %u moved %u\n", cycles, exact, empty, bad, bad_delta,
