@@ -54,6 +54,11 @@ uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const
 void hs_sampleset_count(hs_sampleset *s, uint32_t stack, uint8_t kind, uint64_t n);
 /* A sample that could not be taken. */
 void hs_sampleset_lost(hs_sampleset *s, uint64_t n);
+/* Samples taken, counted or not yet (a backend that classifies a sample
+ * later says so as it takes it): for a progress line, which may read it
+ * from another thread while the sampling thread adds. */
+void hs_sampleset_taken_add(hs_sampleset *s, uint64_t n);
+uint64_t hs_sampleset_taken(const hs_sampleset *s);
 
 /* A module samples may point into (seen loaded; later unloaded or not). */
 void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,

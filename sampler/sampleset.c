@@ -52,6 +52,7 @@ struct hs_sampleset {
     size_t nthreads, cap_threads;
     hs_map thread_index;       /* tid -> thread */
     uint64_t total[3];
+    volatile uint64_t taken;   /* hs_sampleset_taken_add */
     uint64_t lost;
 };
 
@@ -191,6 +192,16 @@ void hs_sampleset_module_identity(hs_sampleset *s, uint64_t base, bool kernel, c
 void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s)
 {
     thread_of(s, tid)->cpu_s = cpu_s;
+}
+
+void hs_sampleset_taken_add(hs_sampleset *s, uint64_t n)
+{
+    __atomic_add_fetch(&s->taken, n, __ATOMIC_RELAXED);
+}
+
+uint64_t hs_sampleset_taken(const hs_sampleset *s)
+{
+    return __atomic_load_n(&s->taken, __ATOMIC_RELAXED);
 }
 
 uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind)

@@ -397,6 +397,8 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         return false;
     if (rc == HS_GRAB_HELD) {
         /* held suspended by someone else: waiting where it was last seen */
+        if (t->have_prev)
+            hs_sampleset_taken_add(s->out, 1);
         if (t->have_prev && clock_ok)
             hs_cls_sample(&t->cls, wall, cpu, false, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
         else if (t->have_prev)
@@ -461,6 +463,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         t->prev_stack = id;
     }
     note_ever(s, t->tid);
+    hs_sampleset_taken_add(s->out, 1);
     if (!clock_ok) {
         /* no clock: the registers alone say whether it ran */
         hs_sampleset_count(s->out, id, moved ? HS_STACK_CPU : HS_STACK_WAIT, 1);

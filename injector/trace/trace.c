@@ -219,10 +219,14 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
 uint64_t hs_trace_live_samples(const hs_trace *t)
 {
     /* the sampling thread adds to the set meanwhile: a count read a
-     * moment early is all a progress line needs */
+     * moment early is all a progress line needs. The suspend sampler
+     * classifies a sample as CPU or wait only once the thread's CPU clock
+     * moves, so the samples it took come first. */
     if (!t->samples)
         return 0;
-    return hs_sampleset_total(t->samples, HS_STACK_CPU) + hs_sampleset_total(t->samples, HS_STACK_WAIT);
+    uint64_t counted = hs_sampleset_total(t->samples, HS_STACK_CPU) + hs_sampleset_total(t->samples, HS_STACK_WAIT);
+    uint64_t taken = hs_sampleset_taken(t->samples);
+    return taken > counted ? taken : counted;
 }
 
 uint64_t hs_trace_live_calls(const hs_trace *t)

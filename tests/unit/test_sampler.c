@@ -611,6 +611,10 @@ static void test_sampleset(void)
     tap_check(hs_sampleset_unique(s) == 3 && hs_sampleset_total(s, HS_STACK_CPU) == 7 &&
                   hs_sampleset_total(s, HS_STACK_WAIT) == 3,
               "set/intern and count", "unique %zu", hs_sampleset_unique(s));
+    hs_sampleset_taken_add(s, 4);
+    hs_sampleset_taken_add(s, 1);
+    tap_check(hs_sampleset_taken(s) == 5 && hs_sampleset_total(s, HS_STACK_CPU) == 7,
+              "set/taken apart from counted", "taken %llu", (unsigned long long)hs_sampleset_taken(s));
 
     hs_profile *p = hs_profile_new();
     hs_profile_add_module(p, "C:\\t\\t.exe", 0x140000000, 0x4000);
