@@ -6,8 +6,8 @@
  * dtrace does) or stdout.
  *
  *   profile-N              sampling at N Hz (hs_options.sample,
- *                          sample_rate_hz); @[ustack(N)] over the CPU
- *                          samples, N frames
+ *                          sample_rate_hz), no hooks (--no-hooks);
+ *                          @[ustack(N)] over the CPU samples, N frames
  *   fpid$target:MOD::entry / pid$target:MOD:FUNC:entry
  *                          hooks: -m MOD (none for an empty MOD: the
  *                          exe), -f MOD!FUNC; with ustack() in the key,
@@ -116,7 +116,10 @@ static void trace_options(const hs_dcli *c, hs_options *r, wchar_t **mods, wchar
     r->modules = mods;
     const hs_dprog *p = &c->prog;
     if (p->provider == HS_DPROG_PROFILE) {
+        /* as dtrace's profile provider: samples only, nothing injected
+         * (hooks would only slow the program the samples describe) */
         r->sample = 1;
+        r->no_hooks = 1;
         r->sample_rate_hz = p->hz;
         return;
     }
