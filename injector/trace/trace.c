@@ -142,7 +142,10 @@ int hs_trace_check_filters(hs_trace *t, const hs_options *o)
 
 int hs_trace_finish(hs_trace *t, const hs_options *o)
 {
-    double now = hs_now();   /* the run's end: before the sampler's own wind-down */
+    /* the run's end, before the sampler's own wind-down; the counter and
+     * the TSC read together, for the TSC's rate over the whole run */
+    double now = hs_now();
+    uint64_t tsc_now = rdtsc();
     hs_trace_sample_stop(t);
     hs_fnservice_stop(t->fn);   /* nothing asks any more */
     t->fn = NULL;
@@ -150,7 +153,7 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     const hs_session_header *h = t->session.hdr;
     p->wall_s = now - t->t_start;
     if (now > t->t0)
-        p->tsc_hz = (double)(rdtsc() - t->tsc0) / (now - t->t0);
+        p->tsc_hz = (double)(tsc_now - t->tsc0) / (now - t->t0);
     p->sampling.on = t->samples != NULL;
     if (h) {
         if (h->error_text[0])
