@@ -89,10 +89,13 @@ def test_split_and_exact_calls():
 
     With 1500 samples a share of 0.5 has a standard deviation of 1.3
     points, so 5 points is nearly 4 of them. How many samples a run gets
-    depends on the machine's load, so runs of 8 s are pooled (samples and
-    measured times summed: the same program, the same split) until there
-    are that many, six runs at most (one is enough unless the machine is
-    busy with other work)."""
+    depends on the machine's load (a burner that waits for a core is not
+    running: its samples are wait samples), so runs of 8 s are pooled
+    (samples and measured times summed: the same program, the same split)
+    until there are that many, six runs at most (one is enough unless the
+    machine is busy with other work). When a very busy machine leaves
+    fewer, the bound widens to 4 standard deviations of the share with the
+    samples there are (at least 500)."""
     measured_us, samples = {}, {}
     for run in range(6):
         t = hs.trace(SPLIT, ["8", "alone"], options=["--sample-rate", "500"], name=f"sampler_split{run}")
@@ -107,12 +110,15 @@ def test_split_and_exact_calls():
         n = sum(samples.values())
         if n >= 1500:
             break
-    hs.check(n >= 1500, f"only {n} CPU samples in the burners after {run + 1} runs: too few to judge a split")
+    hs.check(n >= 500, f"only {n} CPU samples in the burners after {run + 1} runs: too few to judge a split")
     total_us = sum(measured_us.values())
     for k in measured_us:
         measured, sampled = 100.0 * measured_us[k] / total_us, 100.0 * samples[k] / n
-        hs.check(abs(measured - sampled) <= 5.0,
-                 f"burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% measured ({n} samples)")
+        share = measured / 100.0
+        bound = max(5.0, 400.0 * (share * (1 - share) / n) ** 0.5)
+        hs.check(abs(measured - sampled) <= bound,
+                 f"burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% measured ({n} samples, "
+                 f"bound {bound:.1f} points)")
 
 
 def samples_in(t, tid, frame, kind):
