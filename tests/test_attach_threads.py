@@ -42,6 +42,7 @@ def test_attach_detach_while_threads_are_created():
                 raise AssertionError(f"{what}: {e}; the target may be frozen (see the docstring of "
                                      "tests/test_attach_threads.py)")
             hs.eq(t.rc, 0, f"{what}: hookscope's exit code (stderr {t.stderr!r})")
+            hs.check(p.alive(), f"{what}: the target died (stop: {t.json['target']['stop']})")
             hs.eq(t.json["target"]["stop"], "detach", f"{what}: stop")
             hs.eq(t.json["warnings"], [], f"{what}: warnings")
             c = t.calls("threadchurn.exe")
@@ -50,7 +51,6 @@ def test_attach_detach_while_threads_are_created():
             hs.check(c["churn"] <= PER_THREAD * (c["spawned"] + 2 * BATCH),
                      f"{what}: {c['churn']} calls of churn counted but only {c['spawned']} threads "
                      f"started while hooked (plus at most {2 * BATCH} running)")
-            hs.check(p.alive(), f"{what}: the target died")
             hs.eq(hs.code_differences(p.proc.pid, EXE, int(t.module("threadchurn.exe")["base"], 16)), 0,
                   f"{what}: code bytes differing from the file after the detach")
             hs.eq(hs.agent_mappings(p.proc.pid), [], f"{what}: the agent DLL is still mapped after the detach")

@@ -11,7 +11,8 @@
 
 /* Create and lock dir. Returns 0, or -1 after printing one line saying
  * why (the path is a file, a part of it is a file, access denied, another
- * hookscope run holds it). The lock lasts until hookscope exits. */
+ * hookscope run holds it). The lock lasts until hookscope exits (it is
+ * released, and its file gone, before the process ends). */
 int hs_outdir_open(const char *dir);
 
 #endif

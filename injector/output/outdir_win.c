@@ -14,6 +14,20 @@
 
 #define LOCK_NAME L".hookscope.lock"
 
+/* The locks this process holds. Closed at exit, not left to the process's
+ * end: Wine's server deletes a delete-on-close file when it notices the
+ * process has gone, which can be after whoever waited for hookscope
+ * lists the directory. */
+#define MAX_LOCKS 4
+static HANDLE locks[MAX_LOCKS];
+static int nlocks;
+
+static void close_locks(void)
+{
+    while (nlocks > 0)
+        CloseHandle(locks[--nlocks]);
+}
+
 /* Why dir could not be made a directory: the first existing part of the
  * path that is not a directory, or the error of creating it. */
 static const char *why_not_dir(wchar_t *w, DWORD create_err)
@@ -87,5 +101,11 @@ int hs_outdir_open(const char *dir)
     DWORD wrote = 0;
     WriteFile(h, pid, (DWORD)len, &wrote, NULL);
     free(lock);
-    return 0;   /* h stays open until hookscope exits */
+    /* held until hookscope exits */
+    if (nlocks < MAX_LOCKS) {
+        if (nlocks == 0)
+            atexit(close_locks);
+        locks[nlocks++] = h;
+    }
+    return 0;
 }

@@ -6,7 +6,8 @@
  *
  *   threadchurn.exe [N [B]]     (default N 2000, B 4)
  *
- * A helper thread waits for a line on stdin (or 120 s), then the main
+ * A helper thread waits for a line on stdin (or 600 s: longer than any
+ * test may take, on a machine however busy), then the main
  * thread finishes the batch it is in and reports: threads made, calls
  * made, wrong results, and whether this exe's code bytes in memory equal
  * the file's.
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
     HANDLE reader = CreateThread(NULL, 0, read_stdin, NULL, 0, NULL);
     DWORD start = GetTickCount();
     unsigned long long seed = 1;
-    while (!stop && GetTickCount() - start < 120000) {
+    while (!stop && GetTickCount() - start < 600000) {
         HANDLE t[MAX_BATCH];
         int n = 0;
         for (int i = 0; i < batch; i++) {
