@@ -112,8 +112,9 @@ test-build: all unit test-targets fixtures examples
 test: test-build
 	$(PYTHON) tests/run.py
 
+# fib(36): enough CPU for a thousand samples next to the hooks' exact counts
 demo: all examples
-	./hookscope run -o $(B)/demo-out -- $(B)/examples/demo.exe
+	./hookscope run --sample-rate 1000 -o $(B)/demo-out -- $(B)/examples/demo.exe 36
 	@echo
 	@cat $(B)/demo-out/report.txt
 

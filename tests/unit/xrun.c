@@ -186,6 +186,7 @@ static void handler(int sig, siginfo_t *si, void *ctx)
         r->at = rip;
         break;
     case SIGILL: r->end = XR_END_ILL; r->at = rip; break;
+    case SIGVTALRM:
     case SIGALRM: r->end = XR_END_TIMEOUT; r->at = 0; break;
     default: r->end = XR_END_OTHER; r->at = rip; break;
     }
@@ -246,7 +247,7 @@ int xr_init(void)
     sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    int sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGALRM };
+    int sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGALRM, SIGVTALRM };
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaction(sigs[i], &sa, NULL);
     if (syscall(SYS_arch_prctl, ARCH_SET_GS, (unsigned long)XR_TEB) < 0)
@@ -315,14 +316,19 @@ int xr_run(uint64_t entry, const xr_input *in, xr_result *out)
 
     xr_cur = out;
     xr_entry_addr = entry;
-    struct itimerval tv = { { 0, 0 }, { 0, 200000 } };
+    /* a run that loops: 200 ms of this process's CPU time, whatever the
+     * machine's load (a time slice lost to other work is not the code's);
+     * one that blocks: 20 s of real time */
+    struct itimerval cpu = { { 0, 0 }, { 0, 200000 } }, wall = { { 0, 0 }, { 20, 0 } };
     if (sigsetjmp(xr_jb, 1) == 0) {
         xr_in_guest = 1;
-        setitimer(ITIMER_REAL, &tv, NULL);
+        setitimer(ITIMER_VIRTUAL, &cpu, NULL);
+        setitimer(ITIMER_REAL, &wall, NULL);
         xr_enter(in);
         /* not reached */
     }
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_VIRTUAL, &off, NULL);
     setitimer(ITIMER_REAL, &off, NULL);
     xr_in_guest = 0;
 
