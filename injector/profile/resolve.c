@@ -23,7 +23,7 @@ typedef struct resolver {
     size_t *by_base;         /* module indices sorted by base */
     uint32_t *plan;          /* plan functions sorted by (module, rva) */
     size_t nplan;
-    hs_map added;            /* (module, rva) -> function of an untraced module added here */
+    hs_map added;            /* (module, rva) -> function: the plan's, and those added here */
 } resolver;
 
 static uint64_t fkey(uint32_t module, uint32_t rva) { return (uint64_t)module << 32 | rva; }
@@ -256,6 +256,11 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
         if (p->funcs[i].in_plan)
             r.plan[r.nplan++] = (uint32_t)i;
     hs_sort(r.plan, r.nplan, sizeof *r.plan, cmp_plan, p);
+    /* a symbol found for an address the plan's ranges leave out (a return
+     * address just past a function's last call, in its padding) can be
+     * a planned function: it is that one, never a second function */
+    for (size_t i = 0; i < r.nplan; i++)
+        hs_map_put(&r.added, fkey(p->funcs[r.plan[i]].module, p->funcs[r.plan[i]].rva), r.plan[i]);
 
     resolve_edges(&r);
     resolve_stacks(&r);
