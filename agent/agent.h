@@ -174,8 +174,12 @@ LONG hs_ending_busy(void);            /* threads inside a detour's original */
 extern volatile LONG hs_target_threads;
 void hs_ending_thread(int attach);    /* DLL_THREAD_ATTACH (1) or DETACH (0) */
 
-/* install.c: hook a module (its patches go in at once unless
- * g_hs.defer_patch; then hs_install_mark after patching them) */
+/* install.c: hook a module in steps: open its PE and file, add it and
+ * its functions to the session, analyze each function, solve the
+ * tail-jump slots and size the stubs, emit stubs, trampolines and
+ * descriptors into the arena, build the module state and register the
+ * stubs' unwind info, patch (at once unless g_hs.defer_patch; then
+ * hs_install_mark after patching them). Returns 0, or -1. */
 int hs_install_module(HMODULE base, const wchar_t *path, uint32_t flags, int pattern);
 /* Record in the session how patching module ms went (hs_patch_* result). */
 void hs_install_mark(hs_mod_state *ms, int patched);

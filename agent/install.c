@@ -1,19 +1,27 @@
 /*
  * agent/install.c - hook every function of one module.
  *
- *  1. find the functions: the injector's list (its function service,
+ * hs_install_module takes one module through these steps, each a function
+ * over an install_ctx; a step that fails ends the install, and install_end
+ * releases what the steps left.
+ *  1. find the functions (open_image, add_module_record, find_functions,
+ *     add_function_records): the injector's list (its function service,
  *     session.h: .pdata, exports, COFF symbols and the PDB's procedures,
  *     with the filters applied to the names the reports show), else from
  *     the image (.pdata, exports, and the COFF symbols of the file on disk
  *     when it matches the mapped image);
- *  2. analyze each (hook/), and record every function in the session,
- *     hooked or not, with the reason when not;
- *  3. write all stubs and trampolines into one arena chunk near the module;
+ *  2. analyze each (analyze_functions, with hook/), and record every
+ *     function in the session, hooked or not, with the reason when not;
+ *     solve the slots the timing wrappers need for tail jumps and size the
+ *     stubs (size_stubs);
+ *  3. write all stubs and trampolines into one arena chunk near the module
+ *     (emit_stubs), then the module's state (build_mod_state) and the
+ *     stubs' unwind info (register_arena);
  *  4. patch every entry under a single freeze of the other threads, one
  *     protection change per code section, moving any thread that stopped
  *     inside a patched window to the same instruction in the trampoline
- *     (patch.c; the modules hooked when the agent starts are patched
- *     together, under one freeze, by hs_modules_init).
+ *     (patch_entries, patch.c; the modules hooked when the agent starts are
+ *     patched together, under one freeze, by hs_modules_init).
  *
  * Nothing is allocated from the heap between freeze and thaw.
  */
@@ -187,290 +195,430 @@ void hs_install_mark(hs_mod_state *ms, int patched)
     mrec->flags |= HS_MOD_HOOKED;
 }
 
-int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int pattern)
+/* What installing one module carries from step to step: set by the steps
+ * in their order, released by install_end whichever step stopped. */
+typedef struct install_ctx {
+    /* the module */
+    HMODULE module;
+    const wchar_t *path;
+    uint64_t base;
+    uint32_t image_size;
+    int timed;                 /* --time: full analysis, timing wrappers */
+    hs_pe pe;                  /* the mapped image (with its file's COFF symbols) */
+    file_view fv;              /* the file on disk */
+    /* its records in the session */
+    uint32_t mi;
+    hs_module_rec *mrec;
+    uint32_t first;            /* the record of its first function */
+    /* its functions, fragments included */
+    hs_pe_func *funcs;
+    uint8_t *fnflags;          /* HS_FNE_* per function of the injector's list, NULL: none */
+    size_t nfuncs;
+    size_t n;                  /* function records: the functions that are not fragments */
+    /* the names the filters and the name rules read */
+    hs_pe_symtab syms;         /* the image's, when the injector gave no list */
+    hs_filter flt;
+    char modname[HS_PATH_LEN];
+    /* per function record k: what analysis and sizing find */
+    hs_image_view view;        /* the inputs' read_ctx: jump tables, code around a function */
+    hs_func_list list;         /* the inputs' part_ctx */
+    hs_func_input *inputs;
+    hs_plan *plans;
+    uint32_t *unwind;
+    uint8_t *entry_only;       /* HS_WRAP_* (timed) */
+    int32_t *nslots;           /* slots a wrapped copy needs for its tail jumps */
+    hs_tail *tails;            /* timed: the module's tail jumps */
+    /* the arena chunk: stubs and trampolines, then their unwind info */
+    uint8_t *arena;
+    size_t stubs_total, total;
+    int arena_writable;
+    hs_hooked *hooks;          /* nh of them; the module state takes them */
+    size_t nh;
+    hs_mod_state *ms;
+} install_ctx;
+
+/* Start an empty context for module at path: its base and image size. */
+static void install_begin(install_ctx *c, HMODULE module, const wchar_t *path)
 {
-    const uint64_t t0 = hs_rdtsc();
-    const uint64_t base = (uint64_t)(uintptr_t)module;
     const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)module;
     const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)((const char *)module + dos->e_lfanew);
-    const uint32_t image_size = nt->OptionalHeader.SizeOfImage;
-    hs_session_header *h = g_hs.hdr;
-    int rc = -1;
+    memset(c, 0, sizeof *c);
+    c->module = module;
+    c->path = path;
+    c->base = (uint64_t)(uintptr_t)module;
+    c->image_size = nt->OptionalHeader.SizeOfImage;
+    c->timed = (g_hs.hdr->options & HS_OPT_TIME) != 0;
+}
 
-    hs_pe pe;
-    if (hs_pe_open_mapped(&pe, module, image_size) != HS_PE_OK) {
-        hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: its PE headers cannot be read", hs_file_name(path));
+/* Open the module's PE, with its file's COFF symbols if that file is what was mapped. */
+static int open_image(install_ctx *c)
+{
+    if (hs_pe_open_mapped(&c->pe, c->module, c->image_size) != HS_PE_OK) {
+        hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: its PE headers cannot be read", hs_file_name(c->path));
         return -1;
     }
-    file_view fv;
-    if (map_file(path, &fv) == 0) {
+    if (map_file(c->path, &c->fv) == 0) {
         hs_pe file_pe;
-        /* use the file's COFF symbols only if it is the file that was mapped */
-        if (hs_pe_load_file(&file_pe, fv.data, fv.size) == HS_PE_OK) {
-            if (file_pe.timestamp == pe.timestamp && file_pe.size_of_image == pe.size_of_image)
-                hs_pe_attach_file(&pe, fv.data, fv.size);
+        if (hs_pe_load_file(&file_pe, c->fv.data, c->fv.size) == HS_PE_OK) {
+            if (file_pe.timestamp == c->pe.timestamp && file_pe.size_of_image == c->pe.size_of_image)
+                hs_pe_attach_file(&c->pe, c->fv.data, c->fv.size);
             hs_pe_close(&file_pe);
         }
     }
+    return 0;
+}
 
-    hs_pe_func *funcs = NULL;
-    uint8_t *fnflags = NULL;   /* HS_FNE_* per function of the injector's list, NULL: none */
-    size_t nfuncs = 0;
-    hs_hooked *hooks = NULL;
-
-    uint32_t mi = hs_session_add_module(path, base, image_size, flags, pattern);
-    if (mi == UINT32_MAX) {
-        hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "cannot hook %ls: the module table is full", hs_file_name(path));
-        goto out;
+/* Add the module's record to the session. */
+static int add_module_record(install_ctx *c, uint32_t flags, int pattern)
+{
+    c->mi = hs_session_add_module(c->path, c->base, c->image_size, flags, pattern);
+    if (c->mi == UINT32_MAX) {
+        hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "cannot hook %ls: the module table is full", hs_file_name(c->path));
+        return -1;
     }
-    hs_module_rec *mrec = hs_session_module(g_hs.view, mi);
-    mrec->timestamp = pe.timestamp;
-    if (listed_functions(mi, &funcs, &fnflags, &nfuncs) < 0 && hs_pe_functions(&pe, &funcs, &nfuncs) < 0)
-        goto out;
+    c->mrec = hs_session_module(g_hs.view, c->mi);
+    c->mrec->timestamp = c->pe.timestamp;
+    return 0;
+}
 
-    size_t n = 0;
-    for (size_t i = 0; i < nfuncs; i++)
-        if (!(funcs[i].src & HS_SRC_FRAGMENT))
-            n++;
+/* List the module's functions: the injector's list, else the image's. */
+static int find_functions(install_ctx *c)
+{
+    if (listed_functions(c->mi, &c->funcs, &c->fnflags, &c->nfuncs) < 0 &&
+        hs_pe_functions(&c->pe, &c->funcs, &c->nfuncs) < 0)
+        return -1;
+    for (size_t i = 0; i < c->nfuncs; i++)
+        if (!(c->funcs[i].src & HS_SRC_FRAGMENT))
+            c->n++;
+    return 0;
+}
 
-    uint32_t first;
-    if (hs_session_add_functions((uint32_t)n, &first) < 0) {
-        mrec->flags |= HS_MOD_FAILED;
-        mrec->status = ERROR_NOT_ENOUGH_MEMORY;
+/* Add a session record for each function that is not a fragment. */
+static int add_function_records(install_ctx *c)
+{
+    const hs_session_header *h = g_hs.hdr;
+    if (hs_session_add_functions((uint32_t)c->n, &c->first) < 0) {
+        c->mrec->flags |= HS_MOD_FAILED;
+        c->mrec->status = ERROR_NOT_ENOUGH_MEMORY;
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY,
                       "cannot hook %ls: its %zu functions do not fit in the function table "
                       "(%u of %u used); raise --max-functions",
-                      hs_file_name(path), n, h->n_functions, h->max_functions);
-        goto out;
+                      hs_file_name(c->path), c->n, h->n_functions, h->max_functions);
+        return -1;
     }
-    mrec->first_func = first;
-    mrec->n_funcs = (uint32_t)n;
+    c->mrec->first_func = c->first;
+    c->mrec->n_funcs = (uint32_t)c->n;
+    return 0;
+}
 
-    hooks = calloc(n ? n : 1, sizeof *hooks);
-    if (!hooks)
-        goto out;
+/* Allocate what the later steps keep per function record. */
+static int alloc_per_function(install_ctx *c)
+{
+    const size_t n = c->n ? c->n : 1;
+    c->hooks = calloc(n, sizeof *c->hooks);
+    if (!c->hooks)
+        return -1;
+    c->plans = calloc(n, sizeof *c->plans);
+    c->inputs = calloc(n, sizeof *c->inputs);
+    c->entry_only = calloc(n, 1);
+    c->unwind = calloc(n, sizeof *c->unwind);
+    c->nslots = calloc(n, sizeof *c->nslots);
+    c->tails = c->timed ? hs_tail_new() : NULL;
+    if (!c->plans || !c->inputs || !c->entry_only || !c->unwind || !c->nslots || (c->timed && !c->tails))
+        return -1;
+    return 0;
+}
 
-    /* analyze */
-    const int is_self = module == g_hs.self;
-    const int timed = (h->options & HS_OPT_TIME) != 0;
-    unsigned opts = timed ? HS_ANALYZE_FULL : 0;
-    hs_plan *plans = calloc(n ? n : 1, sizeof *plans);
-    hs_func_input *inputs = calloc(n ? n : 1, sizeof *inputs);
-    uint8_t *entry_only = calloc(n ? n : 1, 1);
-    uint32_t *unwind = calloc(n ? n : 1, sizeof *unwind);
-    int32_t *nslots = calloc(n ? n : 1, sizeof *nslots);
-    hs_tail *tails = timed ? hs_tail_new() : NULL;
-    if (!plans || !inputs || !entry_only || !unwind || !nslots || (timed && !tails)) {
-        free(plans);
-        free(inputs);
-        free(entry_only);
-        free(unwind);
-        free(nslots);
-        hs_tail_free(tails);
-        goto out;
-    }
-    hs_pe_symtab syms = { 0 };
-    if (!fnflags && (timed || h->n_filters))
-        hs_pe_symbols(&pe, &syms);
-    hs_filter flt;
-    memset(&flt, 0, sizeof flt);
+/* Free what the analysis keeps per function record (safe to call twice). */
+static void free_analysis(install_ctx *c)
+{
+    free(c->plans);
+    free(c->inputs);
+    free(c->entry_only);
+    free(c->unwind);
+    free(c->nslots);
+    hs_tail_free(c->tails);
+    c->plans = NULL;
+    c->inputs = NULL;
+    c->entry_only = NULL;
+    c->unwind = NULL;
+    c->nslots = NULL;
+    c->tails = NULL;
+}
+
+/* Load what the filters and name rules read: image symbols, session filters, file name. */
+static void load_names(install_ctx *c)
+{
+    const hs_session_header *h = g_hs.hdr;
+    if (!c->fnflags && (c->timed || h->n_filters))
+        hs_pe_symbols(&c->pe, &c->syms);
     for (uint32_t i = 0; i < h->n_filters && i < HS_FILTER_MAX; i++) {
-        flt.pattern[flt.n] = h->filters[i];
-        flt.exclude[flt.n++] = (h->filter_exclude >> i) & 1;
+        c->flt.pattern[c->flt.n] = h->filters[i];
+        c->flt.exclude[c->flt.n++] = (h->filter_exclude >> i) & 1;
     }
+    if (!WideCharToMultiByte(CP_UTF8, 0, hs_file_name(c->path), -1, c->modname, sizeof c->modname, NULL, NULL))
+        c->modname[0] = 0;
+}
+
+/* Fill function i's session record k and its analysis input. */
+static void describe_function(install_ctx *c, size_t i, size_t k)
+{
+    const hs_pe_func *f = &c->funcs[i];
+    hs_func_rec *rec = hs_session_func(g_hs.view, c->first + (uint32_t)k);
+    rec->module = c->mi;
+    rec->rva = f->rva;
+    rec->size = f->size;
+    hs_func_input *in = &c->inputs[k];
+    c->unwind[k] = f->unwind_rva;
+    in->code = (const uint8_t *)c->module + f->rva;
+    in->addr = c->base + f->rva;
+    in->size = f->size;
+    in->gap_before = f->gap_before;
+    in->gap_after = f->gap_after;
+    in->image_lo = c->base;
+    in->image_hi = c->base + c->image_size;
+    in->read = hs_image_read;
+    in->read_ctx = &c->view;
+    in->part_at = hs_pe_part_at;
+    in->part_ctx = &c->list;
+}
+
+/* Say why function i is left out (the agent's own code, a filter), or HS_OK. */
+static hs_skip_reason filter_reason(install_ctx *c, size_t i)
+{
+    if (c->module == g_hs.self)
+        return HS_SKIP_AGENT;
+    if (c->fnflags)
+        return (c->fnflags[i] & HS_FNE_ADMIT) ? HS_OK : HS_SKIP_FILTERED;
+    if (!c->flt.n)
+        return HS_OK;
+    const uint32_t rva = c->funcs[i].rva;
+    const char *raw = hs_pe_symtab_at(&c->syms, rva);
+    int st = 0;
+    char *und = raw && raw[0] == '_' && raw[1] == 'Z' ? __cxa_demangle(raw, NULL, NULL, &st) : NULL;
+    hs_skip_reason r = hs_filter_admits(&c->flt, c->modname, raw, st == 0 ? und : NULL, rva) ? HS_OK : HS_SKIP_FILTERED;
+    free(und);
+    return r;
+}
+
+/* Analyze function i (record k) and note its tail jumps (timed). */
+static hs_skip_reason analyze_function(install_ctx *c, size_t i, size_t k)
+{
+    const hs_pe_func *f = &c->funcs[i];
+    hs_skip_reason r = hs_analyze(g_hs.engine, &c->inputs[k], c->timed ? HS_ANALYZE_FULL : 0, &c->plans[k]);
+    if (c->tails) {
+        /* every function analyzed, hooked or not, may be jumped to */
+        int32_t own = hs_tail_own(&c->plans[k]);
+        if (by_name(c->fnflags, i, &c->syms, f->rva) || entered_with_frame(&c->pe, f))
+            own = -1;
+        const hs_exit *x;
+        size_t nx = hs_analyze_exits(g_hs.engine, &x);
+        hs_tail_add(c->tails, c->inputs[k].addr, own, x, nx);
+    }
+    return r;
+}
+
+/* Record each function in the session; analyze the admitted ones (plan, tail jumps, wrap). */
+static void analyze_functions(install_ctx *c)
+{
+    load_names(c);
     /* jump tables and the code around a function are read from the image */
-    hs_image_view view = { &pe, base };
-    hs_func_list list = { funcs, nfuncs, base };
-    char modname[HS_PATH_LEN];
-    if (!WideCharToMultiByte(CP_UTF8, 0, hs_file_name(path), -1, modname, sizeof modname, NULL, NULL))
-        modname[0] = 0;
-    size_t total = 0, k = 0;
-    for (size_t i = 0; i < nfuncs; i++) {
-        const hs_pe_func *f = &funcs[i];
-        if (f->src & HS_SRC_FRAGMENT)
+    c->view = (hs_image_view){ &c->pe, c->base };
+    c->list = (hs_func_list){ c->funcs, c->nfuncs, c->base };
+    size_t k = 0;
+    for (size_t i = 0; i < c->nfuncs; i++) {
+        if (c->funcs[i].src & HS_SRC_FRAGMENT)
             continue;
-        uint32_t fidx = first + (uint32_t)k;
-        hs_func_rec *rec = hs_session_func(g_hs.view, fidx);
-        rec->module = mi;
-        rec->rva = f->rva;
-        rec->size = f->size;
-        hs_func_input *in = &inputs[k];
-        unwind[k] = f->unwind_rva;
-        in->code = (const uint8_t *)module + f->rva;
-        in->addr = base + f->rva;
-        in->size = f->size;
-        in->gap_before = f->gap_before;
-        in->gap_after = f->gap_after;
-        in->image_lo = base;
-        in->image_hi = base + image_size;
-        in->read = hs_image_read;
-        in->read_ctx = &view;
-        in->part_at = hs_pe_part_at;
-        in->part_ctx = &list;
-        hs_skip_reason r = HS_OK;
-        if (is_self)
-            r = HS_SKIP_AGENT;
-        else if (fnflags) {
-            if (!(fnflags[i] & HS_FNE_ADMIT))
-                r = HS_SKIP_FILTERED;
-        } else if (flt.n) {
-            const char *raw = hs_pe_symtab_at(&syms, f->rva);
-            int st = 0;
-            char *und = raw && raw[0] == '_' && raw[1] == 'Z' ? __cxa_demangle(raw, NULL, NULL, &st) : NULL;
-            if (!hs_filter_admits(&flt, modname, raw, st == 0 ? und : NULL, f->rva))
-                r = HS_SKIP_FILTERED;
-            free(und);
-        }
-        if (r == HS_OK) {
-            r = hs_analyze(g_hs.engine, in, opts, &plans[k]);
-            if (tails) {
-                /* every function analyzed, hooked or not, may be jumped to */
-                int32_t own = hs_tail_own(&plans[k]);
-                if (by_name(fnflags, i, &syms, f->rva) || entered_with_frame(&pe, f))
-                    own = -1;
-                const hs_exit *x;
-                size_t nx = hs_analyze_exits(g_hs.engine, &x);
-                hs_tail_add(tails, in->addr, own, x, nx);
-            }
-        }
-        if (r == HS_OK) {
-            if (timed)
-                entry_only[k] = (uint8_t)wrap_reason(&plans[k], &pe, f, by_name(fnflags, i, &syms, f->rva));
-        } else {
-            plans[k].reason = r;
-        }
+        describe_function(c, i, k);
+        hs_skip_reason r = filter_reason(c, i);
+        if (r == HS_OK)
+            r = analyze_function(c, i, k);
+        if (r != HS_OK)
+            c->plans[k].reason = r;
+        else if (c->timed)
+            c->entry_only[k] = (uint8_t)wrap_reason(&c->plans[k], &c->pe, &c->funcs[i],
+                                                    by_name(c->fnflags, i, &c->syms, c->funcs[i].rva));
         k++;
     }
-    hs_pe_symtab_free(&syms);
-    /* the slots each timed function's copy must hold for its tail jumps */
-    if (tails)
-        hs_tail_solve_module(tails, base);
-    for (k = 0; k < n; k++) {
-        if (plans[k].reason != HS_OK)
-            continue;
-        if (timed && entry_only[k] == HS_WRAP_OK) {
-            int32_t need = tails ? hs_tail_need(tails, inputs[k].addr) : -1;
-            if (need < 0 || need > HS_WRAP_MAX_SLOTS)
-                entry_only[k] = HS_WRAP_TAIL_JUMP;
-            else
-                nslots[k] = need;
-        }
-        total += slot_size(&plans[k], timed && entry_only[k] == HS_WRAP_OK);
-    }
-    hs_tail_free(tails);
-    if (flt.matched)
-        InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)flt.matched);
+    hs_pe_symtab_free(&c->syms);
+    if (c->flt.matched)
+        InterlockedOr((volatile LONG *)&g_hs.hdr->filter_matched, (LONG)c->flt.matched);
+}
 
-    /* stubs and trampolines, then their unwind info */
-    size_t stubs_total = total;
-    if (total)
-        total += hs_unwind_space(n);
-    uint8_t *arena = total ? hs_arena_alloc(&g_hs.arena, base, base + image_size, total) : NULL;
-    size_t nh = 0;
-    if (arena)
-        hs_arena_protect(&g_hs.arena, 1);
-    size_t used = 0;
-    for (k = 0; k < n; k++) {
-        hs_func_rec *rec = hs_session_func(g_hs.view, first + (uint32_t)k);
-        hs_skip_reason why = plans[k].reason;
-        if (why == HS_OK && !arena)
-            why = HS_SKIP_NO_ARENA;
-        if (why == HS_OK) {
-            const int wrap = timed && entry_only[k] == HS_WRAP_OK;
-            size_t cap = slot_size(&plans[k], wrap);
-            uint8_t *slot = arena + used;
-            uint8_t *at = slot;
-            hs_wrap_desc *desc = NULL;
-            memset(&hooks[nh], 0, sizeof hooks[nh]);
-            if (wrap) {
-                /* the descriptor first, then the stub */
-                desc = (hs_wrap_desc *)at;
-                desc->fidx = first + (uint32_t)k;
-                desc->time_rel = (h->region_time_off - h->region_counters_off) +
-                                 (uint64_t)desc->fidx * sizeof(hs_time_rec);
-                desc->nslots = nslots[k] < 4 ? 4 : (uint32_t)nslots[k];
-                hooks[nh].desc = (uint64_t)(uintptr_t)desc;
-                at += DESC_SPACE;
-            }
-            size_t len = hs_stub_emit(at, (uint64_t)(uintptr_t)at, cap - (size_t)(at - (arena + used)),
-                                      first + (uint32_t)k, &inputs[k], &plans[k], &hooks[nh], &why);
-            if (len) {
-                /* packed at the stub's real length (16-aligned), not its
-                 * worst case: hot stubs share cache lines and pages */
-                used += (size_t)(at - (arena + used)) + ((len + 15) & ~(size_t)15);
-                if (desc)
-                    desc->tramp = hooks[nh].tramp;
-                if (hs_emit_patch(&inputs[k], &plans[k], hooks[nh].stub, hooks[nh].patch) == 0) {
-                    hooks[nh].unwind_rva = unwind[k];
-                    rec->slot_off = (uint32_t)(slot - arena);
-                    rec->slot_len = (uint16_t)((size_t)(at - slot) + len);
-                    rec->tramp_off = (uint16_t)(hooks[nh].tramp - (uint64_t)(uintptr_t)slot);
-                    rec->entry_only = entry_only[k];
-                    if (timed && entry_only[k] < 16)
-                        mrec->entry_only_counts[entry_only[k]]++;
-                    if (wrap)
-                        rec->flags |= HS_FUNC_WRAPPED;
-                    nh++;
-                } else {
-                    why = HS_SKIP_OUT_OF_RANGE;
-                }
-            } else if (why == HS_OK) {
-                why = HS_SKIP_NO_ARENA;
-            }
+/* Solve the slots wrapped copies need for tail jumps (else entry probe only); size the stubs. */
+static void size_stubs(install_ctx *c)
+{
+    if (c->tails)
+        hs_tail_solve_module(c->tails, c->base);
+    for (size_t k = 0; k < c->n; k++) {
+        if (c->plans[k].reason != HS_OK)
+            continue;
+        if (c->timed && c->entry_only[k] == HS_WRAP_OK) {
+            int32_t need = c->tails ? hs_tail_need(c->tails, c->inputs[k].addr) : -1;
+            if (need < 0 || need > HS_WRAP_MAX_SLOTS)
+                c->entry_only[k] = HS_WRAP_TAIL_JUMP;
+            else
+                c->nslots[k] = need;
         }
+        c->total += slot_size(&c->plans[k], c->timed && c->entry_only[k] == HS_WRAP_OK);
+    }
+    hs_tail_free(c->tails);
+    c->tails = NULL;
+}
+
+/* Emit record k's stub, trampoline (descriptor) at arena offset *used, and patch; HS_OK: hooked. */
+static hs_skip_reason emit_function(install_ctx *c, size_t k, hs_func_rec *rec, size_t *used)
+{
+    const hs_session_header *h = g_hs.hdr;
+    const int wrap = c->timed && c->entry_only[k] == HS_WRAP_OK;
+    const size_t cap = slot_size(&c->plans[k], wrap);
+    hs_hooked *hk = &c->hooks[c->nh];
+    uint8_t *slot = c->arena + *used;
+    uint8_t *at = slot;
+    hs_wrap_desc *desc = NULL;
+    hs_skip_reason why = HS_OK;
+    memset(hk, 0, sizeof *hk);
+    if (wrap) {
+        /* the descriptor first, then the stub */
+        desc = (hs_wrap_desc *)at;
+        desc->fidx = c->first + (uint32_t)k;
+        desc->time_rel = (h->region_time_off - h->region_counters_off) +
+                         (uint64_t)desc->fidx * sizeof(hs_time_rec);
+        desc->nslots = c->nslots[k] < 4 ? 4 : (uint32_t)c->nslots[k];
+        hk->desc = (uint64_t)(uintptr_t)desc;
+        at += DESC_SPACE;
+    }
+    size_t len = hs_stub_emit(at, (uint64_t)(uintptr_t)at, cap - (size_t)(at - slot),
+                              c->first + (uint32_t)k, &c->inputs[k], &c->plans[k], hk, &why);
+    if (!len)
+        return why == HS_OK ? HS_SKIP_NO_ARENA : why;
+    /* packed at the stub's real length (16-aligned), not its worst case:
+     * hot stubs share cache lines and pages */
+    *used += (size_t)(at - slot) + ((len + 15) & ~(size_t)15);
+    if (desc)
+        desc->tramp = hk->tramp;
+    if (hs_emit_patch(&c->inputs[k], &c->plans[k], hk->stub, hk->patch) != 0)
+        return HS_SKIP_OUT_OF_RANGE;
+    hk->unwind_rva = c->unwind[k];
+    rec->slot_off = (uint32_t)(slot - c->arena);
+    rec->slot_len = (uint16_t)((size_t)(at - slot) + len);
+    rec->tramp_off = (uint16_t)(hk->tramp - (uint64_t)(uintptr_t)slot);
+    rec->entry_only = c->entry_only[k];
+    if (c->timed && c->entry_only[k] < 16)
+        c->mrec->entry_only_counts[c->entry_only[k]]++;
+    if (wrap)
+        rec->flags |= HS_FUNC_WRAPPED;
+    c->nh++;
+    return why;
+}
+
+/* Emit all stubs into one arena chunk near the module; record each one's place or skip reason. */
+static void emit_stubs(install_ctx *c)
+{
+    c->stubs_total = c->total;
+    if (c->total)
+        c->total += hs_unwind_space(c->n);
+    c->arena = c->total ? hs_arena_alloc(&g_hs.arena, c->base, c->base + c->image_size, c->total) : NULL;
+    if (c->arena) {
+        hs_arena_protect(&g_hs.arena, 1);
+        c->arena_writable = 1;
+    }
+    size_t used = 0;
+    for (size_t k = 0; k < c->n; k++) {
+        hs_func_rec *rec = hs_session_func(g_hs.view, c->first + (uint32_t)k);
+        hs_skip_reason why = c->plans[k].reason;
+        if (why == HS_OK && !c->arena)
+            why = HS_SKIP_NO_ARENA;
+        if (why == HS_OK)
+            why = emit_function(c, k, rec, &used);
         if (why != HS_OK) {
             rec->skip_reason = (uint8_t)why;
             if (why < 32)
-                mrec->skip_counts[why]++;
+                c->mrec->skip_counts[why]++;
         }
     }
-    free(plans);
-    free(inputs);
-    free(entry_only);
-    free(unwind);
-    free(nslots);
+}
 
+/* Build the module's state (hooks, code ranges); it takes over the hooks. */
+static int build_mod_state(install_ctx *c)
+{
     hs_mod_state *ms = add_mod_state();
-    if (!ms) {
-        if (arena)
-            hs_arena_protect(&g_hs.arena, 0);
-        goto out;
-    }
-    ms->index = mi;
-    ms->base = base;
-    ms->size = image_size;
-    ms->hooks = hooks;
-    ms->n_hooks = nh;
-    hooks = NULL;   /* owned by the module state now */
-    for (int s = 0; s < pe.nsections && ms->n_ranges < HS_MAX_CODE_RANGES; s++) {
-        if (pe.sections[s].chars & (HS_SCN_EXEC | HS_SCN_CODE)) {
-            ms->range_lo[ms->n_ranges] = base + pe.sections[s].rva;
-            ms->range_hi[ms->n_ranges] = base + pe.sections[s].rva + pe.sections[s].vsize;
+    if (!ms)
+        return -1;
+    ms->index = c->mi;
+    ms->base = c->base;
+    ms->size = c->image_size;
+    ms->hooks = c->hooks;
+    ms->n_hooks = c->nh;
+    c->hooks = NULL;
+    for (int s = 0; s < c->pe.nsections && ms->n_ranges < HS_MAX_CODE_RANGES; s++) {
+        if (c->pe.sections[s].chars & (HS_SCN_EXEC | HS_SCN_CODE)) {
+            ms->range_lo[ms->n_ranges] = c->base + c->pe.sections[s].rva;
+            ms->range_hi[ms->n_ranges] = c->base + c->pe.sections[s].rva + c->pe.sections[s].vsize;
             ms->n_ranges++;
         }
     }
+    c->ms = ms;
+    return 0;
+}
 
-    if (arena) {
-        /* after the stubs: their unwind info (a failure only costs exact
-         * stack walks through hookscope's own code) */
-        hs_unwind_register(ms, &pe, arena + stubs_total, total - stubs_total, (uint64_t)(uintptr_t)arena);
-        mrec->arena_base = (uint64_t)(uintptr_t)arena;
-        mrec->arena_size = (uint32_t)total;
-        hs_arena_protect(&g_hs.arena, 0);
-        FlushInstructionCache(GetCurrentProcess(), arena, total);
-    }
+/* Register the stubs' unwind info, record the arena chunk in the session, make it executable. */
+static void register_arena(install_ctx *c)
+{
+    if (!c->arena)
+        return;
+    /* after the stubs (a failure only costs exact stack walks through
+     * hookscope's own code) */
+    hs_unwind_register(c->ms, &c->pe, c->arena + c->stubs_total, c->total - c->stubs_total,
+                       (uint64_t)(uintptr_t)c->arena);
+    c->mrec->arena_base = (uint64_t)(uintptr_t)c->arena;
+    c->mrec->arena_size = (uint32_t)c->total;
+    hs_arena_protect(&g_hs.arena, 0);
+    c->arena_writable = 0;
+    FlushInstructionCache(GetCurrentProcess(), c->arena, c->total);
+}
 
-    mrec->install_ticks = hs_rdtsc() - t0;
-    h->install_ticks_total += mrec->install_ticks;
-    /* patch now, or with the other modules of the first pass (one freeze) */
+/* Patch now, or leave it to hs_modules_init's one freeze for the first pass's modules. */
+static void patch_entries(install_ctx *c)
+{
     if (!g_hs.defer_patch)
-        hs_install_mark(ms, hs_patch_module(ms, 1));
+        hs_install_mark(c->ms, hs_patch_module(c->ms, 1));
+}
+
+/* The single cleanup path: release whatever the steps left, after any of them. */
+static void install_end(install_ctx *c)
+{
+    if (c->arena_writable)
+        hs_arena_protect(&g_hs.arena, 0);
+    free_analysis(c);
+    free(c->hooks);
+    free(c->funcs);
+    free(c->fnflags);
+    unmap_file(&c->fv);
+    hs_pe_close(&c->pe);
+}
+
+int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int pattern)
+{
+    const uint64_t t0 = hs_rdtsc();
+    install_ctx c;
+    int rc = -1;
+    install_begin(&c, module, path);
+    if (open_image(&c) < 0 || add_module_record(&c, flags, pattern) < 0 || find_functions(&c) < 0 ||
+        add_function_records(&c) < 0 || alloc_per_function(&c) < 0)
+        goto out;
+    analyze_functions(&c);
+    size_stubs(&c);
+    emit_stubs(&c);
+    free_analysis(&c);
+    if (build_mod_state(&c) < 0)
+        goto out;
+    register_arena(&c);
+    c.mrec->install_ticks = hs_rdtsc() - t0;
+    g_hs.hdr->install_ticks_total += c.mrec->install_ticks;
+    patch_entries(&c);
     rc = 0;
 out:
-    free(hooks);
-    free(funcs);
-    free(fnflags);
-    unmap_file(&fv);
-    hs_pe_close(&pe);
+    install_end(&c);
     return rc;
 }
