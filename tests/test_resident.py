@@ -68,12 +68,14 @@ def test_resident_agent_is_reused_and_the_old_call_unwinds():
 
 
 def reused(jump):
+    # (the two tests run at once: each has output directories of its own)
+    tag = "resident_jump" if jump else "resident"
     hs.need(EXE)
     p, pid = start()
     with p:
         lp = p.proc.pid
         # 1: --time, and a call enters held_call while hooked and stays
-        proc, out = attach_bg(pid, ["--time", "--duration", "4"], "resident_1")
+        proc, out = attach_bg(pid, ["--time", "--duration", "4"], tag + "_1")
         wait_hooked(p, "attach 1")
         command(p, "enter-jump" if jump else "enter", "entered")
         command(p, "work", "worked")
@@ -87,7 +89,7 @@ def reused(jump):
         hs.eq(hs.code_differences(lp, EXE, 0x140000000), 0, "attach 1: code bytes after the detach")
 
         # 2: plain; reuses the resident agent
-        proc, out = attach_bg(pid, ["--duration", "3"], "resident_2")
+        proc, out = attach_bg(pid, ["--duration", "3"], tag + "_2")
         wait_hooked(p, "attach 2")
         command(p, "work", "worked")
         t = finish(proc, out, "attach 2")
@@ -104,7 +106,7 @@ def reused(jump):
         hs.eq(p.readline(timeout=60), "returned 8", "held_call's result")
 
         # 3: no call open any more: the agent unloads at the detach
-        t = hs.attach(pid, ["--duration", "1"], name="resident_3", timeout=120)
+        t = hs.attach(pid, ["--duration", "1"], name=tag + "_3", timeout=120)
         hs.eq(t.rc, 0, f"attach 3: exit status ({t.stderr!r})")
         hs.eq(t.json["warnings"], [], "attach 3: warnings")
         hs.eq(hs.agent_mappings(lp), [], "attach 3: the agent is unloaded")
