@@ -501,13 +501,21 @@ static void drop_entry(hs_suspend_set *s, size_t i)
 }
 
 /* Suspend every thread of `process` not held yet, until a pass finds no
- * new one. Returns 0, or -1 (no snapshot, out of memory; s->why set). */
-static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_opts *o)
+ * new one. Returns 0, or -1 (no snapshot, out of memory, the budget spent
+ * before a pass: s->why set). */
+static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_opts *o, DWORD t0,
+                            DWORD budget)
 {
     DWORD me = GetCurrentThreadId();
     int rc = 0;
     AcquireSRWLockExclusive(&snap_lock);
     for (int pass = 0; pass < 64 && rc == 0; pass++) {
+        if (GetTickCount() - t0 >= budget) {
+            /* threads keep coming (each pass a server call per thread) */
+            s->why = HS_SUSPEND_TIMEOUT;
+            rc = -1;
+            break;
+        }
         const SYSTEM_PROCESS_INFORMATION *p = snapshot();
         if (!p) {
             s->why = HS_SUSPEND_DENIED;
@@ -568,7 +576,7 @@ static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_sus
 static int one_round(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_opts *o, DWORD flags,
                      DWORD wait_ms, DWORD t0, DWORD budget)
 {
-    if (suspend_everyone(s, pid, self, o) < 0) {
+    if (suspend_everyone(s, pid, self, o, t0, budget) < 0) {
         release_set(s);
         return -1;
     }

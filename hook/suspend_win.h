@@ -17,8 +17,10 @@
  *  - hs_suspend_init() starts the workers; call it where creating threads
  *    and waiting for them is safe (not under the loader lock), before any
  *    other call. hs_suspend_shutdown() stops them.
- *  - Every call returns within its timeout or budget, plus the few
- *    milliseconds of the calls it makes.
+ *  - Every call returns within its timeout or budget, plus the calls of
+ *    the step it was in when the time ran out (one pass over the threads,
+ *    resuming what it holds): a server round trip each under Wine, a few
+ *    milliseconds, longer when the server is busy with other programs.
  *  - A call that fails holds nothing: every thread it suspended is resumed
  *    (exactly once) before it returns.
  *  - A call that succeeds holds exactly the threads it reports, each

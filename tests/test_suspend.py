@@ -87,10 +87,11 @@ def test_suspend_every_thread_of_another_process():
     c = run_against_victim("all", 8)
     hs.check(c["ok"] >= 5, f"only {c['ok']} rounds held every thread")
     hs.eq(c["denied"], 0, "denied")
-    # the budget bounds the waits; the calls of the last round (a snapshot,
-    # opening and suspending every thread, resuming them) come on top, and
-    # take a server round trip each: tens of milliseconds on a busy machine
-    hs.check(c["max_ms"] < 5000 + 500, f"a round took {c['max_ms']} ms (its budget is 5000, + 500 for the calls)")
+    # the budget bounds the waits and the passes; the calls of the step the
+    # time ran out in (one pass: a snapshot, opening and suspending new
+    # threads; resuming them) come on top, a server round trip each: up to
+    # seconds when the server is busy with a whole test suite's programs
+    hs.check(c["max_ms"] < 5000 + 2500, f"a round took {c['max_ms']} ms (its budget is 5000, + 2500 for the calls)")
 
 
 def test_suspend_every_thread_of_this_process():

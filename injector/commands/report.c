@@ -33,6 +33,7 @@ static int write_profile(const hs_options *o, hs_profile *p, const char *out)
 {
     if (hs_outdir_open(out) < 0)
         return HS_EXIT_FAILED;
+    hs_profile_round_seconds(p);
     int rc = hs_write_all(p, out) < 0 ? HS_EXIT_FAILED : 0;
     if (!rc && !o->quiet)
         hs_err("%llu calls, %llu samples of %zu functions; reports in %s", (unsigned long long)p->total_calls,

@@ -4,6 +4,7 @@
 #include "profile/profile.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,21 @@ hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid)
     t->tid = tid;
     t->cpu_s = -1;
     return t;
+}
+
+static double to_us(double s)
+{
+    return s >= 0 ? round(s * 1e6) / 1e6 : s;   /* (negative: unknown) */
+}
+
+void hs_profile_round_seconds(hs_profile *p)
+{
+    p->wall_s = to_us(p->wall_s);
+    p->sampling.cpu_s = to_us(p->sampling.cpu_s);
+    for (size_t i = 0; i < p->nmodules; i++)
+        p->modules[i].install_s = to_us(p->modules[i].install_s);
+    for (size_t i = 0; i < p->nthreads_list; i++)
+        p->threads_list[i].cpu_s = to_us(p->threads_list[i].cpu_s);
 }
 
 void hs_profile_count_samples(hs_profile *p)

@@ -246,6 +246,10 @@ const char *hs_profile_intern(hs_profile *p, const char *s);
 /* Fill the functions' and modules' sample counts (cpu_self, cpu_total,
  * wait_self, wait_total) from the CPU and wait stacks. */
 void hs_profile_count_samples(hs_profile *p);
+/* Round every time in seconds to the microsecond, as report.json keeps
+ * it, so that a report rendered from a saved run (formats coarser than
+ * the microsecond round the same value) is byte for byte the run's own. */
+void hs_profile_round_seconds(hs_profile *p);
 
 /* The function's durations, allocated on first use. */
 hs_prof_time *hs_prof_time_of(hs_profile *p, uint32_t func);

@@ -185,6 +185,7 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     hs_profile_count_samples(p);
     hs_log("writing the reports");
     int rc = 0;
+    hs_profile_round_seconds(p);
     if (hs_write_all(p, o->outdir) < 0)
         rc = HS_EXIT_FAILED;
 

@@ -250,6 +250,17 @@ static void test_profile_basics(void)
               "ticks to ns, rounded", "wrong");
     p->tsc_hz = 0;
     tap_check(hs_profile_ticks_ns(p, 1000) == 0, "ticks to ns without a rate", "not 0");
+    /* a run's times in seconds become what report.json will hold: a wall
+     * time just over 5.5 ms was 0.006 s in the run's report.txt and 0.005 s
+     * in the one rendered again from its report.json ("0.005500") */
+    p->wall_s = 0.0055002;
+    p->sampling.cpu_s = -1;
+    hs_profile_round_seconds(p);
+    char txt_run[32], txt_again[32];
+    snprintf(txt_run, sizeof txt_run, "%.3f", p->wall_s);
+    snprintf(txt_again, sizeof txt_again, "%.3f", strtod("0.005500", NULL));
+    tap_check(p->wall_s == strtod("0.005500", NULL) && !strcmp(txt_run, txt_again) && p->sampling.cpu_s == -1,
+              "seconds rounded as report.json keeps them", "wall %.9f (%s vs %s)", p->wall_s, txt_run, txt_again);
     tap_check(hs_profile_find_module(p, "LIB.DLL") == (int64_t)dll &&
                   hs_profile_find_func(p, exe, "work", HS_RVA_NONE) == (int64_t)f_work &&
                   hs_profile_find_func(p, exe, "work", 0x1000) == -1,
