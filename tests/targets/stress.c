@@ -27,6 +27,7 @@
 #include <string.h>
 #include <wchar.h>
 #include <windows.h>
+#include <tlhelp32.h>
 
 #include "hookscope/session.h"
 
@@ -84,8 +85,95 @@ static uint64_t hooked_total(void)
 
 /* where main stands, for the watchdog */
 static volatile LONG cycle_now, step_now, steps_done;
+static DWORD main_tid;
 static const char *const step_names[] = { "start", "unhook", "wait for the workers", "rehook", "final unhook",
                                           "join" };
+
+/* ---- what a stall looks like: every thread's stack, for the watchdog -------- */
+
+/* "module+0xoff (export+0xoff)" for a code address. */
+static void describe(uint64_t a, char *out, size_t n)
+{
+    HMODULE m = NULL;
+    if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                            (const wchar_t *)(uintptr_t)a, &m) || !m) {
+        snprintf(out, n, "0x%llx", (unsigned long long)a);
+        return;
+    }
+    char path[MAX_PATH];
+    DWORD len = GetModuleFileNameA(m, path, sizeof path);
+    const char *name = path;
+    for (DWORD i = 0; i < len; i++)
+        if (path[i] == '\\' || path[i] == '/')
+            name = path + i + 1;
+    const uint8_t *base = (const uint8_t *)m;
+    uint32_t rva = (uint32_t)(a - (uint64_t)(uintptr_t)base);
+    const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)(base + ((const IMAGE_DOS_HEADER *)base)->e_lfanew);
+    const IMAGE_DATA_DIRECTORY *dd = &nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXPORT];
+    const char *best = NULL;
+    uint32_t best_rva = 0;
+    if (dd->Size) {
+        const IMAGE_EXPORT_DIRECTORY *ed = (const IMAGE_EXPORT_DIRECTORY *)(base + dd->VirtualAddress);
+        const uint32_t *fns = (const uint32_t *)(base + ed->AddressOfFunctions);
+        const uint32_t *names = (const uint32_t *)(base + ed->AddressOfNames);
+        const uint16_t *ords = (const uint16_t *)(base + ed->AddressOfNameOrdinals);
+        for (DWORD i = 0; i < ed->NumberOfNames; i++) {
+            uint32_t f = fns[ords[i]];
+            if (f <= rva && f >= best_rva) {
+                best_rva = f;
+                best = (const char *)(base + names[i]);
+            }
+        }
+    }
+    if (best)
+        snprintf(out, n, "%s+0x%x (%s+0x%x)", name, rva, best, rva - best_rva);
+    else
+        snprintf(out, n, "%s+0x%x", name, rva);
+}
+
+/* Print thread tid's stack (suspended for the time it takes). */
+static void dump_thread(DWORD tid)
+{
+    HANDLE h = OpenThread(THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_QUERY_INFORMATION, FALSE, tid);
+    if (!h)
+        return;
+    SuspendThread(h);
+    CONTEXT ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.ContextFlags = CONTEXT_FULL;
+    if (GetThreadContext(h, &ctx)) {
+        fprintf(stderr, "  thread %lu:", (unsigned long)tid);
+        for (int i = 0; i < 24 && ctx.Rip; i++) {
+            char d[200];
+            describe(ctx.Rip, d, sizeof d);
+            fprintf(stderr, " %s%s", i ? "<- " : "", d);
+            DWORD64 image = 0;
+            PRUNTIME_FUNCTION f = RtlLookupFunctionEntry(ctx.Rip, &image, NULL);
+            if (!f) {
+                ctx.Rip = *(DWORD64 *)(uintptr_t)ctx.Rsp;
+                ctx.Rsp += 8;
+                continue;
+            }
+            void *hd = NULL;
+            DWORD64 frame = 0;
+            RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, f, &ctx, &hd, &frame, NULL);
+        }
+        fprintf(stderr, "\n");
+    }
+    ResumeThread(h);
+    CloseHandle(h);
+}
+
+static void dump_threads(void)
+{
+    HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
+    THREADENTRY32 te;
+    te.dwSize = sizeof te;
+    for (BOOL ok = Thread32First(snap, &te); ok; ok = Thread32Next(snap, &te))
+        if (te.th32OwnerProcessID == GetCurrentProcessId() && te.th32ThreadID != GetCurrentThreadId())
+            dump_thread(te.th32ThreadID);
+    CloseHandle(snap);
+}
 
 static DWORD WINAPI watchdog(void *arg)
 {
@@ -107,6 +195,11 @@ static DWORD WINAPI watchdog(void *arg)
                 "last stuck thread %u)\n", (long)cycle_now, step_names[step_now], (long long)seq[0],
                 (long long)seq[1], hdr->freezes, hdr->freeze_rounds, hdr->freeze_timeouts, hdr->freeze_failures,
                 hdr->freeze_ms_max, hdr->freeze_ms_total, hdr->freeze_stuck_tid);
+        LONG64 a0 = seq[0], a1 = seq[1];
+        Sleep(1000);
+        fprintf(stderr, "  main thread %lu; a second later the workers' calls grew by %lld and %lld; the threads:\n",
+                (unsigned long)main_tid, (long long)(seq[0] - a0), (long long)(seq[1] - a1));
+        dump_threads();
         fflush(stderr);
         TerminateProcess(GetCurrentProcess(), 3);
         return 3;
@@ -179,6 +272,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    main_tid = GetCurrentThreadId();
     CloseHandle(CreateThread(NULL, 0, watchdog, NULL, 0, NULL));
     HANDLE t[2];
     for (int i = 0; i < 2; i++)
