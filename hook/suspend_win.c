@@ -258,9 +258,14 @@ static hs_suspend_status fetch(ctx_worker *w, HANDLE thread, CONTEXT *out, DWORD
         WaitForSingleObject(w->done, spent < timeout_ms ? timeout_ms - spent : 0);
         if (w->state == W_REPLIED)
             break;
-        if (GetTickCount() - t0 >= timeout_ms &&
-            InterlockedCompareExchange(&w->state, W_ABANDONED, W_BUSY) == W_BUSY)
+        if (GetTickCount() - t0 >= timeout_ms) {
+            LONG was = InterlockedCompareExchange(&w->state, W_ABANDONED, W_BUSY);
+            if (was == W_REPLIED)
+                break;   /* it came just now */
+            /* abandoned; or, were the worker ever found in another state,
+             * left to it rather than waited for without end */
             return HS_SUSPEND_TIMEOUT;
+        }
     }
     MemoryBarrier();
     hs_suspend_status st = HS_SUSPEND_OK;
