@@ -291,7 +291,7 @@ int main(int argc, char **argv)
             Sleep(1);
         step(1);
         if (unhook(NULL) != 0) {
-            fprintf(stderr, "stress: unhook failed\n");
+            fprintf(stderr, "stress: unhook failed in cycle %d: %s\n", c, hdr->error_text);
             return 1;
         }
         step(2);
@@ -309,7 +309,7 @@ int main(int argc, char **argv)
         prev_seen = seen;
         step(3);
         if (rehook(NULL) != 0) {
-            fprintf(stderr, "stress: rehook failed\n");
+            fprintf(stderr, "stress: rehook failed in cycle %d: %s\n", c, hdr->error_text);
             return 1;
         }
     }
