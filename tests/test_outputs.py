@@ -327,8 +327,9 @@ def test_report_formats_and_views():
 
 
 def test_diff_finds_the_slower_function():
-    """spin.exe against spin_slow.exe (slow_part does 20 times the work,
-    the same calls), both with --time: slow_part comes first and grew; a
+    """spin.exe against spin_slow.exe (slow_part does 100 times the work,
+    the same calls), both with --time: ordered by self time (exact, where
+    the samples of a short run are few), slow_part comes first and grew; a
     run against itself shows no change; -o writes diff.txt as printed and
     a differential flame graph."""
     a, b = hs.need(f"{T}/spin.exe"), hs.need(f"{T}/spin_slow.exe")
@@ -341,6 +342,7 @@ def test_diff_finds_the_slower_function():
     text = p.stdout.decode()
     rows = [line for line in text.splitlines() if re.match(r"^ +(\d+|-) ", line)]
     first = rows[0].split()
+    hs.check("by the largest change of self time first" in text, "ordered by self time (both ran with --time): " + text[:400])
     hs.eq((first[-2], first[0], first[1], first[2]), ("slow_part", "50", "50", "+0"), "the first row: " + rows[0])
     hs.check(re.search(r" \+\d+(\.\d+)? (ns|us|ms|s)  slow_part ", rows[0]), "slow_part's self time grew: " + rows[0])
     hs.eq(read(os.path.join(hs.ROOT, out, "diff.txt"), "rb"), p.stdout, "diff.txt = what diff printed")
@@ -353,6 +355,12 @@ def test_diff_finds_the_slower_function():
         if re.match(r"^ +\d+ ", line):
             cols = line.split()
             hs.eq(cols[2], "+0", "calls change: " + line)
+    p = hs.hookscope(["diff", ta.out, tb.out, "--sort", "calls"], timeout=120)
+    hs.eq(p.returncode, 0, "diff --sort calls: " + p.stderr.decode())
+    hs.check("by the largest change of calls first" in p.stdout.decode(), p.stdout.decode()[:400])
+    p = hs.hookscope(["diff", ta.out, tb.out, "--sort", "total"], timeout=60)
+    hs.eq((p.returncode, p.stderr.decode().splitlines()[0]),
+          (2, "hookscope: diff orders by the change of calls, self or cpu, not total"), "diff --sort total")
     p = hs.hookscope(["diff", ta.out], timeout=60)
     hs.eq(p.returncode, 2, "diff needs two runs")
     p = hs.hookscope(["diff", ta.out, "build/test-out/no-such-run"], timeout=60)

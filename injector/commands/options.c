@@ -107,11 +107,13 @@ static const optdef options[] = {
       "write only this output: txt, json, folded, svg,\n"
       "speedscope, callgrind or dtrace; to stdout, or\n"
       "into the -o directory under its file name" },
-    { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT,
+    { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT | HS_CMD_DIFF,
       "order report.txt's functions by calls, self,\n"
       "total (time with --time, else CPU samples), cpu\n"
       "(self CPU samples) or avg (time per call, else\n"
-      "CPU time per call); implies --format txt" },
+      "CPU time per call); implies --format txt.\n"
+      "diff: by the change of calls, self (the default)\n"
+      "or cpu" },
     { OPT_TOP, L"--top", NULL, "N", 0, HS_CMD_REPORT | HS_CMD_DIFF,
       "only the first N functions (report: implies\n"
       "--format txt)" },
@@ -575,6 +577,8 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         return usage_error("%s", "give --pid or --process, not both");
     if (o->cmd->bit == HS_CMD_DIFF && !o->file2)
         return usage_error("%s", "diff needs the directories of two runs (with their report.json)");
+    if (o->cmd->bit == HS_CMD_DIFF && (o->sort == HS_SORT_TOTAL || o->sort == HS_SORT_AVG))
+        return usage_error("diff orders by the change of calls, self or cpu, not %s", hs_sort_key_name(o->sort));
     if (o->cmd->bit == HS_CMD_REPORT && (o->sort >= 0 || o->top || o->threads)) {
         if (o->format && strcmp(o->format, "txt") != 0)
             return usage_error("--sort, --top and --threads shape report.txt; not with --format %s", o->format);

@@ -98,12 +98,15 @@ static bool sampled(const hs_profile *p)
     return false;
 }
 
-void hs_diff_build(const hs_profile *a, const hs_profile *b, hs_diff *d)
+void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d)
 {
     memset(d, 0, sizeof *d);
     d->samples = sampled(a) && sampled(b);
     d->time = a->time_on && b->time_on;
-    d->by = d->samples ? HS_DIFF_BY_SAMPLES : d->time ? HS_DIFF_BY_TIME : HS_DIFF_BY_CALLS;
+    if (by == HS_DIFF_BY_CALLS || (by == HS_DIFF_BY_SAMPLES && d->samples))
+        d->by = by;
+    else
+        d->by = d->time ? HS_DIFF_BY_TIME : d->samples ? HS_DIFF_BY_SAMPLES : HS_DIFF_BY_CALLS;
     /* match: a's functions by key */
     hs_map keys = { 0 };
     for (size_t i = 0; i < a->nfuncs; i++)

@@ -5,8 +5,9 @@
  * other whatever their names) and function name; each pair, or
  * function found in only one of them, is a row with its calls, self CPU
  * samples and self time in both. Rows are ordered by the largest change
- * of one measure, the best both profiles have: self CPU samples when both
- * were sampled, else self time when both ran with --time, else calls.
+ * of one measure, by default the best both profiles have: self time when
+ * both ran with --time (measured, exact), else self CPU samples when both
+ * were sampled (an estimate), else calls.
  */
 #ifndef HOOKSCOPE_DIFF_H
 #define HOOKSCOPE_DIFF_H
@@ -17,7 +18,7 @@
 
 #include "profile/profile.h"
 
-enum { HS_DIFF_BY_SAMPLES = 0, HS_DIFF_BY_TIME, HS_DIFF_BY_CALLS };
+enum { HS_DIFF_BY_SAMPLES = 0, HS_DIFF_BY_TIME, HS_DIFF_BY_CALLS, HS_DIFF_BY_BEST = -1 };
 
 typedef struct hs_diff_side {
     int32_t func;                /* index in that profile, -1: not there */
@@ -39,8 +40,10 @@ typedef struct hs_diff {
 } hs_diff;
 
 /* Match a's and b's functions (those with calls, samples or durations)
- * and order the rows. The rows point into a and b: keep them alive. */
-void hs_diff_build(const hs_profile *a, const hs_profile *b, hs_diff *d);
+ * and order the rows by the change of `by` (HS_DIFF_BY_*; BEST: the best
+ * measure both have; one they do not both have falls back the same way).
+ * The rows point into a and b: keep them alive. */
+void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d);
 void hs_diff_free(hs_diff *d);
 
 /* The change of the ordering measure of a row (b - a). */

@@ -1,6 +1,6 @@
 /* spin: three functions that burn a fixed amount of work each, for
  * `hookscope diff`. Built twice: spin.exe, and spin_slow.exe with
- * SLOW_SPINS set, where slow_part() does 20 times the work of spin.exe's;
+ * SLOW_SPINS set, where slow_part() does 100 times the work of spin.exe's;
  * calls are the same in both:
  *   main -> steady_a x 50, slow_part x 50, steady_b x 50 */
 #include <stdio.h>

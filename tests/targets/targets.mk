@@ -62,10 +62,10 @@ $(TGT_DIR)/burndll.dll: tests/targets/burndll.c
 	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
 test-targets: $(TGT_DIR)/burndll.dll
 
-# spin.exe built a second time with slow_part() doing 20 times the work
+# spin.exe built a second time with slow_part() doing 100 times the work
 $(TGT_DIR)/spin_slow.exe: tests/targets/spin.c
 	@mkdir -p $(dir $@)
-	$(WCC) $(TGT_CFLAGS) -DSLOW_SPINS=400000 -o $@ $<
+	$(WCC) $(TGT_CFLAGS) -DSLOW_SPINS=2000000 -o $@ $<
 test-targets: $(TGT_DIR)/spin_slow.exe
 
 # tailfwd.c: stack arguments handed on by tail jumps, at the optimization

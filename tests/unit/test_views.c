@@ -51,7 +51,7 @@ static void test_diff(void)
     if (!a || !a2 || !b)
         return;
     hs_diff d;
-    hs_diff_build(a, a2, &d);
+    hs_diff_build(a, a2, HS_DIFF_BY_BEST, &d);
     int unchanged = 1;
     for (size_t i = 0; i < d.n; i++)
         if (hs_diff_change(&d, &d.rows[i]) != 0 || d.rows[i].a.calls != d.rows[i].b.calls ||
@@ -67,7 +67,7 @@ static void test_diff(void)
     free(out);
     hs_diff_free(&d);
 
-    hs_diff_build(a, b, &d);
+    hs_diff_build(a, b, HS_DIFF_BY_BEST, &d);
     tap_check(d.n == 7 && !strcmp(d.rows[0].name, "burn_a") && hs_diff_change(&d, &d.rows[0]) == 100 &&
                   hs_diff_change(&d, &d.rows[1]) == 0 && d.rows[0].a.calls == 100 && d.rows[0].b.calls == 100,
               "diff: the function made slower comes first (+100 self samples)", "first %s %+.0f", d.rows[0].name,
@@ -81,6 +81,37 @@ static void test_diff(void)
                   strstr(out, "(the first 2 of 7 functions)") && strstr(out, "1 of 7 functions changed"),
               "diff: the table (calls, samples, change; --top 2)", "%s", out);
     free(out);
+    hs_diff_free(&d);
+
+    /* both ran with --time: self time orders by default (measured, where
+     * samples estimate); --sort cpu and --sort calls order by their own */
+    a->time_on = b->time_on = true;
+    for (uint32_t i = 0; i < a->nfuncs; i++) {
+        hs_prof_time_of(a, i)->calls = a->funcs[i].calls ? a->funcs[i].calls : 1;
+        hs_prof_time_of(a, i)->self_ns = 1000;
+    }
+    for (uint32_t i = 0; i < b->nfuncs; i++) {
+        hs_prof_time_of(b, i)->calls = b->funcs[i].calls ? b->funcs[i].calls : 1;
+        hs_prof_time_of(b, i)->self_ns = b->funcs[i].name && !strcmp(b->funcs[i].name, "fib") ? 5000 : 1000;
+    }
+    hs_diff_build(a, b, HS_DIFF_BY_BEST, &d);
+    tap_check(d.by == HS_DIFF_BY_TIME && !strcmp(d.rows[0].name, "fib") && hs_diff_change(&d, &d.rows[0]) == 4000 &&
+                  hs_diff_change(&d, &d.rows[1]) == 0,
+              "diff: with --time in both, self time orders (fib +4000 ns first, burn_a's +100 samples not)",
+              "by %d first %s %+.0f", d.by, d.rows[0].name, hs_diff_change(&d, &d.rows[0]));
+    hs_diff_free(&d);
+    hs_diff_build(a, b, HS_DIFF_BY_SAMPLES, &d);
+    tap_check(d.by == HS_DIFF_BY_SAMPLES && !strcmp(d.rows[0].name, "burn_a"), "diff --sort cpu: samples order",
+              "by %d first %s", d.by, d.rows[0].name);
+    hs_diff_free(&d);
+    hs_diff_build(a, b, HS_DIFF_BY_CALLS, &d);
+    tap_check(d.by == HS_DIFF_BY_CALLS && hs_diff_change(&d, &d.rows[0]) == 0, "diff --sort calls: calls order",
+              "by %d first %s", d.by, d.rows[0].name);
+    hs_diff_free(&d);
+    a->time_on = false;
+    hs_diff_build(a, b, HS_DIFF_BY_BEST, &d);
+    tap_check(d.by == HS_DIFF_BY_SAMPLES && !strcmp(d.rows[0].name, "burn_a"),
+              "diff: without --time in both, samples order", "by %d first %s", d.by, d.rows[0].name);
     hs_diff_free(&d);
 
     /* the differential flame graph: burn_a grew (red), the others shrank or stayed */
