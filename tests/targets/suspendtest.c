@@ -4,10 +4,14 @@
  * which counts the progress of every kind of thread it has, so a thread
  * left suspended shows there) or this process itself.
  *
- *   suspendtest.exe one PID SECONDS    suspend each thread of PID in turn,
+ *   suspendtest.exe one PID SECONDS [MIN_OK]
+ *                                      suspend each thread of PID in turn,
  *                                      read its context and 256 bytes of
  *                                      its stack, resume it (the sampler's
- *                                      way), again and again
+ *                                      way), again and again; for SECONDS,
+ *                                      and on until MIN_OK threads were
+ *                                      read (a busy machine is slower), at
+ *                                      most 60 s more
  *   suspendtest.exe all PID SECONDS    suspend every thread of PID at once,
  *                                      resume them all, again and again
  *   suspendtest.exe self SECONDS       the same on this process, whose own
@@ -61,7 +65,7 @@ static HANDLE open_victim(DWORD pid)
 
 /* ---- one: the sampler's loop ------------------------------------------------------ */
 
-static void one(DWORD pid, DWORD seconds)
+static void one(DWORD pid, DWORD seconds, long min_ok)
 {
     HANDLE process = open_victim(pid);
     next_thread_fn next_thread = (next_thread_fn)(void (*)(void))GetProcAddress(
@@ -69,7 +73,11 @@ static void one(DWORD pid, DWORD seconds)
     const ACCESS_MASK access = THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_QUERY_LIMITED_INFORMATION |
                                SYNCHRONIZE;
     DWORD t0 = GetTickCount();
-    while (GetTickCount() - t0 < seconds * 1000 && WaitForSingleObject(process, 0) == WAIT_TIMEOUT) {
+    for (;;) {
+        DWORD spent = GetTickCount() - t0;
+        if ((spent >= seconds * 1000 && counts[HS_SUSPEND_OK] >= min_ok) || spent >= seconds * 1000 + 60000 ||
+            WaitForSingleObject(process, 0) != WAIT_TIMEOUT)
+            break;
         HANDLE cur = NULL, next;
         rounds++;
         while (next_thread(process, cur, access, 0, 0, &next) == 0) {
@@ -277,11 +285,11 @@ static void hold(DWORD pid)
 int main(int argc, char **argv)
 {
     if (argc < 2 || hs_suspend_init(NULL) < 0) {
-        fprintf(stderr, "usage: suspendtest one|all PID SECONDS | self SECONDS | hold PID\n");
+        fprintf(stderr, "usage: suspendtest one PID SECONDS [MIN_OK] | all PID SECONDS | self SECONDS | hold PID | bench N\n");
         return 2;
     }
-    if (!strcmp(argv[1], "one") && argc == 4)
-        one((DWORD)atol(argv[2]), (DWORD)atol(argv[3]));
+    if (!strcmp(argv[1], "one") && (argc == 4 || argc == 5))
+        one((DWORD)atol(argv[2]), (DWORD)atol(argv[3]), argc == 5 ? atol(argv[4]) : 0);
     else if (!strcmp(argv[1], "all") && argc == 4)
         all((DWORD)atol(argv[2]), (DWORD)atol(argv[3]));
     else if (!strcmp(argv[1], "self") && argc == 3)

@@ -29,7 +29,7 @@
  *               (progress of the eight long-lived kinds above, in that
  *               order; H: held's suspend count, 1 while it is held)
  *   stop    ->  "threads T calls C bad B code-matches M" and exit 0
- * At start it prints "pid N code-matches 1".
+ * Once every long-lived thread has started it prints "pid N code-matches 1".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,8 +303,6 @@ static DWORD WINAPI read_stdin(void *arg)
 int main(int argc, char **argv)
 {
     DWORD seconds = argc > 1 ? (DWORD)atoi(argv[1]) : 3600;
-    printf("pid %lu code-matches %d\n", GetCurrentProcessId(), code_matches_file());
-    fflush(stdout);
     HANDLE held_thread = start(held, NULL, CREATE_SUSPENDED);
     HANDLE t[N_KINDS];
     t[SPIN0] = start(spinner, (void *)SPIN0, 0);
@@ -317,6 +315,9 @@ int main(int argc, char **argv)
     t[POOLER] = start(pooler, NULL, 0);
     t[LOADER] = start(loader, NULL, 0);
     HANDLE reader = CreateThread(NULL, 0, read_stdin, held_thread, 0, NULL);
+    /* every long-lived thread exists now (a test that holds them all counts them) */
+    printf("pid %lu code-matches %d\n", GetCurrentProcessId(), code_matches_file());
+    fflush(stdout);
     if (WaitForSingleObject(reader, seconds * 1000) != WAIT_OBJECT_0)
         stop = 1;
     for (int k = 0; k < N_KINDS; k++)
