@@ -429,48 +429,61 @@ static uint64_t sim_clock(const sim *s)
 #define P 1000
 #define MAXWIN 1000000
 
+/* One interval of a simulated thread: the CPU it used, whether its
+ * registers moved, the stack the sample finds. */
+typedef struct interval {
+    uint64_t cpu;
+    bool moved;
+    uint32_t stack;
+} interval;
+
+/* n intervals of one simulated thread through the classifier, as `step`
+ * says; what it classified. */
+static tally run_thread(int exact, int n, interval (*step)(int i), uint64_t window, bool final_known)
+{
+    sim s = { exact, 0, 0, 10 * P };
+    hs_cls_shared sh = { 0, 0 };
+    hs_cls_thread c;
+    hs_cls_init(&c, &sh);
+    tally t = { 0 };
+    for (int i = 0; i < n; i++) {
+        interval v = step(i);
+        s.wall += P;
+        s.cpu_true += v.cpu;
+        hs_cls_sample(&c, s.wall, sim_clock(&s), v.moved, v.stack, window, count_kind, &t);
+    }
+    hs_cls_finish(&c, s.wall, final_known ? sim_clock(&s) : 0, final_known, count_kind, &t);
+    hs_cls_free(&c);
+    return t;
+}
+
+static interval busy(int i) { (void)i; return (interval){ P, true, 0 }; }
+/* asleep; the sampler's suspensions nudge its clock (6%: what handling one costs it) */
+static interval sleeping(int i) { return (interval){ 60, i % 1000 == 999, 0 }; }
+/* runs 30% of the time in 3 ms bursts; stack 1 running, stack 2 waiting */
+static interval duty30(int i) { bool r = i % 10 < 3; return (interval){ r ? P : 0, r, r ? 1 : 2 }; }
+/* busy, but not scheduled in every 4th interval (registers unchanged) */
+static interval unscheduled(int i) { bool r = i % 4 != 3; return (interval){ r ? P : 0, r, 0 }; }
+/* two burners on one busy thread, 70/30 (stacks 3 and 4) */
+static interval split70(int i) { return (interval){ P, true, i % 10 < 7 ? 3 : 4 }; }
+
 static void test_classifier(void)
 {
     for (int exact = 1; exact >= 0; exact--) {
         const char *mode = exact ? "cycles" : "10ms";
         char name[96];
+        tally t;
 
-        /* a busy thread: every sample CPU */
-        {
-            sim s = { exact, 0, 0, 10 * P };
-            hs_cls_shared sh = { 0, 0 };
-            hs_cls_thread c;
-            hs_cls_init(&c, &sh);
-            tally t = { 0 };
-            for (int i = 0; i < 3000; i++) {
-                s.wall += P;
-                s.cpu_true += P;
-                hs_cls_sample(&c, s.wall, sim_clock(&s), true, 0, MAXWIN, count_kind, &t);
-            }
-            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
-            snprintf(name, sizeof name, "classify/%s: busy thread", mode);
-            tap_check(t.cpu[0] >= 2990 && t.wait[0] <= 10, name, "cpu %llu wait %llu", (unsigned long long)t.cpu[0],
-                      (unsigned long long)t.wait[0]);
-            hs_cls_free(&c);
-        }
-        /* a sleeping thread whose clock the sampler's suspensions nudge */
-        {
-            sim s = { exact, 0, 0, 10 * P };
-            hs_cls_shared sh = { 0, 0 };
-            hs_cls_thread c;
-            hs_cls_init(&c, &sh);
-            tally t = { 0 };
-            for (int i = 0; i < 5000; i++) {
-                s.wall += P;
-                s.cpu_true += 60;          /* 6%: what handling a suspension costs it */
-                hs_cls_sample(&c, s.wall, sim_clock(&s), i % 1000 == 999, 0, 200 * P, count_kind, &t);
-            }
-            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
-            snprintf(name, sizeof name, "classify/%s: sleeping thread", mode);
-            tap_check(t.cpu[0] == 0 && t.wait[0] == 5000, name, "cpu %llu wait %llu", (unsigned long long)t.cpu[0],
-                      (unsigned long long)t.wait[0]);
-            hs_cls_free(&c);
-        }
+        t = run_thread(exact, 3000, busy, MAXWIN, true);
+        snprintf(name, sizeof name, "classify/%s: busy thread", mode);
+        tap_check(t.cpu[0] >= 2990 && t.wait[0] <= 10, name, "cpu %llu wait %llu", (unsigned long long)t.cpu[0],
+                  (unsigned long long)t.wait[0]);
+
+        t = run_thread(exact, 5000, sleeping, 200 * P, true);
+        snprintf(name, sizeof name, "classify/%s: sleeping thread", mode);
+        tap_check(t.cpu[0] == 0 && t.wait[0] == 5000, name, "cpu %llu wait %llu", (unsigned long long)t.cpu[0],
+                  (unsigned long long)t.wait[0]);
+
         /* a thread that sleeps 5 ms at a time (it wakes briefly, so its
          * registers move) beside one that only waits: the suspensions'
          * cost, learned from the waiting one, is not CPU of either */
@@ -497,82 +510,26 @@ static void test_classifier(void)
             hs_cls_free(&cw);
             hs_cls_free(&cz);
         }
-        /* a thread that runs 30% of the time in 3 ms bursts: CPU samples
-         * match its CPU time, and none comes from an interval without running */
-        {
-            sim s = { exact, 0, 0, 10 * P };
-            hs_cls_shared sh = { 0, 0 };
-            hs_cls_thread c;
-            hs_cls_init(&c, &sh);
-            tally t = { 0 };
-            uint64_t bad = 0;
-            for (int i = 0; i < 10000; i++) {
-                int runs = (i % 10) < 3;
-                s.wall += P;
-                s.cpu_true += runs ? P : 0;
-                /* stack 1: running, stack 2: waiting (where the sample finds it) */
-                hs_cls_sample(&c, s.wall, sim_clock(&s), runs, runs ? 1 : 2, MAXWIN, count_kind, &t);
-            }
-            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
-            bad = t.cpu[2];
-            snprintf(name, sizeof name, "classify/%s: 30%% duty", mode);
-            tap_check(t.cpu[1] >= 2950 && t.cpu[1] <= 3000 && bad == 0, name, "cpu %llu of 3000 running, %llu from waits",
-                      (unsigned long long)t.cpu[1], (unsigned long long)bad);
-            hs_cls_free(&c);
-        }
-        /* busy, but not scheduled in every 4th interval (registers unchanged) */
-        {
-            sim s = { exact, 0, 0, 10 * P };
-            hs_cls_shared sh = { 0, 0 };
-            hs_cls_thread c;
-            hs_cls_init(&c, &sh);
-            tally t = { 0 };
-            for (int i = 0; i < 4000; i++) {
-                int ran = i % 4 != 3;
-                s.wall += P;
-                s.cpu_true += ran ? P : 0;
-                hs_cls_sample(&c, s.wall, sim_clock(&s), ran, 0, MAXWIN, count_kind, &t);
-            }
-            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
-            snprintf(name, sizeof name, "classify/%s: busy, sometimes not scheduled", mode);
-            tap_check(t.cpu[0] >= 2990 && t.cpu[0] <= 3010, name, "cpu %llu (3000 ran)", (unsigned long long)t.cpu[0]);
-            hs_cls_free(&c);
-        }
-        /* two burners on one busy thread, 70/30 */
-        {
-            sim s = { exact, 0, 0, 10 * P };
-            hs_cls_shared sh = { 0, 0 };
-            hs_cls_thread c;
-            hs_cls_init(&c, &sh);
-            tally t = { 0 };
-            for (int i = 0; i < 5000; i++) {
-                s.wall += P;
-                s.cpu_true += P;
-                hs_cls_sample(&c, s.wall, sim_clock(&s), true, (i % 10) < 7 ? 3 : 4, MAXWIN, count_kind, &t);
-            }
-            hs_cls_finish(&c, s.wall, sim_clock(&s), true, count_kind, &t);
-            double split = (double)t.cpu[3] / (double)(t.cpu[3] + t.cpu[4]);
-            snprintf(name, sizeof name, "classify/%s: 70/30 split of a busy thread", mode);
-            tap_check(split > 0.695 && split < 0.705, name, "split %.3f", split);
-            hs_cls_free(&c);
-        }
+        /* CPU samples match its CPU time, and none comes from an interval without running */
+        t = run_thread(exact, 10000, duty30, MAXWIN, true);
+        snprintf(name, sizeof name, "classify/%s: 30%% duty", mode);
+        tap_check(t.cpu[1] >= 2950 && t.cpu[1] <= 3000 && t.cpu[2] == 0, name,
+                  "cpu %llu of 3000 running, %llu from waits", (unsigned long long)t.cpu[1],
+                  (unsigned long long)t.cpu[2]);
+
+        t = run_thread(exact, 4000, unscheduled, MAXWIN, true);
+        snprintf(name, sizeof name, "classify/%s: busy, sometimes not scheduled", mode);
+        tap_check(t.cpu[0] >= 2990 && t.cpu[0] <= 3010, name, "cpu %llu (3000 ran)", (unsigned long long)t.cpu[0]);
+
+        t = run_thread(exact, 5000, split70, MAXWIN, true);
+        double split = (double)t.cpu[3] / (double)(t.cpu[3] + t.cpu[4]);
+        snprintf(name, sizeof name, "classify/%s: 70/30 split of a busy thread", mode);
+        tap_check(split > 0.695 && split < 0.705, name, "split %.3f", split);
+
         /* the final clock is lost: the last window takes the share before it */
-        {
-            sim s = { exact, 0, 0, 10 * P };
-            hs_cls_shared sh = { 0, 0 };
-            hs_cls_thread c;
-            hs_cls_init(&c, &sh);
-            tally t = { 0 };
-            for (int i = 0; i < 1005; i++) {
-                s.wall += P;
-                s.cpu_true += P;
-                hs_cls_sample(&c, s.wall, sim_clock(&s), true, 0, MAXWIN, count_kind, &t);
-            }
-            hs_cls_finish(&c, s.wall, 0, false, count_kind, &t);
-            snprintf(name, sizeof name, "classify/%s: final clock unknown", mode);
-            tap_check(t.cpu[0] >= 1000, name, "cpu %llu of 1005", (unsigned long long)t.cpu[0]);
-            hs_cls_free(&c);
-        }
+        t = run_thread(exact, 1005, busy, MAXWIN, false);
+        snprintf(name, sizeof name, "classify/%s: final clock unknown", mode);
+        tap_check(t.cpu[0] >= 1000, name, "cpu %llu of 1005", (unsigned long long)t.cpu[0]);
     }
     /* no clock information at all: moved = running */
     hs_cls_shared sh = { 0, 0 };
