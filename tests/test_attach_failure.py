@@ -16,25 +16,12 @@ import subprocess
 import time
 
 import hs
-
-EXE = "build/tests/threadstorm.exe"
-KINDS = 9
-
-
-def status(p):
-    p.send(b"status\n")
-    m = re.fullmatch(r"status ((?:\d+ ){%d})held (\d+) bad (\d+) code-matches (-?\d+).*" % KINDS,
-                     p.readline(timeout=60))
-    hs.check(m, "status line")
-    return [int(x) for x in m.group(1).split()], int(m.group(2)), int(m.group(3)), int(m.group(4))
-
+import storm
 
 def test_attach_fails_cleanly_when_threads_cannot_be_stopped():
-    hs.need(EXE)
-    with hs.Process([EXE]) as p:
-        m = re.fullmatch(r"pid (\d+) code-matches 1", p.readline(timeout=60))
-        hs.check(m, "the target did not start")
-        pid, lp = int(m.group(1)), p.proc.pid
+    p, pid = storm.start()
+    with p:
+        lp = p.proc.pid
         env = dict(hs.env(), HOOKSCOPE_TEST_STUCK_FREEZE="1")
         t0 = time.time()
         r = subprocess.run([os.path.join(hs.ROOT, "hookscope"), "attach", str(pid), "-o",
@@ -48,20 +35,10 @@ def test_attach_fails_cleanly_when_threads_cannot_be_stopped():
                               r"\(\d+ tries; thread \d+ never stopped\)", err[0]), f"the line: {err[0]!r}")
         hs.check(took < 60, f"attach took {took:.0f} s to fail")
         hs.eq(hs.agent_mappings(lp), [], "the agent is unloaded")
-        hs.eq(hs.code_differences(lp, EXE, 0x140000000), 0, "code bytes")
-        a, held, bad, matches = status(p)
-        deadline = time.time() + 15
-        while True:
-            time.sleep(0.5)
-            b, held, bad, matches = status(p)
-            stalled = [k for k in range(KINDS) if b[k] <= a[k]]
-            if not stalled or time.time() > deadline:
-                break
-        hs.eq(stalled, [], "kinds of threads that made no progress (left suspended?)")
-        hs.eq((held, bad, matches), (1, 0, 1), "held thread's suspend count, wrong results, code-matches")
+        hs.eq(hs.code_differences(lp, storm.EXE, 0x140000000), 0, "code bytes")
+        storm.check_intact(p, "after the failed attach")
         # and the next attach works
         t = hs.attach(pid, ["--duration", "1"], name="attach_after_stuck", timeout=120)
         hs.eq(t.rc, 0, f"the next attach ({t.stderr!r})")
         hs.eq(hs.agent_mappings(lp), [], "the agent is unloaded after the next attach")
-        p.send(b"stop\n")
-        hs.check(re.fullmatch(r"threads \d+ calls \d+ bad 0 code-matches 1", p.readline(timeout=120)), "last line")
+        storm.stop(p)

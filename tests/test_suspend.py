@@ -11,10 +11,9 @@ import subprocess
 import time
 
 import hs
+import storm
 
 EXE = "build/tests/suspendtest.exe"
-VICTIM = "build/tests/threadstorm.exe"
-KINDS = 9
 LINE = re.compile(r"(one|all|self) ok (\d+) gone (\d+) timeout (\d+) noworker (\d+) denied (\d+) "
                   r"stack-reads (\d+) rounds (\d+) max-ms (\d+)(.*)")
 
@@ -26,50 +25,15 @@ def parse(out):
     return dict(zip(keys, map(int, m.groups()[1:9]))), m.group(10).strip()
 
 
-def status(p):
-    p.send(b"status\n")
-    line = p.readline(timeout=60)
-    m = re.fullmatch(r"status ((?:\d+ ){%d})held (\d+) bad (\d+) code-matches (-?\d+)(.*)" % KINDS, line)
-    hs.check(m, f"unexpected status line {line!r}")
-    return [int(x) for x in m.group(1).split()], int(m.group(2)), int(m.group(3)), m.group(5).strip()
-
-
-def start_victim():
-    p = hs.Process([VICTIM])
-    m = re.fullmatch(r"pid (\d+) code-matches 1", p.readline(timeout=60))
-    hs.check(m, "victim did not start")
-    return p, int(m.group(1))
-
-
-def check_victim_intact(p, what):
-    """Every kind of thread moves on (within 15 s: a loaded machine may be
-    slow to run some), nothing wrong, the held thread held once."""
-    a, held, bad, why = status(p)
-    deadline = time.time() + 15
-    while True:
-        time.sleep(0.5)
-        b, held, bad, why = status(p)
-        stalled = [k for k in range(KINDS) if b[k] <= a[k]]
-        if not stalled or time.time() > deadline:
-            break
-    hs.eq(stalled, [], f"{what}: kinds of threads that made no progress in 15 s (left suspended?)")
-    hs.eq(held, 1, f"{what}: suspend count of the thread the victim holds itself")
-    hs.eq(bad, 0, f"{what}: wrong results in the victim ({why})")
-
-
 def run_against_victim(mode, seconds, *more):
     hs.need(EXE)
-    hs.need(VICTIM)
-    p, pid = start_victim()
+    p, pid = storm.start()
     with p:
         r = hs.wine([EXE, mode, str(pid), str(seconds), *more], timeout=seconds + 180)
         hs.eq(r.returncode, 0, f"suspendtest {mode} exit status (stderr {r.stderr[-300:]!r})")
         c, _ = parse(r.stdout.decode())
-        check_victim_intact(p, mode)
-        p.send(b"stop\n")
-        last = p.readline(timeout=120)
-        hs.check(re.fullmatch(r"threads \d+ calls \d+ bad 0 code-matches 1", last), f"victim's last line {last!r}")
-        hs.eq(p.wait(timeout=60), 0, "victim's exit code")
+        storm.check_intact(p, mode)
+        storm.stop(p)
     return c
 
 
@@ -113,8 +77,7 @@ def test_release_all_on_ctrl_c():
     """A process holding every thread of another one gets Ctrl+C: its
     handler calls hs_suspend_release_all, and the victim runs on."""
     hs.need(EXE)
-    hs.need(VICTIM)
-    p, pid = start_victim()
+    p, pid = storm.start()
     with p:
         h = subprocess.Popen(["wine", EXE, "hold", str(pid)], cwd=hs.ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=hs.env(),
@@ -123,7 +86,7 @@ def test_release_all_on_ctrl_c():
             line = h.stdout.readline().decode().strip()
             m = re.fullmatch(r"holding (\d+)", line)
             # the long-lived threads: one per kind, main, the stdin reader, held
-            hs.check(m and int(m.group(1)) >= KINDS + 3, f"unexpected {line!r}")
+            hs.check(m and int(m.group(1)) >= storm.KINDS + 3, f"unexpected {line!r}")
             held = int(m.group(1))
             os.killpg(h.pid, signal.SIGINT)
             out, _ = h.communicate(timeout=60)
@@ -131,18 +94,16 @@ def test_release_all_on_ctrl_c():
         finally:
             if h.poll() is None:
                 os.killpg(h.pid, signal.SIGKILL)
-        check_victim_intact(p, "after the release")
-        p.send(b"stop\n")
-        hs.check(re.fullmatch(r"threads \d+ calls \d+ bad 0 code-matches 1", p.readline(timeout=120)),
-                 "victim's last line")
+        storm.check_intact(p, "after the release")
+        storm.stop(p)
 
 
 def test_victim_exits_during_the_loop():
     """The victim process ends while threads of it are being suspended:
     every call fails cleanly and the loop ends on its own."""
     hs.need(EXE)
-    hs.need(VICTIM)
-    v = subprocess.Popen(["wine", VICTIM, "2"], cwd=hs.ROOT, stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+    hs.need(storm.EXE)
+    v = subprocess.Popen(["wine", storm.EXE, "2"], cwd=hs.ROOT, stdout=subprocess.PIPE, stdin=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, env=hs.env())
     try:
         m = re.fullmatch(rb"pid (\d+) code-matches 1\r?\n", v.stdout.readline())
