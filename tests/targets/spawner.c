@@ -7,19 +7,13 @@
 #include <stdio.h>
 #include <windows.h>
 
+#include "burnms.h"
+
 static volatile unsigned long long sink;
 
 __attribute__((noinline)) void work(int ms)
 {
-    LARGE_INTEGER f, t0, t;
-    QueryPerformanceFrequency(&f);
-    QueryPerformanceCounter(&t0);
-    unsigned long long x = sink;
-    do {
-        for (int i = 0; i < 5000; i++)
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-        QueryPerformanceCounter(&t);
-    } while ((t.QuadPart - t0.QuadPart) * 1000 < (LONGLONG)ms * f.QuadPart);
+    unsigned long long x = burn_ms(ms, sink, 5000);
     sink += x;
 }
 

@@ -57,7 +57,7 @@ test-targets: $(TGT_DIR)/latedll.dll
 
 # burndll.dll: loaded, burnt in and unloaded by burnlate.exe during its run
 # (samples in a module that comes and goes)
-$(TGT_DIR)/burndll.dll: tests/targets/burndll.c
+$(TGT_DIR)/burndll.dll: tests/targets/burndll.c tests/targets/burnms.h
 	@mkdir -p $(dir $@)
 	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
 test-targets: $(TGT_DIR)/burndll.dll
