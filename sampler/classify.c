@@ -77,7 +77,11 @@ static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool k
         t->carry = -0.5;
     size_t want = (size_t)k;
     size_t from_moved = want < moved ? want : moved;
-    size_t from_still = want > moved && x >= 0.5 ? want - moved : 0;
+    /* unmoved samples fill up only in a window that shows the thread ran
+     * (a moved sample): where none moved, it executed nothing of its own,
+     * whatever its clock says (a clock charged in whole ticks charges a
+     * waiting thread a tick now and then, for the sampler's suspensions) */
+    size_t from_still = moved && want > moved && x >= 0.5 ? want - moved : 0;
     size_t still = n - moved;
     for (size_t i = 0, jm = 0, js = 0; i < n; i++) {
         bool cpu;

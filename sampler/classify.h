@@ -15,13 +15,17 @@
  * carried into the next window, so that over a thread's life CPU samples
  * x sample period = its CPU time to within one sample). They are taken
  * from the samples that moved, spread evenly; when more are due than
- * moved (a thread spinning on one instruction, or one that was ready
- * but not scheduled), the unmoved ones fill up only if the window ran at
- * least half the time, else the excess is dropped. Every other sample is
- * a wait sample. So a thread that did not run is never a CPU sample,
- * whatever the sampler's own suspensions cost it. That cost (handling a
- * suspension runs the thread briefly, in the kernel or in Wine's signal
- * handler) is learned per sample, across the process's threads, from the
+ * moved (a thread that was ready but not scheduled at some samples),
+ * the unmoved ones fill up only if the window ran at least half the time
+ * and some sample of it moved, else the excess is dropped. Every other
+ * sample is a wait sample. So a thread that did not run is never a CPU
+ * sample, whatever the sampler's own suspensions cost it, even with a
+ * clock charged in whole ticks (Linux's, under Wine: a waiting thread
+ * handling a suspension now and then gets a whole tick, and a short
+ * window after one shows it "running"). The price: a thread that spins
+ * on one instruction (registers never change) has no CPU samples.
+ * What a suspension costs a thread (handling one runs it briefly, in the
+ * kernel or in Wine's signal handler) is learned per sample, across the process's threads, from the
  * windows without any moved sample (the thread provably did not run: all
  * the CPU it gained is the sampler's), and taken off every window's CPU
  * gain (a window with little CPU, and moved samples, waits for the first

@@ -460,6 +460,19 @@ static tally run_thread(int exact, int n, interval (*step)(int i), uint64_t wind
 static interval busy(int i) { (void)i; return (interval){ P, true, 0 }; }
 /* asleep; the sampler's suspensions nudge its clock (6%: what handling one costs it) */
 static interval sleeping(int i) { return (interval){ 60, i % 1000 == 999, 0 }; }
+/* waits; its clock is charged in whole 10 ms ticks (tick-based accounting)
+ * at random samples, 6% on average: the sampler's suspensions, caught by
+ * the timer now and then, sometimes two close together */
+static interval ticked_waiter(int i)
+{
+    static uint64_t r = 88172645463325252ull;
+    if (i == 0)
+        r = 88172645463325252ull;
+    r ^= r << 13;
+    r ^= r >> 7;
+    r ^= r << 17;
+    return (interval){ r % 1000 < 6 ? 10 * P : 0, false, 0 };
+}
 /* runs 30% of the time in 3 ms bursts; stack 1 running, stack 2 waiting */
 static interval duty30(int i) { bool r = i % 10 < 3; return (interval){ r ? P : 0, r, r ? 1 : 2 }; }
 /* busy, but not scheduled in every 4th interval (registers unchanged) */
@@ -510,6 +523,11 @@ static void test_classifier(void)
             hs_cls_free(&cw);
             hs_cls_free(&cz);
         }
+        t = run_thread(exact, 20000, ticked_waiter, 200 * P, true);
+        snprintf(name, sizeof name, "classify/%s: a waiting thread charged whole ticks", mode);
+        tap_check(t.cpu[0] == 0 && t.wait[0] == 20000, name, "cpu %llu wait %llu", (unsigned long long)t.cpu[0],
+                  (unsigned long long)t.wait[0]);
+
         /* CPU samples match its CPU time, and none comes from an interval without running */
         t = run_thread(exact, 10000, duty30, MAXWIN, true);
         snprintf(name, sizeof name, "classify/%s: 30%% duty", mode);
