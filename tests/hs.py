@@ -247,7 +247,7 @@ class Process:
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"no output line within {timeout} s (the program hangs?)")
+            raise AssertionError(f"no output line within {timeout} s (the program hangs?); {self.linux_state()}")
         if line is None:
             raise AssertionError(f"the program ended (exit {self.proc.poll()}) instead of printing a line; "
                                  f"stderr {b''.join(self.err)!r}")
@@ -267,6 +267,20 @@ class Process:
             if line is None:
                 return lines
             lines.append(line.decode(errors="replace").rstrip("\r\n"))
+
+    def linux_state(self):
+        """How Linux sees the program's threads, e.g. "threads: 10 S, 2 T"
+        (T: stopped; Wine's ReadProcessMemory attaches with ptrace, and a
+        SIGSTOP its watchdog gave up on stops the whole process)."""
+        import collections
+        import glob
+        states = collections.Counter()
+        for stat in glob.glob(f"/proc/{self.proc.pid}/task/*/stat"):
+            try:
+                states[open(stat).read().rsplit(")", 1)[1].split()[0]] += 1
+            except (OSError, IndexError):
+                pass
+        return "threads: " + (", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "none")
 
     def send(self, data=b"\n"):
         self.proc.stdin.write(data)
