@@ -72,7 +72,7 @@ static uint64_t move_target(const hs_mod_state *m, uint64_t rip, int install)
 }
 
 /* Why the last freeze failed (one line). */
-static char freeze_why[160];
+static char freeze_why[200];
 
 /* Suspend every other thread, within the budget; the counts go into the
  * session. Returns the number held, or -1 (nothing held; freeze_why says
@@ -97,8 +97,9 @@ static int freeze(hs_suspend_set *s, DWORD budget_ms, int test_stuck)
                      (unsigned long)s->stats.stuck_tid);
         else
             snprintf(freeze_why, sizeof freeze_why, "could not stop the target's threads within %lu ms "
-                     "(%u tries; %s, error 0x%x)", (unsigned long)budget_ms, s->stats.attempts,
-                     hs_suspend_status_name(s->why), s->stats.error);
+                     "(%u tries; %s, error 0x%x; the slowest call: %s (pass %u), %u ms)",
+                     (unsigned long)budget_ms, s->stats.attempts, hs_suspend_status_name(s->why), s->stats.error,
+                     hs_suspend_slowest_name(s->stats.slowest_what), s->stats.slowest_pass, s->stats.slowest_ms);
         SetLastError(ERROR_TIMEOUT);
     } else {
         g_hs.hdr->freezes++;

@@ -508,6 +508,23 @@ static void drop_entry(hs_suspend_set *s, size_t i)
 /* Suspend every thread of `process` not held yet, until a pass finds no
  * new one. Returns 0, or -1 (no snapshot, out of memory, the budget spent
  * before a pass: s->why set). */
+const char *hs_suspend_slowest_name(uint8_t what)
+{
+    static const char *const names[] = { "snapshot", "open", "suspend", "context" };
+    return what < sizeof names / sizeof *names ? names[what] : "?";
+}
+
+/* Note a call that took since `t` (GetTickCount), when it is the slowest yet. */
+static void note_call(hs_suspend_set *s, DWORD t, uint8_t what, uint32_t pass)
+{
+    DWORD ms = GetTickCount() - t;
+    if (ms > s->stats.slowest_ms) {
+        s->stats.slowest_ms = ms;
+        s->stats.slowest_what = what;
+        s->stats.slowest_pass = pass;
+    }
+}
+
 static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_opts *o, DWORD t0,
                             DWORD budget)
 {
@@ -521,7 +538,9 @@ static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_sus
             rc = -1;
             break;
         }
+        DWORD tc = GetTickCount();
         const SYSTEM_PROCESS_INFORMATION *p = snapshot();
+        note_call(s, tc, HS_SLOWEST_SNAPSHOT, (uint32_t)pass + 1);
         if (!p) {
             s->why = HS_SUSPEND_DENIED;
             s->stats.error = (uint32_t)snap_status;
@@ -552,10 +571,15 @@ static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_sus
                 rc = -1;
                 break;
             }
+            tc = GetTickCount();
             HANDLE h = OpenThread(THREAD_ACCESS, FALSE, tid);
+            note_call(s, tc, HS_SLOWEST_OPEN, (uint32_t)pass + 1);
             if (!h)
                 continue;   /* ended meanwhile */
-            if (SuspendThread(h) == (DWORD)-1) {
+            tc = GetTickCount();
+            DWORD was = SuspendThread(h);
+            note_call(s, tc, HS_SLOWEST_SUSPEND, (uint32_t)pass + 1);
+            if (was == (DWORD)-1) {
                 CloseHandle(h);
                 continue;   /* ending */
             }
@@ -590,8 +614,10 @@ static int one_round(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_op
         DWORD spent = GetTickCount() - t0;
         DWORD left = spent < budget ? budget - spent : 0;
         ctx_worker *w = claim_worker();
+        DWORD tc = GetTickCount();
         hs_suspend_status st = w ? fetch(w, e->handle, &e->ctx, flags, wait_ms < left ? wait_ms : left)
                                  : HS_SUSPEND_NO_WORKER;
+        note_call(s, tc, HS_SLOWEST_CONTEXT, 0);
         if (st == HS_SUSPEND_OK) {
             i++;
             continue;

@@ -109,7 +109,16 @@ typedef struct hs_suspend_stats {
     uint32_t ms;            /* time the call took */
     DWORD stuck_tid;        /* the last thread whose context did not come */
     uint32_t error;         /* the last failure: a Win32 error or an NTSTATUS */
+    /* the longest single call of the freeze (where the time went when the
+     * budget ran out): how long, which (HS_SLOWEST_*), in which pass of
+     * listing and suspending the threads (1, 2, ...; 0 for a context) */
+    uint32_t slowest_ms, slowest_pass;
+    uint8_t slowest_what;
 } hs_suspend_stats;
+
+enum { HS_SLOWEST_SNAPSHOT = 0, HS_SLOWEST_OPEN, HS_SLOWEST_SUSPEND, HS_SLOWEST_CONTEXT };
+/* "snapshot", "open", "suspend", "context" */
+const char *hs_suspend_slowest_name(uint8_t what);
 
 typedef struct hs_suspend_opts {
     DWORD ctx_flags;        /* CONTEXT_CONTROL when 0 */
