@@ -45,15 +45,22 @@
 #define ENUM_MAX_MS 200            /* and up to this seldom while they do not */
 #define OWN_MS 100                 /* hookscope's own code and threads are read this often */
 #define CLOCK_MS 4                 /* thread times (10-16 ms steps) are read at most this often */
-#define MODULES_MS 5000            /* without hooks: the loader list is read this often, */
-#define MODULES_RETRY_MS 100       /* and at once (at most this often) for a return address
-                                      into no known module */
+#define MODULES_MS 5000            /* without hooks: the loader list is read this often (and
+                                      MODULES_RETRY_MS after a reading that failed), */
+#define MODULES_RETRY_MS 100       /* and at once (at most this often) for an address in no
+                                      known module (see worth_listing) */
 #define MAX_WINDOW_S 2.0           /* a CPU/wait window closes after this without a clock move */
 #define YOUNG_MS 10                /* threads are sampled from this age on */
 
 typedef LONG(NTAPI *get_next_thread_fn)(HANDLE process, HANDLE thread, ACCESS_MASK access, ULONG attributes,
                                         ULONG flags, HANDLE *next);
 typedef LONG(NTAPI *query_thread_fn)(HANDLE thread, int cls, void *info, ULONG len, ULONG *ret);
+
+/* A page of code no module listing explained yet, and when to try again. */
+typedef struct unknown_page {
+    uint64_t page;
+    double next, gap;   /* seconds */
+} unknown_page;
 
 typedef struct sthread {
     uint32_t tid;
@@ -95,9 +102,11 @@ struct hs_sampler {
     double unwind_s;
     uint64_t unwinds, ticks;
     double last_modules, last_modules_retry;
+    bool modules_read;         /* the last reading of the loader list worked (else: try again soon) */
+    unsigned module_lists, module_lists_failed;
     hs_owncode own;            /* the last the session said (modules too, with hooks) */
     bool own_modules;          /* the session lists the modules */
-    uint64_t *unknown_pages;   /* pages of return addresses a listing did not explain */
+    unknown_page *unknown_pages;   /* pages of addresses a listing did not explain */
     size_t nunknown, cap_unknown;
     double t_clock, t_grab, t_enum, t_modules, t_wait;   /* seconds spent, for --verbose */
     get_next_thread_fn next_thread;
@@ -318,9 +327,14 @@ static void refresh_modules(hs_sampler *s, double now)
 {
     s->last_modules = now;
     if (!s->own_modules) {
-        hs_target_modules(s->process, s->map, s->agent_base);
+        /* fails while the target's loader has not set its list up yet
+         * (and under Wine while the server cannot stop the process) */
+        s->modules_read = hs_target_modules(s->process, s->map, s->agent_base) > 0;
+        s->module_lists++;
+        s->module_lists_failed += !s->modules_read;
         return;
     }
+    s->modules_read = true;
     hs_codemap_begin_enum(s->map);
     for (size_t i = 0; i < s->own.nmodules; i++) {
         const hs_own_module *m = &s->own.modules[i];
@@ -330,18 +344,40 @@ static void refresh_modules(hs_sampler *s, double now)
     hs_codemap_sweep(s->map);
 }
 
-/* Is this page of a return address one a listing did not explain before? */
-static bool unexplained(hs_sampler *s, uint64_t pc, bool remember)
+/* Is a listing worth trying for this unknown address now? Not for a page
+ * an earlier listing did not explain until its back-off has passed (it
+ * doubles each time, from MODULES_RETRY_MS to MODULES_MS): code outside
+ * every module (Wine's own, JIT code) costs a few listings, not one per
+ * sample, while a page listed too early (the loader was still at work,
+ * the list was partial or unreadable) is tried again soon. */
+static bool worth_listing(hs_sampler *s, uint64_t pc, double now)
 {
     uint64_t page = pc >> 12;
     for (size_t i = 0; i < s->nunknown; i++)
-        if (s->unknown_pages[i] == page)
-            return false;
-    if (remember && s->nunknown < 4096) {
-        hs_xgrow(&s->unknown_pages, &s->cap_unknown, s->nunknown + 1, sizeof *s->unknown_pages);
-        s->unknown_pages[s->nunknown++] = page;
-    }
+        if (s->unknown_pages[i].page == page)
+            return now >= s->unknown_pages[i].next;
     return true;
+}
+
+/* A listing at `now` did not explain this address: back off. */
+static void still_unexplained(hs_sampler *s, uint64_t pc, double now)
+{
+    uint64_t page = pc >> 12;
+    unknown_page *u = NULL;
+    for (size_t i = 0; i < s->nunknown && !u; i++)
+        if (s->unknown_pages[i].page == page)
+            u = &s->unknown_pages[i];
+    if (!u) {
+        if (s->nunknown >= 4096)
+            return;
+        hs_xgrow(&s->unknown_pages, &s->cap_unknown, s->nunknown + 1, sizeof *s->unknown_pages);
+        u = &s->unknown_pages[s->nunknown++];
+        u->page = page;
+        u->gap = MODULES_RETRY_MS / 1000.0;
+    } else if (u->gap < MODULES_MS / 1000.0) {
+        u->gap *= 2;
+    }
+    u->next = now + u->gap;
 }
 
 /* ---- one sample -------------------------------------------------------------------------------- */
@@ -435,7 +471,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         /* a return address into no known module: perhaps one loaded since
          * the last listing (a sampled instruction in unknown code is not
          * evidence of that: under Wine it is often Wine's own) */
-        if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && unexplained(s, res.unknown_pc, false) &&
+        if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && worth_listing(s, res.unknown_pc, now) &&
             now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
             /* its time is the module listing's, not the unwind's */
             s->last_modules_retry = now;
@@ -446,8 +482,8 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
             u0 += m1 - m0;
             uint64_t was = res.unknown_pc;
             res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
-            if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was)
-                unexplained(s, was, true);   /* the listing did not explain it: not again */
+            if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was && s->modules_read)
+                still_unexplained(s, was, now);
         }
         uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
         s->unwind_s += qpc_s(s) - u0;
@@ -514,7 +550,7 @@ static DWORD WINAPI sampler_main(void *arg)
             next_enum = now + enum_gap;
             s->t_enum += qpc_s(s) - now;
         }
-        if (!s->own_modules && now - s->last_modules >= MODULES_MS / 1000.0) {
+        if (!s->own_modules && now - s->last_modules >= (s->modules_read ? MODULES_MS : MODULES_RETRY_MS) / 1000.0) {
             double m0 = qpc_s(s);
             refresh_modules(s, now);
             s->t_modules += qpc_s(s) - m0;
@@ -641,8 +677,9 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     }
     st->unwind_us_avg = s->unwinds ? s->unwind_s * 1e6 / (double)s->unwinds : 0;
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
-           "lists %.3f, module lists %.3f, waiting %.3f", (unsigned long long)s->ticks, s->t_clock, s->t_grab,
-           s->unwind_s, s->t_enum, s->t_modules, s->t_wait);
+           "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
+           s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,
+           s->t_wait);
     hs_grabber_free(s->grab);
     hs_codemap_free(s->map);
     CloseHandle(s->process);
