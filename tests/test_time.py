@@ -198,9 +198,11 @@ def test_durations_exclude_stack_capture():
     are hookscope's, not the target's, and are left out of every duration.
     So, with and without --stacks: spin's and step's shortest calls are the
     program's own shortest measurement within 10% (a minimum: no other
-    program's load in it), and the time step and run spend outside their
-    timed callees (their self time, where the captures fall) stays under
-    10% of that per call."""
+    program's load in it), and step's shortest call is longer than spin's
+    by less than 3% of that, 180 ns (the time step spends outside spin,
+    where spin's captures fall, 0.5 us each; measured 30-70 ns; minimums,
+    because a sum, like step's or run's self time, takes in whatever
+    preemption lands there on a busy machine)."""
     exe = hs.need("build/tests/spinwork.exe")
     ratios = {}
     for opts in (["--time"], ["--time", "--stacks=16"]):
@@ -215,10 +217,9 @@ def test_durations_exclude_stack_capture():
         for name, v in r.items():
             hs.check(0.9 <= v <= 1.1, f"{opts}: {name}'s shortest call is {v:.3f} x the program's "
                                       f"({own_min} ns): {f[name]}")
-        for name in ("step", "run"):
-            per_call = f[name]["self_ns"] / 2000
-            hs.check(per_call <= 0.1 * own_min, f"{opts}: {name} spends {per_call:.0f} ns per call outside "
-                                                f"its callee, more than 10% of {own_min} ns")
+        outside = f["step"]["min_ns"] - f["spin"]["min_ns"]
+        hs.check(outside <= 0.03 * own_min, f"{opts}: step's shortest call is {outside} ns longer than spin's, "
+                                            f"more than 3% of {own_min} ns")
         if len(opts) == 2:
             stacks = [s for s in t.json["stacks"] if s["function"] in ("spin", "step")]
             hs.eq(sum(s["count"] for s in stacks), 4000, "a stack captured at every call of spin and step")
