@@ -53,9 +53,10 @@ static const hs_command diff = {
     "compare two saved runs, function by function",
     "Read A/report.json and B/report.json and print, per function (matched by\n"
     "module and name), the calls, self CPU samples and self time of both runs\n"
-    "and the change, the largest change first (of self CPU samples when both\n"
-    "runs have samples, else of self time when both ran with --time, else of\n"
-    "calls). With -o DIR also DIR/diff.txt and DIR/diff-flamegraph.svg: B's\n"
+    "and the change, the largest change first: of self time when both ran\n"
+    "with --time (measured), else of self CPU samples when both have them,\n"
+    "else of calls (--sort self, the default; --sort cpu and --sort calls\n"
+    "choose). With -o DIR also DIR/diff.txt and DIR/diff-flamegraph.svg: B's\n"
     "stacks, red where a frame's share grew since A, blue where it shrank.",
     hs_cmd_diff,
 };
