@@ -505,9 +505,6 @@ static void drop_entry(hs_suspend_set *s, size_t i)
     ReleaseSRWLockExclusive(&sets_lock);
 }
 
-/* Suspend every thread of `process` not held yet, until a pass finds no
- * new one. Returns 0, or -1 (no snapshot, out of memory, the budget spent
- * before a pass: s->why set). */
 const char *hs_suspend_slowest_name(uint8_t what)
 {
     static const char *const names[] = { "snapshot", "open", "suspend", "context" };
@@ -525,6 +522,9 @@ static void note_call(hs_suspend_set *s, DWORD t, uint8_t what, uint32_t pass)
     }
 }
 
+/* Suspend every thread of `process` not held yet, until a pass finds no
+ * new one. Returns 0, or -1 (no snapshot, out of memory, the budget spent
+ * before a pass: s->why set). */
 static int suspend_everyone(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_opts *o, DWORD t0,
                             DWORD budget)
 {

@@ -25,12 +25,12 @@
  * window after one shows it "running"). The price: a thread that spins
  * on one instruction (registers never change) has no CPU samples.
  * What a suspension costs a thread (handling one runs it briefly, in the
- * kernel or in Wine's signal handler) is learned per sample, across the process's threads, from the
- * windows without any moved sample (the thread provably did not run: all
- * the CPU it gained is the sampler's), and taken off every window's CPU
- * gain (a window with little CPU, and moved samples, waits for the first
- * estimate). A thread's first sample counts as not moved (there is
- * nothing to compare it with).
+ * kernel or in Wine's signal handler) is learned per sample, across the
+ * process's threads, from the windows without any moved sample (the
+ * thread provably did not run: all the CPU it gained is the sampler's),
+ * and taken off every window's CPU gain (a window with little CPU, and
+ * moved samples, waits for the first estimate). A thread's first sample
+ * counts as not moved (there is nothing to compare it with).
  *
  * With a cycle counter the clock moves whenever the thread ran at all,
  * so each window is one sample interval and x is exact per sample. With

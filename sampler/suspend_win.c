@@ -350,29 +350,30 @@ static void refresh_modules(hs_sampler *s, double now)
  * every module (Wine's own, JIT code) costs a few listings, not one per
  * sample, while a page listed too early (the loader was still at work,
  * the list was partial or unreadable) is tried again soon. */
+static unknown_page *find_unknown(hs_sampler *s, uint64_t pc)
+{
+    for (size_t i = 0; i < s->nunknown; i++)
+        if (s->unknown_pages[i].page == pc >> 12)
+            return &s->unknown_pages[i];
+    return NULL;
+}
+
 static bool worth_listing(hs_sampler *s, uint64_t pc, double now)
 {
-    uint64_t page = pc >> 12;
-    for (size_t i = 0; i < s->nunknown; i++)
-        if (s->unknown_pages[i].page == page)
-            return now >= s->unknown_pages[i].next;
-    return true;
+    const unknown_page *u = find_unknown(s, pc);
+    return !u || now >= u->next;
 }
 
 /* A listing at `now` did not explain this address: back off. */
 static void still_unexplained(hs_sampler *s, uint64_t pc, double now)
 {
-    uint64_t page = pc >> 12;
-    unknown_page *u = NULL;
-    for (size_t i = 0; i < s->nunknown && !u; i++)
-        if (s->unknown_pages[i].page == page)
-            u = &s->unknown_pages[i];
+    unknown_page *u = find_unknown(s, pc);
     if (!u) {
         if (s->nunknown >= 4096)
             return;
         hs_xgrow(&s->unknown_pages, &s->cap_unknown, s->nunknown + 1, sizeof *s->unknown_pages);
         u = &s->unknown_pages[s->nunknown++];
-        u->page = page;
+        u->page = pc >> 12;
         u->gap = MODULES_RETRY_MS / 1000.0;
     } else if (u->gap < MODULES_MS / 1000.0) {
         u->gap *= 2;
@@ -468,9 +469,9 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         hs_uw_env env = hs_codemap_env(s->map);
         uint64_t frames[MAX_FRAMES];
         hs_uw_result res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
-        /* a return address into no known module: perhaps one loaded since
-         * the last listing (a sampled instruction in unknown code is not
-         * evidence of that: under Wine it is often Wine's own) */
+        /* an address in no known module: perhaps one loaded since the last
+         * listing, or one an early listing could not read (under Wine it is
+         * often Wine's own code: worth_listing backs off for those) */
         if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && worth_listing(s, res.unknown_pc, now) &&
             now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
             /* its time is the module listing's, not the unwind's */

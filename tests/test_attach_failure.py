@@ -18,6 +18,7 @@ import time
 import hs
 import storm
 
+
 def test_attach_fails_cleanly_when_threads_cannot_be_stopped():
     p, pid = storm.start()
     with p:
