@@ -131,37 +131,45 @@ static void describe(uint64_t a, char *out, size_t n)
         snprintf(out, n, "%s+0x%x", name, rva);
 }
 
-/* Print thread tid's stack (suspended for the time it takes). */
+/* Print thread tid's stack: walked while it is suspended, named and
+ * printed once it runs again (naming takes the loader lock, printing the
+ * CRT's, either of which it may hold). */
 static void dump_thread(DWORD tid)
 {
     HANDLE h = OpenThread(THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_QUERY_INFORMATION, FALSE, tid);
     if (!h)
         return;
+    uint64_t pcs[24];
+    int n = 0;
     SuspendThread(h);
     CONTEXT ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.ContextFlags = CONTEXT_FULL;
-    if (GetThreadContext(h, &ctx)) {
-        fprintf(stderr, "  thread %lu:", (unsigned long)tid);
-        for (int i = 0; i < 24 && ctx.Rip; i++) {
-            char d[200];
-            describe(ctx.Rip, d, sizeof d);
-            fprintf(stderr, " %s%s", i ? "<- " : "", d);
-            DWORD64 image = 0;
-            PRUNTIME_FUNCTION f = RtlLookupFunctionEntry(ctx.Rip, &image, NULL);
-            if (!f) {
-                ctx.Rip = *(DWORD64 *)(uintptr_t)ctx.Rsp;
-                ctx.Rsp += 8;
-                continue;
-            }
-            void *hd = NULL;
-            DWORD64 frame = 0;
-            RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, f, &ctx, &hd, &frame, NULL);
+    BOOL got = GetThreadContext(h, &ctx);
+    while (got && n < 24 && ctx.Rip) {
+        pcs[n++] = ctx.Rip;
+        DWORD64 image = 0;
+        PRUNTIME_FUNCTION f = RtlLookupFunctionEntry(ctx.Rip, &image, NULL);
+        if (!f) {
+            ctx.Rip = *(DWORD64 *)(uintptr_t)ctx.Rsp;
+            ctx.Rsp += 8;
+            continue;
         }
-        fprintf(stderr, "\n");
+        void *hd = NULL;
+        DWORD64 frame = 0;
+        RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, f, &ctx, &hd, &frame, NULL);
     }
     ResumeThread(h);
     CloseHandle(h);
+    if (!got)
+        return;
+    fprintf(stderr, "  thread %lu:", (unsigned long)tid);
+    for (int i = 0; i < n; i++) {
+        char d[200];
+        describe(pcs[i], d, sizeof d);
+        fprintf(stderr, " %s%s", i ? "<- " : "", d);
+    }
+    fprintf(stderr, "\n");
 }
 
 static void dump_threads(void)
