@@ -20,25 +20,53 @@ PYTHON       ?= python3
 VERSION      := 0.1.0
 
 WARN     := -Wall -Wextra
-COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -Iinclude -Ihook -Iinjector -Isampler -DHOOKSCOPE_VERSION=\"$(VERSION)\"
+COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -DHOOKSCOPE_VERSION=\"$(VERSION)\"
 WCFLAGS  := $(COMMON) -I$(CAPSTONE_WIN)/include -D_WIN32_WINNT=0x0601 -DUNICODE -D_UNICODE -D__USE_MINGW_ANSI_STDIO=1 \
             -fno-strict-aliasing
 NCFLAGS  := $(COMMON) -fno-strict-aliasing
 
-HOOK_CORE := $(filter-out %_win.c,$(wildcard hook/*.c))
-HOOK_WIN  := $(wildcard hook/*_win.c)
-AGENT_C   := $(wildcard agent/*.c)
-AGENT_S   := $(wildcard agent/*.S)
-# *_win.c: Windows only; *_posix.c: their Linux counterparts, for native tests
-INJ_C     := $(filter-out %_posix.c injector/launcher/%,$(wildcard injector/*.c injector/*/*.c))
+# --- the layers and what each may include ------------------------------------
+# Every include is qualified from the top of the tree ("hook/pe/pe.h",
+# "sampler/etl/etl.h"; include/ is the root of "hookscope/..."). A layer's
+# files are compiled with one include path, build/inc/LAYER, which holds a
+# link to each folder the layer may see and nothing else, so an include
+# that reaches up the graph does not compile:
+#   include <- hook <- {agent, sampler} <- injector
+# (scripts/check_includes.py checks the same graph, and the folders inside
+# injector/, as a test.)
+SEES_hook     := hookscope hook
+SEES_agent    := hookscope hook agent
+SEES_sampler  := hookscope hook sampler
+SEES_injector := hookscope hook sampler injector
+SEES_tests    := hookscope hook agent sampler injector tests
+SEES_bench    := hookscope hook agent sampler injector tests bench
+LAYERS        := hook agent sampler injector tests bench
+layer_of       = $(firstword $(subst /, ,$(1)))
+link_src       = $(if $(filter hookscope,$(1)),$(CURDIR)/include/hookscope,$(CURDIR)/$(1))
+INC_FARMS     := $(foreach l,$(LAYERS),$(B)/inc/$(l)/.done)
+
+$(B)/inc/%/.done: Makefile
+	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	@for r in $(SEES_$*); do \
+	    case $$r in hookscope) src=$(CURDIR)/include/hookscope ;; *) src=$(CURDIR)/$$r ;; esac; \
+	    ln -s "$$src" $(dir $@)$$r; done
+	@touch $@
+
+# sources by layer; *_win.c: Windows only; *_posix.c: their Linux
+# counterparts, for native tests
+HOOK_C     := $(filter-out %_win.c,$(wildcard hook/*/*.c))
+HOOK_WIN   := $(wildcard hook/*/*_win.c)
+AGENT_C    := $(wildcard agent/*.c)
+AGENT_S    := $(wildcard agent/*.S)
+SAMPLER_ALL := $(wildcard sampler/*.c sampler/*/*.c)
+SAMPLER_C  := $(filter-out %_win.c,$(SAMPLER_ALL))
+SAMPLER_WIN := $(filter %_win.c,$(SAMPLER_ALL))
+ETL_C      := $(wildcard sampler/etl/*.c)
+INJ_C      := $(filter-out %_posix.c injector/launcher/%,$(wildcard injector/*.c injector/*/*.c))
 # the injector's portable parts (profile, symbols, writers), also built
 # natively for their unit tests
 INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
                 $(wildcard injector/*/*_posix.c)
-ETL_C     := $(wildcard sampler/etl/*.c)
-SAMPLER_C := $(wildcard sampler/*.c) $(ETL_C)
-# the sampler's portable parts (sample set, unwinder, code map, classifier)
-SAMPLER_PORTABLE := $(filter-out %_win.c,$(wildcard sampler/*.c))
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
@@ -57,15 +85,15 @@ $(CAPSTONE_LIB):
 	@echo "capstone for Windows is missing: run 'make deps' first" >&2; exit 1
 
 # --- Windows objects --------------------------------------------------------
-$(B)/win/%.o: %.c | $(CAPSTONE_LIB)
+$(B)/win/%.o: %.c | $(CAPSTONE_LIB) $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(WCC) $(WCFLAGS) -MMD -MP -c $< -o $@
+	$(WCC) $(WCFLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
-$(B)/win/%.o: %.S
+$(B)/win/%.o: %.S | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(WCC) $(WCFLAGS) -MMD -MP -c $< -o $@
+	$(WCC) $(WCFLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
-$(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C)) $(CAPSTONE_LIB)
+$(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
 	    -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lshell32 -lntdll -lwinmm
@@ -75,25 +103,25 @@ $(DTRACE_EXE): $(B)/win/injector/launcher/dtrace_main.o
 	@mkdir -p $(dir $@)
 	$(WCC) -municode -s -o $@ $^ -static-libgcc
 
-$(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_CORE) $(HOOK_WIN)) $(CAPSTONE_LIB)
+$(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_C) $(HOOK_WIN)) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
 	    -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lpsapi -lntdll
 
 # --- native (Linux) build of the engine, for unit tests ---------------------
-$(B)/native/%.o: %.c
+$(B)/native/%.o: %.c | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -MMD -MP -c $< -o $@
+	$(NCC) $(NCFLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
-NATIVE_LIB := $(call nat_obj,$(HOOK_CORE) $(INJ_PORTABLE) $(SAMPLER_PORTABLE) $(ETL_C) $(UNIT_SUPPORT))
+NATIVE_LIB := $(call nat_obj,$(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C) $(UNIT_SUPPORT))
 
-$(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB)
+$(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -Itests/unit -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
+	$(NCC) $(NCFLAGS) -I$(B)/inc/tests -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
 
 unit: $(UNIT_BIN)
 

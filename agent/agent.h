@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <windows.h>
 
-#include "arena_win.h"
-#include "hook.h"
+#include "hook/engine/arena_win.h"
+#include "hook/engine/hook.h"
 #include "hookscope/path.h"
 #include "hookscope/session.h"
-#include "pe.h"
+#include "hook/pe/pe.h"
 
 /* One hooked function, as the agent remembers it for unhooking and for
  * moving threads. Kept in one array per module, sorted by address. */

@@ -9,8 +9,8 @@
  */
 #include <stdlib.h>
 
-#include "agent.h"
-#include "suspend_win.h"
+#include "agent/agent.h"
+#include "hook/suspend/threads_win.h"
 
 BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
 {

@@ -28,10 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
-#include "filter.h"
-#include "names.h"
-#include "pe.h"
+#include "agent/agent.h"
+#include "hook/engine/filter.h"
+#include "hook/engine/names.h"
+#include "hook/pe/pe.h"
 
 /* from the C++ runtime, linked statically into the agent */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);

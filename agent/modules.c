@@ -6,8 +6,8 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "agent.h"
-#include "filter.h"
+#include "agent/agent.h"
+#include "hook/engine/filter.h"
 
 #include <psapi.h>
 

@@ -1,6 +1,6 @@
 /*
  * agent/patch.c - put patches in and take them out, with the other
- * threads frozen (hook/suspend_win.h).
+ * threads frozen (hook/suspend/threads_win.h).
  *
  * Install: every entry of the given modules is patched under one freeze,
  * with one protection change per executable section; a thread stopped
@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent.h"
-#include "suspend_win.h"
+#include "agent/agent.h"
+#include "hook/suspend/threads_win.h"
 
 #define FREEZE_BUDGET_MS 10000
 #define QUIESCE_FREEZE_MIN_MS 1000

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "agent.h"
-#include "suspend_win.h"
+#include "agent/agent.h"
+#include "hook/suspend/threads_win.h"
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */

@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 static uint32_t live_regions(void)
 {

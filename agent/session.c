@@ -7,7 +7,7 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 hs_agent g_hs;
 

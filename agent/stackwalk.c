@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 /* The cache, in the agent's part of a region's first page (session.h). */
 #define CACHE_SLOTS 128

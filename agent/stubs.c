@@ -44,8 +44,8 @@
  */
 #include <string.h>
 
-#include "agent.h"
-#include "emit.h"
+#include "agent/agent.h"
+#include "hook/engine/emit.h"
 
 #define MAX_LABELS 16
 #define MAX_FIXUPS 32

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 SRWLOCK hs_overflow_lock = SRWLOCK_INIT;
 

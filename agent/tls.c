@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 void *hs_tls_get(void)
 {

@@ -56,19 +56,19 @@ bench-build: $(BENCH_DIR)/spin.exe
 
 # Merge and report time of the samples (bench/run.py sample), natively:
 # the same portable code a run uses after the target ends
-$(B)/native/bench/mergebench: bench/mergebench.c $(NATIVE_LIB)
+$(B)/native/bench/mergebench: bench/mergebench.c $(NATIVE_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
+	$(NCC) $(NCFLAGS) -I$(B)/inc/bench -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
 
 bench-build: $(B)/native/bench/mergebench
 
 # The unwinder the sampler uses against DbgHelp's StackWalk64 on the same
 # samples of spin.exe (bench/run.py sample)
-WALK_OBJ := $(call win_obj,sampler/unwind.c sampler/codemap.c sampler/grab_win.c sampler/modules_win.c \
-              injector/base/util.c injector/base/util_win.c injector/base/map.c)
-$(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ)
+WALK_OBJ := $(call win_obj,hook/unwind/unwinder.c sampler/codemap.c sampler/suspend/grab_win.c \
+              sampler/suspend/modules_win.c hook/base/util.c hook/base/util_win.c hook/base/map.c)
+$(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(WCC) $(WCFLAGS) -o $@ $< $(WALK_OBJ) -ldbghelp -lpsapi
+	$(WCC) $(WCFLAGS) -I$(B)/inc/bench -o $@ $< $(WALK_OBJ) -ldbghelp -lpsapi
 
 bench-build: $(BENCH_DIR)/walkbench.exe
 
@@ -77,9 +77,9 @@ bench-build: $(BENCH_DIR)/walkbench.exe
 # tests since tests/test_etl.py runs it.
 ETLSTAT := $(B)/native/etlstat
 
-$(ETLSTAT): bench/etlstat.c $(call nat_obj,$(ETL_C))
+$(ETLSTAT): bench/etlstat.c $(call nat_obj,$(ETL_C) hook/base/util.c hook/base/text.c) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -o $@ $< $(call nat_obj,$(ETL_C))
+	$(NCC) $(NCFLAGS) -I$(B)/inc/bench -o $@ $< $(call nat_obj,$(ETL_C) hook/base/util.c hook/base/text.c)
 
 unit: $(ETLSTAT)
 bench-build: $(ETLSTAT) $(FIX_ETL)

@@ -1,6 +1,6 @@
 /* bench/benchlib.c - the unhooked copy of the leaf function, in a DLL that
  * hookscope is not told to hook. */
-#include "leaf.h"
+#include "bench/leaf.h"
 
 __declspec(dllexport) __attribute__((noinline)) unsigned long long lib_leaf(unsigned long long x)
 {

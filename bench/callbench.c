@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <windows.h>
 
-#include "clock.h"
+#include "bench/clock.h"
 
-#include "leaf.h"
+#include "bench/leaf.h"
 
 __declspec(dllimport) unsigned long long lib_leaf(unsigned long long x);
 __declspec(dllimport) void lib_empty(void);

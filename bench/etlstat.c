@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../sampler/etl.h"
+#include "sampler/etl/etl.h"
 
 struct count {
     const char *name;

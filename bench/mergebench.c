@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "output/writers.h"
-#include "profile/profile.h"
-#include "profile/resolve.h"
-#include "sampler.h"
+#include "injector/output/writers.h"
+#include "injector/profile/profile.h"
+#include "injector/profile/resolve.h"
+#include "sampler/sampler.h"
 
 static double now_s(void)
 {

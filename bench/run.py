@@ -426,7 +426,7 @@ def sample():
         runs = [run(["wine", wb, "2"]) for _ in range(3)]
         w = {k: med([r[k] for r in runs]) for k in runs[0]}
         print(f"\nunwinding a sample's copied stack ({w['samples']:.0f} samples of spin.exe, 2 threads, median of 3):")
-        print(f"  sampler/unwind.c {w['own_us']:.2f} us, DbgHelp StackWalk64 {w['dbghelp_us']:.2f} us per stack "
+        print(f"  hook/unwind/unwinder.c {w['own_us']:.2f} us, DbgHelp StackWalk64 {w['dbghelp_us']:.2f} us per stack "
               f"(same memory callbacks); frames {w['frames_own']:.2f} / {w['frames_dbghelp']:.2f}; "
               f"equal frame lists {100 * w['agree']:.1f}%")
     mb = "build/native/bench/mergebench"

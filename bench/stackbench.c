@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <windows.h>
 
-#include "clock.h"
+#include "bench/clock.h"
 
 __declspec(dllimport) void lib_empty(void);
 

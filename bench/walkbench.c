@@ -1,5 +1,5 @@
 /*
- * bench/walkbench.c - the unwinder the sampler uses (sampler/unwind.c)
+ * bench/walkbench.c - the unwinder the sampler uses (hook/unwind/unwinder.c)
  * against DbgHelp's StackWalk64, on the same samples.
  *
  * Starts build/bench/spin.exe (argv[1], default 2 threads), takes 400
@@ -22,10 +22,10 @@
 #include <windows.h>
 #include <dbghelp.h>
 
-#include "codemap.h"
-#include "grab_win.h"
-#include "modules_win.h"
-#include "unwind.h"
+#include "sampler/codemap.h"
+#include "sampler/suspend/grab_win.h"
+#include "sampler/suspend/modules_win.h"
+#include "hook/unwind/unwinder.h"
 
 #define SAMPLES 400
 #define REPEAT 20

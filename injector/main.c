@@ -2,7 +2,7 @@
  * injector/main.c - hookscope.exe: parse the command line and run the
  * command (commands/table.c lists them, one file each).
  */
-#include "commands/commands.h"
+#include "injector/commands/commands.h"
 
 int wmain(int argc, wchar_t **argv)
 {

@@ -3,8 +3,8 @@
  */
 #include <string.h>
 
-#include "base/util.h"
-#include "sampler.h"
+#include "hook/base/util.h"
+#include "sampler/sampler.h"
 
 #ifdef _WIN32
 extern const hs_sampler_backend hs_sampler_suspend, hs_sampler_etw, hs_sampler_auto;

@@ -1,13 +1,13 @@
 /*
  * sampler/codemap.c - the target's code for the sampler (see codemap.h).
  */
-#include "codemap.h"
+#include "sampler/codemap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/map.h"
-#include "base/util.h"
+#include "hook/base/map.h"
+#include "hook/base/util.h"
 
 #define PAGE 4096u
 #define MAX_PAGES 16384          /* 64 MB of cached target memory, then start over */

@@ -6,8 +6,9 @@
  * sample), and its stack as raw addresses, leaf first. Samples go into a
  * sample set, which merges equal stacks of a thread and kind and keeps
  * the modules the samples were taken in; after the run the set becomes
- * stacks, threads and run figures of the profile (hs_sampleset_to_profile),
- * named later by the profile's resolve pass like every other address.
+ * stacks, threads and run figures of the profile (the importer
+ * injector/profile/from_samples.c reads it back), named later by the
+ * profile's resolve pass like every other address.
  *
  *   suspend  (suspend_win.c) hookscope.exe suspends each thread in turn,
  *            takes its context and copies its stack, resumes it, and
@@ -25,15 +26,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile/profile.h"
-
 /* ---- samples and the sample set ------------------------------------------ */
+
+/* What a sample shows its thread doing. */
+enum hs_sample_kind {
+    HS_SAMPLE_CPU = 1,         /* running: its CPU clock moved */
+    HS_SAMPLE_WAIT = 2,        /* not running */
+    HS_SAMPLE__KINDS
+};
 
 /* One sample as a backend delivers it. */
 typedef struct hs_sample {
     uint32_t pid, tid;
     uint64_t time_ns;          /* since the backend started */
-    uint8_t kind;              /* HS_STACK_CPU or HS_STACK_WAIT */
+    uint8_t kind;              /* hs_sample_kind */
     bool truncated;            /* the stack went deeper than what was walked */
     uint32_t nframes;
     const uint64_t *frames;    /* leaf first: [0] the instruction pointer, then return addresses */
@@ -75,12 +81,39 @@ void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s);
 uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind);
 size_t hs_sampleset_unique(const hs_sampleset *s);
 
-/* Into the profile: every stack of every thread and kind with its count
- * and raw addresses (for hs_profile_resolve), the modules it does not
- * have yet, the threads (samples, CPU time; calls are the collector's),
- * and the sampling figures (backend, rate and cpu_s are the caller's to
- * set). Stacks come in a fixed order: by kind, thread, then frames. */
-void hs_sampleset_to_profile(const hs_sampleset *s, hs_profile *p);
+/* Reading a set back (the profile's importer, injector/profile/from_samples.c). */
+typedef struct hs_sample_stack {
+    uint32_t tid;
+    uint32_t nframes;
+    const uint64_t *frames;    /* leaf first */
+    bool truncated;
+    uint64_t count[HS_SAMPLE__KINDS];   /* by hs_sample_kind */
+} hs_sample_stack;
+
+typedef struct hs_sample_module {
+    const char *path;
+    uint64_t base;
+    uint32_t size, timestamp;
+    bool unloaded, agent;
+    bool kernel, pdb_known;    /* hs_sampleset_module_identity */
+    uint8_t pdb_guid[16];
+    uint32_t pdb_age;
+    const char *pdb_name;
+} hs_sample_module;
+
+typedef struct hs_sample_thread {
+    uint32_t tid;
+    double cpu_s;              /* -1: unknown */
+    uint64_t count[HS_SAMPLE__KINDS];
+} hs_sample_thread;
+
+size_t hs_sampleset_nstacks(const hs_sampleset *s);
+hs_sample_stack hs_sampleset_stack_at(const hs_sampleset *s, size_t i);
+size_t hs_sampleset_nmodules(const hs_sampleset *s);
+hs_sample_module hs_sampleset_module_at(const hs_sampleset *s, size_t i);
+size_t hs_sampleset_nthreads(const hs_sampleset *s);
+hs_sample_thread hs_sampleset_thread_at(const hs_sampleset *s, size_t i);
+uint64_t hs_sampleset_lost_total(const hs_sampleset *s);
 
 /* ---- hookscope's own code in the target --------------------------------------- */
 

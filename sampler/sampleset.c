@@ -1,7 +1,7 @@
 /*
  * sampler/sampleset.c - the sample set (see sampler.h): unique stacks per
  * thread with their CPU and wait counts, the modules the samples point
- * into, the threads, and the losses; and its merge into a profile.
+ * into, the threads, and the losses.
  *
  * Stacks are interned by a hash of (thread, truncated, frames) in an
  * hs_map, whose colliding keys are told apart by comparing the frames;
@@ -9,18 +9,17 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include "base/map.h"
-#include "base/util.h"
-#include "sampler.h"
+#include "hook/base/map.h"
+#include "hook/base/util.h"
+#include "sampler/sampler.h"
 
 typedef struct set_stack {
     uint32_t tid;
     uint32_t nframes;
     size_t frames;             /* offset in the pool */
     bool truncated;
-    uint64_t count[3];         /* by hs_stack_kind (CPU, WAIT) */
+    uint64_t count[HS_SAMPLE__KINDS];   /* by hs_sample_kind */
 } set_stack;
 
 typedef struct set_module {
@@ -37,7 +36,7 @@ typedef struct set_module {
 typedef struct set_thread {
     uint32_t tid;
     double cpu_s;
-    uint64_t count[3];
+    uint64_t count[HS_SAMPLE__KINDS];
 } set_thread;
 
 struct hs_sampleset {
@@ -51,7 +50,7 @@ struct hs_sampleset {
     set_thread *threads;
     size_t nthreads, cap_threads;
     hs_map thread_index;       /* tid -> thread */
-    uint64_t total[3];
+    uint64_t total[HS_SAMPLE__KINDS];
     volatile uint64_t taken;   /* hs_sampleset_taken_add */
     uint64_t lost;
 };
@@ -132,7 +131,7 @@ uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const
 
 void hs_sampleset_count(hs_sampleset *s, uint32_t stack, uint8_t kind, uint64_t n)
 {
-    if (stack >= s->nstacks || (kind != HS_STACK_CPU && kind != HS_STACK_WAIT) || !n)
+    if (stack >= s->nstacks || (kind != HS_SAMPLE_CPU && kind != HS_SAMPLE_WAIT) || !n)
         return;
     s->stacks[stack].count[kind] += n;
     thread_of(s, s->stacks[stack].tid)->count[kind] += n;
@@ -206,7 +205,7 @@ uint64_t hs_sampleset_taken(const hs_sampleset *s)
 
 uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind)
 {
-    return kind == HS_STACK_CPU || kind == HS_STACK_WAIT ? s->total[kind] : 0;
+    return kind == HS_SAMPLE_CPU || kind == HS_SAMPLE_WAIT ? s->total[kind] : 0;
 }
 
 size_t hs_sampleset_unique(const hs_sampleset *s)
@@ -214,102 +213,61 @@ size_t hs_sampleset_unique(const hs_sampleset *s)
     return s->nstacks;
 }
 
-/* by thread, then frames (shorter first), then truncated */
-static int cmp_stack(const void *a, const void *b, void *ctx)
+size_t hs_sampleset_nstacks(const hs_sampleset *s)
 {
-    const hs_sampleset *s = ctx;
-    const set_stack *x = &s->stacks[*(const uint32_t *)a], *y = &s->stacks[*(const uint32_t *)b];
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    uint32_t n = x->nframes < y->nframes ? x->nframes : y->nframes;
-    const uint64_t *fx = s->pool + x->frames, *fy = s->pool + y->frames;
-    for (uint32_t i = 0; i < n; i++)
-        if (fx[i] != fy[i])
-            return fx[i] < fy[i] ? -1 : 1;
-    if (x->nframes != y->nframes)
-        return x->nframes < y->nframes ? -1 : 1;
-    return (int)x->truncated - (int)y->truncated;
+    return s->nstacks;
 }
 
-static int cmp_tid(const void *a, const void *b, void *ctx)
+hs_sample_stack hs_sampleset_stack_at(const hs_sampleset *s, size_t i)
 {
-    (void)ctx;
-    uint32_t x = ((const set_thread *)a)->tid, y = ((const set_thread *)b)->tid;
-    return x < y ? -1 : x > y;
+    const set_stack *st = &s->stacks[i];
+    hs_sample_stack r;
+    r.tid = st->tid;
+    r.nframes = st->nframes;
+    r.frames = s->pool + st->frames;
+    r.truncated = st->truncated;
+    memcpy(r.count, st->count, sizeof r.count);
+    return r;
 }
 
-/* The profile's module at the same place with the same file name, or -1. */
-static int64_t profile_module(const hs_profile *p, const set_module *m)
+size_t hs_sampleset_nmodules(const hs_sampleset *s)
 {
-    const char *name = hs_basename(m->path);
-    for (size_t i = 0; i < p->nmodules; i++) {
-        const hs_prof_module *pm = &p->modules[i];
-        if (pm->base == m->base && pm->size == m->size && !strcasecmp(hs_basename(pm->path), name))
-            return (int64_t)i;
-    }
-    return -1;
+    return s->nmodules;
 }
 
-void hs_sampleset_to_profile(const hs_sampleset *s, hs_profile *p)
+hs_sample_module hs_sampleset_module_at(const hs_sampleset *s, size_t i)
 {
-    for (size_t i = 0; i < s->nmodules; i++) {
-        const set_module *m = &s->modules[i];
-        int64_t at = profile_module(p, m);
-        if (at >= 0) {
-            p->modules[at].unloaded |= m->unloaded;
-            continue;
-        }
-        uint32_t k = hs_profile_add_module(p, m->path, m->base, m->size);
-        p->modules[k].timestamp = m->timestamp;
-        p->modules[k].unloaded = m->unloaded;
-        p->modules[k].agent = m->agent;
-        p->modules[k].kernel = m->kernel;
-        if (m->pdb_known) {
-            p->modules[k].pdb_known = true;
-            memcpy(p->modules[k].pdb_guid, m->pdb_guid, 16);
-            p->modules[k].pdb_age = m->pdb_age;
-            p->modules[k].pdb_name = hs_xstrdup(m->pdb_name);
-        }
-    }
+    const set_module *m = &s->modules[i];
+    hs_sample_module r;
+    r.path = m->path;
+    r.base = m->base;
+    r.size = m->size;
+    r.timestamp = m->timestamp;
+    r.unloaded = m->unloaded;
+    r.agent = m->agent;
+    r.kernel = m->kernel;
+    r.pdb_known = m->pdb_known;
+    memcpy(r.pdb_guid, m->pdb_guid, 16);
+    r.pdb_age = m->pdb_age;
+    r.pdb_name = m->pdb_name;
+    return r;
+}
 
-    uint32_t *order = hs_xcalloc(s->nstacks ? s->nstacks : 1, sizeof *order);
-    for (size_t i = 0; i < s->nstacks; i++)
-        order[i] = (uint32_t)i;
-    hs_sort(order, s->nstacks, sizeof *order, cmp_stack, (void *)s);
-    for (uint8_t kind = HS_STACK_CPU; kind <= HS_STACK_WAIT; kind++) {
-        for (size_t k = 0; k < s->nstacks; k++) {
-            const set_stack *st = &s->stacks[order[k]];
-            if (!st->count[kind] || !st->nframes)
-                continue;
-            hs_prof_stack *d = hs_profile_add_stack(p, kind, 0, st->count[kind], st->nframes);
-            d->tid = st->tid;
-            d->truncated = st->truncated;
-            d->addrs = hs_xmalloc((size_t)st->nframes * 8);
-            memcpy(d->addrs, s->pool + st->frames, (size_t)st->nframes * 8);
-        }
-    }
-    free(order);
+size_t hs_sampleset_nthreads(const hs_sampleset *s)
+{
+    return s->nthreads;
+}
 
-    set_thread *threads = hs_xcalloc(s->nthreads ? s->nthreads : 1, sizeof *threads);
-    memcpy(threads, s->threads, s->nthreads * sizeof *threads);
-    hs_sort(threads, s->nthreads, sizeof *threads, cmp_tid, NULL);
-    uint32_t sampled = 0;
-    for (size_t i = 0; i < s->nthreads; i++) {
-        const set_thread *t = &threads[i];
-        hs_prof_thread *d = hs_profile_thread(p, t->tid);
-        d->cpu_samples += t->count[HS_STACK_CPU];
-        d->wait_samples += t->count[HS_STACK_WAIT];
-        if (t->cpu_s >= 0)
-            d->cpu_s = t->cpu_s;
-        if (t->count[HS_STACK_CPU] || t->count[HS_STACK_WAIT])
-            sampled++;
-    }
-    free(threads);
+hs_sample_thread hs_sampleset_thread_at(const hs_sampleset *s, size_t i)
+{
+    hs_sample_thread r;
+    r.tid = s->threads[i].tid;
+    r.cpu_s = s->threads[i].cpu_s;
+    memcpy(r.count, s->threads[i].count, sizeof r.count);
+    return r;
+}
 
-    hs_prof_sampling *sm = &p->sampling;
-    sm->on = true;
-    sm->samples += s->total[HS_STACK_CPU];
-    sm->wait_samples += s->total[HS_STACK_WAIT];
-    sm->lost += s->lost;
-    sm->threads += sampled;
+uint64_t hs_sampleset_lost_total(const hs_sampleset *s)
+{
+    return s->lost;
 }

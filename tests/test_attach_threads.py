@@ -5,7 +5,7 @@
 A regression test: under Wine 8, GetThreadContext on a thread suspended
 while it was being created (its creator frozen in CreateThread) waits
 until that thread runs; the freeze used to hang there for good, about one
-attach in three. hook/suspend_win.c fetches contexts with a timeout and
+attach in three. hook/suspend/threads_win.c fetches contexts with a timeout and
 retries the freeze (scripts/attach_cycles.py does 300 such cycles against
 a harder target).
 

@@ -1,5 +1,5 @@
-"""Crash or exit, told apart by how the target ended (agent/ending.c and
-injector/ending.c), not by its exit code: tests/targets/ending.c ends in
+"""Crash or exit, told apart by how the target ended (agent/exitwatch.c and
+injector/trace/outcome.c), not by its exit code: tests/targets/ending.c ends in
 each way it knows, after 10 calls of work(); tests/targets/cxxthrow.cpp
 throws a C++ exception nobody catches.
 

@@ -1,4 +1,4 @@
-"""hook/suspend_win.c, driven by tests/targets/suspendtest.c in tight loops
+"""hook/suspend/threads_win.c, driven by tests/targets/suspendtest.c in tight loops
 against tests/targets/threadstorm.c, whose threads are created, run, wait,
 load DLLs and end all the time and which counts the progress of every kind
 of thread: after each run every kind must have moved on (no thread left

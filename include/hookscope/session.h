@@ -356,7 +356,7 @@ typedef struct hs_session_header {
     /* threads the agent started in the target (its freeze workers), for
      * a sampler, which never samples them; 0: a free entry */
     volatile uint32_t agent_tids[8];
-    /* the agent's thread freezes (hook/suspend_win.h), for -v and for
+    /* the agent's thread freezes (hook/suspend/threads_win.h), for -v and for
      * saying why one failed */
     uint32_t freeze_rounds;           /* rounds of suspending every thread, over all freezes */
     uint32_t freeze_timeouts;         /* contexts that did not come within a round */
@@ -364,7 +364,7 @@ typedef struct hs_session_header {
     uint32_t freeze_ms_max;           /* the longest freeze took this long to stop everyone */
     uint32_t freeze_ms_total;
     uint32_t freeze_stuck_tid;        /* the last thread whose context did not come */
-    /* how the target ended, as the agent saw it from inside (agent/ending.c) */
+    /* how the target ended, as the agent saw it from inside (agent/exitwatch.c) */
     volatile uint32_t end_watch;      /* HS_END_WATCH_*: what the agent watches */
     volatile uint32_t end_seen;       /* HS_END_*: what it saw */
     uint32_t end_code;                /* the unhandled exception's code */

@@ -10,15 +10,15 @@
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
-#include "commands/progress.h"
+#include "hook/base/util.h"
+#include "injector/commands/commands.h"
+#include "injector/commands/progress.h"
 #include "hookscope/path.h"
-#include "output/outdir.h"
-#include "trace/ending.h"
-#include "trace/inject.h"
-#include "trace/target.h"
-#include "trace/trace.h"
+#include "injector/output/outdir.h"
+#include "injector/trace/outcome.h"
+#include "injector/trace/inject.h"
+#include "injector/trace/target.h"
+#include "injector/trace/trace.h"
 
 #define DETACH_TIMEOUT_MS 60000
 
@@ -82,6 +82,7 @@ static int agent_left_behind(HANDLE process, DWORD pid, const hs_agent_public *p
 
 int hs_cmd_attach(const hs_options *o)
 {
+    hs_trace_config tc = hs_options_trace(o);
     /* samples only: reading is enough */
     const DWORD access = !o->no_hooks ? PROCESS_CREATE_THREAD | PROCESS_QUERY_INFORMATION | PROCESS_VM_OPERATION |
                                         PROCESS_VM_WRITE | PROCESS_VM_READ | SYNCHRONIZE
@@ -121,7 +122,7 @@ int hs_cmd_attach(const hs_options *o)
     if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;
     hs_trace t;
-    if (hs_trace_begin(&t, o) < 0)
+    if (hs_trace_begin(&t, &tc) < 0)
         return HS_EXIT_FAILED;
     t.p->pid = o->pid;
     if (!o->no_hooks) {
@@ -138,10 +139,10 @@ int hs_cmd_attach(const hs_options *o)
         }
         if (found > 0 && (reuse = agent_left_behind(process, o->pid, &pub)) < 0)
             return HS_EXIT_FAILED;
-        if (hs_trace_session(&t, o->pid, o, HS_OPT_ATTACH, reuse != 0) < 0)
+        if (hs_trace_session(&t, o->pid, &tc, HS_OPT_ATTACH, reuse != 0) < 0)
             return HS_EXIT_FAILED;
         if ((reuse ? hs_agent_reuse(process, &t.session, agent_base) : hs_inject(process, &t.session)) < 0 ||
-            hs_trace_check_filters(&t, o) < 0) {
+            hs_trace_check_filters(&t, &tc) < 0) {
             /* the agent may be half loaded: take out whatever went in */
             DWORD ignored;
             if (t.session.hdr->agent_state >= HS_AGENT_LOADED &&
@@ -223,6 +224,6 @@ int hs_cmd_attach(const hs_options *o)
     CloseHandle(process);
     t.p->stop = stop;
     t.p->target_path = hs_utf8(path);
-    int frc = hs_trace_finish(&t, o);
+    int frc = hs_trace_finish(&t, &tc);
     return rc ? rc : frc;
 }

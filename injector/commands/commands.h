@@ -5,7 +5,7 @@
 #ifndef HOOKSCOPE_COMMANDS_H
 #define HOOKSCOPE_COMMANDS_H
 
-#include "commands/options.h"
+#include "injector/commands/options.h"
 
 /* Command bits, as used by the option table's rows. */
 enum {

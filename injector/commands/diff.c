@@ -1,6 +1,6 @@
 /*
  * injector/commands/diff.c - `hookscope diff A B`: two saved runs (their
- * report.json) side by side, function by function (profile/diff.h),
+ * report.json) side by side, function by function (profile/match.h),
  * ordered as --sort says (calls, cpu, or self: the best measure): the
  * table on stdout; with -o DIR also DIR/diff.txt and, when both runs have
  * CPU samples (else entry stacks), DIR/diff-flamegraph.svg: B's stacks,
@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
-#include "output/outdir.h"
-#include "output/stackset.h"
-#include "output/writers.h"
-#include "profile/diff.h"
-#include "profile/load.h"
+#include "hook/base/util.h"
+#include "injector/commands/commands.h"
+#include "injector/output/outdir.h"
+#include "injector/output/stackset.h"
+#include "injector/output/writers.h"
+#include "injector/profile/match.h"
+#include "injector/profile/load.h"
 
 static hs_profile *load_dir(const wchar_t *d, char **name)
 {

@@ -2,7 +2,7 @@
  * injector/commands/dtrace.c - `hookscope dtrace ...` (and
  * hookscope-dtrace.exe): DTrace's command line (dtrace/dcli.h) mapped onto
  * a run or an attach, and the run's profile printed as DTrace prints the
- * program's aggregation (output/dtrace.h), to -o FILE (appended, as
+ * program's aggregation (output/dtrace_agg.h), to -o FILE (appended, as
  * dtrace does) or stdout.
  *
  *   profile-N              sampling at N Hz (hs_options.sample,
@@ -29,12 +29,12 @@
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
-#include "dtrace/dcli.h"
-#include "output/dtrace.h"
-#include "profile/load.h"
-#include "trace/target.h"
+#include "hook/base/util.h"
+#include "injector/commands/commands.h"
+#include "injector/dtrace/dcli.h"
+#include "injector/output/dtrace_agg.h"
+#include "injector/profile/load.h"
+#include "injector/trace/target.h"
 
 #define MAX_STACK_DEPTH 256
 

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
-#include "filter.h"
-#include "hook.h"
-#include "pe.h"
-#include "symbols/modsyms.h"
-#include "symbols/suggest.h"
+#include "hook/base/util.h"
+#include "injector/commands/commands.h"
+#include "hook/engine/filter.h"
+#include "hook/engine/hook.h"
+#include "hook/pe/pe.h"
+#include "injector/symbols/modsyms.h"
+#include "injector/symbols/suggest.h"
 
 int hs_cmd_functions(const hs_options *o)
 {

@@ -5,17 +5,17 @@
  * command's help lists exactly its options and an option given to a
  * command that does not take it is a usage error.
  */
-#include "commands/options.h"
+#include "injector/commands/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
+#include "hook/base/util.h"
+#include "injector/commands/commands.h"
 #include "hookscope/session.h"
-#include "output/writers.h"
+#include "injector/output/writers.h"
 
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
@@ -442,6 +442,36 @@ hs_symconf hs_options_symconf(const hs_options *o)
     hs_symconf c = { o->symbols, getenv("_NT_SYMBOL_PATH") };
     if (c.nt_symbol_path && !*c.nt_symbol_path)
         c.nt_symbol_path = NULL;
+    return c;
+}
+
+hs_trace_config hs_options_trace(const hs_options *o)
+{
+    hs_trace_config c;
+    memset(&c, 0, sizeof c);
+    c.command = o->cmd ? o->cmd->name : "";
+    c.modules = o->modules;
+    c.nmodules = o->nmodules;
+    for (int i = 0; i < o->nfilters; i++) {
+        c.filters[i] = o->filters[i];
+        c.filter_exclude[i] = o->filter_exclude[i];
+    }
+    c.nfilters = o->nfilters;
+    c.outdir = o->outdir;
+    c.duration = o->duration;
+    c.quiet = o->quiet;
+    c.max_functions = o->max_functions;
+    c.max_threads = o->max_threads;
+    c.edges = o->edges;
+    c.stacks = o->stacks;
+    c.stack_every = o->stack_every;
+    c.time = o->time;
+    c.sample = o->sample;
+    c.sampler = o->sampler;
+    c.keep_etl = o->keep_etl;
+    c.sample_rate_hz = o->sample_rate_hz;
+    c.symbols = hs_options_symconf(o);
+    c.srcline = o->srcline;
     return c;
 }
 

@@ -9,11 +9,9 @@
 #include <stdint.h>
 #include <wchar.h>
 
-struct hs_command;
+#include "injector/trace/config.h"
 
-/* The default --sample-rate: the highest rate that keeps a CPU-bound
- * target within 5% of its untraced speed under Wine (bench/run.py sample). */
-#define HS_DEFAULT_SAMPLE_RATE 50.0
+struct hs_command;
 
 typedef struct hs_options {
     const struct hs_command *cmd;
@@ -30,8 +28,8 @@ typedef struct hs_options {
     int no_hooks;               /* --no-hooks: hook and inject nothing, samples only */
     const char *sampler;        /* --sampler NAME: "suspend", "etw", "auto"; NULL: auto */
     int keep_etl;               /* --keep-etl: keep the etw backend's trace */
-    const wchar_t *filters[32]; /* -f include / -x exclude patterns */
-    int filter_exclude[32];
+    const wchar_t *filters[HS_MAX_FILTERS]; /* -f include / -x exclude patterns */
+    int filter_exclude[HS_MAX_FILTERS];
     int nfilters;
     uint32_t pid;               /* attach */
     wchar_t **target_argv;      /* run: TARGET ARGS... */
@@ -52,10 +50,11 @@ typedef struct hs_options {
     int srcline;                /* --srcline: source lines of functions and frames */
 } hs_options;
 
-#include "symbols/modsyms.h"
-
 /* Where to look for PDBs: --symbols and _NT_SYMBOL_PATH. */
 hs_symconf hs_options_symconf(const hs_options *o);
+
+/* What run and attach ask of a trace (trace/config.h). */
+hs_trace_config hs_options_trace(const hs_options *o);
 
 /* Parse argv. Returns -1 to go on with o->cmd, else the exit code (help or
  * version printed: 0; usage error printed: HS_EXIT_USAGE). */

@@ -4,13 +4,13 @@
  * character device too), so pipes, files and NUL never get the line and
  * tests that read stderr stay byte-exact.
  */
-#include "commands/progress.h"
+#include "injector/commands/progress.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 
 static void group(char *buf, size_t len, uint64_t v)
 {

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "commands/options.h"
+#include "injector/commands/options.h"
 
 typedef struct hs_progress {
     int on;

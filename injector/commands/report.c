@@ -20,14 +20,14 @@
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
-#include "etl.h"
-#include "output/outdir.h"
-#include "output/writers.h"
-#include "profile/from_etl.h"
-#include "profile/load.h"
-#include "profile/resolve.h"
+#include "hook/base/util.h"
+#include "injector/commands/commands.h"
+#include "sampler/etl/etl.h"
+#include "injector/output/outdir.h"
+#include "injector/output/writers.h"
+#include "injector/profile/from_etl.h"
+#include "injector/profile/load.h"
+#include "injector/profile/resolve.h"
 
 static int write_profile(const hs_options *o, hs_profile *p, const char *out)
 {

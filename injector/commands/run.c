@@ -8,20 +8,21 @@
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
-#include "commands/progress.h"
-#include "output/outdir.h"
-#include "trace/inject.h"
-#include "trace/ending.h"
-#include "trace/session_host.h"
-#include "trace/target.h"
-#include "trace/trace.h"
+#include "hook/base/util.h"
+#include "injector/commands/commands.h"
+#include "injector/commands/progress.h"
+#include "injector/output/outdir.h"
+#include "injector/trace/inject.h"
+#include "injector/trace/outcome.h"
+#include "injector/trace/session_host.h"
+#include "injector/trace/target.h"
+#include "injector/trace/trace.h"
 
 #define STATUS_CONTROL_C_EXIT_CODE 0xC000013Au
 
 int hs_cmd_run(const hs_options *o)
 {
+    hs_trace_config tc = hs_options_trace(o);
     char *shown = hs_utf8(o->target_argv[0]);
     wchar_t *path = hs_target_resolve(o->target_argv[0]);
     if (!path) {
@@ -53,7 +54,7 @@ int hs_cmd_run(const hs_options *o)
     if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;
     hs_trace t;
-    if (hs_trace_begin(&t, o) < 0)
+    if (hs_trace_begin(&t, &tc) < 0)
         return HS_EXIT_FAILED;
     PROCESS_INFORMATION pi;
     if (!CreateProcessW(path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
@@ -61,8 +62,8 @@ int hs_cmd_run(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     t.p->pid = pi.dwProcessId;
-    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, o, 0, false) < 0 ||
-                      hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, o) < 0)) ||
+    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, &tc, 0, false) < 0 ||
+                      hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, &tc) < 0)) ||
         hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
         WaitForSingleObject(pi.hProcess, 5000);
@@ -127,7 +128,7 @@ int hs_cmd_run(const hs_options *o)
     for (int i = 1; i < o->target_argc; i++)
         t.p->args[i - 1] = hs_utf8(o->target_argv[i]);
 
-    int rc = hs_trace_finish(&t, o);
+    int rc = hs_trace_finish(&t, &tc);
     if (rc != 0)
         return rc;
     if (stop == HS_STOP_CRASH) {

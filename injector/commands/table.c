@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "commands/commands.h"
+#include "injector/commands/commands.h"
 
 static const hs_command run = {
     "run", HS_CMD_RUN, "run [OPTIONS] [--] TARGET [ARGS...]", "TARGET [ARGS...]",

@@ -1,15 +1,15 @@
 /*
  * injector/dtrace/dcli.c - see dcli.h.
  */
-#include "dtrace/dcli.h"
+#include "injector/dtrace/dcli.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "output/dtrace.h"
+#include "hook/base/util.h"
+#include "injector/output/dtrace_agg.h"
 
 const char hs_dtrace_supported[] =
     "supported: profile-N /pid == $target/ { @[ustack(N)] = count(); }, and fpid$target:MOD::entry "

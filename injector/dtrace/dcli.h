@@ -42,7 +42,7 @@ typedef struct hs_dprog {
     char *modules[HS_DTRACE_MAX_PROBES];   /* entry probes: module, "" for the exe */
     char *funcs[HS_DTRACE_MAX_PROBES];     /* function glob, "" for every function */
     int nprobes;
-    int key;                     /* hs_dtrace_key (output/dtrace.h) */
+    int key;                     /* hs_dtrace_key (output/dtrace_agg.h) */
     uint32_t frames;             /* ustack(N); 0: not given */
 } hs_dprog;
 

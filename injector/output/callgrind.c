@@ -42,10 +42,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/map.h"
-#include "base/util.h"
-#include "output/stackset.h"
-#include "output/writers.h"
+#include "hook/base/map.h"
+#include "hook/base/util.h"
+#include "injector/output/stackset.h"
+#include "injector/output/writers.h"
 
 typedef struct names {
     hs_strtab seen;              /* names given an id (id = index + 1) */

@@ -1,6 +1,6 @@
 /*
  * injector/output/difftxt.c - the table of `hookscope diff` (see
- * profile/diff.h): per function, calls, self CPU samples and self time of
+ * profile/match.h): per function, calls, self CPU samples and self time of
  * the first run (A) and the second (B) with the change, by the largest
  * change first; "-" where a run has no such figure:
  *
@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "output/format.h"
-#include "output/writers.h"
-#include "profile/diff.h"
+#include "hook/base/util.h"
+#include "injector/output/format.h"
+#include "injector/output/writers.h"
+#include "injector/profile/match.h"
 
 static void count_col(FILE *out, const hs_diff_side *s, uint64_t v, bool have)
 {

@@ -44,11 +44,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "output/flametree.h"
-#include "output/format.h"
-#include "output/svgtext.h"
-#include "output/writers.h"
+#include "hook/base/util.h"
+#include "injector/output/flametree.h"
+#include "injector/output/format.h"
+#include "injector/output/svgtext.h"
+#include "injector/output/writers.h"
 
 #define WIDTH 1200
 #define PAD 10

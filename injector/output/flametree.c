@@ -1,12 +1,12 @@
 /*
  * injector/output/flametree.c - see flametree.h.
  */
-#include "output/flametree.h"
+#include "injector/output/flametree.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 
 static uint64_t kid_hash(uint32_t parent, uint32_t name)
 {

@@ -12,9 +12,9 @@
 
 #include <stdint.h>
 
-#include "base/map.h"
-#include "output/stackset.h"
-#include "profile/profile.h"
+#include "hook/base/map.h"
+#include "injector/output/stackset.h"
+#include "injector/profile/profile.h"
 
 #define HS_FNONE UINT32_MAX
 

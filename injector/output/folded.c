@@ -31,9 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "output/stackset.h"
-#include "output/writers.h"
+#include "hook/base/util.h"
+#include "injector/output/stackset.h"
+#include "injector/output/writers.h"
 
 typedef struct line {
     char *text;

@@ -1,12 +1,12 @@
 /*
  * injector/output/format.c - see format.h.
  */
-#include "output/format.h"
+#include "injector/output/format.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 
 void hs_json_quote(FILE *out, const char *s)
 {

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile/profile.h"
+#include "injector/profile/profile.h"
 
 /* A JSON string literal of s (NULL as ""). */
 void hs_json_quote(FILE *out, const char *s);

@@ -31,10 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "output/format.h"
-#include "output/stackset.h"
-#include "output/writers.h"
+#include "hook/base/util.h"
+#include "injector/output/format.h"
+#include "injector/output/stackset.h"
+#include "injector/output/writers.h"
 
 static int cmp_u32(const void *a, const void *b, void *ctx)
 {

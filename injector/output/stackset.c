@@ -1,12 +1,12 @@
 /*
  * injector/output/stackset.c - see stackset.h.
  */
-#include "output/stackset.h"
+#include "injector/output/stackset.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 
 hs_loc hs_frame_key(hs_loc l)
 {

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/map.h"
-#include "profile/profile.h"
+#include "hook/base/map.h"
+#include "injector/profile/profile.h"
 
 /* A frame as a function: {func, -1, 0} when the function is known; frames
  * in no known function keep their module and offset (or address), so each

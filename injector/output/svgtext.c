@@ -1,7 +1,7 @@
 /*
  * injector/output/svgtext.c - see svgtext.h.
  */
-#include "output/svgtext.h"
+#include "injector/output/svgtext.h"
 
 #include <string.h>
 

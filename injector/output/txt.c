@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 #include "hookscope/skip.h"
-#include "output/format.h"
-#include "output/writers.h"
+#include "injector/output/format.h"
+#include "injector/output/writers.h"
 
 static void count_summary(FILE *out, const char *label, const uint32_t *counts, int n,
                           const char *(*name)(int))

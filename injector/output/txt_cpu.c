@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "output/format.h"
-#include "output/writers.h"
+#include "hook/base/util.h"
+#include "injector/output/format.h"
+#include "injector/output/writers.h"
 
 #define CPU_ROWS 40
 #define WAIT_ROWS 15

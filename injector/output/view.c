@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "output/format.h"
-#include "output/stackset.h"
-#include "output/writers.h"
+#include "hook/base/util.h"
+#include "injector/output/format.h"
+#include "injector/output/stackset.h"
+#include "injector/output/writers.h"
 
 static const char *const key_names[HS_SORT__COUNT] = { "calls", "self", "total", "cpu", "avg" };
 

@@ -2,13 +2,13 @@
  * injector/output/writers.c - the table of writers and writing them into
  * an output directory (see writers.h).
  */
-#include "output/writers.h"
+#include "injector/output/writers.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 
 static bool has_entry_stacks(const hs_profile *p) { return p->stack_depth > 0; }
 static bool has_timed_stacks(const hs_profile *p) { return p->stack_depth > 0 && p->time_on; }

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "profile/diff.h"
-#include "profile/profile.h"
+#include "injector/profile/match.h"
+#include "injector/profile/profile.h"
 
 typedef struct hs_writer {
     const char *format;                      /* "txt", "json", "folded", "svg", ... */
@@ -45,7 +45,7 @@ int hs_write_folded_time(const hs_profile *p, FILE *out);
 int hs_write_flamegraph(const hs_profile *p, FILE *out);   /* output/flamegraph.c */
 int hs_write_speedscope(const hs_profile *p, FILE *out);   /* output/speedscope.c */
 int hs_write_callgrind(const hs_profile *p, FILE *out);    /* output/callgrind.c */
-int hs_write_dtrace(const hs_profile *p, FILE *out);       /* output/dtrace.c */
+int hs_write_dtrace(const hs_profile *p, FILE *out);       /* output/dtrace_agg.c */
 bool hs_flamegraph_wanted(const hs_profile *p);
 bool hs_speedscope_wanted(const hs_profile *p);
 bool hs_callgrind_wanted(const hs_profile *p);

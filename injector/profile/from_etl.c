@@ -1,15 +1,15 @@
 /*
  * injector/profile/from_etl.c - see from_etl.h.
  */
-#include "profile/from_etl.h"
+#include "injector/profile/from_etl.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/map.h"
-#include "base/util.h"
+#include "hook/base/map.h"
+#include "hook/base/util.h"
 
 static int name_is(const char *a, const char *b)
 {

@@ -1,6 +1,6 @@
 /*
  * injector/profile/from_etl.h - the profile of one process of a recorded
- * ETW trace (sampler/etl.h): its CPU samples as sample stacks per thread,
+ * ETW trace (sampler/etl/etl.h): its CPU samples as sample stacks per thread,
  * leaf first, kernel frames kept (their modules marked kernel), every
  * frame's module the image mapped there at the sample's time; the images
  * with their PDB identity (DbgID_RSDS) so that the naming pass can find
@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "etl.h"
-#include "profile/profile.h"
+#include "sampler/etl/etl.h"
+#include "injector/profile/profile.h"
 
 /* A process of the trace with samples, for the table `report --etl` shows
  * without a filter. */

@@ -6,15 +6,15 @@
  * frames named only by "module!function" become functions of that module
  * known by name (created once per name).
  */
-#include "profile/load.h"
+#include "injector/profile/load.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
-#include "base/map.h"
-#include "base/util.h"
+#include "injector/profile/json_read.h"
+#include "hook/base/map.h"
+#include "hook/base/util.h"
 #include "hookscope/skip.h"
 
 typedef struct loader {

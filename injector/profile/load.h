@@ -1,6 +1,6 @@
 /*
  * injector/profile/load.h - read a saved run (report.json, as written by
- * output/json.c) back into a profile, already resolved: every writer can
+ * output/report_json.c) back into a profile, already resolved: every writer can
  * then write its output again, byte for byte as the run wrote it.
  */
 #ifndef HOOKSCOPE_LOAD_H
@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "profile/profile.h"
+#include "injector/profile/profile.h"
 
 /* Parse report.json text; NULL with a one-line reason in err. */
 hs_profile *hs_profile_from_json(const char *text, size_t len, char *err, size_t errlen);

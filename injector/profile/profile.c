@@ -1,7 +1,7 @@
 /*
  * injector/profile/profile.c - building and querying a profile (see profile.h).
  */
-#include "profile/profile.h"
+#include "injector/profile/profile.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/map.h"
-#include "base/util.h"
+#include "hook/base/map.h"
+#include "hook/base/util.h"
 
 static const char *const stop_names[HS_STOP__COUNT] = {
     "exit", "crash", "duration", "interrupt", "detach", "target-exited", "recorded",

@@ -3,7 +3,7 @@
  * run (or attach, or a saved report.json) knows, in hookscope's own terms,
  * independent of how it was collected.
  *
- *   collect (trace/collect.c)  session -> profile, raw addresses
+ *   collect (profile/from_session.c)  session -> profile, raw addresses
  *   resolve (profile/resolve.c) addresses -> functions and names, once
  *   load    (profile/load.c)   report.json -> profile (already resolved)
  *   writers (output/)          profile -> report.txt, report.json, ...
@@ -179,7 +179,7 @@ typedef struct hs_profile {
     bool exited;                 /* exit_code is meaningful */
     uint32_t exit_code;
     int stop;                    /* hs_stop */
-    /* stop == HS_STOP_CRASH: what happened (trace/ending.c) */
+    /* stop == HS_STOP_CRASH: what happened (trace/outcome.c) */
     uint32_t crash_code;         /* the exception's code, else the exit code */
     uint64_t crash_address;      /* where the exception happened, 0 if not known */
     hs_loc crash_at;             /* resolve: crash_address as a place in code */

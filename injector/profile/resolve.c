@@ -1,15 +1,15 @@
 /*
  * injector/profile/resolve.c - the naming pass (see resolve.h).
  */
-#include "profile/resolve.h"
+#include "injector/profile/resolve.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/map.h"
-#include "base/util.h"
-#include "symbols/modsyms.h"
+#include "hook/base/map.h"
+#include "hook/base/util.h"
+#include "injector/symbols/modsyms.h"
 
 typedef struct modsyms {
     int tried;

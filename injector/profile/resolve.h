@@ -10,8 +10,8 @@
 #ifndef HOOKSCOPE_RESOLVE_H
 #define HOOKSCOPE_RESOLVE_H
 
-#include "profile/profile.h"
-#include "symbols/modsyms.h"
+#include "injector/profile/profile.h"
+#include "injector/symbols/modsyms.h"
 
 /* Name and resolve a collected profile; then merge its edges. Problems
  * with module files and their debug information become warnings of the

@@ -2,7 +2,7 @@
  * injector/symbols/dbghelp_win.c - DbgHelp as a symbol source (see
  * dbghelp_win.h for what it does and the Wine facts it relies on).
  */
-#include "dbghelp_win.h"
+#include "injector/symbols/dbghelp_win.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <windows.h>
 #include <dbghelp.h>
 
-#include "undecorate.h"
+#include "injector/symbols/undecorate.h"
 
 enum { TAG_FUNCTION = 5, TAG_PUBLIC = 10 };
 

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symtab.h"
+#include "injector/symbols/symtab.h"
 
 typedef struct hs_dbghelp hs_dbghelp;
 

@@ -2,14 +2,14 @@
  * injector/symbols/debuginfo.c - one image's symbols and lines from its PDB or
  * its DWARF line table (see debuginfo.h).
  */
-#include "debuginfo.h"
+#include "injector/symbols/debuginfo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf.h"
-#include "pdb.h"
+#include "injector/symbols/dwarf.h"
+#include "injector/symbols/pdb.h"
 
 /* Read the PDB the search found (m->status HS_LOC_FOUND); frees f. 0 or -1. */
 static int read_found(hs_debuginfo *m, hs_pdb_found *f)

@@ -26,9 +26,9 @@
 #ifndef HOOKSCOPE_DEBUGINFO_H
 #define HOOKSCOPE_DEBUGINFO_H
 
-#include "locate.h"
-#include "pe.h"
-#include "symtab.h"
+#include "injector/symbols/locate.h"
+#include "hook/pe/pe.h"
+#include "injector/symbols/symtab.h"
 
 typedef struct hs_debuginfo {
     hs_symtab syms;

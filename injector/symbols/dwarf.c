@@ -3,7 +3,7 @@
  * Opcodes and header layouts as in the DWARF 5 standard, section 6.2; unit
  * headers and forms as in sections 7.5 and 7.22.
  */
-#include "dwarf.h"
+#include "injector/symbols/dwarf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -25,8 +25,8 @@
 
 #include <stddef.h>
 
-#include "pe.h"
-#include "symtab.h"
+#include "hook/pe/pe.h"
+#include "injector/symbols/symtab.h"
 
 /* The section called name (long names "/N" resolved through the COFF string
  * table), or NULL. */

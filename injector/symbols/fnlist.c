@@ -1,12 +1,12 @@
 /*
  * injector/symbols/fnlist.c - see fnlist.h.
  */
-#include "symbols/fnlist.h"
+#include "injector/symbols/fnlist.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "names.h"
+#include "hook/engine/names.h"
 
 long hs_fnlist_build(hs_modsyms *t, hs_filter *flt, const char *modname, hs_fn_entry *out, size_t cap)
 {

@@ -12,9 +12,9 @@
 
 #include <stddef.h>
 
-#include "filter.h"
+#include "hook/engine/filter.h"
 #include "hookscope/session.h"
-#include "symbols/modsyms.h"
+#include "injector/symbols/modsyms.h"
 
 /* Fill out[0..cap) for module `modname` (its file name); flt may be NULL
  * (every function kept); flt->matched gets the patterns that matched.

@@ -1,7 +1,7 @@
 /*
  * injector/symbols/locate.c - the PDB search (see locate.h).
  */
-#include "locate.h"
+#include "injector/symbols/locate.h"
 
 #include <ctype.h>
 #include <stdio.h>

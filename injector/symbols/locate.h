@@ -38,10 +38,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pdb.h"
-#include "pe.h"
-#include "rsds.h"
-#include "symfs.h"
+#include "injector/symbols/pdb.h"
+#include "hook/pe/pe.h"
+#include "injector/symbols/rsds.h"
+#include "injector/symbols/symfs.h"
 
 enum hs_locate_status {
     HS_LOC_FOUND = 0,

@@ -1,17 +1,17 @@
 /*
  * injector/symbols/modsyms.c - the symbols of one module image (see modsyms.h).
  */
-#include "symbols/modsyms.h"
+#include "injector/symbols/modsyms.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "symbols/debuginfo.h"
-#include "symbols/undecorate.h"
+#include "hook/base/util.h"
+#include "injector/symbols/debuginfo.h"
+#include "injector/symbols/undecorate.h"
 #ifdef _WIN32
-#include "symbols/dbghelp_win.h"
+#include "injector/symbols/dbghelp_win.h"
 #endif
 
 /* A .pdata function extent. */

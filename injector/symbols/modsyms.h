@@ -9,7 +9,7 @@
  * Names, best first for a function's own address:
  *   the PDB's procedures and public names (found by locate.h, read by
  *   pdb.h; a PDB of another build is refused with one line),
- *   exports and the COFF symbol table (hook/pe.c),
+ *   exports and the COFF symbol table (hook/pe/),
  *   DbgHelp, only for a PDB hookscope's reader cannot read (Windows).
  * C++ names are undecorated (Itanium and MSVC, undecorate.h).
  * Functions: .pdata, exports, COFF function symbols and the PDB's
@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pe.h"
-#include "symbols/symtab.h"
+#include "hook/pe/pe.h"
+#include "injector/symbols/symtab.h"
 
 typedef struct hs_modsyms hs_modsyms;
 

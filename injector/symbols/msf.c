@@ -1,7 +1,7 @@
 /*
  * injector/symbols/msf.c - the MSF 7.00 block container of a PDB (see msf.h).
  */
-#include "msf.h"
+#include "injector/symbols/msf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,14 +4,14 @@
  * published cvinfo.h / the LLVM PDB documentation (llvm.org/docs/PDB); every
  * field read goes through a bounds-checked cursor.
  */
-#include "pdb.h"
+#include "injector/symbols/pdb.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "undecorate.h"
+#include "injector/symbols/undecorate.h"
 
 /* stream numbers and record kinds */
 enum { PDB_STREAM_INFO = 1, PDB_STREAM_DBI = 3 };

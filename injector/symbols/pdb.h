@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "msf.h"
-#include "symtab.h"
+#include "injector/symbols/msf.h"
+#include "injector/symbols/symtab.h"
 
 typedef struct hs_pdb {
     hs_msf msf;

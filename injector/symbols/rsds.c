@@ -1,7 +1,7 @@
 /*
  * injector/symbols/rsds.c - the image's CodeView RSDS record (see rsds.h).
  */
-#include "rsds.h"
+#include "injector/symbols/rsds.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "pe.h"
+#include "hook/pe/pe.h"
 
 typedef struct hs_rsds {
     uint8_t guid[16];          /* as stored */

@@ -1,13 +1,13 @@
 /*
  * injector/symbols/suggest.c - see suggest.h.
  */
-#include "symbols/suggest.h"
+#include "injector/symbols/suggest.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 
 /* lowercase, without glob characters */
 static char *literal(const char *pattern)

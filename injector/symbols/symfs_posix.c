@@ -3,7 +3,7 @@
  * tests and tools; see symfs.h): Wine's "Z:" drive is /, backslashes are
  * separators.
  */
-#include "symfs.h"
+#include "injector/symbols/symfs.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * injector/symbols/symfs_win.c - the host file system on Windows (see
  * symfs.h): UTF-8 paths opened with CreateFileW.
  */
-#include "symfs.h"
+#include "injector/symbols/symfs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * injector/symbols/symtab.c - the symbol and line tables every symbol source
  * fills (see symtab.h): growing arrays, one string pool, sorting and lookup.
  */
-#include "symtab.h"
+#include "injector/symbols/symtab.h"
 
 #include <stdlib.h>
 #include <string.h>

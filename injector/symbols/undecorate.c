@@ -2,7 +2,7 @@
  * injector/symbols/undecorate.c - Itanium names through the C++ runtime's
  * demangler, and the choice between Itanium and MSVC (see undecorate.h).
  */
-#include "undecorate.h"
+#include "injector/symbols/undecorate.h"
 
 #include <stdlib.h>
 #include <string.h>

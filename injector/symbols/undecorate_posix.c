@@ -5,7 +5,7 @@
  * native tests and tools use this file; hookscope.exe uses
  * undecorate_win.c.
  */
-#include "undecorate.h"
+#include "injector/symbols/undecorate.h"
 
 #include <stddef.h>
 

@@ -3,7 +3,7 @@
  * DbgHelp's UnDecorateSymbolName (under Wine: msvcrt's __unDName, checked
  * against llvm-undname by tests/test_pdb_wine.py).
  */
-#include "undecorate.h"
+#include "injector/symbols/undecorate.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,15 +1,15 @@
 /*
  * injector/trace/checks.c - see checks.h.
  */
-#include "trace/checks.h"
+#include "injector/trace/checks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "filter.h"
-#include "symbols/suggest.h"
+#include "hook/base/util.h"
+#include "hook/engine/filter.h"
+#include "injector/symbols/suggest.h"
 
 static int traced_module_named(const hs_profile *p, const char *name)
 {
@@ -53,7 +53,7 @@ static void unmatched_filter(const hs_profile *p, const char *pattern)
     free(names);
 }
 
-static int report_unmatched(const hs_options *o, const hs_profile *p, uint32_t filters_matched)
+static int report_unmatched(const hs_trace_config *o, const hs_profile *p, uint32_t filters_matched)
 {
     int bad = 0;
     for (int i = 0; i < o->nfilters; i++) {
@@ -67,7 +67,7 @@ static int report_unmatched(const hs_options *o, const hs_profile *p, uint32_t f
     return bad;
 }
 
-int hs_check_at_start(const hs_options *o, const hs_profile *p, uint32_t modules_matched,
+int hs_check_at_start(const hs_trace_config *o, const hs_profile *p, uint32_t modules_matched,
                       uint32_t filters_matched, int attach)
 {
     int all_loaded = 1;
@@ -105,7 +105,7 @@ int hs_check_at_start(const hs_options *o, const hs_profile *p, uint32_t modules
     return 0;
 }
 
-int hs_check_at_end(const hs_options *o, const hs_profile *p, uint32_t modules_matched,
+int hs_check_at_end(const hs_trace_config *o, const hs_profile *p, uint32_t modules_matched,
                     uint32_t filters_matched)
 {
     for (int i = 0; i < o->nmodules; i++) {

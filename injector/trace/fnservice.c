@@ -1,17 +1,17 @@
 /*
  * injector/trace/fnservice.c - see fnservice.h.
  */
-#include "trace/fnservice.h"
+#include "injector/trace/fnservice.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
-#include "filter.h"
-#include "symbols/fnlist.h"
-#include "symbols/modsyms.h"
+#include "hook/base/util.h"
+#include "hook/engine/filter.h"
+#include "injector/symbols/fnlist.h"
+#include "injector/symbols/modsyms.h"
 
 struct hs_fnservice {
     hs_session_host *s;
@@ -85,7 +85,7 @@ static DWORD WINAPI serve(void *arg)
     }
 }
 
-hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_options *o)
+hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_trace_config *o)
 {
     hs_fnservice *svc = hs_xcalloc(1, sizeof *svc);
     svc->s = s;
@@ -100,7 +100,7 @@ hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_opti
         svc->flt.pattern[svc->flt.n] = svc->filters[i];
         svc->flt.exclude[svc->flt.n++] = o->filter_exclude[i];
     }
-    svc->conf = hs_options_symconf(o);
+    svc->conf = o->symbols;
     if (!svc->request || !svc->answer || !svc->stop ||
         !(svc->thread = CreateThread(NULL, 0, serve, svc, 0, NULL))) {
         hs_err("cannot start the function service: %s", hs_win_error(GetLastError()));

@@ -15,13 +15,13 @@
 
 #include <stdint.h>
 
-#include "commands/options.h"
-#include "trace/session_host.h"
+#include "injector/trace/config.h"
+#include "injector/trace/session_host.h"
 
 typedef struct hs_fnservice hs_fnservice;
 
 /* NULL (after printing why) when the service cannot start. */
-hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_options *o);
+hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_trace_config *o);
 void hs_fnservice_stop(hs_fnservice *svc);
 
 #endif

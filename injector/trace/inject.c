@@ -11,7 +11,7 @@
  * modules. Both threads are waited for before the caller resumes the
  * target, so no code of the target runs unhooked.
  */
-#include "trace/inject.h"
+#include "injector/trace/inject.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +20,8 @@
 #include <psapi.h>
 #include <wchar.h>
 
-#include "pe.h"
-#include "base/util.h"
+#include "hook/pe/pe.h"
+#include "hook/base/util.h"
 
 #define LOAD_TIMEOUT_MS 60000
 #define INIT_TIMEOUT_MS 600000

@@ -6,7 +6,7 @@
 
 #include <windows.h>
 
-#include "trace/session_host.h"
+#include "injector/trace/session_host.h"
 
 /* Load hookscope-agent.dll (next to hookscope.exe) into `process` with a
  * remote LoadLibraryW, then run its hs_agent_init in a second remote

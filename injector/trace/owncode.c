@@ -2,14 +2,15 @@
  * injector/trace/owncode.c - hookscope's code in the target, from the
  * session (see owncode.h).
  */
-#include "trace/owncode.h"
+#include "injector/trace/owncode.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 #include "hookscope/session.h"
+#include "injector/trace/session_host.h"
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -17,16 +18,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xFF51AFD7ED558CCDull;
 }
 
-/* Make our view of [p, p + len) readable: the agent commits the tables
- * as they fill (as in collect.c, committing in our view too is harmless). */
-static int view_commit(void *p, uint64_t len)
-{
-    if (!len)
-        return 1;
-    uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(HS_PAGE - 1);
-    uintptr_t hi = ((uintptr_t)p + len + HS_PAGE - 1) & ~(uintptr_t)(HS_PAGE - 1);
-    return VirtualAlloc((void *)lo, hi - lo, MEM_COMMIT, PAGE_READWRITE) != NULL;
-}
 
 int hs_owncode_read(void *ctx, hs_owncode *o)
 {
@@ -34,8 +25,8 @@ int hs_owncode_read(void *ctx, hs_owncode *o)
     hs_session_header *h = src->view;
     uint32_t nmods = h->n_modules < h->max_modules ? h->n_modules : h->max_modules;
     uint32_t nfuncs = h->n_functions < h->max_functions ? h->n_functions : h->max_functions;
-    if (!view_commit(hs_session_module(src->view, 0), (uint64_t)nmods * h->module_rec_size) ||
-        !view_commit(hs_session_func(src->view, 0), (uint64_t)nfuncs * h->func_rec_size))
+    if (!hs_session_commit_ok(hs_session_module(src->view, 0), (uint64_t)nmods * h->module_rec_size) ||
+        !hs_session_commit_ok(hs_session_func(src->view, 0), (uint64_t)nfuncs * h->func_rec_size))
         return 0;
     uint64_t sig = mix(mix(h->agent_base, nmods), nfuncs);
     for (uint32_t i = 0; i < nmods; i++) {

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "sampler.h"
+#include "sampler/sampler.h"
 
 typedef struct hs_owncode_src {
     void *view;                /* the session */

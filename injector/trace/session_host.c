@@ -1,25 +1,25 @@
 /*
  * injector/trace/session_host.c - create the session (see session_host.h).
  */
-#include "trace/session_host.h"
+#include "injector/trace/session_host.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
-#include "base/util.h"
+#include "hook/base/util.h"
 
-static int create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options, const wchar_t *name);
+static int create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options, const wchar_t *name);
 
-int hs_session_create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options)
+int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options)
 {
     wchar_t name[64];
     swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)pid);
     return create(s, pid, o, options, name);
 }
 
-int hs_session_create_unique(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options)
+int hs_session_create_unique(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options)
 {
     static unsigned serial;
     wchar_t name[64];
@@ -45,7 +45,7 @@ int hs_session_open(hs_session_host *s, const wchar_t *name)
     return 0;
 }
 
-static int create(hs_session_host *s, DWORD pid, const hs_options *o, uint32_t options, const wchar_t *name)
+static int create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options, const wchar_t *name)
 {
     if (o->edges)
         options |= HS_OPT_EDGES;
@@ -117,4 +117,18 @@ void hs_session_close(hs_session_host *s)
     if (s->mapping)
         CloseHandle(s->mapping);
     memset(s, 0, sizeof *s);
+}
+
+int hs_session_commit_ok(void *p, uint64_t len)
+{
+    if (!len)
+        return 1;
+    uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(HS_PAGE - 1);
+    uintptr_t hi = ((uintptr_t)p + len + HS_PAGE - 1) & ~(uintptr_t)(HS_PAGE - 1);
+    return VirtualAlloc((void *)lo, hi - lo, MEM_COMMIT, PAGE_READWRITE) != NULL;
+}
+
+void hs_session_commit(void *p, uint64_t len)
+{
+    hs_session_commit_ok(p, len);
 }

@@ -1,15 +1,15 @@
 /*
  * injector/trace/target.c - the target program (see target.h).
  */
-#include "trace/target.h"
+#include "injector/trace/target.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
 
 #include "hookscope/path.h"
-#include "pe.h"
-#include "base/util.h"
+#include "hook/pe/pe.h"
+#include "hook/base/util.h"
 
 static int is_file(const wchar_t *p)
 {

@@ -1,19 +1,19 @@
 /*
  * injector/trace/trace.c - shared parts of run and attach (see trace.h).
  */
-#include "trace/trace.h"
+#include "injector/trace/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
-#include "commands/commands.h"
-#include "output/writers.h"
-#include "profile/resolve.h"
-#include "trace/checks.h"
-#include "trace/collect.h"
+#include "hook/base/util.h"
+#include "injector/output/writers.h"
+#include "injector/profile/resolve.h"
+#include "injector/trace/checks.h"
+#include "injector/profile/from_samples.h"
+#include "injector/profile/from_session.h"
 
 static volatile LONG interrupts;
 
@@ -33,7 +33,7 @@ static uint64_t rdtsc(void)
     return (uint64_t)hi << 32 | lo;
 }
 
-int hs_trace_begin(hs_trace *t, const hs_options *o)
+int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
 {
     memset(t, 0, sizeof *t);
     if (o->sample) {
@@ -45,7 +45,7 @@ int hs_trace_begin(hs_trace *t, const hs_options *o)
     t->outdir = o->outdir;
     t->keep_etl = o->keep_etl != 0;
     t->p = hs_profile_new();
-    t->p->command = hs_xstrdup(o->cmd->name);
+    t->p->command = hs_xstrdup(o->command);
     t->p->duration_s = o->duration;
     t->t0 = hs_now();
     t->tsc0 = rdtsc();
@@ -96,12 +96,12 @@ void hs_trace_sample_stop(hs_trace *t)
         hs_profile_warn(t->p, "sampling stopped early: a thread's context never came (it was resumed)");
     hs_log("sampling stopped: %llu CPU and %llu wait samples, %zu unique stacks; a thread stayed suspended "
            "%.0f us per sample (median; %.0f us at the 99th percentile); unwinding took %.1f us per sample",
-           (unsigned long long)hs_sampleset_total(t->samples, HS_STACK_CPU),
-           (unsigned long long)hs_sampleset_total(t->samples, HS_STACK_WAIT), hs_sampleset_unique(t->samples),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_CPU),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_WAIT), hs_sampleset_unique(t->samples),
            t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 
-int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options, bool unique)
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options, bool unique)
 {
     if ((unique ? hs_session_create_unique(&t->session, pid, o, options)
                 : hs_session_create(&t->session, pid, o, options)) < 0)
@@ -126,21 +126,21 @@ int hs_trace_interrupts(void)
     return (int)interrupts;
 }
 
-int hs_trace_check_filters(hs_trace *t, const hs_options *o)
+int hs_trace_check_filters(hs_trace *t, const hs_trace_config *o)
 {
     const hs_session_header *h = t->session.hdr;
     /* the functions found so far, named as the report will name them */
     hs_profile *p = hs_profile_new();
     p->pid = t->p->pid;
-    hs_collect(t->session.view, p);
-    hs_symconf conf = hs_options_symconf(o);
+    hs_profile_from_session(p, t->session.view, hs_session_commit);
+    hs_symconf conf = o->symbols;
     hs_profile_resolve(p, &conf);
     int rc = hs_check_at_start(o, p, h->pattern_matched, h->filter_matched, (h->options & HS_OPT_ATTACH) != 0);
     hs_profile_free(p);
     return rc;
 }
 
-int hs_trace_finish(hs_trace *t, const hs_options *o)
+int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
 {
     /* the run's end, before the sampler's own wind-down; the counter and
      * the TSC read together, for the TSC's rate over the whole run */
@@ -158,10 +158,10 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     if (h) {
         if (h->error_text[0])
             hs_profile_warn(p, "%s", h->error_text);
-        hs_collect(t->session.view, p);
+        hs_profile_from_session(p, t->session.view, hs_session_commit);
     }
     if (t->samples) {
-        hs_sampleset_to_profile(t->samples, p);
+        hs_profile_add_samples(p, t->samples);
         snprintf(p->sampling.backend, sizeof p->sampling.backend, "%s", t->stats.backend);
         p->sampling.etl_kept = t->keep_etl && !strcmp(t->stats.backend, "etw");
         p->sampling.rate_hz = t->rate_hz;
@@ -179,7 +179,7 @@ int hs_trace_finish(hs_trace *t, const hs_options *o)
     free(t->etl_path);
     t->etl_path = NULL;
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
-    hs_symconf conf = hs_options_symconf(o);
+    hs_symconf conf = o->symbols;
     p->srcline_on = o->srcline != 0;
     hs_profile_resolve(p, &conf);
     hs_profile_count_samples(p);
@@ -228,7 +228,7 @@ uint64_t hs_trace_live_samples(const hs_trace *t)
      * moves, so the samples it took come first. */
     if (!t->samples)
         return 0;
-    uint64_t counted = hs_sampleset_total(t->samples, HS_STACK_CPU) + hs_sampleset_total(t->samples, HS_STACK_WAIT);
+    uint64_t counted = hs_sampleset_total(t->samples, HS_SAMPLE_CPU) + hs_sampleset_total(t->samples, HS_SAMPLE_WAIT);
     uint64_t taken = hs_sampleset_taken(t->samples);
     return taken > counted ? taken : counted;
 }

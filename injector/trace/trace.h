@@ -8,12 +8,12 @@
 
 #include <stdint.h>
 
-#include "commands/options.h"
-#include "profile/profile.h"
-#include "sampler.h"
-#include "trace/fnservice.h"
-#include "trace/owncode.h"
-#include "trace/session_host.h"
+#include "injector/trace/config.h"
+#include "injector/profile/profile.h"
+#include "sampler/sampler.h"
+#include "injector/trace/fnservice.h"
+#include "injector/trace/owncode.h"
+#include "injector/trace/session_host.h"
 
 typedef struct hs_trace {
     hs_session_host session; /* no view with --no-hooks */
@@ -40,19 +40,19 @@ typedef struct hs_trace {
 
 /* Begin a trace; with sampling on, find the backend first. Returns 0, or
  * -1 after printing why the sampler cannot be used. */
-int hs_trace_begin(hs_trace *t, const hs_options *o);
+int hs_trace_begin(hs_trace *t, const hs_trace_config *o);
 /* Create the session for process pid and start the function service (the
  * agent asks it as soon as it is injected); unique: a session name of its
  * own, for an agent already loaded that is told the name. Returns 0, or
  * -1 after printing why. */
-int hs_trace_session(hs_trace *t, uint32_t pid, const hs_options *o, uint32_t options, bool unique);
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options, bool unique);
 /* A trace that ends before it ran: stop the service, drop the session. */
 void hs_trace_abandon(hs_trace *t);
 /* Ctrl+C presses since hs_trace_begin. */
 int hs_trace_interrupts(void);
 /* Right after hooking: if every -m module is loaded already, a function
  * filter that matched nothing never will. Prints why and returns -1 then. */
-int hs_trace_check_filters(hs_trace *t, const hs_options *o);
+int hs_trace_check_filters(hs_trace *t, const hs_trace_config *o);
 
 /* Start sampling process `pid` (after the hooks are in, before the
  * target runs on). Returns 0, or -1 after printing why. */
@@ -69,6 +69,6 @@ uint64_t hs_trace_live_samples(const hs_trace *t);
 
 /* Stop sampling; collect, name and write the reports; check that every
  * -m module was seen. Returns 0, or HS_EXIT_FAILED after printing why. */
-int hs_trace_finish(hs_trace *t, const hs_options *o);
+int hs_trace_finish(hs_trace *t, const hs_trace_config *o);
 
 #endif

@@ -17,9 +17,9 @@
  * A compressed buffer keeps these 72 bytes plain; BufferSize is then its
  * size in the file and SavedOffset the size once decompressed.
  */
-#include "internal.h"
+#include "sampler/etl/internal.h"
 
-#include "bytes.h"
+#include "hook/base/bytes.h"
 
 void hs_etl_bufhdr_parse(const uint8_t *p, hs_etl_bufhdr *b)
 {

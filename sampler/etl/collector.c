@@ -9,12 +9,13 @@
  * current record (thread start and rundown events), or found at the end
  * for threads only seen later (model.c).
  */
-#include "collector.h"
+#include "sampler/etl/collector.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../hook/grow.h"
+#include "hook/base/util.h"
+#include "hook/base/vec.h"
 
 static int oom(hs_etl_collector *c)
 {
@@ -155,7 +156,7 @@ static int on_image(void *ctx, const hs_etl_event *ev, const hs_etl_image_ev *v)
                              .timestamp = v->timestamp, .unload = HS_ETL_NEVER};
         if (!(im->path = hs_etl_arena_u16(&c->priv->arena, v->path, v->path_len)))
             return oom(c);
-        im->name = hs_etl_basename(im->path);
+        im->name = hs_basename(im->path);
         if (v->base >= t->kernel_boundary)
             im->flags |= HS_ETL_IMAGE_KERNEL;
         if (hs_etl_map_put(&c->img_now, v->base, pid, idx) < 0)

@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "map.h"
-#include "reader.h"
-#include "text.h"
+#include "sampler/etl/map.h"
+#include "sampler/etl/reader.h"
+#include "sampler/etl/text.h"
 
 /* How far back (in samples) a stack event may look for its sample. */
 #define HS_ETL_STACK_WINDOW 4096

@@ -11,7 +11,7 @@
  *                  37/38 StackKeyKernel/StackKeyUser
  *   ImageID:       0 ImageID, 36 DbgID_RSDS
  */
-#include "internal.h"
+#include "sampler/etl/internal.h"
 
 int hs_etl_dispatch(const hs_etl_event *ev, const hs_etl_observer *o, hs_etl_error *err)
 {

@@ -3,7 +3,7 @@
  * file (a byte offset, for a compressed buffer the buffer's offset and the
  * place in its decompressed data), then what.
  */
-#include "reader.h"
+#include "sampler/etl/reader.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * rundown) and of KernelTraceControl's ImageID and DbgID_RSDS records,
  * which name an image's original file name and its PDB.
  */
-#include "reader.h"
-#include "text.h"
+#include "sampler/etl/reader.h"
+#include "sampler/etl/text.h"
 
 int hs_etl_view_image(const hs_etl_event *ev, hs_etl_image_ev *out, hs_etl_error *err)
 {
@@ -36,7 +36,7 @@ int hs_etl_view_image(const hs_etl_event *ev, hs_etl_image_ev *out, hs_etl_error
         name = 3 * P + 32;
     }
     out->path = d + name;
-    out->path_len = (uint32_t)hs_etl_u16len(d + name, n - name, &next);
+    out->path_len = (uint32_t)hs_u16le_len(d + name, n - name, &next);
     return 0;
 short_:
     hs_etl_fail_event(err, ev, "image event (version %u) of %u bytes is too short for its layout",
@@ -57,7 +57,7 @@ int hs_etl_view_imageid(const hs_etl_event *ev, hs_etl_imageid_ev *out, hs_etl_e
     out->pid = hs_le32(d + 2 * P);
     out->timestamp = hs_le32(d + 2 * P + 4);
     out->name = d + 2 * P + 8;
-    out->name_len = (uint32_t)hs_etl_u16len(out->name, n - (2 * P + 8), &next);
+    out->name_len = (uint32_t)hs_u16le_len(out->name, n - (2 * P + 8), &next);
     return 0;
 }
 
@@ -74,6 +74,6 @@ int hs_etl_view_dbgid(const hs_etl_event *ev, hs_etl_dbgid_ev *out, hs_etl_error
     out->guid = d + P + 4;
     out->age = hs_le32(d + P + 20);
     out->pdb = d + P + 24;
-    out->pdb_len = (uint32_t)hs_etl_u8len(out->pdb, n - (P + 24), &next);
+    out->pdb_len = (uint32_t)hs_u8_len(out->pdb, n - (P + 24), &next);
     return 0;
 }

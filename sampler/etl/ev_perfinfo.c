@@ -2,7 +2,7 @@
  * sampler/etl/ev_perfinfo.c - the view of the PerfInfo SampledProfile
  * event: one CPU sample (the interrupted instruction and thread).
  */
-#include "reader.h"
+#include "sampler/etl/reader.h"
 
 int hs_etl_view_sample(const hs_etl_event *ev, hs_etl_sample_ev *out, hs_etl_error *err)
 {

@@ -2,8 +2,8 @@
  * sampler/etl/ev_process.c - the view of process events (start, end,
  * rundown, defunct): see views.h for the layout by version.
  */
-#include "reader.h"
-#include "text.h"
+#include "sampler/etl/reader.h"
+#include "sampler/etl/text.h"
 
 int hs_etl_view_process(const hs_etl_event *ev, hs_etl_process_ev *out, hs_etl_error *err)
 {
@@ -45,11 +45,11 @@ int hs_etl_view_process(const hs_etl_event *ev, hs_etl_process_ev *out, hs_etl_e
     }
     size_t next;
     out->name = d + name;
-    out->name_len = (uint32_t)hs_etl_u8len(d + name, n - name, &next);
+    out->name_len = (uint32_t)hs_u8_len(d + name, n - name, &next);
     if (ev->version >= 2) {
         size_t cl = name + next;
         out->cmdline = d + cl;
-        out->cmdline_len = (uint32_t)hs_etl_u16len(d + cl, n - cl, &next);
+        out->cmdline_len = (uint32_t)hs_u16le_len(d + cl, n - cl, &next);
     }
     return 0;
 short_:

@@ -4,7 +4,7 @@
  * a reference to a cached stack by key (StackKeyKernel / StackKeyUser),
  * and a key's definition (key create, delete, rundown).
  */
-#include "reader.h"
+#include "sampler/etl/reader.h"
 
 int hs_etl_view_stack(const hs_etl_event *ev, hs_etl_stack_ev *out, hs_etl_error *err)
 {

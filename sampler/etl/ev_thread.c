@@ -2,7 +2,7 @@
  * sampler/etl/ev_thread.c - the view of thread events (start, end,
  * rundown): the pid and the tid (their order changed after version 0).
  */
-#include "reader.h"
+#include "sampler/etl/reader.h"
 
 int hs_etl_view_thread(const hs_etl_event *ev, hs_etl_thread_ev *out, hs_etl_error *err)
 {

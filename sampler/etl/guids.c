@@ -5,7 +5,7 @@
  * KernelTraceControl's ImageID task (TraceEvent KernelTraceEventParser.cs,
  * SymbolTraceEventParser.cs).
  */
-#include "internal.h"
+#include "sampler/etl/internal.h"
 
 #include <string.h>
 

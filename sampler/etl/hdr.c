@@ -8,9 +8,9 @@
  * version), every other kind at offset 0. 0xFFFFFFFF is padding: no more
  * events in this buffer.
  */
-#include "internal.h"
+#include "sampler/etl/internal.h"
 
-#include "bytes.h"
+#include "hook/base/bytes.h"
 
 int hs_etl_hdr_parse(const uint8_t *p, size_t avail, hs_etl_event *ev, int *has_ts, const char **why)
 {

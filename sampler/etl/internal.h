@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
+#include "sampler/etl/reader.h"
 
 #define HS_ETL_BUFHDR 72                        /* sizeof(WMI_BUFFER_HEADER) */
 #define HS_ETL_MAX_BUFFER (64u << 20)           /* larger is taken for corruption */

@@ -12,12 +12,12 @@
  *   clock type), 260+2P BuffersLost, then the logger name and the log file
  *   name as NUL-terminated UTF-16.
  */
-#include "internal.h"
+#include "sampler/etl/internal.h"
 
 #include <string.h>
 
-#include "bytes.h"
-#include "text.h"
+#include "hook/base/bytes.h"
+#include "sampler/etl/text.h"
 
 int hs_etl_logfile_parse(const hs_etl_event *ev, uint32_t state, hs_etl_info *info, hs_etl_error *err)
 {
@@ -71,10 +71,10 @@ int hs_etl_logfile_parse(const hs_etl_event *ev, uint32_t state, hs_etl_info *in
     }
     info->compressed = (info->log_file_mode & HS_ETL_MODE_COMPRESSED) != 0;
     info->compression = info->compressed ? (state & 0xFFFF) : HS_ETL_COMP_NONE;
-    size_t next, len = hs_etl_u16len(d + strings, n - strings, &next);
-    hs_etl_u16_to_utf8(d + strings, len, info->logger_name, sizeof info->logger_name);
+    size_t next, len = hs_u16le_len(d + strings, n - strings, &next);
+    hs_utf16le_to_utf8(d + strings, len, info->logger_name, sizeof info->logger_name);
     size_t at = strings + next;
-    len = hs_etl_u16len(d + at, n - at, &next);
-    hs_etl_u16_to_utf8(d + at, len, info->log_file_name, sizeof info->log_file_name);
+    len = hs_u16le_len(d + at, n - at, &next);
+    hs_utf16le_to_utf8(d + at, len, info->log_file_name, sizeof info->log_file_name);
     return 0;
 }

@@ -13,11 +13,11 @@
  * A chunk stands for 4096 bytes of output: one that writes fewer and is
  * followed by another is padded with zeros, as RtlDecompressBuffer does.
  */
-#include "decompress.h"
+#include "sampler/etl/decompress.h"
 
 #include <string.h>
 
-#include "bytes.h"
+#include "hook/base/bytes.h"
 
 #define CHUNK 4096
 #define FAIL(msg) do { *at = ip; *why = (msg); return -1; } while (0)

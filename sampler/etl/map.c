@@ -2,11 +2,11 @@
  * sampler/etl/map.c - the pair-keyed hash map (see map.h): linear probing,
  * deleted slots marked, the table doubled (and cleaned) at 60% load.
  */
-#include "map.h"
+#include "sampler/etl/map.h"
 
 #include <stdlib.h>
 
-#include "../etl.h"
+#include "sampler/etl/etl.h"
 
 static size_t hash(uint64_t a, uint64_t b)
 {

@@ -6,7 +6,7 @@
  * hs_etl_image_at and hs_etl_process_at. Also the entry points that read a
  * whole file into a model, and its release.
  */
-#include "collector.h"
+#include "sampler/etl/collector.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,15 +11,15 @@
  * by (timestamp, CPU). Every loop advances by at least 8 bytes or one
  * buffer, so a corrupt file cannot make it spin.
  */
-#include "reader.h"
+#include "sampler/etl/reader.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bytes.h"
-#include "decompress.h"
-#include "internal.h"
+#include "hook/base/bytes.h"
+#include "sampler/etl/decompress.h"
+#include "sampler/etl/internal.h"
 
 #ifdef _WIN32
 #define hs_fseek _fseeki64

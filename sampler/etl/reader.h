@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../etl.h"
-#include "views.h"
+#include "sampler/etl/etl.h"
+#include "sampler/etl/views.h"
 
 /* Trace header kinds: the byte at offset 2 of every event. */
 enum {

@@ -25,12 +25,12 @@
  * A stack is kern_depth kernel frames then user_depth user frames, both
  * in the frame pool; one user part shared by many samples is stored once.
  */
-#include "collector.h"
+#include "sampler/etl/collector.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../hook/grow.h"
+#include "hook/base/vec.h"
 
 static int oom(hs_etl_collector *c)
 {

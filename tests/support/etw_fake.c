@@ -1,12 +1,12 @@
 /*
  * tests/support/etw_fake.c - see etw_fake.h.
  */
-#include "etw_fake.h"
+#include "tests/support/etw_fake.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "etl_build.h"
+#include "tests/unit/etl_build.h"
 
 static etw_fake *fake;
 #define FAKE_HANDLE 0x51u

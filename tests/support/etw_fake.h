@@ -1,6 +1,6 @@
 /*
  * tests/support/etw_fake.h - a fake of the system's ETW functions for the
- * live ETW layer (sampler/etw_win.h): it records every call, can fail any
+ * live ETW layer (sampler/etw/etw_session_win.h): it records every call, can fail any
  * step on request, keeps a "machine" sampling interval and a foreign
  * session ("NT Kernel Logger") that must never be touched, and when its
  * session is stopped writes a synthetic .etl file (tests/unit/etl_build.h,
@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "etw_win.h"
+#include "sampler/etw/etw_session_win.h"
 
 #define FAKE_MAX_CALLS 64
 #define FAKE_MAX_SAMPLES 16

@@ -33,7 +33,7 @@
 #include <tlhelp32.h>
 #include <winternl.h>
 
-#include "etw_fake.h"
+#include "tests/support/etw_fake.h"
 
 #define KERNEL_BASE 0xfffff80000000000ull
 

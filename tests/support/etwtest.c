@@ -1,5 +1,5 @@
 /*
- * tests/support/etwtest.c - the live ETW layer (sampler/etw_win.h) against
+ * tests/support/etwtest.c - the live ETW layer (sampler/etw/etw_session_win.h) against
  * a fake of the system's ETW functions (etw_fake.h), under Wine: the calls
  * it makes and their order, the private session's settings, the global
  * sampling interval read, set and put back on every way out, no foreign
@@ -12,13 +12,13 @@
 #include <string.h>
 #include <windows.h>
 
-#include "base/util.h"
-#include "etl.h"
-#include "etw_fake.h"
-#include "etw_win.h"
-#include "profile/from_etl.h"
-#include "profile/profile.h"
-#include "profile/resolve.h"
+#include "hook/base/util.h"
+#include "sampler/etl/etl.h"
+#include "tests/support/etw_fake.h"
+#include "sampler/etw/etw_session_win.h"
+#include "injector/profile/from_etl.h"
+#include "injector/profile/profile.h"
+#include "injector/profile/resolve.h"
 
 static int failures;
 

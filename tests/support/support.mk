@@ -14,7 +14,7 @@ PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
 # hookscope's own debug-information readers (injector/symbols), without the
 # facade and backends that need the rest of the injector
 DEBUGINFO_C   := $(addprefix injector/symbols/,symtab.c msf.c pdb.c rsds.c locate.c dwarf.c \
-                   undecorate.c debuginfo.c) hook/pe.c
+                   undecorate.c debuginfo.c) hook/pe/pe.c
 DEBUGINFO_WIN := $(addprefix injector/symbols/,symfs_win.c undecorate_win.c dbghelp_win.c)
 DEBUGINFO_NAT := $(addprefix injector/symbols/,symfs_posix.c undecorate_posix.c)
 
@@ -44,7 +44,7 @@ ASAN_PDB := $(B)/native/asan/test_pdb
 $(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(DEBUGINFO_C) $(DEBUGINFO_NAT)
 	@mkdir -p $(dir $@)
 	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -Itests/unit -o $@ $^ -lstdc++
+	    -I$(B)/inc/tests -o $@ $^ -lstdc++
 
 .PHONY: unit-asan
 unit-asan: $(ASAN_PDB)
@@ -55,8 +55,7 @@ unit-asan: $(ASAN_PDB)
 ETWTEST_WIN := $(B)/tests/etwtest.exe
 ETWTEST_OBJ := $(call win_obj,tests/support/etwtest.c tests/support/etw_fake.c tests/unit/etl_build.c \
                  $(filter-out injector/main.c injector/commands/% injector/trace/%,$(INJ_C)) \
-                 $(HOOK_CORE) $(HOOK_WIN) $(SAMPLER_C))
-$(B)/win/tests/support/etwtest.o $(B)/win/tests/support/etw_fake.o: WCFLAGS += -Itests/support -Itests/unit
+                 $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN))
 $(ETWTEST_WIN): $(ETWTEST_OBJ) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
 	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lntdll -lwinmm
@@ -67,7 +66,6 @@ test-targets: $(ETWTEST_WIN)
 # runs with --sampler etw (tests/test_etw_run.py)
 ETWFAKE_DLL := $(B)/tests/etw_fake.dll
 ETWFAKE_OBJ := $(call win_obj,tests/support/etw_fake_dll.c tests/support/etw_fake.c tests/unit/etl_build.c)
-$(B)/win/tests/support/etw_fake_dll.o: WCFLAGS += -Itests/support -Itests/unit
 $(ETWFAKE_DLL): $(ETWFAKE_OBJ)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) -static-libgcc -lntdll

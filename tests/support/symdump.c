@@ -38,15 +38,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pe.h"
-#include "symbols/dwarf.h"
-#include "symbols/locate.h"
-#include "symbols/pdb.h"
-#include "symbols/symfs.h"
-#include "symbols/symtab.h"
-#include "symbols/undecorate.h"
+#include "hook/pe/pe.h"
+#include "injector/symbols/dwarf.h"
+#include "injector/symbols/locate.h"
+#include "injector/symbols/pdb.h"
+#include "injector/symbols/symfs.h"
+#include "injector/symbols/symtab.h"
+#include "injector/symbols/undecorate.h"
 #ifdef _WIN32
-#include "symbols/dbghelp_win.h"
+#include "injector/symbols/dbghelp_win.h"
 #endif
 
 static int usage(void)

@@ -1,5 +1,5 @@
 /*
- * suspendtest: drives hook/suspend_win.c in tight loops, for
+ * suspendtest: drives hook/suspend/threads_win.c in tight loops, for
  * tests/test_suspend.py. The victim is another process (threadstorm.exe,
  * which counts the progress of every kind of thread it has, so a thread
  * left suspended shows there) or this process itself.
@@ -38,7 +38,7 @@
 #include <string.h>
 #include <windows.h>
 
-#include "suspend_win.h"
+#include "hook/suspend/threads_win.h"
 
 typedef LONG (NTAPI *next_thread_fn)(HANDLE, HANDLE, ACCESS_MASK, ULONG, ULONG, HANDLE *);
 

@@ -86,7 +86,7 @@ $(TGT_DIR)/switchtab.exe: tests/targets/switchtab.c
 	$(CLANG_MINGW) -O2 -gdwarf-4 -Wall -o $@ $<
 test-targets: $(TGT_DIR)/switchtab.exe
 
-# suspendtest.exe drives hook/suspend_win.c itself (built into it)
-TGT_EXTRA_suspendtest := -Ihook -DUNICODE -D_UNICODE
-TGT_LIBS_suspendtest := hook/suspend_win.c
-$(TGT_DIR)/suspendtest.exe: hook/suspend_win.c hook/suspend_win.h
+# suspendtest.exe drives hook/suspend/threads_win.c itself (built into it)
+TGT_EXTRA_suspendtest := -I$(B)/inc/hook -DUNICODE -D_UNICODE
+TGT_LIBS_suspendtest := hook/suspend/threads_win.c
+$(TGT_DIR)/suspendtest.exe: hook/suspend/threads_win.c hook/suspend/threads_win.h | $(INC_FARMS)

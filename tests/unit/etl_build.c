@@ -2,7 +2,7 @@
  * tests/unit/etl_build.c - the synthetic .etl writer and the test-side
  * [MS-XCA] compressors (see etl_build.h).
  */
-#include "etl_build.h"
+#include "tests/unit/etl_build.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * tests/unit/tap.c - the one-line-per-case report (see tap.h).
  */
-#include "tap.h"
+#include "tests/unit/tap.h"
 
 #include <stdio.h>
 

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_dcli.c - `hookscope dtrace`'s command line and D subset
  * (injector/dtrace/dcli.c), and DTrace's aggregation layout
- * (injector/output/dtrace.c), natively.
+ * (injector/output/dtrace_agg.c), natively.
  *
  * The command line is cargo-flamegraph's exact argument vector (its
  * src/lib.rs) and DTrace-for-Windows one-liners; the layout is checked
@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
-#include "dtrace/dcli.h"
-#include "output/dtrace.h"
-#include "profile/load.h"
-#include "tap.h"
+#include "hook/base/util.h"
+#include "injector/dtrace/dcli.h"
+#include "injector/output/dtrace_agg.h"
+#include "injector/profile/load.h"
+#include "tests/unit/tap.h"
 
 static void test_split(void)
 {

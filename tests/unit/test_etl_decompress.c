@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sampler/etl/decompress.h"
-#include "etl_build.h"
-#include "tap.h"
+#include "sampler/etl/decompress.h"
+#include "tests/unit/etl_build.h"
+#include "tests/unit/tap.h"
 
 static void hex(const char *s, uint8_t *out, size_t *n)
 {

@@ -31,9 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sampler/etl.h"
-#include "../../sampler/etl/reader.h"
-#include "tap.h"
+#include "sampler/etl/etl.h"
+#include "sampler/etl/reader.h"
+#include "tests/unit/tap.h"
 
 #define PPT "build/fixtures/etl/ppt-win7-x64.etl"
 #define PV "build/fixtures/etl/perfview-win10-x86.etl"

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sampler/etl.h"
-#include "etl_build.h"
-#include "tap.h"
+#include "sampler/etl/etl.h"
+#include "tests/unit/etl_build.h"
+#include "tests/unit/tap.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 

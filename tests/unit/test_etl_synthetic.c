@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sampler/etl.h"
-#include "../../sampler/etl/reader.h"
-#include "etl_build.h"
-#include "tap.h"
+#include "sampler/etl/etl.h"
+#include "sampler/etl/reader.h"
+#include "tests/unit/etl_build.h"
+#include "tests/unit/tap.h"
 
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
 static char name[160];

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hook.h"
-#include "tap.h"
+#include "hook/engine/hook.h"
+#include "tests/unit/tap.h"
 
 #define A 0x140001000ull            /* where the function runs */
 #define T (A + 0x100000ull)         /* trampoline, +1 MB */

@@ -35,10 +35,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "hook.h"
-#include "pe.h"
-#include "tap.h"
-#include "xcase.h"
+#include "hook/engine/hook.h"
+#include "hook/pe/pe.h"
+#include "tests/unit/tap.h"
+#include "tests/unit/xcase.h"
 
 static const char *const modules[] = {
     "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows/ntdll.dll",

@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hook.h"
-#include "tap.h"
-#include "xcase.h"
+#include "hook/engine/hook.h"
+#include "tests/unit/tap.h"
+#include "tests/unit/xcase.h"
 
 struct exec_case {
     const char *name, *text;
@@ -36,7 +36,7 @@ struct exec_case {
     uint64_t poke_addr[2], poke_val[2];
 };
 
-#include "exec_cases.h"
+#include "tests/unit/exec_cases.h"
 
 struct real_case {
     const char *name;
@@ -44,7 +44,7 @@ struct real_case {
     uint32_t gap_before, size, gap_after;
 };
 
-#include "real_prologues.h"
+#include "tests/unit/real_prologues.h"
 
 static void tweak(xr_input *in, int v, void *ctx)
 {

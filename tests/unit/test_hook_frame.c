@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook.h"
-#include "tap.h"
+#include "hook/engine/hook.h"
+#include "tests/unit/tap.h"
 
 struct frame_case {
     const char *name;
@@ -21,7 +21,7 @@ struct frame_case {
     unsigned flags, noflags;   /* must be set / must not be set */
 };
 
-#include "frame_cases.h"
+#include "tests/unit/frame_cases.h"
 
 int main(void)
 {

@@ -30,16 +30,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pe.h"
-#include "tap.h"
-#include "symbols/debuginfo.h"
-#include "symbols/dwarf.h"
-#include "symbols/locate.h"
-#include "symbols/pdb.h"
-#include "symbols/rsds.h"
-#include "symbols/symfs.h"
-#include "symbols/symtab.h"
-#include "symbols/undecorate.h"
+#include "hook/pe/pe.h"
+#include "tests/unit/tap.h"
+#include "injector/symbols/debuginfo.h"
+#include "injector/symbols/dwarf.h"
+#include "injector/symbols/locate.h"
+#include "injector/symbols/pdb.h"
+#include "injector/symbols/rsds.h"
+#include "injector/symbols/symfs.h"
+#include "injector/symbols/symtab.h"
+#include "injector/symbols/undecorate.h"
 
 static uint8_t *slurp(const char *path, size_t *size)
 {

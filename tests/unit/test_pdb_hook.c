@@ -23,13 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook.h"
-#include "pe.h"
-#include "tap.h"
-#include "xcase.h"
-#include "symbols/pdb.h"
-#include "symbols/symfs.h"
-#include "symbols/symtab.h"
+#include "hook/engine/hook.h"
+#include "hook/pe/pe.h"
+#include "tests/unit/tap.h"
+#include "tests/unit/xcase.h"
+#include "injector/symbols/pdb.h"
+#include "injector/symbols/symfs.h"
+#include "injector/symbols/symtab.h"
 
 typedef struct img_ctx {
     const hs_pe *pe;

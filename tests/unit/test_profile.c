@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
-#include "base/util.h"
-#include "output/writers.h"
-#include "profile/load.h"
-#include "profile/profile.h"
-#include "tap.h"
+#include "injector/profile/json_read.h"
+#include "hook/base/util.h"
+#include "injector/output/writers.h"
+#include "injector/profile/load.h"
+#include "injector/profile/profile.h"
+#include "tests/unit/tap.h"
 
 #define PROFILES "tests/unit/profiles"
 

@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classify.h"
-#include "codemap.h"
-#include "profile/profile.h"
-#include "sampler.h"
-#include "tap.h"
-#include "unwind.h"
+#include "sampler/suspend/classify.h"
+#include "sampler/codemap.h"
+#include "injector/profile/from_samples.h"
+#include "sampler/sampler.h"
+#include "tests/unit/tap.h"
+#include "hook/unwind/unwinder.h"
 
 /* ---- a synthetic target: memory regions ------------------------------------- */
 
@@ -407,7 +407,7 @@ typedef struct tally {
 static void count_kind(void *ctx, uint32_t stack, uint8_t kind)
 {
     tally *t = ctx;
-    if (kind == HS_STACK_CPU)
+    if (kind == HS_SAMPLE_CPU)
         t->cpu[stack]++;
     else
         t->wait[stack]++;
@@ -567,33 +567,33 @@ static void test_sampleset(void)
 {
     hs_sampleset *s = hs_sampleset_new();
     uint64_t a[] = { 0x140001010, 0x140001100 }, b[] = { 0x140001020, 0x140001100 };
-    hs_sample smp = { 1, 20, 0, HS_STACK_CPU, false, 2, a };
+    hs_sample smp = { 1, 20, 0, HS_SAMPLE_CPU, false, 2, a };
     for (int i = 0; i < 5; i++)
         hs_sampleset_add(s, &smp);
     smp.frames = b;
     hs_sampleset_add(s, &smp);
-    smp.kind = HS_STACK_WAIT;
+    smp.kind = HS_SAMPLE_WAIT;
     hs_sampleset_add(s, &smp);
     smp.tid = 10;
-    smp.kind = HS_STACK_CPU;
+    smp.kind = HS_SAMPLE_CPU;
     hs_sampleset_add(s, &smp);
     uint32_t id = hs_sampleset_stack(s, 20, false, a, 2);
-    hs_sampleset_count(s, id, HS_STACK_WAIT, 2);
+    hs_sampleset_count(s, id, HS_SAMPLE_WAIT, 2);
     hs_sampleset_lost(s, 3);
     hs_sampleset_thread(s, 20, 1.5);
     hs_sampleset_module(s, "C:\\t\\t.exe", 0x140000000, 0x4000, 7, false, false);
     hs_sampleset_module(s, "C:\\w\\late.dll", 0x180000000, 0x2000, 9, true, false);
-    tap_check(hs_sampleset_unique(s) == 3 && hs_sampleset_total(s, HS_STACK_CPU) == 7 &&
-                  hs_sampleset_total(s, HS_STACK_WAIT) == 3,
+    tap_check(hs_sampleset_unique(s) == 3 && hs_sampleset_total(s, HS_SAMPLE_CPU) == 7 &&
+                  hs_sampleset_total(s, HS_SAMPLE_WAIT) == 3,
               "set/intern and count", "unique %zu", hs_sampleset_unique(s));
     hs_sampleset_taken_add(s, 4);
     hs_sampleset_taken_add(s, 1);
-    tap_check(hs_sampleset_taken(s) == 5 && hs_sampleset_total(s, HS_STACK_CPU) == 7,
+    tap_check(hs_sampleset_taken(s) == 5 && hs_sampleset_total(s, HS_SAMPLE_CPU) == 7,
               "set/taken apart from counted", "taken %llu", (unsigned long long)hs_sampleset_taken(s));
 
     hs_profile *p = hs_profile_new();
     hs_profile_add_module(p, "C:\\t\\t.exe", 0x140000000, 0x4000);
-    hs_sampleset_to_profile(s, p);
+    hs_profile_add_samples(p, s);
     /* stacks: CPU then wait; by thread, then frames */
     int order_ok = p->nstacks == 5 && p->stacks[0].kind == HS_STACK_CPU && p->stacks[0].tid == 10 &&
                    p->stacks[1].tid == 20 && p->stacks[1].addrs[0] == a[0] && p->stacks[1].count == 5 &&

@@ -22,12 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codemap.h"
-#include "pe.h"
-#include "tap.h"
-#include "unwind.h"
-#include "unwind_cases.h"
-#include "xrun.h"
+#include "sampler/codemap.h"
+#include "hook/pe/pe.h"
+#include "tests/unit/tap.h"
+#include "hook/unwind/unwinder.h"
+#include "tests/unit/unwind_cases.h"
+#include "tests/unit/xrun.h"
 
 #define BASE XR_CODE           /* the image's base: all of it in the code region */
 #define ENTRY_RSP (XR_STACK + 0x7FF8)

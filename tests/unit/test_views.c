@@ -12,12 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/util.h"
-#include "output/flametree.h"
-#include "output/writers.h"
-#include "profile/diff.h"
-#include "profile/load.h"
-#include "tap.h"
+#include "hook/base/util.h"
+#include "injector/output/flametree.h"
+#include "injector/output/writers.h"
+#include "injector/profile/match.h"
+#include "injector/profile/load.h"
+#include "tests/unit/tap.h"
 
 #define PROFILES "tests/unit/profiles"
 

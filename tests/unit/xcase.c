@@ -1,9 +1,9 @@
 /*
  * tests/unit/xcase.c - the differential case runner (see xcase.h).
  */
-#include "xcase.h"
+#include "tests/unit/xcase.h"
 
-#include "emit.h"
+#include "hook/engine/emit.h"
 
 #include <capstone/capstone.h>
 #include <stdio.h>

@@ -7,8 +7,8 @@
 #ifndef HS_TEST_XCASE_H
 #define HS_TEST_XCASE_H
 
-#include "hook.h"
-#include "xrun.h"
+#include "hook/engine/hook.h"
+#include "tests/unit/xrun.h"
 
 typedef struct xc_func {
     const char *name;

@@ -10,7 +10,7 @@
  * into the result and siglongjmps back to xr_run.
  */
 #define _GNU_SOURCE
-#include "xrun.h"
+#include "tests/unit/xrun.h"
 
 #include <asm/prctl.h>
 #include <cpuid.h>

@@ -1,0 +1,79 @@
+/*
+ * hook/engine/emit.h - a small x86-64 code writer for trampolines and stubs.
+ *
+ * The writer appends to a caller-owned buffer that will run at `base`.
+ * Every append is bounds-checked: on overflow `overflow` is set and
+ * nothing more is written, so a sequence of emits needs one check at the
+ * end. Functions returning int give -1 when a relative target does not
+ * reach (and write nothing).
+ */
+#ifndef HOOKSCOPE_EMIT_H
+#define HOOKSCOPE_EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hs_emit {
+    uint8_t *buf;
+    size_t cap;
+    size_t len;
+    uint64_t base;   /* runtime address of buf[0] */
+    int overflow;
+} hs_emit;
+
+/* x86 condition codes (the low nibble of 0x7x / 0x0F 0x8x). */
+enum {
+    HS_CC_O = 0, HS_CC_NO, HS_CC_B, HS_CC_AE, HS_CC_E, HS_CC_NE, HS_CC_BE, HS_CC_A,
+    HS_CC_S, HS_CC_NS, HS_CC_P, HS_CC_NP, HS_CC_L, HS_CC_GE, HS_CC_LE, HS_CC_G,
+};
+
+/* Register numbers as encoded (rax=0 ... r15=15). */
+enum {
+    HS_RAX = 0, HS_RCX, HS_RDX, HS_RBX, HS_RSP, HS_RBP, HS_RSI, HS_RDI,
+    HS_R8, HS_R9, HS_R10, HS_R11, HS_R12, HS_R13, HS_R14, HS_R15,
+};
+
+void hs_emit_init(hs_emit *e, uint8_t *buf, size_t cap, uint64_t base);
+
+static inline uint64_t hs_emit_pc(const hs_emit *e) { return e->base + e->len; }
+
+/* Does a rel32 field ending at `next` (the address after the instruction)
+ * reach `target`? */
+int hs_rel32_fits(uint64_t next, uint64_t target);
+
+void hs_emit_bytes(hs_emit *e, const void *p, size_t n);
+void hs_emit_u8(hs_emit *e, uint8_t v);
+void hs_emit_u16(hs_emit *e, uint16_t v);
+void hs_emit_u32(hs_emit *e, uint32_t v);
+void hs_emit_u64(hs_emit *e, uint64_t v);
+
+/* jmp rel32 (5 bytes). */
+int hs_emit_jmp_rel32(hs_emit *e, uint64_t target);
+/* jmp qword [rip+0]; dq target (14 bytes, reaches anywhere, clobbers nothing). */
+void hs_emit_jmp_abs(hs_emit *e, uint64_t target);
+/* jmp rel32 when it reaches, else the absolute form. */
+void hs_emit_jmp(hs_emit *e, uint64_t target);
+/* call qword [rip+2]; jmp +8; dq target (16 bytes): an absolute call. */
+void hs_emit_call_abs(hs_emit *e, uint64_t target);
+/* jcc rel32 (6 bytes). */
+int hs_emit_jcc_rel32(hs_emit *e, int cc, uint64_t target);
+/* j!cc over an absolute jmp (2 + 14 bytes). */
+void hs_emit_jcc_abs(hs_emit *e, int cc, uint64_t target);
+/* jcc rel32 when it reaches, else the inverted form. */
+void hs_emit_jcc(hs_emit *e, int cc, uint64_t target);
+
+/* Push a 64-bit constant without touching any register or flag:
+ * lea rsp,[rsp-8]; mov dword [rsp],lo; mov dword [rsp+4],hi (20 bytes). */
+void hs_emit_push_imm64(hs_emit *e, uint64_t v);
+
+/* push/pop of a general register (with REX.B for r8-r15). */
+void hs_emit_push_reg(hs_emit *e, int reg);
+void hs_emit_pop_reg(hs_emit *e, int reg);
+
+/* mov reg, imm64 (10 bytes). */
+void hs_emit_mov_reg_imm64(hs_emit *e, int reg, uint64_t v);
+
+/* int3 fill up to `n` bytes. */
+void hs_emit_int3_fill(hs_emit *e, size_t n);
+
+#endif

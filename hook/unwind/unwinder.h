@@ -1,0 +1,96 @@
+/*
+ * hook/unwind/unwinder.h - an x64 stack unwinder that runs outside the thread
+ * it walks: on a copy of that thread's stack, with the images' unwind
+ * data (.pdata RUNTIME_FUNCTION entries and their UNWIND_INFO) and code
+ * bytes read through callbacks. Plain C, no Windows API, so that it is
+ * unit-tested natively with synthetic images and stacks.
+ *
+ * One step unwinds one frame the way RtlVirtualUnwind does:
+ *   - in an epilogue (add rsp / lea rsp,[frame] ; pops ; ret or a tail
+ *     jump): the rest of the epilogue is emulated;
+ *   - otherwise the unwind codes that the prologue has executed so far
+ *     are undone (pushes, allocations, the frame register, saves, a
+ *     machine frame), chained entries included; then the return address
+ *     is popped;
+ *   - code of an image without an entry is a leaf: the return address is
+ *     at rsp;
+ *   - code the lookup marks for emulation (generated code that has no
+ *     unwind data, such as the few instructions of an entry stub between
+ *     its described ranges) is run forward, instruction by instruction,
+ *     as long as it only pushes, pops, moves constants or loads into
+ *     registers, and jumps: until it reaches code with unwind data (the
+ *     same frame, in a described state) or returns.
+ */
+#ifndef HOOKSCOPE_SAMPLER_UNWIND_H
+#define HOOKSCOPE_SAMPLER_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* x64 register numbers (as in unwind codes and ModRM) */
+enum {
+    HS_R_RAX, HS_R_RCX, HS_R_RDX, HS_R_RBX, HS_R_RSP, HS_R_RBP, HS_R_RSI, HS_R_RDI,
+    HS_R_R8, HS_R_R9, HS_R_R10, HS_R_R11, HS_R_R12, HS_R_R13, HS_R_R14, HS_R_R15,
+};
+
+typedef struct hs_uw_regs {
+    uint64_t r[16];            /* by register number; r[HS_R_RSP] is the stack pointer */
+    uint64_t rip;
+} hs_uw_regs;
+
+/* What the code at an address is, for the unwinder. */
+enum hs_uw_kind {
+    HS_UW_UNKNOWN = 0,         /* no known code there */
+    HS_UW_TABLE,               /* covered by a function entry (*entry filled) */
+    HS_UW_LEAF,                /* in an image, but no entry covers it: a leaf */
+    HS_UW_EMULATE,             /* generated code without unwind data: run forward */
+};
+
+/* A RUNTIME_FUNCTION and the base its RVAs are relative to. */
+typedef struct hs_uw_entry {
+    uint64_t base;
+    uint32_t begin, end, unwind;
+} hs_uw_entry;
+
+typedef struct hs_uw_env {
+    void *ctx;
+    /* Classify pc (an hs_uw_kind); fill *e for HS_UW_TABLE. */
+    int (*lookup)(void *ctx, uint64_t pc, hs_uw_entry *e);
+    /* Read len bytes of code or unwind data at addr: 0, or -1 if unreadable. */
+    int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+} hs_uw_env;
+
+/* The thread's stack, copied at the sample: [lo, lo + len). */
+typedef struct hs_uw_stack {
+    uint64_t lo;
+    const uint8_t *data;
+    size_t len;
+    bool complete;             /* the copy reaches the stack's base */
+} hs_uw_stack;
+
+/* Why a walk ended. */
+enum hs_uw_stop {
+    HS_UW_END = 0,             /* a return address of 0, or the base of a complete stack */
+    HS_UW_TRUNCATED,           /* beyond the copied part of the stack, or the frame limit */
+    HS_UW_UNKNOWN_PC,          /* a return address outside every known code (see unknown_pc) */
+    HS_UW_BAD,                 /* unwind data or code that cannot be followed; the stack does
+                                  not move up */
+};
+
+typedef struct hs_uw_result {
+    uint32_t n;                /* frames written */
+    int stop;                  /* hs_uw_stop */
+    uint64_t unknown_pc;       /* HS_UW_UNKNOWN_PC: the address */
+} hs_uw_result;
+
+/* Unwind one frame: regs (rip, rsp, nonvolatile registers) become the
+ * caller's. Returns HS_UW_END (0) on success, else why it cannot. */
+int hs_unwind_step(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs);
+
+/* Walk from regs: frames[0] = regs->rip, then one return address per
+ * caller, leaf first, at most max frames. */
+hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const hs_uw_regs *regs,
+                            uint64_t *frames, uint32_t max);
+
+#endif

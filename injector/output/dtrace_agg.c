@@ -1,0 +1,174 @@
+/*
+ * injector/output/dtrace_agg.c - DTrace's aggregation output (see dtrace.h),
+ * and the "dtrace" writer of the writers table: @[ustack()] = count() of
+ * the stacks a flame graph shows (CPU samples, else entry stacks).
+ *
+ * Layout, as libdtrace's dt_consume.c prints it: dtrace(1) prints "\n"
+ * once the tracing stops, then each aggregation record: every key (a
+ * string key as "  %-50s"; a ustack() key as "\n" and one line per frame,
+ * indented 14 spaces), then the value as " %16lld", then "\n". Records
+ * come in ascending order of value.
+ */
+#include "injector/output/dtrace_agg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook/base/util.h"
+#include "injector/output/stackset.h"
+#include "injector/output/writers.h"
+
+typedef struct rec {
+    char *key;                   /* the record's text before the value */
+    uint64_t count;
+} rec;
+
+typedef struct recs {
+    rec *v;
+    size_t n, cap;
+} recs;
+
+static void add(recs *r, char *key, uint64_t count)
+{
+    hs_xgrow(&r->v, &r->cap, r->n + 1, sizeof *r->v);
+    r->v[r->n].key = key;
+    r->v[r->n].count = count;
+    r->n++;
+}
+
+/* A growing string. */
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    hs_xgrow(&b->s, &b->cap, b->n + n + 1, 1);
+    memcpy(b->s + b->n, s, n + 1);
+    b->n += n;
+}
+
+/* One frame as ustack() prints it. */
+static void frame_text(const hs_profile *p, hs_loc l, char *buf, size_t len)
+{
+    if (l.func >= 0) {
+        const hs_prof_func *f = &p->funcs[l.func];
+        if (l.off)
+            snprintf(buf, len, "%s`%s+0x%llx", p->modules[f->module].name, f->name, (unsigned long long)l.off);
+        else
+            snprintf(buf, len, "%s`%s", p->modules[f->module].name, f->name);
+    } else if (l.module >= 0) {
+        snprintf(buf, len, "%s`0x%llx", p->modules[l.module].name,
+                 (unsigned long long)(p->modules[l.module].base + l.off));
+    } else {
+        snprintf(buf, len, "0x%llx", (unsigned long long)l.off);
+    }
+    for (char *c = buf; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = '?';
+}
+
+static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, sbuf *b)
+{
+    uint32_t n = max && st->nframes > max ? max : st->nframes;
+    sb_add(b, "\n");
+    for (uint32_t d = 0; d < n; d++) {
+        char buf[700];
+        frame_text(p, st->frames[d], buf, sizeof buf);
+        sb_add(b, "              ");
+        sb_add(b, buf);
+        sb_add(b, "\n");
+    }
+}
+
+static void func_key(const char *name, sbuf *b)
+{
+    char buf[600];
+    snprintf(buf, sizeof buf, "  %-50s", name);
+    for (char *c = buf; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = '?';
+    sb_add(b, buf);
+}
+
+static int cmp_key(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    return strcmp(((const rec *)a)->key, ((const rec *)b)->key);
+}
+
+static int cmp_count(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const rec *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+/* The records of one profile. */
+static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
+{
+    if (a->key == HS_DKEY_FUNC) {
+        for (size_t i = 0; i < p->nfuncs; i++) {
+            const hs_prof_func *f = &p->funcs[i];
+            if (!f->calls)
+                continue;
+            sbuf b = { 0 };
+            func_key(f->name, &b);
+            add(r, b.s, f->calls);
+        }
+        return;
+    }
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != a->kind || !st->nframes || !st->count)
+            continue;
+        sbuf b = { 0 };
+        if (a->key == HS_DKEY_FUNC_STACK)
+            func_key(p->funcs[st->func].name, &b);
+        stack_text(p, st, a->frames, &b);
+        add(r, b.s, st->count);
+    }
+}
+
+int hs_write_dtrace_agg(const hs_profile *p, const hs_dtrace_agg *a, FILE *out)
+{
+    return hs_write_dtrace_aggs(&p, 1, a, out);
+}
+
+int hs_write_dtrace_aggs(const hs_profile *const *ps, size_t np, const hs_dtrace_agg *a, FILE *out)
+{
+    recs r = { 0 };
+    for (size_t i = 0; i < np; i++)
+        collect(ps[i], a, &r);
+    /* the same key (stacks cut to the same frames, functions of the same
+     * name): one record */
+    hs_sort(r.v, r.n, sizeof *r.v, cmp_key, NULL);
+    size_t w = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        if (w && !strcmp(r.v[w - 1].key, r.v[i].key)) {
+            r.v[w - 1].count += r.v[i].count;
+            free(r.v[i].key);
+        } else {
+            r.v[w++] = r.v[i];
+        }
+    }
+    r.n = w;
+    hs_sort(r.v, r.n, sizeof *r.v, cmp_count, NULL);
+    fputc('\n', out);
+    for (size_t i = 0; i < r.n; i++) {
+        fprintf(out, "%s %16llu\n", r.v[i].key, (unsigned long long)r.v[i].count);
+        free(r.v[i].key);
+    }
+    free(r.v);
+    return ferror(out) ? -1 : 0;
+}
+
+int hs_write_dtrace(const hs_profile *p, FILE *out)
+{
+    hs_dtrace_agg a = { HS_DKEY_STACK, hs_flame_kind(p), 0 };
+    return hs_write_dtrace_agg(p, &a, out);
+}

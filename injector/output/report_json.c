@@ -1,0 +1,430 @@
+/*
+ * injector/output/report_json.c - report.json, schema version 1: everything in a
+ * profile, so that `hookscope report` (profile/load.c) can read a run back
+ * and write every output again.
+ *
+ *   {"version": 1,
+ *    "tool": {...}, "target": {"path", "args", "pid", "exit_code", ...},
+ *    "modules": [...traced modules...],
+ *    "functions": [...the functions found in them...],
+ *    "options": {...}, "edges": [...], "stacks": [...],
+ *    "loaded_modules": [...the other modules...]}
+ *
+ * Fields are only ever added, never renamed or removed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook/base/util.h"
+#include "hookscope/skip.h"
+#include "injector/output/format.h"
+#include "injector/output/writers.h"
+
+static void counts_obj(FILE *out, const uint32_t *counts, int n, const char *(*name)(int))
+{
+    int any = 0;
+    fputc('{', out);
+    for (int i = 1; i < n; i++) {
+        if (!counts[i])
+            continue;
+        fprintf(out, "%s", any ? ", " : "");
+        hs_json_quote(out, name(i));
+        fprintf(out, ": %u", counts[i]);
+        any = 1;
+    }
+    fputc('}', out);
+}
+
+static void time_obj(FILE *out, const hs_prof_time *t)
+{
+    fprintf(out, "{\"calls\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, \"min_ns\": %llu, "
+                 "\"max_ns\": %llu, \"avg_ns\": %.1f, \"sum_ns\": %llu, \"open\": %llu, \"hist\": [",
+            (unsigned long long)t->calls, (unsigned long long)t->total_ns, (unsigned long long)t->self_ns,
+            (unsigned long long)t->min_ns, (unsigned long long)t->max_ns,
+            t->calls ? (double)t->sum_ns / (double)t->calls : 0.0, (unsigned long long)t->sum_ns,
+            (unsigned long long)t->open);
+    int any = 0;
+    for (int b = 0; b < HS_PROF_HIST; b++) {
+        if (!t->hist[b])
+            continue;
+        fprintf(out, "%s{\"ns\": %llu, \"count\": %llu}", any ? ", " : "", 1ull << b,
+                (unsigned long long)t->hist[b]);
+        any = 1;
+    }
+    fprintf(out, "]}");
+}
+
+/* ', "samples": {"self": N, "total": N}' and the same for wait samples,
+ * each only when nonzero */
+static void samples_fields(FILE *out, uint64_t cpu_self, uint64_t cpu_total, uint64_t wait_self,
+                           uint64_t wait_total, bool totals)
+{
+    if (cpu_self || cpu_total) {
+        fprintf(out, ", \"samples\": {\"self\": %llu", (unsigned long long)cpu_self);
+        if (totals)
+            fprintf(out, ", \"total\": %llu", (unsigned long long)cpu_total);
+        fputc('}', out);
+    }
+    if (wait_self || wait_total) {
+        fprintf(out, ", \"wait_samples\": {\"self\": %llu", (unsigned long long)wait_self);
+        if (totals)
+            fprintf(out, ", \"total\": %llu", (unsigned long long)wait_total);
+        fputc('}', out);
+    }
+}
+
+static void bool_field(FILE *out, const char *name, bool v)
+{
+    fprintf(out, ", \"%s\": %s", name, v ? "true" : "false");
+}
+
+static void write_target(const hs_profile *p, FILE *out)
+{
+    fprintf(out, " \"target\": {\"path\": ");
+    hs_json_quote(out, p->target_path);
+    fprintf(out, ", \"args\": [");
+    for (int i = 0; i < p->nargs; i++) {
+        fprintf(out, "%s", i ? ", " : "");
+        hs_json_quote(out, p->args[i]);
+    }
+    fprintf(out, "], \"pid\": %u, \"exit_code\": ", p->pid);
+    if (p->exited)
+        fprintf(out, "%u", p->exit_code);
+    else
+        fprintf(out, "null");
+    const char *crash = p->stop != HS_STOP_CRASH ? NULL : p->crash_what ? p->crash_what : hs_crash_name(p->exit_code);
+    fprintf(out, ", \"crash\": ");
+    if (crash)
+        hs_json_quote(out, crash);
+    else
+        fprintf(out, "null");
+    if (crash) {
+        fprintf(out, ", \"crash_code\": %u, \"crash_address\": ", p->crash_code ? p->crash_code : p->exit_code);
+        if (p->crash_address) {
+            char at[600];
+            fprintf(out, "\"0x%llx\", \"crash_at\": ", (unsigned long long)p->crash_address);
+            hs_json_quote(out, hs_loc_format(p, p->crash_at, true, true, at, sizeof at));
+        } else {
+            fprintf(out, "null");
+        }
+    }
+    fprintf(out, ", \"stop\": ");
+    hs_json_quote(out, hs_stop_name(p->stop) ? hs_stop_name(p->stop) : "unknown");
+    fprintf(out, ", \"wall_time_s\": %.6f", p->wall_s);
+    if (p->stop == HS_STOP_DURATION)
+        fprintf(out, ", \"duration_s\": %.6g", p->duration_s);
+    fprintf(out, "},\n");
+}
+
+static void write_modules(const hs_profile *p, FILE *out)
+{
+    fprintf(out, "],\n \"modules\": [");
+    int nm = 0;
+    for (size_t m = 0; m < p->nmodules; m++) {
+        const hs_prof_module *mod = &p->modules[m];
+        if (!mod->traced)
+            continue;
+        fprintf(out, "%s\n  {\"name\": ", nm++ ? "," : "");
+        hs_json_quote(out, mod->name);
+        fprintf(out, ", \"path\": ");
+        hs_json_quote(out, mod->path);
+        fprintf(out, ", \"id\": %u, \"base\": \"0x%llx\", \"size\": %u, \"timestamp\": %u, "
+                     "\"functions_found\": %u, \"functions_hooked\": %u, \"install_s\": %.6f",
+                mod->id, (unsigned long long)mod->base, mod->size, mod->timestamp, mod->funcs_found,
+                mod->funcs_hooked, mod->install_s);
+        bool_field(out, "main", mod->main);
+        bool_field(out, "loaded_late", mod->late);
+        bool_field(out, "unloaded", mod->unloaded);
+        fprintf(out, ", \"skipped\": ");
+        counts_obj(out, mod->skip_counts, HS_SKIP__COUNT, hs_skip_reason_name);
+        fprintf(out, ", \"patch_kinds\": ");
+        counts_obj(out, mod->patch_counts, HS_PATCH__COUNT, hs_patch_kind_name);
+        fprintf(out, ", \"entry_only\": ");
+        counts_obj(out, mod->entry_only_counts, HS_WRAP__COUNT, hs_entry_only_name);
+        samples_fields(out, mod->cpu_self, 0, mod->wait_self, 0, false);
+        fputc('}', out);
+    }
+}
+
+static void write_functions(const hs_profile *p, FILE *out)
+{
+    fprintf(out, "],\n \"functions\": [");
+    int k = 0;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const hs_prof_func *f = &p->funcs[i];
+        bool sampled = f->cpu_total || f->wait_total;
+        if (!f->in_plan && !sampled)
+            continue;
+        fprintf(out, "%s\n  {\"module\": ", k++ ? "," : "");
+        hs_json_quote(out, p->modules[f->module].name);
+        fprintf(out, ", \"name\": ");
+        hs_json_quote(out, f->name);
+        if (f->rva == HS_RVA_NONE)
+            fprintf(out, ", \"rva\": null");
+        else
+            fprintf(out, ", \"rva\": \"0x%x\"", f->rva);
+        fprintf(out, ", \"size\": %u, \"hooked\": %s, \"skip_reason\": ", f->size, f->hooked ? "true" : "false");
+        if (f->hooked || !f->in_plan)
+            fprintf(out, "null");
+        else
+            hs_json_quote(out, hs_skip_reason_name(f->skip));
+        fprintf(out, ", \"patch\": ");
+        if (f->hooked)
+            hs_json_quote(out, hs_patch_kind_name(f->patch));
+        else
+            fprintf(out, "null");
+        fprintf(out, ", \"calls\": %llu, \"module_id\": %u", (unsigned long long)f->calls,
+                p->modules[f->module].id);
+        if (p->time_on && f->hooked) {
+            fprintf(out, ", \"entry_only\": ");
+            if (f->wrapped)
+                fprintf(out, "null");
+            else
+                hs_json_quote(out, hs_entry_only_name(f->entry_only));
+            if (f->wrapped) {
+                const hs_prof_time *t = hs_prof_time_get(p, (uint32_t)i);
+                fprintf(out, ", \"time\": ");
+                time_obj(out, t);
+                fprintf(out, ", \"unwinds\": %llu", (unsigned long long)t->unwinds);
+            }
+        }
+        if (!f->in_plan)
+            fprintf(out, ", \"traced\": false");
+        if (f->file) {
+            fprintf(out, ", \"file\": ");
+            hs_json_quote(out, f->file);
+            fprintf(out, ", \"line\": %u", f->line);
+        }
+        samples_fields(out, f->cpu_self, f->cpu_total, f->wait_self, f->wait_total, true);
+        fputc('}', out);
+    }
+    fprintf(out, "]");
+}
+
+static void write_edges(const hs_profile *p, FILE *out)
+{
+    fprintf(out, ",\n \"edges_lost\": %llu,\n \"edges\": [", (unsigned long long)p->edges_lost);
+    for (size_t i = 0; i < p->nedges; i++) {
+        const hs_prof_edge *e = &p->edges[i];
+        const hs_prof_func *callee = &p->funcs[e->callee];
+        int32_t cm = e->caller.func >= 0 ? (int32_t)p->funcs[e->caller.func].module : e->caller.module;
+        char label[600];
+        fprintf(out, "%s\n  {\"caller\": ", i ? "," : "");
+        hs_json_quote(out, hs_loc_format(p, e->caller, false, false, label, sizeof label));
+        fprintf(out, ", \"caller_module\": ");
+        if (cm >= 0)
+            hs_json_quote(out, p->modules[cm].name);
+        else
+            fprintf(out, "null");
+        fprintf(out, ", \"callee\": ");
+        hs_json_quote(out, callee->name);
+        fprintf(out, ", \"callee_module\": ");
+        hs_json_quote(out, p->modules[callee->module].name);
+        fprintf(out, ", \"calls\": %llu", (unsigned long long)e->calls);
+        if (cm >= 0)
+            fprintf(out, ", \"caller_module_id\": %u", p->modules[cm].id);
+        if (e->caller.func >= 0 && p->funcs[e->caller.func].rva != HS_RVA_NONE)
+            fprintf(out, ", \"caller_rva\": \"0x%x\"", p->funcs[e->caller.func].rva);
+        fprintf(out, ", \"callee_module_id\": %u, \"callee_rva\": \"0x%x\"}", p->modules[callee->module].id,
+                callee->rva);
+    }
+    fprintf(out, "]");
+}
+
+/* --srcline: ', "frame_lines": ["file:line" or null, ...]' of a stack */
+static void frame_lines(FILE *out, const hs_prof_stack *st)
+{
+    if (!st->src)
+        return;
+    fprintf(out, ", \"frame_lines\": [");
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        fprintf(out, "%s", d ? ", " : "");
+        if (!st->src[d].file) {
+            fprintf(out, "null");
+            continue;
+        }
+        char buf[1200];
+        snprintf(buf, sizeof buf, "%s:%u", st->src[d].file, st->src[d].line);
+        hs_json_quote(out, buf);
+    }
+    fputc(']', out);
+}
+
+/* Two modules of one name (a WOW64 process's two ntdll.dll, a DLL loaded
+ * again elsewhere): frames named "module!..." are then ambiguous, and
+ * stacks say which module each frame is in ("frame_modules": ids). */
+static bool module_names_repeat(const hs_profile *p)
+{
+    for (size_t i = 0; i < p->nmodules; i++)
+        for (size_t k = i + 1; k < p->nmodules; k++)
+            if (!strcmp(p->modules[i].name, p->modules[k].name))
+                return true;
+    return false;
+}
+
+static void frame_modules(const hs_profile *p, FILE *out, const hs_prof_stack *st)
+{
+    fprintf(out, ", \"frame_modules\": [");
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        hs_loc l = st->frames[d];
+        int32_t m = l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
+        if (m >= 0)
+            fprintf(out, "%s%u", d ? ", " : "", p->modules[m].id);
+        else
+            fprintf(out, "%snull", d ? ", " : "");
+    }
+    fputc(']', out);
+}
+
+static void write_stacks(const hs_profile *p, FILE *out)
+{
+    fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
+    bool repeat = module_names_repeat(p);
+    int k = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != HS_STACK_ENTRY)
+            continue;
+        fprintf(out, "%s\n  {\"function\": ", k++ ? "," : "");
+        hs_json_quote(out, p->funcs[st->func].name);
+        fprintf(out, ", \"module\": ");
+        hs_json_quote(out, p->modules[p->funcs[st->func].module].name);
+        fprintf(out, ", \"module_id\": %u, \"count\": %llu, \"truncated\": %s, \"frames\": [",
+                p->modules[p->funcs[st->func].module].id, (unsigned long long)st->count, st->truncated ? "true" : "false");
+        for (uint32_t d = 0; d < st->nframes; d++) {
+            char buf[600];
+            fprintf(out, "%s", d ? ", " : "");
+            hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+        }
+        fputc(']', out);
+        frame_lines(out, st);
+        if (repeat)
+            frame_modules(p, out, st);
+        fputc('}', out);
+    }
+    fprintf(out, "]");
+}
+
+/* "sample_stacks" (CPU) or "wait_stacks": count, thread and frames, leaf first */
+static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
+{
+    fprintf(out, ",\n \"%s\": [", kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
+    bool repeat = module_names_repeat(p);
+    int k = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != kind)
+            continue;
+        fprintf(out, "%s\n  {\"count\": %llu, \"thread\": %u, \"frames\": [", k++ ? "," : "",
+                (unsigned long long)st->count, st->tid);
+        for (uint32_t d = 0; d < st->nframes; d++) {
+            char buf[600];
+            fprintf(out, "%s", d ? ", " : "");
+            hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
+        }
+        fputc(']', out);
+        frame_lines(out, st);
+        if (repeat)
+            frame_modules(p, out, st);
+        fputc('}', out);
+    }
+    fprintf(out, "]");
+}
+
+static void write_sampling(const hs_profile *p, FILE *out)
+{
+    const hs_prof_sampling *s = &p->sampling;
+    fprintf(out, ",\n \"sampling\": {\"backend\": ");
+    hs_json_quote(out, s->backend);
+    fprintf(out, ", \"rate_hz\": %.6g, \"samples\": %llu, \"wait_samples\": %llu, \"lost\": %llu, "
+                 "\"threads\": %u, \"cpu_time_s\": ",
+            s->rate_hz, (unsigned long long)s->samples, (unsigned long long)s->wait_samples,
+            (unsigned long long)s->lost, s->threads);
+    if (s->cpu_s >= 0)
+        fprintf(out, "%.6f", s->cpu_s);
+    else
+        fprintf(out, "null");
+    if (s->etl_kept)
+        fprintf(out, ", \"etl_file\": \"hookscope.etl\"");
+    fprintf(out, "}");
+    write_sample_stacks(p, out, HS_STACK_CPU);
+    write_sample_stacks(p, out, HS_STACK_WAIT);
+}
+
+static void write_threads(const hs_profile *p, FILE *out)
+{
+    fprintf(out, ",\n \"thread_list\": [");
+    for (size_t i = 0; i < p->nthreads_list; i++) {
+        const hs_prof_thread *t = &p->threads_list[i];
+        fprintf(out, "%s\n  {\"tid\": %u, \"calls\": %llu, \"cpu_samples\": %llu, \"wait_samples\": %llu, "
+                     "\"cpu_time_s\": ",
+                i ? "," : "", t->tid, (unsigned long long)t->calls, (unsigned long long)t->cpu_samples,
+                (unsigned long long)t->wait_samples);
+        if (t->cpu_s >= 0)
+            fprintf(out, "%.6f}", t->cpu_s);
+        else
+            fprintf(out, "null}");
+    }
+    fprintf(out, "]");
+}
+
+int hs_write_json(const hs_profile *p, FILE *out)
+{
+    fprintf(out, "{\"version\": 1,\n \"tool\": {\"name\": \"hookscope\", \"version\": ");
+    hs_json_quote(out, HOOKSCOPE_VERSION);
+    fprintf(out, ", \"command\": ");
+    hs_json_quote(out, p->command);
+    fprintf(out, ", \"agent_tls_index\": %u},\n", p->agent_tls_index);
+    write_target(p, out);
+    fprintf(out, " \"threads\": %u, \"regions_reused\": %u, \"total_calls\": %llu, \"overflow_calls\": %lld,\n",
+            p->threads, p->regions_reused, (unsigned long long)p->total_calls, (long long)p->overflow_calls);
+    fprintf(out, " \"warnings\": [");
+    for (size_t i = 0; i < p->nwarnings; i++) {
+        fprintf(out, "%s", i ? ", " : "");
+        hs_json_quote(out, p->warnings[i]);
+    }
+    write_modules(p, out);
+    write_functions(p, out);
+
+    fprintf(out, ",\n \"options\": {\"edges\": %s, \"stacks\": ", p->edges_on ? "true" : "false");
+    if (p->stack_depth) {
+        char policy[128];
+        hs_fmt_stack_policy(p, policy, sizeof policy);
+        fprintf(out, "{\"depth\": %u, \"every\": %u, \"policy\": ", p->stack_depth, p->stack_every);
+        hs_json_quote(out, policy);
+        fputc('}', out);
+    } else {
+        fprintf(out, "null");
+    }
+    fprintf(out, ", \"time\": %s%s}", p->time_on ? "true" : "false", p->srcline_on ? ", \"srcline\": true" : "");
+    if (p->edges_on)
+        write_edges(p, out);
+    if (p->stack_depth)
+        write_stacks(p, out);
+    if (p->time_on)
+        fprintf(out, ",\n \"time_dropped\": %llu, \"tsc_hz\": %.0f", (unsigned long long)p->time_dropped,
+                p->tsc_hz);
+    if (p->sampling.on)
+        write_sampling(p, out);
+    if (p->nthreads_list)
+        write_threads(p, out);
+    fprintf(out, ",\n \"loaded_modules\": [");
+    int k = 0;
+    for (size_t m = 0; m < p->nmodules; m++) {
+        const hs_prof_module *mod = &p->modules[m];
+        if (mod->traced || mod->agent)
+            continue;
+        fprintf(out, "%s\n  {\"name\": ", k++ ? "," : "");
+        hs_json_quote(out, mod->name);
+        fprintf(out, ", \"path\": ");
+        hs_json_quote(out, mod->path);
+        fprintf(out, ", \"id\": %u, \"base\": \"0x%llx\", \"size\": %u, \"timestamp\": %u", mod->id,
+                (unsigned long long)mod->base, mod->size, mod->timestamp);
+        if (mod->kernel)
+            fprintf(out, ", \"kernel\": true");
+        samples_fields(out, mod->cpu_self, 0, mod->wait_self, 0, false);
+        fputc('}', out);
+    }
+    fprintf(out, "]}\n");
+    return ferror(out) ? -1 : 0;
+}

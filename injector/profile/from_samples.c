@@ -1,0 +1,136 @@
+/*
+ * injector/profile/from_samples.c - see from_samples.h.
+ */
+#include "injector/profile/from_samples.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hook/base/util.h"
+
+/* A sample's kind as a profile's stack kind. */
+static uint8_t stack_kind(int kind)
+{
+    return kind == HS_SAMPLE_CPU ? HS_STACK_CPU : HS_STACK_WAIT;
+}
+
+/* by thread, then frames (shorter first), then truncated */
+static int cmp_stack(const void *a, const void *b, void *ctx)
+{
+    const hs_sample_stack *st = ctx;
+    const hs_sample_stack *x = &st[*(const uint32_t *)a], *y = &st[*(const uint32_t *)b];
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    uint32_t n = x->nframes < y->nframes ? x->nframes : y->nframes;
+    for (uint32_t i = 0; i < n; i++)
+        if (x->frames[i] != y->frames[i])
+            return x->frames[i] < y->frames[i] ? -1 : 1;
+    if (x->nframes != y->nframes)
+        return x->nframes < y->nframes ? -1 : 1;
+    return (int)x->truncated - (int)y->truncated;
+}
+
+static int cmp_tid(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint32_t x = ((const hs_sample_thread *)a)->tid, y = ((const hs_sample_thread *)b)->tid;
+    return x < y ? -1 : x > y;
+}
+
+/* The profile's module at the same place with the same file name, or -1. */
+static int64_t profile_module(const hs_profile *p, const hs_sample_module *m)
+{
+    const char *name = hs_basename(m->path);
+    for (size_t i = 0; i < p->nmodules; i++) {
+        const hs_prof_module *pm = &p->modules[i];
+        if (pm->base == m->base && pm->size == m->size && !strcasecmp(hs_basename(pm->path), name))
+            return (int64_t)i;
+    }
+    return -1;
+}
+
+static void add_modules(hs_profile *p, const hs_sampleset *s)
+{
+    for (size_t i = 0; i < hs_sampleset_nmodules(s); i++) {
+        hs_sample_module m = hs_sampleset_module_at(s, i);
+        int64_t at = profile_module(p, &m);
+        if (at >= 0) {
+            p->modules[at].unloaded |= m.unloaded;
+            continue;
+        }
+        uint32_t k = hs_profile_add_module(p, m.path, m.base, m.size);
+        hs_prof_module *d = &p->modules[k];
+        d->timestamp = m.timestamp;
+        d->unloaded = m.unloaded;
+        d->agent = m.agent;
+        d->kernel = m.kernel;
+        if (m.pdb_known) {
+            d->pdb_known = true;
+            memcpy(d->pdb_guid, m.pdb_guid, 16);
+            d->pdb_age = m.pdb_age;
+            d->pdb_name = hs_xstrdup(m.pdb_name ? m.pdb_name : "");
+        }
+    }
+}
+
+static void add_stacks(hs_profile *p, const hs_sampleset *s)
+{
+    size_t n = hs_sampleset_nstacks(s);
+    hs_sample_stack *st = hs_xcalloc(n ? n : 1, sizeof *st);
+    uint32_t *order = hs_xcalloc(n ? n : 1, sizeof *order);
+    for (size_t i = 0; i < n; i++) {
+        st[i] = hs_sampleset_stack_at(s, i);
+        order[i] = (uint32_t)i;
+    }
+    hs_sort(order, n, sizeof *order, cmp_stack, st);
+    for (int kind = HS_SAMPLE_CPU; kind < HS_SAMPLE__KINDS; kind++) {
+        for (size_t k = 0; k < n; k++) {
+            const hs_sample_stack *x = &st[order[k]];
+            if (!x->count[kind] || !x->nframes)
+                continue;
+            hs_prof_stack *d = hs_profile_add_stack(p, stack_kind(kind), 0, x->count[kind], x->nframes);
+            d->tid = x->tid;
+            d->truncated = x->truncated;
+            d->addrs = hs_xmalloc((size_t)x->nframes * 8);
+            memcpy(d->addrs, x->frames, (size_t)x->nframes * 8);
+        }
+    }
+    free(order);
+    free(st);
+}
+
+static uint32_t add_threads(hs_profile *p, const hs_sampleset *s)
+{
+    size_t n = hs_sampleset_nthreads(s);
+    hs_sample_thread *threads = hs_xcalloc(n ? n : 1, sizeof *threads);
+    for (size_t i = 0; i < n; i++)
+        threads[i] = hs_sampleset_thread_at(s, i);
+    hs_sort(threads, n, sizeof *threads, cmp_tid, NULL);
+    uint32_t sampled = 0;
+    for (size_t i = 0; i < n; i++) {
+        const hs_sample_thread *t = &threads[i];
+        hs_prof_thread *d = hs_profile_thread(p, t->tid);
+        d->cpu_samples += t->count[HS_SAMPLE_CPU];
+        d->wait_samples += t->count[HS_SAMPLE_WAIT];
+        if (t->cpu_s >= 0)
+            d->cpu_s = t->cpu_s;
+        if (t->count[HS_SAMPLE_CPU] || t->count[HS_SAMPLE_WAIT])
+            sampled++;
+    }
+    free(threads);
+    return sampled;
+}
+
+void hs_profile_add_samples(hs_profile *p, const hs_sampleset *s)
+{
+    add_modules(p, s);
+    add_stacks(p, s);
+    uint32_t sampled = add_threads(p, s);
+    hs_prof_sampling *sm = &p->sampling;
+    sm->on = true;
+    sm->samples += hs_sampleset_total(s, HS_SAMPLE_CPU);
+    sm->wait_samples += hs_sampleset_total(s, HS_SAMPLE_WAIT);
+    sm->lost += hs_sampleset_lost_total(s);
+    sm->threads += sampled;
+}

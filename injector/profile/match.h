@@ -1,0 +1,52 @@
+/*
+ * injector/profile/match.h - two profiles side by side, function by
+ * function ("match, then link", as perf diff does): functions are matched
+ * by module name (case-insensitive; the two programs' exes match each
+ * other whatever their names) and function name; each pair, or
+ * function found in only one of them, is a row with its calls, self CPU
+ * samples and self time in both. Rows are ordered by the largest change
+ * of one measure, by default the best both profiles have: self time when
+ * both ran with --time (measured, exact), else self CPU samples when both
+ * were sampled (an estimate), else calls.
+ */
+#ifndef HOOKSCOPE_DIFF_H
+#define HOOKSCOPE_DIFF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "injector/profile/profile.h"
+
+enum { HS_DIFF_BY_SAMPLES = 0, HS_DIFF_BY_TIME, HS_DIFF_BY_CALLS, HS_DIFF_BY_BEST = -1 };
+
+typedef struct hs_diff_side {
+    int32_t func;                /* index in that profile, -1: not there */
+    uint64_t calls, cpu_self;    /* calls (hooks), self CPU samples */
+    uint64_t self_ns;            /* self time (--time) */
+    bool timed;                  /* self_ns is known */
+} hs_diff_side;
+
+typedef struct hs_diff_row {
+    hs_diff_side a, b;
+    const char *module, *name;   /* from whichever profile has it (b first) */
+} hs_diff_row;
+
+typedef struct hs_diff {
+    hs_diff_row *rows;
+    size_t n;
+    int by;                      /* HS_DIFF_BY_* */
+    bool samples, time;          /* both profiles have samples / durations */
+} hs_diff;
+
+/* Match a's and b's functions (those with calls, samples or durations)
+ * and order the rows by the change of `by` (HS_DIFF_BY_*; BEST: the best
+ * measure both have; one they do not both have falls back the same way).
+ * The rows point into a and b: keep them alive. */
+void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d);
+void hs_diff_free(hs_diff *d);
+
+/* The change of the ordering measure of a row (b - a). */
+double hs_diff_change(const hs_diff *d, const hs_diff_row *r);
+
+#endif

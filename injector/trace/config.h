@@ -1,0 +1,43 @@
+/*
+ * injector/trace/config.h - what a trace is asked to do: filled by the
+ * commands from their command line (commands/options.c) and read by every
+ * part of trace/, which knows nothing of the command line itself.
+ */
+#ifndef HOOKSCOPE_TRACE_CONFIG_H
+#define HOOKSCOPE_TRACE_CONFIG_H
+
+#include <stdint.h>
+#include <wchar.h>
+
+#include "injector/symbols/modsyms.h"
+
+/* The default --sample-rate: the highest rate that keeps a CPU-bound
+ * target within 5% of its untraced speed under Wine (bench/run.py sample). */
+#define HS_DEFAULT_SAMPLE_RATE 50.0
+
+#define HS_MAX_FILTERS 32
+
+typedef struct hs_trace_config {
+    const char *command;        /* "run", "attach": what report.json says ran */
+    wchar_t **modules;          /* -m patterns */
+    int nmodules;
+    const wchar_t *filters[HS_MAX_FILTERS];   /* -f include / -x exclude patterns */
+    int filter_exclude[HS_MAX_FILTERS];
+    int nfilters;
+    const char *outdir;         /* UTF-8 */
+    double duration;            /* seconds, 0: none */
+    int quiet;
+    uint32_t max_functions, max_threads;
+    int edges;                  /* caller edges */
+    uint32_t stacks;            /* entry stack depth, 0: off */
+    uint32_t stack_every;       /* capture every Nth call per function */
+    int time;                   /* return probes with durations */
+    int sample;                 /* CPU sampling on */
+    const char *sampler;        /* backend name; NULL: auto */
+    int keep_etl;               /* keep the etw backend's trace */
+    uint32_t sample_rate_hz;    /* 0: HS_DEFAULT_SAMPLE_RATE */
+    hs_symconf symbols;         /* where PDBs are looked for */
+    int srcline;                /* source lines of functions and frames */
+} hs_trace_config;
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * sampler/etw/etw_backend_win.c - the ETW sampling backend (sampler.h), and
+ * `auto`, which takes ETW when it can and the suspend sampler otherwise.
+ *
+ * The live part is etw_win.c: a private kernel session records the
+ * machine's CPU samples with their stacks, and process, thread and image
+ * events, into an .etl file, from before the target resumes until it
+ * ends. At stop the file is decoded by hookscope's own reader (etl.h) and
+ * the target's samples go into the sample set like any backend's: every
+ * frame as an address, leaf first, kernel frames included; the images as
+ * modules (the trace's NT paths turned into this machine's paths, kernel
+ * images marked, their PDB identities kept), so the naming pass and the
+ * merge with the hooks are the same as for the suspend sampler's samples.
+ *
+ * HOOKSCOPE_ETW_API=path\to\a.dll makes the backend run against the ETW
+ * functions that DLL's hs_etw_test_api() returns instead of the system's:
+ * how the tests run the whole backend under Wine, which has no ETW
+ * (tests/support/etw_fake_dll.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+#include "hook/base/util.h"
+#include "sampler/codemap.h"
+#include "sampler/etl/etl.h"
+#include "sampler/etw/etw_session_win.h"
+#include "sampler/sampler.h"
+
+extern const hs_sampler_backend hs_sampler_suspend;
+
+struct hs_sampler {
+    const hs_sampler_backend *inner;   /* auto: the backend that runs; etw: NULL */
+    hs_sampler *inner_sampler;
+    hs_etw_session etw;
+    hs_sampleset *out;
+    uint32_t pid;
+    double rate_hz;
+    char *path;
+    bool keep;
+    int (*own)(void *ctx, hs_owncode *o);   /* hookscope's code and threads in the target */
+    void *own_ctx;
+};
+
+static const hs_etw_api *etw_api(void)
+{
+    const char *dll = getenv("HOOKSCOPE_ETW_API");
+    if (dll && *dll) {
+        wchar_t *w = hs_wide(dll);
+        HMODULE m = LoadLibraryW(w);
+        free(w);
+        const hs_etw_api *(*get)(void) = m ? (void *)GetProcAddress(m, "hs_etw_test_api") : NULL;
+        if (get)
+            return get();
+        hs_err("HOOKSCOPE_ETW_API=%s has no hs_etw_test_api; using the system's ETW", dll);
+    }
+    return hs_etw_system_api();
+}
+
+static int no_memory(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    (void)ctx, (void)addr, (void)buf, (void)len;
+    return -1;
+}
+
+/* The target's samples and images from the recorded trace. Samples of
+ * hookscope's threads in the target are left out, and frames in its code
+ * are attributed as the suspend sampler's are (codemap.h): the kernel's
+ * stacks are of the hooked process as it ran. */
+static void decode(hs_sampler *s, hs_sampler_stats *stats)
+{
+    hs_codemap *own = NULL;
+    if (s->own) {
+        hs_owncode o;
+        memset(&o, 0, sizeof o);
+        if (s->own(s->own_ctx, &o) > 0) {
+            own = hs_codemap_new(no_memory, NULL);
+            hs_codemap_set_own(own, &o);
+        }
+        hs_owncode_free(&o);
+    }
+    hs_etl_trace t;
+    hs_etl_error err;
+    FILE *f = hs_fopen(s->path, "rb");
+    int rc = f ? hs_etl_read_fp(f, &t, &err) : -1;
+    if (f)
+        fclose(f);
+    if (rc < 0) {
+        hs_err("cannot read the ETW trace %s: %s", s->path, f ? err.msg : "cannot open it");
+        if (f)
+            hs_etl_trace_free(&t);
+        return;
+    }
+    uint32_t index = HS_ETL_NONE, cap = 256;
+    uint64_t best = 0;
+    uint64_t *per = hs_xcalloc(t.nprocs ? t.nprocs : 1, sizeof *per);
+    for (uint32_t i = 0; i < t.nsamples; i++)
+        if (t.samples[i].pid == s->pid && t.samples[i].process < t.nprocs)
+            per[t.samples[i].process]++;
+    for (uint32_t i = 0; i < t.nprocs; i++)
+        if (t.procs[i].pid == s->pid && (index == HS_ETL_NONE || per[i] > best))
+            index = i, best = per[i];
+    free(per);
+    uint64_t *frames = hs_xmalloc(cap * sizeof *frames);
+    uint8_t *used = hs_xcalloc(t.nimages ? t.nimages : 1, 1);
+    for (uint32_t i = 0; index != HS_ETL_NONE && i < t.nsamples; i++) {
+        const hs_etl_sample *smp = &t.samples[i];
+        if (smp->process != index || (own && hs_codemap_own_thread(own, smp->tid)))
+            continue;
+        uint32_t n = hs_etl_depth(smp);
+        if (n + 1 > cap) {
+            cap = n + 1;
+            frames = hs_xrealloc(frames, cap * sizeof *frames);
+        }
+        if (!n)
+            frames[n++] = smp->ip;
+        else
+            for (uint32_t d = 0; d < n; d++)
+                frames[d] = hs_etl_frame(&t, smp, d);
+        if (own)
+            n = hs_codemap_attribute(own, NULL, frames, n);
+        if (!n)
+            continue;
+        for (uint32_t d = 0; d < n; d++) {
+            const hs_etl_image *img = hs_etl_image_at(&t, s->pid, d ? frames[d] - 1 : frames[d], smp->ts);
+            if (img)
+                used[img - t.images] = 1;
+        }
+        hs_sample sample = { s->pid, smp->tid, 0, HS_SAMPLE_CPU, false, n, frames };
+        hs_sampleset_add(s->out, &sample);
+    }
+    for (uint32_t i = 0; i < t.nimages; i++) {
+        const hs_etl_image *img = &t.images[i];
+        if (!used[i])
+            continue;
+        char *local = img->path ? hs_nt_path_local(img->path) : NULL;
+        const char *path = local ? local : img->path ? img->path : img->name ? img->name : "?";
+        hs_sampleset_module(s->out, path, img->base, (uint32_t)img->size, img->timestamp,
+                            img->unload != HS_ETL_NEVER, false);
+        hs_sampleset_module_identity(s->out, img->base, (img->flags & HS_ETL_IMAGE_KERNEL) != 0,
+                                     (img->flags & HS_ETL_IMAGE_RSDS) ? img->pdb_guid : NULL, img->pdb_age,
+                                     img->pdb_name);
+        free(local);
+    }
+    if (t.info.events_lost || t.info.buffers_lost)
+        hs_sampleset_lost(s->out, t.info.events_lost);
+    stats->events_lost = t.info.events_lost;
+    stats->buffers_lost = t.info.buffers_lost;
+    free(used);
+    free(frames);
+    hs_etl_trace_free(&t);
+    if (own)
+        hs_codemap_free(own);
+}
+
+/* The session that runs, for the ways out of hookscope that do not pass
+ * through stop (exit() on an error, a crash of hookscope, the console
+ * closed): each stops it, so that the machine's sampling interval is put
+ * back. Whoever takes it from here stops it; nobody else. */
+static hs_etw_session *volatile running;
+static LPTOP_LEVEL_EXCEPTION_FILTER next_filter;
+
+static void stop_running(void)
+{
+    hs_etw_session *e = InterlockedExchangePointer((void *volatile *)&running, NULL);
+    if (e)
+        hs_etw_stop(e);
+}
+
+static LONG WINAPI on_crash(EXCEPTION_POINTERS *x)
+{
+    stop_running();
+    return next_filter ? next_filter(x) : EXCEPTION_CONTINUE_SEARCH;
+}
+
+static BOOL WINAPI on_console_end(DWORD type)
+{
+    if (type == CTRL_CLOSE_EVENT || type == CTRL_LOGOFF_EVENT || type == CTRL_SHUTDOWN_EVENT)
+        stop_running();
+    return FALSE;   /* Ctrl+C is trace.c's: the run ends normally and stops the session */
+}
+
+static void guard(hs_etw_session *e)
+{
+    static int once;
+    if (!once) {
+        once = 1;
+        atexit(stop_running);
+        next_filter = SetUnhandledExceptionFilter(on_crash);
+        SetConsoleCtrlHandler(on_console_end, TRUE);
+    }
+    InterlockedExchangePointer((void *volatile *)&running, e);
+}
+
+/* Start the ETW session; *not_available tells why it did not (quiet: do
+ * not print it when ETW cannot run here at all). */
+static hs_sampler *etw_begin(const hs_sampler_config *c, hs_sampleset *out, int quiet, int *not_available)
+{
+    hs_sampler *s = hs_xcalloc(1, sizeof *s);
+    s->out = out;
+    s->pid = c->pid;
+    s->rate_hz = c->rate_hz;
+    s->keep = c->keep_etl;
+    s->own = c->own;
+    s->own_ctx = c->own_ctx;
+    s->path = hs_xstrdup(c->etl_path ? c->etl_path : "hookscope.etl");
+    /* the session wants a full path */
+    wchar_t *rel = hs_wide(s->path), full[MAX_PATH * 2];
+    DWORD n = GetFullPathNameW(rel, MAX_PATH * 2, full, NULL);
+    wchar_t *w = n && n < MAX_PATH * 2 ? _wcsdup(full) : rel;
+    if (w != rel)
+        free(rel);
+    char err[300];
+    int na = 0;
+    int rc = hs_etw_start(&s->etw, etw_api(), w, c->rate_hz, &na, err, sizeof err);
+    free(w);
+    if (not_available)
+        *not_available = na;
+    if (rc < 0) {
+        if (!(quiet && na))
+            hs_err("%s%s", err, na ? "; --sampler suspend samples without ETW or privileges" : "");
+        else
+            hs_log("%s", err);
+        free(s->path);
+        free(s);
+        return NULL;
+    }
+    guard(&s->etw);
+    return s;
+}
+
+static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out)
+{
+    return etw_begin(c, out, 0, NULL);
+}
+
+static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
+{
+    if (s->inner) {
+        s->inner->stop(s->inner_sampler, stats);
+        stats->backend = s->inner->name;
+        free(s);
+        return;
+    }
+    /* not stopped by another way out meanwhile: stop it here */
+    if (InterlockedCompareExchangePointer((void *volatile *)&running, NULL, &s->etw) == &s->etw)
+        hs_etw_stop(&s->etw);
+    memset(stats, 0, sizeof *stats);
+    stats->cpu_s = -1;
+    decode(s, stats);
+    stats->backend = "etw";
+    if (!s->keep) {
+        const char *why;
+        hs_remove_file(s->path, &why);
+    }
+    free(s->path);
+    free(s);
+}
+
+/* auto: ETW when it runs here, else the suspend sampler (said with
+ * --verbose; the report says which ran). */
+static hs_sampler *auto_start(const hs_sampler_config *c, hs_sampleset *out)
+{
+    int na = 0;
+    hs_sampler *s = etw_begin(c, out, 1, &na);
+    if (s || !na)
+        return s;
+    hs_log("sampling with the suspend sampler instead");
+    hs_sampler *inner = hs_sampler_suspend.start(c, out);
+    if (!inner)
+        return NULL;
+    s = hs_xcalloc(1, sizeof *s);
+    s->inner = &hs_sampler_suspend;
+    s->inner_sampler = inner;
+    return s;
+}
+
+const hs_sampler_backend hs_sampler_etw = { "etw", etw_start, etw_stop };
+const hs_sampler_backend hs_sampler_auto = { "auto", auto_start, etw_stop };

@@ -1,0 +1,64 @@
+/*
+ * sampler/suspend/grab_win.h - one sample of one thread of another process:
+ * suspend it, get its registers, copy its stack with one read, resume it.
+ * This is the only place where the sampler stops a thread, and the thread
+ * is stopped for nothing else (the unwind happens after it runs again).
+ *
+ * Never a thread left suspended, never a hang: a watchdog resumes the
+ * thread when its context does not come in time (under Wine, GetThreadContext
+ * on a thread suspended while it is still being created waits until that
+ * thread runs: 100 ms for a thread's first sample, 1 s later), and the
+ * sample is dropped. A sampling thread stuck for good in GetThreadContext
+ * (the thread it asked about resumed by the watchdog and still no answer)
+ * shows in hs_grabber_stuck; the caller stops waiting for it.
+ */
+#ifndef HOOKSCOPE_SAMPLER_GRAB_WIN_H
+#define HOOKSCOPE_SAMPLER_GRAB_WIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <windows.h>
+
+typedef struct hs_grabber hs_grabber;
+
+/* Start the watchdog. NULL after printing why not. */
+hs_grabber *hs_grabber_new(size_t stack_cap);
+/* Stop it (after the sampling thread ended, or was ended while stuck). */
+void hs_grabber_free(hs_grabber *g);
+/* Is the sampling thread stuck in a context the watchdog gave up on? */
+bool hs_grabber_stuck(const hs_grabber *g);
+
+enum hs_grab_status {
+    HS_GRAB_OK = 0,
+    HS_GRAB_GONE,      /* the thread (or the process) is ending or ended */
+    HS_GRAB_TIMEOUT,   /* its context did not come in time (it was resumed) */
+    HS_GRAB_FAILED,    /* another failure (it was resumed) */
+    HS_GRAB_HELD,      /* someone else holds it suspended (created suspended, a freeze):
+                          it is not running; it was left as it was */
+};
+
+/* The registers a sample compares: the 16 general ones (by x64 number),
+ * rip, flags. */
+#define HS_GRAB_REGS 18
+void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS]);
+
+typedef struct hs_grab {
+    CONTEXT *ctx;              /* the registers (CONTEXT_CONTROL | CONTEXT_INTEGER) */
+    bool same;                 /* they equal `prev`: the thread has not run; no stack was copied */
+    const uint8_t *stack;      /* the copy: [stack_lo, stack_lo + stack_len) */
+    uint64_t stack_lo;
+    size_t stack_len;
+    bool complete;             /* the copy reaches the stack's base */
+    uint64_t stopped_qpc;      /* performance-counter ticks from suspend to resume */
+} hs_grab;
+
+/* Sample `thread` of `process` (stack_base: from its TEB; 0 unknown).
+ * prev: its registers at its previous sample (or NULL); when they are
+ * the same, the thread has not run since, its stack is what it was, and
+ * it is resumed at once without a copy. The buffers of *out are the
+ * grabber's, valid until the next call. */
+int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base,
+                   const uint64_t *prev, hs_grab *out);
+
+#endif

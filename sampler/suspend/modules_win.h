@@ -1,0 +1,17 @@
+/*
+ * sampler/suspend/modules_win.h - the target's loaded modules into the code map.
+ */
+#ifndef HOOKSCOPE_SAMPLER_MODULES_WIN_H
+#define HOOKSCOPE_SAMPLER_MODULES_WIN_H
+
+#include <stdint.h>
+#include <windows.h>
+
+#include "sampler/codemap.h"
+
+/* Enumerate the target's modules into m (agent_base: the agent's, to mark
+ * it; 0 none). Returns how many, or -1 when the list cannot be read yet
+ * (a process that has not finished starting). */
+int hs_target_modules(HANDLE process, hs_codemap *m, uint64_t agent_base);
+
+#endif

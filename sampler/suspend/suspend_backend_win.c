@@ -1,0 +1,697 @@
+/*
+ * sampler/suspend/suspend_backend_win.c - the suspend backend: samples another process's
+ * threads from hookscope.exe, no privileges needed.
+ *
+ * One thread of ours runs rounds at the configured rate. Each round takes
+ * one sample of every thread of the target but hookscope's own (the
+ * injector's remote threads, the agent's workers): its CPU clock, then
+ * suspend, registers, one copy of its stack, resume (grab_win.c), and only
+ * then, with the thread running again, the unwind of the copy over the
+ * modules' unwind data (unwind.c, codemap.c), the attribution of frames in
+ * hookscope's code to the function they serve, and the stack's entry in
+ * the sample set. Whether the sample is a CPU or a wait sample is decided
+ * by the classifier (classify.h) once the thread's CPU clock has moved.
+ *
+ * Threads are listed (NtGetNextThread on the target) every ENUM_MS while
+ * they come and go, backing off to ENUM_MAX_MS while they do not; a
+ * thread that ended has its pending samples classified then. Modules come
+ * from the hooks' session when there is one (the agent records loads and
+ * unloads); else they are listed from the target's loader list at the
+ * start, every MODULES_MS, and at once (rate-limited, once per page) when a
+ * stack returns into code no known module covers. Under Wine 8.0 every
+ * read of the target's memory is a ptrace attach by the server: the
+ * sampler reads as little as it can (one stack copy per sample of a
+ * thread that ran; images' headers and unwind data once, code by page).
+ * The CPU clock is the thread's cycle counter where the system has one
+ * (QueryThreadCycleTime works on our own thread), else its user + kernel
+ * time.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+#include <mmsystem.h>
+
+#include "hook/base/util.h"
+#include "sampler/suspend/classify.h"
+#include "sampler/codemap.h"
+#include "sampler/suspend/grab_win.h"
+#include "sampler/suspend/modules_win.h"
+#include "sampler/sampler.h"
+#include "hook/unwind/unwinder.h"
+
+#define STACK_COPY (64 * 1024)     /* bytes of a stack copied per sample, at most */
+#define MAX_FRAMES 512
+#define ENUM_MS 25                 /* threads are listed this often while they come and go, */
+#define ENUM_MAX_MS 200            /* and up to this seldom while they do not */
+#define OWN_MS 100                 /* hookscope's own code and threads are read this often */
+#define CLOCK_MS 4                 /* thread times (10-16 ms steps) are read at most this often */
+#define MODULES_MS 5000            /* without hooks: the loader list is read this often (and
+                                      MODULES_RETRY_MS after a reading that failed), */
+#define MODULES_RETRY_MS 100       /* and at once (at most this often) for an address in no
+                                      known module (see worth_listing) */
+#define MAX_WINDOW_S 2.0           /* a CPU/wait window closes after this without a clock move */
+#define YOUNG_MS 10                /* threads are sampled from this age on */
+
+typedef LONG(NTAPI *get_next_thread_fn)(HANDLE process, HANDLE thread, ACCESS_MASK access, ULONG attributes,
+                                        ULONG flags, HANDLE *next);
+typedef LONG(NTAPI *query_thread_fn)(HANDLE thread, int cls, void *info, ULONG len, ULONG *ret);
+
+/* A page of code no module listing explained yet, and when to try again. */
+typedef struct unknown_page {
+    uint64_t page;
+    double next, gap;   /* seconds */
+} unknown_page;
+
+typedef struct sthread {
+    uint32_t tid;
+    HANDLE h;
+    uint64_t stack_base;
+    bool have_prev;
+    uint64_t prev[HS_GRAB_REGS]; /* its registers at its previous sample */
+    uint32_t prev_stack;       /* and the stack it had then */
+    hs_cls_thread cls;
+    uint64_t last_cpu;         /* CPU clock at its last sample */
+    double clock_at;           /* when its thread times were read last */
+    double cpu_s;              /* its CPU time (thread times), -1 unknown */
+    uint64_t created;          /* its creation time (FILETIME), 0 unknown */
+    uint32_t failed;           /* samples that failed since its last good one: lost if it
+                                  lives on, part of its end if it ends */
+    bool seen;                 /* listed by the last enumeration */
+} sthread;
+
+struct hs_sampler {
+    hs_sampler_config cfg;
+    hs_sampleset *out;
+    HANDLE process, thread, stop_event, ready;
+    hs_grabber *grab;
+    hs_codemap *map;
+    sthread *threads;
+    size_t nthreads, cap_threads;
+    uint32_t *ever;            /* every thread id sampled, for the count */
+    size_t never, cap_ever;
+    uint64_t agent_base;
+    bool cycles;
+    hs_cls_shared cls;         /* what the classifier learns across threads */
+    double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
+    double ended_cpu_s;        /* CPU time of the threads finished so far */
+    LARGE_INTEGER qpf;
+    double period_s;
+    /* stats */
+    float *stopped_us;
+    size_t nstopped, cap_stopped;
+    double unwind_s;
+    uint64_t unwinds, ticks;
+    double last_modules, last_modules_retry;
+    bool modules_read;         /* the last reading of the loader list worked (else: try again soon) */
+    unsigned module_lists, module_lists_failed;
+    hs_owncode own;            /* the last the session said (modules too, with hooks) */
+    bool own_modules;          /* the session lists the modules */
+    unknown_page *unknown_pages;   /* pages of addresses a listing did not explain */
+    size_t nunknown, cap_unknown;
+    double t_clock, t_grab, t_enum, t_modules, t_wait;   /* seconds spent, for --verbose */
+    get_next_thread_fn next_thread;
+    query_thread_fn query_thread;
+};
+
+static double qpc_s(const hs_sampler *s)
+{
+    LARGE_INTEGER c;
+    QueryPerformanceCounter(&c);
+    return (double)c.QuadPart / (double)s->qpf.QuadPart;
+}
+
+/* ---- the CPU clock --------------------------------------------------------------- */
+
+static uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+static uint64_t ft64(FILETIME f) { return (uint64_t)f.dwHighDateTime << 32 | f.dwLowDateTime; }
+
+/* Thread times in 100 ns, or -1. */
+static int64_t thread_times(HANDLE h)
+{
+    FILETIME c, e, k, u;
+    if (!GetThreadTimes(h, &c, &e, &k, &u))
+        return -1;
+    return (int64_t)(ft64(k) + ft64(u));
+}
+
+/* The clock pair the classifier wants: wall and thread CPU in one unit.
+ * Thread times move in steps of a clock tick: between reads CLOCK_MS
+ * apart, the last reading stands (the window closes a little later). */
+static bool read_clock(hs_sampler *s, sthread *t, uint64_t *wall, uint64_t *cpu)
+{
+    if (s->cycles) {
+        ULONG64 c = 0;
+        *wall = rdtsc();
+        if (!QueryThreadCycleTime(t->h, &c))
+            return false;
+        *cpu = c;
+        return true;
+    }
+    LARGE_INTEGER q;
+    QueryPerformanceCounter(&q);
+    *wall = (uint64_t)((double)q.QuadPart * 1e7 / (double)s->qpf.QuadPart);
+    double now = (double)q.QuadPart / (double)s->qpf.QuadPart;
+    if (t->clock_at > 0 && now - t->clock_at < CLOCK_MS / 1000.0) {
+        *cpu = t->last_cpu;
+        return true;
+    }
+    t->clock_at = now;
+    int64_t tt = thread_times(t->h);
+    if (tt < 0)
+        return false;
+    *cpu = (uint64_t)tt;
+    t->cpu_s = (double)tt / 1e7;
+    return true;
+}
+
+static uint64_t wall_units(const hs_sampler *s, double seconds)
+{
+    return (uint64_t)(seconds * (s->cycles ? s->tsc_hz : 1e7));
+}
+
+/* ---- classification into the set --------------------------------------------------- */
+
+static void emit(void *ctx, uint32_t stack, uint8_t kind)
+{
+    hs_sampleset_count(ctx, stack, kind, 1);
+}
+
+static void thread_done(hs_sampler *s, sthread *t)
+{
+    uint64_t wall, cpu;
+    t->clock_at = 0;
+    bool known = read_clock(s, t, &wall, &cpu) && cpu >= t->last_cpu && cpu > 0;
+    hs_cls_finish(&t->cls, wall, cpu, known, emit, s->out);
+    if (!s->cycles && !known)
+        t->cpu_s = (double)t->last_cpu / 1e7;   /* its last reading: Wine forgets ended threads' times */
+    if (s->cycles) {
+        int64_t tt = thread_times(t->h);
+        t->cpu_s = tt > 0 ? (double)tt / 1e7 : t->cpu_s;
+    }
+    hs_sampleset_thread(s->out, t->tid, t->cpu_s);
+    if (t->cpu_s > 0)
+        s->ended_cpu_s += t->cpu_s;
+    hs_cls_free(&t->cls);
+    CloseHandle(t->h);
+}
+
+/* ---- threads ------------------------------------------------------------------------- */
+
+static sthread *find_thread(hs_sampler *s, uint32_t tid)
+{
+    for (size_t i = 0; i < s->nthreads; i++)
+        if (s->threads[i].tid == tid)
+            return &s->threads[i];
+    return NULL;
+}
+
+static uint64_t stack_base_of(hs_sampler *s, HANDLE h)
+{
+    struct {
+        LONG status;
+        void *teb;
+        void *pid, *tid;
+        ULONG_PTR affinity;
+        LONG priority, base_priority;
+    } tbi;
+    ULONG len = 0;
+    if (!s->query_thread || s->query_thread(h, 0, &tbi, sizeof tbi, &len) != 0 || !tbi.teb)
+        return 0;
+    uint64_t base = 0;
+    SIZE_T got = 0;
+    if (!ReadProcessMemory(s->process, (char *)tbi.teb + 8, &base, 8, &got))
+        return 0;
+    return base;
+}
+
+static void note_ever(hs_sampler *s, uint32_t tid)
+{
+    for (size_t i = 0; i < s->never; i++)
+        if (s->ever[i] == tid)
+            return;
+    hs_xgrow(&s->ever, &s->cap_ever, s->never + 1, sizeof *s->ever);
+    s->ever[s->never++] = tid;
+}
+
+/* List the target's threads: new ones are added, ended ones finished.
+ * Returns whether the list changed. */
+static bool enumerate_threads(hs_sampler *s)
+{
+    bool changed = false;
+    const ACCESS_MASK access = THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_QUERY_INFORMATION;
+    for (size_t i = 0; i < s->nthreads; i++)
+        s->threads[i].seen = false;
+    HANDLE cur = NULL;
+    bool keep_cur = false;
+    for (int guard = 0; guard < 100000; guard++) {
+        HANDLE next = NULL;
+        if (s->next_thread(s->process, cur, access, 0, 0, &next) != 0)
+            break;
+        if (cur && !keep_cur)
+            CloseHandle(cur);
+        cur = next;
+        keep_cur = false;
+        DWORD tid = GetThreadId(next);
+        if (!tid || hs_codemap_own_thread(s->map, tid))
+            continue;
+        sthread *t = find_thread(s, tid);
+        if (t) {
+            t->seen = true;
+            continue;
+        }
+        if (WaitForSingleObject(next, 0) == WAIT_OBJECT_0)
+            continue;   /* ended, not yet gone */
+        hs_xgrow(&s->threads, &s->cap_threads, s->nthreads + 1, sizeof *s->threads);
+        t = &s->threads[s->nthreads++];
+        memset(t, 0, sizeof *t);
+        t->tid = tid;
+        t->h = next;
+        t->seen = true;
+        t->cpu_s = -1;
+        t->stack_base = stack_base_of(s, next);
+        FILETIME c, e, k, u;
+        if (GetThreadTimes(next, &c, &e, &k, &u))
+            t->created = ft64(c);
+        hs_cls_init(&t->cls, &s->cls);
+        keep_cur = true;
+        changed = true;
+    }
+    if (cur && !keep_cur)
+        CloseHandle(cur);
+    /* threads no longer listed, or now hookscope's own */
+    for (size_t i = 0; i < s->nthreads;) {
+        sthread *t = &s->threads[i];
+        if (t->seen && !hs_codemap_own_thread(s->map, t->tid)) {
+            i++;
+            continue;
+        }
+        thread_done(s, t);
+        s->threads[i] = s->threads[--s->nthreads];
+        changed = true;
+    }
+    return changed;
+}
+
+/* ---- modules and hookscope's code ----------------------------------------------------------- */
+
+static void refresh_modules(hs_sampler *s, double now);
+
+static void refresh_own(hs_sampler *s)
+{
+    if (!s->cfg.own)
+        return;
+    hs_owncode own;
+    memset(&own, 0, sizeof own);
+    if (s->cfg.own(s->cfg.own_ctx, &own) > 0) {
+        hs_codemap_set_own(s->map, &own);
+        s->agent_base = own.agent_base;
+        hs_owncode_free(&s->own);
+        s->own = own;
+        s->own_modules = own.nmodules > 0;
+        refresh_modules(s, s->last_modules);   /* the session's list: no reads of the target */
+    } else {
+        hs_owncode_free(&own);
+    }
+}
+
+/* The modules: from the session when the hooks keep it (the agent records
+ * every load and unload), else from the target's loader list (each entry
+ * a read of the target's memory). */
+static void refresh_modules(hs_sampler *s, double now)
+{
+    s->last_modules = now;
+    if (!s->own_modules) {
+        /* fails while the target's loader has not set its list up yet
+         * (and under Wine while the server cannot stop the process) */
+        s->modules_read = hs_target_modules(s->process, s->map, s->agent_base) > 0;
+        s->module_lists++;
+        s->module_lists_failed += !s->modules_read;
+        return;
+    }
+    s->modules_read = true;
+    hs_codemap_begin_enum(s->map);
+    for (size_t i = 0; i < s->own.nmodules; i++) {
+        const hs_own_module *m = &s->own.modules[i];
+        if (!m->unloaded)
+            hs_codemap_add_image(s->map, m->base, m->size, m->path, m->agent);
+    }
+    hs_codemap_sweep(s->map);
+}
+
+/* Is a listing worth trying for this unknown address now? Not for a page
+ * an earlier listing did not explain until its back-off has passed (it
+ * doubles each time, from MODULES_RETRY_MS to MODULES_MS): code outside
+ * every module (Wine's own, JIT code) costs a few listings, not one per
+ * sample, while a page listed too early (the loader was still at work,
+ * the list was partial or unreadable) is tried again soon. */
+static unknown_page *find_unknown(hs_sampler *s, uint64_t pc)
+{
+    for (size_t i = 0; i < s->nunknown; i++)
+        if (s->unknown_pages[i].page == pc >> 12)
+            return &s->unknown_pages[i];
+    return NULL;
+}
+
+static bool worth_listing(hs_sampler *s, uint64_t pc, double now)
+{
+    const unknown_page *u = find_unknown(s, pc);
+    return !u || now >= u->next;
+}
+
+/* A listing at `now` did not explain this address: back off. */
+static void still_unexplained(hs_sampler *s, uint64_t pc, double now)
+{
+    unknown_page *u = find_unknown(s, pc);
+    if (!u) {
+        if (s->nunknown >= 4096)
+            return;
+        hs_xgrow(&s->unknown_pages, &s->cap_unknown, s->nunknown + 1, sizeof *s->unknown_pages);
+        u = &s->unknown_pages[s->nunknown++];
+        u->page = pc >> 12;
+        u->gap = MODULES_RETRY_MS / 1000.0;
+    } else if (u->gap < MODULES_MS / 1000.0) {
+        u->gap *= 2;
+    }
+    u->next = now + u->gap;
+}
+
+/* ---- one sample -------------------------------------------------------------------------------- */
+
+static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    hs_sampler *s = ctx;
+    SIZE_T got = 0;
+    return ReadProcessMemory(s->process, (const void *)(uintptr_t)addr, buf, len, &got) && got == len ? 0 : -1;
+}
+
+static void regs_of(const CONTEXT *c, hs_uw_regs *r)
+{
+    r->rip = c->Rip;
+    r->r[HS_R_RAX] = c->Rax;
+    r->r[HS_R_RCX] = c->Rcx;
+    r->r[HS_R_RDX] = c->Rdx;
+    r->r[HS_R_RBX] = c->Rbx;
+    r->r[HS_R_RSP] = c->Rsp;
+    r->r[HS_R_RBP] = c->Rbp;
+    r->r[HS_R_RSI] = c->Rsi;
+    r->r[HS_R_RDI] = c->Rdi;
+    r->r[HS_R_R8] = c->R8;
+    r->r[HS_R_R9] = c->R9;
+    r->r[HS_R_R10] = c->R10;
+    r->r[HS_R_R11] = c->R11;
+    r->r[HS_R_R12] = c->R12;
+    r->r[HS_R_R13] = c->R13;
+    r->r[HS_R_R14] = c->R14;
+    r->r[HS_R_R15] = c->R15;
+}
+
+/* Returns false when the thread is gone. */
+static bool sample_thread(hs_sampler *s, sthread *t, double now)
+{
+    if (!t->have_prev && t->created) {
+        /* a thread created a moment ago may not have started: under Wine
+         * its context would not come while it is suspended */
+        FILETIME f;
+        GetSystemTimeAsFileTime(&f);
+        if (ft64(f) < t->created + YOUNG_MS * 10000ull)
+            return true;
+    }
+    uint64_t wall = 0, cpu = 0;
+    double c0 = qpc_s(s);
+    bool clock_ok = read_clock(s, t, &wall, &cpu);
+    double c1 = qpc_s(s);
+    hs_grab g;
+    int rc = hs_grab_thread(s->grab, s->process, t->h, t->stack_base, t->have_prev ? t->prev : NULL, &g);
+    s->t_clock += c1 - c0;
+    s->t_grab += qpc_s(s) - c1;
+    if (rc == HS_GRAB_GONE)
+        return false;
+    if (rc == HS_GRAB_HELD) {
+        /* held suspended by someone else: waiting where it was last seen */
+        if (t->have_prev)
+            hs_sampleset_taken_add(s->out, 1);
+        if (t->have_prev && clock_ok)
+            hs_cls_sample(&t->cls, wall, cpu, false, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
+        else if (t->have_prev)
+            hs_sampleset_count(s->out, t->prev_stack, HS_SAMPLE_WAIT, 1);
+        return true;
+    }
+    if (rc != HS_GRAB_OK) {
+        /* a thread that never gave a context has not started: nothing lost */
+        if (t->have_prev)
+            t->failed++;
+        return true;
+    }
+    if (t->failed) {
+        hs_sampleset_lost(s->out, t->failed);
+        t->failed = 0;
+    }
+    hs_xgrow(&s->stopped_us, &s->cap_stopped, s->nstopped + 1, sizeof *s->stopped_us);
+    s->stopped_us[s->nstopped++] = (float)((double)g.stopped_qpc * 1e6 / (double)s->qpf.QuadPart);
+
+    bool moved = false;
+    uint32_t id;
+    if (g.same) {
+        id = t->prev_stack;   /* it has not run: the same stack */
+    } else {
+        double u0 = qpc_s(s);
+        moved = t->have_prev;
+        hs_uw_regs regs;
+        regs_of(g.ctx, &regs);
+        hs_grab_regs(g.ctx, t->prev);
+        hs_uw_stack st = { g.stack_lo, g.stack, g.stack_len, g.complete };
+        hs_uw_env env = hs_codemap_env(s->map);
+        uint64_t frames[MAX_FRAMES];
+        hs_uw_result res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+        /* an address in no known module: perhaps one loaded since the last
+         * listing, or one an early listing could not read (under Wine it is
+         * often Wine's own code: worth_listing backs off for those) */
+        if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && worth_listing(s, res.unknown_pc, now) &&
+            now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
+            /* its time is the module listing's, not the unwind's */
+            s->last_modules_retry = now;
+            double m0 = qpc_s(s);
+            refresh_modules(s, now);
+            double m1 = qpc_s(s);
+            s->t_modules += m1 - m0;
+            u0 += m1 - m0;
+            uint64_t was = res.unknown_pc;
+            res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+            if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was && s->modules_read)
+                still_unexplained(s, was, now);
+        }
+        uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
+        s->unwind_s += qpc_s(s) - u0;
+        s->unwinds++;
+        if (!n) {
+            /* only hookscope's code, serving no function */
+            t->have_prev = false;
+            hs_sampleset_lost(s->out, 1);
+            return true;
+        }
+        id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
+        t->have_prev = true;
+        t->prev_stack = id;
+    }
+    note_ever(s, t->tid);
+    hs_sampleset_taken_add(s->out, 1);
+    if (!clock_ok) {
+        /* no clock: the registers alone say whether it ran */
+        hs_sampleset_count(s->out, id, moved ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT, 1);
+        return true;
+    }
+    hs_cls_sample(&t->cls, wall, cpu, moved, id, wall_units(s, MAX_WINDOW_S), emit, s->out);
+    if (cpu > t->last_cpu)
+        t->last_cpu = cpu;
+    return true;
+}
+
+/* ---- the sampling thread ------------------------------------------------------------------------- */
+
+static DWORD WINAPI sampler_main(void *arg)
+{
+    hs_sampler *s = arg;
+    SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_HIGHEST);
+    timeBeginPeriod(1);   /* waits of a millisecond, not a clock tick */
+    if (s->cycles) {
+        /* the rdtsc rate, against the performance counter */
+        double q0 = qpc_s(s);
+        uint64_t t0 = rdtsc();
+        Sleep(20);
+        double q1 = qpc_s(s);
+        s->tsc_hz = q1 > q0 ? (double)(rdtsc() - t0) / (q1 - q0) : 1e9;
+    }
+    double now = qpc_s(s);
+    refresh_own(s);
+    refresh_modules(s, now);
+    enumerate_threads(s);
+    SetEvent(s->ready);
+    double next = now, next_enum = now + ENUM_MS / 1000.0, next_own = now + OWN_MS / 1000.0;
+    double enum_gap = ENUM_MS / 1000.0;
+    for (;;) {
+        now = qpc_s(s);
+        if (now >= next_enum) {
+            if (WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0)
+                break;
+            if (now >= next_own) {
+                refresh_own(s);
+                next_own = now + OWN_MS / 1000.0;
+            }
+            /* often while threads come and go, seldom while they do not */
+            if (enumerate_threads(s))
+                enum_gap = ENUM_MS / 1000.0;
+            else if (enum_gap < ENUM_MAX_MS / 1000.0)
+                enum_gap *= 2;
+            next_enum = now + enum_gap;
+            s->t_enum += qpc_s(s) - now;
+        }
+        if (!s->own_modules && now - s->last_modules >= (s->modules_read ? MODULES_MS : MODULES_RETRY_MS) / 1000.0) {
+            double m0 = qpc_s(s);
+            refresh_modules(s, now);
+            s->t_modules += qpc_s(s) - m0;
+        }
+        bool gone = false;
+        for (size_t i = 0; i < s->nthreads;) {
+            if (!sample_thread(s, &s->threads[i], now)) {
+                thread_done(s, &s->threads[i]);
+                s->threads[i] = s->threads[--s->nthreads];
+                gone = true;
+                continue;
+            }
+            i++;
+        }
+        if (gone && WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0)
+            break;
+        s->ticks++;
+        next += s->period_s;
+        now = qpc_s(s);
+        if (next < now)
+            next = now;   /* behind: no catching up */
+        /* waits have a granularity of a millisecond, and on a busy machine
+         * last longer: wait only for whole milliseconds ahead (a yield
+         * instead would hand a busy target's core over for a time slice) */
+        DWORD ms = (DWORD)((next - now) * 1000.0);
+        if (ms) {
+            double w0 = now;
+            if (WaitForSingleObject(s->stop_event, ms) == WAIT_OBJECT_0)
+                break;
+            s->t_wait += qpc_s(s) - w0;
+        } else if (WaitForSingleObject(s->stop_event, 0) == WAIT_OBJECT_0) {
+            break;
+        }
+    }
+    timeEndPeriod(1);
+    return 0;
+}
+
+static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out)
+{
+    hs_sampler *s = hs_xcalloc(1, sizeof *s);
+    s->cfg = *c;
+    s->out = out;
+    QueryPerformanceFrequency(&s->qpf);
+    s->period_s = 1.0 / c->rate_hz;
+    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+    s->next_thread = (get_next_thread_fn)(void (*)(void))GetProcAddress(ntdll, "NtGetNextThread");
+    s->query_thread = (query_thread_fn)(void (*)(void))GetProcAddress(ntdll, "NtQueryInformationThread");
+    ULONG64 cyc = 0;
+    s->cycles = QueryThreadCycleTime(GetCurrentThread(), &cyc) && cyc != 0;
+    s->process = OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ | SYNCHRONIZE, FALSE, c->pid);
+    if (!s->next_thread || !s->process) {
+        hs_err("cannot sample process %u: %s", c->pid,
+               s->process ? "NtGetNextThread is missing" : hs_win_error(GetLastError()));
+        goto fail;
+    }
+    s->grab = hs_grabber_new(STACK_COPY);
+    if (!s->grab)
+        goto fail;
+    s->map = hs_codemap_new(read_target, s);
+    s->stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
+    s->ready = CreateEventW(NULL, TRUE, FALSE, NULL);
+    s->thread = CreateThread(NULL, 0, sampler_main, s, 0, NULL);
+    if (!s->thread) {
+        hs_err("cannot start the sampler: %s", hs_win_error(GetLastError()));
+        goto fail;
+    }
+    /* the first round of listings is done before the target goes on */
+    WaitForSingleObject(s->ready, 10000);
+    return s;
+fail:
+    if (s->grab)
+        hs_grabber_free(s->grab);
+    if (s->map)
+        hs_codemap_free(s->map);
+    if (s->process)
+        CloseHandle(s->process);
+    free(s);
+    return NULL;
+}
+
+static int cmp_float(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
+{
+    SetEvent(s->stop_event);
+    memset(st, 0, sizeof *st);
+    /* a round takes milliseconds; a thread stuck in a context the watchdog
+     * gave up on (the sampled thread was resumed) does not come back */
+    while (WaitForSingleObject(s->thread, 1000) != WAIT_OBJECT_0) {
+        if (hs_grabber_stuck(s->grab)) {
+            TerminateThread(s->thread, 0);
+            st->stalled = true;
+            break;
+        }
+    }
+    CloseHandle(s->thread);
+    for (size_t i = 0; i < s->nthreads; i++)
+        thread_done(s, &s->threads[i]);
+    s->nthreads = 0;
+    /* the process's CPU time: GetProcessTimes, unless its threads' times
+     * add up to more (Wine does not keep the times of threads that ended) */
+    FILETIME c, e, k, u;
+    st->cpu_s = s->ended_cpu_s > 0 ? s->ended_cpu_s : -1;
+    if (GetProcessTimes(s->process, &c, &e, &k, &u) && (double)(ft64(k) + ft64(u)) / 1e7 > st->cpu_s)
+        st->cpu_s = (double)(ft64(k) + ft64(u)) / 1e7;
+    const hs_image *ims;
+    size_t nim = hs_codemap_images(s->map, &ims);
+    for (size_t i = 0; i < nim; i++)
+        hs_sampleset_module(s->out, ims[i].path, ims[i].base, ims[i].size, ims[i].timestamp, ims[i].unloaded,
+                            ims[i].agent);
+    st->threads = (uint32_t)s->never;
+    st->ticks = s->ticks;
+    st->cycle_clock = s->cycles;
+    if (s->nstopped) {
+        hs_sort(s->stopped_us, s->nstopped, sizeof *s->stopped_us, cmp_float, NULL);
+        st->suspended_us_p50 = s->stopped_us[s->nstopped / 2];
+        st->suspended_us_p99 = s->stopped_us[(s->nstopped * 99) / 100];
+    }
+    st->unwind_us_avg = s->unwinds ? s->unwind_s * 1e6 / (double)s->unwinds : 0;
+    hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
+           "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
+           s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,
+           s->t_wait);
+    hs_grabber_free(s->grab);
+    hs_codemap_free(s->map);
+    CloseHandle(s->process);
+    CloseHandle(s->stop_event);
+    CloseHandle(s->ready);
+    free(s->threads);
+    free(s->ever);
+    free(s->unknown_pages);
+    hs_owncode_free(&s->own);
+    free(s->stopped_us);
+    free(s);
+}
+
+const hs_sampler_backend hs_sampler_suspend = { "suspend", suspend_start, suspend_stop };
