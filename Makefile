@@ -56,6 +56,8 @@ $(B)/inc/%/.done: Makefile
 # counterparts, for native tests
 HOOK_C     := $(filter-out %_win.c,$(wildcard hook/*/*.c))
 HOOK_WIN   := $(wildcard hook/*/*_win.c)
+# the primitives every layer builds on (portable)
+BASE_C     := $(filter hook/base/%,$(HOOK_C))
 AGENT_C    := $(wildcard agent/*.c)
 AGENT_S    := $(wildcard agent/*.S)
 SAMPLER_ALL := $(wildcard sampler/*.c sampler/*/*.c)

@@ -15,9 +15,9 @@
 
 #include "hook/engine/arena_win.h"
 #include "hook/engine/hook.h"
+#include "hook/pe/pe.h"
 #include "hookscope/path.h"
 #include "hookscope/session.h"
-#include "hook/pe/pe.h"
 
 /* One hooked function, as the agent remembers it for unhooking and for
  * moving threads. Kept in one array per module, sorted by address. */

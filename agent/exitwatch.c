@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/base/search.h"
 #include "hook/suspend/threads_win.h"
 
 typedef LONG (WINAPI *filter_fn)(EXCEPTION_POINTERS *);
@@ -123,16 +124,14 @@ static DWORD counted[MAX_COUNTED];
 static volatile LONG counted_gone[MAX_COUNTED];
 static size_t n_counted, n_building;
 
+static bool counted_below(const void *tid, size_t i)
+{
+    return counted[i] < *(const DWORD *)tid;
+}
+
 static int counted_at(DWORD tid)
 {
-    size_t lo = 0, hi = n_counted;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (counted[mid] < tid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = hs_partition_point(n_counted, &tid, counted_below);
     return lo < n_counted && counted[lo] == tid ? (int)lo : -1;
 }
 

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "hook/engine/filter.h"
 
+/* after windows.h (agent/agent.h) */
 #include <psapi.h>
 
 /* Index of the first -m pattern matching `path`'s file name, or -1

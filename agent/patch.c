@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/base/search.h"
 #include "hook/suspend/threads_win.h"
 
 #define FREEZE_BUDGET_MS 10000
@@ -29,17 +30,22 @@
 /* Has any patch ever gone in? (Until then no thread can be in a stub.) */
 static int patched_once;
 
+typedef struct hook_key {
+    const hs_mod_state *m;
+    uint64_t addr;
+} hook_key;
+
+static bool entry_at_or_below(const void *ctx, size_t i)
+{
+    const hook_key *k = ctx;
+    return k->m->hooks[i].entry <= k->addr;
+}
+
 /* Last hook whose entry is <= addr, or NULL. */
 static const hs_hooked *hook_before(const hs_mod_state *m, uint64_t addr)
 {
-    size_t lo = 0, hi = m->n_hooks;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->hooks[mid].entry <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    hook_key k = { m, addr };
+    size_t lo = hs_partition_point(m->n_hooks, &k, entry_at_or_below);
     return lo ? &m->hooks[lo - 1] : NULL;
 }
 

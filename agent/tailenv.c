@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/base/search.h"
 
 #define MAX_IMAGES 64
 
@@ -51,6 +52,17 @@ static struct image *image_at(tail_ctx *c, uint64_t base)
     return m;
 }
 
+typedef struct hook_below {
+    const hs_mod_state *m;
+    uint64_t addr;
+} hook_below;
+
+static bool entry_below(const void *ctx, size_t i)
+{
+    const hook_below *k = ctx;
+    return k->m->hooks[i].entry < k->addr;
+}
+
 /* Put back the original bytes of every patch that overlaps [addr, addr+n). */
 static void unpatch(uint64_t addr, uint8_t *out, size_t n)
 {
@@ -59,15 +71,8 @@ static void unpatch(uint64_t addr, uint8_t *out, size_t n)
         if (!m->hooked || m->unloaded || addr + n <= m->base || addr >= m->base + m->size)
             continue;
         /* the first hook whose patch can reach addr: entry >= addr - HS_MAX_PATCH */
-        size_t lo = 0, hi = m->n_hooks;
-        uint64_t from = addr > HS_MAX_PATCH ? addr - HS_MAX_PATCH : 0;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (m->hooks[mid].entry < from)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        hook_below k = { m, addr > HS_MAX_PATCH ? addr - HS_MAX_PATCH : 0 };
+        size_t lo = hs_partition_point(m->n_hooks, &k, entry_below);
         for (size_t k = lo; k < m->n_hooks && m->hooks[k].entry < addr + n + HS_MAX_PATCH; k++) {
             const hs_hooked *h = &m->hooks[k];
             uint64_t p = h->entry + (uint64_t)(int64_t)h->plan.patch_off;

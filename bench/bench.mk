@@ -77,9 +77,9 @@ bench-build: $(BENCH_DIR)/walkbench.exe
 # tests since tests/test_etl.py runs it.
 ETLSTAT := $(B)/native/etlstat
 
-$(ETLSTAT): bench/etlstat.c $(call nat_obj,$(ETL_C) hook/base/util.c hook/base/text.c) | $(INC_FARMS)
+$(ETLSTAT): bench/etlstat.c $(call nat_obj,$(ETL_C) $(BASE_C)) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -I$(B)/inc/bench -o $@ $< $(call nat_obj,$(ETL_C) hook/base/util.c hook/base/text.c)
+	$(NCC) $(NCFLAGS) -I$(B)/inc/bench -o $@ $< $(call nat_obj,$(ETL_C) $(BASE_C))
 
 unit: $(ETLSTAT)
 bench-build: $(ETLSTAT) $(FIX_ETL)

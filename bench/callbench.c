@@ -15,7 +15,6 @@
 #include <windows.h>
 
 #include "bench/clock.h"
-
 #include "bench/leaf.h"
 
 __declspec(dllimport) unsigned long long lib_leaf(unsigned long long x);

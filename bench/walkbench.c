@@ -22,10 +22,10 @@
 #include <windows.h>
 #include <dbghelp.h>
 
+#include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"
 #include "sampler/suspend/grab_win.h"
 #include "sampler/suspend/modules_win.h"
-#include "hook/unwind/unwinder.h"
 
 #define SAMPLES 400
 #define REPEAT 20

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/bytes.h"
 #include "hook/base/map.h"
+#include "hook/base/search.h"
 #include "hook/base/util.h"
 
 #define PAGE 4096u
@@ -116,7 +118,7 @@ static const page *page_at(hs_codemap *m, uint64_t addr)
 {
     uint64_t pa = addr & ~(uint64_t)(PAGE - 1);
     uint32_t i;
-    if (hs_map_get(&m->page_index, pa, &i))
+    if ((i = hs_map_get(&m->page_index, pa, 0)) != HS_MAP_NONE)
         return m->pages[i];
     if (m->npages == MAX_PAGES)
         hs_codemap_flush(m);
@@ -125,7 +127,7 @@ static const page *page_at(hs_codemap *m, uint64_t addr)
     pg->ok = m->read(m->ctx, pa, pg->data, PAGE) == 0;
     m->pages = hs_xrealloc(m->pages, (m->npages + 1) * sizeof *m->pages);
     m->pages[m->npages] = pg;
-    hs_map_put(&m->page_index, pa, (uint32_t)m->npages);
+    hs_map_xput(&m->page_index, pa, 0, (uint32_t)m->npages);
     m->npages++;
     return pg;
 }
@@ -150,8 +152,6 @@ int hs_codemap_read(hs_codemap *m, uint64_t addr, void *buf, size_t len)
 
 /* ---- images --------------------------------------------------------------------- */
 
-static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 static int cmp_triple(const void *a, const void *b, void *ctx)
 {
@@ -183,18 +183,18 @@ static int read_image(hs_codemap *m, hs_image *im)
     uint8_t h[PAGE];
     if (m->read(m->ctx, im->base, h, sizeof h) < 0 || h[0] != 'M' || h[1] != 'Z')
         return -1;
-    uint32_t nt = rd32(h + 0x3C);
-    if (nt > PAGE - 24 - 112 - 16 * 8 || rd32(h + nt) != 0x00004550)
+    uint32_t nt = hs_le32(h + 0x3C);
+    if (nt > PAGE - 24 - 112 - 16 * 8 || hs_le32(h + nt) != 0x00004550)
         return -1;
     const uint8_t *fh = h + nt + 4, *oh = fh + 20;
-    if (rd16(oh) != 0x20B)
+    if (hs_le16(oh) != 0x20B)
         return -1;   /* not PE32+ */
-    im->timestamp = rd32(fh + 4);
+    im->timestamp = hs_le32(fh + 4);
     if (!im->size)
-        im->size = rd32(oh + 56);
-    uint32_t ndirs = rd32(oh + 108);
+        im->size = hs_le32(oh + 56);
+    uint32_t ndirs = hs_le32(oh + 108);
     if (ndirs > 3) {
-        uint32_t rva = rd32(oh + 112 + 3 * 8), size = rd32(oh + 112 + 3 * 8 + 4);
+        uint32_t rva = hs_le32(oh + 112 + 3 * 8), size = hs_le32(oh + 112 + 3 * 8 + 4);
         size_t n = size / 12;
         if (n > MAX_PDATA)
             n = MAX_PDATA;
@@ -347,16 +347,34 @@ bool hs_codemap_own_thread(const hs_codemap *m, uint32_t tid)
     return false;
 }
 
+/* A search of one of the sorted tables below for an address. */
+typedef struct at_pc {
+    const hs_codemap *m;
+    uint64_t pc;
+} at_pc;
+
+static bool arena_not_after(const void *ctx, size_t i)
+{
+    const at_pc *q = ctx;
+    return q->m->arenas[i].base <= q->pc;
+}
+
+static bool slot_not_after(const void *ctx, size_t i)
+{
+    const at_pc *q = ctx;
+    return q->m->slots[i].lo <= q->pc;
+}
+
+static bool image_not_after(const void *ctx, size_t i)
+{
+    const at_pc *q = ctx;
+    return q->m->images[q->m->live[i]].base <= q->pc;
+}
+
 static const own_arena *arena_of(const hs_codemap *m, uint64_t pc)
 {
-    size_t lo = 0, hi = m->narenas;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->arenas[mid].base <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    at_pc q = { m, pc };
+    size_t lo = hs_partition_point(m->narenas, &q, arena_not_after);
     if (!lo)
         return NULL;
     const own_arena *a = &m->arenas[lo - 1];
@@ -365,14 +383,8 @@ static const own_arena *arena_of(const hs_codemap *m, uint64_t pc)
 
 static const hs_own_slot *slot_of(const hs_codemap *m, uint64_t pc)
 {
-    size_t lo = 0, hi = m->nslots;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->slots[mid].lo <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    at_pc q = { m, pc };
+    size_t lo = hs_partition_point(m->nslots, &q, slot_not_after);
     if (!lo)
         return NULL;
     const hs_own_slot *s = &m->slots[lo - 1];
@@ -381,35 +393,12 @@ static const hs_own_slot *slot_of(const hs_codemap *m, uint64_t pc)
 
 static const hs_image *image_of(const hs_codemap *m, uint64_t pc)
 {
-    size_t lo = 0, hi = m->nlive;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->images[m->live[mid]].base <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    at_pc q = { m, pc };
+    size_t lo = hs_partition_point(m->nlive, &q, image_not_after);
     if (!lo)
         return NULL;
     const hs_image *im = &m->images[m->live[lo - 1]];
     return pc - im->base < im->size ? im : NULL;
-}
-
-/* The RUNTIME_FUNCTION of table t (n triples) covering rva, or NULL. */
-static const uint32_t *find_entry(const uint32_t *t, size_t n, uint32_t rva)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid * 3] <= rva)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (!lo)
-        return NULL;
-    const uint32_t *e = &t[(lo - 1) * 3];
-    return rva < e[1] ? e : NULL;
 }
 
 bool hs_codemap_is_own(const hs_codemap *m, uint64_t addr)
@@ -424,7 +413,7 @@ static int lookup(void *ctx, uint64_t pc, hs_uw_entry *e)
     const hs_codemap *m = ctx;
     const own_arena *a = arena_of(m, pc);
     if (a) {
-        const uint32_t *f = find_entry(a->table, a->ntable, (uint32_t)(pc - a->base));
+        const uint32_t *f = hs_pdata_find(a->table, a->ntable, (uint32_t)(pc - a->base));
         if (!f)
             return HS_UW_EMULATE;
         e->base = a->base;
@@ -436,7 +425,7 @@ static int lookup(void *ctx, uint64_t pc, hs_uw_entry *e)
     const hs_image *im = image_of(m, pc);
     if (!im)
         return HS_UW_UNKNOWN;
-    const uint32_t *f = find_entry(im->pdata, im->npdata, (uint32_t)(pc - im->base));
+    const uint32_t *f = hs_pdata_find(im->pdata, im->npdata, (uint32_t)(pc - im->base));
     if (!f)
         return HS_UW_LEAF;
     e->base = im->base;
@@ -459,16 +448,16 @@ hs_uw_env hs_codemap_env(hs_codemap *m)
 
 /* ---- attribution ------------------------------------------------------------------------ */
 
+static bool desc_below(const void *ctx, size_t i)
+{
+    const at_pc *q = ctx;
+    return q->m->descs[i].desc < q->pc;
+}
+
 static uint64_t desc_entry(const hs_codemap *m, uint64_t desc)
 {
-    size_t lo = 0, hi = m->ndescs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->descs[mid].desc < desc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    at_pc q = { m, desc };
+    size_t lo = hs_partition_point(m->ndescs, &q, desc_below);
     return lo < m->ndescs && m->descs[lo].desc == desc ? m->descs[lo].entry : 0;
 }
 

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler/sampler.h"
 #include "hook/unwind/unwinder.h"
+#include "sampler/sampler.h"
 
 /* Read len bytes of the target at addr: 0, or -1. */
 typedef int (*hs_mem_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);

@@ -87,14 +87,14 @@ static uint64_t mix(uint64_t h, uint64_t v)
 static set_thread *thread_of(hs_sampleset *s, uint32_t tid)
 {
     uint32_t i;
-    if (hs_map_get(&s->thread_index, tid, &i))
+    if ((i = hs_map_get(&s->thread_index, tid, 0)) != HS_MAP_NONE)
         return &s->threads[i];
     hs_xgrow(&s->threads, &s->cap_threads, s->nthreads + 1, sizeof *s->threads);
     set_thread *t = &s->threads[s->nthreads];
     memset(t, 0, sizeof *t);
     t->tid = tid;
     t->cpu_s = -1;
-    hs_map_put(&s->thread_index, tid, (uint32_t)s->nthreads);
+    hs_map_xput(&s->thread_index, tid, 0, (uint32_t)s->nthreads);
     s->nthreads++;
     return t;
 }
@@ -107,7 +107,7 @@ uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const
         h = mix(h, frames[i]);
     size_t cursor = 0;
     uint32_t id;
-    while (hs_map_next(&s->index, h, &cursor, &id)) {
+    while (hs_map_next(&s->index, h, 0, &cursor, &id)) {
         const set_stack *st = &s->stacks[id];
         if (st->tid == tid && st->truncated == truncated && st->nframes == nframes &&
             !memcmp(s->pool + st->frames, frames, (size_t)nframes * 8))
@@ -124,7 +124,7 @@ uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const
     st->truncated = truncated;
     s->npool += nframes;
     id = (uint32_t)s->nstacks++;
-    hs_map_put(&s->index, h, id);
+    hs_map_xadd(&s->index, h, 0, id);
     thread_of(s, tid);
     return id;
 }

@@ -48,7 +48,7 @@ void hs_log(const char *fmt, ...)
     fflush(stderr);
 }
 
-static void oom(void)
+void hs_out_of_memory(void)
 {
     fputs("hookscope: out of memory\n", stderr);
     exit(HS_EXIT_FAILED);
@@ -58,7 +58,7 @@ void *hs_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        oom();
+        hs_out_of_memory();
     return p;
 }
 
@@ -66,7 +66,7 @@ void *hs_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
-        oom();
+        hs_out_of_memory();
     return p;
 }
 
@@ -74,7 +74,7 @@ void *hs_xrealloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
     if (!p)
-        oom();
+        hs_out_of_memory();
     return p;
 }
 
@@ -145,18 +145,40 @@ static void merge_pass(char *src, char *dst, size_t n, size_t size, size_t width
     }
 }
 
+/* Stable without memory to spare: an insertion sort (slow, but only when
+ * memory is short). */
+static void insertion_sort(char *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *),
+                           void *ctx)
+{
+    char t[256];
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && cmp(base + (j - 1) * size, base + j * size, ctx) > 0; j--)
+            for (size_t k = 0; k < size; k += sizeof t) {
+                size_t c = size - k < sizeof t ? size - k : sizeof t;
+                memcpy(t, base + (j - 1) * size + k, c);
+                memcpy(base + (j - 1) * size + k, base + j * size + k, c);
+                memcpy(base + j * size + k, t, c);
+            }
+}
+
 void hs_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *),
              void *ctx)
 {
     if (n < 2)
         return;
-    char *tmp = hs_xmalloc(n * size);
+    char *tmp = n <= SIZE_MAX / size ? malloc(n * size) : NULL;
+    if (!tmp) {
+        insertion_sort(base, n, size, cmp, ctx);
+        return;
+    }
     char *src = base, *dst = tmp;
     for (size_t width = 1; width < n; width *= 2) {
         merge_pass(src, dst, n, size, width, cmp, ctx);
         char *t = src;
         src = dst;
         dst = t;
+        if (width > SIZE_MAX / 4)
+            break;
     }
     if (src != base)
         memcpy(base, src, n * size);

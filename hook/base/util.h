@@ -29,6 +29,9 @@ void hs_err(const char *fmt, ...) HS_PRINTF(1, 2);
 extern int hs_verbose;
 void hs_log(const char *fmt, ...) HS_PRINTF(1, 2);
 
+/* "hookscope: out of memory", and exit. */
+void hs_out_of_memory(void) __attribute__((noreturn));
+
 /* malloc that never returns NULL (prints and exits on out of memory). */
 void *hs_xmalloc(size_t n);
 void *hs_xcalloc(size_t n, size_t size);
@@ -44,7 +47,8 @@ void hs_xgrow(void *v, size_t *cap, size_t need, size_t size);
 /* File name part of a path (either separator). */
 const char *hs_basename(const char *path);
 
-/* Stable sort (a merge sort) with a context for the comparator: no globals. */
+/* Stable sort (a merge sort) with a context for the comparator: no globals.
+ * Never fails: without memory for the merge it sorts in place, slowly. */
 void hs_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *),
              void *ctx);
 

@@ -2,13 +2,13 @@
  * hook/base/util_win.c - the helpers of util.h that need the Windows
  * API: UTF-16 conversions, files by wide path, Win32 error text.
  */
-#include "hook/base/util.h"
-
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+
+#include "hook/base/util.h"
 
 char *hs_utf8(const wchar_t *w)
 {

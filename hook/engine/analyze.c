@@ -25,9 +25,9 @@
  * same facts decide the patch either way, so HS_ANALYZE_FULL never hooks
  * fewer functions.
  */
-#include "hook/engine/engine_int.h"
-
 #include <string.h>
+
+#include "hook/engine/engine_int.h"
 
 #define JMP32_LEN 5
 #define JMP8_LEN 2

@@ -9,10 +9,10 @@
  * instead of 4), so a RIP-relative displacement is checked against the
  * bytes: it is always a disp32 right after a ModRM byte with mod=00 rm=101.
  */
-#include "hook/engine/engine_int.h"
-
 #include <stdlib.h>
 #include <string.h>
+
+#include "hook/engine/engine_int.h"
 
 hs_engine *hs_engine_new(void)
 {
@@ -96,13 +96,13 @@ static void classify(const cs_insn *ci, hs_insn *in)
     if (rip) {
         unsigned mo = x->encoding.modrm_offset, d = x->encoding.disp_offset;
         if (mo == 0 || d != mo + 1 || (b[mo] & 0xC7) != 0x05 || d + 4u > ci->size ||
-            (int32_t)hs__rd32(b + d) != (int32_t)x->disp) {
+            (int32_t)hs_le32(b + d) != (int32_t)x->disp) {
             in->kind = HS_I_BAD;   /* capstone and the bytes disagree: do not guess */
             return;
         }
         in->riprel = 1;
         in->disp_off = (uint8_t)d;
-        in->target = ci->address + ci->size + (int64_t)(int32_t)hs__rd32(b + d);
+        in->target = ci->address + ci->size + (int64_t)(int32_t)hs_le32(b + d);
     } else if (x->encoding.modrm_offset && (b[x->encoding.modrm_offset] & 0xC7) == 0x05 &&
                x->addr_size == 8 && x->op_count > 0) {
         /* mod=00 rm=101 means [rip+disp32] in 64-bit mode; if capstone did

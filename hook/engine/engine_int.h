@@ -16,6 +16,7 @@
 
 #include <capstone/capstone.h>
 
+#include "hook/base/bytes.h"
 #include "hook/engine/emit.h"
 #include "hook/engine/hook.h"
 
@@ -157,10 +158,5 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_p
 
 /* Upper bound of the trampoline bytes one instruction needs. */
 int hs__reloc_max(const hs_insn *in);
-
-static inline uint32_t hs__rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 #endif

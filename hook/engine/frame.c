@@ -24,11 +24,12 @@
  * frame (into gcc's .cold part of the function) is followed with the same
  * state, through fn->part_at, as if that code were the function's own.
  */
-#include "hook/engine/engine_int.h"
-#include "hook/base/vec.h"
-
 #include <stdlib.h>
 #include <string.h>
+
+#include "hook/base/search.h"
+#include "hook/base/vec.h"
+#include "hook/engine/engine_int.h"
 
 enum { V_UNKNOWN = 0, V_STACK, V_CONST };
 
@@ -58,14 +59,7 @@ typedef struct work {
 
 static int find_index(const hs_engine *e, uint32_t off)
 {
-    size_t lo = 0, hi = e->sw_n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (e->sw[mid].i.off < off)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = HS_LOWER_BOUND_U32(e->sw, e->sw_n, i.off, off);
     return lo < e->sw_n && e->sw[lo].i.off == off ? (int)lo : -1;
 }
 
@@ -420,14 +414,7 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_p
             note_exit(e, fn, k, &w.st, &f);
             /* branch targets inside the function get the state after the
              * branch (a relative branch does not change registers) */
-            size_t lo = 0, hi = e->tgt_n;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (e->tgt[mid].src < in->off)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
+            size_t lo = HS_LOWER_BOUND_U32(e->tgt, e->tgt_n, src, in->off);
             for (size_t t = lo; t < e->tgt_n && e->tgt[t].src == in->off; t++) {
                 const hs_edge *g = &e->tgt[t];
                 if (g->kind == HS_I_CALL)

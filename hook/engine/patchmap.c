@@ -2,9 +2,9 @@
  * hook/engine/patchmap.c - the patch bytes and the maps between original and
  * trampoline offsets (for moving frozen threads at hook and unhook time).
  */
-#include "hook/engine/engine_int.h"
-
 #include <string.h>
+
+#include "hook/engine/engine_int.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {

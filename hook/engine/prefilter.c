@@ -44,11 +44,11 @@ int hs__scan_branches(const hs_func_input *fn, uint32_t from, uint32_t to, int l
         } else if (cls == 2) {
             if (q + 5 > size)
                 continue;
-            t = (int64_t)q + 5 + (int32_t)hs__rd32(c + q + 1);
+            t = (int64_t)q + 5 + (int32_t)hs_le32(c + q + 1);
         } else {
             if (q + 6 > size || (c[q + 1] & 0xF0) != 0x80)
                 continue;
-            t = (int64_t)q + 6 + (int32_t)hs__rd32(c + q + 2);
+            t = (int64_t)q + 6 + (int32_t)hs_le32(c + q + 2);
         }
         if (t > lo && t < hi) {
             n++;

@@ -27,9 +27,9 @@
  * instruction's copy in the trampoline (always in rel32 form, so the sizes
  * do not depend on where the copies land, and two passes fix the offsets).
  */
-#include "hook/engine/engine_int.h"
-
 #include <string.h>
+
+#include "hook/engine/engine_int.h"
 
 int hs__reloc_max(const hs_insn *in)
 {

@@ -24,11 +24,11 @@
  * Table entries are read while they point inside the function (at most
  * 4096); each becomes an edge from the jmp to its target.
  */
-#include "hook/engine/engine_int.h"
-#include "hook/base/vec.h"
-
 #include <stdlib.h>
 #include <string.h>
+
+#include "hook/base/vec.h"
+#include "hook/engine/engine_int.h"
 
 /* ---- general registers ------------------------------------------------- */
 
@@ -230,13 +230,13 @@ static int read_table(hs_engine *e, const hs_func_input *fn, uint32_t src, uint6
             uint8_t b[4];
             if (hs__read(fn, table + 4u * i, b, 4) < 0)
                 break;
-            uint32_t v = hs__rd32(b);
+            uint32_t v = hs_le32(b);
             t = base + (is_signed ? (uint64_t)(int64_t)(int32_t)v : (uint64_t)v);
         } else {
             uint8_t b[8];
             if (hs__read(fn, table + 8u * i, b, 8) < 0)
                 break;
-            t = hs__rd32(b) | (uint64_t)hs__rd32(b + 4) << 32;
+            t = hs_le32(b) | (uint64_t)hs_le32(b + 4) << 32;
         }
         if (t < fn->addr || t >= fn->addr + fn->size)
             break;

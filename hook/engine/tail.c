@@ -24,11 +24,11 @@
  * functions the caller did not analyze) are analyzed on demand through
  * the environment.
  */
-#include "hook/engine/engine_int.h"
-#include "hook/base/vec.h"
-
 #include <stdlib.h>
 #include <string.h>
+
+#include "hook/base/vec.h"
+#include "hook/engine/engine_int.h"
 
 typedef struct tnode {
     uint64_t entry;

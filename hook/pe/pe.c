@@ -6,14 +6,13 @@
  */
 #include "hook/pe/pe.h"
 
-#include "hook/base/vec.h"
-
 #include <stdlib.h>
 #include <string.h>
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t rd64(const uint8_t *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+#include "hook/base/bytes.h"
+#include "hook/base/search.h"
+#include "hook/base/vec.h"
+
 
 const char *hs_pe_status_text(int status)
 {
@@ -34,40 +33,40 @@ static int parse_headers(hs_pe *pe, const uint8_t *hdr, size_t size)
 {
     if (size < 0x40 || hdr[0] != 'M' || hdr[1] != 'Z')
         return HS_PE_NOT_PE;
-    uint32_t lfanew = rd32(hdr + 0x3C);
+    uint32_t lfanew = hs_le32(hdr + 0x3C);
     if (lfanew > size || size - lfanew < 24 || memcmp(hdr + lfanew, "PE\0\0", 4) != 0)
         return HS_PE_NOT_PE;
     const uint8_t *fh = hdr + lfanew + 4;
-    pe->machine = rd16(fh);
-    uint16_t nsec = rd16(fh + 2);
-    pe->timestamp = rd32(fh + 4);
-    pe->symtab_off = rd32(fh + 8);
-    pe->nsyms = rd32(fh + 12);
-    uint16_t opt_size = rd16(fh + 16);
-    pe->characteristics = rd16(fh + 18);
+    pe->machine = hs_le16(fh);
+    uint16_t nsec = hs_le16(fh + 2);
+    pe->timestamp = hs_le32(fh + 4);
+    pe->symtab_off = hs_le32(fh + 8);
+    pe->nsyms = hs_le32(fh + 12);
+    uint16_t opt_size = hs_le16(fh + 16);
+    pe->characteristics = hs_le16(fh + 18);
     if (pe->machine == 0x14C)
         return HS_PE_32BIT;
     const uint8_t *opt = fh + 20;
     if ((size_t)(opt - hdr) + 2 > size)
         return HS_PE_CORRUPT;
-    uint16_t magic = rd16(opt);
+    uint16_t magic = hs_le16(opt);
     if (magic == 0x10B)
         return HS_PE_32BIT;
     if (pe->machine != 0x8664)
         return HS_PE_OTHER_MACHINE;
     if (magic != 0x20B || opt_size < 112 || (size_t)(opt - hdr) + opt_size > size)
         return HS_PE_CORRUPT;
-    pe->entry_rva = rd32(opt + 16);
-    pe->image_base = rd64(opt + 24);
-    pe->size_of_image = rd32(opt + 56);
-    uint32_t ndirs = rd32(opt + 108);
+    pe->entry_rva = hs_le32(opt + 16);
+    pe->image_base = hs_le64(opt + 24);
+    pe->size_of_image = hs_le32(opt + 56);
+    uint32_t ndirs = hs_le32(opt + 108);
     if (ndirs > 16)
         ndirs = 16;
     if (112 + ndirs * 8 > opt_size)
         ndirs = (opt_size - 112) / 8;
     for (uint32_t i = 0; i < ndirs; i++) {
-        pe->dir_rva[i] = rd32(opt + 112 + i * 8);
-        pe->dir_size[i] = rd32(opt + 116 + i * 8);
+        pe->dir_rva[i] = hs_le32(opt + 112 + i * 8);
+        pe->dir_size[i] = hs_le32(opt + 116 + i * 8);
     }
     const uint8_t *sh = opt + opt_size;
     if ((size_t)(sh - hdr) + (size_t)nsec * 40 > size)
@@ -81,11 +80,11 @@ static int parse_headers(hs_pe *pe, const uint8_t *hdr, size_t size)
         hs_pe_section *d = &pe->sections[i];
         memcpy(d->name, s, 8);
         d->name[8] = 0;
-        d->vsize = rd32(s + 8);
-        d->rva = rd32(s + 12);
-        d->raw_size = rd32(s + 16);
-        d->raw_off = rd32(s + 20);
-        d->chars = rd32(s + 36);
+        d->vsize = hs_le32(s + 8);
+        d->rva = hs_le32(s + 12);
+        d->raw_size = hs_le32(s + 16);
+        d->raw_off = hs_le32(s + 20);
+        d->chars = hs_le32(s + 36);
         if (d->vsize == 0)
             d->vsize = d->raw_size;
     }
@@ -229,9 +228,9 @@ int hs_pe_unwind(const hs_pe *pe, uint32_t unwind_rva, hs_unwind *u)
     u->codes = all + 4;
     const uint8_t *tail = all + 4 + codes_len;
     if (u->flags & HS_UNW_CHAININFO)
-        u->chained_begin = rd32(tail);
+        u->chained_begin = hs_le32(tail);
     else if (u->flags & (HS_UNW_EHANDLER | HS_UNW_UHANDLER))
-        u->handler_rva = rd32(tail);
+        u->handler_rva = hs_le32(tail);
     return 0;
 }
 
@@ -245,11 +244,11 @@ int hs_unwind_frame_size(const hs_unwind *u)
         case 1:                                                      /* ALLOC_LARGE */
             if (info == 0) {
                 if (i + 1 >= u->count_codes) return -1;
-                total += rd16(u->codes + (i + 1) * 2) * 8;
+                total += hs_le16(u->codes + (i + 1) * 2) * 8;
                 i += 1;
             } else {
                 if (i + 2 >= u->count_codes) return -1;
-                total += (int)rd32(u->codes + (i + 1) * 2);
+                total += (int)hs_le32(u->codes + (i + 1) * 2);
                 i += 2;
             }
             break;
@@ -296,12 +295,12 @@ int hs_pe_is_iat(const hs_pe *pe, uint32_t rva)
     uint32_t drva = pe->dir_rva[HS_DIR_IMPORT], dsize = pe->dir_size[HS_DIR_IMPORT];
     for (uint32_t d = 0; d + 20 <= dsize; d += 20) {
         const uint8_t *desc = hs_pe_ptr(pe, drva + d, 20);
-        if (!desc || rd32(desc + 12) == 0)
+        if (!desc || hs_le32(desc + 12) == 0)
             break;
-        uint32_t first = rd32(desc + 16);
+        uint32_t first = hs_le32(desc + 16);
         for (uint32_t k = 0; k < 65536; k++) {
             const uint8_t *e = hs_pe_ptr(pe, first + 8 * k, 8);
-            if (!e || (rd32(e) == 0 && rd32(e + 4) == 0))
+            if (!e || (hs_le32(e) == 0 && hs_le32(e + 4) == 0))
                 break;
             if (first + 8 * k == rva)
                 return 1;
@@ -403,7 +402,7 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
     const uint8_t *pd = psize ? hs_pe_ptr(pe, prva, psize) : NULL;
     if (pd) {
         for (uint32_t off = 0; off + 12 <= psize; off += 12) {
-            uint32_t b = rd32(pd + off), e = rd32(pd + off + 4), u = rd32(pd + off + 8);
+            uint32_t b = hs_le32(pd + off), e = hs_le32(pd + off + 4), u = hs_le32(pd + off + 8);
             if (b == 0 && e == 0)
                 continue;
             if (e <= b || !hs_pe_is_exec(pe, b))
@@ -417,11 +416,11 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
     uint32_t erva = pe->dir_rva[HS_DIR_EXPORT], esize = pe->dir_size[HS_DIR_EXPORT];
     const uint8_t *ed = esize >= 40 ? hs_pe_ptr(pe, erva, 40) : NULL;
     if (ed) {
-        uint32_t nfun = rd32(ed + 20), afun = rd32(ed + 28);
+        uint32_t nfun = hs_le32(ed + 20), afun = hs_le32(ed + 28);
         const uint8_t *funs = hs_pe_ptr(pe, afun, nfun * 4);
         if (funs && nfun < (1u << 20)) {
             for (uint32_t i = 0; i < nfun; i++) {
-                uint32_t r = rd32(funs + i * 4);
+                uint32_t r = hs_le32(funs + i * 4);
                 if (r == 0 || (r >= erva && r < erva + esize) || !hs_pe_is_exec(pe, r))
                     continue;
                 if (push_func(&fv, r, 0, 0, HS_SRC_EXPORT) < 0)
@@ -436,11 +435,11 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
         const uint8_t *st = pe->file + pe->symtab_off;
         for (uint32_t i = 0; i < pe->nsyms; i++) {
             const uint8_t *s = st + i * 18;
-            int16_t secno = (int16_t)rd16(s + 12);
-            uint16_t type = rd16(s + 14);
+            int16_t secno = (int16_t)hs_le16(s + 12);
+            uint16_t type = hs_le16(s + 14);
             uint8_t cls = s[16], naux = s[17];
             if (secno > 0 && secno <= pe->nsections && (type & 0xF0) == 0x20 && (cls == 2 || cls == 3)) {
-                uint32_t r = pe->sections[secno - 1].rva + rd32(s + 8);
+                uint32_t r = pe->sections[secno - 1].rva + hs_le32(s + 8);
                 if (hs_pe_is_exec(pe, r) && push_func(&fv, r, 0, 0, HS_SRC_SYMBOL) < 0)
                     goto nomem;
             }
@@ -580,19 +579,19 @@ int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
     uint32_t erva = pe->dir_rva[HS_DIR_EXPORT], esize = pe->dir_size[HS_DIR_EXPORT];
     const uint8_t *ed = esize >= 40 ? hs_pe_ptr(pe, erva, 40) : NULL;
     if (ed) {
-        uint32_t nfun = rd32(ed + 20), nnames = rd32(ed + 24);
-        const uint8_t *funs = hs_pe_ptr(pe, rd32(ed + 28), nfun * 4);
-        const uint8_t *names = hs_pe_ptr(pe, rd32(ed + 32), nnames * 4);
-        const uint8_t *ords = hs_pe_ptr(pe, rd32(ed + 36), nnames * 2);
+        uint32_t nfun = hs_le32(ed + 20), nnames = hs_le32(ed + 24);
+        const uint8_t *funs = hs_pe_ptr(pe, hs_le32(ed + 28), nfun * 4);
+        const uint8_t *names = hs_pe_ptr(pe, hs_le32(ed + 32), nnames * 4);
+        const uint8_t *ords = hs_pe_ptr(pe, hs_le32(ed + 36), nnames * 2);
         if (funs && names && ords && nfun < (1u << 20) && nnames < (1u << 20)) {
             for (uint32_t i = 0; i < nnames; i++) {
-                uint16_t o = rd16(ords + i * 2);
+                uint16_t o = hs_le16(ords + i * 2);
                 if (o >= nfun)
                     continue;
-                uint32_t r = rd32(funs + o * 4);
+                uint32_t r = hs_le32(funs + o * 4);
                 if (r == 0 || (r >= erva && r < erva + esize))
                     continue;
-                uint32_t nr = rd32(names + i * 4);
+                uint32_t nr = hs_le32(names + i * 4);
                 const uint8_t *np = hs_pe_ptr(pe, nr, 1);
                 if (!np)
                     continue;
@@ -611,23 +610,23 @@ int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
         const uint8_t *strtab = st + (size_t)pe->nsyms * 18;
         size_t strtab_len = 0;
         if ((size_t)(strtab - pe->file) + 4 <= pe->file_size) {
-            strtab_len = rd32(strtab);
+            strtab_len = hs_le32(strtab);
             if (strtab_len > pe->file_size - (size_t)(strtab - pe->file))
                 strtab_len = pe->file_size - (size_t)(strtab - pe->file);
         }
         for (uint32_t i = 0; i < pe->nsyms; i++) {
             const uint8_t *s = st + i * 18;
-            int16_t secno = (int16_t)rd16(s + 12);
-            uint16_t type = rd16(s + 14);
+            int16_t secno = (int16_t)hs_le16(s + 12);
+            uint16_t type = hs_le16(s + 14);
             uint8_t cls = s[16], naux = s[17];
             i += naux;
             if (secno <= 0 || secno > pe->nsections || (cls != 2 && cls != 3 && cls != 6))
                 continue;
-            uint32_t r = pe->sections[secno - 1].rva + rd32(s + 8);
+            uint32_t r = pe->sections[secno - 1].rva + hs_le32(s + 8);
             const char *nm;
             size_t l = 0;
-            if (rd32(s) == 0) {
-                uint32_t off = rd32(s + 4);
+            if (hs_le32(s) == 0) {
+                uint32_t off = hs_le32(s + 4);
                 if (off < 4 || off >= strtab_len)
                     continue;
                 nm = (const char *)strtab + off;
@@ -641,7 +640,7 @@ int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
             if (l == 0)
                 continue;
             /* section names (.text, .data$foo) are not symbols of interest */
-            if (cls == 3 && type == 0 && nm[0] == '.' && rd32(s + 8) == 0)
+            if (cls == 3 && type == 0 && nm[0] == '.' && hs_le32(s + 8) == 0)
                 continue;
             int kind = (type & 0xF0) == 0x20 ? HS_SYM_FUNC : HS_SYM_OTHER;
             ADD_SYM(r, kind, cls == 2, nm, l);
@@ -668,14 +667,7 @@ void hs_pe_symtab_free(hs_pe_symtab *t)
 
 const char *hs_pe_symtab_at(const hs_pe_symtab *t, uint32_t rva)
 {
-    size_t lo = 0, hi = t->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->syms[mid].rva < rva)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = HS_LOWER_BOUND_U32(t->syms, t->count, rva, rva);
     return lo < t->count && t->syms[lo].rva == rva ? t->syms[lo].name : NULL;
 }
 
@@ -685,18 +677,18 @@ uint32_t hs_pe_export_rva(const hs_pe *pe, const char *name)
     const uint8_t *ed = esize >= 40 ? hs_pe_ptr(pe, erva, 40) : NULL;
     if (!ed)
         return 0;
-    uint32_t nfun = rd32(ed + 20), nnames = rd32(ed + 24);
-    const uint8_t *funs = hs_pe_ptr(pe, rd32(ed + 28), nfun * 4);
-    const uint8_t *names = hs_pe_ptr(pe, rd32(ed + 32), nnames * 4);
-    const uint8_t *ords = hs_pe_ptr(pe, rd32(ed + 36), nnames * 2);
+    uint32_t nfun = hs_le32(ed + 20), nnames = hs_le32(ed + 24);
+    const uint8_t *funs = hs_pe_ptr(pe, hs_le32(ed + 28), nfun * 4);
+    const uint8_t *names = hs_pe_ptr(pe, hs_le32(ed + 32), nnames * 4);
+    const uint8_t *ords = hs_pe_ptr(pe, hs_le32(ed + 36), nnames * 2);
     if (!funs || !names || !ords)
         return 0;
     size_t len = strlen(name);
     for (uint32_t i = 0; i < nnames; i++) {
-        const uint8_t *np = hs_pe_ptr(pe, rd32(names + i * 4), (uint32_t)len + 1);
+        const uint8_t *np = hs_pe_ptr(pe, hs_le32(names + i * 4), (uint32_t)len + 1);
         if (np && memcmp(np, name, len + 1) == 0) {
-            uint16_t o = rd16(ords + i * 2);
-            return o < nfun ? rd32(funs + o * 4) : 0;
+            uint16_t o = hs_le16(ords + i * 2);
+            return o < nfun ? hs_le32(funs + o * 4) : 0;
         }
     }
     return 0;

@@ -22,6 +22,9 @@
 
 #include <string.h>
 
+#include "hook/base/bytes.h"
+#include "hook/base/search.h"
+
 #define MAX_CHAIN 32
 #define MAX_EMULATED 64
 
@@ -76,8 +79,6 @@ static size_t code_bytes(const hs_uw_env *env, uint64_t pc, uint8_t *buf, size_t
     return got;
 }
 
-static uint16_t u16_at(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t u32_at(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 /* The unwind info of one entry: header, codes, and the chained entry. */
 typedef struct uinfo {
@@ -107,9 +108,9 @@ static int read_uinfo(const hs_uw_env *env, uint64_t base, uint32_t rva, uinfo *
         size_t at = 4 + (size_t)((u->count + 1) & ~1) * 2;
         if (env->read(env->ctx, base + rva + at, c, 12) < 0)
             return -1;
-        u->chain_begin = u32_at(c);
-        u->chain_end = u32_at(c + 4);
-        u->chain_unwind = u32_at(c + 8);
+        u->chain_begin = hs_le32(c);
+        u->chain_end = hs_le32(c + 4);
+        u->chain_unwind = hs_le32(c + 8);
     }
     return 0;
 }
@@ -143,7 +144,7 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
         rsp += (uint64_t)(int64_t)(int8_t)c[3];
         i = 4;
     } else if (n >= 7 && c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xC4) {
-        rsp += (uint64_t)(int64_t)(int32_t)u32_at(c + 3);
+        rsp += (uint64_t)(int64_t)(int32_t)hs_le32(c + 3);
         i = 7;
     } else if (n >= 3 && (c[0] == 0x48 || c[0] == 0x49) && c[1] == 0x8D && u->frame_reg) {
         uint8_t mod = c[2] >> 6, reg = (c[2] >> 3) & 7;
@@ -154,7 +155,7 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
             rsp = regs->r[rm] + (uint64_t)(int64_t)(int8_t)c[3];
             i = 4;
         } else if (mod == 2 && n >= 7) {
-            rsp = regs->r[rm] + (uint64_t)(int64_t)(int32_t)u32_at(c + 3);
+            rsp = regs->r[rm] + (uint64_t)(int64_t)(int32_t)hs_le32(c + 3);
             i = 7;
         } else {
             return 0;
@@ -183,7 +184,7 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
     else if (i + 2 < n && c[i] == 0xC2)
         end = 1;
     else if ((i + 4 < n && c[i] == 0xE9) || (i + 1 < n && c[i] == 0xEB)) {
-        int64_t rel = c[i] == 0xE9 ? (int32_t)u32_at(c + i + 1) : (int8_t)c[i + 1];
+        int64_t rel = c[i] == 0xE9 ? (int32_t)hs_le32(c + i + 1) : (int8_t)c[i + 1];
         uint64_t target = regs->rip + i + (c[i] == 0xE9 ? 5 : 2) + (uint64_t)rel;
         end = target < e->base + e->begin || target >= e->base + e->end;
     } else if (i + 1 < n && c[i] == 0xFF && c[i + 1] == 0x25) {
@@ -248,7 +249,7 @@ static int undo_codes(const view *st, const uinfo *u, int64_t offset, hs_uw_regs
             regs->r[HS_R_RSP] += 8;
             break;
         case UWOP_ALLOC_LARGE:
-            regs->r[HS_R_RSP] += info ? u32_at(next) : (uint64_t)u16_at(next) * 8;
+            regs->r[HS_R_RSP] += info ? hs_le32(next) : (uint64_t)hs_le16(next) * 8;
             break;
         case UWOP_ALLOC_SMALL:
             regs->r[HS_R_RSP] += (uint64_t)info * 8 + 8;
@@ -258,7 +259,7 @@ static int undo_codes(const view *st, const uinfo *u, int64_t offset, hs_uw_regs
             break;
         case UWOP_SAVE_NONVOL:
         case UWOP_SAVE_NONVOL_FAR: {
-            uint64_t at = frame + (op == UWOP_SAVE_NONVOL ? (uint64_t)u16_at(next) * 8 : u32_at(next));
+            uint64_t at = frame + (op == UWOP_SAVE_NONVOL ? (uint64_t)hs_le16(next) * 8 : hs_le32(next));
             if ((err = stack_read(st, at, &v)) != 0)
                 return err;
             regs->r[info] = v;
@@ -416,11 +417,11 @@ static int step_emulate(const hs_uw_env *env, view *vw, hs_uw_regs *regs, int *r
             regs->r[reg] = 0;
             regs->rip += p + 1 + m;
         } else if (!gs && !rex && op == 0xE9 && n >= 5) {           /* jmp rel32 */
-            regs->rip += 5 + (uint64_t)(int64_t)(int32_t)u32_at(c + 1);
+            regs->rip += 5 + (uint64_t)(int64_t)(int32_t)hs_le32(c + 1);
         } else if (!gs && !rex && op == 0xEB && n >= 2) {           /* jmp rel8 */
             regs->rip += 2 + (uint64_t)(int64_t)(int8_t)c[1];
         } else if (!gs && op == 0xFF && p + 6 <= n && c[p + 1] == 0x25) {   /* jmp [rip+disp32] */
-            uint64_t slot = regs->rip + p + 6 + (uint64_t)(int64_t)(int32_t)u32_at(c + p + 2), to;
+            uint64_t slot = regs->rip + p + 6 + (uint64_t)(int64_t)(int32_t)hs_le32(c + p + 2), to;
             if (env->read(env->ctx, slot, &to, 8) < 0)
                 return HS_UW_BAD;
             regs->rip = to;
@@ -457,6 +458,27 @@ static int step(const hs_uw_env *env, view *vw, hs_uw_regs *regs)
     if (!err)
         *regs = r;
     return err;
+}
+
+typedef struct pdata_key {
+    const uint32_t *t;
+    uint32_t rva;
+} pdata_key;
+
+static bool begins_at_or_below(const void *ctx, size_t i)
+{
+    const pdata_key *k = ctx;
+    return k->t[i * 3] <= k->rva;
+}
+
+const uint32_t *hs_pdata_find(const uint32_t *table, size_t n, uint32_t rva)
+{
+    pdata_key k = { table, rva };
+    size_t lo = hs_partition_point(n, &k, begins_at_or_below);
+    if (!lo)
+        return NULL;
+    const uint32_t *e = &table[(lo - 1) * 3];
+    return rva < e[1] ? e : NULL;
 }
 
 int hs_unwind_step(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs)

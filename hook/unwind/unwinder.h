@@ -84,6 +84,11 @@ typedef struct hs_uw_result {
     uint64_t unknown_pc;       /* HS_UW_UNKNOWN_PC: the address */
 } hs_uw_result;
 
+/* The entry of a function table covering rva: `table` holds n
+ * RUNTIME_FUNCTIONs as (begin, end, unwind) RVA triples sorted by begin
+ * (an image's .pdata, or the table of generated code). NULL: none. */
+const uint32_t *hs_pdata_find(const uint32_t *table, size_t n, uint32_t rva);
+
 /* Unwind one frame: regs (rip, rsp, nonvolatile registers) become the
  * caller's. Returns HS_UW_END (0) on success, else why it cannot. */
 int hs_unwind_step(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs);

@@ -11,12 +11,12 @@
 #include <windows.h>
 
 #include "hook/base/util.h"
+#include "hookscope/path.h"
 #include "injector/commands/commands.h"
 #include "injector/commands/progress.h"
-#include "hookscope/path.h"
 #include "injector/output/outdir.h"
-#include "injector/trace/outcome.h"
 #include "injector/trace/inject.h"
+#include "injector/trace/outcome.h"
 #include "injector/trace/target.h"
 #include "injector/trace/trace.h"
 

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "hook/base/util.h"
-#include "injector/commands/commands.h"
 #include "hook/engine/filter.h"
 #include "hook/engine/hook.h"
 #include "hook/pe/pe.h"
+#include "injector/commands/commands.h"
 #include "injector/symbols/modsyms.h"
 #include "injector/symbols/suggest.h"
 

@@ -13,8 +13,8 @@
 #include <wchar.h>
 
 #include "hook/base/util.h"
-#include "injector/commands/commands.h"
 #include "hookscope/session.h"
+#include "injector/commands/commands.h"
 #include "injector/output/writers.h"
 
 enum opt_id {

@@ -22,12 +22,12 @@
 
 #include "hook/base/util.h"
 #include "injector/commands/commands.h"
-#include "sampler/etl/etl.h"
 #include "injector/output/outdir.h"
 #include "injector/output/writers.h"
 #include "injector/profile/from_etl.h"
 #include "injector/profile/load.h"
 #include "injector/profile/resolve.h"
+#include "sampler/etl/etl.h"
 
 static int write_profile(const hs_options *o, hs_profile *p, const char *out)
 {

@@ -91,7 +91,7 @@ static pair_cost *pair_of(cg *c, uint32_t caller, uint32_t callee, int add)
 {
     size_t cursor = 0;
     uint32_t k;
-    while (hs_map_next(&c->pair_map, pair_hash(caller, callee), &cursor, &k))
+    while (hs_map_next(&c->pair_map, pair_hash(caller, callee), 0, &cursor, &k))
         if (c->pairs[k].caller == caller && c->pairs[k].callee == callee)
             return &c->pairs[k];
     if (!add)
@@ -101,7 +101,7 @@ static pair_cost *pair_of(cg *c, uint32_t caller, uint32_t callee, int add)
     pc->caller = caller;
     pc->callee = callee;
     pc->cost = 0;
-    hs_map_put(&c->pair_map, pair_hash(caller, callee), (uint32_t)c->npairs++);
+    hs_map_xadd(&c->pair_map, pair_hash(caller, callee), 0, (uint32_t)c->npairs++);
     return pc;
 }
 

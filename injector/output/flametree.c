@@ -18,7 +18,7 @@ static uint32_t find_kid(const hs_flametree *t, uint32_t parent, uint32_t name)
 {
     size_t cursor = 0;
     uint32_t k;
-    while (hs_map_next(&t->kids, kid_hash(parent, name), &cursor, &k))
+    while (hs_map_next(&t->kids, kid_hash(parent, name), 0, &cursor, &k))
         if (t->nodes[k].parent == parent && t->nodes[k].name == name)
             return k;
     return HS_FNONE;
@@ -39,7 +39,7 @@ static uint32_t add_node(hs_flametree *t, uint32_t parent, uint32_t name)
         t->nodes[parent].first = k;
         if (d->depth > t->max_depth)
             t->max_depth = d->depth;
-        hs_map_put(&t->kids, kid_hash(parent, name), k);
+        hs_map_xadd(&t->kids, kid_hash(parent, name), 0, k);
     }
     return k;
 }

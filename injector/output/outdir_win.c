@@ -4,13 +4,12 @@
  * sharing and deleted on close: a second run cannot open it for writing
  * while the first runs, and reads the first one's pid from it.
  */
-#include "injector/output/outdir.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <windows.h>
 
 #include "hook/base/util.h"
+#include "injector/output/outdir.h"
 
 #define LOCK_NAME L".hookscope.lock"
 

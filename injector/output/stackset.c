@@ -39,7 +39,7 @@ int64_t hs_frametab_find(const hs_frametab *t, hs_loc key)
 {
     size_t cursor = 0;
     uint32_t i;
-    while (hs_map_next(&t->map, loc_hash(key), &cursor, &i))
+    while (hs_map_next(&t->map, loc_hash(key), 0, &cursor, &i))
         if (hs_loc_same(t->v[i], key))
             return i;
     return -1;
@@ -52,7 +52,7 @@ uint32_t hs_frametab_add(hs_frametab *t, hs_loc key)
         return (uint32_t)i;
     hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
     t->v[t->n] = key;
-    hs_map_put(&t->map, loc_hash(key), (uint32_t)t->n);
+    hs_map_xadd(&t->map, loc_hash(key), 0, (uint32_t)t->n);
     return (uint32_t)t->n++;
 }
 
@@ -75,7 +75,7 @@ int64_t hs_strtab_find(const hs_strtab *t, const char *s)
 {
     size_t cursor = 0;
     uint32_t i;
-    while (hs_map_next(&t->map, str_hash(s), &cursor, &i))
+    while (hs_map_next(&t->map, str_hash(s), 0, &cursor, &i))
         if (!strcmp(t->v[i], s))
             return i;
     return -1;
@@ -88,7 +88,7 @@ uint32_t hs_strtab_add(hs_strtab *t, const char *s)
         return (uint32_t)i;
     hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
     t->v[t->n] = hs_xstrdup(s);
-    hs_map_put(&t->map, str_hash(s), (uint32_t)t->n);
+    hs_map_xadd(&t->map, str_hash(s), 0, (uint32_t)t->n);
     return (uint32_t)t->n++;
 }
 

@@ -147,7 +147,7 @@ static void add_sample(gather *g, uint32_t pid, const hs_etl_sample *s, uint64_t
     uint64_t h = stack_hash(s->tid, frames, n);
     size_t cursor = 0;
     uint32_t k;
-    while (hs_map_next(&g->stacks, h, &cursor, &k)) {
+    while (hs_map_next(&g->stacks, h, 0, &cursor, &k)) {
         hs_prof_stack *st = &p->stacks[k];
         if (st->tid == s->tid && st->nframes == n && !memcmp(st->addrs, frames, n * sizeof *frames)) {
             st->count++;
@@ -161,7 +161,7 @@ static void add_sample(gather *g, uint32_t pid, const hs_etl_sample *s, uint64_t
     st->addr_modules = hs_xmalloc((n ? n : 1) * sizeof *st->addr_modules);
     memcpy(st->addrs, frames, n * sizeof *frames);
     memcpy(st->addr_modules, mods, n * sizeof *mods);
-    hs_map_put(&g->stacks, h, (uint32_t)(p->nstacks - 1));
+    hs_map_xadd(&g->stacks, h, 0, (uint32_t)(p->nstacks - 1));
 }
 
 void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trace_path,

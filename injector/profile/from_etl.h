@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler/etl/etl.h"
 #include "injector/profile/profile.h"
+#include "sampler/etl/etl.h"
 
 /* A process of the trace with samples, for the table `report --etl` shows
  * without a filter. */

@@ -12,10 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "injector/profile/json_read.h"
 #include "hook/base/map.h"
+#include "hook/base/search.h"
 #include "hook/base/util.h"
 #include "hookscope/skip.h"
+#include "injector/profile/json_read.h"
 
 typedef struct loader {
     hs_profile *p;
@@ -46,7 +47,7 @@ static int64_t map_get(const loader *l, uint32_t m, const char *name)
 {
     size_t cursor = 0;
     uint32_t f;
-    while (hs_map_next(&l->names, name_hash(m, name), &cursor, &f))
+    while (hs_map_next(&l->names, name_hash(m, name), 0, &cursor, &f))
         if (l->p->funcs[f].module == m && !strcmp(l->p->funcs[f].name, name))
             return f;
     return -1;
@@ -56,7 +57,7 @@ static uint32_t add_func(loader *l, uint32_t m, uint32_t rva, uint32_t size, con
 {
     uint32_t f = hs_profile_add_func(l->p, m, rva, size, name);
     if (map_get(l, m, name) < 0)
-        hs_map_put(&l->names, name_hash(m, name), f);
+        hs_map_xadd(&l->names, name_hash(m, name), 0, f);
     return f;
 }
 
@@ -100,16 +101,21 @@ static int64_t module_named(loader *l, const char *name, const char *context)
 }
 
 /* The module whose "id" is want. */
+typedef struct id_key {
+    const uint64_t *ids;
+    uint64_t want;
+} id_key;
+
+static bool id_below(const void *ctx, size_t i)
+{
+    const id_key *k = ctx;
+    return k->ids[i] < k->want;
+}
+
 static int64_t module_by_id(loader *l, uint64_t want, const char *context)
 {
-    size_t lo = 0, hi = l->p->nmodules;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->ids[mid] < want)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    id_key k = { l->ids, want };
+    size_t lo = hs_partition_point(l->p->nmodules, &k, id_below);
     if (lo < l->p->nmodules && l->ids[lo] == want)
         return (int64_t)lo;
     failf(l, "%s names a module that is not in the report", context);

@@ -111,7 +111,7 @@ void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d)
     hs_map keys = { 0 };
     for (size_t i = 0; i < a->nfuncs; i++)
         if (active(a, i))
-            hs_map_put(&keys, key_hash(a, i), (uint32_t)i);
+            hs_map_xadd(&keys, key_hash(a, i), 0, (uint32_t)i);
     bool *linked = hs_xcalloc(a->nfuncs + 1, sizeof *linked);
     d->rows = hs_xcalloc(a->nfuncs + b->nfuncs + 1, sizeof *d->rows);
     /* link: each of b's functions with the first unlinked one of a */
@@ -121,7 +121,7 @@ void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d)
         int32_t match = -1;
         size_t cursor = 0;
         uint32_t i;
-        while (hs_map_next(&keys, key_hash(b, j), &cursor, &i))
+        while (hs_map_next(&keys, key_hash(b, j), 0, &cursor, &i))
             if (!linked[i] && same_key(a, i, b, j) && (match < 0 || i < (uint32_t)match))
                 match = (int32_t)i;
         if (match >= 0)

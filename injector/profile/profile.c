@@ -131,12 +131,12 @@ const char *hs_profile_intern(hs_profile *p, const char *s)
     uint64_t h = str_hash(s);
     size_t cursor = 0;
     uint32_t i;
-    while (hs_map_next(m, h, &cursor, &i))
+    while (hs_map_next(m, h, 0, &cursor, &i))
         if (!strcmp(p->strings[i], s))
             return p->strings[i];
     hs_xgrow(&p->strings, &caps_of(p)->strings, p->nstrings + 1, sizeof *p->strings);
     p->strings[p->nstrings] = hs_xstrdup(s);
-    hs_map_put(m, h, (uint32_t)p->nstrings);
+    hs_map_xadd(m, h, 0, (uint32_t)p->nstrings);
     return p->strings[p->nstrings++];
 }
 

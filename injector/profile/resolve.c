@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hook/base/map.h"
+#include "hook/base/search.h"
 #include "hook/base/util.h"
 #include "injector/symbols/modsyms.h"
 
@@ -26,7 +27,6 @@ typedef struct resolver {
     hs_map added;            /* (module, rva) -> function: the plan's, and those added here */
 } resolver;
 
-static uint64_t fkey(uint32_t module, uint32_t rva) { return (uint64_t)module << 32 | rva; }
 
 static int cmp_base(const void *a, const void *b, void *ctx)
 {
@@ -96,17 +96,31 @@ static void name_plan_functions(resolver *r)
 }
 
 /* The module containing addr, or -1. */
+/* What a search of the resolver's sorted tables looks for. */
+typedef struct sought {
+    const resolver *r;
+    uint32_t module;
+    uint64_t at;                   /* an address, or an rva */
+} sought;
+
+static bool module_not_after(const void *ctx, size_t i)
+{
+    const sought *q = ctx;
+    return q->r->p->modules[q->r->by_base[i]].base <= q->at;
+}
+
+static bool func_not_after(const void *ctx, size_t i)
+{
+    const sought *q = ctx;
+    const hs_prof_func *f = &q->r->p->funcs[q->r->plan[i]];
+    return f->module < q->module || (f->module == q->module && f->rva <= q->at);
+}
+
 static int32_t module_of(const resolver *r, uint64_t addr)
 {
     const hs_profile *p = r->p;
-    size_t lo = 0, hi = p->nmodules;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->modules[r->by_base[mid]].base <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    sought q = { r, 0, addr };
+    size_t lo = hs_partition_point(p->nmodules, &q, module_not_after);
     if (lo == 0)
         return -1;
     size_t m = r->by_base[lo - 1];
@@ -128,15 +142,8 @@ static hs_loc locate(resolver *r, uint64_t at, uint64_t addr, int32_t hint)
     l.module = m;
     l.off = addr - mod->base;
     if (mod->funcs_found) {
-        size_t lo = 0, hi = r->nplan;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            const hs_prof_func *f = &p->funcs[r->plan[mid]];
-            if (f->module < (uint32_t)m || (f->module == (uint32_t)m && f->rva <= rva))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        sought q = { r, (uint32_t)m, rva };
+        size_t lo = hs_partition_point(r->nplan, &q, func_not_after);
         if (lo > 0) {
             const hs_prof_func *f = &p->funcs[r->plan[lo - 1]];
             if (f->module == (uint32_t)m && rva < f->rva + f->size) {
@@ -151,9 +158,9 @@ static hs_loc locate(resolver *r, uint64_t at, uint64_t addr, int32_t hint)
     if (!t || !hs_modsyms_lookup(t, rva, &hit))
         return l;
     uint32_t fi;
-    if (!hs_map_get(&r->added, fkey((uint32_t)m, hit.start), &fi)) {
+    if ((fi = hs_map_get(&r->added, (uint32_t)m, hit.start)) == HS_MAP_NONE) {
         fi = hs_profile_add_func(p, (uint32_t)m, hit.start, hit.size, hit.n.name);
-        hs_map_put(&r->added, fkey((uint32_t)m, hit.start), fi);
+        hs_map_xput(&r->added, (uint32_t)m, hit.start, fi);
     }
     l.func = (int32_t)fi;
     l.off = addr - (p->modules[m].base + hit.start);
@@ -260,7 +267,7 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
      * address just past a function's last call, in its padding) can be
      * a planned function: it is that one, never a second function */
     for (size_t i = 0; i < r.nplan; i++)
-        hs_map_put(&r.added, fkey(p->funcs[r.plan[i]].module, p->funcs[r.plan[i]].rva), r.plan[i]);
+        hs_map_xput(&r.added, p->funcs[r.plan[i]].module, p->funcs[r.plan[i]].rva, r.plan[i]);
 
     resolve_edges(&r);
     resolve_stacks(&r);

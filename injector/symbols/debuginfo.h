@@ -26,8 +26,8 @@
 #ifndef HOOKSCOPE_DEBUGINFO_H
 #define HOOKSCOPE_DEBUGINFO_H
 
-#include "injector/symbols/locate.h"
 #include "hook/pe/pe.h"
+#include "injector/symbols/locate.h"
 #include "injector/symbols/symtab.h"
 
 typedef struct hs_debuginfo {

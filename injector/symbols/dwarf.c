@@ -10,88 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a bounds-checked cursor --------------------------------------------- */
-
-typedef struct cur {
-    const uint8_t *p;
-    size_t len, off;
-    int bad;
-} cur;
-
-static int need(cur *c, size_t n)
-{
-    if (c->bad || n > c->len - c->off) {
-        c->bad = 1;
-        return 0;
-    }
-    return 1;
-}
-
-static uint64_t rdn(cur *c, int n)
-{
-    if (!need(c, (size_t)n))
-        return 0;
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | c->p[c->off + (size_t)i];
-    c->off += (size_t)n;
-    return v;
-}
-
-static uint64_t uleb(cur *c)
-{
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-        if (!need(c, 1))
-            return 0;
-        uint8_t b = c->p[c->off++];
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
-    }
-}
-
-static int64_t sleb(cur *c)
-{
-    int64_t v = 0;
-    int shift = 0;
-    uint8_t b;
-    do {
-        if (!need(c, 1))
-            return 0;
-        b = c->p[c->off++];
-        if (shift < 64)
-            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-        shift += 7;
-    } while (b & 0x80);
-    if (shift < 64 && (b & 0x40))
-        v |= -((int64_t)1 << shift);
-    return v;
-}
-
-static const char *cstr(cur *c)
-{
-    if (c->bad || c->off >= c->len) {
-        c->bad = 1;
-        return NULL;
-    }
-    const uint8_t *s = c->p + c->off;
-    const uint8_t *z = memchr(s, 0, c->len - c->off);
-    if (!z) {
-        c->bad = 1;
-        return NULL;
-    }
-    c->off += (size_t)(z - s) + 1;
-    return (const char *)s;
-}
-
-static void skip(cur *c, uint64_t n)
-{
-    if (n > SIZE_MAX || !need(c, (size_t)n))
-        return;
-    c->off += (size_t)n;
-}
+#include "hook/base/bytes.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -105,13 +24,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 /* ---- sections ------------------------------------------------------------------- */
 
 typedef struct sections {
-    cur line, line_str, str, info, abbrev;
+    hs_cur line, line_str, str, info, abbrev;
 } sections;
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* the section's real name: "/N" is an offset into the COFF string table */
 static const char *section_name(const hs_pe *pe, const hs_pe_section *s)
@@ -123,7 +37,7 @@ static const char *section_name(const hs_pe *pe, const hs_pe_section *s)
     uint64_t strtab = (uint64_t)pe->symtab_off + (uint64_t)pe->nsyms * 18;
     if (strtab + 4 > pe->file_size)
         return NULL;
-    uint32_t strsize = rd32(pe->file + strtab);
+    uint32_t strsize = hs_le32(pe->file + strtab);
     unsigned long off = strtoul(s->name + 1, NULL, 10);
     if (strsize < 4 || strtab + strsize > pe->file_size || off < 4 || off >= strsize)
         return NULL;
@@ -149,7 +63,7 @@ static void find_sections(const hs_pe *pe, sections *sec)
     for (int i = 0; i < pe->nsections; i++) {
         const hs_pe_section *s = &pe->sections[i];
         const char *n = section_name(pe, s);
-        cur *c = NULL;
+        hs_cur *c = NULL;
         if (!n)
             continue;
         if (!strcmp(n, ".debug_line"))
@@ -173,7 +87,7 @@ static void find_sections(const hs_pe *pe, sections *sec)
     }
 }
 
-static const char *str_at(const cur *sec, uint64_t off)
+static const char *str_at(const hs_cur *sec, uint64_t off)
 {
     if (!sec->p || off >= sec->len || !memchr(sec->p + off, 0, sec->len - (size_t)off))
         return NULL;
@@ -207,44 +121,44 @@ typedef struct form_val {
 
 /* Read (or skip) one attribute value. 0, or -1 for a form this reader does
  * not know (its size is then unknown). */
-static int read_form(cur *c, uint64_t form, int offsz, int addrsz, int version,
+static int read_form(hs_cur *c, uint64_t form, int offsz, int addrsz, int version,
                      const sections *sec, form_val *v)
 {
     v->u = 0;
     v->s = NULL;
     switch (form) {
-    case DW_FORM_addr: v->u = rdn(c, addrsz); break;
-    case DW_FORM_block2: skip(c, rdn(c, 2)); break;
-    case DW_FORM_block4: skip(c, rdn(c, 4)); break;
+    case DW_FORM_addr: v->u = hs_cur_un(c, addrsz); break;
+    case DW_FORM_block2: hs_cur_skip(c, hs_cur_un(c, 2)); break;
+    case DW_FORM_block4: hs_cur_skip(c, hs_cur_un(c, 4)); break;
     case DW_FORM_data2: case DW_FORM_ref2: case DW_FORM_strx2: case DW_FORM_addrx2:
-        v->u = rdn(c, 2); break;
+        v->u = hs_cur_un(c, 2); break;
     case DW_FORM_data4: case DW_FORM_ref4: case DW_FORM_ref_sup4: case DW_FORM_strx4:
     case DW_FORM_addrx4:
-        v->u = rdn(c, 4); break;
+        v->u = hs_cur_un(c, 4); break;
     case DW_FORM_data8: case DW_FORM_ref8: case DW_FORM_ref_sig8: case DW_FORM_ref_sup8:
-        v->u = rdn(c, 8); break;
-    case DW_FORM_data16: skip(c, 16); break;
-    case DW_FORM_string: v->s = cstr(c); break;
-    case DW_FORM_block: case DW_FORM_exprloc: skip(c, uleb(c)); break;
-    case DW_FORM_block1: skip(c, rdn(c, 1)); break;
+        v->u = hs_cur_un(c, 8); break;
+    case DW_FORM_data16: hs_cur_skip(c, 16); break;
+    case DW_FORM_string: v->s = hs_cur_cstr(c); break;
+    case DW_FORM_block: case DW_FORM_exprloc: hs_cur_skip(c, hs_cur_uleb(c)); break;
+    case DW_FORM_block1: hs_cur_skip(c, hs_cur_un(c, 1)); break;
     case DW_FORM_data1: case DW_FORM_ref1: case DW_FORM_flag: case DW_FORM_strx1:
     case DW_FORM_addrx1:
-        v->u = rdn(c, 1); break;
-    case DW_FORM_strx3: case DW_FORM_addrx3: v->u = rdn(c, 3); break;
-    case DW_FORM_sdata: v->u = (uint64_t)sleb(c); break;
+        v->u = hs_cur_un(c, 1); break;
+    case DW_FORM_strx3: case DW_FORM_addrx3: v->u = hs_cur_un(c, 3); break;
+    case DW_FORM_sdata: v->u = (uint64_t)hs_cur_sleb(c); break;
     case DW_FORM_udata: case DW_FORM_ref_udata: case DW_FORM_strx: case DW_FORM_addrx:
     case DW_FORM_loclistx: case DW_FORM_rnglistx: case DW_FORM_GNU_addr_index:
     case DW_FORM_GNU_str_index:
-        v->u = uleb(c); break;
-    case DW_FORM_strp: v->u = rdn(c, offsz); v->s = str_at(&sec->str, v->u); break;
-    case DW_FORM_line_strp: v->u = rdn(c, offsz); v->s = str_at(&sec->line_str, v->u); break;
+        v->u = hs_cur_uleb(c); break;
+    case DW_FORM_strp: v->u = hs_cur_un(c, offsz); v->s = str_at(&sec->str, v->u); break;
+    case DW_FORM_line_strp: v->u = hs_cur_un(c, offsz); v->s = str_at(&sec->line_str, v->u); break;
     case DW_FORM_sec_offset: case DW_FORM_strp_sup: case DW_FORM_GNU_ref_alt:
     case DW_FORM_GNU_strp_alt:
-        v->u = rdn(c, offsz); break;
-    case DW_FORM_ref_addr: v->u = rdn(c, version <= 2 ? addrsz : offsz); break;
+        v->u = hs_cur_un(c, offsz); break;
+    case DW_FORM_ref_addr: v->u = hs_cur_un(c, version <= 2 ? addrsz : offsz); break;
     case DW_FORM_flag_present: case DW_FORM_implicit_const: break;
     case DW_FORM_indirect: {
-        uint64_t f = uleb(c);
+        uint64_t f = hs_cur_uleb(c);
         if (f == DW_FORM_indirect || c->bad)
             return -1;
         return read_form(c, f, offsz, addrsz, version, sec, v);
@@ -270,58 +184,58 @@ typedef struct comp_dirs {
  * names). */
 static int read_comp_dirs(const sections *sec, comp_dirs *out)
 {
-    cur info = sec->info;
+    hs_cur info = sec->info;
     while (info.p && info.off + 11 <= info.len) {
         size_t start = info.off;
-        uint64_t len = rdn(&info, 4);
+        uint64_t len = hs_cur_un(&info, 4);
         int offsz = 4;
         if (len == 0xffffffffu) {
-            len = rdn(&info, 8);
+            len = hs_cur_un(&info, 8);
             offsz = 8;
         }
         if (info.bad || len > info.len - info.off)
             break;
-        cur u = { info.p + info.off, (size_t)len, 0, 0 };
+        hs_cur u = { info.p + info.off, (size_t)len, 0, 0 };
         info.off += (size_t)len;
-        int version = (int)rdn(&u, 2), unit_type = 1, addrsz;
+        int version = (int)hs_cur_un(&u, 2), unit_type = 1, addrsz;
         uint64_t abbrev_off;
         if (version >= 5) {
-            unit_type = (int)rdn(&u, 1);
-            addrsz = (int)rdn(&u, 1);
-            abbrev_off = rdn(&u, offsz);
+            unit_type = (int)hs_cur_un(&u, 1);
+            addrsz = (int)hs_cur_un(&u, 1);
+            abbrev_off = hs_cur_un(&u, offsz);
             if (unit_type == 4 || unit_type == 5)      /* skeleton, split: dwo id */
-                skip(&u, 8);
+                hs_cur_skip(&u, 8);
             else if (unit_type == 2 || unit_type == 6) /* type units */
                 continue;
         } else {
-            abbrev_off = rdn(&u, offsz);
-            addrsz = (int)rdn(&u, 1);
+            abbrev_off = hs_cur_un(&u, offsz);
+            addrsz = (int)hs_cur_un(&u, 1);
         }
         (void)start;
         if (u.bad || version < 2 || version > 5 || (addrsz != 4 && addrsz != 8) ||
             abbrev_off >= sec->abbrev.len)
             continue;
-        uint64_t code = uleb(&u);
+        uint64_t code = hs_cur_uleb(&u);
         if (!code)
             continue;
         /* find the abbreviation */
-        cur ab = sec->abbrev;
+        hs_cur ab = sec->abbrev;
         ab.off = (size_t)abbrev_off;
         int found = 0;
         while (!ab.bad && ab.off < ab.len) {
-            uint64_t c = uleb(&ab);
+            uint64_t c = hs_cur_uleb(&ab);
             if (!c)
                 break;
-            uleb(&ab);                                 /* tag */
-            rdn(&ab, 1);                               /* children */
+            hs_cur_uleb(&ab);                                 /* tag */
+            hs_cur_un(&ab, 1);                               /* children */
             if (c == code) {
                 found = 1;
                 break;
             }
             for (;;) {
-                uint64_t at = uleb(&ab), form = uleb(&ab);
+                uint64_t at = hs_cur_uleb(&ab), form = hs_cur_uleb(&ab);
                 if (form == DW_FORM_implicit_const)
-                    sleb(&ab);
+                    hs_cur_sleb(&ab);
                 if ((!at && !form) || ab.bad)
                     break;
             }
@@ -331,10 +245,10 @@ static int read_comp_dirs(const sections *sec, comp_dirs *out)
         uint64_t stmt = UINT64_MAX;
         const char *dir = NULL;
         for (;;) {
-            uint64_t at = uleb(&ab), form = uleb(&ab);
+            uint64_t at = hs_cur_uleb(&ab), form = hs_cur_uleb(&ab);
             int64_t implicit = 0;
             if (form == DW_FORM_implicit_const)
-                implicit = sleb(&ab);
+                implicit = hs_cur_sleb(&ab);
             if ((!at && !form) || ab.bad)
                 break;
             form_val v;
@@ -450,14 +364,14 @@ typedef struct entry_format {
     int n;
 } entry_format;
 
-static int read_entry_format(cur *c, entry_format *f)
+static int read_entry_format(hs_cur *c, entry_format *f)
 {
-    f->n = (int)rdn(c, 1);
+    f->n = (int)hs_cur_un(c, 1);
     if (f->n > 16)
         return -1;
     for (int i = 0; i < f->n; i++) {
-        f->type[i] = uleb(c);
-        f->form[i] = uleb(c);
+        f->type[i] = hs_cur_uleb(c);
+        f->form[i] = hs_cur_uleb(c);
     }
     return c->bad ? -1 : 0;
 }
@@ -474,33 +388,33 @@ typedef struct unit_ctx {
 } unit_ctx;
 
 /* One line program. 0, or -1 (err set). */
-static int read_unit(unit_ctx *x, cur *u, int offsz)
+static int read_unit(unit_ctx *x, hs_cur *u, int offsz)
 {
     const sections *sec = x->sec;
-    int version = (int)rdn(u, 2);
+    int version = (int)hs_cur_un(u, 2);
     int addrsz = 8;
     if (version < 2 || version > 5)
         return fail(x->err, x->errlen, "DWARF line table at 0x%llx: version %d",
                     (unsigned long long)x->unit_off, version);
     if (version >= 5) {
-        addrsz = (int)rdn(u, 1);
-        rdn(u, 1);                                      /* segment selector size */
+        addrsz = (int)hs_cur_un(u, 1);
+        hs_cur_un(u, 1);                                      /* segment selector size */
     }
-    uint64_t hlen = rdn(u, offsz);
+    uint64_t hlen = hs_cur_un(u, offsz);
     if (u->bad || hlen > u->len - u->off)
         return fail(x->err, x->errlen, "DWARF line table at 0x%llx: header length",
                     (unsigned long long)x->unit_off);
     size_t prog = u->off + (size_t)hlen;
-    int min_inst = (int)rdn(u, 1);
+    int min_inst = (int)hs_cur_un(u, 1);
     if (version >= 4)
-        rdn(u, 1);                                      /* max ops per instruction */
-    int default_stmt = (int)rdn(u, 1);
-    int line_base = (int8_t)rdn(u, 1);
-    int line_range = (int)rdn(u, 1);
-    int opcode_base = (int)rdn(u, 1);
+        hs_cur_un(u, 1);                                      /* max ops per instruction */
+    int default_stmt = (int)hs_cur_un(u, 1);
+    int line_base = (int8_t)hs_cur_un(u, 1);
+    int line_range = (int)hs_cur_un(u, 1);
+    int opcode_base = (int)hs_cur_un(u, 1);
     uint8_t std_len[256] = { 0 };
     for (int i = 1; i < opcode_base; i++)
-        std_len[i] = (uint8_t)rdn(u, 1);
+        std_len[i] = (uint8_t)hs_cur_un(u, 1);
     (void)default_stmt;
     if (u->bad || line_range == 0 || opcode_base == 0)
         return fail(x->err, x->errlen, "DWARF line table at 0x%llx: header",
@@ -518,7 +432,7 @@ static int read_unit(unit_ctx *x, cur *u, int offsz)
         cap = 1;
         dirs[ndirs++] = NULL;                          /* 0: the compilation directory */
         for (;;) {
-            const char *d = cstr(u);
+            const char *d = hs_cur_cstr(u);
             if (!d || !d[0])
                 break;
             if (ndirs == cap) {
@@ -534,12 +448,12 @@ static int read_unit(unit_ctx *x, cur *u, int offsz)
         if (filetab_add(&files, join_path(NULL, NULL, "")))
             goto oom;
         for (;;) {
-            const char *name = cstr(u);
+            const char *name = hs_cur_cstr(u);
             if (!name || !name[0])
                 break;
-            uint64_t di = uleb(u);
-            uleb(u);
-            uleb(u);
+            uint64_t di = hs_cur_uleb(u);
+            hs_cur_uleb(u);
+            hs_cur_uleb(u);
             const char *dir = di < ndirs ? dirs[di] : NULL;
             if (filetab_add(&files, join_path(x->comp_dir, dir, name)))
                 goto oom;
@@ -548,7 +462,7 @@ static int read_unit(unit_ctx *x, cur *u, int offsz)
         entry_format df, ff;
         if (read_entry_format(u, &df))
             goto bad;
-        uint64_t nd = uleb(u);
+        uint64_t nd = hs_cur_uleb(u);
         if (u->bad || nd > u->len)
             goto bad;
         dirs = calloc(nd ? (size_t)nd : 1, sizeof *dirs);
@@ -565,7 +479,7 @@ static int read_unit(unit_ctx *x, cur *u, int offsz)
             }
         if (read_entry_format(u, &ff))
             goto bad;
-        uint64_t nf = uleb(u);
+        uint64_t nf = hs_cur_uleb(u);
         if (u->bad || nf > u->len)
             goto bad;
         for (uint64_t i = 0; i < nf; i++) {
@@ -596,7 +510,7 @@ static int read_unit(unit_ctx *x, cur *u, int offsz)
         size_t seq_first = x->lines->count;          /* rows of the current sequence */
         int in_image = 1;
         while (u->off < u->len) {
-            uint8_t op = (uint8_t)rdn(u, 1);
+            uint8_t op = (uint8_t)hs_cur_un(u, 1);
             int row = 0, end_seq = 0;
             if (op >= opcode_base) {
                 int adj = op - opcode_base;
@@ -604,19 +518,19 @@ static int read_unit(unit_ctx *x, cur *u, int offsz)
                 line += (uint64_t)(int64_t)(line_base + adj % line_range);
                 row = 1;
             } else if (op == 0) {
-                uint64_t len = uleb(u);
+                uint64_t len = hs_cur_uleb(u);
                 if (u->bad || len == 0 || len > u->len - u->off)
                     goto bad;
                 size_t next = u->off + (size_t)len;
-                uint8_t sub = (uint8_t)rdn(u, 1);
+                uint8_t sub = (uint8_t)hs_cur_un(u, 1);
                 if (sub == 1) {                                 /* end_sequence */
                     row = end_seq = 1;
                 } else if (sub == 2) {                          /* set_address */
-                    addr = rdn(u, (int)(len - 1 > 8 ? 8 : len - 1));
+                    addr = hs_cur_un(u, (int)(len - 1 > 8 ? 8 : len - 1));
                     in_image = 1;
                 } else if (sub == 3 && version < 5) {           /* define_file */
-                    const char *name = cstr(u);
-                    uint64_t di = uleb(u);
+                    const char *name = hs_cur_cstr(u);
+                    uint64_t di = hs_cur_uleb(u);
                     if (!name)
                         goto bad;
                     if (filetab_add(&files, join_path(x->comp_dir, di < ndirs ? dirs[di] : NULL,
@@ -627,15 +541,15 @@ static int read_unit(unit_ctx *x, cur *u, int offsz)
             } else {
                 switch (op) {
                 case 1: row = 1; break;                         /* copy */
-                case 2: addr += uleb(u) * (uint64_t)min_inst; break;
-                case 3: line += (uint64_t)sleb(u); break;
-                case 4: file = uleb(u); break;
+                case 2: addr += hs_cur_uleb(u) * (uint64_t)min_inst; break;
+                case 3: line += (uint64_t)hs_cur_sleb(u); break;
+                case 4: file = hs_cur_uleb(u); break;
                 case 8: addr += (uint64_t)((255 - opcode_base) / line_range) * (uint64_t)min_inst;
                     break;
-                case 9: addr += rdn(u, 2); break;
+                case 9: addr += hs_cur_un(u, 2); break;
                 default:
                     for (int i = 0; i < std_len[op]; i++)
-                        uleb(u);
+                        hs_cur_uleb(u);
                 }
             }
             if (u->bad)
@@ -700,14 +614,14 @@ int hs_dwarf_lines(const hs_pe *pe, hs_linetab *lines, char *err, size_t errlen)
         return fail(err, errlen, "out of memory reading DWARF units");
     }
     unit_ctx x = { &sec, NULL, lines, pe->image_base, pe->size_of_image, err, errlen, 0 };
-    cur c = sec.line;
+    hs_cur c = sec.line;
     int rc = 0;
     while (c.off + 4 <= c.len) {
         x.unit_off = c.off;
-        uint64_t len = rdn(&c, 4);
+        uint64_t len = hs_cur_un(&c, 4);
         int offsz = 4;
         if (len == 0xffffffffu) {
-            len = rdn(&c, 8);
+            len = hs_cur_un(&c, 8);
             offsz = 8;
         }
         if (c.bad || len > c.len - c.off) {
@@ -715,7 +629,7 @@ int hs_dwarf_lines(const hs_pe *pe, hs_linetab *lines, char *err, size_t errlen)
                       (unsigned long long)x.unit_off, (unsigned long long)len);
             break;
         }
-        cur u = { c.p + c.off, (size_t)len, 0, 0 };
+        hs_cur u = { c.p + c.off, (size_t)len, 0, 0 };
         c.off += (size_t)len;
         x.comp_dir = NULL;
         for (size_t i = 0; i < cd.n; i++)

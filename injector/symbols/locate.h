@@ -38,8 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "injector/symbols/pdb.h"
 #include "hook/pe/pe.h"
+#include "injector/symbols/pdb.h"
 #include "injector/symbols/rsds.h"
 #include "injector/symbols/symfs.h"
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/search.h"
 #include "hook/base/util.h"
 #include "injector/symbols/debuginfo.h"
 #include "injector/symbols/undecorate.h"
@@ -179,14 +180,7 @@ const char *hs_modsyms_message(const hs_modsyms *t)
  * rva, then by preference), or -1. */
 static ptrdiff_t sym_index_at(const hs_modsyms *t, uint32_t rva)
 {
-    size_t lo = 0, hi = t->syms.count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->syms.syms[mid].rva < rva)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = HS_LOWER_BOUND_U32(t->syms.syms, t->syms.count, rva, rva);
     if (lo >= t->syms.count || t->syms.syms[lo].rva != rva)
         return -1;
     /* the same choice as hs_pe_symtab_at */
@@ -268,14 +262,7 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
         out->size = proc->size;
         return true;
     }
-    size_t lo = 0, hi = t->nranges;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->ranges[mid].rva <= rva)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = HS_UPPER_BOUND_U32(t->ranges, t->nranges, rva, rva);
     if (lo > 0 && rva < t->ranges[lo - 1].rva + t->ranges[lo - 1].size) {
         const range *r = &t->ranges[lo - 1];
         if (hs_modsyms_name_at(t, r->rva, &out->n)) {
@@ -287,15 +274,7 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
     /* no extent names it: the nearest symbol below (exports of a module
      * without .pdata for that code, e.g. hand-written assembly) */
     const hs_pe_symtab *st = &t->syms;
-    lo = 0;
-    hi = st->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (st->syms[mid].rva <= rva)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    lo = HS_UPPER_BOUND_U32(st->syms, st->count, rva, rva);
     if (lo > 0 && st->syms[lo - 1].kind != HS_SYM_OTHER) {
         /* the preferred entry at that rva */
         ptrdiff_t i = sym_index_at(t, st->syms[lo - 1].rva);

@@ -8,13 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/bytes.h"
+
 static const char msf7_magic[32] = "Microsoft C/C++ MSF 7.00\r\n\x1a" "DS\0\0\0";
 static const char jg_magic[] = "Microsoft C/C++ program database 2.00\r\n\x1a" "JG";
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
@@ -41,8 +38,8 @@ int hs_msf_open(hs_msf *m, const void *data, size_t size, char *err, size_t errl
                     "a PDB 2.00 file (Visual C++ 6 or older), which is not supported");
     if (size < 56 || memcmp(d, msf7_magic, sizeof msf7_magic) != 0)
         return fail(err, errlen, HS_MSF_NOT_MSF, "not a PDB (no MSF 7.00 header)");
-    uint32_t bs = rd32(d + 32), nblocks = rd32(d + 40), dir_bytes = rd32(d + 44);
-    uint32_t map_block = rd32(d + 52);
+    uint32_t bs = hs_le32(d + 32), nblocks = hs_le32(d + 40), dir_bytes = hs_le32(d + 44);
+    uint32_t map_block = hs_le32(d + 52);
     if (bs < 512 || bs > 32768 || (bs & (bs - 1)))
         return fail(err, errlen, HS_MSF_CORRUPT, "corrupt PDB: block size %u", bs);
     if (nblocks == 0 || (uint64_t)nblocks * bs > size)
@@ -66,14 +63,14 @@ int hs_msf_open(hs_msf *m, const void *data, size_t size, char *err, size_t errl
         return fail(err, errlen, HS_MSF_NOMEM, "out of memory");
     const uint8_t *map = d + (size_t)map_block * bs;
     for (uint32_t i = 0; i < ndir; i++) {
-        uint32_t b = rd32(map + 4 * i);
+        uint32_t b = hs_le32(map + 4 * i);
         if (b >= nblocks) {
             hs_msf_close(m);
             return fail(err, errlen, HS_MSF_CORRUPT, "corrupt PDB: directory block %u", b);
         }
         memcpy(m->dir + (size_t)i * bs, d + (size_t)b * bs, bs);
     }
-    uint32_t nstreams = rd32(m->dir);
+    uint32_t nstreams = hs_le32(m->dir);
     if (nstreams > (dir_bytes - 4) / 4) {
         hs_msf_close(m);
         return fail(err, errlen, HS_MSF_CORRUPT, "corrupt PDB: %u streams", nstreams);
@@ -82,7 +79,7 @@ int hs_msf_open(hs_msf *m, const void *data, size_t size, char *err, size_t errl
     /* block lists follow the sizes */
     uint64_t total = 0;
     for (uint32_t i = 0; i < nstreams; i++) {
-        uint32_t s = rd32(m->dir + 4 + 4 * (size_t)i);
+        uint32_t s = hs_le32(m->dir + 4 + 4 * (size_t)i);
         if (s == 0xffffffffu)
             continue;
         if ((uint64_t)s > (uint64_t)nblocks * bs) {
@@ -107,11 +104,11 @@ int hs_msf_open(hs_msf *m, const void *data, size_t size, char *err, size_t errl
     const uint8_t *p = m->dir + 4 + 4 * (size_t)nstreams;
     uint32_t k = 0;
     for (uint32_t i = 0; i < nstreams; i++) {
-        uint32_t s = rd32(m->dir + 4 + 4 * (size_t)i);
+        uint32_t s = hs_le32(m->dir + 4 + 4 * (size_t)i);
         m->first_block[i] = k;
         uint32_t n = s == 0xffffffffu ? 0 : nblocks_for(s, bs);
         for (uint32_t j = 0; j < n; j++, k++, p += 4) {
-            uint32_t b = rd32(p);
+            uint32_t b = hs_le32(p);
             if (b >= nblocks) {
                 hs_msf_close(m);
                 return fail(err, errlen, HS_MSF_CORRUPT,
@@ -136,7 +133,7 @@ uint32_t hs_msf_stream_size(const hs_msf *m, uint32_t i)
 {
     if (i >= m->nstreams)
         return 0;
-    uint32_t s = rd32(m->dir + 4 + 4 * (size_t)i);
+    uint32_t s = hs_le32(m->dir + 4 + 4 * (size_t)i);
     return s == 0xffffffffu ? 0 : s;
 }
 

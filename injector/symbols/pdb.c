@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/bytes.h"
+#include "hook/base/search.h"
 #include "injector/symbols/undecorate.h"
 
 /* stream numbers and record kinds */
@@ -24,86 +26,6 @@ enum { CV_LINES_HAVE_COLUMNS = 1 };
 enum { CVPSF_CODE = 1, CVPSF_FUNCTION = 2 };
 /* the optional debug header of the DBI stream: stream numbers by slot */
 enum { DBG_OMAP_FROM_SRC = 4, DBG_SECTION_HDR = 5, DBG_ORIG_SECTION_HDR = 10 };
-
-/* ---- a bounds-checked cursor --------------------------------------------- */
-
-typedef struct cur {
-    const uint8_t *p;
-    size_t len, off;
-    int bad;
-} cur;
-
-static cur cur_of(const uint8_t *p, size_t len)
-{
-    cur c = { p, len, 0, 0 };
-    return c;
-}
-
-static int need(cur *c, size_t n)
-{
-    if (c->bad || n > c->len - c->off) {
-        c->bad = 1;
-        return 0;
-    }
-    return 1;
-}
-
-static uint32_t u32(cur *c)
-{
-    if (!need(c, 4))
-        return 0;
-    const uint8_t *p = c->p + c->off;
-    c->off += 4;
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint16_t u16(cur *c)
-{
-    if (!need(c, 2))
-        return 0;
-    const uint8_t *p = c->p + c->off;
-    c->off += 2;
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint8_t u8(cur *c)
-{
-    if (!need(c, 1))
-        return 0;
-    return c->p[c->off++];
-}
-
-static void skip(cur *c, size_t n)
-{
-    if (need(c, n))
-        c->off += n;
-}
-
-/* A NUL-terminated string inside the cursor's range; NULL (and bad) if the
- * terminator is missing. */
-static const char *cstr(cur *c)
-{
-    if (c->bad)
-        return NULL;
-    const uint8_t *s = c->p + c->off;
-    const uint8_t *z = memchr(s, 0, c->len - c->off);
-    if (!z) {
-        c->bad = 1;
-        return NULL;
-    }
-    c->off += (size_t)(z - s) + 1;
-    return (const char *)s;
-}
-
-static cur sub(cur *c, size_t n)
-{
-    cur s = { NULL, 0, 0, 1 };
-    if (!need(c, n))
-        return s;
-    s = cur_of(c->p + c->off, n);
-    c->off += n;
-    return s;
-}
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -134,29 +56,29 @@ void hs_guid_age_key(const uint8_t g[16], uint32_t age, char out[42])
 
 /* The named stream map after the info stream's header: a string buffer and a
  * hash table of (string offset, stream) pairs. Finds "/names". */
-static uint32_t find_named_stream(cur *c, const char *want)
+static uint32_t find_named_stream(hs_cur *c, const char *want)
 {
-    uint32_t buflen = u32(c);
-    cur strings = sub(c, buflen);
-    uint32_t size = u32(c), capacity = u32(c);
-    uint32_t present_words = u32(c);
+    uint32_t buflen = hs_cur_u32(c);
+    hs_cur strings = hs_cur_sub(c, buflen);
+    uint32_t size = hs_cur_u32(c), capacity = hs_cur_u32(c);
+    uint32_t present_words = hs_cur_u32(c);
     if (c->bad || capacity > (1u << 24) || present_words > capacity / 32 + 1 || size > capacity)
         return UINT32_MAX;
     /* the pairs are stored for the present buckets only, in bucket order */
     uint32_t npresent = 0;
     for (uint32_t i = 0; i < present_words; i++) {
-        uint32_t w = u32(c);
+        uint32_t w = hs_cur_u32(c);
         while (w) {
             npresent += w & 1;
             w >>= 1;
         }
     }
-    uint32_t deleted_words = u32(c);
+    uint32_t deleted_words = hs_cur_u32(c);
     if (c->bad || deleted_words > capacity / 32 + 1)
         return UINT32_MAX;
-    skip(c, 4 * (size_t)deleted_words);
+    hs_cur_skip(c, 4 * (size_t)deleted_words);
     for (uint32_t i = 0; i < npresent && !c->bad; i++) {
-        uint32_t off = u32(c), stream = u32(c);
+        uint32_t off = hs_cur_u32(c), stream = hs_cur_u32(c);
         if (c->bad || off >= strings.len)
             return UINT32_MAX;
         const uint8_t *s = strings.p + off;
@@ -179,13 +101,13 @@ int hs_pdb_open(hs_pdb *p, const void *data, size_t size, char *err, size_t errl
         hs_pdb_close(p);
         return fail(err, errlen, n ? "out of memory" : "corrupt PDB: no PDB info stream");
     }
-    cur c = cur_of(info, n);
-    p->version = u32(&c);
-    p->signature = u32(&c);
-    p->age = u32(&c);
-    if (need(&c, 16))
+    hs_cur c = hs_cur_of(info, n);
+    p->version = hs_cur_u32(&c);
+    p->signature = hs_cur_u32(&c);
+    p->age = hs_cur_u32(&c);
+    if (hs_cur_need(&c, 16))
         memcpy(p->guid, c.p + c.off, 16);
-    skip(&c, 16);
+    hs_cur_skip(&c, 16);
     if (c.bad) {
         free(info);
         hs_pdb_close(p);
@@ -249,14 +171,7 @@ static uint32_t to_rva(const reader *r, uint16_t seg, uint32_t off)
     if (!r->nomap)
         return (uint32_t)a;
     /* the last OMAP entry with from <= a */
-    uint32_t lo = 0, hi = r->nomap;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (r->omap[mid].from <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = HS_UPPER_BOUND_U32(r->omap, r->nomap, from, (uint32_t)a);
     if (lo == 0 || r->omap[lo - 1].to == 0)
         return 0;
     return r->omap[lo - 1].to + (uint32_t)(a - r->omap[lo - 1].from);
@@ -289,10 +204,10 @@ static int load_sections(reader *r, const uint16_t dbg[11], int ndbg)
         return fail(r->err, r->errlen, "out of memory");
     }
     for (uint32_t i = 0; i < r->nsects; i++) {
-        cur c = cur_of(s + 40 * i, 40);
-        skip(&c, 8);
-        r->sects[i].size = u32(&c);
-        r->sects[i].va = u32(&c);
+        hs_cur c = hs_cur_of(s + 40 * i, 40);
+        hs_cur_skip(&c, 8);
+        r->sects[i].size = hs_cur_u32(&c);
+        r->sects[i].va = hs_cur_u32(&c);
     }
     free(s);
     if (use_omap) {
@@ -306,9 +221,9 @@ static int load_sections(reader *r, const uint16_t dbg[11], int ndbg)
             return fail(r->err, r->errlen, "out of memory");
         }
         for (uint32_t i = 0; i < r->nomap; i++) {
-            cur c = cur_of(o + 8 * i, 8);
-            r->omap[i].from = u32(&c);
-            r->omap[i].to = u32(&c);
+            hs_cur c = hs_cur_of(o + 8 * i, 8);
+            r->omap[i].from = hs_cur_u32(&c);
+            r->omap[i].to = hs_cur_u32(&c);
         }
         free(o);
         qsort(r->omap, r->nomap, sizeof *r->omap, cmp_omap);
@@ -325,11 +240,11 @@ static void load_names(reader *r)
     uint8_t *s = hs_msf_stream(&r->pdb->msf, r->pdb->names_stream, &n);
     if (!s)
         return;
-    cur c = cur_of(s, n);
-    uint32_t sig = u32(&c);
-    u32(&c);
-    uint32_t len = u32(&c);
-    if (c.bad || sig != 0xeffeeffeu || !need(&c, len)) {
+    hs_cur c = hs_cur_of(s, n);
+    uint32_t sig = hs_cur_u32(&c);
+    hs_cur_u32(&c);
+    uint32_t len = hs_cur_u32(&c);
+    if (c.bad || sig != 0xeffeeffeu || !hs_cur_need(&c, len)) {
         free(s);
         return;
     }
@@ -347,20 +262,20 @@ static const char *name_at(const reader *r, uint32_t off)
 
 /* ---- module symbols ------------------------------------------------------------ */
 
-static int add_proc(reader *r, uint16_t kind, cur *rec)
+static int add_proc(reader *r, uint16_t kind, hs_cur *rec)
 {
     uint32_t code_size, off, type;
     uint16_t seg;
     const char *name;
     int is_global = kind == S_GPROC32 || kind == S_GPROC32_ID;
-    skip(rec, 12);                   /* parent, end, next */
-    code_size = u32(rec);
-    skip(rec, 8);                    /* debug start, debug end */
-    type = u32(rec);
-    off = u32(rec);
-    seg = u16(rec);
-    u8(rec);                         /* flags */
-    name = cstr(rec);
+    hs_cur_skip(rec, 12);                   /* parent, end, next */
+    code_size = hs_cur_u32(rec);
+    hs_cur_skip(rec, 8);                    /* debug start, debug end */
+    type = hs_cur_u32(rec);
+    off = hs_cur_u32(rec);
+    seg = hs_cur_u16(rec);
+    hs_cur_u8(rec);                         /* flags */
+    name = hs_cur_cstr(rec);
     (void)type;
     if (rec->bad)
         return 1;                    /* a truncated record: counted as corrupt */
@@ -371,13 +286,13 @@ static int add_proc(reader *r, uint16_t kind, cur *rec)
                          is_global, NULL, 0) ? -1 : 0;
 }
 
-static int add_thunk(reader *r, cur *rec)
+static int add_thunk(reader *r, hs_cur *rec)
 {
-    skip(rec, 12);                   /* parent, end, next */
-    uint32_t off = u32(rec);
-    uint16_t seg = u16(rec), len = u16(rec);
-    u8(rec);                         /* ordinal */
-    const char *name = cstr(rec);
+    hs_cur_skip(rec, 12);                   /* parent, end, next */
+    uint32_t off = hs_cur_u32(rec);
+    uint16_t seg = hs_cur_u16(rec), len = hs_cur_u16(rec);
+    hs_cur_u8(rec);                         /* ordinal */
+    const char *name = hs_cur_cstr(rec);
     if (rec->bad)
         return 1;
     uint32_t rva = to_rva(r, seg, off);
@@ -390,21 +305,21 @@ static int add_thunk(reader *r, cur *rec)
 
 /* Walk symbol records [c]: returns the number of malformed records, or -1 on
  * out of memory. */
-static long walk_symbols(reader *r, cur c, int publics)
+static long walk_symbols(reader *r, hs_cur c, int publics)
 {
     long bad = 0;
     while (c.off + 4 <= c.len) {
-        uint16_t len = u16(&c);
+        uint16_t len = hs_cur_u16(&c);
         if (len < 2) {
             bad++;
             break;                   /* no way to the next record */
         }
-        cur rec = sub(&c, len);
+        hs_cur rec = hs_cur_sub(&c, len);
         if (rec.bad) {
             bad++;
             break;
         }
-        uint16_t kind = u16(&rec);
+        uint16_t kind = hs_cur_u16(&rec);
         int rc = 0;
         if (!publics) {
             switch (kind) {
@@ -417,9 +332,9 @@ static long walk_symbols(reader *r, cur c, int publics)
                 break;
             }
         } else if (kind == S_PUB32) {
-            uint32_t flags = u32(&rec), off = u32(&rec);
-            uint16_t seg = u16(&rec);
-            const char *raw = cstr(&rec);
+            uint32_t flags = hs_cur_u32(&rec), off = hs_cur_u32(&rec);
+            uint16_t seg = hs_cur_u16(&rec);
+            const char *raw = hs_cur_cstr(&rec);
             if (rec.bad) {
                 rc = 1;
             } else {
@@ -446,12 +361,12 @@ static long walk_symbols(reader *r, cur c, int publics)
 
 /* the file name of a DEBUG_S_LINES block: an offset into the module's
  * DEBUG_S_FILECHKSMS subsection, whose entry names an offset in "/names" */
-static const char *checksum_file(const reader *r, cur chk, uint32_t off)
+static const char *checksum_file(const reader *r, hs_cur chk, uint32_t off)
 {
     if (chk.bad || off >= chk.len)
         return NULL;
     chk.off = off;
-    uint32_t name = u32(&chk);
+    uint32_t name = hs_cur_u32(&chk);
     if (chk.bad)
         return NULL;
     return name_at(r, name);
@@ -466,23 +381,23 @@ static int cmp_u32(const void *a, const void *b)
 /* The entry offsets of one DEBUG_S_LINES subsection (its blocks after the
  * header), sorted. -1: out of memory; a malformed block ends the list (the
  * main pass counts it). */
-static int collect_offsets(cur body, uint16_t flags, uint32_t code_size, uint32_t **out, size_t *n)
+static int collect_offsets(hs_cur body, uint16_t flags, uint32_t code_size, uint32_t **out, size_t *n)
 {
     size_t cap = 0;
     *out = NULL;
     *n = 0;
     while (body.off + 12 <= body.len) {
-        u32(&body);
-        uint32_t nlines = u32(&body), block_size = u32(&body);
+        hs_cur_u32(&body);
+        uint32_t nlines = hs_cur_u32(&body), block_size = hs_cur_u32(&body);
         size_t entry = (flags & CV_LINES_HAVE_COLUMNS) ? 12 : 8;
         if (block_size < 12 || nlines > (block_size - 12) / entry)
             break;
-        cur blk = sub(&body, block_size - 12);
+        hs_cur blk = hs_cur_sub(&body, block_size - 12);
         if (blk.bad)
             break;
         for (uint32_t i = 0; i < nlines; i++) {
-            uint32_t off = u32(&blk);
-            u32(&blk);
+            uint32_t off = hs_cur_u32(&blk);
+            hs_cur_u32(&blk);
             if (off >= code_size)
                 continue;
             if (*n == cap) {
@@ -507,47 +422,40 @@ static int collect_offsets(cur body, uint16_t flags, uint32_t code_size, uint32_
 /* the smallest offset above off, or end */
 static uint32_t next_offset(const uint32_t *offs, size_t n, uint32_t off, uint32_t end)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (offs[mid] <= off)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = hs_upper_bound_u32(offs, n, sizeof *offs, 0, off);
     return lo < n ? offs[lo] : end;
 }
 
-static long read_lines(reader *r, cur c)
+static long read_lines(reader *r, hs_cur c)
 {
     long bad = 0;
     /* find the file checksums first: blocks refer to them */
-    cur chk = { NULL, 0, 0, 1 };
-    cur scan = c;
+    hs_cur chk = { NULL, 0, 0, 1 };
+    hs_cur scan = c;
     while (scan.off + 8 <= scan.len) {
-        uint32_t kind = u32(&scan), len = u32(&scan);
-        cur body = sub(&scan, len);
+        uint32_t kind = hs_cur_u32(&scan), len = hs_cur_u32(&scan);
+        hs_cur body = hs_cur_sub(&scan, len);
         if (body.bad)
             break;
         if (kind == DEBUG_S_FILECHKSMS)
             chk = body;
-        skip(&scan, (4 - len % 4) % 4);
+        hs_cur_skip(&scan, (4 - len % 4) % 4);
         scan.bad = 0;
     }
     while (c.off + 8 <= c.len) {
-        uint32_t kind = u32(&c), len = u32(&c);
-        cur body = sub(&c, len);
+        uint32_t kind = hs_cur_u32(&c), len = hs_cur_u32(&c);
+        hs_cur body = hs_cur_sub(&c, len);
         if (body.bad) {
             bad++;
             break;
         }
-        skip(&c, (4 - len % 4) % 4);
+        hs_cur_skip(&c, (4 - len % 4) % 4);
         c.bad = 0;
         if ((kind & DEBUG_S_IGNORE) || kind != DEBUG_S_LINES)
             continue;
-        uint32_t roff = u32(&body);
-        uint16_t rseg = u16(&body), flags = u16(&body);
-        uint32_t code_size = u32(&body);
+        uint32_t roff = hs_cur_u32(&body);
+        uint16_t rseg = hs_cur_u16(&body), flags = hs_cur_u16(&body);
+        uint32_t code_size = hs_cur_u32(&body);
         if (body.bad) {
             bad++;
             continue;
@@ -560,13 +468,13 @@ static long read_lines(reader *r, cur c)
         if (collect_offsets(body, flags, code_size, &offs, &noffs) < 0)
             return -1;
         while (body.off + 12 <= body.len) {
-            uint32_t name_off = u32(&body), nlines = u32(&body), block_size = u32(&body);
+            uint32_t name_off = hs_cur_u32(&body), nlines = hs_cur_u32(&body), block_size = hs_cur_u32(&body);
             size_t entry = (flags & CV_LINES_HAVE_COLUMNS) ? 12 : 8;
             if (block_size < 12 || nlines > (block_size - 12) / entry) {
                 bad++;
                 break;
             }
-            cur blk = sub(&body, block_size - 12);
+            hs_cur blk = hs_cur_sub(&body, block_size - 12);
             if (blk.bad) {
                 bad++;
                 break;
@@ -582,7 +490,7 @@ static long read_lines(reader *r, cur c)
                 return -1;
             }
             for (uint32_t i = 0; i < nlines; i++) {
-                uint32_t eoff = u32(&blk), eflags = u32(&blk);
+                uint32_t eoff = hs_cur_u32(&blk), eflags = hs_cur_u32(&blk);
                 uint32_t line = eflags & 0xffffff;
                 if (eoff >= code_size || (uint64_t)roff + eoff > UINT32_MAX)
                     continue;
@@ -676,32 +584,32 @@ int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, 
             fail(err, errlen, "the PDB has no DBI stream (no symbols)");
         return -1;
     }
-    cur c = cur_of(dbi, n);
-    int32_t sig = (int32_t)u32(&c);
-    uint32_t ver = u32(&c);
-    u32(&c);                                  /* age */
-    u16(&c);                                  /* global symbol stream */
-    u16(&c);                                  /* build number */
-    u16(&c);                                  /* public symbol stream */
-    u16(&c);                                  /* pdb dll version */
-    uint16_t sym_records = u16(&c);
-    u16(&c);                                  /* pdb dll rebuild */
-    uint32_t mod_size = u32(&c), sc_size = u32(&c), smap_size = u32(&c), file_size = u32(&c);
-    uint32_t tsmap_size = u32(&c);
-    u32(&c);                                  /* MFC type server */
-    uint32_t dbg_size = u32(&c), ec_size = u32(&c);
-    skip(&c, 8);                              /* flags, machine, padding */
+    hs_cur c = hs_cur_of(dbi, n);
+    int32_t sig = (int32_t)hs_cur_u32(&c);
+    uint32_t ver = hs_cur_u32(&c);
+    hs_cur_u32(&c);                                  /* age */
+    hs_cur_u16(&c);                                  /* global symbol stream */
+    hs_cur_u16(&c);                                  /* build number */
+    hs_cur_u16(&c);                                  /* public symbol stream */
+    hs_cur_u16(&c);                                  /* pdb dll version */
+    uint16_t sym_records = hs_cur_u16(&c);
+    hs_cur_u16(&c);                                  /* pdb dll rebuild */
+    uint32_t mod_size = hs_cur_u32(&c), sc_size = hs_cur_u32(&c), smap_size = hs_cur_u32(&c), file_size = hs_cur_u32(&c);
+    uint32_t tsmap_size = hs_cur_u32(&c);
+    hs_cur_u32(&c);                                  /* MFC type server */
+    uint32_t dbg_size = hs_cur_u32(&c), ec_size = hs_cur_u32(&c);
+    hs_cur_skip(&c, 8);                              /* flags, machine, padding */
     if (c.bad || sig != -1 || ver < 19990903) {
         fail(err, errlen, "corrupt PDB: DBI stream header (signature %d, version %u)", sig, ver);
         goto out;
     }
-    cur mods = sub(&c, mod_size);
-    skip(&c, sc_size);
-    skip(&c, smap_size);
-    skip(&c, file_size);
-    skip(&c, tsmap_size);
-    skip(&c, ec_size);
-    cur dbgc = sub(&c, dbg_size);
+    hs_cur mods = hs_cur_sub(&c, mod_size);
+    hs_cur_skip(&c, sc_size);
+    hs_cur_skip(&c, smap_size);
+    hs_cur_skip(&c, file_size);
+    hs_cur_skip(&c, tsmap_size);
+    hs_cur_skip(&c, ec_size);
+    hs_cur dbgc = hs_cur_sub(&c, dbg_size);
     if (c.bad) {
         fail(err, errlen, "corrupt PDB: DBI substreams (%u bytes) exceed the stream (%u)",
              mod_size + sc_size + smap_size + file_size + tsmap_size + ec_size + dbg_size, n);
@@ -710,19 +618,19 @@ int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, 
     uint16_t dbg[11];
     int ndbg = 0;
     while (ndbg < 11 && dbgc.off + 2 <= dbgc.len)
-        dbg[ndbg++] = u16(&dbgc);
+        dbg[ndbg++] = hs_cur_u16(&dbgc);
     if (load_sections(&r, dbg, ndbg))
         goto out;
     load_names(&r);
 
     /* modules: a fixed 64-byte header, two names, 4-byte alignment */
     while (mods.off + 64 <= mods.len) {
-        cur h = sub(&mods, 64);
-        skip(&h, 4 + 28 + 2);                 /* unused, section contribution, flags */
-        uint16_t stream = u16(&h);
-        uint32_t sym_bytes = u32(&h), c11_bytes = u32(&h), c13_bytes = u32(&h);
-        const char *modname = cstr(&mods);
-        const char *objname = cstr(&mods);
+        hs_cur h = hs_cur_sub(&mods, 64);
+        hs_cur_skip(&h, 4 + 28 + 2);                 /* unused, section contribution, flags */
+        uint16_t stream = hs_cur_u16(&h);
+        uint32_t sym_bytes = hs_cur_u32(&h), c11_bytes = hs_cur_u32(&h), c13_bytes = hs_cur_u32(&h);
+        const char *modname = hs_cur_cstr(&mods);
+        const char *objname = hs_cur_cstr(&mods);
         if (mods.bad || !modname || !objname) {
             bad++;
             break;
@@ -743,9 +651,9 @@ int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, 
             continue;
         }
         if (sym_bytes >= 4 && (uint64_t)sym_bytes + c11_bytes + c13_bytes <= ms) {
-            cur sy = cur_of(m + 4, sym_bytes - 4);     /* after the CV signature */
+            hs_cur sy = hs_cur_of(m + 4, sym_bytes - 4);     /* after the CV signature */
             long b = walk_symbols(&r, sy, 0);
-            cur ln = cur_of(m + sym_bytes + c11_bytes, c13_bytes);
+            hs_cur ln = hs_cur_of(m + sym_bytes + c11_bytes, c13_bytes);
             long bl = b < 0 ? 0 : read_lines(&r, ln);
             if (b < 0 || bl < 0) {
                 free(m);
@@ -766,7 +674,7 @@ int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, 
         uint32_t ss = 0;
         uint8_t *s = read_stream(&r, sym_records, &ss, "symbol record");
         if (s) {
-            long b = walk_symbols(&r, cur_of(s, ss), 1);
+            long b = walk_symbols(&r, hs_cur_of(s, ss), 1);
             free(s);
             if (b < 0) {
                 fail(err, errlen, "out of memory");

@@ -6,12 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { IMAGE_DEBUG_TYPE_CODEVIEW = 2, IMAGE_FILE_DEBUG_STRIPPED = 0x200 };
+#include "hook/base/bytes.h"
 
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+enum { IMAGE_DEBUG_TYPE_CODEVIEW = 2, IMAGE_FILE_DEBUG_STRIPPED = 0x200 };
 
 int hs_pe_rsds(const hs_pe *pe, hs_rsds *out, char *err, size_t errlen)
 {
@@ -27,7 +24,7 @@ int hs_pe_rsds(const hs_pe *pe, hs_rsds *out, char *err, size_t errlen)
     }
     for (uint32_t i = 0; i < size / 28; i++) {
         const uint8_t *e = dir + 28 * i;
-        uint32_t type = rd32(e + 12), len = rd32(e + 16), addr = rd32(e + 20), ptr = rd32(e + 24);
+        uint32_t type = hs_le32(e + 12), len = hs_le32(e + 16), addr = hs_le32(e + 20), ptr = hs_le32(e + 24);
         if (type != IMAGE_DEBUG_TYPE_CODEVIEW)
             continue;
         const uint8_t *cv = NULL;
@@ -38,7 +35,7 @@ int hs_pe_rsds(const hs_pe *pe, hs_rsds *out, char *err, size_t errlen)
         if (!cv || len < 24 || memcmp(cv, "RSDS", 4) != 0)
             continue;                 /* NB10 (VC6) and others: no GUID */
         memcpy(out->guid, cv + 4, 16);
-        out->age = rd32(cv + 20);
+        out->age = hs_le32(cv + 20);
         size_t n = 0;
         while (24 + n < len && cv[24 + n] && n < sizeof out->path - 1) {
             out->path[n] = (char)cv[24 + n];

@@ -3,12 +3,12 @@
  * tests and tools; see symfs.h): Wine's "Z:" drive is /, backslashes are
  * separators.
  */
-#include "injector/symbols/symfs.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "injector/symbols/symfs.h"
 
 static int posix_read(void *ctx, const char *path, uint8_t **data, size_t *size, char *err,
                       size_t errlen)

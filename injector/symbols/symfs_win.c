@@ -2,11 +2,11 @@
  * injector/symbols/symfs_win.c - the host file system on Windows (see
  * symfs.h): UTF-8 paths opened with CreateFileW.
  */
-#include "injector/symbols/symfs.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <windows.h>
+
+#include "injector/symbols/symfs.h"
 
 static int win_read(void *ctx, const char *path, uint8_t **data, size_t *size, char *err,
                     size_t errlen)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/search.h"
+
 const char *hs_symsrc_name(int source)
 {
     switch (source) {
@@ -132,15 +134,7 @@ void hs_symtab_free(hs_symtab *t)
 /* index of the first symbol with rva >= key */
 static size_t lower_bound(const hs_symtab *t, uint32_t key)
 {
-    size_t lo = 0, hi = t->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->syms[mid].rva < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return HS_LOWER_BOUND_U32(t->syms, t->count, rva, key);
 }
 
 const hs_sym *hs_symtab_at(const hs_symtab *t, uint32_t rva)
@@ -236,14 +230,7 @@ static int is_hidden(uint32_t line)
 int hs_linetab_lookup(const hs_linetab *t, uint32_t rva, const char **file, uint32_t *line)
 {
     /* the last entry with entry.rva <= rva */
-    size_t lo = 0, hi = t->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->lines[mid].rva <= rva)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = HS_UPPER_BOUND_U32(t->lines, t->count, rva, rva);
     if (lo == 0)
         return 0;
     const hs_line *l = &t->lines[lo - 1];
@@ -256,14 +243,7 @@ int hs_linetab_lookup(const hs_linetab *t, uint32_t rva, const char **file, uint
 
 int hs_linetab_first_at(const hs_linetab *t, uint32_t rva, const char **file, uint32_t *line)
 {
-    size_t lo = 0, hi = t->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->lines[mid].rva < rva)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = HS_LOWER_BOUND_U32(t->lines, t->count, rva, rva);
     if (lo == t->count || t->lines[lo].rva != rva || t->lines[lo].line == 0 ||
         is_hidden(t->lines[lo].line))
         return 0;

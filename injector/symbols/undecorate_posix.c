@@ -5,9 +5,9 @@
  * native tests and tools use this file; hookscope.exe uses
  * undecorate_win.c.
  */
-#include "injector/symbols/undecorate.h"
-
 #include <stddef.h>
+
+#include "injector/symbols/undecorate.h"
 
 char *hs_undecorate_msvc(const char *name, int form)
 {

@@ -3,12 +3,12 @@
  * DbgHelp's UnDecorateSymbolName (under Wine: msvcrt's __unDName, checked
  * against llvm-undname by tests/test_pdb_wine.py).
  */
-#include "injector/symbols/undecorate.h"
-
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
 #include <dbghelp.h>
+
+#include "injector/symbols/undecorate.h"
 
 char *hs_undecorate_msvc(const char *name, int form)
 {

@@ -11,8 +11,8 @@
 
 #include <stdint.h>
 
-#include "injector/trace/config.h"
 #include "injector/profile/profile.h"
+#include "injector/trace/config.h"
 
 /* After hooking: say which -m modules are not loaded yet (they are traced
  * if they load later; not with -q); if all are loaded, a filter that matched nothing or

@@ -16,12 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <psapi.h>
 #include <wchar.h>
 
-#include "hook/pe/pe.h"
 #include "hook/base/util.h"
+#include "hook/pe/pe.h"
 
 #define LOAD_TIMEOUT_MS 60000
 #define INIT_TIMEOUT_MS 600000

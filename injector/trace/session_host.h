@@ -8,8 +8,8 @@
 
 #include <windows.h>
 
-#include "injector/trace/config.h"
 #include "hookscope/session.h"
+#include "injector/trace/config.h"
 
 typedef struct hs_session_host {
     HANDLE mapping;

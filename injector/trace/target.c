@@ -7,9 +7,9 @@
 #include <string.h>
 #include <windows.h>
 
-#include "hookscope/path.h"
-#include "hook/pe/pe.h"
 #include "hook/base/util.h"
+#include "hook/pe/pe.h"
+#include "hookscope/path.h"
 
 static int is_file(const wchar_t *p)
 {

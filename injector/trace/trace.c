@@ -10,10 +10,10 @@
 
 #include "hook/base/util.h"
 #include "injector/output/writers.h"
-#include "injector/profile/resolve.h"
-#include "injector/trace/checks.h"
 #include "injector/profile/from_samples.h"
 #include "injector/profile/from_session.h"
+#include "injector/profile/resolve.h"
+#include "injector/trace/checks.h"
 
 static volatile LONG interrupts;
 

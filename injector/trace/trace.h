@@ -8,12 +8,12 @@
 
 #include <stdint.h>
 
-#include "injector/trace/config.h"
 #include "injector/profile/profile.h"
-#include "sampler/sampler.h"
+#include "injector/trace/config.h"
 #include "injector/trace/fnservice.h"
 #include "injector/trace/owncode.h"
 #include "injector/trace/session_host.h"
+#include "sampler/sampler.h"
 
 typedef struct hs_trace {
     hs_session_host session; /* no view with --no-hooks */

@@ -17,9 +17,8 @@
  * A compressed buffer keeps these 72 bytes plain; BufferSize is then its
  * size in the file and SavedOffset the size once decompressed.
  */
-#include "sampler/etl/internal.h"
-
 #include "hook/base/bytes.h"
+#include "sampler/etl/internal.h"
 
 void hs_etl_bufhdr_parse(const uint8_t *p, hs_etl_bufhdr *b)
 {

@@ -32,13 +32,13 @@ static int new_process(hs_etl_collector *c, uint32_t pid, uint32_t *idx)
         return oom(c);
     *idx = t->nprocs++;
     t->procs[*idx] = (hs_etl_process){.pid = pid, .end = HS_ETL_NEVER, .name = "", .cmdline = ""};
-    return hs_etl_map_put(&c->pid_now, pid, 0, *idx) < 0 ? oom(c) : 0;
+    return hs_map_put(&c->pid_now, pid, 0, *idx) < 0 ? oom(c) : 0;
 }
 
 static int on_process(void *ctx, const hs_etl_event *ev, const hs_etl_process_ev *v)
 {
     hs_etl_collector *c = ctx;
-    uint32_t idx = hs_etl_map_get(&c->pid_now, v->pid, 0);
+    uint32_t idx = hs_map_get(&c->pid_now, v->pid, 0);
     hs_etl_process *p = idx == HS_ETL_NONE ? NULL : &c->t->procs[idx];
     switch (ev->type) {
     case 1:                                      /* start: always a new instance */
@@ -92,7 +92,7 @@ static int on_thread(void *ctx, const hs_etl_event *ev, const hs_etl_thread_ev *
 {
     hs_etl_collector *c = ctx;
     hs_etl_trace *t = c->t;
-    uint32_t idx = hs_etl_map_get(&c->tid_now, v->tid, 0);
+    uint32_t idx = hs_map_get(&c->tid_now, v->tid, 0);
     hs_etl_thread *th = idx == HS_ETL_NONE ? NULL : &t->threads[idx];
     int fresh = !th || (th->flags & HS_ETL_SEEN_END) || ev->type == 1 || th->pid != v->pid;
     if (fresh) {
@@ -103,7 +103,7 @@ static int on_thread(void *ctx, const hs_etl_event *ev, const hs_etl_thread_ev *
         idx = t->nthreads++;
         t->threads[idx] = (hs_etl_thread){.tid = v->tid, .pid = v->pid, .process = HS_ETL_NONE,
                                           .end = HS_ETL_NEVER};
-        if (hs_etl_map_put(&c->tid_now, v->tid, 0, idx) < 0)
+        if (hs_map_put(&c->tid_now, v->tid, 0, idx) < 0)
             return oom(c);
     }
     th = &t->threads[idx];
@@ -129,9 +129,9 @@ static int on_thread(void *ctx, const hs_etl_event *ev, const hs_etl_thread_ev *
 
 static uint32_t take_pending_id(hs_etl_collector *c, uint32_t pid, uint64_t base)
 {
-    uint32_t i = hs_etl_map_get(&c->id_now, base, pid);
+    uint32_t i = hs_map_get(&c->id_now, base, pid);
     if (i != HS_ETL_NONE)
-        hs_etl_map_del(&c->id_now, base, pid);
+        hs_map_del(&c->id_now, base, pid);
     return i;
 }
 
@@ -141,7 +141,7 @@ static int on_image(void *ctx, const hs_etl_event *ev, const hs_etl_image_ev *v)
     hs_etl_trace *t = c->t;
     /* version 0 has no pid: the header's, if it has one */
     uint32_t pid = ev->version == 0 ? (ev->pid == HS_ETL_NONE ? 0 : ev->pid) : v->pid;
-    uint32_t idx = hs_etl_map_get(&c->img_now, v->base, pid);
+    uint32_t idx = hs_map_get(&c->img_now, v->base, pid);
     int load = ev->type == 10;
     if (idx == HS_ETL_NONE || load) {
         if (idx != HS_ETL_NONE) {                /* a load over a live record: it was gone */
@@ -159,7 +159,7 @@ static int on_image(void *ctx, const hs_etl_event *ev, const hs_etl_image_ev *v)
         im->name = hs_basename(im->path);
         if (v->base >= t->kernel_boundary)
             im->flags |= HS_ETL_IMAGE_KERNEL;
-        if (hs_etl_map_put(&c->img_now, v->base, pid, idx) < 0)
+        if (hs_map_put(&c->img_now, v->base, pid, idx) < 0)
             return oom(c);
     }
     hs_etl_image *im = &t->images[idx];
@@ -177,7 +177,7 @@ static int on_image(void *ctx, const hs_etl_event *ev, const hs_etl_image_ev *v)
     default:                                     /* unload */
         im->unload = ev->ts;
         im->flags |= HS_ETL_SEEN_END;
-        hs_etl_map_del(&c->img_now, v->base, pid);
+        hs_map_del(&c->img_now, v->base, pid);
     }
     uint32_t id = take_pending_id(c, pid, v->base);
     if (id != HS_ETL_NONE) {
@@ -198,13 +198,13 @@ static int on_image(void *ctx, const hs_etl_event *ev, const hs_etl_image_ev *v)
  * logs it with the pid in the event header (the payload's pid is 0). */
 static hs_etl_pending_id *pending_id(hs_etl_collector *c, uint32_t pid, uint64_t base)
 {
-    uint32_t i = hs_etl_map_get(&c->id_now, base, pid);
+    uint32_t i = hs_map_get(&c->id_now, base, pid);
     if (i == HS_ETL_NONE) {
         if (hs_grow(&c->ids, &c->cap_ids, c->nids, sizeof *c->ids) < 0)
             return NULL;
         i = c->nids++;
         c->ids[i] = (hs_etl_pending_id){.pid = pid, .base = base};
-        if (hs_etl_map_put(&c->id_now, base, pid, i) < 0)
+        if (hs_map_put(&c->id_now, base, pid, i) < 0)
             return NULL;
     }
     return &c->ids[i];
@@ -249,7 +249,7 @@ static int on_sample(void *ctx, const hs_etl_event *ev, const hs_etl_sample_ev *
             return oom(c);
         c->pend = np;
     }
-    uint32_t th = hs_etl_map_get(&c->tid_now, v->tid, 0);
+    uint32_t th = hs_map_get(&c->tid_now, v->tid, 0);
     uint32_t i = t->nsamples++;
     t->samples[i] = (hs_etl_sample){
         .ts = ev->ts, .ip = v->ip, .tid = v->tid, .cpu = ev->cpu, .priority = v->priority,
@@ -322,14 +322,14 @@ int hs_etl_collector_init(hs_etl_collector *c, hs_etl_trace *t, hs_etl_error *er
 
 void hs_etl_collector_free(hs_etl_collector *c)
 {
-    hs_etl_map_free(&c->pid_now);
-    hs_etl_map_free(&c->tid_now);
-    hs_etl_map_free(&c->img_now);
-    hs_etl_map_free(&c->id_now);
-    hs_etl_map_free(&c->tstate_of);
-    hs_etl_map_free(&c->kkeys);
-    hs_etl_map_free(&c->ukeys);
-    hs_etl_map_free(&c->keydefs);
+    hs_map_free(&c->pid_now);
+    hs_map_free(&c->tid_now);
+    hs_map_free(&c->img_now);
+    hs_map_free(&c->id_now);
+    hs_map_free(&c->tstate_of);
+    hs_map_free(&c->kkeys);
+    hs_map_free(&c->ukeys);
+    hs_map_free(&c->keydefs);
     free(c->ids);
     free(c->pend);
     free(c->tstates);

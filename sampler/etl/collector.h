@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler/etl/map.h"
+#include "hook/base/map.h"
 #include "sampler/etl/reader.h"
 #include "sampler/etl/text.h"
 
@@ -57,19 +57,19 @@ typedef struct hs_etl_collector {
     hs_etl_error *err;
     hs_etl_priv *priv;
     size_t cap_procs, cap_threads, cap_images, cap_samples, cap_frames, cap_ids, cap_tstates;
-    hs_etl_map pid_now;             /* pid -> its current process record */
-    hs_etl_map tid_now;             /* tid -> its current thread record */
-    hs_etl_map img_now;             /* (pid, base) -> the image mapped there now */
-    hs_etl_map id_now;              /* (pid, base) -> a pending ImageID/DbgID record */
+    hs_map pid_now;             /* pid -> its current process record */
+    hs_map tid_now;             /* tid -> its current thread record */
+    hs_map img_now;             /* (pid, base) -> the image mapped there now */
+    hs_map id_now;              /* (pid, base) -> a pending ImageID/DbgID record */
     hs_etl_pending_id *ids;
     uint32_t nids;
     /* stack joining */
     hs_etl_pend *pend;
     hs_etl_tstate *tstates;
     uint32_t ntstates;
-    hs_etl_map tstate_of;           /* tid -> index into tstates */
-    hs_etl_map kkeys, ukeys;        /* stack key -> first sample waiting for it */
-    hs_etl_map keydefs;             /* (key, kernel) -> a created definition, index into defs */
+    hs_map tstate_of;           /* tid -> index into tstates */
+    hs_map kkeys, ukeys;        /* stack key -> first sample waiting for it */
+    hs_map keydefs;             /* (key, kernel) -> a created definition, index into defs */
     struct hs_etl_keydef { uint32_t off, len; } *defs;
     uint32_t ndefs;
     size_t cap_defs;

@@ -3,11 +3,11 @@
  * file (a byte offset, for a compressed buffer the buffer's offset and the
  * place in its decompressed data), then what.
  */
-#include "sampler/etl/reader.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "sampler/etl/reader.h"
 
 void hs_etl_fail(hs_etl_error *err, int has_offset, uint64_t offset, const char *fmt, ...)
 {

@@ -5,9 +5,9 @@
  * KernelTraceControl's ImageID task (TraceEvent KernelTraceEventParser.cs,
  * SymbolTraceEventParser.cs).
  */
-#include "sampler/etl/internal.h"
-
 #include <string.h>
+
+#include "sampler/etl/internal.h"
 
 static const struct {
     uint32_t d1;
@@ -26,7 +26,7 @@ static const struct {
 uint8_t hs_etl_guid_group(const uint8_t *g)
 {
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        uint32_t d1 = (uint32_t)g[0] | (uint32_t)g[1] << 8 | (uint32_t)g[2] << 16 | (uint32_t)g[3] << 24;
+        uint32_t d1 = hs_le32(g);
         uint16_t d2 = (uint16_t)(g[4] | g[5] << 8), d3 = (uint16_t)(g[6] | g[7] << 8);
         if (d1 == known[i].d1 && d2 == known[i].d2 && d3 == known[i].d3 && !memcmp(g + 8, known[i].d4, 8))
             return known[i].group;

@@ -8,9 +8,8 @@
  * version), every other kind at offset 0. 0xFFFFFFFF is padding: no more
  * events in this buffer.
  */
-#include "sampler/etl/internal.h"
-
 #include "hook/base/bytes.h"
+#include "sampler/etl/internal.h"
 
 int hs_etl_hdr_parse(const uint8_t *p, size_t avail, hs_etl_event *ev, int *has_ts, const char **why)
 {

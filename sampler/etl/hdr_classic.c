@@ -8,9 +8,8 @@
  *   instance: 48 InstanceId, 52 ParentInstanceId, 56 ParentGuid.
  * Kernel events with a classic GUID get that GUID's group.
  */
-#include "sampler/etl/internal.h"
-
 #include "hook/base/bytes.h"
+#include "sampler/etl/internal.h"
 
 int hs_etl_hdr_classic(const uint8_t *p, size_t avail, hs_etl_event *ev, const char **why)
 {

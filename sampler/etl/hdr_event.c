@@ -12,9 +12,8 @@
  * etl-parser etl/event.py). STACK_TRACE32/64 data: a u64 match id then the
  * frames; STACK_KEY32/64: a match id then the key.
  */
-#include "sampler/etl/internal.h"
-
 #include "hook/base/bytes.h"
+#include "sampler/etl/internal.h"
 
 int hs_etl_hdr_event(const uint8_t *p, size_t avail, hs_etl_event *ev, const char **why)
 {

@@ -8,9 +8,8 @@
  * (snail-server trace_headers/perfinfo_trace.hpp, ntwmi.h's
  * TRACE_HEADER_PEBS_INDEX_FLAG and TRACE_HEADER_PMC_COUNTERS_MASK.)
  */
-#include "sampler/etl/internal.h"
-
 #include "hook/base/bytes.h"
+#include "sampler/etl/internal.h"
 
 int hs_etl_hdr_perfinfo(const uint8_t *p, size_t avail, hs_etl_event *ev, const char **why)
 {

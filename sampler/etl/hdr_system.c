@@ -7,9 +7,8 @@
  *   16 SystemTime u64, 24 KernelTime, 28 UserTime.
  * Odd kinds have 4-byte payload pointers, even kinds 8-byte ones.
  */
-#include "sampler/etl/internal.h"
-
 #include "hook/base/bytes.h"
+#include "sampler/etl/internal.h"
 
 int hs_etl_hdr_system(const uint8_t *p, size_t avail, hs_etl_event *ev, const char **why)
 {

@@ -12,11 +12,10 @@
  *   clock type), 260+2P BuffersLost, then the logger name and the log file
  *   name as NUL-terminated UTF-16.
  */
-#include "sampler/etl/internal.h"
-
 #include <string.h>
 
 #include "hook/base/bytes.h"
+#include "sampler/etl/internal.h"
 #include "sampler/etl/text.h"
 
 int hs_etl_logfile_parse(const hs_etl_event *ev, uint32_t state, hs_etl_info *info, hs_etl_error *err)

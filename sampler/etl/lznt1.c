@@ -13,11 +13,10 @@
  * A chunk stands for 4096 bytes of output: one that writes fewer and is
  * followed by another is padded with zeros, as RtlDecompressBuffer does.
  */
-#include "sampler/etl/decompress.h"
-
 #include <string.h>
 
 #include "hook/base/bytes.h"
+#include "sampler/etl/decompress.h"
 
 #define CHUNK 4096
 #define FAIL(msg) do { *at = ip; *why = (msg); return -1; } while (0)

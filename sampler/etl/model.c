@@ -6,73 +6,45 @@
  * hs_etl_image_at and hs_etl_process_at. Also the entry points that read a
  * whole file into a model, and its release.
  */
-#include "sampler/etl/collector.h"
-
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- sorting by an index (qsort with the array passed along, no globals) -- */
+#include "hook/base/search.h"
+#include "hook/base/util.h"
+#include "sampler/etl/collector.h"
 
-typedef int (*hs_cmp_fn)(const void *ctx, uint32_t a, uint32_t b);
+/* ---- sorting by an index (the array passed along, no globals) ------------ */
 
-static void sort_index(uint32_t *ix, uint32_t n, const void *ctx, hs_cmp_fn cmp)
+static int cmp_thread(const void *pa, const void *pb, void *ctx)
 {
-    /* a bottom-up merge sort: stable, O(n log n), no recursion */
-    uint32_t *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
-    if (!tmp) {
-        /* insertion sort rather than failing: n is small when memory is short */
-        for (uint32_t i = 1; i < n; i++)
-            for (uint32_t j = i; j > 0 && cmp(ctx, ix[j - 1], ix[j]) > 0; j--) {
-                uint32_t t = ix[j];
-                ix[j] = ix[j - 1];
-                ix[j - 1] = t;
-            }
-        return;
-    }
-    for (uint32_t w = 1; w < n; w *= 2) {
-        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
-            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            uint32_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi)
-                tmp[o++] = cmp(ctx, ix[a], ix[b]) <= 0 ? ix[a++] : ix[b++];
-            while (a < mid)
-                tmp[o++] = ix[a++];
-            while (b < hi)
-                tmp[o++] = ix[b++];
-        }
-        memcpy(ix, tmp, (size_t)n * sizeof *ix);
-        if (w > UINT32_MAX / 2)
-            break;
-    }
-    free(tmp);
-}
-
-static int cmp_thread(const void *ctx, uint32_t a, uint32_t b)
-{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     const hs_etl_thread *t = ctx;
     if (t[a].tid != t[b].tid)
         return t[a].tid < t[b].tid ? -1 : 1;
     return t[a].start < t[b].start ? -1 : t[a].start > t[b].start;
 }
 
-static int cmp_proc(const void *ctx, uint32_t a, uint32_t b)
+static int cmp_proc(const void *pa, const void *pb, void *ctx)
 {
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     const hs_etl_process *p = ctx;
     if (p[a].pid != p[b].pid)
         return p[a].pid < p[b].pid ? -1 : 1;
     return p[a].start < p[b].start ? -1 : p[a].start > p[b].start;
 }
 
-static int cmp_image(const void *ctx, uint32_t a, uint32_t b)
+static int cmp_image(const void *pa, const void *pb, void *ctx)
 {
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     const hs_etl_image *m = ctx;
     if (m[a].pid != m[b].pid)
         return m[a].pid < m[b].pid ? -1 : 1;
     return m[a].base < m[b].base ? -1 : m[a].base > m[b].base;
 }
 
-static int cmp_kimage(const void *ctx, uint32_t a, uint32_t b)
+static int cmp_kimage(const void *pa, const void *pb, void *ctx)
 {
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     const hs_etl_image *m = ctx;
     return m[a].base < m[b].base ? -1 : m[a].base > m[b].base;
 }
@@ -88,20 +60,29 @@ static uint32_t *identity(uint32_t n)
 
 /* ---- lookups -------------------------------------------------------------- */
 
+/* What a search of the sorted index of processes, images or threads looks for. */
+typedef struct sought {
+    const hs_etl_trace *t;
+    const uint32_t *ix;
+    uint32_t id;                   /* pid or tid */
+    uint64_t at;                   /* a time, or an address */
+    int kernel;
+} sought;
+
+static bool process_not_after(const void *ctx, size_t i)
+{
+    const sought *q = ctx;
+    const hs_etl_process *p = &q->t->procs[q->ix[i]];
+    return p->pid < q->id || (p->pid == q->id && p->start <= q->at);
+}
+
 static uint32_t process_index(const hs_etl_trace *t, uint32_t pid, uint64_t ts)
 {
     const hs_etl_priv *pv = t->priv;
     if (!pv || !pv->proc_sorted || pid == HS_ETL_NONE)
         return HS_ETL_NONE;
-    uint32_t lo = 0, hi = t->nprocs;
-    while (lo < hi) {                            /* first record after (pid, ts) */
-        uint32_t mid = lo + (hi - lo) / 2;
-        const hs_etl_process *p = &t->procs[pv->proc_sorted[mid]];
-        if (p->pid < pid || (p->pid == pid && p->start <= ts))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    sought q = { t, pv->proc_sorted, pid, ts, 0 };
+    uint32_t lo = (uint32_t)hs_partition_point(t->nprocs, &q, process_not_after);   /* first record after (pid, ts) */
     if (lo > 0 && t->procs[pv->proc_sorted[lo - 1]].pid == pid)
         return pv->proc_sorted[lo - 1];
     return HS_ETL_NONE;
@@ -118,6 +99,13 @@ static int covers(const hs_etl_image *m, uint64_t addr, uint64_t ts)
     return addr >= m->base && addr - m->base < m->size && m->load <= ts && ts < m->unload;
 }
 
+static bool image_not_after(const void *ctx, size_t i)
+{
+    const sought *q = ctx;
+    const hs_etl_image *m = &q->t->images[q->ix[i]];
+    return (!q->kernel && m->pid < q->id) || ((q->kernel || m->pid == q->id) && m->base <= q->at);
+}
+
 const hs_etl_image *hs_etl_image_at(const hs_etl_trace *t, uint32_t pid, uint64_t addr, uint64_t ts)
 {
     const hs_etl_priv *pv = t->priv;
@@ -128,15 +116,8 @@ const hs_etl_image *hs_etl_image_at(const hs_etl_trace *t, uint32_t pid, uint64_
     uint32_t n = kernel ? pv->n_kimg_sorted : pv->n_img_sorted;
     if (!ix)
         return NULL;
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {                            /* first image after (pid, addr) */
-        uint32_t mid = lo + (hi - lo) / 2;
-        const hs_etl_image *m = &t->images[ix[mid]];
-        if ((!kernel && m->pid < pid) || ((kernel || m->pid == pid) && m->base <= addr))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    sought q = { t, ix, pid, addr, kernel };
+    uint32_t lo = (uint32_t)hs_partition_point(n, &q, image_not_after);   /* first image after (pid, addr) */
     const hs_etl_image *best = NULL;
     uint32_t best_i = 0;
     for (uint32_t k = lo; k-- > 0;) {
@@ -164,6 +145,13 @@ double hs_etl_seconds(const hs_etl_trace *t, uint64_t ts)
 /* Samples whose thread was unknown when they came: the record of that tid
  * (seen later) that started last before the sample gives the pid, if it
  * had not ended by then. */
+static bool thread_not_after(const void *ctx, size_t i)
+{
+    const sought *q = ctx;
+    const hs_etl_thread *th = &q->t->threads[q->ix[i]];
+    return th->tid < q->id || (th->tid == q->id && th->start <= q->at);
+}
+
 static int resolve_pids(hs_etl_trace *t)
 {
     uint32_t unknown = 0;
@@ -174,20 +162,13 @@ static int resolve_pids(hs_etl_trace *t)
     uint32_t *ix = identity(t->nthreads);
     if (!ix)
         return -1;
-    sort_index(ix, t->nthreads, t->threads, cmp_thread);
+    hs_sort(ix, t->nthreads, sizeof *ix, cmp_thread, t->threads);
     for (uint32_t i = 0; i < t->nsamples; i++) {
         hs_etl_sample *s = &t->samples[i];
         if (s->pid != HS_ETL_NONE)
             continue;
-        uint32_t lo = 0, hi = t->nthreads;
-        while (lo < hi) {                        /* first record after (tid, ts) */
-            uint32_t mid = lo + (hi - lo) / 2;
-            const hs_etl_thread *th = &t->threads[ix[mid]];
-            if (th->tid < s->tid || (th->tid == s->tid && th->start <= s->ts))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        sought q = { t, ix, s->tid, s->ts, 0 };
+        uint32_t lo = (uint32_t)hs_partition_point(t->nthreads, &q, thread_not_after);   /* first record after (tid, ts) */
         if (lo > 0) {
             const hs_etl_thread *th = &t->threads[ix[lo - 1]];
             if (th->tid == s->tid && s->ts <= th->end)
@@ -208,7 +189,7 @@ int hs_etl_model_finish(hs_etl_collector *c)
         goto oom;
     if (!(pv->proc_sorted = identity(t->nprocs)))
         goto oom;
-    sort_index(pv->proc_sorted, t->nprocs, t->procs, cmp_proc);
+    hs_sort(pv->proc_sorted, t->nprocs, sizeof *pv->proc_sorted, cmp_proc, t->procs);
     for (uint32_t i = 0; i < t->nsamples; i++)
         t->samples[i].process = process_index(t, t->samples[i].pid, t->samples[i].ts);
     for (uint32_t i = 0; i < t->nthreads; i++)
@@ -241,8 +222,8 @@ int hs_etl_model_finish(hs_etl_collector *c)
         else
             pv->img_sorted[pv->n_img_sorted++] = i;
     }
-    sort_index(pv->img_sorted, pv->n_img_sorted, t->images, cmp_image);
-    sort_index(pv->kimg_sorted, pv->n_kimg_sorted, t->images, cmp_kimage);
+    hs_sort(pv->img_sorted, pv->n_img_sorted, sizeof *pv->img_sorted, cmp_image, t->images);
+    hs_sort(pv->kimg_sorted, pv->n_kimg_sorted, sizeof *pv->kimg_sorted, cmp_kimage, t->images);
     return 0;
 oom:
     hs_etl_fail(c->err, 0, 0, "out of memory");

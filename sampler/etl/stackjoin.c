@@ -25,12 +25,12 @@
  * A stack is kern_depth kernel frames then user_depth user frames, both
  * in the frame pool; one user part shared by many samples is stored once.
  */
-#include "sampler/etl/collector.h"
-
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/search.h"
 #include "hook/base/vec.h"
+#include "sampler/etl/collector.h"
 
 static int oom(hs_etl_collector *c)
 {
@@ -59,13 +59,13 @@ static int pool_add(hs_etl_collector *c, const hs_etl_frames *f, uint32_t *off)
 
 static hs_etl_tstate *tstate(hs_etl_collector *c, uint32_t tid)
 {
-    uint32_t i = hs_etl_map_get(&c->tstate_of, tid, 0);
+    uint32_t i = hs_map_get(&c->tstate_of, tid, 0);
     if (i == HS_ETL_NONE) {
         if (hs_grow(&c->tstates, &c->cap_tstates, c->ntstates, sizeof *c->tstates) < 0)
             return NULL;
         i = c->ntstates++;
         c->tstates[i] = (hs_etl_tstate){.wait = HS_ETL_NONE};
-        if (hs_etl_map_put(&c->tstate_of, tid, 0, i) < 0)
+        if (hs_map_put(&c->tstate_of, tid, 0, i) < 0)
             return NULL;
     }
     return &c->tstates[i];
@@ -73,18 +73,24 @@ static hs_etl_tstate *tstate(hs_etl_collector *c, uint32_t tid)
 
 /* The sample a stack event belongs to: same timestamp and thread; of
  * several, the latest on the same CPU, else the earliest. */
+typedef struct sample_time {
+    const hs_etl_sample *s;        /* the window searched */
+    uint64_t ts;
+} sample_time;
+
+static bool sample_not_after(const void *ctx, size_t i)
+{
+    const sample_time *q = ctx;
+    return q->s[i].ts <= q->ts;
+}
+
 static uint32_t find_sample(hs_etl_collector *c, uint64_t ts, uint32_t tid, uint16_t cpu)
 {
     const hs_etl_sample *s = c->t->samples;
-    uint32_t n = c->t->nsamples, lo = n > HS_ETL_STACK_WINDOW ? n - HS_ETL_STACK_WINDOW : 0, hi = n;
-    while (lo < hi) {                            /* first sample with ts > wanted */
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s[mid].ts <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    uint32_t floor = n > HS_ETL_STACK_WINDOW ? n - HS_ETL_STACK_WINDOW : 0, found = HS_ETL_NONE;
+    uint32_t n = c->t->nsamples, floor = n > HS_ETL_STACK_WINDOW ? n - HS_ETL_STACK_WINDOW : 0;
+    sample_time q = { s + floor, ts };
+    uint32_t lo = floor + (uint32_t)hs_partition_point(n - floor, &q, sample_not_after);   /* first sample with ts > wanted */
+    uint32_t found = HS_ETL_NONE;
     for (uint32_t i = lo; i-- > floor && s[i].ts == ts;) {
         if (s[i].tid != tid)
             continue;
@@ -144,10 +150,10 @@ static int log_user(hs_etl_collector *c, uint32_t i, uint32_t off, uint32_t n)
 }
 
 /* Put sample i on the list of a key's waiters. */
-static int wait_key(hs_etl_collector *c, hs_etl_map *m, uint64_t key, uint32_t i, int kernel)
+static int wait_key(hs_etl_collector *c, hs_map *m, uint64_t key, uint32_t i, int kernel)
 {
     hs_etl_pend *p = &c->pend[i];
-    uint32_t head = hs_etl_map_get(m, key, 0);
+    uint32_t head = hs_map_get(m, key, 0);
     if (kernel) {
         p->kkey = key;
         p->next_k = head;
@@ -155,13 +161,13 @@ static int wait_key(hs_etl_collector *c, hs_etl_map *m, uint64_t key, uint32_t i
         p->ukey = key;
         p->next_u = head;
     }
-    return hs_etl_map_put(m, key, 0, i) < 0 ? oom(c) : 0;
+    return hs_map_put(m, key, 0, i) < 0 ? oom(c) : 0;
 }
 
 /* A created definition of key, if one is kept: its frames. */
 static const struct hs_etl_keydef *cached_def(hs_etl_collector *c, uint64_t key, int kernel)
 {
-    uint32_t d = hs_etl_map_get(&c->keydefs, key, (uint64_t)kernel);
+    uint32_t d = hs_map_get(&c->keydefs, key, (uint64_t)kernel);
     return d == HS_ETL_NONE ? NULL : &c->defs[d];
 }
 
@@ -303,14 +309,14 @@ int hs_etl_join_def(hs_etl_collector *c, const hs_etl_event *ev, const hs_etl_st
     if (fr->n == 0)
         return 0;
     int kernel = hs_etl_frames_at(fr, fr->n - 1) >= c->t->kernel_boundary;
-    hs_etl_map *m = kernel ? &c->kkeys : &c->ukeys;
-    uint32_t i = hs_etl_map_get(m, d->key, 0), off = 0;
+    hs_map *m = kernel ? &c->kkeys : &c->ukeys;
+    uint32_t i = hs_map_get(m, d->key, 0), off = 0;
     if (i != HS_ETL_NONE || d->type == 34) {
         if (pool_add(c, fr, &off) < 0)
             return -1;
     }
     if (i != HS_ETL_NONE) {
-        hs_etl_map_del(m, d->key, 0);
+        hs_map_del(m, d->key, 0);
         while (i != HS_ETL_NONE) {
             hs_etl_pend *p = &c->pend[i];
             uint32_t next;
@@ -332,10 +338,10 @@ int hs_etl_join_def(hs_etl_collector *c, const hs_etl_event *ev, const hs_etl_st
         if (hs_grow(&c->defs, &c->cap_defs, c->ndefs, sizeof *c->defs) < 0)
             return oom(c);
         c->defs[c->ndefs] = (struct hs_etl_keydef){.off = off, .len = fr->n};
-        if (hs_etl_map_put(&c->keydefs, d->key, (uint64_t)kernel, c->ndefs++) < 0)
+        if (hs_map_put(&c->keydefs, d->key, (uint64_t)kernel, c->ndefs++) < 0)
             return oom(c);
     } else if (d->type == 35) {
-        hs_etl_map_del(&c->keydefs, d->key, (uint64_t)kernel);
+        hs_map_del(&c->keydefs, d->key, (uint64_t)kernel);
     }
     return 0;
 }

@@ -37,8 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler/etl/etl.h"
 #include "hook/base/bytes.h"
+#include "sampler/etl/etl.h"
 
 struct hs_etl_event;
 

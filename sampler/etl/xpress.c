@@ -10,11 +10,10 @@
  * (compressors pad the last flag word with ones); a literal wanted with no
  * input left, or a flag word with none, ends it too.
  */
-#include "sampler/etl/decompress.h"
-
 #include <string.h>
 
 #include "hook/base/bytes.h"
+#include "sampler/etl/decompress.h"
 
 #define FAIL(msg) do { *at = ip; *why = (msg); return -1; } while (0)
 

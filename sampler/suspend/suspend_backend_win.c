@@ -32,12 +32,12 @@
 #include <mmsystem.h>
 
 #include "hook/base/util.h"
-#include "sampler/suspend/classify.h"
+#include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"
+#include "sampler/sampler.h"
+#include "sampler/suspend/classify.h"
 #include "sampler/suspend/grab_win.h"
 #include "sampler/suspend/modules_win.h"
-#include "sampler/sampler.h"
-#include "hook/unwind/unwinder.h"
 
 #define STACK_COPY (64 * 1024)     /* bytes of a stack copied per sample, at most */
 #define MAX_FRAMES 512

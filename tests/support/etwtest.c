@@ -13,12 +13,12 @@
 #include <windows.h>
 
 #include "hook/base/util.h"
-#include "sampler/etl/etl.h"
-#include "tests/support/etw_fake.h"
-#include "sampler/etw/etw_session_win.h"
 #include "injector/profile/from_etl.h"
 #include "injector/profile/profile.h"
 #include "injector/profile/resolve.h"
+#include "sampler/etl/etl.h"
+#include "sampler/etw/etw_session_win.h"
+#include "tests/support/etw_fake.h"
 
 static int failures;
 

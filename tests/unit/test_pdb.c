@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "hook/pe/pe.h"
-#include "tests/unit/tap.h"
 #include "injector/symbols/debuginfo.h"
 #include "injector/symbols/dwarf.h"
 #include "injector/symbols/locate.h"
@@ -40,6 +39,7 @@
 #include "injector/symbols/symfs.h"
 #include "injector/symbols/symtab.h"
 #include "injector/symbols/undecorate.h"
+#include "tests/unit/tap.h"
 
 static uint8_t *slurp(const char *path, size_t *size)
 {

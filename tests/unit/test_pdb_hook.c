@@ -25,11 +25,11 @@
 
 #include "hook/engine/hook.h"
 #include "hook/pe/pe.h"
-#include "tests/unit/tap.h"
-#include "tests/unit/xcase.h"
 #include "injector/symbols/pdb.h"
 #include "injector/symbols/symfs.h"
 #include "injector/symbols/symtab.h"
+#include "tests/unit/tap.h"
+#include "tests/unit/xcase.h"
 
 typedef struct img_ctx {
     const hs_pe *pe;

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "injector/profile/json_read.h"
 #include "hook/base/util.h"
 #include "injector/output/writers.h"
+#include "injector/profile/json_read.h"
 #include "injector/profile/load.h"
 #include "injector/profile/profile.h"
 #include "tests/unit/tap.h"

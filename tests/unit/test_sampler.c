@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler/suspend/classify.h"
-#include "sampler/codemap.h"
-#include "injector/profile/from_samples.h"
-#include "sampler/sampler.h"
-#include "tests/unit/tap.h"
 #include "hook/unwind/unwinder.h"
+#include "injector/profile/from_samples.h"
+#include "sampler/codemap.h"
+#include "sampler/sampler.h"
+#include "sampler/suspend/classify.h"
+#include "tests/unit/tap.h"
 
 /* ---- a synthetic target: memory regions ------------------------------------- */
 

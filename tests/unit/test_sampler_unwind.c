@@ -22,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler/codemap.h"
 #include "hook/pe/pe.h"
-#include "tests/unit/tap.h"
 #include "hook/unwind/unwinder.h"
+#include "sampler/codemap.h"
+#include "tests/unit/tap.h"
 #include "tests/unit/unwind_cases.h"
 #include "tests/unit/xrun.h"
 

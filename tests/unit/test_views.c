@@ -15,8 +15,8 @@
 #include "hook/base/util.h"
 #include "injector/output/flametree.h"
 #include "injector/output/writers.h"
-#include "injector/profile/match.h"
 #include "injector/profile/load.h"
+#include "injector/profile/match.h"
 #include "tests/unit/tap.h"
 
 #define PROFILES "tests/unit/profiles"

@@ -3,11 +3,11 @@
  */
 #include "tests/unit/xcase.h"
 
-#include "hook/engine/emit.h"
-
 #include <capstone/capstone.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "hook/engine/emit.h"
 
 int xc_window_unsafe(const xc_func *f, const hs_plan *plan)
 {
