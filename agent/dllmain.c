@@ -17,11 +17,7 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
     switch (reason) {
     case DLL_PROCESS_ATTACH: {
         g_hs.self = inst;
-        {
-            const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)inst;
-            g_hs.self_size = ((const IMAGE_NT_HEADERS64 *)((const char *)inst + dos->e_lfanew))
-                                 ->OptionalHeader.SizeOfImage;
-        }
+        g_hs.self_size = hs_pe_mapped_size(inst, NULL);
         if (hs_session_attach() < 0)
             return TRUE;    /* no session for this process: stay dormant */
         hs_session_header *h = g_hs.hdr;

@@ -44,6 +44,7 @@
 
 #include "agent/agent.h"
 #include "hook/base/search.h"
+#include "hook/pe/functions.h"
 #include "hook/suspend/threads_win.h"
 
 typedef LONG (WINAPI *filter_fn)(EXCEPTION_POINTERS *);
@@ -238,9 +239,7 @@ static int prepare(detour *d)
     if (!m)
         return -1;
     uint8_t *entry = (uint8_t *)(void *)GetProcAddress(m, d->name);
-    const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)m;
-    const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)((const char *)m + dos->e_lfanew);
-    uint64_t base = (uint64_t)(uintptr_t)m, size = nt->OptionalHeader.SizeOfImage;
+    uint64_t base = (uint64_t)(uintptr_t)m, size = hs_pe_mapped_size(m, NULL);
     if (!entry || (uint64_t)(uintptr_t)entry < base || (uint64_t)(uintptr_t)entry >= base + size)
         return -1;   /* not there, or forwarded elsewhere */
     hs_pe pe;

@@ -31,7 +31,10 @@
 #include "agent/agent.h"
 #include "hook/engine/filter.h"
 #include "hook/engine/names.h"
+#include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
+#include "hook/pe/symbols.h"
+#include "hook/pe/unwind_info.h"
 
 /* from the C++ runtime, linked statically into the agent */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -240,13 +243,11 @@ typedef struct install_ctx {
 /* Start an empty context for module at path: its base and image size. */
 static void install_begin(install_ctx *c, HMODULE module, const wchar_t *path)
 {
-    const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)module;
-    const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)((const char *)module + dos->e_lfanew);
     memset(c, 0, sizeof *c);
     c->module = module;
     c->path = path;
     c->base = (uint64_t)(uintptr_t)module;
-    c->image_size = nt->OptionalHeader.SizeOfImage;
+    c->image_size = hs_pe_mapped_size(module, NULL);
     c->timed = (g_hs.hdr->options & HS_OPT_TIME) != 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "hook/engine/filter.h"
+#include "hook/pe/pe.h"
 
 /* after windows.h (agent/agent.h) */
 #include <psapi.h>
@@ -56,11 +57,10 @@ static void record_only(HMODULE module, const wchar_t *path, uint32_t flags)
     uint64_t base = (uint64_t)(uintptr_t)module;
     if (already_recorded(base) || n_recorded == HS_MAX_RECORDED)
         return;
-    const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)module;
-    const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)((const char *)module + dos->e_lfanew);
-    uint32_t i = hs_session_add_module(path, base, nt->OptionalHeader.SizeOfImage, flags, -1);
+    uint32_t timestamp = 0, size = hs_pe_mapped_size(module, &timestamp);
+    uint32_t i = hs_session_add_module(path, base, size, flags, -1);
     if (i != UINT32_MAX) {
-        hs_session_module(g_hs.view, i)->timestamp = nt->FileHeader.TimeDateStamp;
+        hs_session_module(g_hs.view, i)->timestamp = timestamp;
         recorded[n_recorded++] = base;
     }
 }

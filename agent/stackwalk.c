@@ -1,7 +1,9 @@
 /*
  * agent/stackwalk.c - the entry stack of a hooked function: frame 0 is its
  * entry, then one return address per caller, walked with the modules'
- * unwind data (RtlVirtualUnwind), hookscope's own wrapper frames left out.
+ * unwind data by hookscope's one unwinder (hook/unwind/unwinder.h, the
+ * sampler's too) over this process's own memory, hookscope's own wrapper
+ * frames left out.
  *
  * What it costs is finding each return address's function table entry:
  * Wine's RtlLookupFunctionEntry walks the loader's module list (a linked
@@ -16,6 +18,8 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/pe/pe.h"
+#include "hook/unwind/unwinder.h"
 
 /* The cache, in the agent's part of a region's first page (session.h). */
 #define CACHE_SLOTS 128
@@ -53,141 +57,61 @@ static PRUNTIME_FUNCTION lookup(walk_cache *c, uint64_t pc, DWORD64 *base)
     return rf;
 }
 
-/* Is pc inside an epilogue by Windows' rules: [add rsp,imm | lea rsp,[reg+imm]],
- * then pops, then ret or a jmp out of the function? (RtlVirtualUnwind
- * interprets those instead of applying the unwind codes: left to it.) A
- * return address is rarely one: compilers put a nop after a call that
- * would return into an epilogue. */
-static int in_epilog(const uint8_t *pc, DWORD64 base, PRUNTIME_FUNCTION rf)
+/* The unwinder's view of this process: function entries from the cache,
+ * and reads of code and unwind data inside the image the last lookup
+ * found (the only reads a table step makes besides the stack, which the
+ * walk gives it whole). */
+typedef struct live {
+    walk_cache *cache;
+    uint64_t img_lo, img_hi;   /* the image of the last entry found */
+} live;
+
+static int live_lookup(void *ctx, uint64_t pc, hs_uw_entry *e)
 {
-    if ((pc[0] & 0xf8) == 0x48) {
-        if ((pc[1] == 0x81 || pc[1] == 0x83) && pc[0] == 0x48 && pc[2] == 0xc4)
-            pc += pc[1] == 0x81 ? 7 : 4;
-        else if (pc[1] == 0x8d && !(pc[0] & 0x06) && ((pc[2] >> 3) & 7) == 4 && (pc[2] & 7) != 4 &&
-                 ((pc[2] >> 6) == 1 || (pc[2] >> 6) == 2))
-            pc += (pc[2] >> 6) == 1 ? 4 : 7;
-        else if (pc[1] == 0x81 || pc[1] == 0x83 || pc[1] == 0x8d)
-            return 0;
+    live *l = ctx;
+    DWORD64 base = 0;
+    PRUNTIME_FUNCTION rf = lookup(l->cache, pc, &base);
+    if (!rf)
+        return HS_UW_LEAF;     /* no unwind data: a leaf, its return address at rsp */
+    if (base != l->img_lo) {
+        uint32_t size = hs_pe_mapped_size((const void *)(uintptr_t)base, NULL);
+        l->img_lo = base;
+        l->img_hi = base + (size ? size : rf->EndAddress);
     }
-    for (;;) {
-        if ((*pc & 0xf0) == 0x40)
-            pc++;
-        if (*pc >= 0x58 && *pc <= 0x5f) {
-            pc++;
-            continue;
-        }
-        if (*pc == 0xc2 || *pc == 0xc3)
-            return 1;
-        if (*pc == 0xe9 || *pc == 0xeb) {
-            int32_t d;
-            if (*pc == 0xe9)
-                memcpy(&d, pc + 1, 4);
-            else
-                d = (int8_t)pc[1];
-            uint64_t t = (uint64_t)(uintptr_t)pc + (*pc == 0xe9 ? 5 : 2) + (uint64_t)(int64_t)d - base;
-            return !(t >= rf->BeginAddress && t < rf->EndAddress);
-        }
-        if (*pc == 0xf3)
-            return pc[1] == 0xc3;
-        return 0;
-    }
+    e->base = base;
+    e->begin = rf->BeginAddress;
+    e->end = rf->EndAddress;
+    e->unwind = rf->UnwindData;
+    return HS_UW_TABLE;
 }
 
-/* Unwind one frame at a return address the way RtlVirtualUnwind does
- * (Windows' rules: codes applied in order; saves relative to the frame
- * base, the frame register's value less its offset, or rsp; chained
- * infos; then the return address), for the cases where that is all it
- * does. Returns 0, or -1 (nothing changed) when pc is in a prologue or
- * in an epilogue, or the info has codes this does not apply (machine
- * frames, unknown versions): the caller then asks Wine. */
-static int unwind_frame(DWORD64 base, uint64_t pc, PRUNTIME_FUNCTION rf, CONTEXT *ctx)
+/* A copy that calls nothing: this runs inside the target's calls, and
+ * the C runtime's memcpy may be one of the functions hooked (a hooked
+ * function called from a probe costs a stub's round trip each time). */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+static void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n)
 {
-    uint64_t *reg = &ctx->Rax;
-    uint64_t rsp = ctx->Rsp, frame = ctx->Rsp;
-    uint64_t saved[16];
-    uint16_t set = 0;            /* registers restored, applied at the end */
-    for (int depth = 0; depth < 32; depth++) {
-        const uint8_t *ui = (const uint8_t *)(uintptr_t)(base + rf->UnwindData);
-        uint8_t version = ui[0] & 7, flags = ui[0] >> 3, prolog = ui[1], count = ui[2];
-        uint8_t freg = ui[3] & 15, foff = ui[3] >> 4;
-        if (version != 1 && version != 2)
-            return -1;
-        if (pc >= base + rf->BeginAddress && pc < base + rf->BeginAddress + prolog)
-            return -1;
-        if (count && in_epilog((const uint8_t *)(uintptr_t)pc, base, rf))
-            return -1;
-        if (freg)
-            frame = ((set >> freg) & 1 ? saved[freg] : reg[freg]) - foff * 16u;
-        const uint8_t *c = ui + 4;
-        for (int i = 0; i < count;) {
-            uint8_t op = c[i * 2 + 1] & 15, info = c[i * 2 + 1] >> 4;
-            const uint8_t *next = c + (i + 1) * 2;
-            switch (op) {
-            case 0:   /* UWOP_PUSH_NONVOL */
-                saved[info] = *(const uint64_t *)(uintptr_t)rsp;
-                set |= (uint16_t)(1u << info);
-                rsp += 8;
-                i += 1;
-                break;
-            case 1:   /* UWOP_ALLOC_LARGE */
-                if (info) {
-                    uint32_t v;
-                    memcpy(&v, next, 4);
-                    rsp += v;
-                    i += 3;
-                } else {
-                    rsp += (uint64_t)(next[0] | next[1] << 8) * 8;
-                    i += 2;
-                }
-                break;
-            case 2:   /* UWOP_ALLOC_SMALL */
-                rsp += (uint64_t)info * 8 + 8;
-                i += 1;
-                break;
-            case 3:   /* UWOP_SET_FPREG */
-                rsp = frame;
-                i += 1;
-                break;
-            case 4:   /* UWOP_SAVE_NONVOL */
-                saved[info] = *(const uint64_t *)(uintptr_t)(frame + (uint64_t)(next[0] | next[1] << 8) * 8);
-                set |= (uint16_t)(1u << info);
-                i += 2;
-                break;
-            case 5: { /* UWOP_SAVE_NONVOL_FAR */
-                uint32_t v;
-                memcpy(&v, next, 4);
-                saved[info] = *(const uint64_t *)(uintptr_t)(frame + v);
-                set |= (uint16_t)(1u << info);
-                i += 3;
-                break;
-            }
-            case 6:   /* UWOP_EPILOG (version 2): nothing to do here */
-                if (version != 2)
-                    return -1;
-                i += 2;
-                break;
-            case 8:   /* UWOP_SAVE_XMM128: the walk needs no xmm register */
-                i += 2;
-                break;
-            case 9:   /* UWOP_SAVE_XMM128_FAR */
-                i += 3;
-                break;
-            default:  /* a machine frame, or unknown */
-                return -1;
-            }
-        }
-        if (!(flags & UNW_FLAG_CHAININFO))
-            break;
-        rf = (PRUNTIME_FUNCTION)(uintptr_t)(ui + 4 + ((count + 1u) & ~1u) * 2);
-        if (depth == 31)
-            return -1;
-    }
-    for (int r = 0; r < 16; r++)
-        if ((set >> r) & 1)
-            reg[r] = saved[r];
-    ctx->Rip = *(const uint64_t *)(uintptr_t)rsp;
-    ctx->Rsp = rsp + 8;
+    for (; n >= 8; n -= 8, dst += 8, src += 8)
+        *(uint64_t *)(void *)dst = *(const uint64_t *)(const void *)src;
+    while (n--)
+        *dst++ = *src++;
+}
+
+static int live_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    const live *l = ctx;
+    if (addr < l->img_lo || addr >= l->img_hi || len > l->img_hi - addr)
+        return -1;
+    copy_bytes(buf, (const uint8_t *)(uintptr_t)addr, len);
     return 0;
+}
+
+static const uint8_t *live_view(void *ctx, uint64_t addr, size_t len)
+{
+    const live *l = ctx;
+    if (addr < l->img_lo || addr >= l->img_hi || len > l->img_hi - addr)
+        return NULL;
+    return (const uint8_t *)(uintptr_t)addr;
 }
 
 int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
@@ -206,61 +130,41 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
     *truncated = 0;
     if (rsp < lo || rsp + 8 > hi)
         return n;
-    CONTEXT ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.ContextFlags = CONTEXT_FULL;
-    ctx.Rip = entry;
-    ctx.Rsp = rsp;
-    ctx.Rbx = r->rbx;
-    ctx.Rbp = r->rbp;
-    ctx.Rsi = r->rsi;
-    ctx.Rdi = r->rdi;
-    ctx.R12 = r->r12;
-    ctx.R13 = r->r13;
-    ctx.R14 = r->r14;
-    ctx.R15 = r->r15;
-    /* at a function's entry nothing of its prologue has run: its return
-     * address is at rsp, unless it is a part entered with a frame set up
-     * (unwind codes at offset 0: gcc's .cold parts) */
-    DWORD64 image = 0;
-    PRUNTIME_FUNCTION rf = lookup(cache, entry, &image);
-    const uint8_t *ui = rf ? (const uint8_t *)(uintptr_t)(image + rf->UnwindData) : NULL;
-    if (ui && ui[2] && ui[4] == 0) {
-        PVOID handler_data;
-        DWORD64 establisher;
-        RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, rf, &ctx, &handler_data, &establisher, NULL);
-    } else {
-        ctx.Rip = *(uint64_t *)rsp;
-        ctx.Rsp = rsp + 8;
-    }
+    live l = { cache, 0, 0 };
+    hs_uw_env env = { &l, live_lookup, live_read, live_view };
+    hs_uw_stack st = { lo, (const uint8_t *)(uintptr_t)lo, (size_t)(hi - lo), true };
+    hs_uw_regs regs;
+    memset(&regs, 0, sizeof regs);
+    regs.rip = entry;
+    regs.r[HS_RSP] = rsp;
+    regs.r[HS_RBX] = r->rbx;
+    regs.r[HS_RBP] = r->rbp;
+    regs.r[HS_RSI] = r->rsi;
+    regs.r[HS_RDI] = r->rdi;
+    regs.r[HS_R12] = r->r12;
+    regs.r[HS_R13] = r->r13;
+    regs.r[HS_R14] = r->r14;
+    regs.r[HS_R15] = r->r15;
+    /* at a function's entry nothing of its prologue has run: the step
+     * pops its return address (or, for a part entered with a frame set up,
+     * like gcc's .cold parts, undoes the codes at offset 0 first) */
     for (;;) {
+        uint64_t sp = regs.r[HS_RSP];
+        if (hs_unwind_step(&env, &st, &regs) != HS_UW_END)
+            break;
         /* Wine can leave junk after the last frame: stop at the first null
-         * or at a stack pointer outside the stack */
-        if (ctx.Rip == 0 || ctx.Rsp < lo || ctx.Rsp > hi)
+         * or at a stack pointer that does not move up */
+        if (regs.rip == 0 || regs.r[HS_RSP] <= sp || regs.r[HS_RSP] > hi)
             break;
         /* the timing wrapper's frames are folded into the hooked function
          * in every report: they do not count against the depth */
-        if (!(ctx.Rip >= agent_lo && ctx.Rip < agent_hi)) {
-            if (n == max) {
-                *truncated = 1;
-                break;
-            }
-            frames[n++] = ctx.Rip;
+        if (regs.rip >= agent_lo && regs.rip < agent_hi)
+            continue;
+        if (n == max) {
+            *truncated = 1;
+            break;
         }
-        rf = lookup(cache, ctx.Rip, &image);
-        if (rf && unwind_frame(image, ctx.Rip, rf, &ctx) == 0) {
-            /* done */
-        } else if (rf) {
-            PVOID handler_data;
-            DWORD64 establisher;
-            RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, rf, &ctx, &handler_data, &establisher, NULL);
-        } else {
-            /* no unwind data: a leaf, its return address at rsp */
-            if (ctx.Rsp < lo || ctx.Rsp + 8 > hi)
-                break;
-            ctx.Rip = *(uint64_t *)ctx.Rsp;
-            ctx.Rsp += 8;
-        }
+        frames[n++] = regs.rip;
     }
     return n;
 }

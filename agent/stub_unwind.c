@@ -19,6 +19,7 @@
 #include "agent/agent.h"
 #include "hook/engine/emit.h"
 #include "hook/pe/pe.h"
+#include "hook/pe/unwind_info.h"
 
 typedef struct fn_entry {
     uint32_t begin, end, unwind;

@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "hook/base/search.h"
+#include "hook/pe/unwind_info.h"
 
 #define MAX_IMAGES 64
 
@@ -37,17 +38,12 @@ static struct image *image_at(tail_ctx *c, uint64_t base)
             return &c->img[i];
     if (c->n_img == MAX_IMAGES)
         return NULL;
-    const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)(uintptr_t)base;
-    if (dos->e_magic != IMAGE_DOS_SIGNATURE || dos->e_lfanew <= 0 || dos->e_lfanew > 0x1000)
-        return NULL;
-    const IMAGE_NT_HEADERS64 *nt = (const IMAGE_NT_HEADERS64 *)((const char *)dos + dos->e_lfanew);
-    if (nt->Signature != IMAGE_NT_SIGNATURE || nt->OptionalHeader.Magic != IMAGE_NT_OPTIONAL_HDR64_MAGIC)
-        return NULL;
+    uint32_t size = hs_pe_mapped_size((const void *)(uintptr_t)base, NULL);
     struct image *m = &c->img[c->n_img];
-    if (hs_pe_open_mapped(&m->pe, (const void *)(uintptr_t)base, nt->OptionalHeader.SizeOfImage) != HS_PE_OK)
+    if (!size || hs_pe_open_mapped(&m->pe, (const void *)(uintptr_t)base, size) != HS_PE_OK)
         return NULL;
     m->base = base;
-    m->size = nt->OptionalHeader.SizeOfImage;
+    m->size = size;
     c->n_img++;
     return m;
 }

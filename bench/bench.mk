@@ -2,13 +2,13 @@
 # against an unhooked run of the same code (bench/run.py).
 BENCH_DIR := $(B)/bench
 
-$(BENCH_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h
+$(BENCH_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(WCC) -O2 -shared -o $@ $< -Wl,--out-implib,$(BENCH_DIR)/libbenchlib.a
+	$(WCC) -O2 -I$(B)/inc/bench -shared -o $@ $< -Wl,--out-implib,$(BENCH_DIR)/libbenchlib.a
 
 $(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h bench/clock.h $(BENCH_DIR)/benchlib.dll
 	@mkdir -p $(dir $@)
-	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
+	$(WCC) -O2 -I$(B)/inc/bench -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
 .PHONY: bench bench-build
 bench-build: all $(BENCH_DIR)/callbench.exe
@@ -21,7 +21,7 @@ bench: bench-build
 # always walk 16 frames.
 $(BENCH_DIR)/stackbench.exe: bench/stackbench.c bench/clock.h $(BENCH_DIR)/benchlib.dll
 	@mkdir -p $(dir $@)
-	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
+	$(WCC) -O2 -I$(B)/inc/bench -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
 bench-build: $(BENCH_DIR)/stackbench.exe
 
@@ -50,7 +50,7 @@ bench-build: $(FIX_LUA) $(FIX_DIR)/lua/workload.lua
 # The sampler (bench/run.py sample): spin.exe, CPU-bound, 1 or more threads
 $(BENCH_DIR)/spin.exe: bench/spin.c
 	@mkdir -p $(dir $@)
-	$(WCC) -O2 -fno-inline -o $@ $<
+	$(WCC) -O2 -I$(B)/inc/bench -fno-inline -o $@ $<
 
 bench-build: $(BENCH_DIR)/spin.exe
 
@@ -64,8 +64,8 @@ bench-build: $(B)/native/bench/mergebench
 
 # The unwinder the sampler uses against DbgHelp's StackWalk64 on the same
 # samples of spin.exe (bench/run.py sample)
-WALK_OBJ := $(call win_obj,hook/unwind/unwinder.c sampler/codemap.c sampler/suspend/grab_win.c \
-              sampler/suspend/modules_win.c hook/base/util.c hook/base/util_win.c hook/base/map.c)
+WALK_OBJ := $(call win_obj,$(BASE_C) hook/base/util_win.c $(wildcard hook/pe/*.c) hook/unwind/unwinder.c \
+              sampler/codemap.c sampler/suspend/grab_win.c sampler/suspend/modules_win.c)
 $(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(WCC) $(WCFLAGS) -I$(B)/inc/bench -o $@ $< $(WALK_OBJ) -ldbghelp -lpsapi

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "injector/output/writers.h"
-#include "injector/profile/profile.h"
+#include "injector/profile/from_samples.h"
 #include "injector/profile/resolve.h"
 #include "sampler/sampler.h"
 
@@ -104,16 +104,16 @@ int main(int argc, char **argv)
         frames[0] = BASE + 0x1000 + (uint64_t)path[k][n - 1] * FSIZE + 8 * rnd(4);
         for (uint32_t d = 1; d < n; d++)
             frames[d] = BASE + 0x1000 + (uint64_t)path[k][n - 1 - d] * FSIZE + 5 + (uint64_t)(path[k][n - d] % 40);
-        hs_sample s = { 1, 100 + (uint32_t)(k % 8), i, rnd(10) ? HS_STACK_CPU : HS_STACK_WAIT, false, n, frames };
+        hs_sample s = { 1, 100 + (uint32_t)(k % 8), i, rnd(10) ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT, false, n, frames };
         hs_sampleset_add(set, &s);
     }
     double t1 = now_s();
-    hs_sampleset_to_profile(set, p);
+    hs_profile_add_samples(p, set);
     snprintf(p->sampling.backend, sizeof p->sampling.backend, "suspend");
     p->sampling.rate_hz = 1000;
     p->sampling.cpu_s = 10;
     double t2 = now_s();
-    hs_profile_resolve(p);
+    hs_profile_resolve(p, NULL);
     double t3 = now_s();
     hs_profile_count_samples(p);
     double t4 = now_s();

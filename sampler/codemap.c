@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook/base/bytes.h"
 #include "hook/base/map.h"
 #include "hook/base/search.h"
 #include "hook/base/util.h"
+#include "hook/pe/pe.h"
 
 #define PAGE 4096u
 #define MAX_PAGES 16384          /* 64 MB of cached target memory, then start over */
@@ -177,31 +177,29 @@ static uint32_t *read_table(hs_codemap *m, uint64_t addr, size_t n)
     return t;
 }
 
+static int read_fn(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    const hs_codemap *m = ctx;
+    return m->read(m->ctx, addr, buf, len);
+}
+
 /* The headers of the image at base: timestamp, SizeOfImage, .pdata. */
 static int read_image(hs_codemap *m, hs_image *im)
 {
-    uint8_t h[PAGE];
-    if (m->read(m->ctx, im->base, h, sizeof h) < 0 || h[0] != 'M' || h[1] != 'Z')
+    hs_pe pe;
+    if (hs_pe_read_headers(&pe, read_fn, m, im->base) != HS_PE_OK)
         return -1;
-    uint32_t nt = hs_le32(h + 0x3C);
-    if (nt > PAGE - 24 - 112 - 16 * 8 || hs_le32(h + nt) != 0x00004550)
-        return -1;
-    const uint8_t *fh = h + nt + 4, *oh = fh + 20;
-    if (hs_le16(oh) != 0x20B)
-        return -1;   /* not PE32+ */
-    im->timestamp = hs_le32(fh + 4);
+    im->timestamp = pe.timestamp;
     if (!im->size)
-        im->size = hs_le32(oh + 56);
-    uint32_t ndirs = hs_le32(oh + 108);
-    if (ndirs > 3) {
-        uint32_t rva = hs_le32(oh + 112 + 3 * 8), size = hs_le32(oh + 112 + 3 * 8 + 4);
-        size_t n = size / 12;
-        if (n > MAX_PDATA)
-            n = MAX_PDATA;
-        if (n && rva < im->size && size <= im->size - rva) {
-            im->pdata = read_table(m, im->base + rva, n);
-            im->npdata = im->pdata ? n : 0;
-        }
+        im->size = pe.size_of_image;
+    uint32_t rva = pe.dir_rva[HS_DIR_EXCEPTION], size = pe.dir_size[HS_DIR_EXCEPTION];
+    hs_pe_close(&pe);
+    size_t n = size / 12;
+    if (n > MAX_PDATA)
+        n = MAX_PDATA;
+    if (n && rva < im->size && size <= im->size - rva) {
+        im->pdata = read_table(m, im->base + rva, n);
+        im->npdata = im->pdata ? n : 0;
     }
     return 0;
 }
@@ -440,9 +438,19 @@ static int env_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return hs_codemap_read(ctx, addr, buf, len);
 }
 
+/* A cached page holds it all: point there. */
+static const uint8_t *env_view(void *ctx, uint64_t addr, size_t len)
+{
+    hs_codemap *m = ctx;
+    if ((addr & (PAGE - 1)) + len > PAGE)
+        return NULL;
+    const page *pg = page_at(m, addr);
+    return pg->ok ? pg->data + (addr - pg->addr) : NULL;
+}
+
 hs_uw_env hs_codemap_env(hs_codemap *m)
 {
-    hs_uw_env env = { m, lookup, env_read };
+    hs_uw_env env = { m, lookup, env_read, env_view };
     return env;
 }
 
@@ -482,9 +490,9 @@ uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint6
     }
     if (leaf_in_agent && !first_from_slot && leaf) {
         /* stopped in the timing wrapper: it holds its descriptor */
-        uint64_t entry = desc_entry(m, leaf->r[HS_R_RSI]);
+        uint64_t entry = desc_entry(m, leaf->r[HS_RSI]);
         if (!entry)
-            entry = desc_entry(m, leaf->r[HS_R_RBP]);
+            entry = desc_entry(m, leaf->r[HS_RBP]);
         if (entry) {
             memmove(frames + 1, frames, (size_t)out * sizeof *frames);
             frames[0] = entry;

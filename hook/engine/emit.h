@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook/base/x64.h"
+
 typedef struct hs_emit {
     uint8_t *buf;
     size_t cap;
@@ -25,12 +27,6 @@ typedef struct hs_emit {
 enum {
     HS_CC_O = 0, HS_CC_NO, HS_CC_B, HS_CC_AE, HS_CC_E, HS_CC_NE, HS_CC_BE, HS_CC_A,
     HS_CC_S, HS_CC_NS, HS_CC_P, HS_CC_NP, HS_CC_L, HS_CC_GE, HS_CC_LE, HS_CC_G,
-};
-
-/* Register numbers as encoded (rax=0 ... r15=15). */
-enum {
-    HS_RAX = 0, HS_RCX, HS_RDX, HS_RBX, HS_RSP, HS_RBP, HS_RSI, HS_RDI,
-    HS_R8, HS_R9, HS_R10, HS_R11, HS_R12, HS_R13, HS_R14, HS_R15,
 };
 
 void hs_emit_init(hs_emit *e, uint8_t *buf, size_t cap, uint64_t base);

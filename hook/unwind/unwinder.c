@@ -1,5 +1,5 @@
 /*
- * hook/unwind/unwinder.c - the x64 unwinder (see unwind.h).
+ * hook/unwind/unwinder.c - the x64 unwinder (see unwinder.h).
  *
  * Unwind codes (UNWIND_INFO version 1 and 2), and what undoing each does:
  *
@@ -24,15 +24,11 @@
 
 #include "hook/base/bytes.h"
 #include "hook/base/search.h"
+#include "hook/pe/unwind_info.h"
 
 #define MAX_CHAIN 32
 #define MAX_EMULATED 64
 
-enum { UWOP_PUSH_NONVOL = 0, UWOP_ALLOC_LARGE, UWOP_ALLOC_SMALL, UWOP_SET_FPREG, UWOP_SAVE_NONVOL,
-       UWOP_SAVE_NONVOL_FAR, UWOP_EPILOG, UWOP_SPARE, UWOP_SAVE_XMM128, UWOP_SAVE_XMM128_FAR,
-       UWOP_PUSH_MACHFRAME };
-
-#define UNW_FLAG_CHAININFO 4
 
 /* The stack as a walk sees it: the copy, and the values the emulated
  * code pushed (they may lie below the copy, or replace what it holds). */
@@ -63,9 +59,14 @@ static int stack_read(const view *vw, uint64_t addr, uint64_t *v)
 }
 
 /* Up to `want` code bytes at pc, page by page so that the end of a
- * readable range only shortens the read; returns how many. */
-static size_t code_bytes(const hs_uw_env *env, uint64_t pc, uint8_t *buf, size_t want)
+ * readable range only shortens the read; returns how many, *p pointing at
+ * them (in buf, or where the environment's view has them). */
+static size_t code_bytes(const hs_uw_env *env, uint64_t pc, uint8_t *buf, size_t want, const uint8_t **p)
 {
+    *p = env->view ? env->view(env->ctx, pc, want) : NULL;
+    if (*p)
+        return want;
+    *p = buf;
     size_t got = 0;
     while (got < want) {
         uint64_t at = pc + got;
@@ -80,65 +81,45 @@ static size_t code_bytes(const hs_uw_env *env, uint64_t pc, uint8_t *buf, size_t
 }
 
 
-/* The unwind info of one entry: header, codes, and the chained entry. */
+/* The unwind info of one entry, read through the environment into a
+ * buffer of its own (the decoded info points into it). */
 typedef struct uinfo {
-    uint8_t version, flags, prolog, count, frame_reg, frame_off;
-    uint8_t codes[512];
-    uint32_t chain_begin, chain_end, chain_unwind;
+    hs_unwind u;
+    uint8_t buf[4 + 256 * 2 + 12];
 } uinfo;
 
-static int read_uinfo(const hs_uw_env *env, uint64_t base, uint32_t rva, uinfo *u)
+static int read_uinfo(const hs_uw_env *env, uint64_t base, uint32_t rva, uinfo *ui)
 {
-    uint8_t h[4];
-    if (env->read(env->ctx, base + rva, h, 4) < 0)
-        return -1;
-    u->version = h[0] & 7;
-    u->flags = h[0] >> 3;
-    u->prolog = h[1];
-    u->count = h[2];
-    u->frame_reg = h[3] & 15;
-    u->frame_off = h[3] >> 4;
-    if (u->version != 1 && u->version != 2)
-        return -1;
-    size_t clen = (size_t)u->count * 2;
-    if (clen && env->read(env->ctx, base + rva + 4, u->codes, clen) < 0)
-        return -1;
-    if (u->flags & UNW_FLAG_CHAININFO) {
-        uint8_t c[12];
-        size_t at = 4 + (size_t)((u->count + 1) & ~1) * 2;
-        if (env->read(env->ctx, base + rva + at, c, 12) < 0)
+    const uint8_t *h = env->view ? env->view(env->ctx, base + rva, 4) : NULL;
+    if (!h) {
+        if (env->read(env->ctx, base + rva, ui->buf, 4) < 0)
             return -1;
-        u->chain_begin = hs_le32(c);
-        u->chain_end = hs_le32(c + 4);
-        u->chain_unwind = hs_le32(c + 8);
+        h = ui->buf;
     }
-    return 0;
-}
-
-/* Slots an unwind code takes (the code's own included). */
-static int code_slots(const uinfo *u, uint8_t op, uint8_t info)
-{
-    switch (op) {
-    case UWOP_ALLOC_LARGE: return info ? 3 : 2;
-    case UWOP_SAVE_NONVOL: return 2;
-    case UWOP_SAVE_NONVOL_FAR: return 3;
-    case UWOP_EPILOG: return u->version == 2 ? 1 : 2;   /* v1: the old SAVE_XMM */
-    case UWOP_SPARE: return 3;                          /* v1: the old SAVE_XMM_FAR */
-    case UWOP_SAVE_XMM128: return 2;
-    case UWOP_SAVE_XMM128_FAR: return 3;
-    default: return 1;
+    size_t len = hs_unwind_info_size(h[2]);
+    /* without a handler or a chained entry, nothing follows the codes */
+    if (!((h[0] >> 3) & (HS_UNW_CHAININFO | HS_UNW_EHANDLER | HS_UNW_UHANDLER)))
+        len -= 12;
+    const uint8_t *all = env->view ? env->view(env->ctx, base + rva, len) : NULL;
+    if (!all) {
+        /* (h may be gone with the view's last call: read it all again) */
+        if (env->read(env->ctx, base + rva, ui->buf, len) < 0)
+            return -1;
+        all = ui->buf;
     }
+    return hs_unwind_parse(all, len, &ui->u);
 }
 
 /* Is pc in an epilogue of its function? If so, finish the epilogue on
  * regs (and pop the return address) and return 1. */
-static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, const uinfo *u,
+static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, const hs_unwind *u,
                     hs_uw_regs *regs, int *err)
 {
-    uint8_t c[64];
-    size_t n = code_bytes(env, regs->rip, c, sizeof c);
+    uint8_t buf[64];
+    const uint8_t *c;
+    size_t n = code_bytes(env, regs->rip, buf, sizeof buf, &c);
     size_t i = 0;
-    uint64_t rsp = regs->r[HS_R_RSP];
+    uint64_t rsp = regs->r[HS_RSP];
     /* add rsp, imm8 / imm32, or lea rsp, [frame register + disp] */
     if (n >= 4 && c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xC4) {
         rsp += (uint64_t)(int64_t)(int8_t)c[3];
@@ -149,7 +130,7 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
     } else if (n >= 3 && (c[0] == 0x48 || c[0] == 0x49) && c[1] == 0x8D && u->frame_reg) {
         uint8_t mod = c[2] >> 6, reg = (c[2] >> 3) & 7;
         uint8_t rm = (uint8_t)((c[2] & 7) | (c[0] & 1) << 3);
-        if (reg != HS_R_RSP || rm != u->frame_reg || (c[2] & 7) == 4)
+        if (reg != HS_RSP || rm != u->frame_reg || (c[2] & 7) == 4)
             return 0;
         if (mod == 1 && n >= 4) {
             rsp = regs->r[rm] + (uint64_t)(int64_t)(int8_t)c[3];
@@ -205,7 +186,7 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
     if ((*err = stack_read(st, rsp, &ret)) != 0)
         return 1;
     regs->rip = ret;
-    regs->r[HS_R_RSP] = rsp + 8;
+    regs->r[HS_RSP] = rsp + 8;
     *err = 0;
     return 1;
 }
@@ -213,106 +194,101 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
 /* Undo the unwind codes of one UNWIND_INFO. `offset`: pc's offset in the
  * function, or -1 when all codes apply (a chained parent). Sets *machframe
  * when a machine frame gave rip and rsp. */
-static int undo_codes(const view *st, const uinfo *u, int64_t offset, hs_uw_regs *regs, int *machframe)
+static int undo_codes(const view *st, const hs_unwind *u, int64_t offset, hs_uw_regs *regs, int *machframe)
 {
-    int in_prolog = offset >= 0 && offset < u->prolog;
+    int in_prolog = offset >= 0 && offset < u->prolog_size;
+    hs_unwind_code c;
     /* the frame base for the saves */
-    uint64_t frame = regs->r[HS_R_RSP];
+    uint64_t frame = regs->r[HS_RSP];
     if (u->frame_reg) {
         int set = !in_prolog;
-        for (int i = 0; i < u->count && !set;) {
-            uint8_t off = u->codes[i * 2], op = u->codes[i * 2 + 1] & 15, info = u->codes[i * 2 + 1] >> 4;
-            if (op == UWOP_SET_FPREG && off <= offset)
+        for (int i = 0; i < u->count_codes && !set; i += c.slots) {
+            if (hs_unwind_code_at(u, i, &c) < 0)
+                return HS_UW_BAD;
+            if (c.op == HS_UWOP_SET_FPREG && c.off <= offset)
                 set = 1;
-            i += code_slots(u, op, info);
         }
         if (set)
             frame = regs->r[u->frame_reg] - (uint64_t)u->frame_off * 16;
     }
-    for (int i = 0; i < u->count;) {
-        uint8_t off = u->codes[i * 2], op = u->codes[i * 2 + 1] & 15, info = u->codes[i * 2 + 1] >> 4;
-        int slots = code_slots(u, op, info);
-        if (i + slots > u->count)
+    for (int i = 0; i < u->count_codes; i += c.slots) {
+        if (hs_unwind_code_at(u, i, &c) < 0)
             return HS_UW_BAD;
-        if (in_prolog && off > offset) {
-            i += slots;
+        if (in_prolog && c.off > offset)
             continue;
-        }
-        const uint8_t *next = &u->codes[(i + 1) * 2];
         uint64_t v;
         int err;
-        switch (op) {
-        case UWOP_PUSH_NONVOL:
-            if ((err = stack_read(st, regs->r[HS_R_RSP], &v)) != 0)
+        switch (c.op) {
+        case HS_UWOP_PUSH_NONVOL:
+            if ((err = stack_read(st, regs->r[HS_RSP], &v)) != 0)
                 return err;
-            regs->r[info] = v;
-            regs->r[HS_R_RSP] += 8;
+            regs->r[c.info] = v;
+            regs->r[HS_RSP] += 8;
             break;
-        case UWOP_ALLOC_LARGE:
-            regs->r[HS_R_RSP] += info ? hs_le32(next) : (uint64_t)hs_le16(next) * 8;
+        case HS_UWOP_ALLOC_LARGE:
+            regs->r[HS_RSP] += c.info ? c.arg : (uint64_t)c.arg * 8;
             break;
-        case UWOP_ALLOC_SMALL:
-            regs->r[HS_R_RSP] += (uint64_t)info * 8 + 8;
+        case HS_UWOP_ALLOC_SMALL:
+            regs->r[HS_RSP] += (uint64_t)c.info * 8 + 8;
             break;
-        case UWOP_SET_FPREG:
-            regs->r[HS_R_RSP] = regs->r[u->frame_reg] - (uint64_t)u->frame_off * 16;
+        case HS_UWOP_SET_FPREG:
+            regs->r[HS_RSP] = regs->r[u->frame_reg] - (uint64_t)u->frame_off * 16;
             break;
-        case UWOP_SAVE_NONVOL:
-        case UWOP_SAVE_NONVOL_FAR: {
-            uint64_t at = frame + (op == UWOP_SAVE_NONVOL ? (uint64_t)hs_le16(next) * 8 : hs_le32(next));
+        case HS_UWOP_SAVE_NONVOL:
+        case HS_UWOP_SAVE_NONVOL_FAR: {
+            uint64_t at = frame + (c.op == HS_UWOP_SAVE_NONVOL ? (uint64_t)c.arg * 8 : c.arg);
             if ((err = stack_read(st, at, &v)) != 0)
                 return err;
-            regs->r[info] = v;
+            regs->r[c.info] = v;
             break;
         }
-        case UWOP_EPILOG:
-        case UWOP_SPARE:
-        case UWOP_SAVE_XMM128:
-        case UWOP_SAVE_XMM128_FAR:
+        case HS_UWOP_EPILOG:
+        case HS_UWOP_SPARE:
+        case HS_UWOP_SAVE_XMM128:
+        case HS_UWOP_SAVE_XMM128_FAR:
             break;
-        case UWOP_PUSH_MACHFRAME: {
-            uint64_t at = regs->r[HS_R_RSP] + (info ? 8 : 0), rip, rsp;
+        case HS_UWOP_PUSH_MACHFRAME: {
+            uint64_t at = regs->r[HS_RSP] + (c.info ? 8 : 0), rip, rsp;
             if ((err = stack_read(st, at, &rip)) != 0 || (err = stack_read(st, at + 24, &rsp)) != 0)
                 return err;
             regs->rip = rip;
-            regs->r[HS_R_RSP] = rsp;
+            regs->r[HS_RSP] = rsp;
             *machframe = 1;
             break;
         }
         default:
             return HS_UW_BAD;
         }
-        i += slots;
     }
     return 0;
 }
 
 static int step_table(const hs_uw_env *env, const view *st, const hs_uw_entry *e, hs_uw_regs *regs)
 {
-    uinfo u;
-    if (read_uinfo(env, e->base, e->unwind, &u) < 0)
+    uinfo ui;
+    if (read_uinfo(env, e->base, e->unwind, &ui) < 0)
         return HS_UW_BAD;
     int64_t offset = (int64_t)(regs->rip - (e->base + e->begin));
-    if (offset >= u.prolog) {
+    if (offset >= ui.u.prolog_size) {
         int err = 0;
-        if (epilogue(env, st, e, &u, regs, &err))
+        if (epilogue(env, st, e, &ui.u, regs, &err))
             return err;
     }
     int machframe = 0;
-    int err = undo_codes(st, &u, offset, regs, &machframe);
-    for (int depth = 0; !err && (u.flags & UNW_FLAG_CHAININFO); depth++) {
-        if (depth == MAX_CHAIN || read_uinfo(env, e->base, u.chain_unwind, &u) < 0)
+    int err = undo_codes(st, &ui.u, offset, regs, &machframe);
+    for (int depth = 0; !err && (ui.u.flags & HS_UNW_CHAININFO); depth++) {
+        if (depth == MAX_CHAIN || read_uinfo(env, e->base, ui.u.chained_unwind, &ui) < 0)
             return HS_UW_BAD;
-        err = undo_codes(st, &u, -1, regs, &machframe);
+        err = undo_codes(st, &ui.u, -1, regs, &machframe);
     }
     if (err)
         return err;
     if (!machframe) {
         uint64_t ret;
-        if ((err = stack_read(st, regs->r[HS_R_RSP], &ret)) != 0)
+        if ((err = stack_read(st, regs->r[HS_RSP], &ret)) != 0)
             return err;
         regs->rip = ret;
-        regs->r[HS_R_RSP] += 8;
+        regs->r[HS_RSP] += 8;
     }
     return 0;
 }
@@ -320,11 +296,11 @@ static int step_table(const hs_uw_env *env, const view *st, const hs_uw_entry *e
 static int step_leaf(const view *st, hs_uw_regs *regs)
 {
     uint64_t ret;
-    int err = stack_read(st, regs->r[HS_R_RSP], &ret);
+    int err = stack_read(st, regs->r[HS_RSP], &ret);
     if (err)
         return err;
     regs->rip = ret;
-    regs->r[HS_R_RSP] += 8;
+    regs->r[HS_RSP] += 8;
     return 0;
 }
 
@@ -370,8 +346,9 @@ static int step_emulate(const hs_uw_env *env, view *vw, hs_uw_regs *regs, int *r
             if (kind != HS_UW_EMULATE)
                 return HS_UW_BAD;
         }
-        uint8_t c[16];
-        size_t n = code_bytes(env, regs->rip, c, sizeof c);
+        uint8_t buf[16];
+        const uint8_t *c;
+        size_t n = code_bytes(env, regs->rip, buf, sizeof buf, &c);
         if (n == 0)
             return HS_UW_BAD;
         size_t p = 0;
@@ -390,17 +367,17 @@ static int step_emulate(const hs_uw_env *env, view *vw, hs_uw_regs *regs, int *r
         if (!gs && op >= 0x50 && op <= 0x57) {                      /* push r64 */
             if (vw->nov == MAX_OVERLAY)
                 return HS_UW_BAD;
-            regs->r[HS_R_RSP] -= 8;
-            vw->ov_addr[vw->nov] = regs->r[HS_R_RSP];
+            regs->r[HS_RSP] -= 8;
+            vw->ov_addr[vw->nov] = regs->r[HS_RSP];
             vw->ov_val[vw->nov++] = regs->r[(op - 0x50) | b];
             regs->rip += p + 1;
         } else if (!gs && op >= 0x58 && op <= 0x5F) {               /* pop r64 */
             uint64_t v;
-            int err = stack_read(vw, regs->r[HS_R_RSP], &v);
+            int err = stack_read(vw, regs->r[HS_RSP], &v);
             if (err)
                 return err;
             regs->r[(op - 0x58) | b] = v;
-            regs->r[HS_R_RSP] += 8;
+            regs->r[HS_RSP] += 8;
             regs->rip += p + 1;
         } else if (!gs && op >= 0xB8 && op <= 0xBF && (rex & 8) && p + 9 <= n) {   /* mov r64, imm64 */
             uint64_t v;
@@ -410,7 +387,7 @@ static int step_emulate(const hs_uw_env *env, view *vw, hs_uw_regs *regs, int *r
         } else if (op == 0x8B && (rex & 8)) {                       /* mov r64, r/m64 */
             size_t m = modrm_len(c + p + 1, n - p - 1);
             uint8_t reg = (uint8_t)(((c[p + 1] >> 3) & 7) | (rex & 4) << 1);
-            if (!m || reg == HS_R_RSP)
+            if (!m || reg == HS_RSP)
                 return HS_UW_BAD;
             /* the value loaded is not known: the frames above only need
              * rsp and the saved registers, which come from the stack */
@@ -507,7 +484,7 @@ hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const h
         return res;
     }
     for (;;) {
-        uint64_t sp = regs.r[HS_R_RSP];
+        uint64_t sp = regs.r[HS_RSP];
         int err = step(env, &vw, &regs);
         if (err) {
             res.stop = err;
@@ -515,7 +492,7 @@ hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const h
         }
         if (regs.rip == 0)
             return res;
-        if (regs.r[HS_R_RSP] <= sp) {
+        if (regs.r[HS_RSP] <= sp) {
             res.stop = HS_UW_BAD;
             return res;
         }

@@ -28,14 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* x64 register numbers (as in unwind codes and ModRM) */
-enum {
-    HS_R_RAX, HS_R_RCX, HS_R_RDX, HS_R_RBX, HS_R_RSP, HS_R_RBP, HS_R_RSI, HS_R_RDI,
-    HS_R_R8, HS_R_R9, HS_R_R10, HS_R_R11, HS_R_R12, HS_R_R13, HS_R_R14, HS_R_R15,
-};
+#include "hook/base/x64.h"
 
 typedef struct hs_uw_regs {
-    uint64_t r[16];            /* by register number; r[HS_R_RSP] is the stack pointer */
+    uint64_t r[16];            /* by register number (hook/base/x64.h); r[HS_RSP] is the stack pointer */
     uint64_t rip;
 } hs_uw_regs;
 
@@ -59,6 +55,10 @@ typedef struct hs_uw_env {
     int (*lookup)(void *ctx, uint64_t pc, hs_uw_entry *e);
     /* Read len bytes of code or unwind data at addr: 0, or -1 if unreadable. */
     int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+    /* Optional (NULL: none): where len readable bytes at addr already are
+     * (memory of this process, a cached page), valid until the next call;
+     * NULL when not all of them are at hand (read is asked then). */
+    const uint8_t *(*view)(void *ctx, uint64_t addr, size_t len);
 } hs_uw_env;
 
 /* The thread's stack, copied at the sample: [lo, lo + len). */

@@ -11,6 +11,7 @@
 #include "hook/base/util.h"
 #include "hook/engine/filter.h"
 #include "hook/engine/hook.h"
+#include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
 #include "injector/commands/commands.h"
 #include "injector/symbols/modsyms.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hook/engine/names.h"
+#include "hook/pe/functions.h"
 
 long hs_fnlist_build(hs_modsyms *t, hs_filter *flt, const char *modname, hs_fn_entry *out, size_t cap)
 {

@@ -9,6 +9,8 @@
 
 #include "hook/base/search.h"
 #include "hook/base/util.h"
+#include "hook/pe/functions.h"
+#include "hook/pe/symbols.h"
 #include "injector/symbols/debuginfo.h"
 #include "injector/symbols/undecorate.h"
 #ifdef _WIN32

@@ -23,7 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
+#include "hook/pe/symbols.h"
 #include "injector/symbols/symtab.h"
 
 typedef struct hs_modsyms hs_modsyms;

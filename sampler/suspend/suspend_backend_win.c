@@ -393,22 +393,22 @@ static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
 static void regs_of(const CONTEXT *c, hs_uw_regs *r)
 {
     r->rip = c->Rip;
-    r->r[HS_R_RAX] = c->Rax;
-    r->r[HS_R_RCX] = c->Rcx;
-    r->r[HS_R_RDX] = c->Rdx;
-    r->r[HS_R_RBX] = c->Rbx;
-    r->r[HS_R_RSP] = c->Rsp;
-    r->r[HS_R_RBP] = c->Rbp;
-    r->r[HS_R_RSI] = c->Rsi;
-    r->r[HS_R_RDI] = c->Rdi;
-    r->r[HS_R_R8] = c->R8;
-    r->r[HS_R_R9] = c->R9;
-    r->r[HS_R_R10] = c->R10;
-    r->r[HS_R_R11] = c->R11;
-    r->r[HS_R_R12] = c->R12;
-    r->r[HS_R_R13] = c->R13;
-    r->r[HS_R_R14] = c->R14;
-    r->r[HS_R_R15] = c->R15;
+    r->r[HS_RAX] = c->Rax;
+    r->r[HS_RCX] = c->Rcx;
+    r->r[HS_RDX] = c->Rdx;
+    r->r[HS_RBX] = c->Rbx;
+    r->r[HS_RSP] = c->Rsp;
+    r->r[HS_RBP] = c->Rbp;
+    r->r[HS_RSI] = c->Rsi;
+    r->r[HS_RDI] = c->Rdi;
+    r->r[HS_R8] = c->R8;
+    r->r[HS_R9] = c->R9;
+    r->r[HS_R10] = c->R10;
+    r->r[HS_R11] = c->R11;
+    r->r[HS_R12] = c->R12;
+    r->r[HS_R13] = c->R13;
+    r->r[HS_R14] = c->R14;
+    r->r[HS_R15] = c->R15;
 }
 
 /* Returns false when the thread is gone. */

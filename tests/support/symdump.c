@@ -39,6 +39,8 @@
 #include <string.h>
 
 #include "hook/pe/pe.h"
+#include "hook/pe/functions.h"
+#include "hook/pe/symbols.h"
 #include "injector/symbols/dwarf.h"
 #include "injector/symbols/locate.h"
 #include "injector/symbols/pdb.h"

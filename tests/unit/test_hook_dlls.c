@@ -36,7 +36,10 @@
 #include <time.h>
 
 #include "hook/engine/hook.h"
+#include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
+#include "hook/pe/symbols.h"
+#include "hook/pe/unwind_info.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/xcase.h"
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "hook/engine/hook.h"
+#include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
 #include "injector/symbols/pdb.h"
 #include "injector/symbols/symfs.h"

@@ -91,6 +91,7 @@ static uint8_t *make_image(target *t, uint64_t base, uint32_t size, const uint32
     uint8_t *fh = im + 0x84, *oh = fh + 20;
     put16(fh, 0x8664);
     put32(fh + 4, 0x12345678);
+    put16(fh + 16, 0xF0);           /* SizeOfOptionalHeader; no sections */
     put16(oh, 0x20B);
     put32(oh + 56, size);
     put32(oh + 108, 16);
@@ -141,7 +142,7 @@ static void test_unwinder(void)
     put32(im + 0x3024, 0x1200);
     put32(im + 0x3028, 0x1280);
     put32(im + 0x302C, 0x3040);
-    const uint8_t parent[] = { CODE(5, 2, 3), CODE(1, 0, HS_R_RBX) };
+    const uint8_t parent[] = { CODE(5, 2, 3), CODE(1, 0, HS_RBX) };
     put_unwind(im + 0x3040, 0, 5, parent, 2, 0);
     memset(im + 0x1000, 0x90, 0x400);   /* nops: no epilogue anywhere */
     hs_codemap *cm = hs_codemap_new(target_read, &t);
@@ -156,11 +157,11 @@ static void test_unwinder(void)
     hs_uw_regs r;
     memset(&r, 0, sizeof r);
     r.rip = IMG + 0x1004;
-    r.r[HS_R_RSP] = STK;
+    r.r[HS_RSP] = STK;
     hs_uw_stack st = stack_at(&sb, 512, false);
     int err = hs_unwind_step(&env, &st, &r);
-    tap_check(!err && r.rip == IMG + 0x1304 && r.r[HS_R_RSP] == STK + 0x100, "uw/machine frame",
-              "err %d rip %llx rsp %llx", err, (unsigned long long)r.rip, (unsigned long long)r.r[HS_R_RSP]);
+    tap_check(!err && r.rip == IMG + 0x1304 && r.r[HS_RSP] == STK + 0x100, "uw/machine frame",
+              "err %d rip %llx rsp %llx", err, (unsigned long long)r.rip, (unsigned long long)r.r[HS_RSP]);
 
     /* chained: in the fragment, the parent's codes apply in full */
     memset(&sb, 0, sizeof sb);
@@ -168,19 +169,19 @@ static void test_unwinder(void)
     sb.w[5] = IMG + 0x1010;         /* return address */
     memset(&r, 0, sizeof r);
     r.rip = IMG + 0x1104;
-    r.r[HS_R_RSP] = STK;
+    r.r[HS_RSP] = STK;
     err = hs_unwind_step(&env, &st, &r);
-    tap_check(!err && r.rip == IMG + 0x1010 && r.r[HS_R_RSP] == STK + 48 && r.r[HS_R_RBX] == 0xBB,
+    tap_check(!err && r.rip == IMG + 0x1010 && r.r[HS_RSP] == STK + 48 && r.r[HS_RBX] == 0xBB,
               "uw/chained entry", "err %d rip %llx rsp %llx rbx %llx", err, (unsigned long long)r.rip,
-              (unsigned long long)r.r[HS_R_RSP], (unsigned long long)r.r[HS_R_RBX]);
+              (unsigned long long)r.r[HS_RSP], (unsigned long long)r.r[HS_RBX]);
 
     /* a leaf without an entry: the return address is at rsp */
     memset(&r, 0, sizeof r);
     sb.w[0] = IMG + 0x1208;
     r.rip = IMG + 0x1300;
-    r.r[HS_R_RSP] = STK;
+    r.r[HS_RSP] = STK;
     err = hs_unwind_step(&env, &st, &r);
-    tap_check(!err && r.rip == IMG + 0x1208 && r.r[HS_R_RSP] == STK + 8, "uw/leaf", "err %d", err);
+    tap_check(!err && r.rip == IMG + 0x1208 && r.r[HS_RSP] == STK + 8, "uw/leaf", "err %d", err);
 
     /* a walk through the parent into a leaf caller, the copy ending early:
      * truncated; the same copy marked as reaching the stack base: the end */
@@ -190,7 +191,7 @@ static void test_unwinder(void)
     uint64_t frames[16];
     memset(&r, 0, sizeof r);
     r.rip = IMG + 0x1240;
-    r.r[HS_R_RSP] = STK;
+    r.r[HS_RSP] = STK;
     hs_uw_stack short_st = stack_at(&sb, 6, false);
     hs_uw_result res = hs_unwind_walk(&env, &short_st, &r, frames, 16);
     tap_check(res.n == 2 && frames[1] == IMG + 0x1304 && res.stop == HS_UW_TRUNCATED, "uw/truncated copy",
@@ -230,14 +231,14 @@ static void own_setup(own_fixture *o)
     uint32_t pdata[] = { 0x1200, 0x1280, 0x3040 };
     uint8_t *im = make_image(t, IMG, 0x4000, pdata, 1);
     /* the window: a 5-byte nop, then push rbx @6, sub rsp,0x20 @10 */
-    const uint8_t fcodes[] = { CODE(10, 2, 3), CODE(6, 0, HS_R_RBX) };
+    const uint8_t fcodes[] = { CODE(10, 2, 3), CODE(6, 0, HS_RBX) };
     put_unwind(im + 0x3040, 0, 10, fcodes, 2, 0);
     memset(im + 0x1000, 0x90, 0x400);
     /* the agent: hs_wrapper at 0x1000 with the stub's pushes at offset 0:
      * push rbp @0, push rbx @0, push rsi @1 */
     uint32_t apdata[] = { 0x1000, 0x1100, 0x2000 };
     uint8_t *ag = make_image(t, AGENT, 0x4000, apdata, 1);
-    const uint8_t wcodes[] = { CODE(1, 0, HS_R_RSI), CODE(0, 0, HS_R_RBX), CODE(0, 0, HS_R_RBP) };
+    const uint8_t wcodes[] = { CODE(1, 0, HS_RSI), CODE(0, 0, HS_RBX), CODE(0, 0, HS_RBP) };
     put_unwind(ag + 0x2000, 0, 1, wcodes, 3, 0);
     memset(ag + 0x1000, 0x90, 0x100);
     /* the arena: one slot [0x100, 0x200): slow [0x100,0x110) described,
@@ -278,7 +279,7 @@ static void own_setup(own_fixture *o)
     memcpy(a + 0x3F0 - 0x3F0 + 0x300, table, sizeof table);
     const uint8_t slow[] = { CODE(0, 2, 2) };               /* the stub's 24 bytes */
     put_unwind(a + 0x400, 0, 0, slow, 1, 0);
-    const uint8_t body[] = { CODE(3, 0, HS_R_RDX), CODE(2, 0, HS_R_RAX), CODE(1, 0, HS_R_RCX) };
+    const uint8_t body[] = { CODE(3, 0, HS_RDX), CODE(2, 0, HS_RAX), CODE(1, 0, HS_RCX) };
     put_unwind(a + 0x410, 0, 3, body, 3, 0);
     put_unwind(a + 0x420, 0, 0, NULL, 0, 0);
 
@@ -330,8 +331,8 @@ static void test_own_code(void)
         memset(&sb, 0, sizeof sb);
         hs_uw_regs r;
         memset(&r, 0, sizeof r);
-        r.r[HS_R_RBX] = 0x1111;
-        r.r[HS_R_RBP] = 0x2222;
+        r.r[HS_RBX] = 0x1111;
+        r.r[HS_RBP] = 0x2222;
         /* the stack: what is pushed above the entry state, then the return address */
         size_t k = 0;
         if (at[i].pushed > 0) {
@@ -339,25 +340,25 @@ static void test_own_code(void)
                 sb.w[k++] = 0xAA00 + (uint64_t)j;
         } else if (at[i].pushed == -1) {
             sb.w[k++] = 0x2222;          /* the caller's rbp, pushed */
-            r.r[HS_R_RBP] = 0x2222;
+            r.r[HS_RBP] = 0x2222;
         } else if (at[i].pushed == -2) {
             sb.w[k++] = 0x1111;          /* rbx, then rbp */
             sb.w[k++] = 0x2222;
-            r.r[HS_R_RBP] = ARENA + 0x100 - 32;   /* the descriptor */
-            r.r[HS_R_RBX] = 0x5555;
+            r.r[HS_RBP] = ARENA + 0x100 - 32;   /* the descriptor */
+            r.r[HS_RBX] = 0x5555;
         }
         sb.w[k++] = caller_ret;
         r.rip = rip;
-        r.r[HS_R_RSP] = STK;
+        r.r[HS_RSP] = STK;
         hs_uw_stack st = stack_at(&sb, 512, false);
         int err = hs_unwind_step(&env, &st, &r);
         char name[96];
         snprintf(name, sizeof name, "own/unwind from %s", at[i].name);
-        tap_check(!err && r.rip == caller_ret && r.r[HS_R_RSP] == STK + 8 * k && r.r[HS_R_RBX] == 0x1111 &&
-                      r.r[HS_R_RBP] == 0x2222,
+        tap_check(!err && r.rip == caller_ret && r.r[HS_RSP] == STK + 8 * k && r.r[HS_RBX] == 0x1111 &&
+                      r.r[HS_RBP] == 0x2222,
                   name, "err %d rip %llx rsp +%lld rbx %llx rbp %llx", err, (unsigned long long)r.rip,
-                  (long long)(r.r[HS_R_RSP] - STK), (unsigned long long)r.r[HS_R_RBX],
-                  (unsigned long long)r.r[HS_R_RBP]);
+                  (long long)(r.r[HS_RSP] - STK), (unsigned long long)r.r[HS_RBX],
+                  (unsigned long long)r.r[HS_RBP]);
     }
 
     /* attribution */
@@ -372,12 +373,12 @@ static void test_own_code(void)
     uint64_t f3[] = { AGENT + 0x1020, IMG + 0x1308 };
     hs_uw_regs leaf;
     memset(&leaf, 0, sizeof leaf);
-    leaf.r[HS_R_RSI] = ARENA + 0x100 - 32;
+    leaf.r[HS_RSI] = ARENA + 0x100 - 32;
     n = hs_codemap_attribute(o.cm, &leaf, f3, 2);
     tap_check(n == 2 && f3[0] == FN && f3[1] == IMG + 0x1308, "own/in the timing wrapper: the timed function",
               "n %u %llx", n, (unsigned long long)f3[0]);
     uint64_t f4[] = { AGENT + 0x1020, IMG + 0x1308 };
-    leaf.r[HS_R_RSI] = 5;
+    leaf.r[HS_RSI] = 5;
     n = hs_codemap_attribute(o.cm, &leaf, f4, 2);
     tap_check(n == 1 && f4[0] == IMG + 0x1308, "own/agent code without a descriptor: dropped", "n %u", n);
     tap_check(hs_codemap_own_thread(o.cm, 77) && !hs_codemap_own_thread(o.cm, 78), "own/threads", "%s", "not told apart");

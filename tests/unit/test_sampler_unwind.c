@@ -35,8 +35,8 @@
 static const char *const funcs[] = {
     "leaf_add", "saves_regs", "uses_alloca", "uses_xmm", "big_frame", "tail_caller", "chain3",
 };
-static const int nonvolatile[] = { HS_R_RBX, HS_R_RBP, HS_R_RSI, HS_R_RDI, HS_R_R12, HS_R_R13, HS_R_R14,
-                                   HS_R_R15 };
+static const int nonvolatile[] = { HS_RBX, HS_RBP, HS_RSI, HS_RDI, HS_R12, HS_R13, HS_R14,
+                                   HS_R15 };
 
 typedef struct image {
     hs_pe pe;
@@ -54,10 +54,10 @@ static int read_image(void *ctx, uint64_t addr, void *buf, size_t len)
 static void input(xr_input *in)
 {
     xr_default_input(in, 0);
-    in->gpr[HS_R_RCX] = 7;
-    in->gpr[HS_R_RDX] = 3;
-    in->gpr[HS_R_R8] = 2;
-    in->gpr[HS_R_R9] = 1;
+    in->gpr[HS_RCX] = 7;
+    in->gpr[HS_RDX] = 3;
+    in->gpr[HS_R8] = 2;
+    in->gpr[HS_R9] = 1;
 }
 
 /* The function's instructions: addresses of [rva, end) (or up to its
@@ -115,8 +115,8 @@ static int entry_state(const hs_uw_regs *g, char *why, size_t len)
                  (unsigned long long)XR_RETPAD);
         return 0;
     }
-    if (g->r[HS_R_RSP] != ENTRY_RSP + 8) {
-        snprintf(why, len, "rsp 0x%llx, want 0x%llx", (unsigned long long)g->r[HS_R_RSP],
+    if (g->r[HS_RSP] != ENTRY_RSP + 8) {
+        snprintf(why, len, "rsp 0x%llx, want 0x%llx", (unsigned long long)g->r[HS_RSP],
                  (unsigned long long)(ENTRY_RSP + 8));
         return 0;
     }
@@ -158,7 +158,7 @@ static void one_frame(csh cs, const image *im, hs_codemap *cm, const char *opt, 
             reached++;
             hs_uw_regs g;
             regs_of(&r, &g);
-            hs_uw_stack st = stack_of(&r, g.r[HS_R_RSP]);
+            hs_uw_stack st = stack_of(&r, g.r[HS_RSP]);
             int err = hs_unwind_step(&env, &st, &g);
             char why[200];
             if (err || !entry_state(&g, why, sizeof why)) {
@@ -192,7 +192,7 @@ static void chain(csh cs, const image *im, hs_codemap *cm, const char *opt, cons
             reached++;
             hs_uw_regs g;
             regs_of(&r, &g);
-            hs_uw_stack st = stack_of(&r, g.r[HS_R_RSP]);
+            hs_uw_stack st = stack_of(&r, g.r[HS_RSP]);
             uint64_t frames[64];
             hs_uw_result res = hs_unwind_walk(&env, &st, &g, frames, 64);
             /* every frame but the return pad is in the image; the walk
