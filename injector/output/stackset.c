@@ -22,11 +22,6 @@ bool hs_loc_same(hs_loc a, hs_loc b)
     return a.func == b.func && a.module == b.module && a.off == b.off;
 }
 
-int32_t hs_loc_module(const hs_profile *p, hs_loc l)
-{
-    return l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
-}
-
 static uint64_t loc_hash(hs_loc l)
 {
     uint64_t h = (uint64_t)(uint32_t)l.func * 0x9E3779B97F4A7C15ull;

@@ -20,9 +20,6 @@
 hs_loc hs_frame_key(hs_loc l);
 bool hs_loc_same(hs_loc a, hs_loc b);
 
-/* The module a location is in, or -1. */
-int32_t hs_loc_module(const hs_profile *p, hs_loc l);
-
 /* A table of unique frame keys, in the order they were first added. */
 typedef struct hs_frametab {
     hs_loc *v;

@@ -59,13 +59,11 @@ static int cmp_edge_calls(const void *a, const void *b, void *ctx)
     return x->e->callee < y->e->callee ? -1 : x->e->callee > y->e->callee;
 }
 
-/* "name" for a caller in module `home`, else "module!name" */
+/* "function" for a caller in module `home`, else "module!function" */
 static void caller_label(const hs_profile *p, const graph_edge *g, uint32_t home, char *buf, size_t len)
 {
-    if (g->caller_func >= 0 && p->funcs[g->caller_func].module != home)
-        snprintf(buf, len, "%s!%s", g->k.mod, g->k.label);
-    else
-        snprintf(buf, len, "%s", g->k.label);
+    bool away = g->caller_func >= 0 && p->funcs[g->caller_func].module != home;
+    hs_loc_format(p, g->e->caller, away, false, buf, len);
 }
 
 static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, size_t norder)
@@ -112,7 +110,7 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
     for (size_t k = 0; k < norder; k++) {
         uint32_t fi = order[k];
         const hs_prof_func *f = &p->funcs[fi];
-        fprintf(out, "\n%-48s %12llu  %s\n", f->name, (unsigned long long)f->calls,
+        fprintf(out, "\n%-48s %12llu  %s\n", hs_func_label(p, fi), (unsigned long long)f->calls,
                 p->modules[f->module].name);
         uint64_t seen = 0;
         for (size_t j = in_first[fi]; j < in_first[fi + 1]; j++) {
@@ -129,9 +127,9 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
             const hs_prof_func *c = &p->funcs[x->e->callee];
             if (c->module != f->module)
                 fprintf(out, "    -> %12llu  %s!%s\n", (unsigned long long)x->e->calls,
-                        p->modules[c->module].name, c->name);
+                        p->modules[c->module].name, hs_func_label(p, x->e->callee));
             else
-                fprintf(out, "    -> %12llu  %s\n", (unsigned long long)x->e->calls, c->name);
+                fprintf(out, "    -> %12llu  %s\n", (unsigned long long)x->e->calls, hs_func_label(p, x->e->callee));
         }
     }
     free(in_fill);
@@ -215,7 +213,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 hs_fmt_duration((double)t->sum_ns / (double)t->calls, c, sizeof c),
                 hs_fmt_duration((double)t->min_ns, d, sizeof d),
                 hs_fmt_duration((double)t->max_ns, e, sizeof e), (unsigned long long)t->unwinds,
-                p->funcs[idx[k]].name);
+                hs_func_label(p, idx[k]));
     }
     if (open_funcs) {
         fprintf(out, "still running when the trace ended (not in the table):");
@@ -227,7 +225,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 fprintf(out, " ...");
                 break;
             }
-            fprintf(out, " %s (%llu)", p->funcs[i].name, (unsigned long long)t->open);
+            fprintf(out, " %s (%llu)", hs_func_label(p, (uint32_t)i), (unsigned long long)t->open);
         }
         fputc('\n', out);
     }
@@ -256,7 +254,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 fprintf(out, " ...");
                 break;
             }
-            fprintf(out, " %s (%llu)", p->funcs[i].name, (unsigned long long)u);
+            fprintf(out, " %s (%llu)", hs_func_label(p, (uint32_t)i), (unsigned long long)u);
         }
         fputc('\n', out);
     }
@@ -267,7 +265,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 top == 1 ? "" : "s");
         for (size_t k = 0; k < top; k++) {
             const hs_prof_time *t = hs_prof_time_get(p, idx[k]);
-            fprintf(out, "\n  %s  (%llu calls)\n", p->funcs[idx[k]].name, (unsigned long long)t->calls);
+            fprintf(out, "\n  %s  (%llu calls)\n", hs_func_label(p, idx[k]), (unsigned long long)t->calls);
             hs_fmt_quantize(out, t->hist, HS_PROF_HIST);
         }
     }
@@ -312,7 +310,7 @@ static void write_stacks(const hs_profile *p, FILE *out)
         fprintf(out, "the %zu most frequent, leaf first:\n", top);
     for (size_t k = 0; k < top; k++) {
         const hs_prof_stack *st = &p->stacks[idx[k]];
-        fprintf(out, "\n%12llu  %s%s\n", (unsigned long long)st->count, p->funcs[st->func].name,
+        fprintf(out, "\n%12llu  %s%s\n", (unsigned long long)st->count, hs_func_label(p, st->func),
                 st->truncated ? "  (truncated)" : "");
         for (uint32_t d = 0; d < st->nframes; d++) {
             char buf[600];
@@ -413,11 +411,12 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     for (size_t k = 0; k < n; k++) {
         const hs_prof_func *f = &p->funcs[idx[k]];
         if (v->sort == HS_SORT_CALLS) {
-            fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+            fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, hs_func_label(p, idx[k]),
+                    p->modules[f->module].name);
         } else {
             char val[32];
             hs_fmt_sort_key(p, idx[k], v->sort, val, sizeof val);
-            fprintf(out, "%20llu %14s  %-40s %s", (unsigned long long)f->calls, val, f->name,
+            fprintf(out, "%20llu %14s  %-40s %s", (unsigned long long)f->calls, val, hs_func_label(p, idx[k]),
                     p->modules[f->module].name);
         }
         if (f->file)
