@@ -4,7 +4,7 @@
  * differential flame graph of `hookscope diff`.
  *
  * What it shows: the CPU samples when the profile has any, else the entry
- * stacks (output/stackset.h, hs_flame_kind), merged root first into a
+ * stacks (profile/views.h, hs_flame_kind), merged root first into a
  * tree (output/flametree.h). Each frame is a box as wide as its share of
  * the stacks, its callers below it, siblings in name order; colours by
  * module (a hue per module name, the shade varied by function name;

@@ -11,7 +11,12 @@
  *                timed function, by total time, and DTrace-quantize-style
  *                histograms of the durations of the top functions;
  *   entry stacks (--stacks) the sampling policy and the most frequent
- *                stacks.
+ *                stacks;
+ *   threads      each thread's calls, samples and CPU time (after the
+ *                samples; with `report --threads`, after the functions).
+ *
+ * The function table's order and column come from the sort keys beside
+ * the profile (profile/views.h).
  *
  * Everything is sorted with full tie-breaks, so the same profile gives
  * the same text.
@@ -323,6 +328,26 @@ static void write_stacks(const hs_profile *p, FILE *out)
     free(idx);
 }
 
+/* ---- threads (--threads) ------------------------------------------------------ */
+
+static void write_threads(const hs_profile *p, FILE *out)
+{
+    fprintf(out, "\nthreads: the calls the hooks counted and the samples taken on each thread\n");
+    if (!p->nthreads_list) {
+        fprintf(out, "(this run has no per-thread figures)\n");
+        return;
+    }
+    fprintf(out, "%12s %20s %14s %14s %12s\n", "tid", "calls", "cpu samples", "wait samples", "cpu time");
+    for (size_t i = 0; i < p->nthreads_list; i++) {
+        const hs_prof_thread *t = &p->threads_list[i];
+        char cpu[32] = "-";
+        if (t->cpu_s >= 0)
+            hs_fmt_duration(t->cpu_s * 1e9, cpu, sizeof cpu);
+        fprintf(out, "%12u %20llu %14llu %14llu %12s\n", t->tid, (unsigned long long)t->calls,
+                (unsigned long long)t->cpu_samples, (unsigned long long)t->wait_samples, cpu);
+    }
+}
+
 int hs_write_txt(const hs_profile *p, FILE *out)
 {
     hs_txt_view v = { HS_SORT_CALLS, 0, false };
@@ -371,7 +396,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (p->sampling.on) {
         hs_write_txt_samples(p, out, hooks);
         if (!v->threads)
-            hs_write_thread_table(p, out);
+            write_threads(p, out);
     }
     if (!hooks)
         return ferror(out) ? -1 : 0;
@@ -401,7 +426,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     } else {
         char head[32];
         snprintf(head, sizeof head, "%s%s", hs_sort_key_name(v->sort),
-                 v->sort == HS_SORT_CPU ? " samples" : hs_sort_key_is_time(p, v->sort) ? "" : " samples");
+                 hs_sort_key_is_time(p, v->sort) ? "" : " samples");
         fprintf(out, "\n%20s %14s  %-40s %s\n", "calls", head, "function", "module");
     }
     for (size_t k = 0; k < n; k++)
@@ -430,7 +455,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (v->top && called > v->top)
         fprintf(out, "(the tables show the first %u by %s)\n", v->top, hs_sort_key_name(v->sort));
     if (v->threads)
-        hs_write_thread_table(p, out);
+        write_threads(p, out);
     if (p->edges_on) {
         size_t ng = 0;   /* the call graph: the functions with calls */
         for (size_t k = 0; k < n; k++)

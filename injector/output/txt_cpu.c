@@ -88,7 +88,7 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
         char cpu[32] = "-", per[32] = "-", wall[32] = "-", calls[32] = "-";
-        double cpu_ns = s->cpu_s >= 0 ? (double)f->cpu_total / (double)s->samples * s->cpu_s * 1e9 : -1;
+        double cpu_ns = s->cpu_s >= 0 ? hs_samples_cpu_ns(p, f->cpu_total) : -1;
         if (cpu_ns >= 0)
             hs_fmt_duration(cpu_ns, cpu, sizeof cpu);
         if (f->hooked)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hook/base/util.h"
+#include "injector/profile/views.h"
 
 static bool active(const hs_profile *p, size_t i)
 {
@@ -140,24 +141,30 @@ static void side(const hs_profile *p, int32_t i, hs_diff_side *s)
     const hs_prof_func *f = &p->funcs[i];
     s->calls = f->calls;
     s->cpu_self = f->cpu_self;
-    if (p->time_on && f->time && f->time->calls) {
+    if (hs_func_timed(p, (uint32_t)i)) {
         s->self_ns = f->time->self_ns;
         s->timed = true;
     }
 }
 
-static double measure(const hs_diff *d, const hs_diff_side *s)
+/* The sort key (profile/views.h) of each measure: self CPU samples, self
+ * time (with --time in both), calls. */
+static const int measure_key[] = {
+    [HS_DIFF_BY_SAMPLES] = HS_SORT_CPU,
+    [HS_DIFF_BY_TIME] = HS_SORT_SELF,
+    [HS_DIFF_BY_CALLS] = HS_SORT_CALLS,
+};
+
+/* A side's value of the ordering measure (0 where it has none). */
+static double measure(const hs_diff *d, const hs_profile *p, const hs_diff_side *s)
 {
-    switch (d->by) {
-    case HS_DIFF_BY_SAMPLES: return (double)s->cpu_self;
-    case HS_DIFF_BY_TIME: return (double)s->self_ns;
-    default: return (double)s->calls;
-    }
+    double v = s->func < 0 ? 0 : hs_sort_key_value(p, (uint32_t)s->func, measure_key[d->by]);
+    return v < 0 ? 0 : v;
 }
 
 double hs_diff_change(const hs_diff *d, const hs_diff_row *r)
 {
-    return measure(d, &r->b) - measure(d, &r->a);
+    return measure(d, d->b, &r->b) - measure(d, d->a, &r->a);
 }
 
 static int cmp_row(const void *x, const void *y, void *ctx)
@@ -174,18 +181,12 @@ static int cmp_row(const void *x, const void *y, void *ctx)
     return c ? c : strcmp(r->module, s->module);
 }
 
-static bool sampled(const hs_profile *p)
-{
-    for (size_t i = 0; i < p->nstacks; i++)
-        if (p->stacks[i].kind == HS_STACK_CPU && p->stacks[i].count)
-            return true;
-    return false;
-}
-
 void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d)
 {
     memset(d, 0, sizeof *d);
-    d->samples = sampled(a) && sampled(b);
+    d->a = a;
+    d->b = b;
+    d->samples = !hs_sort_unavailable(a, HS_SORT_CPU) && !hs_sort_unavailable(b, HS_SORT_CPU);
     d->time = a->time_on && b->time_on;
     if (by == HS_DIFF_BY_CALLS || (by == HS_DIFF_BY_SAMPLES && d->samples))
         d->by = by;

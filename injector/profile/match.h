@@ -36,9 +36,11 @@ typedef struct hs_diff_row {
 } hs_diff_row;
 
 typedef struct hs_diff {
+    const hs_profile *a, *b;
     hs_diff_row *rows;
     size_t n;
-    int by;                      /* HS_DIFF_BY_* */
+    int by;                      /* HS_DIFF_BY_*: the measure, a sort key of profile/views.h
+                                    (cpu, self with --time, calls) */
     bool samples, time;          /* both profiles have samples / durations */
 } hs_diff;
 
@@ -49,7 +51,8 @@ typedef struct hs_diff {
 void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d);
 void hs_diff_free(hs_diff *d);
 
-/* The change of the ordering measure of a row (b - a). */
+/* The change of the ordering measure of a row (b - a), by the sort key's
+ * values in both profiles (profile/views.h). */
 double hs_diff_change(const hs_diff *d, const hs_diff_row *r);
 
 /* b's function that is each of a's (or -1), as the differential flame
