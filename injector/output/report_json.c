@@ -343,7 +343,9 @@ static void write_stacks(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
-/* "sample_stacks" (CPU) or "wait_stacks": count, thread and frames, leaf first */
+/* "sample_stacks" (CPU) or "wait_stacks": count, thread, "truncated": true
+ * when the stack went deeper than the sampler walked, and frames, leaf
+ * first */
 static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
     fprintf(out, ",\n \"%s\": [", kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
@@ -355,6 +357,8 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
             continue;
         fprintf(out, "%s\n  {\"count\": %llu, \"thread\": %u, ", k++ ? "," : "",
                 (unsigned long long)st->count, st->tid);
+        if (st->truncated)
+            fprintf(out, "\"truncated\": true, ");
         frames(p, out, st, repeat);
         fputc('}', out);
     }

@@ -443,6 +443,7 @@ static void load_sampling(loader *l, const hs_json *root)
                 hs_prof_stack *st = hs_profile_add_stack(p, (uint8_t)kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
                                                          (uint32_t)frames->n);
                 st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
+                st->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
                 load_frames(l, st, o);
                 load_frame_lines(l, st, o);
             }

@@ -442,6 +442,36 @@ static void test_same_name_old_report(void)
     free(text);
 }
 
+/* A sampled stack deeper than the sampler walked keeps its "[truncated]"
+ * root when written again from report.json. */
+static void test_truncated_samples(void)
+{
+    hs_profile *p = hs_profile_new();
+    p->command = hs_xstrdup("run");
+    p->target_path = hs_xstrdup("deep.exe");
+    p->sampling.on = true;
+    p->sampling.cpu_s = -1;
+    uint32_t m = hs_profile_add_module(p, "deep.exe", 0x140000000ull, 0x10000);
+    uint32_t f = hs_profile_add_func(p, m, 0x1000, 0x10, "is_even");
+    for (int cut = 0; cut < 2; cut++) {
+        hs_prof_stack *st = hs_profile_add_stack(p, HS_STACK_CPU, 0, 1, 2);
+        st->truncated = cut;
+        st->frames[0] = st->frames[1] = (hs_loc){ (int32_t)f, -1, 0x4 };
+    }
+    size_t len = 0, len2 = 0;
+    char *json = render_format("json", p, &len), err[256];
+    hs_profile *q = hs_profile_from_json(json, len, err, sizeof err);
+    char *a = render_format("folded-cpu", p, &len), *b = q ? render_format("folded-cpu", q, &len2) : NULL;
+    tap_check(b && !strcmp(a, "[truncated];deep.exe!is_even;deep.exe!is_even 1\ndeep.exe!is_even;deep.exe!is_even 1\n") &&
+                  !strcmp(a, b),
+              "a sampled stack cut short stays so in report.json", "%s / %s", a, b ? b : err);
+    free(a);
+    free(b);
+    free(json);
+    hs_profile_free(q);
+    hs_profile_free(p);
+}
+
 typedef struct pair {
     int key, seq;
 } pair;
@@ -535,6 +565,7 @@ int main(void)
     test_sort();
     test_same_name();
     test_same_name_old_report();
+    test_truncated_samples();
     test_saved_profiles();
     test_fuzz_loader();
     return tap_status();
