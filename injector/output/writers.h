@@ -68,7 +68,8 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out);   /
 
 /* The differential flame graph of `hookscope diff`: b's stacks of `kind`,
  * coloured by the change of each frame's share from a to b (red grew,
- * blue shrank), frames matched by module and function name. */
+ * blue shrank), frames matched by module and function name (functions of
+ * one name in a module in rva order, hs_match_funcs). */
 int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind, FILE *out);
 
 /* The table of `hookscope diff` (output/difftxt.c): name_a and name_b say
