@@ -1,6 +1,7 @@
 """hookscope's outputs opened by the programs people open them with, and
 the commands around them (report --format/--sort, diff, dtrace, the
-progress line):
+progress line), and a real program's two functions of one name kept
+apart in every output:
 
 - flamegraph.svg in headless Chromium (tests/support/cdp.py): no console
   errors, the expected frames, a scripted search highlights exactly the
@@ -321,6 +322,75 @@ def test_report_formats_and_views():
     hs.eq(p.returncode, 2, "--sort with --format svg")
     p = hs.hookscope(["report", sampled, "--format", "pdf"], timeout=60)
     hs.eq(p.returncode, 2, "--format pdf")
+
+
+def test_same_name_functions_stay_apart():
+    """lua.exe has two functions named sprintf (rva 0x165e0 and 0x1f4d0):
+    traced with samples and entry stacks, each keeps its own calls, callers,
+    callee edge and samples, report.txt and the stack outputs show them
+    apart as sprintf@0x165e0 and sprintf@0x1f4d0, and `hookscope report`
+    writes every file of the run again byte for byte."""
+    fx = hs.fixture("lua-workload")
+    t = hs.trace(fx["program"], fx["args"], options=["--sample-rate", "1000", "--stacks=6", "--stack-every", "1000"],
+                 name="same_name_lua", cwd=fx["cwd"], timeout=300)
+    hs.eq(t.rc, fx["exit_code"], "lua's exit code: " + t.stderr.decode(errors="replace"))
+    j = t.json
+    by_rva = {f["rva"]: f for f in j["functions"] if f["module"] == "lua.exe"}
+    named = sorted(f["rva"] for f in by_rva.values() if f["name"] == "sprintf")
+    hs.eq(named, ["0x165e0", "0x1f4d0"], "lua.exe's functions named sprintf")
+    vs = [r for r, f in by_rva.items() if f["name"] == "__mingw_vsprintf"]
+    hs.eq(len(vs), 1, "one __mingw_vsprintf")
+    label = {"0x165e0": "sprintf@0x165e0", "0x1f4d0": "sprintf@0x1f4d0"}
+    for rva in named:
+        f = by_rva[rva]
+        hs.check(f["calls"] > 1000, f"sprintf@{rva} called ({f['calls']})")
+        into = [e for e in j["edges"] if e["callee_module_id"] == 0 and e["callee_rva"] == rva]
+        out = [e for e in j["edges"] if e.get("caller_rva") == rva and e.get("caller_module_id") == 0]
+        hs.eq(sum(e["calls"] for e in into), f["calls"], f"sprintf@{rva}: its callers' calls add up to its calls")
+        hs.eq([(e["callee_rva"], e["calls"]) for e in out], [(vs[0], f["calls"])],
+              f"sprintf@{rva}: its own edge to __mingw_vsprintf, one call per call")
+        row = re.search(r"^ +(\d+)  %s +lua\.exe$" % re.escape(label[rva]), t.txt, re.M)
+        hs.check(row and int(row.group(1)) == f["calls"], f"report.txt's row of {label[rva]}")
+        hs.check(re.search(r"^    <- +%d  %s$" % (f["calls"], re.escape(label[rva])), t.txt, re.M),
+                 f"report.txt: __mingw_vsprintf's caller {label[rva]} with {f['calls']} calls")
+    hs.check(not re.search(r"\bsprintf\b(?!@)", t.txt), "report.txt names no sprintf without its rva")
+    # every sampled frame in a sprintf says which one; the samples of each
+    # are counted from the stacks that name it
+    counted = {rva: [0, 0] for rva in named}
+    for kind in ("sample_stacks", "wait_stacks"):
+        for st in j[kind]:
+            seen = set()
+            for k, fr in enumerate(st["frames"]):
+                if not fr.startswith("lua.exe!sprintf+"):
+                    continue
+                rva = st.get("frame_rvas", [None] * len(st["frames"]))[k]
+                hs.check(rva in counted, f"{kind}: a sprintf frame without its rva: {st}")
+                if rva not in seen and kind == "sample_stacks":
+                    counted[rva][1] += st["count"]
+                    counted[rva][0] += st["count"] if k == 0 else 0
+                seen.add(rva)
+    for rva in named:
+        s = by_rva[rva].get("samples", {"self": 0, "total": 0})
+        hs.eq([s["self"], s["total"]], counted[rva], f"sprintf@{rva}: its CPU samples (self, total)")
+    hs.check(sum(c[1] for c in counted.values()) > 0, "no CPU sample in either sprintf (1000 Hz)")
+    for st in j["stacks"]:
+        if st["function"] == "sprintf":
+            hs.check(st.get("rva") in counted, f"an entry stack of sprintf without its rva: {st}")
+    for name in ("cpu-stacks.folded", "wait-stacks.folded", "entry-stacks.folded", "callgrind.out",
+                 "profile.speedscope.json", "flamegraph.svg"):
+        text = t.file(name)
+        hs.check(not re.search(r"\bsprintf\b(?!@)", text), f"{name} names no sprintf without its rva")
+    for name in ("entry-stacks.folded", "callgrind.out", "profile.speedscope.json"):
+        hs.check("sprintf@0x1f4d0" in t.file(name) and "sprintf@0x165e0" in t.file(name), f"{name} names both sprintf")
+    again = hs.outdir("same_name_lua_again")
+    p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
+    hs.eq(p.returncode, 0, "report DIR: " + p.stderr.decode(errors="replace"))
+    files = sorted(f for f in os.listdir(os.path.join(hs.ROOT, t.out)) if not f.startswith("."))
+    hs.eq(sorted(f for f in os.listdir(os.path.join(hs.ROOT, again)) if not f.startswith(".")), files,
+          "report DIR writes the run's files")
+    for f in files:
+        hs.check(read(os.path.join(hs.ROOT, t.out, f), "rb") == read(os.path.join(hs.ROOT, again, f), "rb"),
+                 f"{f} written again by `hookscope report` differs")
 
 
 # --- diff -----------------------------------------------------------------------------

@@ -14,10 +14,10 @@
 #include "hook/base/util.h"
 #include "injector/commands/commands.h"
 #include "injector/output/outdir.h"
-#include "injector/output/stackset.h"
 #include "injector/output/writers.h"
 #include "injector/profile/load.h"
 #include "injector/profile/match.h"
+#include "injector/profile/views.h"
 
 static hs_profile *load_dir(const wchar_t *d, char **name)
 {

@@ -37,7 +37,7 @@ typedef struct hs_options {
     const wchar_t *file;        /* functions: FILE; report: DIR; diff: the first run's DIR */
     const wchar_t *file2;       /* diff: the second run's DIR */
     char *format;               /* report --format NAME (a writer's format), NULL: every file */
-    int sort;                   /* report --sort: HS_SORT_* (output/writers.h), -1: not given */
+    int sort;                   /* report --sort: HS_SORT_* (profile/views.h), -1: not given */
     uint32_t top;               /* report/diff --top N, 0: all */
     int threads;                /* report --threads */
     int sample;                 /* CPU sampling on (run, attach) */

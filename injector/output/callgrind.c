@@ -24,7 +24,8 @@
  *
  * One block per function that was called (hooks) or sampled, in the
  * profile's order, then the places in no known function (named
- * "module+0xoff" or "0xaddr"). Names are compressed ("(id) name" the first
+ * "module+0xoff" or "0xaddr"; two functions of one name in a module as
+ * "name@0xrva", hs_func_label). Names are compressed ("(id) name" the first
  * time, "(id)" after); there is no source information, so every cost is
  * at line 0 of file "???" (callgrind's own name for it). No summary or
  * totals line: readers sum the self costs, which add up to the CPU

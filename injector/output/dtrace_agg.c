@@ -54,11 +54,11 @@ static void sb_add(sbuf *b, const char *s)
 static void frame_text(const hs_profile *p, hs_loc l, char *buf, size_t len)
 {
     if (l.func >= 0) {
-        const hs_prof_func *f = &p->funcs[l.func];
+        const char *mod = p->modules[p->funcs[l.func].module].name, *name = hs_func_label(p, (uint32_t)l.func);
         if (l.off)
-            snprintf(buf, len, "%s`%s+0x%llx", p->modules[f->module].name, f->name, (unsigned long long)l.off);
+            snprintf(buf, len, "%s`%s+0x%llx", mod, name, (unsigned long long)l.off);
         else
-            snprintf(buf, len, "%s`%s", p->modules[f->module].name, f->name);
+            snprintf(buf, len, "%s`%s", mod, name);
     } else if (l.module >= 0) {
         snprintf(buf, len, "%s`0x%llx", p->modules[l.module].name,
                  (unsigned long long)(p->modules[l.module].base + l.off));

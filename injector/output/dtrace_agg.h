@@ -29,7 +29,8 @@ typedef struct hs_dtrace_agg {
  *
  *   stacks    "\n", one line per frame: 14 spaces and module`function+0xoff
  *             (module`function at offset 0, module`0xaddr in no known
- *             function, 0xaddr in no module), then " %16llu\n";
+ *             function, 0xaddr in no module; a function whose name another
+ *             of its module has as function@0xrva), then " %16llu\n";
  *   probefunc "  %-50s", then " %16llu\n" (or, with a stack, "\n" and the
  *             stack as above).
  *

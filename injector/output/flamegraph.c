@@ -4,7 +4,7 @@
  * differential flame graph of `hookscope diff`.
  *
  * What it shows: the CPU samples when the profile has any, else the entry
- * stacks (output/stackset.h, hs_flame_kind), merged root first into a
+ * stacks (profile/views.h, hs_flame_kind), merged root first into a
  * tree (output/flametree.h). Each frame is a box as wide as its share of
  * the stacks, its callers below it, siblings in name order; colours by
  * module (a hue per module name, the shade varied by function name;
@@ -49,6 +49,7 @@
 #include "injector/output/format.h"
 #include "injector/output/svgtext.h"
 #include "injector/output/writers.h"
+#include "injector/profile/match.h"
 
 #define WIDTH 1200
 #define PAD 10
@@ -216,7 +217,7 @@ static const char *display_name(const flame *f, uint32_t name, char *buf, size_t
 {
     const hs_flametree *t = f->t;
     int32_t fi = t->name_func[name];
-    return hs_svg_clean(fi >= 0 ? f->p->funcs[fi].name : t->names.v[name], buf, len);
+    return hs_svg_clean(fi >= 0 ? hs_func_label(f->p, (uint32_t)fi) : t->names.v[name], buf, len);
 }
 
 static void box(flame *f, FILE *out, int32_t fn, uint64_t x, uint64_t v, uint64_t b, uint32_t depth,
@@ -433,9 +434,11 @@ int hs_write_flamegraph(const hs_profile *p, FILE *out)
 int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind, FILE *out)
 {
     hs_flametree t;
+    int32_t *b_of_a = hs_match_funcs(a, b);
     hs_flametree_build(&t, b, kind);
-    hs_flametree_add_baseline(&t, a, kind);
-    /* the baseline's calls per name, matched by "module!function" */
+    hs_flametree_add_baseline(&t, b, a, b_of_a, kind);
+    /* the baseline's calls per name, matched by "module!function" (and
+     * for two functions of one name, by their order) */
     int64_t *bcalls = hs_xcalloc(t.names.n + 1, sizeof *bcalls);
     for (size_t i = 0; i < t.names.n; i++)
         bcalls[i] = -1;
@@ -444,8 +447,9 @@ int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind,
         if (!fa->hooked && !fa->calls)
             continue;
         char buf[600];
-        hs_loc l = { (int32_t)i, -1, 0 };
-        int64_t k = hs_strtab_find(&t.names, hs_loc_format(a, l, true, false, buf, sizeof buf));
+        hs_loc la = { (int32_t)i, -1, 0 }, lb = { b_of_a[i], -1, 0 };
+        int64_t k = hs_strtab_find(&t.names, lb.func >= 0 ? hs_loc_format(b, lb, true, false, buf, sizeof buf)
+                                                          : hs_loc_format(a, la, true, false, buf, sizeof buf));
         if (k >= 0)
             bcalls[k] = (bcalls[k] < 0 ? 0 : bcalls[k]) + (int64_t)fa->calls;
     }
@@ -462,6 +466,7 @@ int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind,
     f.base = a;
     int rc = write_svg(&f, out, title, bcalls);
     free(bcalls);
+    free(b_of_a);
     hs_flametree_free(&t);
     return rc;
 }

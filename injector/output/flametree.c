@@ -83,7 +83,8 @@ void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
     t->total = t->nodes[0].value;
 }
 
-void hs_flametree_add_baseline(hs_flametree *t, const hs_profile *base, int kind)
+void hs_flametree_add_baseline(hs_flametree *t, const hs_profile *p, const hs_profile *base,
+                               const int32_t *p_of_base, int kind)
 {
     for (size_t i = 0; i < base->nstacks; i++) {
         const hs_prof_stack *st = &base->stacks[i];
@@ -93,7 +94,11 @@ void hs_flametree_add_baseline(hs_flametree *t, const hs_profile *base, int kind
         t->nodes[0].base += st->count;
         for (uint32_t d = st->nframes; d-- > 0;) {
             char buf[600];
-            int64_t name = hs_strtab_find(&t->names, frame_name(base, st->frames[d], buf, sizeof buf));
+            hs_loc l = st->frames[d];
+            int32_t same = l.func >= 0 ? p_of_base[l.func] : -1;
+            const char *text = same >= 0 ? frame_name(p, (hs_loc){ same, -1, 0 }, buf, sizeof buf)
+                                         : frame_name(base, l, buf, sizeof buf);
+            int64_t name = hs_strtab_find(&t->names, text);
             uint32_t k = name < 0 ? HS_FNONE : find_kid(t, at, (uint32_t)name);
             if (k == HS_FNONE)
                 break;

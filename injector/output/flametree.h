@@ -5,7 +5,8 @@
  * the count of the stacks through it; children in name order, each laid
  * out from the left at `x` (the counts before it). For a differential
  * graph the same tree also carries a baseline's counts along the same
- * paths, matched by frame names ("match, then link").
+ * paths, matched by frame names ("match, then link"; two functions of one
+ * name in a module by their order, profile/match.h).
  */
 #ifndef HOOKSCOPE_FLAMETREE_H
 #define HOOKSCOPE_FLAMETREE_H
@@ -43,9 +44,12 @@ typedef struct hs_flametree {
  * frame, as in entry-stacks.folded). */
 void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind);
 
-/* Add the baseline's stacks of `kind` along the paths t has (a frame
- * name t does not have ends the path there); sets base and base_total. */
-void hs_flametree_add_baseline(hs_flametree *t, const hs_profile *base, int kind);
+/* Add the baseline's stacks of `kind` along the paths t (built from p)
+ * has; a frame of the baseline in a function that is one of p's
+ * (p_of_base: hs_match_funcs(base, p)) is named as p names it, and a frame
+ * name t does not have ends the path there. Sets base and base_total. */
+void hs_flametree_add_baseline(hs_flametree *t, const hs_profile *p, const hs_profile *base,
+                               const int32_t *p_of_base, int kind);
 
 /* Order every node's children by name, those with a value below
  * `narrow_below` after the others (so that they are side by side, to be

@@ -7,7 +7,8 @@
  *
  * One line per unique stack: root first, the hooked function last, frames
  * as module!function (no offsets, so stacks that differ only in call
- * sites within the same functions become one line), joined by ';', then a
+ * sites within the same functions become one line; two functions of one
+ * name in a module as function@0xrva), joined by ';', then a
  * space and how many captures had that stack. Lines are merged and sorted
  * bytewise, so the file is deterministic.
  *

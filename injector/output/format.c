@@ -117,27 +117,13 @@ void hs_fmt_stack_policy(const hs_profile *p, char *buf, size_t len)
     snprintf(buf, len, "every %u%s call of each function on each thread", n, suffix);
 }
 
-static int cmp_calls(const void *a, const void *b, void *ctx)
+void hs_fmt_sort_key(const hs_profile *p, uint32_t func, int key, char *buf, size_t len)
 {
-    const hs_profile *p = ctx;
-    const hs_prof_func *x = &p->funcs[*(const uint32_t *)a];
-    const hs_prof_func *y = &p->funcs[*(const uint32_t *)b];
-    if (x->calls != y->calls)
-        return x->calls > y->calls ? -1 : 1;
-    int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
-    if (c)
-        return c;
-    return x->module != y->module ? (x->module < y->module ? -1 : 1) : (x->rva < y->rva ? -1 : x->rva > y->rva);
-}
-
-uint32_t *hs_funcs_by_calls(const hs_profile *p, size_t *n)
-{
-    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
-    size_t k = 0;
-    for (size_t i = 0; i < p->nfuncs; i++)
-        if (p->funcs[i].calls > 0)
-            idx[k++] = (uint32_t)i;
-    hs_sort(idx, k, sizeof *idx, cmp_calls, (void *)p);
-    *n = k;
-    return idx;
+    double v = hs_sort_key_value(p, func, key);
+    if (v < 0)
+        snprintf(buf, len, "-");
+    else if (hs_sort_key_is_time(p, key))
+        hs_fmt_duration(v, buf, len);
+    else
+        snprintf(buf, len, "%.0f", v);
 }

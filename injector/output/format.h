@@ -1,7 +1,7 @@
 /*
  * injector/output/format.h - what the writers share: JSON strings,
  * durations with units, DTrace's quantize() histogram, how a run ended
- * in words, the --stacks policy in words, sorted views of a profile.
+ * in words, the --stacks policy in words, a sort key's value.
  */
 #ifndef HOOKSCOPE_FORMAT_H
 #define HOOKSCOPE_FORMAT_H
@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "injector/profile/profile.h"
+#include "injector/profile/views.h"
 
 /* A JSON string literal of s (NULL as ""). */
 void hs_json_quote(FILE *out, const char *s);
@@ -30,8 +31,8 @@ void hs_fmt_stop(const hs_profile *p, char *buf, size_t len);
  * function on each thread"). */
 void hs_fmt_stack_policy(const hs_profile *p, char *buf, size_t len);
 
-/* Indices of the functions with calls > 0, by calls (descending), then
- * name, module, rva. Returns a malloc'd array of *n. */
-uint32_t *hs_funcs_by_calls(const hs_profile *p, size_t *n);
+/* A function's value of a sort key (profile/views.h) as report.txt shows
+ * it: a duration, a count, or "-" if none. */
+void hs_fmt_sort_key(const hs_profile *p, uint32_t func, int key, char *buf, size_t len);
 
 #endif

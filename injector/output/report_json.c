@@ -10,7 +10,10 @@
  *    "options": {...}, "edges": [...], "stacks": [...],
  *    "loaded_modules": [...the other modules...]}
  *
- * Fields are only ever added, never renamed or removed.
+ * Fields are only ever added, never renamed or removed. Functions are
+ * named by module and name, with the rva beside the name wherever another
+ * function of the module has the same name (entry stacks' "rva", stacks'
+ * "frame_rvas", "crash_at_rva"; functions and edges always say it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +106,9 @@ static void write_target(const hs_profile *p, FILE *out)
         if (p->crash_address) {
             char at[600];
             fprintf(out, "\"0x%llx\", \"crash_at\": ", (unsigned long long)p->crash_address);
-            hs_json_quote(out, hs_loc_format(p, p->crash_at, true, true, at, sizeof at));
+            hs_json_quote(out, hs_loc_format_saved(p, p->crash_at, true, true, at, sizeof at));
+            if (p->crash_at.func >= 0 && p->funcs[p->crash_at.func].label)
+                fprintf(out, ", \"crash_at_rva\": \"0x%x\"", p->funcs[p->crash_at.func].rva);
         } else {
             fprintf(out, "null");
         }
@@ -207,10 +212,10 @@ static void write_edges(const hs_profile *p, FILE *out)
     for (size_t i = 0; i < p->nedges; i++) {
         const hs_prof_edge *e = &p->edges[i];
         const hs_prof_func *callee = &p->funcs[e->callee];
-        int32_t cm = e->caller.func >= 0 ? (int32_t)p->funcs[e->caller.func].module : e->caller.module;
+        int32_t cm = hs_loc_module(p, e->caller);
         char label[600];
         fprintf(out, "%s\n  {\"caller\": ", i ? "," : "");
-        hs_json_quote(out, hs_loc_format(p, e->caller, false, false, label, sizeof label));
+        hs_json_quote(out, hs_loc_format_saved(p, e->caller, false, false, label, sizeof label));
         fprintf(out, ", \"caller_module\": ");
         if (cm >= 0)
             hs_json_quote(out, p->modules[cm].name);
@@ -266,14 +271,51 @@ static void frame_modules(const hs_profile *p, FILE *out, const hs_prof_stack *s
 {
     fprintf(out, ", \"frame_modules\": [");
     for (uint32_t d = 0; d < st->nframes; d++) {
-        hs_loc l = st->frames[d];
-        int32_t m = l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
+        int32_t m = hs_loc_module(p, st->frames[d]);
         if (m >= 0)
             fprintf(out, "%s%u", d ? ", " : "", p->modules[m].id);
         else
             fprintf(out, "%snull", d ? ", " : "");
     }
     fputc(']', out);
+}
+
+/* Two functions of a module with one name: frames named "module!function"
+ * are then ambiguous, and a stack with such a frame says the rva of each
+ * frame's function ("frame_rvas": "0x..." where the name is shared, else
+ * null). */
+static void frame_rvas(const hs_profile *p, FILE *out, const hs_prof_stack *st)
+{
+    uint32_t d = 0;
+    while (d < st->nframes && (st->frames[d].func < 0 || !p->funcs[st->frames[d].func].label))
+        d++;
+    if (d == st->nframes)
+        return;
+    fprintf(out, ", \"frame_rvas\": [");
+    for (d = 0; d < st->nframes; d++) {
+        int32_t f = st->frames[d].func;
+        if (f >= 0 && p->funcs[f].label)
+            fprintf(out, "%s\"0x%x\"", d ? ", " : "", p->funcs[f].rva);
+        else
+            fprintf(out, "%snull", d ? ", " : "");
+    }
+    fputc(']', out);
+}
+
+/* a stack's "frames" (leaf first) and what tells them apart */
+static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool modules_repeat)
+{
+    fprintf(out, "\"frames\": [");
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        char buf[600];
+        fprintf(out, "%s", d ? ", " : "");
+        hs_json_quote(out, hs_loc_format_saved(p, st->frames[d], true, true, buf, sizeof buf));
+    }
+    fputc(']', out);
+    frame_lines(out, st);
+    if (modules_repeat)
+        frame_modules(p, out, st);
+    frame_rvas(p, out, st);
 }
 
 static void write_stacks(const hs_profile *p, FILE *out)
@@ -285,27 +327,25 @@ static void write_stacks(const hs_profile *p, FILE *out)
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != HS_STACK_ENTRY)
             continue;
+        const hs_prof_func *f = &p->funcs[st->func];
         fprintf(out, "%s\n  {\"function\": ", k++ ? "," : "");
-        hs_json_quote(out, p->funcs[st->func].name);
+        hs_json_quote(out, f->name);
         fprintf(out, ", \"module\": ");
-        hs_json_quote(out, p->modules[p->funcs[st->func].module].name);
-        fprintf(out, ", \"module_id\": %u, \"count\": %llu, \"truncated\": %s, \"frames\": [",
-                p->modules[p->funcs[st->func].module].id, (unsigned long long)st->count, st->truncated ? "true" : "false");
-        for (uint32_t d = 0; d < st->nframes; d++) {
-            char buf[600];
-            fprintf(out, "%s", d ? ", " : "");
-            hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
-        }
-        fputc(']', out);
-        frame_lines(out, st);
-        if (repeat)
-            frame_modules(p, out, st);
+        hs_json_quote(out, p->modules[f->module].name);
+        fprintf(out, ", \"module_id\": %u", p->modules[f->module].id);
+        if (f->label)
+            fprintf(out, ", \"rva\": \"0x%x\"", f->rva);
+        fprintf(out, ", \"count\": %llu, \"truncated\": %s, ", (unsigned long long)st->count,
+                st->truncated ? "true" : "false");
+        frames(p, out, st, repeat);
         fputc('}', out);
     }
     fprintf(out, "]");
 }
 
-/* "sample_stacks" (CPU) or "wait_stacks": count, thread and frames, leaf first */
+/* "sample_stacks" (CPU) or "wait_stacks": count, thread, "truncated": true
+ * when the stack went deeper than the sampler walked, and frames, leaf
+ * first */
 static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
     fprintf(out, ",\n \"%s\": [", kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
@@ -315,17 +355,11 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != kind)
             continue;
-        fprintf(out, "%s\n  {\"count\": %llu, \"thread\": %u, \"frames\": [", k++ ? "," : "",
+        fprintf(out, "%s\n  {\"count\": %llu, \"thread\": %u, ", k++ ? "," : "",
                 (unsigned long long)st->count, st->tid);
-        for (uint32_t d = 0; d < st->nframes; d++) {
-            char buf[600];
-            fprintf(out, "%s", d ? ", " : "");
-            hs_json_quote(out, hs_loc_format(p, st->frames[d], true, true, buf, sizeof buf));
-        }
-        fputc(']', out);
-        frame_lines(out, st);
-        if (repeat)
-            frame_modules(p, out, st);
+        if (st->truncated)
+            fprintf(out, "\"truncated\": true, ");
+        frames(p, out, st, repeat);
         fputc('}', out);
     }
     fprintf(out, "]");

@@ -25,8 +25,9 @@
  * views sum the weights as they should. Weights are counts, so the unit
  * is "none".
  *
- * Frames are functions (hs_frame_key): name the function ("module+0xoff"
- * or "0xaddr" in no known function), file its module.
+ * Frames are functions (hs_frame_key): name the function as hs_func_label
+ * names it ("module+0xoff" or "0xaddr" in no known function), file its
+ * module.
  */
 #include <stdlib.h>
 #include <string.h>

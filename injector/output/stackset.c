@@ -8,25 +8,6 @@
 
 #include "hook/base/util.h"
 
-hs_loc hs_frame_key(hs_loc l)
-{
-    if (l.func >= 0) {
-        l.module = -1;
-        l.off = 0;
-    }
-    return l;
-}
-
-bool hs_loc_same(hs_loc a, hs_loc b)
-{
-    return a.func == b.func && a.module == b.module && a.off == b.off;
-}
-
-int32_t hs_loc_module(const hs_profile *p, hs_loc l)
-{
-    return l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
-}
-
 static uint64_t loc_hash(hs_loc l)
 {
     uint64_t h = (uint64_t)(uint32_t)l.func * 0x9E3779B97F4A7C15ull;
@@ -101,46 +82,7 @@ void hs_strtab_free(hs_strtab *t)
     memset(t, 0, sizeof *t);
 }
 
-uint64_t hs_stacks_total(const hs_profile *p, int kind)
-{
-    uint64_t n = 0;
-    for (size_t i = 0; i < p->nstacks; i++)
-        if (p->stacks[i].kind == kind && p->stacks[i].nframes)
-            n += p->stacks[i].count;
-    return n;
-}
-
-int hs_flame_kind(const hs_profile *p)
-{
-    if (hs_stacks_total(p, HS_STACK_CPU))
-        return HS_STACK_CPU;
-    if (hs_stacks_total(p, HS_STACK_ENTRY))
-        return HS_STACK_ENTRY;
-    return -1;
-}
-
 const char *hs_stack_unit(int kind)
 {
     return kind == HS_STACK_ENTRY ? "captures" : "samples";
-}
-
-double hs_samples_cpu_ns(const hs_profile *p, uint64_t n)
-{
-    const hs_prof_sampling *s = &p->sampling;
-    if (!s->on)
-        return -1;
-    if (s->cpu_s >= 0 && s->samples)
-        return (double)n / (double)s->samples * s->cpu_s * 1e9;
-    if (s->rate_hz > 0)
-        return (double)n / s->rate_hz * 1e9;
-    return -1;
-}
-
-double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func)
-{
-    const hs_prof_func *f = &p->funcs[func];
-    if (!f->calls)
-        return -1;
-    double ns = hs_samples_cpu_ns(p, f->cpu_total);
-    return ns < 0 ? -1 : ns / (double)f->calls;
 }

@@ -1,8 +1,9 @@
 /*
  * injector/output/stackset.h - what the stack-based writers (flame graph,
- * speedscope, callgrind, DTrace) share: a stack frame as a function (the
- * offset dropped), a table of unique frames, which stacks a flame graph
- * shows, and the CPU time a function's samples stand for.
+ * speedscope, callgrind, DTrace) share: tables of unique frames and of
+ * unique strings, and the word for a kind of stack. A frame as a function,
+ * which stacks a flame graph shows and the CPU time of samples are views
+ * of the profile (profile/views.h).
  */
 #ifndef HOOKSCOPE_STACKSET_H
 #define HOOKSCOPE_STACKSET_H
@@ -13,15 +14,7 @@
 
 #include "hook/base/map.h"
 #include "injector/profile/profile.h"
-
-/* A frame as a function: {func, -1, 0} when the function is known; frames
- * in no known function keep their module and offset (or address), so each
- * such place is a frame of its own. */
-hs_loc hs_frame_key(hs_loc l);
-bool hs_loc_same(hs_loc a, hs_loc b);
-
-/* The module a location is in, or -1. */
-int32_t hs_loc_module(const hs_profile *p, hs_loc l);
+#include "injector/profile/views.h"
 
 /* A table of unique frame keys, in the order they were first added. */
 typedef struct hs_frametab {
@@ -47,23 +40,7 @@ uint32_t hs_strtab_add(hs_strtab *t, const char *s);
 int64_t hs_strtab_find(const hs_strtab *t, const char *s);
 void hs_strtab_free(hs_strtab *t);
 
-/* The stacks a flame graph of p shows: HS_STACK_CPU when p has CPU
- * samples, else HS_STACK_ENTRY when it has entry stacks; -1 if neither. */
-int hs_flame_kind(const hs_profile *p);
-
-/* The sum of the counts of p's stacks of a kind. */
-uint64_t hs_stacks_total(const hs_profile *p, int kind);
-
 /* "samples" for sampled stacks, "captures" for entry stacks. */
 const char *hs_stack_unit(int kind);
-
-/* The CPU time, in ns, that n CPU samples stand for: their share of the
- * run's samples times the process's CPU time, or n / rate when the CPU
- * time is unknown; -1 when p was not sampled. */
-double hs_samples_cpu_ns(const hs_profile *p, uint64_t n);
-
-/* The CPU time per call of a function (its inclusive samples' CPU time
- * divided by its calls), in ns; -1 when unknown (no samples, no calls). */
-double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func);
 
 #endif

@@ -11,7 +11,12 @@
  *                timed function, by total time, and DTrace-quantize-style
  *                histograms of the durations of the top functions;
  *   entry stacks (--stacks) the sampling policy and the most frequent
- *                stacks.
+ *                stacks;
+ *   threads      each thread's calls, samples and CPU time (after the
+ *                samples; with `report --threads`, after the functions).
+ *
+ * The function table's order and column come from the sort keys beside
+ * the profile (profile/views.h).
  *
  * Everything is sorted with full tie-breaks, so the same profile gives
  * the same text.
@@ -59,13 +64,11 @@ static int cmp_edge_calls(const void *a, const void *b, void *ctx)
     return x->e->callee < y->e->callee ? -1 : x->e->callee > y->e->callee;
 }
 
-/* "name" for a caller in module `home`, else "module!name" */
+/* "function" for a caller in module `home`, else "module!function" */
 static void caller_label(const hs_profile *p, const graph_edge *g, uint32_t home, char *buf, size_t len)
 {
-    if (g->caller_func >= 0 && p->funcs[g->caller_func].module != home)
-        snprintf(buf, len, "%s!%s", g->k.mod, g->k.label);
-    else
-        snprintf(buf, len, "%s", g->k.label);
+    bool away = g->caller_func >= 0 && p->funcs[g->caller_func].module != home;
+    hs_loc_format(p, g->e->caller, away, false, buf, len);
 }
 
 static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, size_t norder)
@@ -112,7 +115,7 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
     for (size_t k = 0; k < norder; k++) {
         uint32_t fi = order[k];
         const hs_prof_func *f = &p->funcs[fi];
-        fprintf(out, "\n%-48s %12llu  %s\n", f->name, (unsigned long long)f->calls,
+        fprintf(out, "\n%-48s %12llu  %s\n", hs_func_label(p, fi), (unsigned long long)f->calls,
                 p->modules[f->module].name);
         uint64_t seen = 0;
         for (size_t j = in_first[fi]; j < in_first[fi + 1]; j++) {
@@ -129,9 +132,9 @@ static void write_graph(const hs_profile *p, FILE *out, const uint32_t *order, s
             const hs_prof_func *c = &p->funcs[x->e->callee];
             if (c->module != f->module)
                 fprintf(out, "    -> %12llu  %s!%s\n", (unsigned long long)x->e->calls,
-                        p->modules[c->module].name, c->name);
+                        p->modules[c->module].name, hs_func_label(p, x->e->callee));
             else
-                fprintf(out, "    -> %12llu  %s\n", (unsigned long long)x->e->calls, c->name);
+                fprintf(out, "    -> %12llu  %s\n", (unsigned long long)x->e->calls, hs_func_label(p, x->e->callee));
         }
     }
     free(in_fill);
@@ -215,7 +218,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 hs_fmt_duration((double)t->sum_ns / (double)t->calls, c, sizeof c),
                 hs_fmt_duration((double)t->min_ns, d, sizeof d),
                 hs_fmt_duration((double)t->max_ns, e, sizeof e), (unsigned long long)t->unwinds,
-                p->funcs[idx[k]].name);
+                hs_func_label(p, idx[k]));
     }
     if (open_funcs) {
         fprintf(out, "still running when the trace ended (not in the table):");
@@ -227,7 +230,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 fprintf(out, " ...");
                 break;
             }
-            fprintf(out, " %s (%llu)", p->funcs[i].name, (unsigned long long)t->open);
+            fprintf(out, " %s (%llu)", hs_func_label(p, (uint32_t)i), (unsigned long long)t->open);
         }
         fputc('\n', out);
     }
@@ -256,7 +259,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 fprintf(out, " ...");
                 break;
             }
-            fprintf(out, " %s (%llu)", p->funcs[i].name, (unsigned long long)u);
+            fprintf(out, " %s (%llu)", hs_func_label(p, (uint32_t)i), (unsigned long long)u);
         }
         fputc('\n', out);
     }
@@ -267,7 +270,7 @@ static void write_time(const hs_profile *p, FILE *out)
                 top == 1 ? "" : "s");
         for (size_t k = 0; k < top; k++) {
             const hs_prof_time *t = hs_prof_time_get(p, idx[k]);
-            fprintf(out, "\n  %s  (%llu calls)\n", p->funcs[idx[k]].name, (unsigned long long)t->calls);
+            fprintf(out, "\n  %s  (%llu calls)\n", hs_func_label(p, idx[k]), (unsigned long long)t->calls);
             hs_fmt_quantize(out, t->hist, HS_PROF_HIST);
         }
     }
@@ -312,7 +315,7 @@ static void write_stacks(const hs_profile *p, FILE *out)
         fprintf(out, "the %zu most frequent, leaf first:\n", top);
     for (size_t k = 0; k < top; k++) {
         const hs_prof_stack *st = &p->stacks[idx[k]];
-        fprintf(out, "\n%12llu  %s%s\n", (unsigned long long)st->count, p->funcs[st->func].name,
+        fprintf(out, "\n%12llu  %s%s\n", (unsigned long long)st->count, hs_func_label(p, st->func),
                 st->truncated ? "  (truncated)" : "");
         for (uint32_t d = 0; d < st->nframes; d++) {
             char buf[600];
@@ -323,6 +326,26 @@ static void write_stacks(const hs_profile *p, FILE *out)
         }
     }
     free(idx);
+}
+
+/* ---- threads (--threads) ------------------------------------------------------ */
+
+static void write_threads(const hs_profile *p, FILE *out)
+{
+    fprintf(out, "\nthreads: the calls the hooks counted and the samples taken on each thread\n");
+    if (!p->nthreads_list) {
+        fprintf(out, "(this run has no per-thread figures)\n");
+        return;
+    }
+    fprintf(out, "%12s %20s %14s %14s %12s\n", "tid", "calls", "cpu samples", "wait samples", "cpu time");
+    for (size_t i = 0; i < p->nthreads_list; i++) {
+        const hs_prof_thread *t = &p->threads_list[i];
+        char cpu[32] = "-";
+        if (t->cpu_s >= 0)
+            hs_fmt_duration(t->cpu_s * 1e9, cpu, sizeof cpu);
+        fprintf(out, "%12u %20llu %14llu %14llu %12s\n", t->tid, (unsigned long long)t->calls,
+                (unsigned long long)t->cpu_samples, (unsigned long long)t->wait_samples, cpu);
+    }
 }
 
 int hs_write_txt(const hs_profile *p, FILE *out)
@@ -373,7 +396,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (p->sampling.on) {
         hs_write_txt_samples(p, out, hooks);
         if (!v->threads)
-            hs_write_thread_table(p, out);
+            write_threads(p, out);
     }
     if (!hooks)
         return ferror(out) ? -1 : 0;
@@ -403,7 +426,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     } else {
         char head[32];
         snprintf(head, sizeof head, "%s%s", hs_sort_key_name(v->sort),
-                 v->sort == HS_SORT_CPU ? " samples" : hs_sort_key_is_time(p, v->sort) ? "" : " samples");
+                 hs_sort_key_is_time(p, v->sort) ? "" : " samples");
         fprintf(out, "\n%20s %14s  %-40s %s\n", "calls", head, "function", "module");
     }
     for (size_t k = 0; k < n; k++)
@@ -413,11 +436,12 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     for (size_t k = 0; k < n; k++) {
         const hs_prof_func *f = &p->funcs[idx[k]];
         if (v->sort == HS_SORT_CALLS) {
-            fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, f->name, p->modules[f->module].name);
+            fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, hs_func_label(p, idx[k]),
+                    p->modules[f->module].name);
         } else {
             char val[32];
             hs_fmt_sort_key(p, idx[k], v->sort, val, sizeof val);
-            fprintf(out, "%20llu %14s  %-40s %s", (unsigned long long)f->calls, val, f->name,
+            fprintf(out, "%20llu %14s  %-40s %s", (unsigned long long)f->calls, val, hs_func_label(p, idx[k]),
                     p->modules[f->module].name);
         }
         if (f->file)
@@ -431,7 +455,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (v->top && called > v->top)
         fprintf(out, "(the tables show the first %u by %s)\n", v->top, hs_sort_key_name(v->sort));
     if (v->threads)
-        hs_write_thread_table(p, out);
+        write_threads(p, out);
     if (p->edges_on) {
         size_t ng = 0;   /* the call graph: the functions with calls */
         for (size_t k = 0; k < n; k++)

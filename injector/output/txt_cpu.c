@@ -88,7 +88,7 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
         char cpu[32] = "-", per[32] = "-", wall[32] = "-", calls[32] = "-";
-        double cpu_ns = s->cpu_s >= 0 ? (double)f->cpu_total / (double)s->samples * s->cpu_s * 1e9 : -1;
+        double cpu_ns = s->cpu_s >= 0 ? hs_samples_cpu_ns(p, f->cpu_total) : -1;
         if (cpu_ns >= 0)
             hs_fmt_duration(cpu_ns, cpu, sizeof cpu);
         if (f->hooked)
@@ -104,7 +104,7 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
             fprintf(out, " %12s %10s", calls, per);
         if (hooks && p->time_on)
             fprintf(out, " %10s", wall);
-        fprintf(out, "  %-32s %s\n", f->name ? f->name : "?", p->modules[f->module].name);
+        fprintf(out, "  %-32s %s\n", f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name);
     }
     if (n > rows)
         fprintf(out, "(%zu more functions with CPU samples: report.json)\n", n - rows);
@@ -135,7 +135,7 @@ static void write_wait(const hs_profile *p, FILE *out)
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
         fprintf(out, "%8llu %5.1f%%  %-32s %s\n", (unsigned long long)f->wait_self, pct(f->wait_self, s->wait_samples),
-                f->name ? f->name : "?", p->modules[f->module].name);
+                f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name);
     }
     if (n > rows)
         fprintf(out, "(%zu more)\n", n - rows);

@@ -12,6 +12,7 @@
 
 #include "injector/profile/match.h"
 #include "injector/profile/profile.h"
+#include "injector/profile/views.h"
 
 typedef struct hs_writer {
     const char *format;                      /* "txt", "json", "folded", "svg", ... */
@@ -52,30 +53,14 @@ bool hs_callgrind_wanted(const hs_profile *p);
 
 /* How report.txt is shaped (`hookscope report --sort --top --threads`);
  * a run writes it with the defaults (all zero). */
-enum { HS_SORT_CALLS = 0, HS_SORT_SELF, HS_SORT_TOTAL, HS_SORT_CPU, HS_SORT_AVG, HS_SORT__COUNT };
 typedef struct hs_txt_view {
-    int sort;                    /* the function table's order (and the call graph's) */
+    int sort;                    /* HS_SORT_* (profile/views.h): the function table's order
+                                    (and the call graph's) */
     uint32_t top;                /* only the first N functions of those; 0: all */
     bool threads;                /* a table of the threads' calls and samples */
 } hs_txt_view;
 
 int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out);   /* output/txt.c */
-
-/* Sort keys (output/view.c): calls, self and total (time with --time,
- * else CPU samples), cpu (self CPU samples), avg (time per call with
- * --time, else CPU time per call). */
-int hs_sort_key_from_name(const char *name);     /* -1 if unknown */
-const char *hs_sort_key_name(int key);
-/* NULL when p has what the key needs, else what it needs ("CPU samples, and ..."). */
-const char *hs_sort_unavailable(const hs_profile *p, int key);
-bool hs_sort_key_is_time(const hs_profile *p, int key);
-/* The functions with calls (and, for keys other than calls, with
- * samples), in the key's order (descending, then calls, name); malloc'd. */
-uint32_t *hs_funcs_sorted(const hs_profile *p, int key, size_t *n);
-/* A function's value of the key as report.txt shows it ("-" if none). */
-void hs_fmt_sort_key(const hs_profile *p, uint32_t func, int key, char *buf, size_t len);
-/* The --threads table. */
-void hs_write_thread_table(const hs_profile *p, FILE *out);
 
 /* flamegraph.svg draws at most this many boxes (frames narrower than a
  * pixel are merged, and wider ones too if needed to stay below it). */
@@ -83,7 +68,8 @@ void hs_write_thread_table(const hs_profile *p, FILE *out);
 
 /* The differential flame graph of `hookscope diff`: b's stacks of `kind`,
  * coloured by the change of each frame's share from a to b (red grew,
- * blue shrank), frames matched by module and function name. */
+ * blue shrank), frames matched by module and function name (functions of
+ * one name in a module in rva order, hs_match_funcs). */
 int hs_write_flamegraph_diff(const hs_profile *a, const hs_profile *b, int kind, FILE *out);
 
 /* The table of `hookscope diff` (output/difftxt.c): name_a and name_b say

@@ -2,9 +2,12 @@
  * injector/profile/load.c - report.json back into a profile (see load.h).
  *
  * Functions are found by module and rva where report.json gives the rva
- * ("functions", edges' "callee_rva" and "caller_rva"); callers and stack
- * frames named only by "module!function" become functions of that module
- * known by name (created once per name).
+ * ("functions", edges' "callee_rva" and "caller_rva", entry stacks' "rva",
+ * stacks' "frame_rvas", "crash_at_rva": given wherever a name is shared
+ * by two functions of a module); callers and stack frames named only by
+ * "module!function" are the first function of that module with that name,
+ * or become one known by name (reports written before rvas were saved
+ * beside names, and names no other function has).
  */
 #include "injector/profile/load.h"
 
@@ -12,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook/base/map.h"
 #include "hook/base/search.h"
 #include "hook/base/util.h"
 #include "hookscope/skip.h"
@@ -21,7 +23,6 @@
 typedef struct loader {
     hs_profile *p;
     uint64_t *ids;               /* module i of the profile has "id" ids[i] (increasing) */
-    hs_map names;                /* hash of (module, name) -> functions, for callers and frames */
     char *err;
     size_t errlen;
     int failed;
@@ -34,42 +35,27 @@ static void failf(loader *l, const char *fmt, const char *what)
     l->failed = 1;
 }
 
-static uint64_t name_hash(uint32_t module, const char *name)
-{
-    uint64_t h = 1469598103934665603ull ^ module;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-        h = (h ^ *c) * 1099511628211ull;
-    return h;
-}
-
-/* The function of module m named `name`: the first added with that name. */
-static int64_t map_get(const loader *l, uint32_t m, const char *name)
-{
-    size_t cursor = 0;
-    uint32_t f;
-    while (hs_map_next(&l->names, name_hash(m, name), 0, &cursor, &f))
-        if (l->p->funcs[f].module == m && !strcmp(l->p->funcs[f].name, name))
-            return f;
-    return -1;
-}
-
-static uint32_t add_func(loader *l, uint32_t m, uint32_t rva, uint32_t size, const char *name)
-{
-    uint32_t f = hs_profile_add_func(l->p, m, rva, size, name);
-    if (map_get(l, m, name) < 0)
-        hs_map_xadd(&l->names, name_hash(m, name), 0, f);
-    return f;
-}
-
-static uint32_t func_by_name(loader *l, uint32_t m, const char *name)
-{
-    int64_t f = map_get(l, m, name);
-    return f >= 0 ? (uint32_t)f : add_func(l, m, HS_RVA_NONE, 0, name);
-}
-
 static uint64_t hex(const char *s)
 {
     return s ? strtoull(s, NULL, 16) : 0;
+}
+
+/* The function of module m named `name` (the first added of that name),
+ * or one added, known by name only. */
+static uint32_t func_by_name(loader *l, uint32_t m, const char *name)
+{
+    int64_t f = hs_profile_find_func(l->p, m, name, HS_RVA_NONE);
+    return f >= 0 ? (uint32_t)f : hs_profile_add_func(l->p, m, HS_RVA_NONE, 0, name);
+}
+
+/* The function of module m at rva (a hex string) when given, else by name;
+ * one is added (with that name) if there is none. */
+static uint32_t func_at(loader *l, uint32_t m, const char *rva, const char *name)
+{
+    if (!rva)
+        return func_by_name(l, m, name);
+    int64_t f = hs_profile_func_at(l->p, m, (uint32_t)hex(rva));
+    return f >= 0 ? (uint32_t)f : hs_profile_add_func(l->p, m, (uint32_t)hex(rva), 0, name);
 }
 
 static int code_of(const char *name, int n, const char *(*names)(int))
@@ -280,8 +266,8 @@ static void load_functions(loader *l, const hs_json *arr)
             return;
         }
         const char *rva = hs_json_str(hs_json_get(o, "rva"), NULL);
-        uint32_t fi = add_func(l, (uint32_t)m, rva ? (uint32_t)hex(rva) : HS_RVA_NONE,
-                               (uint32_t)hs_json_u64(hs_json_get(o, "size"), 0), name);
+        uint32_t fi = hs_profile_add_func(p, (uint32_t)m, rva ? (uint32_t)hex(rva) : HS_RVA_NONE,
+                                          (uint32_t)hs_json_u64(hs_json_get(o, "size"), 0), name);
         hs_prof_func *f = &p->funcs[fi];
         f->in_plan = hs_json_bool(hs_json_get(o, "traced"), true);
         f->hooked = hs_json_bool(hs_json_get(o, "hooked"), false);
@@ -306,28 +292,10 @@ static void load_functions(loader *l, const hs_json *arr)
     }
 }
 
-/* The function of module m named `name` at rva (when given), else the
- * first of that name. */
-static uint32_t func_at(loader *l, uint32_t m, const char *rva, const char *name)
-{
-    int64_t f = map_get(l, m, name);
-    if (rva && f >= 0 && l->p->funcs[f].rva != (uint32_t)hex(rva)) {
-        uint32_t r = (uint32_t)hex(rva);
-        for (size_t i = 0; i < l->p->nfuncs; i++) {
-            const hs_prof_func *g = &l->p->funcs[i];
-            if (g->module == m && g->rva == r && !strcmp(g->name, name))
-                return (uint32_t)i;
-        }
-    }
-    if (f >= 0 && (!rva || l->p->funcs[f].rva == (uint32_t)hex(rva)))
-        return (uint32_t)f;
-    return add_func(l, m, rva ? (uint32_t)hex(rva) : HS_RVA_NONE, 0, name);
-}
-
-/* A location as hs_loc_format wrote it: "module!function[+0xoff]",
+/* A location as hs_loc_format_saved wrote it: "module!function[+0xoff]",
  * "module+0xoff" or "0xaddr"; or, with `module` >= 0, a function of that
- * module: "function". */
-static hs_loc parse_loc(loader *l, const char *text, int64_t module, bool with_offset)
+ * module: "function". rva (a hex string, or NULL): the function's. */
+static hs_loc parse_loc(loader *l, const char *text, int64_t module, bool with_offset, const char *rva)
 {
     hs_loc loc = { -1, -1, 0 };
     const char *bang = module >= 0 ? NULL : strchr(text, '!');
@@ -356,7 +324,7 @@ static hs_loc parse_loc(loader *l, const char *text, int64_t module, bool with_o
         return loc;
     bool off = with_offset && plus && plus > fname;
     char *fn = hs_xstrndup(fname, off ? (size_t)(plus - fname) : strlen(fname));
-    loc.func = (int32_t)func_by_name(l, (uint32_t)module, fn);
+    loc.func = (int32_t)func_at(l, (uint32_t)module, rva, fn);
     free(fn);
     loc.off = off ? hex(plus + 3) : 0;
     return loc;
@@ -379,7 +347,7 @@ static void load_edges(loader *l, const hs_json *arr)
         const char *crva = hs_json_str(hs_json_get(o, "caller_rva"), NULL);
         hs_loc loc = { -1, -1, 0 };
         if (!crm) {
-            loc = parse_loc(l, caller, -1, false);          /* "0xaddr" */
+            loc = parse_loc(l, caller, -1, false, NULL);    /* "0xaddr" */
         } else {
             int64_t m = module_of(l, o, "caller_module_id", "caller_module", "an edge");
             size_t n = strlen(crm);
@@ -391,27 +359,30 @@ static void load_edges(loader *l, const hs_json *arr)
                 loc.module = (int32_t)m;                     /* "module+0xoff" */
                 loc.off = hex(caller + n + 3);
             } else {
-                loc = parse_loc(l, caller, m, false);
+                loc = parse_loc(l, caller, m, false, NULL);
             }
         }
         hs_profile_add_edge(p, loc, ce, hs_json_u64(hs_json_get(o, "calls"), 0), 0);
     }
 }
 
-/* A stack's frames, with "frame_modules" (ids) where module names repeat. */
+/* A stack's frames, with "frame_modules" (ids) where module names repeat
+ * and "frame_rvas" where function names do. */
 static void load_frames(loader *l, hs_prof_stack *st, const hs_json *o)
 {
     const hs_json *frames = hs_json_get(o, "frames");
     const hs_json *fm = hs_json_get(o, "frame_modules");
+    const hs_json *fr = hs_json_get(o, "frame_rvas");
     for (size_t k = 0; k < st->nframes; k++) {
         const char *text = hs_json_str(&frames->v[k], "0x0");
         const hs_json *id = hs_json_is(fm, HS_JARR) && k < fm->n ? &fm->v[k] : NULL;
+        const char *rva = hs_json_is(fr, HS_JARR) && k < fr->n ? hs_json_str(&fr->v[k], NULL) : NULL;
         if (hs_json_is(id, HS_JNUM)) {
             /* the module by id, the rest of the text as usual */
             int64_t m = module_by_id(l, hs_json_u64(id, UINT64_MAX), "a frame");
             const char *bang = strchr(text, '!');
             if (m >= 0 && bang) {
-                st->frames[k] = parse_loc(l, bang + 1, m, true);
+                st->frames[k] = parse_loc(l, bang + 1, m, true, rva);
                 continue;
             }
             if (m >= 0) {
@@ -422,7 +393,7 @@ static void load_frames(loader *l, hs_prof_stack *st, const hs_json *o)
                 continue;
             }
         }
-        st->frames[k] = parse_loc(l, text, -1, true);
+        st->frames[k] = parse_loc(l, text, -1, true, rva);
     }
 }
 
@@ -472,6 +443,7 @@ static void load_sampling(loader *l, const hs_json *root)
                 hs_prof_stack *st = hs_profile_add_stack(p, (uint8_t)kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
                                                          (uint32_t)frames->n);
                 st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
+                st->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
                 load_frames(l, st, o);
                 load_frame_lines(l, st, o);
             }
@@ -500,7 +472,7 @@ static void load_stacks(loader *l, const hs_json *arr)
             failf(l, "%s", "a stack without a function or frames");
             return;
         }
-        uint32_t f = func_by_name(l, (uint32_t)m, fn);
+        uint32_t f = func_at(l, (uint32_t)m, hs_json_str(hs_json_get(o, "rva"), NULL), fn);
         hs_prof_stack *s = hs_profile_add_stack(p, HS_STACK_ENTRY, f, hs_json_u64(hs_json_get(o, "count"), 0),
                                                 (uint32_t)frames->n);
         s->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
@@ -539,14 +511,14 @@ hs_profile *hs_profile_from_json(const char *text, size_t len, char *err, size_t
         load_stacks(&l, hs_json_get(root, "stacks"));
     if (!l.failed)
         load_sampling(&l, root);
-    const hs_json *crash_at = hs_json_get(hs_json_get(root, "target"), "crash_at");
+    const hs_json *target = hs_json_get(root, "target"), *crash_at = hs_json_get(target, "crash_at");
     if (!l.failed && hs_json_is(crash_at, HS_JSTR))
-        l.p->crash_at = parse_loc(&l, hs_json_str(crash_at, ""), -1, true);
+        l.p->crash_at = parse_loc(&l, hs_json_str(crash_at, ""), -1, true,
+                                  hs_json_str(hs_json_get(target, "crash_at_rva"), NULL));
     if (!l.failed)
         hs_profile_count_samples(l.p);
     hs_json_free(root);
     free(l.ids);
-    hs_map_free(&l.names);
     if (l.failed) {
         hs_profile_free(l.p);
         return NULL;

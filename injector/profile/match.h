@@ -2,12 +2,14 @@
  * injector/profile/match.h - two profiles side by side, function by
  * function ("match, then link", as perf diff does): functions are matched
  * by module name (case-insensitive; the two programs' exes match each
- * other whatever their names) and function name; each pair, or
- * function found in only one of them, is a row with its calls, self CPU
- * samples and self time in both. Rows are ordered by the largest change
- * of one measure, by default the best both profiles have: self time when
- * both ran with --time (measured, exact), else self CPU samples when both
- * were sampled (an estimate), else calls.
+ * other whatever their names) and function name, and functions of one
+ * name in a module (told apart by rva) in rva order: the first with the
+ * first, the second with the second; each pair, or function found in
+ * only one of them, is a row with its calls, self CPU samples and self
+ * time in both. Rows are ordered by the largest change of one measure,
+ * by default the best both profiles have: self time when both ran with
+ * --time (measured, exact), else self CPU samples when both were sampled
+ * (an estimate), else calls.
  */
 #ifndef HOOKSCOPE_DIFF_H
 #define HOOKSCOPE_DIFF_H
@@ -29,13 +31,16 @@ typedef struct hs_diff_side {
 
 typedef struct hs_diff_row {
     hs_diff_side a, b;
-    const char *module, *name;   /* from whichever profile has it (b first) */
+    const char *module, *name;   /* from whichever profile has it (b first); name: its label
+                                    (hs_func_label) */
 } hs_diff_row;
 
 typedef struct hs_diff {
+    const hs_profile *a, *b;
     hs_diff_row *rows;
     size_t n;
-    int by;                      /* HS_DIFF_BY_* */
+    int by;                      /* HS_DIFF_BY_*: the measure, a sort key of profile/views.h
+                                    (cpu, self with --time, calls) */
     bool samples, time;          /* both profiles have samples / durations */
 } hs_diff;
 
@@ -46,7 +51,14 @@ typedef struct hs_diff {
 void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d);
 void hs_diff_free(hs_diff *d);
 
-/* The change of the ordering measure of a row (b - a). */
+/* The change of the ordering measure of a row (b - a), by the sort key's
+ * values in both profiles (profile/views.h). */
 double hs_diff_change(const hs_diff *d, const hs_diff_row *r);
+
+/* b's function that is each of a's (or -1), as the differential flame
+ * graph pairs frames: the same module name and function name, and of
+ * several functions of one name in a module, the same place in rva
+ * order. malloc'd, one per function of a. */
+int32_t *hs_match_funcs(const hs_profile *a, const hs_profile *b);
 
 #endif

@@ -65,6 +65,8 @@ typedef struct profile_box {
     hs_profile p;
     caps c;
     hs_map interned;             /* hash of a string -> its index in strings */
+    hs_map by_name;              /* (hash of a name, module) -> the functions of that name */
+    hs_map by_rva;               /* (module, rva) -> the functions at that rva */
 } profile_box;
 
 static caps *caps_of(hs_profile *p) { return &((profile_box *)p)->c; }
@@ -98,6 +100,7 @@ void hs_profile_free(hs_profile *p)
     free(p->modules);
     for (size_t i = 0; i < p->nfuncs; i++) {
         free(p->funcs[i].name);
+        free(p->funcs[i].label);
         free(p->funcs[i].time);
     }
     free(p->funcs);
@@ -114,6 +117,8 @@ void hs_profile_free(hs_profile *p)
         free(p->strings[i]);
     free(p->strings);
     hs_map_free(&((profile_box *)p)->interned);
+    hs_map_free(&((profile_box *)p)->by_name);
+    hs_map_free(&((profile_box *)p)->by_rva);
     free(p);
 }
 
@@ -124,6 +129,7 @@ static uint64_t str_hash(const char *s)
         h = (h ^ *c) * 1099511628211ull;
     return h;
 }
+
 
 const char *hs_profile_intern(hs_profile *p, const char *s)
 {
@@ -183,7 +189,7 @@ void hs_profile_count_samples(hs_profile *p)
             continue;
         bool cpu = s->kind == HS_STACK_CPU;
         hs_loc leaf = s->frames[0];
-        int32_t m = leaf.func >= 0 ? (int32_t)p->funcs[leaf.func].module : leaf.module;
+        int32_t m = hs_loc_module(p, leaf);
         if (m >= 0)
             *(cpu ? &p->modules[m].cpu_self : &p->modules[m].wait_self) += s->count;
         if (leaf.func >= 0)
@@ -212,17 +218,46 @@ uint32_t hs_profile_add_module(hs_profile *p, const char *path, uint64_t base, u
     return (uint32_t)p->nmodules++;
 }
 
+/* "name@0xrva" for a function whose name another one of its module has */
+static void label_apart(hs_prof_func *f)
+{
+    if (!f->label && f->rva != HS_RVA_NONE)
+        f->label = hs_xasprintf("%s@0x%x", f->name, f->rva);
+}
+
+void hs_profile_name_func(hs_profile *p, uint32_t func, const char *name)
+{
+    hs_map *m = &((profile_box *)p)->by_name;
+    hs_prof_func *f = &p->funcs[func];
+    f->name = hs_xstrdup(name);
+    uint64_t h = str_hash(name);
+    size_t cursor = 0;
+    uint32_t i;
+    while (hs_map_next(m, h, f->module, &cursor, &i)) {
+        hs_prof_func *g = &p->funcs[i];
+        if (g->module == f->module && !strcmp(g->name, name)) {
+            label_apart(g);
+            label_apart(f);
+        }
+    }
+    hs_map_xadd(m, h, f->module, func);
+}
+
 uint32_t hs_profile_add_func(hs_profile *p, uint32_t module, uint32_t rva, uint32_t size,
                              const char *name)
 {
     hs_xgrow(&p->funcs, &caps_of(p)->funcs, p->nfuncs + 1, sizeof *p->funcs);
-    hs_prof_func *f = &p->funcs[p->nfuncs];
+    uint32_t fi = (uint32_t)p->nfuncs++;
+    hs_prof_func *f = &p->funcs[fi];
     memset(f, 0, sizeof *f);
     f->module = module;
     f->rva = rva;
     f->size = size;
-    f->name = name ? hs_xstrdup(name) : NULL;
-    return (uint32_t)p->nfuncs++;
+    if (rva != HS_RVA_NONE)
+        hs_map_xadd(&((profile_box *)p)->by_rva, module, rva, fi);
+    if (name)
+        hs_profile_name_func(p, fi, name);
+    return fi;
 }
 
 void hs_profile_add_edge(hs_profile *p, hs_loc caller, uint32_t callee, uint64_t calls, uint64_t site)
@@ -276,13 +311,34 @@ const hs_prof_time *hs_prof_time_get(const hs_profile *p, uint32_t func)
 
 int64_t hs_profile_find_func(const hs_profile *p, uint32_t module, const char *name, uint32_t rva)
 {
-    for (size_t i = 0; i < p->nfuncs; i++) {
+    const hs_map *m = &((const profile_box *)p)->by_name;
+    size_t cursor = 0;
+    uint32_t i;
+    int64_t first = -1;
+    while (hs_map_next(m, str_hash(name), module, &cursor, &i)) {
         const hs_prof_func *f = &p->funcs[i];
-        if (f->module == module && (rva == HS_RVA_NONE || f->rva == rva) && f->name &&
-            !strcmp(f->name, name))
-            return (int64_t)i;
+        if (f->module == module && (rva == HS_RVA_NONE || f->rva == rva) && !strcmp(f->name, name) &&
+            (first < 0 || i < first))
+            first = i;
     }
-    return -1;
+    return first;
+}
+
+int64_t hs_profile_func_at(const hs_profile *p, uint32_t module, uint32_t rva)
+{
+    const hs_map *m = &((const profile_box *)p)->by_rva;
+    size_t cursor = 0;
+    uint32_t i;
+    int64_t first = -1;
+    while (hs_map_next(m, module, rva, &cursor, &i))
+        if (first < 0 || i < first)
+            first = i;
+    return first;
+}
+
+int32_t hs_loc_module(const hs_profile *p, hs_loc l)
+{
+    return l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;
 }
 
 static int ieq(const char *a, const char *b)
@@ -301,17 +357,18 @@ int64_t hs_profile_find_module(const hs_profile *p, const char *name)
     return -1;
 }
 
-char *hs_loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, char *buf,
-                    size_t len)
+static char *loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, bool label,
+                        char *buf, size_t len)
 {
     if (l.func >= 0) {
         const hs_prof_func *f = &p->funcs[l.func];
         const char *mod = p->modules[f->module].name;
+        const char *name = label ? hs_func_label(p, (uint32_t)l.func) : f->name;
         if (with_offset)
             snprintf(buf, len, "%s%s%s+0x%llx", with_module ? mod : "", with_module ? "!" : "",
-                     f->name, (unsigned long long)l.off);
+                     name, (unsigned long long)l.off);
         else
-            snprintf(buf, len, "%s%s%s", with_module ? mod : "", with_module ? "!" : "", f->name);
+            snprintf(buf, len, "%s%s%s", with_module ? mod : "", with_module ? "!" : "", name);
     } else if (l.module >= 0) {
         snprintf(buf, len, "%s+0x%llx", p->modules[l.module].name, (unsigned long long)l.off);
     } else {
@@ -320,13 +377,26 @@ char *hs_loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_o
     return buf;
 }
 
+char *hs_loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, char *buf,
+                    size_t len)
+{
+    return loc_format(p, l, with_module, with_offset, true, buf, len);
+}
+
+char *hs_loc_format_saved(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, char *buf,
+                          size_t len)
+{
+    return loc_format(p, l, with_module, with_offset, false, buf, len);
+}
+
 void hs_caller_key_of(const hs_profile *p, hs_loc caller, hs_caller_key *k)
 {
-    int32_t m = caller.func >= 0 ? (int32_t)p->funcs[caller.func].module : caller.module;
+    int32_t m = hs_loc_module(p, caller);
     k->mod = m >= 0 ? p->modules[m].name : "";
     k->base = m >= 0 ? p->modules[m].base : 0;
     k->module = m;
-    hs_loc_format(p, caller, false, false, k->label, sizeof k->label);
+    k->rva = caller.func >= 0 ? p->funcs[caller.func].rva : 0;
+    hs_loc_format_saved(p, caller, false, false, k->label, sizeof k->label);
 }
 
 int hs_caller_key_cmp(const hs_caller_key *a, const hs_caller_key *b)
@@ -338,7 +408,10 @@ int hs_caller_key_cmp(const hs_caller_key *a, const hs_caller_key *b)
         return a->base < b->base ? -1 : 1;
     if (a->module != b->module)
         return a->module < b->module ? -1 : 1;
-    return strcmp(a->label, b->label);
+    c = strcmp(a->label, b->label);
+    if (c)
+        return c;
+    return a->rva < b->rva ? -1 : a->rva > b->rva;
 }
 
 typedef struct edge_key {

@@ -11,9 +11,13 @@
  * Plain C, no Windows API: built and unit-tested natively too. Writers
  * only read a profile; nothing here refers to the shared-memory session.
  *
- * Functions are identified by their index in `funcs`. Besides the
- * functions found in traced modules (`in_plan`: hooked, or skipped with a
- * reason), the profile holds functions of other modules that appear as
+ * Functions are identified by their index in `funcs`, and from one
+ * profile to another (a run and its saved report.json) by module and rva:
+ * a name is a label, and two functions of one module can share it (static
+ * functions of two files, two copies of a library function). Writers show
+ * such functions apart by their rva (hs_func_label, "name@0xrva"). Besides
+ * the functions found in traced modules (`in_plan`: hooked, or skipped with
+ * a reason), the profile holds functions of other modules that appear as
  * callers or in stacks (named from their files), created by resolve or
  * by the loader.
  */
@@ -85,7 +89,9 @@ typedef struct hs_prof_time {
 typedef struct hs_prof_func {
     uint32_t module;             /* index into modules */
     uint32_t rva, size;          /* rva HS_RVA_NONE: known by name only */
-    char *name;                  /* UTF-8, undecorated */
+    char *name;                  /* UTF-8, undecorated (hs_profile_add_func, hs_profile_name_func) */
+    char *label;                 /* "name@0xrva" when another function of its module has the
+                                    same name, else NULL (hs_func_label) */
     bool in_plan;                /* found in a traced module: hooked or skipped */
     bool hooked, wrapped;        /* wrapped: return probe (--time) installed */
     uint8_t skip;                /* hs_skip_reason when !hooked */
@@ -228,6 +234,8 @@ void hs_profile_free(hs_profile *p);
 uint32_t hs_profile_add_module(hs_profile *p, const char *path, uint64_t base, uint32_t size);
 uint32_t hs_profile_add_func(hs_profile *p, uint32_t module, uint32_t rva, uint32_t size,
                              const char *name);
+/* Name a function added without a name (copied). */
+void hs_profile_name_func(hs_profile *p, uint32_t func, const char *name);
 void hs_profile_add_edge(hs_profile *p, hs_loc caller, uint32_t callee, uint64_t calls,
                          uint64_t site);
 hs_prof_stack *hs_profile_add_stack(hs_profile *p, uint8_t kind, uint32_t func, uint64_t count,
@@ -257,18 +265,31 @@ hs_prof_time *hs_prof_time_of(hs_profile *p, uint32_t func);
 const hs_prof_time *hs_prof_time_get(const hs_profile *p, uint32_t func);
 
 /* The function of `module` named `name` (and at `rva` unless HS_RVA_NONE),
- * or -1. Linear; for loaders and tests. */
+ * or -1; of several, the first added. */
 int64_t hs_profile_find_func(const hs_profile *p, uint32_t module, const char *name, uint32_t rva);
+/* The function of `module` at `rva` (its start), or -1. */
+int64_t hs_profile_func_at(const hs_profile *p, uint32_t module, uint32_t rva);
+
+/* How writers name a function: its name, or "name@0xrva" when another
+ * function of its module has the same name (NULL when it has no name). */
+static inline const char *hs_func_label(const hs_profile *p, uint32_t func)
+{
+    return p->funcs[func].label ? p->funcs[func].label : p->funcs[func].name;
+}
+/* The module a location is in, or -1. */
+int32_t hs_loc_module(const hs_profile *p, hs_loc l);
 /* The module named `name` (case-insensitive), or -1. */
 int64_t hs_profile_find_module(const hs_profile *p, const char *name);
 
 /* A caller as edges are ordered and merged by: its module's name, then
- * base and index (two modules may share a name), then its label (the
- * caller as report.json names it: function, "module+0xoff" or "0xaddr"). */
+ * base and index (two modules may share a name), then its name (the
+ * caller as report.json names it: function, "module+0xoff" or "0xaddr"),
+ * then its function's rva (two functions of one name). */
 typedef struct hs_caller_key {
     const char *mod;             /* "" when in no module */
     uint64_t base;
     int32_t module;              /* -1 when in no module */
+    uint32_t rva;                /* the function's; 0 when no function is known */
     char label[512];
 } hs_caller_key;
 void hs_caller_key_of(const hs_profile *p, hs_loc caller, hs_caller_key *k);
@@ -281,9 +302,13 @@ void hs_profile_merge_edges(hs_profile *p);
 
 /* A location as text: "function" (with_module: "module!function") and
  * "+0xoff" when with_offset; "module+0xoff" or "0xaddr" when no function
- * is known. Returns buf. */
+ * is known. The function as writers show it (hs_func_label). Returns buf. */
 char *hs_loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, char *buf,
                     size_t len);
+/* The same with the function's name, as report.json keeps locations
+ * (beside the rva where names repeat). */
+char *hs_loc_format_saved(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, char *buf,
+                          size_t len);
 
 /* Durations: ns from rdtsc ticks at the profile's tsc_hz, rounded (0 if unknown). */
 uint64_t hs_profile_ticks_ns(const hs_profile *p, uint64_t ticks);

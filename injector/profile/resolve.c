@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook/base/map.h"
 #include "hook/base/search.h"
 #include "hook/base/util.h"
 #include "injector/symbols/modsyms.h"
@@ -24,9 +23,7 @@ typedef struct resolver {
     size_t *by_base;         /* module indices sorted by base */
     uint32_t *plan;          /* plan functions sorted by (module, rva) */
     size_t nplan;
-    hs_map added;            /* (module, rva) -> function: the plan's, and those added here */
 } resolver;
-
 
 static int cmp_base(const void *a, const void *b, void *ctx)
 {
@@ -88,10 +85,9 @@ static void name_plan_functions(resolver *r)
             continue;
         hs_modsyms *t = symbols_of(r, f->module);
         hs_sym_name n;
-        if (t && hs_modsyms_name_at(t, f->rva, &n))
-            f->name = hs_xstrdup(n.name);
-        else
-            f->name = hs_xasprintf("sub_%x", f->rva);
+        char sub[16];
+        snprintf(sub, sizeof sub, "sub_%x", f->rva);
+        hs_profile_name_func(p, (uint32_t)i, t && hs_modsyms_name_at(t, f->rva, &n) ? n.name : sub);
     }
 }
 
@@ -157,11 +153,12 @@ static hs_loc locate(resolver *r, uint64_t at, uint64_t addr, int32_t hint)
     hs_sym_hit hit;
     if (!t || !hs_modsyms_lookup(t, rva, &hit))
         return l;
-    uint32_t fi;
-    if ((fi = hs_map_get(&r->added, (uint32_t)m, hit.start)) == HS_MAP_NONE) {
+    /* a symbol found for an address the plan's ranges leave out (a return
+     * address just past a function's last call, in its padding) can be a
+     * planned function: it is that one, never a second function */
+    int64_t fi = hs_profile_func_at(p, (uint32_t)m, hit.start);
+    if (fi < 0)
         fi = hs_profile_add_func(p, (uint32_t)m, hit.start, hit.size, hit.n.name);
-        hs_map_xput(&r->added, (uint32_t)m, hit.start, fi);
-    }
     l.func = (int32_t)fi;
     l.off = addr - (p->modules[m].base + hit.start);
     return l;
@@ -263,11 +260,6 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
         if (p->funcs[i].in_plan)
             r.plan[r.nplan++] = (uint32_t)i;
     hs_sort(r.plan, r.nplan, sizeof *r.plan, cmp_plan, p);
-    /* a symbol found for an address the plan's ranges leave out (a return
-     * address just past a function's last call, in its padding) can be
-     * a planned function: it is that one, never a second function */
-    for (size_t i = 0; i < r.nplan; i++)
-        hs_map_xput(&r.added, p->funcs[r.plan[i]].module, p->funcs[r.plan[i]].rva, r.plan[i]);
 
     resolve_edges(&r);
     resolve_stacks(&r);
@@ -281,5 +273,4 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
     free(r.ms);
     free(r.by_base);
     free(r.plan);
-    hs_map_free(&r.added);
 }

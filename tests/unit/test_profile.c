@@ -5,14 +5,16 @@
  * tests/unit/profiles/NAME/report.json are saved runs (two real ones, one
  * made by hand to reach every corner: a crash, quotes and non-ASCII in
  * names and arguments, 64-bit counts, every kind of caller and frame,
- * two modules of the same name, gaps in module ids). Each is loaded and
+ * two modules of the same name, gaps in module ids; dupnames: two
+ * functions of one name in a module). Each is loaded and
  * written by every writer; the output must equal NAME/<file> byte for
  * byte (report.json: the input itself). After a deliberate change of a
  * writer, regenerate with HS_REGEN_GOLDEN=1 and review the diff.
  *
  * Also: the JSON reader, the loader's errors, edge merging and order,
- * location names, tick conversion, the stable sort, and a fuzz of the
- * loader with a fixed seed.
+ * location names, tick conversion, the stable sort, two functions of one
+ * name from merge to load (and from a report.json that did not save their
+ * rvas in stacks), and a fuzz of the loader with a fixed seed.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -268,6 +270,208 @@ static void test_profile_basics(void)
     hs_profile_free(p);
 }
 
+/* ---- two functions of one name ---------------------------------------------- */
+
+/* The text of writer `format` for p. */
+static char *render_format(const char *format, const hs_profile *p, size_t *len)
+{
+    return render(hs_writer_find(format), p, len);
+}
+
+/* A function of p by module index and rva, or NULL. */
+static const hs_prof_func *func_at(const hs_profile *p, uint32_t module, uint32_t rva)
+{
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (p->funcs[i].module == module && p->funcs[i].rva == rva)
+            return &p->funcs[i];
+    return NULL;
+}
+
+/* The calls on the edge from the function of module 0 at rva `from` to the one at `to`, or -1. */
+static int64_t edge_calls(const hs_profile *p, uint32_t from, uint32_t to)
+{
+    for (size_t i = 0; i < p->nedges; i++) {
+        const hs_prof_edge *e = &p->edges[i];
+        if (e->caller.func >= 0 && p->funcs[e->caller.func].module == 0 && p->funcs[e->caller.func].rva == from &&
+            p->funcs[e->callee].module == 0 && p->funcs[e->callee].rva == to)
+            return (int64_t)e->calls;
+    }
+    return -1;
+}
+
+static void test_same_name(void)
+{
+    /* lua.exe's two sprintf: each with its own callers, callee edge and samples */
+    hs_profile *p = hs_profile_new();
+    p->command = hs_xstrdup("run");
+    p->target_path = hs_xstrdup("C:\\x\\lua.exe");
+    p->edges_on = true;
+    p->sampling.on = true;
+    snprintf(p->sampling.backend, sizeof p->sampling.backend, "suspend");
+    p->sampling.rate_hz = 1000;
+    p->sampling.cpu_s = -1;
+    uint32_t exe = hs_profile_add_module(p, "C:\\x\\lua.exe", 0x140000000ull, 0x100000);
+    p->modules[exe].traced = p->modules[exe].main = true;
+    uint32_t f_main = hs_profile_add_func(p, exe, 0x1000, 0x100, "main");
+    uint32_t f_s1 = hs_profile_add_func(p, exe, 0x165e0, 34, "sprintf");
+    uint32_t f_s2 = hs_profile_add_func(p, exe, 0x1f4d0, 34, "sprintf");
+    uint32_t f_v = hs_profile_add_func(p, exe, 0x2000, 0x100, "__mingw_vsprintf");
+    for (uint32_t f = f_main; f <= f_v; f++)
+        p->funcs[f].in_plan = p->funcs[f].hooked = true;
+    p->funcs[f_main].calls = 1;
+    p->funcs[f_s1].calls = 51982;
+    p->funcs[f_s2].calls = 229513;
+    p->funcs[f_v].calls = 281495;
+    hs_loc by_main = { (int32_t)f_main, -1, 0 }, by_s1 = { (int32_t)f_s1, -1, 0 }, by_s2 = { (int32_t)f_s2, -1, 0 };
+    hs_profile_add_edge(p, by_s2, f_v, 229513, 0);
+    hs_profile_add_edge(p, by_main, f_s1, 51982, 0);
+    hs_profile_add_edge(p, by_s1, f_v, 51982, 0);
+    hs_profile_add_edge(p, by_main, f_s2, 229513, 0);
+    hs_profile_merge_edges(p);
+    tap_check(p->nedges == 4 && edge_calls(p, 0x165e0, 0x2000) == 51982 && edge_calls(p, 0x1f4d0, 0x2000) == 229513,
+              "same name: two callers of one name stay two edges", "%zu edges", p->nedges);
+    hs_prof_stack *st = hs_profile_add_stack(p, HS_STACK_CPU, 0, 7, 3);
+    st->tid = 1;
+    st->frames[0] = (hs_loc){ (int32_t)f_v, -1, 0x10 };
+    st->frames[1] = (hs_loc){ (int32_t)f_s2, -1, 0x12 };
+    st->frames[2] = (hs_loc){ (int32_t)f_main, -1, 0x30 };
+    st = hs_profile_add_stack(p, HS_STACK_CPU, 0, 2, 2);
+    st->tid = 1;
+    st->frames[0] = (hs_loc){ (int32_t)f_s1, -1, 0x3 };
+    st->frames[1] = (hs_loc){ (int32_t)f_main, -1, 0x20 };
+    p->sampling.samples = 9;
+    hs_profile_count_samples(p);
+
+    size_t len = 0, len2 = 0;
+    char *txt = render_format("txt", p, &len);
+    tap_check(txt && strstr(txt, "\n               51982  sprintf@0x165e0 ") &&
+                  strstr(txt, "\n              229513  sprintf@0x1f4d0 ") &&
+                  strstr(txt, "    <-       229513  sprintf@0x1f4d0\n    <-        51982  sprintf@0x165e0\n") &&
+                  strstr(txt, "\nsprintf@0x165e0                                         51982  lua.exe\n"
+                              "    <-        51982  main\n    ->        51982  __mingw_vsprintf\n"),
+              "same name: report.txt shows the two apart, each with its calls, callers and callees", "%s", txt);
+    free(txt);
+    char *folded = render_format("folded-cpu", p, &len);
+    tap_check(folded && !strcmp(folded, "lua.exe!main;lua.exe!sprintf@0x165e0 2\n"
+                                        "lua.exe!main;lua.exe!sprintf@0x1f4d0;lua.exe!__mingw_vsprintf 7\n"),
+              "same name: folded stacks name them apart", "%s", folded);
+    free(folded);
+    char buf[128];
+    hs_loc at = { (int32_t)f_s2, -1, 0x12 };
+    tap_check(!strcmp(hs_loc_format(p, at, true, true, buf, sizeof buf), "lua.exe!sprintf@0x1f4d0+0x12") &&
+                  !strcmp(hs_loc_format_saved(p, at, true, true, buf, sizeof buf), "lua.exe!sprintf+0x12") &&
+                  !strcmp(hs_func_label(p, f_main), "main"),
+              "same name: labels for writers, names for report.json", "%s", buf);
+
+    /* saved and loaded: the same two functions, with their own edges and
+     * samples, and the same bytes written again */
+    char *json = render_format("json", p, &len);
+    char err[256];
+    hs_profile *q = json ? hs_profile_from_json(json, len, err, sizeof err) : NULL;
+    tap_check(q != NULL, "same name: report.json loads", "%s", q ? "" : err);
+    if (q) {
+        const hs_prof_func *s1 = func_at(q, 0, 0x165e0), *s2 = func_at(q, 0, 0x1f4d0);
+        tap_check(s1 && s2 && s1 != s2 && s1->calls == 51982 && s2->calls == 229513 && s1->cpu_self == 2 &&
+                      s1->cpu_total == 2 && s2->cpu_self == 0 && s2->cpu_total == 7 &&
+                      edge_calls(q, 0x165e0, 0x2000) == 51982 && edge_calls(q, 0x1f4d0, 0x2000) == 229513 &&
+                      edge_calls(q, 0x1000, 0x165e0) == 51982 && edge_calls(q, 0x1000, 0x1f4d0) == 229513,
+                  "same name: loaded, each keeps its calls, callers, callees and samples", "s1 %p s2 %p", (void *)s1,
+                  (void *)s2);
+        for (int i = 0; hs_writers[i]; i++) {
+            const hs_writer *w = hs_writers[i];
+            if (w->wanted && !w->wanted(p))
+                continue;
+            char *a = render(w, p, &len), *b = render(w, q, &len2);
+            char name[96];
+            snprintf(name, sizeof name, "same name: %s written again from report.json, byte for byte", w->format);
+            tap_check(a && b && len == len2 && !memcmp(a, b, len), name, "differs");
+            free(a);
+            free(b);
+        }
+    }
+    free(json);
+    hs_profile_free(q);
+    hs_profile_free(p);
+}
+
+/* A report.json written before rvas were saved beside shared names loads:
+ * the functions and edges (which always had rvas) stay apart; frames
+ * named only "module!sprintf" are the first sprintf. */
+static void test_same_name_old_report(void)
+{
+    size_t len = 0;
+    char *text = read_text(PROFILES "/dupnames/report.json", &len);
+    if (!text) {
+        tap_fail("same name: an older report.json", "no dupnames profile");
+        return;
+    }
+    /* drop every field that tells frames apart by rva: from `from` up to
+     * `to` (and past it, unless keep) */
+    static const struct {
+        const char *from, *to;
+        bool keep;
+    } fields[] = {
+        { ", \"frame_rvas\": [", "]", false },
+        { ", \"crash_at_rva\": \"", "\"", false },
+        { ", \"rva\": \"0x1650\", \"count\"", ", \"count\"", true },
+        { ", \"rva\": \"0x1f40\", \"count\"", ", \"count\"", true },
+    };
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; k++) {
+        char *at;
+        while ((at = strstr(text, fields[k].from)) != NULL) {
+            char *end = strstr(at + (fields[k].keep ? 1 : strlen(fields[k].from)), fields[k].to);
+            end += fields[k].keep ? 0 : strlen(fields[k].to);
+            memmove(at, end, strlen(end) + 1);
+        }
+    }
+    char err[256];
+    hs_profile *p = hs_profile_from_json(text, strlen(text), err, sizeof err);
+    tap_check(p != NULL && !strstr(text, "rvas") && !strstr(text, "crash_at_rva"), "same name: an older report.json loads",
+              "%s", p ? "fields left" : err);
+    if (p) {
+        const hs_prof_func *s1 = func_at(p, 0, 0x1650), *s2 = func_at(p, 0, 0x1f40);
+        tap_check(s1 && s2 && s1->calls == 30 && s2->calls == 70 && edge_calls(p, 0x1650, 0x2000) == 30 &&
+                      edge_calls(p, 0x1f40, 0x2000) == 70 && edge_calls(p, 0x1200, 0x1f40) == 70 &&
+                      s1->cpu_total == 12 && s2->cpu_total == 0,
+                  "same name: an older report.json keeps the functions and edges apart, frames by name go to the first",
+                  "s1 %llu/%llu s2 %llu/%llu", s1 ? (unsigned long long)s1->calls : 0,
+                  s1 ? (unsigned long long)s1->cpu_total : 0, s2 ? (unsigned long long)s2->calls : 0,
+                  s2 ? (unsigned long long)s2->cpu_total : 0);
+    }
+    hs_profile_free(p);
+    free(text);
+}
+
+/* A sampled stack deeper than the sampler walked keeps its "[truncated]"
+ * root when written again from report.json. */
+static void test_truncated_samples(void)
+{
+    hs_profile *p = hs_profile_new();
+    p->command = hs_xstrdup("run");
+    p->target_path = hs_xstrdup("deep.exe");
+    p->sampling.on = true;
+    p->sampling.cpu_s = -1;
+    uint32_t m = hs_profile_add_module(p, "deep.exe", 0x140000000ull, 0x10000);
+    uint32_t f = hs_profile_add_func(p, m, 0x1000, 0x10, "is_even");
+    for (int cut = 0; cut < 2; cut++) {
+        hs_prof_stack *st = hs_profile_add_stack(p, HS_STACK_CPU, 0, 1, 2);
+        st->truncated = cut;
+        st->frames[0] = st->frames[1] = (hs_loc){ (int32_t)f, -1, 0x4 };
+    }
+    size_t len = 0, len2 = 0;
+    char *json = render_format("json", p, &len), err[256];
+    hs_profile *q = hs_profile_from_json(json, len, err, sizeof err);
+    char *a = render_format("folded-cpu", p, &len), *b = q ? render_format("folded-cpu", q, &len2) : NULL;
+    tap_check(b && !strcmp(a, "[truncated];deep.exe!is_even;deep.exe!is_even 1\ndeep.exe!is_even;deep.exe!is_even 1\n") &&
+                  !strcmp(a, b),
+              "a sampled stack cut short stays so in report.json", "%s / %s", a, b ? b : err);
+    free(a);
+    free(b);
+    free(json);
+    hs_profile_free(q);
+    hs_profile_free(p);
+}
+
 typedef struct pair {
     int key, seq;
 } pair;
@@ -359,6 +563,9 @@ int main(void)
     test_load_errors();
     test_profile_basics();
     test_sort();
+    test_same_name();
+    test_same_name_old_report();
+    test_truncated_samples();
     test_saved_profiles();
     test_fuzz_loader();
     return tap_status();

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_views.c - what is computed from profiles beyond the
  * golden files of test_profile.c, natively: `hookscope diff`'s matching
- * and order, report.txt's --sort/--top/--threads, the flame graph's
+ * (two functions of one name in rva order) and order, report.txt's --sort/--top/--threads, the flame graph's
  * merging of narrow frames and its size bound on a synthetic profile of
  * 100,000 unique stacks, the differential flame graph's colours, and
  * that callgrind.out's self costs and speedscope's weights add up to the
@@ -140,6 +140,89 @@ static void test_diff(void)
     free(out);
     hs_profile_free(a);
     hs_profile_free(a2);
+    hs_profile_free(b);
+}
+
+/* dupnames as another build would save it: both sprintf moved (to 0x1660
+ * and 0x1f80), and listed the other way round (the one at the higher rva
+ * first) */
+static hs_profile *dupnames_rebuilt(void)
+{
+    size_t len;
+    char err[512];
+    char *text = (char *)hs_load_file(PROFILES "/dupnames/report.json", &len, NULL);
+    if (!text) {
+        tap_fail("dupnames", "cannot read it");
+        return NULL;
+    }
+    for (char *at = text; (at = strstr(at, "0x1650")) != NULL;)
+        memcpy(at, "0x1660", 6);
+    for (char *at = text; (at = strstr(at, "0x1f40")) != NULL;)
+        memcpy(at, "0x1f80", 6);
+    /* their two lines in the functions list swapped */
+    char *l1 = strstr(text, "\n  {\"module\": \"fmt.exe\", \"name\": \"sprintf\", \"rva\": \"0x1660\"");
+    char *l2 = strstr(text, "\n  {\"module\": \"fmt.exe\", \"name\": \"sprintf\", \"rva\": \"0x1f80\"");
+    char *e2 = l2 ? strchr(l2 + 1, '\n') : NULL;
+    hs_profile *p = NULL;
+    if (l1 && l2 && e2 && l1 < l2) {
+        size_t n1 = (size_t)(l2 - l1), n2 = (size_t)(e2 - l2);
+        char *first = hs_xstrndup(l1, n1);
+        memmove(l1, l2, n2);
+        memcpy(l1 + n2, first, n1);
+        free(first);
+        p = hs_profile_from_json(text, len, err, sizeof err);
+    }
+    if (!p)
+        tap_fail("dupnames rebuilt", "%s", l1 && l2 ? err : "no sprintf lines");
+    free(text);
+    return p;
+}
+
+static void test_diff_same_name(void)
+{
+    hs_profile *a = dupnames_rebuilt(), *b = load("dupnames");
+    if (!a || !b) {
+        hs_profile_free(a);
+        hs_profile_free(b);
+        return;
+    }
+    tap_check(!strcmp(hs_func_label(a, 3), "sprintf@0x1f80") && a->funcs[3].calls == 70 && a->funcs[4].calls == 30,
+              "diff, same name: the other build lists its sprintf the other way round", "%s", hs_func_label(a, 3));
+    hs_diff d;
+    hs_diff_build(a, b, HS_DIFF_BY_CALLS, &d);
+    size_t sprintfs = 0, paired = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        const hs_diff_row *r = &d.rows[i];
+        if (strncmp(r->name, "sprintf@", 8))
+            continue;
+        sprintfs++;
+        paired += r->a.func >= 0 && r->b.func >= 0 && r->a.calls == r->b.calls &&
+                  a->funcs[r->a.func].rva == b->funcs[r->b.func].rva + (b->funcs[r->b.func].rva == 0x1650 ? 0x10 : 0x40);
+    }
+    tap_check(d.n == 8 && sprintfs == 2 && paired == 2 && hs_diff_change(&d, &d.rows[0]) == 0,
+              "diff, same name: two functions of one name paired in rva order", "%zu rows, %zu sprintf, %zu paired", d.n,
+              sprintfs, paired);
+    hs_diff_free(&d);
+    /* the differential flame graph: each sprintf's frame has the other
+     * build's same sprintf as its baseline (unchanged: grey) */
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    hs_write_flamegraph_diff(a, b, HS_STACK_CPU, f);
+    fclose(f);
+    const char *s1 = strstr(out, ">sprintf@0x1650</text>"), *s2 = strstr(out, ">sprintf@0x1f40</text>");
+    const char *g1 = s1, *g2 = s2;
+    while (g1 && g1 > out && strncmp(g1, "<g class", 8))
+        g1--;
+    while (g2 && g2 > out && strncmp(g2, "<g class", 8))
+        g2--;
+    tap_check(g1 && g2 && strstr(g1, "data-v=\"3\" data-d=\"3\" data-b=\"3\"") == strstr(g1, "data-v") &&
+                  strstr(g2, "data-v=\"9\" data-d=\"3\" data-b=\"9\"") == strstr(g2, "data-v") &&
+                  strstr(g1, "fill=\"#e0e0e0\"") && strstr(g2, "fill=\"#e0e0e0\""),
+              "diff flame graph, same name: each sprintf against its own baseline", "%.200s\n%.200s", g1 ? g1 : out,
+              g2 ? g2 : "");
+    free(out);
+    hs_profile_free(a);
     hs_profile_free(b);
 }
 
@@ -345,6 +428,7 @@ static void test_small_merge(void)
 int main(void)
 {
     test_diff();
+    test_diff_same_name();
     test_view();
     test_small_merge();
     test_deep_budget();

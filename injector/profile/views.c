@@ -1,0 +1,213 @@
+/*
+ * injector/profile/views.c - sort keys, stacks and CPU time of a profile
+ * (see views.h).
+ */
+#include "injector/profile/views.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook/base/util.h"
+
+/* ---- sort keys ---------------------------------------------------------------- */
+
+bool hs_func_timed(const hs_profile *p, uint32_t func)
+{
+    const hs_prof_func *f = &p->funcs[func];
+    return p->time_on && f->time && f->time->calls;
+}
+
+static double calls_of(const hs_profile *p, uint32_t i)
+{
+    return (double)p->funcs[i].calls;
+}
+
+static double self_of(const hs_profile *p, uint32_t i)
+{
+    if (!p->time_on)
+        return (double)p->funcs[i].cpu_self;
+    return hs_func_timed(p, i) ? (double)p->funcs[i].time->self_ns : -1;
+}
+
+static double total_of(const hs_profile *p, uint32_t i)
+{
+    if (!p->time_on)
+        return (double)p->funcs[i].cpu_total;
+    return hs_func_timed(p, i) ? (double)p->funcs[i].time->total_ns : -1;
+}
+
+static double cpu_of(const hs_profile *p, uint32_t i)
+{
+    return (double)p->funcs[i].cpu_self;
+}
+
+static double avg_of(const hs_profile *p, uint32_t i)
+{
+    if (!p->time_on)
+        return hs_cpu_per_call_ns(p, i);
+    const hs_prof_time *t = p->funcs[i].time;
+    return hs_func_timed(p, i) ? (double)t->sum_ns / (double)t->calls : -1;
+}
+
+const hs_sort_key hs_sort_keys[HS_SORT__COUNT] = {
+    [HS_SORT_CALLS] = { "calls", HS_NEEDS_NOTHING, HS_UNIT_COUNT, HS_UNIT_COUNT, calls_of },
+    [HS_SORT_SELF] = { "self", HS_NEEDS_TIME_OR_SAMPLES, HS_UNIT_COUNT, HS_UNIT_NS, self_of },
+    [HS_SORT_TOTAL] = { "total", HS_NEEDS_TIME_OR_SAMPLES, HS_UNIT_COUNT, HS_UNIT_NS, total_of },
+    [HS_SORT_CPU] = { "cpu", HS_NEEDS_SAMPLES, HS_UNIT_COUNT, HS_UNIT_COUNT, cpu_of },
+    [HS_SORT_AVG] = { "avg", HS_NEEDS_TIME_OR_SAMPLES, HS_UNIT_NS, HS_UNIT_NS, avg_of },
+};
+
+int hs_sort_key_from_name(const char *name)
+{
+    for (int i = 0; i < HS_SORT__COUNT; i++)
+        if (!strcmp(hs_sort_keys[i].name, name))
+            return i;
+    return -1;
+}
+
+const char *hs_sort_key_name(int key)
+{
+    return key >= 0 && key < HS_SORT__COUNT ? hs_sort_keys[key].name : "?";
+}
+
+const char *hs_sort_unavailable(const hs_profile *p, int key)
+{
+    bool sampled = hs_stacks_total(p, HS_STACK_CPU) > 0;
+    switch (key >= 0 && key < HS_SORT__COUNT ? hs_sort_keys[key].needs : HS_NEEDS_NOTHING) {
+    case HS_NEEDS_TIME_OR_SAMPLES:
+        return p->time_on || sampled ? NULL : "durations (--time) or CPU samples, and this run has neither";
+    case HS_NEEDS_SAMPLES:
+        return sampled ? NULL : "CPU samples, and this run has none";
+    default:
+        return NULL;
+    }
+}
+
+bool hs_sort_key_is_time(const hs_profile *p, int key)
+{
+    if (key < 0 || key >= HS_SORT__COUNT)
+        return false;
+    const hs_sort_key *k = &hs_sort_keys[key];
+    return (p->time_on ? k->unit_timed : k->unit) == HS_UNIT_NS;
+}
+
+double hs_sort_key_value(const hs_profile *p, uint32_t func, int key)
+{
+    return hs_sort_keys[key].value(p, func);
+}
+
+static int cmp_calls(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    const hs_prof_func *x = &p->funcs[*(const uint32_t *)a];
+    const hs_prof_func *y = &p->funcs[*(const uint32_t *)b];
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
+    if (c)
+        return c;
+    return x->module != y->module ? (x->module < y->module ? -1 : 1) : (x->rva < y->rva ? -1 : x->rva > y->rva);
+}
+
+uint32_t *hs_funcs_by_calls(const hs_profile *p, size_t *n)
+{
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    size_t k = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (p->funcs[i].calls > 0)
+            idx[k++] = (uint32_t)i;
+    hs_sort(idx, k, sizeof *idx, cmp_calls, (void *)p);
+    *n = k;
+    return idx;
+}
+
+typedef struct key_ctx {
+    const hs_profile *p;
+    int key;
+} key_ctx;
+
+static int cmp_key(const void *a, const void *b, void *ctx)
+{
+    const key_ctx *k = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    double x = hs_sort_key_value(k->p, i, k->key), y = hs_sort_key_value(k->p, j, k->key);
+    if (x != y)
+        return x > y ? -1 : 1;
+    const hs_prof_func *f = &k->p->funcs[i], *g = &k->p->funcs[j];
+    if (f->calls != g->calls)
+        return f->calls > g->calls ? -1 : 1;
+    int c = strcmp(f->name ? f->name : "", g->name ? g->name : "");
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+uint32_t *hs_funcs_sorted(const hs_profile *p, int key, size_t *n)
+{
+    if (key == HS_SORT_CALLS)
+        return hs_funcs_by_calls(p, n);
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    size_t k = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (p->funcs[i].calls || p->funcs[i].cpu_total)
+            idx[k++] = (uint32_t)i;
+    key_ctx ctx = { p, key };
+    hs_sort(idx, k, sizeof *idx, cmp_key, &ctx);
+    *n = k;
+    return idx;
+}
+
+/* ---- stacks ------------------------------------------------------------------- */
+
+hs_loc hs_frame_key(hs_loc l)
+{
+    if (l.func >= 0) {
+        l.module = -1;
+        l.off = 0;
+    }
+    return l;
+}
+
+bool hs_loc_same(hs_loc a, hs_loc b)
+{
+    return a.func == b.func && a.module == b.module && a.off == b.off;
+}
+
+uint64_t hs_stacks_total(const hs_profile *p, int kind)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].kind == kind && p->stacks[i].nframes)
+            n += p->stacks[i].count;
+    return n;
+}
+
+int hs_flame_kind(const hs_profile *p)
+{
+    if (hs_stacks_total(p, HS_STACK_CPU))
+        return HS_STACK_CPU;
+    if (hs_stacks_total(p, HS_STACK_ENTRY))
+        return HS_STACK_ENTRY;
+    return -1;
+}
+
+/* ---- CPU time ----------------------------------------------------------------- */
+
+double hs_samples_cpu_ns(const hs_profile *p, uint64_t n)
+{
+    const hs_prof_sampling *s = &p->sampling;
+    if (!s->on)
+        return -1;
+    if (s->cpu_s >= 0 && s->samples)
+        return (double)n / (double)s->samples * s->cpu_s * 1e9;
+    if (s->rate_hz > 0)
+        return (double)n / s->rate_hz * 1e9;
+    return -1;
+}
+
+double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func)
+{
+    const hs_prof_func *f = &p->funcs[func];
+    if (!f->calls)
+        return -1;
+    double ns = hs_samples_cpu_ns(p, f->cpu_total);
+    return ns < 0 ? -1 : ns / (double)f->calls;
+}
