@@ -53,6 +53,7 @@ const char *hs_suspend_status_name(hs_suspend_status s)
     case HS_SUSPEND_TIMEOUT: return "timeout";
     case HS_SUSPEND_NO_WORKER: return "no-worker";
     case HS_SUSPEND_DENIED: return "denied";
+    case HS_SUSPEND_HELD: return "held";
     }
     return "?";
 }
@@ -77,6 +78,11 @@ static volatile LONG n_workers;
 static volatile LONG stopping;
 static void (*worker_start_hook)(void);
 static SRWLOCK grow_lock = SRWLOCK_INIT;
+
+/* hs_suspend_one's watchdog (see "one thread" below) */
+static HANDLE watchdog, watchdog_wake;
+static LARGE_INTEGER qpf;
+static void stop_watchdog(void);
 
 static void (*volatile idle_fn)(void);
 static volatile DWORD idle_ms;
@@ -151,6 +157,7 @@ static int add_worker(void)
 
 int hs_suspend_init(void (*on_worker_start)(void))
 {
+    QueryPerformanceFrequency(&qpf);
     if (n_workers >= START_WORKERS)
         return 0;
     stopping = 0;
@@ -177,6 +184,7 @@ int hs_suspend_shutdown(DWORD timeout_ms)
     int rc = 0;
     stopping = 1;
     MemoryBarrier();
+    stop_watchdog();
     DWORD t0 = GetTickCount();
     for (LONG i = 0; i < n_workers; i++) {
         ctx_worker *w = &workers[i];
@@ -309,6 +317,9 @@ static int release_slot(int i)
     return 1;
 }
 
+static volatile LONG64 held_deadline[HELD_SLOTS];   /* hs_suspend_one's, in performance-counter
+                                                       ticks; 0: none */
+
 /* Resume set entry i if the set still holds it (exactly once). */
 static int release_entry(hs_suspended *e)
 {
@@ -341,40 +352,162 @@ int hs_suspend_release_all(void)
 
 /* ---- one thread ------------------------------------------------------------------- */
 
-hs_suspend_status hs_suspend_one(HANDLE thread, CONTEXT *ctx, DWORD timeout_ms)
+/* A single thread's context is read on the caller's own thread: no
+ * hand-over to a worker, which on a busy machine waits for a time slice
+ * each time, while the thread stays stopped. The wait is bounded by the
+ * watchdog instead: each call publishes a deadline in its slot, and the
+ * watchdog resumes a thread whose deadline passed (the caller then reports
+ * a timeout). Whoever takes the deadline first, with an atomic exchange,
+ * owns the thread: the caller (the thread is then held) or the watchdog. */
+#define WATCH_MS 20
+#define DEADLINE_TAKEN (-1)
+
+static volatile LONG in_context[HELD_SLOTS];       /* the caller is inside GetThreadContext */
+static SRWLOCK watchdog_lock = SRWLOCK_INIT;
+
+static LONG64 qpc_now(void)
 {
-    if (!n_workers)
+    LARGE_INTEGER c;
+    QueryPerformanceCounter(&c);
+    return c.QuadPart;
+}
+
+static DWORD WINAPI watchdog_main(void *arg)
+{
+    (void)arg;
+    while (!stopping) {
+        WaitForSingleObject(watchdog_wake, WATCH_MS);
+        LONG64 now = qpc_now();
+        for (int i = 0; i < HELD_SLOTS; i++) {
+            LONG64 dl = held_deadline[i];
+            if (dl > 0 && now > dl &&
+                InterlockedCompareExchange64(&held_deadline[i], DEADLINE_TAKEN, dl) == dl)
+                release_slot(i);
+        }
+    }
+    return 0;
+}
+
+static int start_watchdog(void)
+{
+    if (watchdog)
+        return 0;
+    AcquireSRWLockExclusive(&watchdog_lock);
+    if (!watchdog) {
+        QueryPerformanceFrequency(&qpf);
+        stopping = 0;
+        if (!watchdog_wake)
+            watchdog_wake = CreateEventW(NULL, FALSE, FALSE, NULL);
+        HANDLE t = watchdog_wake ? CreateThread(NULL, 64 * 1024, watchdog_main, NULL,
+                                                STACK_SIZE_PARAM_IS_A_RESERVATION, NULL) : NULL;
+        if (t)
+            SetThreadPriority(t, THREAD_PRIORITY_HIGHEST);
+        MemoryBarrier();
+        watchdog = t;
+    }
+    ReleaseSRWLockExclusive(&watchdog_lock);
+    return watchdog ? 0 : -1;
+}
+
+static void stop_watchdog(void)
+{
+    if (!watchdog)
+        return;
+    SetEvent(watchdog_wake);
+    WaitForSingleObject(watchdog, INFINITE);
+    CloseHandle(watchdog);
+    watchdog = NULL;
+}
+
+int hs_suspend_one_stuck(void)
+{
+    for (int i = 0; i < HELD_SLOTS; i++)
+        if (in_context[i] && held_deadline[i] == DEADLINE_TAKEN)
+            return 1;
+    return 0;
+}
+
+hs_suspend_status hs_suspend_one(HANDLE thread, CONTEXT *ctx, DWORD timeout_ms, unsigned flags)
+{
+    int on_worker = (flags & HS_SUSPEND_NEW) != 0;
+    if ((on_worker && !n_workers) || ((!on_worker || (flags & HS_SUSPEND_WATCH_HELD)) && start_watchdog() < 0))
         return HS_SUSPEND_DENIED;
     int slot = -1;
     for (int i = 0; i < HELD_SLOTS && slot < 0; i++)
-        if (InterlockedCompareExchangePointer((void *volatile *)&held_one[i], SLOT_RESERVED, NULL) == NULL)
+        if (!in_context[i] &&
+            InterlockedCompareExchangePointer((void *volatile *)&held_one[i], SLOT_RESERVED, NULL) == NULL)
             slot = i;
     if (slot < 0)
         return HS_SUSPEND_DENIED;
-    ctx_worker *w = worker_for_new_request();
-    if (!w) {
+    held_deadline[slot] = 0;    /* the slot's last call may have left its deadline taken */
+    ctx_worker *w = NULL;
+    if (on_worker && !(w = worker_for_new_request())) {
         held_one[slot] = NULL;
         return HS_SUSPEND_NO_WORKER;
     }
-    if (SuspendThread(thread) == (DWORD)-1) {
-        unclaim_worker(w);
+    DWORD count = SuspendThread(thread);
+    if (count == (DWORD)-1 || (count > 0 && (flags & HS_SUSPEND_NOT_IF_HELD))) {
+        if (count != (DWORD)-1)
+            ResumeThread(thread);   /* suspended already (created suspended, a freeze): not
+                                       running, and under Wine a thread that never ran gives
+                                       no context */
+        if (w)
+            unclaim_worker(w);
         held_one[slot] = NULL;
+        if (count != (DWORD)-1)
+            return HS_SUSPEND_HELD;
         return thread_gone(thread) ? HS_SUSPEND_GONE : HS_SUSPEND_DENIED;
     }
+    LONG64 dl = qpc_now() + qpf.QuadPart * (LONG64)timeout_ms / 1000;
+    DWORD want = ctx->ContextFlags ? ctx->ContextFlags : CONTEXT_CONTROL;
+    if (w) {
+        /* a thread that may be under creation: its context is read by a
+         * worker, and the caller waits for it with a timeout */
+        MemoryBarrier();
+        held_one[slot] = thread;
+        hs_suspend_status st = fetch(w, thread, ctx, want, timeout_ms);
+        if (st != HS_SUSPEND_OK) {
+            release_slot(slot);
+            return st;
+        }
+        if (flags & HS_SUSPEND_WATCH_HELD)
+            held_deadline[slot] = dl;
+        return HS_SUSPEND_OK;
+    }
+    held_deadline[slot] = dl;
+    in_context[slot] = 1;
     MemoryBarrier();
     held_one[slot] = thread;
-    DWORD flags = ctx->ContextFlags ? ctx->ContextFlags : CONTEXT_CONTROL;
-    hs_suspend_status st = fetch(w, thread, ctx, flags, timeout_ms);
-    if (st != HS_SUSPEND_OK)
+    ctx->ContextFlags = want;
+    BOOL ok = GetThreadContext(thread, ctx);
+    DWORD err = ok ? 0 : GetLastError();
+    /* ours, unless the watchdog took it meanwhile (then it resumed it);
+     * watched while held: the deadline stays for hs_resume_one to take */
+    int ours = ok && (flags & HS_SUSPEND_WATCH_HELD)
+                   ? held_deadline[slot] == dl
+                   : InterlockedCompareExchange64(&held_deadline[slot], 0, dl) == dl;
+    in_context[slot] = 0;
+    if (!ours)
+        return HS_SUSPEND_TIMEOUT;
+    if (!ok) {
         release_slot(slot);
-    return st;
+        fetch_error = err;
+        return thread_gone(thread) ? HS_SUSPEND_GONE : HS_SUSPEND_DENIED;
+    }
+    return HS_SUSPEND_OK;
 }
 
-void hs_resume_one(HANDLE thread)
+int hs_resume_one(HANDLE thread)
 {
-    for (int i = 0; i < HELD_SLOTS; i++)
-        if (held_one[i] == thread && release_slot(i))
-            return;
+    for (int i = 0; i < HELD_SLOTS; i++) {
+        if (held_one[i] != thread)
+            continue;
+        LONG64 dl = held_deadline[i];
+        if (dl == DEADLINE_TAKEN || (dl > 0 && InterlockedCompareExchange64(&held_deadline[i], 0, dl) != dl))
+            return 0;   /* the watchdog let it go */
+        return release_slot(i);
+    }
+    return 0;
 }
 
 /* ---- every thread of a process ------------------------------------------------------ */

@@ -1,17 +1,28 @@
 /*
- * hook/suspend/threads_win.h - suspend threads, read their contexts, resume them:
- * one thread at a time (the sampler: stop it, read it, let it go) or every
- * thread of a process at once (the patch freeze), in this process or in
- * another one, with a bounded wait everywhere and no thread ever left
- * suspended.
+ * hook/suspend/threads_win.h - the one way hookscope stops threads: suspend
+ * them, read their contexts, resume them: one thread at a time (the
+ * sampler: stop it, read it, copy its stack, let it go) or every thread of
+ * a process at once (the patch freeze), in this process or in another
+ * one, with a bounded wait everywhere and no thread ever left suspended.
  *
  * Why this needs care: SuspendThread only asks a thread to stop.
  * GetThreadContext then waits until the thread has really stopped and
  * handed over its registers, and under Wine 8 it waits with no timeout:
  * a thread that cannot get there (one being created while its creator is
- * suspended) blocks the caller for good. So contexts are read by worker
- * threads started beforehand, and callers wait for a worker with a
- * timeout (see suspend_win.c for what is known about Wine).
+ * suspended) blocks the caller for good. Two ways out, one per use:
+ *  - one thread (hs_suspend_one) that has given a context before: it
+ *    exists on the Unix side, so its context comes; the caller reads it
+ *    itself, with no hand-over that would keep the thread stopped longer,
+ *    and a watchdog resumes the thread at the deadline (a loaded machine),
+ *    so it is never left stopped; the caller then reports a timeout.
+ *  - one thread seen for the first time (HS_SUSPEND_NEW), which may be in
+ *    the case above: its context is read by a worker, as for a freeze.
+ *  - every thread (hs_suspend_all): the freeze holds the creator of a
+ *    thread being created as well, so that context cannot come while the
+ *    round lasts, and the caller (the agent's hooking thread) must never
+ *    block: contexts are read by worker threads started beforehand, and
+ *    the caller waits for a worker with a timeout.
+ * (See threads_win.c for what is known about Wine.)
  *
  * The contract:
  *  - hs_suspend_init() starts the workers; call it where creating threads
@@ -53,9 +64,11 @@ typedef enum hs_suspend_status {
     HS_SUSPEND_TIMEOUT,     /* its context did not come in time (resumed again) */
     HS_SUSPEND_NO_WORKER,   /* every context worker is still waiting for an earlier thread */
     HS_SUSPEND_DENIED,      /* no access to it, not initialised, or out of memory */
+    HS_SUSPEND_HELD,        /* hs_suspend_one, HS_SUSPEND_NOT_IF_HELD: someone else holds it
+                               suspended (created suspended, a freeze); left as it was */
 } hs_suspend_status;
 
-/* "ok", "gone", "timeout", "no-worker", "denied" */
+/* "ok", "gone", "timeout", "no-worker", "denied", "held" */
 const char *hs_suspend_status_name(hs_suspend_status s);
 
 /* Start the context workers. `on_worker_start` (may be NULL) runs first on
@@ -63,7 +76,7 @@ const char *hs_suspend_status_name(hs_suspend_status s);
  * again is harmless. */
 int hs_suspend_init(void (*on_worker_start)(void));
 
-/* Stop the workers. Returns 0, or -1 when a worker could not be stopped
+/* Stop the workers (and the watchdog of hs_suspend_one). Returns 0, or -1 when a worker could not be stopped
  * within `timeout_ms` (it is still waiting for a context: code it runs
  * must then stay loaded). */
 int hs_suspend_shutdown(DWORD timeout_ms);
@@ -84,12 +97,28 @@ int hs_suspend_count_others(int (*skip)(DWORD tid, void *ud), void *ud);
 /* Suspend `thread` (THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT |
  * SYNCHRONIZE access) and read its context into *ctx (16-byte aligned;
  * ctx->ContextFlags says which parts, CONTEXT_CONTROL when 0) within
- * `timeout_ms`. HS_SUSPEND_OK: the thread is held until
- * hs_resume_one(thread). Anything else: nothing is held. */
-hs_suspend_status hs_suspend_one(HANDLE thread, CONTEXT *ctx, DWORD timeout_ms);
+ * `timeout_ms` (see above). HS_SUSPEND_OK: the thread is held until
+ * hs_resume_one(thread). Anything else: nothing is held. flags:
+ * HS_SUSPEND_NEW for a thread whose context was never read (it may still
+ * be under creation: read by a worker, hs_suspend_init needed);
+ * HS_SUSPEND_NOT_IF_HELD leaves a thread that was suspended already as it
+ * was (HS_SUSPEND_HELD); HS_SUSPEND_WATCH_HELD keeps a deadline while the
+ * thread is held: the watchdog lets it go when the caller takes too long
+ * (hs_resume_one then says so). */
+#define HS_SUSPEND_NOT_IF_HELD 1u
+#define HS_SUSPEND_WATCH_HELD 2u
+#define HS_SUSPEND_NEW 4u
+hs_suspend_status hs_suspend_one(HANDLE thread, CONTEXT *ctx, DWORD timeout_ms, unsigned flags);
 
-/* Let a thread held by hs_suspend_one go (the same handle). */
-void hs_resume_one(HANDLE thread);
+/* Is a call of hs_suspend_one still waiting for a context the watchdog
+ * gave up on (its thread resumed)? Only a thread that never gave one
+ * read without HS_SUSPEND_NEW may keep it waiting for good. */
+int hs_suspend_one_stuck(void);
+
+/* Let a thread held by hs_suspend_one go (the same handle). Returns 1, or
+ * 0 when it was let go already (by the watchdog, HS_SUSPEND_WATCH_HELD,
+ * or hs_suspend_release_all): it ran meanwhile. */
+int hs_resume_one(HANDLE thread);
 
 /* ---- every thread of a process ----------------------------------------------- */
 

@@ -1,20 +1,9 @@
 /*
  * sampler/suspend/grab_win.c - suspend, context, one stack read, resume (see
- * grab_win.h).
- *
- * The sampling thread suspends the thread and asks for its context
- * itself; a watchdog thread makes the wait bounded: the thread being
- * sampled is published (with a deadline) before it is suspended, and
- * whoever takes it back first resumes it: the sampling thread when it is
- * done, or the watchdog when the deadline passed (the sample is then
- * dropped; a sampling thread stuck for good in GetThreadContext is
- * reported by hs_grabber_stuck and ended at hs_grabber_free). So no
- * thread stays suspended, and no sample needs a hand-over to another
- * thread, which on a busy machine waits for a time slice each time.
- *
- * suspend_and_context is the piece a shared suspend primitive in hook/
- * would replace: it returns with the thread suspended and its registers
- * fetched, or with the thread running again.
+ * grab_win.h), with hookscope's one suspension primitive
+ * (hook/suspend/threads_win.h): hs_suspend_one reads the context on this
+ * thread, bounded by its watchdog, and the stack is copied before
+ * hs_resume_one lets the thread go.
  */
 #include "sampler/suspend/grab_win.h"
 
@@ -22,22 +11,16 @@
 #include <string.h>
 
 #include "hook/base/util.h"
+#include "hook/suspend/threads_win.h"
 
 /* A thread's first context: under Wine, one still being created does not
  * give it while suspended, so it is not waited for long; later ones only
  * come slowly on a machine that is very busy. */
 #define FIRST_CONTEXT_TIMEOUT_MS 100
 #define CONTEXT_TIMEOUT_MS 1000
-#define WATCH_MS 20
 
 struct hs_grabber {
-    HANDLE watchdog, wake;
-    volatile LONG stop;
-    void *volatile inflight;   /* the thread suspended now; whoever takes it resumes it */
-    volatile LONG64 deadline;  /* performance-counter ticks */
-    volatile LONG rescued;     /* threads the watchdog resumed */
     volatile LONG in_grab;     /* the sampling thread is inside a grab */
-    LARGE_INTEGER qpf;
     uint8_t *stack;
     size_t cap;
     CONTEXT *ctx;
@@ -51,66 +34,36 @@ static LONG64 qpc(void)
     return c.QuadPart;
 }
 
-static DWORD WINAPI watchdog_main(void *arg)
-{
-    hs_grabber *g = arg;
-    while (!g->stop) {
-        WaitForSingleObject(g->wake, WATCH_MS);
-        void *h = g->inflight;
-        if (h && qpc() > g->deadline &&
-            InterlockedCompareExchangePointer((void *volatile *)&g->inflight, NULL, h) == h) {
-            ResumeThread(h);
-            InterlockedIncrement(&g->rescued);
-        }
-    }
-    return 0;
-}
-
 hs_grabber *hs_grabber_new(size_t stack_cap)
 {
     hs_grabber *g = hs_xcalloc(1, sizeof *g);
-    QueryPerformanceFrequency(&g->qpf);
     g->cap = stack_cap;
     g->stack = VirtualAlloc(NULL, stack_cap, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
     g->ctx_mem = hs_xcalloc(1, sizeof(CONTEXT) + 16);
     g->ctx = (CONTEXT *)(((uintptr_t)g->ctx_mem + 15) & ~(uintptr_t)15);
-    g->wake = CreateEventW(NULL, FALSE, FALSE, NULL);
-    if (g->stack && g->wake)
-        g->watchdog = CreateThread(NULL, 64 * 1024, watchdog_main, g, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
-    if (!g->watchdog) {
-        hs_err("cannot start the sampler's watchdog: %s", hs_win_error(GetLastError()));
+    if (!g->stack || hs_suspend_init(NULL) < 0) {
+        hs_err("cannot start the sampler: %s", hs_win_error(GetLastError()));
         hs_grabber_free(g);
         return NULL;
     }
-    SetThreadPriority(g->watchdog, THREAD_PRIORITY_HIGHEST);
     return g;
 }
 
 bool hs_grabber_stuck(const hs_grabber *g)
 {
-    return g->in_grab && g->inflight == NULL && g->rescued > 0;
+    return g->in_grab && hs_suspend_one_stuck();
 }
 
 void hs_grabber_free(hs_grabber *g)
 {
     if (!g)
         return;
-    g->stop = 1;
-    if (g->watchdog) {
-        SetEvent(g->wake);
-        WaitForSingleObject(g->watchdog, INFINITE);
-        CloseHandle(g->watchdog);
-    }
-    /* a sample in flight (the sampling thread was ended while stuck) */
-    void *h = InterlockedExchangePointer((void *volatile *)&g->inflight, NULL);
-    if (h)
-        ResumeThread(h);
-    if (g->wake)
-        CloseHandle(g->wake);
     if (g->stack)
         VirtualFree(g->stack, 0, MEM_RELEASE);
-    if (!g->in_grab)
+    if (!g->in_grab) {
         free(g->ctx_mem);   /* else a stuck call may still write it */
+        hs_suspend_shutdown(1000);
+    }
     free(g);
 }
 
@@ -121,47 +74,15 @@ void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS])
     memcpy(out, r, sizeof r);
 }
 
-/* Publish the thread, suspend it, fetch its registers into g->ctx. On
- * success it stays suspended (and published); on failure it runs again. */
-static int suspend_and_context(hs_grabber *g, HANDLE thread, bool first)
+static int grab_status(hs_suspend_status st)
 {
-    DWORD timeout_ms = first ? FIRST_CONTEXT_TIMEOUT_MS : CONTEXT_TIMEOUT_MS;
-    g->deadline = qpc() + g->qpf.QuadPart * timeout_ms / 1000;
-    InterlockedExchangePointer((void *volatile *)&g->inflight, thread);
-    DWORD count = SuspendThread(thread);
-    if (count == (DWORD)-1) {
-        InterlockedExchangePointer((void *volatile *)&g->inflight, NULL);
-        return HS_GRAB_GONE;
+    switch (st) {
+    case HS_SUSPEND_OK: return HS_GRAB_OK;
+    case HS_SUSPEND_GONE: return HS_GRAB_GONE;
+    case HS_SUSPEND_TIMEOUT: return HS_GRAB_TIMEOUT;
+    case HS_SUSPEND_HELD: return HS_GRAB_HELD;
+    default: return HS_GRAB_FAILED;
     }
-    if (count > 0) {
-        /* suspended already: not running, and under Wine a thread that
-         * never ran (created suspended) gives no context while suspended */
-        if (InterlockedExchangePointer((void *volatile *)&g->inflight, NULL) == thread)
-            ResumeThread(thread);
-        return HS_GRAB_HELD;
-    }
-    g->ctx->ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
-    BOOL ok = GetThreadContext(thread, g->ctx);
-    if (ok && g->inflight == thread)
-        return HS_GRAB_OK;
-    /* failed, or the watchdog resumed it meanwhile */
-    int rc = ok ? HS_GRAB_TIMEOUT : HS_GRAB_FAILED;
-    if (InterlockedExchangePointer((void *volatile *)&g->inflight, NULL) == thread)
-        ResumeThread(thread);
-    else
-        rc = HS_GRAB_TIMEOUT;
-    if (WaitForSingleObject(thread, 0) == WAIT_OBJECT_0)
-        rc = HS_GRAB_GONE;
-    return rc;
-}
-
-/* Resume the thread if the watchdog has not; false if it had. */
-static bool resume(hs_grabber *g, HANDLE thread)
-{
-    if (InterlockedExchangePointer((void *volatile *)&g->inflight, NULL) != thread)
-        return false;
-    ResumeThread(thread);
-    return true;
 }
 
 int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_base, const uint64_t *prev,
@@ -170,17 +91,22 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
     memset(out, 0, sizeof *out);
     LONG64 t0 = qpc();
     g->in_grab = 1;
-    int rc = suspend_and_context(g, thread, prev == NULL);
-    if (rc != HS_GRAB_OK) {
+    g->ctx->ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
+    unsigned flags = HS_SUSPEND_NOT_IF_HELD | HS_SUSPEND_WATCH_HELD | (prev ? 0 : HS_SUSPEND_NEW);
+    hs_suspend_status st = hs_suspend_one(thread, g->ctx, prev ? CONTEXT_TIMEOUT_MS : FIRST_CONTEXT_TIMEOUT_MS,
+                                          flags);
+    if (st != HS_SUSPEND_OK) {
         g->in_grab = 0;
-        return rc;
+        if (st == HS_SUSPEND_TIMEOUT && WaitForSingleObject(thread, 0) == WAIT_OBJECT_0)
+            return HS_GRAB_GONE;
+        return grab_status(st);
     }
     out->ctx = g->ctx;
     if (prev) {
         uint64_t now[HS_GRAB_REGS];
         hs_grab_regs(g->ctx, now);
         if (!memcmp(now, prev, sizeof now)) {
-            bool ours = resume(g, thread);
+            int ours = hs_resume_one(thread);
             out->stopped_qpc = (uint64_t)(qpc() - t0);
             out->same = true;
             g->in_grab = 0;
@@ -201,7 +127,7 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
     }
     SIZE_T got = 0;
     BOOL ok = ReadProcessMemory(process, (const void *)(uintptr_t)rsp, g->stack, len, &got);
-    bool ours = resume(g, thread);
+    int ours = hs_resume_one(thread);
     out->stopped_qpc = (uint64_t)(qpc() - t0);
     g->in_grab = 0;
     if (!ours)

@@ -4,8 +4,9 @@
  * This is the only place where the sampler stops a thread, and the thread
  * is stopped for nothing else (the unwind happens after it runs again).
  *
- * Never a thread left suspended, never a hang: a watchdog resumes the
- * thread when its context does not come in time (under Wine, GetThreadContext
+ * Never a thread left suspended, never a hang: the suspension primitive's
+ * watchdog (hook/suspend/threads_win.h) resumes the thread when its
+ * context and stack copy do not come in time (under Wine, GetThreadContext
  * on a thread suspended while it is still being created waits until that
  * thread runs: 100 ms for a thread's first sample, 1 s later), and the
  * sample is dropped. A sampling thread stuck for good in GetThreadContext

@@ -65,6 +65,9 @@ static HANDLE open_victim(DWORD pid)
 
 /* ---- one: the sampler's loop ------------------------------------------------------ */
 
+/* thread ids whose context was read once (ids are multiples of 4) */
+static uint8_t read_once[1 << 17];
+
 static void one(DWORD pid, DWORD seconds, long min_ok)
 {
     HANDLE process = open_victim(pid);
@@ -88,7 +91,13 @@ static void one(DWORD pid, DWORD seconds, long min_ok)
             memset(&ctx, 0, sizeof ctx);
             ctx.ContextFlags = CONTEXT_FULL;
             DWORD s0 = GetTickCount();
-            hs_suspend_status st = hs_suspend_one(next, &ctx, 100);
+            /* as the sampler does: a thread never read before is read by a
+             * worker (it may be under creation) */
+            DWORD tid = GetThreadId(next);
+            int seen = tid && (read_once[(tid >> 2) / 8 % sizeof read_once] >> ((tid >> 2) % 8)) & 1;
+            hs_suspend_status st = hs_suspend_one(next, &ctx, 100, seen ? 0 : HS_SUSPEND_NEW);
+            if (st == HS_SUSPEND_OK && tid)
+                read_once[(tid >> 2) / 8 % sizeof read_once] |= (uint8_t)(1u << ((tid >> 2) % 8));
             counts[st]++;
             if (st == HS_SUSPEND_OK) {
                 unsigned char stack[256];
@@ -235,7 +244,7 @@ static void bench(int n)
     for (int i = 0; i < n; i++) {
         memset(&ctx, 0, sizeof ctx);
         ctx.ContextFlags = CONTEXT_FULL;
-        if (hs_suspend_one(t, &ctx, 1000) == HS_SUSPEND_OK)
+        if (hs_suspend_one(t, &ctx, 1000, 0) == HS_SUSPEND_OK)
             hs_resume_one(t);
         else
             counts[HS_SUSPEND_TIMEOUT]++;
