@@ -10,14 +10,20 @@
  * injector/profile/from_samples.c reads it back), named later by the
  * profile's resolve pass like every other address.
  *
- *   suspend  (suspend_win.c) hookscope.exe suspends each thread in turn,
- *            takes its context and copies its stack, resumes it, and
- *            unwinds the copy; no privileges needed; runs under Wine.
- *   etw      (to come) the kernel's SampledProfile events with stacks.
+ *   suspend  (suspend/) hookscope.exe suspends each thread in turn, takes
+ *            its context and copies its stack, resumes it, and unwinds
+ *            the copy; no privileges needed; runs under Wine.
+ *   etw      (etw/) a private kernel session records SampledProfile
+ *            events with stacks into an .etl file, which the ETL reader
+ *            (etl/) decodes at the end (etl_samples.h); administrator,
+ *            Windows 8 or later.
+ *   auto     not a backend: the first of the table that can run here
+ *            (backends.c, hs_sampler_start).
  *
- * Plain C except the backends' *_win.c files: the sample set, the
- * unwinder, the code map and the CPU/wait classifier are built and
- * unit-tested natively too.
+ * Plain C except the backends' *_win.c files: the sample set, the code
+ * map, the ETL reader and the CPU/wait classifier are built and
+ * unit-tested natively too (the unwinder is hook/unwind's, shared with the
+ * agent).
  */
 #ifndef HOOKSCOPE_SAMPLER_H
 #define HOOKSCOPE_SAMPLER_H
@@ -57,6 +63,11 @@ void hs_sampleset_add(hs_sampleset *s, const hs_sample *smp);
  * count it once the kind is known. */
 uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const uint64_t *frames,
                             uint32_t nframes);
+/* A stack whose frames' modules are known (indices from
+ * hs_sampleset_module, -1: none): a recorded trace knows which image was
+ * mapped where at the sample's time, which an address alone may not say. */
+uint32_t hs_sampleset_stack_in(hs_sampleset *s, uint32_t tid, bool truncated, const uint64_t *frames,
+                               const int32_t *modules, uint32_t nframes);
 void hs_sampleset_count(hs_sampleset *s, uint32_t stack, uint8_t kind, uint64_t n);
 /* A sample that could not be taken. */
 void hs_sampleset_lost(hs_sampleset *s, uint64_t n);
@@ -66,13 +77,15 @@ void hs_sampleset_lost(hs_sampleset *s, uint64_t n);
 void hs_sampleset_taken_add(hs_sampleset *s, uint64_t n);
 uint64_t hs_sampleset_taken(const hs_sampleset *s);
 
-/* A module samples may point into (seen loaded; later unloaded or not). */
-void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,
-                         uint32_t timestamp, bool unloaded, bool agent);
-/* What else is known of the module at base: a kernel image; the PDB it
- * names (guid NULL: none), for naming it when its file is not here. */
-void hs_sampleset_module_identity(hs_sampleset *s, uint64_t base, bool kernel, const uint8_t guid[16],
-                                  uint32_t age, const char *pdb_name);
+/* A module samples may point into (seen loaded; later unloaded or not);
+ * returns its index (the same module again: the same index). */
+uint32_t hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,
+                             uint32_t timestamp, bool unloaded, bool agent);
+/* What else is known of a module: its name (NULL: its path's file name),
+ * a kernel image, the PDB it names (guid NULL: none), for naming it when
+ * its file is not here. */
+void hs_sampleset_module_identity(hs_sampleset *s, uint32_t module, const char *name, bool kernel,
+                                  const uint8_t guid[16], uint32_t age, const char *pdb_name);
 /* A thread's CPU time in seconds (-1 unknown); threads are known from
  * their samples too. */
 void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s);
@@ -86,12 +99,14 @@ typedef struct hs_sample_stack {
     uint32_t tid;
     uint32_t nframes;
     const uint64_t *frames;    /* leaf first */
+    const int32_t *modules;    /* each frame's module (-1: none), or NULL: not given */
     bool truncated;
     uint64_t count[HS_SAMPLE__KINDS];   /* by hs_sample_kind */
 } hs_sample_stack;
 
 typedef struct hs_sample_module {
     const char *path;
+    const char *name;          /* NULL: the path's file name */
     uint64_t base;
     uint32_t size, timestamp;
     bool unloaded, agent;
@@ -182,24 +197,45 @@ typedef struct hs_sampler_stats {
      * (median, 99th percentile) and the unwind time per sample */
     double suspended_us_p50, suspended_us_p99, unwind_us_avg;
     bool cycle_clock;          /* CPU/wait from cycle counters (else thread times) */
-    const char *backend;       /* the backend that ran (auto: etw or suspend) */
+    const char *backend;       /* the backend that ran (NULL: the one started) */
     uint64_t events_lost, buffers_lost;   /* etw: what the session could not record */
     bool stalled;              /* sampling stopped early: a thread's context never came */
 } hs_sampler_stats;
 
 typedef struct hs_sampler hs_sampler;
 
+/* Why a backend did not start. */
+typedef struct hs_sampler_refusal {
+    bool not_available;        /* it cannot run here at all (no ETW, no privilege): not an error
+                                  when another backend is chosen instead */
+    char text[320];            /* one line */
+} hs_sampler_refusal;
+
 typedef struct hs_sampler_backend {
     const char *name;          /* "suspend", "etw" */
-    /* Start sampling (a thread of its own); returns NULL after printing
-     * why not. The set is the backend's until stop. */
-    hs_sampler *(*start)(const hs_sampler_config *c, hs_sampleset *out);
+    const char *help;          /* what it is and needs, for `help run` */
+    /* Start sampling (a thread of its own); NULL with *why filled when it
+     * cannot (it prints nothing). The set is the backend's until stop. */
+    hs_sampler *(*start)(const hs_sampler_config *c, hs_sampleset *out, hs_sampler_refusal *why);
     /* Stop, deliver every pending sample, fill stats, free the sampler. */
     void (*stop)(hs_sampler *s, hs_sampler_stats *stats);
 } hs_sampler_backend;
 
-/* The backend named `name` ("suspend", "etw", "auto"), or NULL after
- * printing why it cannot be used. */
-const hs_sampler_backend *hs_sampler_backend_find(const char *name);
+/* The backends, in the order "auto" tries them; NULL-terminated. */
+extern const hs_sampler_backend *const hs_sampler_backends[];
+
+/* The backend named `name`, or NULL ("auto" is a choice, not a backend). */
+const hs_sampler_backend *hs_sampler_backend_named(const char *name);
+/* Is `name` a sampler that can be asked for: a backend, or "auto"? */
+bool hs_sampler_name_ok(const char *name);
+/* "suspend, etw or auto": the names that can be asked for, for messages. */
+const char *hs_sampler_names(void);
+
+/* Start the sampler named `name`: a backend, or "auto", the first backend
+ * of the table that can run here (each one passed over said with -v).
+ * Returns the backend that runs, its sampler in *s; NULL after printing
+ * why none runs. */
+const hs_sampler_backend *hs_sampler_start(const char *name, const hs_sampler_config *c, hs_sampleset *out,
+                                           hs_sampler **s);
 
 #endif

@@ -7,6 +7,7 @@
  * hs_map, whose colliding keys are told apart by comparing the frames;
  * frames live in one pool.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,12 +19,14 @@ typedef struct set_stack {
     uint32_t tid;
     uint32_t nframes;
     size_t frames;             /* offset in the pool */
+    size_t modules;            /* offset in the module pool, or SIZE_MAX: not given */
     bool truncated;
     uint64_t count[HS_SAMPLE__KINDS];   /* by hs_sample_kind */
 } set_stack;
 
 typedef struct set_module {
     char *path;
+    char *name;                /* NULL: the path's file name */
     uint64_t base;
     uint32_t size, timestamp;
     bool unloaded, agent;
@@ -44,6 +47,8 @@ struct hs_sampleset {
     size_t nstacks, cap_stacks;
     uint64_t *pool;
     size_t npool, cap_pool;
+    int32_t *mpool;            /* frames' modules, for stacks that give them */
+    size_t nmpool, cap_mpool;
     hs_map index;              /* hash -> stack */
     set_module *modules;
     size_t nmodules, cap_modules;
@@ -66,9 +71,11 @@ void hs_sampleset_free(hs_sampleset *s)
         return;
     free(s->stacks);
     free(s->pool);
+    free(s->mpool);
     hs_map_free(&s->index);
     for (size_t i = 0; i < s->nmodules; i++) {
         free(s->modules[i].path);
+        free(s->modules[i].name);
         free(s->modules[i].pdb_name);
     }
     free(s->modules);
@@ -99,18 +106,24 @@ static set_thread *thread_of(hs_sampleset *s, uint32_t tid)
     return t;
 }
 
-uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const uint64_t *frames,
-                            uint32_t nframes)
+uint32_t hs_sampleset_stack_in(hs_sampleset *s, uint32_t tid, bool truncated, const uint64_t *frames,
+                               const int32_t *modules, uint32_t nframes)
 {
     uint64_t h = mix(mix(tid, truncated), nframes);
     for (uint32_t i = 0; i < nframes; i++)
         h = mix(h, frames[i]);
+    if (modules)
+        for (uint32_t i = 0; i < nframes; i++)
+            h = mix(h, (uint64_t)(uint32_t)modules[i] + 1);
     size_t cursor = 0;
     uint32_t id;
     while (hs_map_next(&s->index, h, 0, &cursor, &id)) {
         const set_stack *st = &s->stacks[id];
         if (st->tid == tid && st->truncated == truncated && st->nframes == nframes &&
-            !memcmp(s->pool + st->frames, frames, (size_t)nframes * 8))
+            !memcmp(s->pool + st->frames, frames, (size_t)nframes * 8) &&
+            (modules ? st->modules != SIZE_MAX &&
+                           !memcmp(s->mpool + st->modules, modules, (size_t)nframes * sizeof *modules)
+                     : st->modules == SIZE_MAX))
             return id;
     }
     hs_xgrow(&s->pool, &s->cap_pool, s->npool + nframes, sizeof *s->pool);
@@ -121,12 +134,25 @@ uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const
     st->tid = tid;
     st->nframes = nframes;
     st->frames = s->npool;
+    st->modules = SIZE_MAX;
     st->truncated = truncated;
     s->npool += nframes;
+    if (modules) {
+        hs_xgrow(&s->mpool, &s->cap_mpool, s->nmpool + nframes, sizeof *s->mpool);
+        memcpy(s->mpool + s->nmpool, modules, (size_t)nframes * sizeof *modules);
+        st->modules = s->nmpool;
+        s->nmpool += nframes;
+    }
     id = (uint32_t)s->nstacks++;
     hs_map_xadd(&s->index, h, 0, id);
     thread_of(s, tid);
     return id;
+}
+
+uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const uint64_t *frames,
+                            uint32_t nframes)
+{
+    return hs_sampleset_stack_in(s, tid, truncated, frames, NULL, nframes);
 }
 
 void hs_sampleset_count(hs_sampleset *s, uint32_t stack, uint8_t kind, uint64_t n)
@@ -149,14 +175,14 @@ void hs_sampleset_lost(hs_sampleset *s, uint64_t n)
     s->lost += n;
 }
 
-void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,
-                         uint32_t timestamp, bool unloaded, bool agent)
+uint32_t hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint32_t size,
+                             uint32_t timestamp, bool unloaded, bool agent)
 {
     for (size_t i = 0; i < s->nmodules; i++) {
         set_module *m = &s->modules[i];
         if (m->base == base && m->size == size && !strcmp(m->path, path)) {
             m->unloaded |= unloaded;
-            return;
+            return (uint32_t)i;
         }
     }
     hs_xgrow(&s->modules, &s->cap_modules, s->nmodules + 1, sizeof *s->modules);
@@ -168,23 +194,26 @@ void hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, uint3
     m->timestamp = timestamp;
     m->unloaded = unloaded;
     m->agent = agent;
+    return (uint32_t)(s->nmodules - 1);
 }
 
-void hs_sampleset_module_identity(hs_sampleset *s, uint64_t base, bool kernel, const uint8_t guid[16],
-                                  uint32_t age, const char *pdb_name)
+void hs_sampleset_module_identity(hs_sampleset *s, uint32_t module, const char *name, bool kernel,
+                                  const uint8_t guid[16], uint32_t age, const char *pdb_name)
 {
-    for (size_t i = 0; i < s->nmodules; i++) {
-        set_module *m = &s->modules[i];
-        if (m->base != base)
-            continue;
-        m->kernel = kernel;
-        if (guid) {
-            m->pdb_known = true;
-            memcpy(m->pdb_guid, guid, 16);
-            m->pdb_age = age;
-            free(m->pdb_name);
-            m->pdb_name = hs_xstrdup(pdb_name ? pdb_name : "");
-        }
+    if (module >= s->nmodules)
+        return;
+    set_module *m = &s->modules[module];
+    if (name) {
+        free(m->name);
+        m->name = hs_xstrdup(name);
+    }
+    m->kernel = kernel;
+    if (guid) {
+        m->pdb_known = true;
+        memcpy(m->pdb_guid, guid, 16);
+        m->pdb_age = age;
+        free(m->pdb_name);
+        m->pdb_name = hs_xstrdup(pdb_name ? pdb_name : "");
     }
 }
 
@@ -225,6 +254,7 @@ hs_sample_stack hs_sampleset_stack_at(const hs_sampleset *s, size_t i)
     r.tid = st->tid;
     r.nframes = st->nframes;
     r.frames = s->pool + st->frames;
+    r.modules = st->modules == SIZE_MAX ? NULL : s->mpool + st->modules;
     r.truncated = st->truncated;
     memcpy(r.count, st->count, sizeof r.count);
     return r;
@@ -240,6 +270,7 @@ hs_sample_module hs_sampleset_module_at(const hs_sampleset *s, size_t i)
     const set_module *m = &s->modules[i];
     hs_sample_module r;
     r.path = m->path;
+    r.name = m->name;
     r.base = m->base;
     r.size = m->size;
     r.timestamp = m->timestamp;

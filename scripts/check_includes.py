@@ -18,7 +18,7 @@ with these folders inside them (a folder may always include its own):
     hook/unwind   base, pe           hook/suspend  base
     hook/engine   hookscope, base, pe, unwind, suspend
     agent         hookscope, hook/*
-    sampler       hook/*             sampler/etl   hook/base
+    sampler       hook/*, sampler/etl            sampler/etl   hook/base
     sampler/suspend, sampler/etw     hook/*, sampler, (etw: sampler/etl)
     injector/symbols   hookscope, hook/*
     injector/profile   hookscope, hook/*, sampler, sampler/etl, injector/symbols
@@ -55,7 +55,7 @@ ALLOWED = {
     "hook/suspend": {"hook/base"},
     "hook/engine": {"hookscope", "hook/base", "hook/pe", "hook/unwind", "hook/suspend"},
     "agent": {"hookscope"} | HOOK,
-    "sampler": HOOK,
+    "sampler": HOOK | {"sampler/etl"},
     "sampler/etl": {"hook/base"},
     "sampler/suspend": HOOK | {"sampler"},
     "sampler/etw": HOOK | {"sampler", "sampler/etl"},

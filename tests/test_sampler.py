@@ -302,7 +302,7 @@ def test_options():
         (["--no-sample", "--sample-rate", "50"], 2, "'--sample-rate' needs the sampler"),
         (["--sample-rate", "0"], 2, "--sample-rate needs a rate from 1 to 10000"),
         (["--sample-rate", "fast"], 2, "not 'fast'"),
-        (["--sampler", "perf"], 2, "--sampler is suspend, etw or auto"),
+        (["--sampler", "perf"], 2, "--sampler is etw, suspend or auto"),
         (["--sampler", "etw"], 125, "ETW sampling is not available here"),
         (["--sampler", "suspend", "--keep-etl"], 2, "--sampler suspend records none"),
         (["--no-sample", "--keep-etl"], 2, "'--keep-etl' needs the sampler"),

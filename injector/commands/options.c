@@ -16,6 +16,7 @@
 #include "hookscope/session.h"
 #include "injector/commands/commands.h"
 #include "injector/output/writers.h"
+#include "sampler/sampler.h"
 
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
@@ -77,11 +78,8 @@ static const optdef options[] = {
     { OPT_NO_HOOKS, L"--no-hooks", NULL, NULL, 0, TRACE,
       "hook nothing and inject nothing: CPU samples only" },
     { OPT_SAMPLER, L"--sampler", NULL, "NAME", 0, TRACE,
-      "how to sample: etw (the kernel's CPU samples;\n"
-      "administrator, Windows 8 or later), suspend\n"
-      "(suspend each thread in turn; no privileges) or\n"
-      "auto (etw when it can run, else suspend; the\n"
-      "default)" },
+      "how to sample: auto (the default: the first\n"
+      "of these that can run here) or one of them:" },
     { OPT_KEEP_ETL, L"--keep-etl", NULL, NULL, 0, TRACE,
       "keep the etw sampler's trace as hookscope.etl in\n"
       "the output directory (report --etl reads it)" },
@@ -196,6 +194,9 @@ static void print_options(FILE *out, unsigned cmds, int with_commands)
             if (*h == '\n')
                 fprintf(out, "  %-24s ", "");
         }
+        if (d->id == OPT_SAMPLER)
+            for (size_t k = 0; hs_sampler_backends[k]; k++)
+                fprintf(out, "\n  %-24s   %-8s %s", "", hs_sampler_backends[k]->name, hs_sampler_backends[k]->help);
         if (with_commands) {
             fprintf(out, " [");
             for (int k = 0, any = 0; hs_commands[k]; k++)
@@ -328,8 +329,8 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         break;
     case OPT_SAMPLER: {
         char *v = hs_utf8(val);
-        if (strcmp(v, "suspend") && strcmp(v, "etw") && strcmp(v, "auto"))
-            return usage_error("--sampler is suspend, etw or auto, not '%s'", v);
+        if (!hs_sampler_name_ok(v))
+            return usage_error(hs_xasprintf("--sampler is %s, not '%%s'", hs_sampler_names()), v);
         o->sampler = v;
         break;
     }

@@ -14,24 +14,7 @@
 
 #include "injector/profile/profile.h"
 #include "sampler/etl/etl.h"
-
-/* A process of the trace with samples, for the table `report --etl` shows
- * without a filter. */
-typedef struct hs_etl_proc_row {
-    uint32_t index;              /* into t->procs */
-    uint32_t pid;
-    const char *name;
-    uint64_t samples, with_stack;
-} hs_etl_proc_row;
-
-/* The processes with samples, by samples (most first), then pid; malloc'd. */
-size_t hs_etl_process_table(const hs_etl_trace *t, hs_etl_proc_row **rows);
-
-/* The process instance to profile: by pid (pid != 0) or by image name
- * (case ignored); when several instances match, the one with the most
- * samples. Returns 0, or -1 with one line in err naming what exists. */
-int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, uint32_t *index, char *err,
-                        size_t errlen);
+#include "sampler/etl_samples.h"
 
 /* Fill p (new, empty) from process `index` of t; `trace_path` names the
  * file in the report. map_path (may be NULL) turns a trace's NT path

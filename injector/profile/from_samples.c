@@ -50,17 +50,26 @@ static int64_t profile_module(const hs_profile *p, const hs_sample_module *m)
     return -1;
 }
 
-static void add_modules(hs_profile *p, const hs_sampleset *s)
+/* The set's modules into p; returns where each went (malloc'd). */
+static uint32_t *add_modules(hs_profile *p, const hs_sampleset *s)
 {
-    for (size_t i = 0; i < hs_sampleset_nmodules(s); i++) {
+    size_t n = hs_sampleset_nmodules(s);
+    uint32_t *where = hs_xcalloc(n ? n : 1, sizeof *where);
+    for (size_t i = 0; i < n; i++) {
         hs_sample_module m = hs_sampleset_module_at(s, i);
         int64_t at = profile_module(p, &m);
         if (at >= 0) {
             p->modules[at].unloaded |= m.unloaded;
+            where[i] = (uint32_t)at;
             continue;
         }
         uint32_t k = hs_profile_add_module(p, m.path, m.base, m.size);
+        where[i] = k;
         hs_prof_module *d = &p->modules[k];
+        if (m.name) {
+            free(d->name);
+            d->name = hs_xstrdup(m.name);
+        }
         d->timestamp = m.timestamp;
         d->unloaded = m.unloaded;
         d->agent = m.agent;
@@ -72,9 +81,10 @@ static void add_modules(hs_profile *p, const hs_sampleset *s)
             d->pdb_name = hs_xstrdup(m.pdb_name ? m.pdb_name : "");
         }
     }
+    return where;
 }
 
-static void add_stacks(hs_profile *p, const hs_sampleset *s)
+static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *module_at)
 {
     size_t n = hs_sampleset_nstacks(s);
     hs_sample_stack *st = hs_xcalloc(n ? n : 1, sizeof *st);
@@ -94,6 +104,11 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s)
             d->truncated = x->truncated;
             d->addrs = hs_xmalloc((size_t)x->nframes * 8);
             memcpy(d->addrs, x->frames, (size_t)x->nframes * 8);
+            if (x->modules) {
+                d->addr_modules = hs_xmalloc((size_t)x->nframes * sizeof *d->addr_modules);
+                for (uint32_t f = 0; f < x->nframes; f++)
+                    d->addr_modules[f] = x->modules[f] >= 0 ? (int32_t)module_at[x->modules[f]] : -1;
+            }
         }
     }
     free(order);
@@ -124,8 +139,9 @@ static uint32_t add_threads(hs_profile *p, const hs_sampleset *s)
 
 void hs_profile_add_samples(hs_profile *p, const hs_sampleset *s)
 {
-    add_modules(p, s);
-    add_stacks(p, s);
+    uint32_t *module_at = add_modules(p, s);
+    add_stacks(p, s, module_at);
+    free(module_at);
     uint32_t sampled = add_threads(p, s);
     hs_prof_sampling *sm = &p->sampling;
     sm->on = true;

@@ -37,9 +37,11 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
 {
     memset(t, 0, sizeof *t);
     if (o->sample) {
-        t->backend = hs_sampler_backend_find(o->sampler ? o->sampler : "auto");
-        if (!t->backend)
+        t->sampler_name = o->sampler ? o->sampler : "auto";
+        if (!hs_sampler_name_ok(t->sampler_name)) {
+            hs_err("no sampler '%s' (there are: %s)", t->sampler_name, hs_sampler_names());
             return -1;
+        }
         t->rate_hz = o->sample_rate_hz ? o->sample_rate_hz : HS_DEFAULT_SAMPLE_RATE;
     }
     t->outdir = o->outdir;
@@ -55,7 +57,7 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
 
 int hs_trace_sample_start(hs_trace *t, uint32_t pid)
 {
-    if (!t->backend)
+    if (!t->sampler_name)
         return 0;
     hs_sampler_config c;
     memset(&c, 0, sizeof c);
@@ -71,9 +73,8 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
     c.etl_path = t->etl_path;
     c.keep_etl = t->keep_etl;
     t->samples = hs_sampleset_new();
-    hs_log("sampling process %u with the %s sampler at %g Hz", pid, t->backend->name, t->rate_hz);
-    t->sampler = t->backend->start(&c, t->samples);
-    if (!t->sampler) {
+    t->backend = hs_sampler_start(t->sampler_name, &c, t->samples, &t->sampler);
+    if (!t->backend) {
         hs_sampleset_free(t->samples);
         t->samples = NULL;
         return -1;

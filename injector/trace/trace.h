@@ -23,7 +23,8 @@ typedef struct hs_trace {
     double t0;           /* clock and tsc at begin, to measure the tsc rate */
     uint64_t tsc0;
     /* the CPU sampler */
-    const hs_sampler_backend *backend;   /* NULL: no sampling */
+    const char *sampler_name;            /* asked for: a backend or "auto"; NULL: no sampling */
+    const hs_sampler_backend *backend;   /* the one that runs */
     hs_sampler *sampler;                 /* while it runs */
     hs_sampleset *samples;
     hs_owncode_src own;

@@ -1,6 +1,5 @@
 /*
- * sampler/etw/etw_backend_win.c - the ETW sampling backend (sampler.h), and
- * `auto`, which takes ETW when it can and the suspend sampler otherwise.
+ * sampler/etw/etw_backend_win.c - the ETW sampling backend (sampler.h).
  *
  * The live part is etw_win.c: a private kernel session records the
  * machine's CPU samples with their stacks, and process, thread and image
@@ -25,14 +24,11 @@
 #include "hook/base/util.h"
 #include "sampler/codemap.h"
 #include "sampler/etl/etl.h"
+#include "sampler/etl_samples.h"
 #include "sampler/etw/etw_session_win.h"
 #include "sampler/sampler.h"
 
-extern const hs_sampler_backend hs_sampler_suspend;
-
 struct hs_sampler {
-    const hs_sampler_backend *inner;   /* auto: the backend that runs; etw: NULL */
-    hs_sampler *inner_sampler;
     hs_etw_session etw;
     hs_sampleset *out;
     uint32_t pid;
@@ -56,6 +52,12 @@ static const hs_etw_api *etw_api(void)
         hs_err("HOOKSCOPE_ETW_API=%s has no hs_etw_test_api; using the system's ETW", dll);
     }
     return hs_etw_system_api();
+}
+
+static char *local_path(void *ctx, const char *nt_path)
+{
+    (void)ctx;
+    return hs_nt_path_local(nt_path);
 }
 
 static int no_memory(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -92,63 +94,14 @@ static void decode(hs_sampler *s, hs_sampler_stats *stats)
             hs_etl_trace_free(&t);
         return;
     }
-    uint32_t index = HS_ETL_NONE, cap = 256;
-    uint64_t best = 0;
-    uint64_t *per = hs_xcalloc(t.nprocs ? t.nprocs : 1, sizeof *per);
-    for (uint32_t i = 0; i < t.nsamples; i++)
-        if (t.samples[i].pid == s->pid && t.samples[i].process < t.nprocs)
-            per[t.samples[i].process]++;
-    for (uint32_t i = 0; i < t.nprocs; i++)
-        if (t.procs[i].pid == s->pid && (index == HS_ETL_NONE || per[i] > best))
-            index = i, best = per[i];
-    free(per);
-    uint64_t *frames = hs_xmalloc(cap * sizeof *frames);
-    uint8_t *used = hs_xcalloc(t.nimages ? t.nimages : 1, 1);
-    for (uint32_t i = 0; index != HS_ETL_NONE && i < t.nsamples; i++) {
-        const hs_etl_sample *smp = &t.samples[i];
-        if (smp->process != index || (own && hs_codemap_own_thread(own, smp->tid)))
-            continue;
-        uint32_t n = hs_etl_depth(smp);
-        if (n + 1 > cap) {
-            cap = n + 1;
-            frames = hs_xrealloc(frames, cap * sizeof *frames);
-        }
-        if (!n)
-            frames[n++] = smp->ip;
-        else
-            for (uint32_t d = 0; d < n; d++)
-                frames[d] = hs_etl_frame(&t, smp, d);
-        if (own)
-            n = hs_codemap_attribute(own, NULL, frames, n);
-        if (!n)
-            continue;
-        for (uint32_t d = 0; d < n; d++) {
-            const hs_etl_image *img = hs_etl_image_at(&t, s->pid, d ? frames[d] - 1 : frames[d], smp->ts);
-            if (img)
-                used[img - t.images] = 1;
-        }
-        hs_sample sample = { s->pid, smp->tid, 0, HS_SAMPLE_CPU, false, n, frames };
-        hs_sampleset_add(s->out, &sample);
-    }
-    for (uint32_t i = 0; i < t.nimages; i++) {
-        const hs_etl_image *img = &t.images[i];
-        if (!used[i])
-            continue;
-        char *local = img->path ? hs_nt_path_local(img->path) : NULL;
-        const char *path = local ? local : img->path ? img->path : img->name ? img->name : "?";
-        hs_sampleset_module(s->out, path, img->base, (uint32_t)img->size, img->timestamp,
-                            img->unload != HS_ETL_NEVER, false);
-        hs_sampleset_module_identity(s->out, img->base, (img->flags & HS_ETL_IMAGE_KERNEL) != 0,
-                                     (img->flags & HS_ETL_IMAGE_RSDS) ? img->pdb_guid : NULL, img->pdb_age,
-                                     img->pdb_name);
-        free(local);
-    }
+    uint32_t index;
+    char why[200];
+    if (hs_etl_pick_process(&t, s->pid, NULL, &index, why, sizeof why) == 0)
+        hs_etl_samples(&t, index, own, local_path, NULL, s->out);
     if (t.info.events_lost || t.info.buffers_lost)
         hs_sampleset_lost(s->out, t.info.events_lost);
     stats->events_lost = t.info.events_lost;
     stats->buffers_lost = t.info.buffers_lost;
-    free(used);
-    free(frames);
     hs_etl_trace_free(&t);
     if (own)
         hs_codemap_free(own);
@@ -193,9 +146,7 @@ static void guard(hs_etw_session *e)
     InterlockedExchangePointer((void *volatile *)&running, e);
 }
 
-/* Start the ETW session; *not_available tells why it did not (quiet: do
- * not print it when ETW cannot run here at all). */
-static hs_sampler *etw_begin(const hs_sampler_config *c, hs_sampleset *out, int quiet, int *not_available)
+static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out, hs_sampler_refusal *why)
 {
     hs_sampler *s = hs_xcalloc(1, sizeof *s);
     s->out = out;
@@ -215,13 +166,10 @@ static hs_sampler *etw_begin(const hs_sampler_config *c, hs_sampleset *out, int 
     int na = 0;
     int rc = hs_etw_start(&s->etw, etw_api(), w, c->rate_hz, &na, err, sizeof err);
     free(w);
-    if (not_available)
-        *not_available = na;
     if (rc < 0) {
-        if (!(quiet && na))
-            hs_err("%s%s", err, na ? "; --sampler suspend samples without ETW or privileges" : "");
-        else
-            hs_log("%s", err);
+        why->not_available = na != 0;
+        snprintf(why->text, sizeof why->text, "%s%s", err,
+                 na ? "; --sampler suspend samples without ETW or privileges" : "");
         free(s->path);
         free(s);
         return NULL;
@@ -230,19 +178,8 @@ static hs_sampler *etw_begin(const hs_sampler_config *c, hs_sampleset *out, int 
     return s;
 }
 
-static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out)
-{
-    return etw_begin(c, out, 0, NULL);
-}
-
 static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
 {
-    if (s->inner) {
-        s->inner->stop(s->inner_sampler, stats);
-        stats->backend = s->inner->name;
-        free(s);
-        return;
-    }
     /* not stopped by another way out meanwhile: stop it here */
     if (InterlockedCompareExchangePointer((void *volatile *)&running, NULL, &s->etw) == &s->etw)
         hs_etw_stop(&s->etw);
@@ -258,23 +195,6 @@ static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
     free(s);
 }
 
-/* auto: ETW when it runs here, else the suspend sampler (said with
- * --verbose; the report says which ran). */
-static hs_sampler *auto_start(const hs_sampler_config *c, hs_sampleset *out)
-{
-    int na = 0;
-    hs_sampler *s = etw_begin(c, out, 1, &na);
-    if (s || !na)
-        return s;
-    hs_log("sampling with the suspend sampler instead");
-    hs_sampler *inner = hs_sampler_suspend.start(c, out);
-    if (!inner)
-        return NULL;
-    s = hs_xcalloc(1, sizeof *s);
-    s->inner = &hs_sampler_suspend;
-    s->inner_sampler = inner;
-    return s;
-}
-
-const hs_sampler_backend hs_sampler_etw = { "etw", etw_start, etw_stop };
-const hs_sampler_backend hs_sampler_auto = { "auto", auto_start, etw_stop };
+const hs_sampler_backend hs_sampler_etw = {
+    "etw", "the kernel's CPU samples (administrator, Windows 8 or later)", etw_start, etw_stop,
+};

@@ -42,7 +42,6 @@ hs_grabber *hs_grabber_new(size_t stack_cap)
     g->ctx_mem = hs_xcalloc(1, sizeof(CONTEXT) + 16);
     g->ctx = (CONTEXT *)(((uintptr_t)g->ctx_mem + 15) & ~(uintptr_t)15);
     if (!g->stack || hs_suspend_init(NULL) < 0) {
-        hs_err("cannot start the sampler: %s", hs_win_error(GetLastError()));
         hs_grabber_free(g);
         return NULL;
     }

@@ -23,7 +23,8 @@
 
 typedef struct hs_grabber hs_grabber;
 
-/* Start the watchdog. NULL after printing why not. */
+/* Ready to grab (the suspension primitive started). NULL when it cannot
+ * (GetLastError says why). */
 hs_grabber *hs_grabber_new(size_t stack_cap);
 /* Stop it (after the sampling thread ended, or was ended while stuck). */
 void hs_grabber_free(hs_grabber *g);

@@ -590,7 +590,7 @@ static DWORD WINAPI sampler_main(void *arg)
     return 0;
 }
 
-static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out)
+static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out, hs_sampler_refusal *why)
 {
     hs_sampler *s = hs_xcalloc(1, sizeof *s);
     s->cfg = *c;
@@ -604,19 +604,21 @@ static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out)
     s->cycles = QueryThreadCycleTime(GetCurrentThread(), &cyc) && cyc != 0;
     s->process = OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ | SYNCHRONIZE, FALSE, c->pid);
     if (!s->next_thread || !s->process) {
-        hs_err("cannot sample process %u: %s", c->pid,
-               s->process ? "NtGetNextThread is missing" : hs_win_error(GetLastError()));
+        snprintf(why->text, sizeof why->text, "cannot sample process %u: %s", c->pid,
+                 s->process ? "NtGetNextThread is missing" : hs_win_error(GetLastError()));
         goto fail;
     }
     s->grab = hs_grabber_new(STACK_COPY);
-    if (!s->grab)
+    if (!s->grab) {
+        snprintf(why->text, sizeof why->text, "cannot start the sampler: %s", hs_win_error(GetLastError()));
         goto fail;
+    }
     s->map = hs_codemap_new(read_target, s);
     s->stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->ready = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->thread = CreateThread(NULL, 0, sampler_main, s, 0, NULL);
     if (!s->thread) {
-        hs_err("cannot start the sampler: %s", hs_win_error(GetLastError()));
+        snprintf(why->text, sizeof why->text, "cannot start the sampler: %s", hs_win_error(GetLastError()));
         goto fail;
     }
     /* the first round of listings is done before the target goes on */
@@ -694,4 +696,6 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     free(s);
 }
 
-const hs_sampler_backend hs_sampler_suspend = { "suspend", suspend_start, suspend_stop };
+const hs_sampler_backend hs_sampler_suspend = {
+    "suspend", "suspends each thread in turn (no privileges)", suspend_start, suspend_stop,
+};
