@@ -3,9 +3,13 @@
  *
  * The agent is loaded into the target by the injector. It attaches to the
  * session (session.c), finds the modules to hook (modules.c), hooks them
- * (install.c, with stubs from stubs.c) and keeps per-thread counter
- * regions (threads.c). The hot path is machine code generated per
- * function (stubs.c) plus hand-written thunks (thunks.S) and the timing wrapper (wrapper.S).
+ * (install.c, with stubs from stubs.c, their unwind data from
+ * stub_unwind.c, patched in by patch.c under a freeze) and keeps
+ * per-thread counter regions (regions.c, tables.c, tls.c). The hot path
+ * is machine code generated per function (stubs.c) plus hand-written
+ * thunks (thunks.S) and the timing wrapper (wrapper.S); the probes' C
+ * side is probes.c, entry stacks stackwalk.c; exitwatch.c sees how the
+ * process ends.
  */
 #ifndef HOOKSCOPE_AGENT_H
 #define HOOKSCOPE_AGENT_H

@@ -1,6 +1,6 @@
 /*
  * hook/suspend/threads_win.c - suspend threads and read their contexts with
- * bounded waits (see suspend_win.h for the contract).
+ * bounded waits (see threads_win.h for the contract).
  *
  * What Wine 8 does (dlls/ntdll/unix/thread.c, server/thread.c): a
  * suspended thread is stopped by a signal and stops only once it handles

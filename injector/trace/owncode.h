@@ -6,7 +6,7 @@
  * function's slot, the threads hookscope started there, and the modules
  * the agent recorded (so that the sampler need not list them from
  * outside, which under Wine costs a ptrace attach per read). The sampler
- * calls it from its own thread; collect.c reads the session once at the
+ * calls it from its own thread; profile/from_session.c reads the session once at the
  * end, this reads it while the agent still writes it.
  */
 #ifndef HOOKSCOPE_OWNCODE_H
