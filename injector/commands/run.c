@@ -62,7 +62,7 @@ int hs_cmd_run(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     t.p->pid = pi.dwProcessId;
-    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, &tc, 0, false) < 0 ||
+    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, &tc, 0) < 0 ||
                       hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, &tc) < 0)) ||
         hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
@@ -116,11 +116,13 @@ int hs_cmd_run(const hs_options *o)
     t.p->stop = stop;
     if (stop == HS_STOP_EXIT) {
         /* crash or exit: from how it ended, as the agent saw it */
-        hs_ending_decide(t.session.hdr, code, t.p);
+        hs_session_header h;
+        if (t.session.view)
+            hs_session_host_header(&t.session, &h);
+        hs_ending_decide(t.session.view ? &h : NULL, code, t.p);
         stop = t.p->stop;
-        if (t.session.hdr)
-            hs_log("ending seen by the agent: 0x%x (watched 0x%x)", t.session.hdr->end_seen,
-                   t.session.hdr->end_watch);
+        if (t.session.view)
+            hs_log("ending seen by the agent: 0x%x (watched 0x%x)", h.end_seen, h.end_watch);
     }
     t.p->target_path = hs_utf8(path);
     t.p->nargs = o->target_argc - 1;
