@@ -44,16 +44,16 @@ const char *hs_fmt_duration(double ns, char *buf, size_t len)
 void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
 {
     int lo = -1, hi = -1;
-    uint64_t total = 0;
+    double total = 0;   /* (counts near 2^64 would wrap a sum of integers) */
     for (int b = 0; b < nbuckets; b++) {
         if (!hist[b])
             continue;
         if (lo < 0)
             lo = b;
         hi = b;
-        total += hist[b];
+        total += (double)hist[b];
     }
-    if (lo < 0 || !total)
+    if (lo < 0)
         return;
     if (lo > 0)
         lo--;
@@ -62,7 +62,8 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
     fprintf(out, "%16s  %s %s\n", "value (ns)", "------------- Distribution -------------", "count");
     for (int b = lo; b <= hi; b++) {
         char bar[41];
-        int w = (int)((hist[b] * 40 + total / 2) / total);
+        int w = (int)((double)hist[b] * 40 / total + 0.5);
+        w = w < 0 ? 0 : w > 40 ? 40 : w;
         memset(bar, '@', (size_t)w);
         bar[w] = 0;
         fprintf(out, "%16llu |%-40s %llu\n", 1ull << b, bar, (unsigned long long)hist[b]);

@@ -70,3 +70,26 @@ $(ETWFAKE_DLL): $(ETWFAKE_OBJ)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) -static-libgcc -lntdll
 test-targets: $(ETWFAKE_DLL)
+
+# The session's fuzz target (tests/unit/session_fuzz.h). Its test,
+# tests/unit/test_session_fuzz.c, runs natively with the unit tests; this
+# builds it once more with AddressSanitizer and UBSan, so that a read
+# outside a bound fails it too (build/native/unit/test_session_fuzz_asan,
+# run by `make test` like every unit test). `make fuzz-session` builds the
+# same target for libFuzzer (clang), for longer runs by hand
+# (tests/support/fuzz_session_main.c says how).
+SESSION_FUZZ_LIB := tests/unit/session_fuzz.c $(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C)
+ASAN_SESSION := $(B)/native/unit/test_session_fuzz_asan
+$(ASAN_SESSION): tests/unit/test_session_fuzz.c tests/unit/tap.c $(SESSION_FUZZ_LIB) | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -I$(B)/inc/tests \
+	    -MMD -MP -MF $(B)/native/asan/test_session_fuzz.d -MT $@ -o $@ $(filter %.c,$^) -lcapstone -lstdc++ -lm
+unit: $(ASAN_SESSION)
+
+FUZZ_SESSION := $(B)/native/fuzz/fuzz_session
+$(FUZZ_SESSION): tests/support/fuzz_session_main.c $(SESSION_FUZZ_LIB) | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-strict-aliasing \
+	    -DHOOKSCOPE_VERSION=\"$(VERSION)\" -I$(B)/inc/tests -o $@ $(filter %.c,$^) -lcapstone -lstdc++ -lm
+.PHONY: fuzz-session
+fuzz-session: $(FUZZ_SESSION)
