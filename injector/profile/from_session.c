@@ -2,8 +2,9 @@
  * injector/profile/from_session.c - read the session, which the target can
  * write, into a profile and for the live readers (see from_session.h).
  *
- * Every read goes through rd(): bounded by the view's size, the range
- * committed first, the bytes copied out of the section. Tables are read
+ * Every read goes through rd(): bounded by the view's size, the bytes
+ * copied out of the section (pages the agent did not commit read as the
+ * zeros they hold, without touching them). Tables are read
  * a chunk of records at a time into a buffer of ours (table_at), and each
  * record is checked there, in the copy. Offsets, record sizes and
  * capacities come only from hookscope's own layout.
@@ -51,18 +52,27 @@ const char *hs_session_trust_line(const hs_session_trust *t, char *buf, size_t l
     return buf;
 }
 
-/* Copy [off, off + len) of the view into dst; false when it is outside the
- * view or cannot be made readable. */
+/* Copy [off, off + len) of the view into dst (zeros where the agent
+ * committed nothing); false when it is outside the view. */
 static bool rd(const hs_session_src *s, uint64_t off, void *dst, uint64_t len)
 {
     if (off > s->size || len > s->size - off)
         return false;
-    if (!len)
-        return true;
-    char *p = (char *)s->view + off;
-    if (s->commit && !s->commit(p, len))
-        return false;
-    memcpy(dst, p, (size_t)len);
+    const char *p = (const char *)s->view + off;
+    char *d = dst;
+    while (len) {
+        uint64_t run = len;
+        int readable = s->committed ? s->committed(p, &run) : 1;
+        if (!run || run > len)
+            run = len;
+        if (readable)
+            memcpy(d, p, (size_t)run);
+        else
+            memset(d, 0, (size_t)run);
+        p += run;
+        d += run;
+        len -= run;
+    }
     return true;
 }
 
@@ -280,18 +290,32 @@ typedef struct reader {
     hs_profile *p;
     hs_session_trust *t;
     uint32_t nmods, nfuncs;
+    uint32_t *first, *count;     /* each module's functions [first, first + count) */
     hs_map edges;                /* (site, callee) -> index into p->edges */
     bool edges_full;
 } reader;
 
 static void collect_modules(reader *r)
 {
+    r->first = hs_xcalloc(r->nmods ? r->nmods : 1, sizeof *r->first);
+    r->count = hs_xcalloc(r->nmods ? r->nmods : 1, sizeof *r->count);
     for (uint32_t i = 0; i < r->nmods; i++) {
         hs_module_rec m;
+        /* the agent records a module with its base, size and path: a
+         * record without them is past the real end (or scribbled over),
+         * and so is every record after it; the functions in the modules
+         * left out are then out of range */
         if (!module_at(r->s, i, &m, r->t)) {
-            r->nmods = i;   /* (functions in the modules after it are then out of range) */
+            r->nmods = i;
             break;
         }
+        if (!m.base || !m.size || !m.path[0]) {
+            problem(r->t, "module %u has no base, size or path: %u modules left out", i, r->nmods - i);
+            r->nmods = i;
+            break;
+        }
+        r->first[i] = m.first_func;
+        r->count[i] = m.n_funcs;
         char *path = hs_utf8_n(m.path, HS_PATH_LEN);
         uint32_t mi = hs_profile_add_module(r->p, path, m.base, m.size);
         hs_prof_module *d = &r->p->modules[mi];
@@ -315,6 +339,12 @@ static void collect_modules(reader *r)
     }
 }
 
+/* The function records, in order, as far as they are what an agent
+ * writes: each in the range of the module it names, a module's functions
+ * one after the other by rising rva (its function list is sorted). At the
+ * first record that is not, the table is cut (the functions from there
+ * on, and whatever was counted for them, are left out): garbage past the
+ * real end costs nothing then, however large the count that was written. */
 static void collect_functions(reader *r)
 {
     if (r->nfuncs && !r->nmods) {
@@ -323,17 +353,19 @@ static void collect_functions(reader *r)
     }
     table ft = { 0 };
     table_open(&ft, r->s, r->L->funcs_off, r->L->func_rec_size, r->nfuncs);
+    uint32_t prev_rva = 0;
     for (uint32_t i = 0; i < r->nfuncs; i++) {
         const hs_func_rec *f = table_at(&ft, i);
-        if (!f) {
+        uint32_t module = f ? f->module : 0;
+        if (!f || module >= r->nmods || i < r->first[module] || i - r->first[module] >= r->count[module] ||
+            (i > r->first[module] && f->rva <= prev_rva)) {
+            if (f)
+                problem(r->t, "function %u (module %u, rva 0x%x) is out of its module's order: %u functions "
+                              "left out", i, module, f->rva, r->nfuncs - i);
             r->nfuncs = i;
             break;
         }
-        uint32_t module = f->module;
-        if (module >= r->nmods) {
-            problem(r->t, "function %u's module %u does not exist", i, module);
-            module = 0;
-        }
+        prev_rva = f->rva;
         uint8_t skip = f->skip_reason, patch = f->patch_kind, eo = f->entry_only;
         if (skip >= HS_SKIP__COUNT || patch >= HS_PATCH__COUNT || eo >= HS_WRAP__COUNT) {
             problem(r->t, "function %u's skip reason, patch kind or entry-only reason (%u, %u, %u) is unknown", i,
@@ -352,6 +384,15 @@ static void collect_functions(reader *r)
         d->entry_only = eo;
     }
     table_close(&ft);
+    /* a module's functions as far as they were kept */
+    for (uint32_t m = 0; m < r->nmods; m++) {
+        hs_prof_module *d = &r->p->modules[m];
+        uint32_t kept = r->first[m] >= r->nfuncs ? 0 : r->nfuncs - r->first[m];
+        if (d->funcs_found > kept)
+            d->funcs_found = kept;
+        if (d->funcs_hooked > d->funcs_found)
+            d->funcs_hooked = d->funcs_found;
+    }
 }
 
 static void add_edge(reader *r, uint64_t site, uint32_t callee, uint64_t calls)
@@ -592,7 +633,7 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
     hs_session_header h;
     hs_session_header_copy(s, &h);
     const hs_session_header *L = s->layout;
-    reader r = { s, L, p, trust, 0, 0, { 0 }, false };
+    reader r = { s, L, p, trust, 0, 0, NULL, NULL, { 0 }, false };
     check_identity(s, trust);
     /* functions first: a module is recorded before its functions */
     r.nfuncs = count_of(h.n_functions, L->max_functions, "function", trust);
@@ -645,6 +686,8 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
         time_to_profile(p, tsum, open, r.nfuncs);
     free(tsum);
     free(open);
+    free(r.first);
+    free(r.count);
     hs_map_free(&r.edges);
 }
 

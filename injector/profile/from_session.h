@@ -32,10 +32,11 @@ typedef struct hs_session_src {
     const hs_session_header *layout;  /* hookscope's own copy of the layout and configuration */
     void *view;                       /* the section, mapped: every byte written by the target too */
     uint64_t size;                    /* bytes of the view that may be read (layout->total_size) */
-    /* make [p, p + len) of the view readable (the agent commits the
-     * section's pages as its tables fill): 1, or 0 when it cannot (then
-     * that part is not read); NULL when the whole view is readable */
-    int (*commit)(void *p, uint64_t len);
+    /* The agent commits the section's pages as its tables fill; a page it
+     * did not commit holds zeros and is not read. Whether the page at p
+     * is committed (1) or not (0), and in *run how many bytes from p on
+     * are the same; NULL when the whole view is committed. */
+    int (*committed)(const void *p, uint64_t *run);
 } hs_session_src;
 
 /* What a read found that the agent cannot have written: the first

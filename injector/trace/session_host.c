@@ -164,6 +164,20 @@ int hs_session_hand_over(hs_session_host *s, HANDLE process, uint64_t *section)
     return 0;
 }
 
+/* Is the page at p committed (by the agent, in the section: every view of
+ * it sees the pages one view commits; checked on Wine 8), and for how
+ * many bytes from p on is that so. */
+static int committed(const void *p, uint64_t *run)
+{
+    MEMORY_BASIC_INFORMATION mi;
+    if (!VirtualQuery(p, &mi, sizeof mi)) {
+        *run = HS_PAGE - ((uintptr_t)p & (HS_PAGE - 1));
+        return 0;
+    }
+    *run = (uint64_t)((uintptr_t)mi.BaseAddress + mi.RegionSize - (uintptr_t)p);
+    return mi.State == MEM_COMMIT && !(mi.Protect & (PAGE_GUARD | PAGE_NOACCESS));
+}
+
 int hs_session_commit_ok(void *p, uint64_t len)
 {
     if (!len)
@@ -175,7 +189,7 @@ int hs_session_commit_ok(void *p, uint64_t len)
 
 hs_session_src hs_session_host_src(const hs_session_host *s)
 {
-    hs_session_src src = { &s->layout, s->view, s->layout.total_size, hs_session_commit_ok };
+    hs_session_src src = { &s->layout, s->view, s->layout.total_size, committed };
     return src;
 }
 

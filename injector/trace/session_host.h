@@ -50,9 +50,8 @@ hs_session_src hs_session_host_src(const hs_session_host *s);
 /* The header as the view has it now (hs_session_header_copy). */
 void hs_session_host_header(const hs_session_host *s, hs_session_header *out);
 
-/* Make our view of [p, p + len) readable: the agent commits the session's
- * tables as they fill (committing in our view too is harmless, and covers
- * systems where the commit state is per view). 1 if it could, else 0. */
+/* Commit [p, p + len) of the view (to write the function service's list
+ * there). 1 if it could, else 0. */
 int hs_session_commit_ok(void *p, uint64_t len);
 
 #endif
