@@ -1,288 +1,21 @@
 /*
- * injector/profile/from_session.c - read the session, which the target can
- * write, into a profile and for the live readers (see from_session.h).
- *
- * Every read goes through rd(): bounded by the view's size, the bytes
- * copied out of the section (pages the agent did not commit read as the
- * zeros they hold, without touching them). Tables are read
- * a chunk of records at a time into a buffer of ours (table_at), and each
- * record is checked there, in the copy. Offsets, record sizes and
- * capacities come only from hookscope's own layout.
+ * injector/profile/from_session.c - a session, which the target can write,
+ * into a profile (see from_session.h): every record copied and checked
+ * through session_read.h, offsets and capacities from hookscope's own
+ * layout.
  */
 #include "injector/profile/from_session.h"
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hook/base/map.h"
-#include "hook/base/text.h"
 #include "hook/base/util.h"
+#include "injector/profile/session_read.h"
 
 /* Distinct caller edges a session can hold: a program has fewer call
  * sites than this; more means records the agent did not write. */
 #define EDGE_BUDGET (1u << 22)
-/* Bytes of records copied at a time. */
-#define CHUNK (256u * 1024)
-
-static void problem(hs_session_trust *t, const char *fmt, ...) HS_PRINTF(2, 3);
-static void problem(hs_session_trust *t, const char *fmt, ...)
-{
-    if (!t)
-        return;
-    if (!t->problems++) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(t->first, sizeof t->first, fmt, ap);
-        va_end(ap);
-    }
-}
-
-const char *hs_session_trust_line(const hs_session_trust *t, char *buf, size_t len)
-{
-    if (!t->problems)
-        snprintf(buf, len, "%s", "");
-    else if (t->problems == 1)
-        snprintf(buf, len, "session corrupted by the target: %s", t->first);
-    else
-        snprintf(buf, len, "session corrupted by the target: %s (and %llu more problem%s)", t->first,
-                 (unsigned long long)(t->problems - 1), t->problems == 2 ? "" : "s");
-    return buf;
-}
-
-/* Copy [off, off + len) of the view into dst (zeros where the agent
- * committed nothing); false when it is outside the view. */
-static bool rd(const hs_session_src *s, uint64_t off, void *dst, uint64_t len)
-{
-    if (off > s->size || len > s->size - off)
-        return false;
-    const char *p = (const char *)s->view + off;
-    char *d = dst;
-    while (len) {
-        uint64_t run = len;
-        int readable = s->committed ? s->committed(p, &run) : 1;
-        if (!run || run > len)
-            run = len;
-        if (readable)
-            memcpy(d, p, (size_t)run);
-        else
-            memset(d, 0, (size_t)run);
-        p += run;
-        d += run;
-        len -= run;
-    }
-    return true;
-}
-
-/* A table of n records of `size` bytes at `off`, read a chunk at a time. */
-typedef struct table {
-    const hs_session_src *s;
-    uint64_t off;
-    uint32_t size, n;
-    uint32_t first, have;        /* the records in buf */
-    uint8_t *buf;
-} table;
-
-static void table_open(table *t, const hs_session_src *s, uint64_t off, uint32_t size, uint32_t n)
-{
-    free(t->buf);
-    memset(t, 0, sizeof *t);
-    t->s = s;
-    t->off = off;
-    t->size = size ? size : 1;
-    t->n = n;
-}
-
-static void table_close(table *t)
-{
-    free(t->buf);
-    t->buf = NULL;
-}
-
-/* Record i (a copy), or NULL when it cannot be read. */
-static const void *table_at(table *t, uint32_t i)
-{
-    if (i >= t->n)
-        return NULL;
-    if (i >= t->first && i - t->first < t->have)
-        return t->buf + (size_t)(i - t->first) * t->size;
-    uint32_t per = CHUNK / t->size ? CHUNK / t->size : 1;
-    uint32_t k = t->n - i < per ? t->n - i : per;
-    if (!t->buf)
-        t->buf = hs_xmalloc((size_t)per * t->size);
-    t->have = 0;
-    if (!rd(t->s, t->off + (uint64_t)i * t->size, t->buf, (uint64_t)k * t->size))
-        return NULL;
-    t->first = i;
-    t->have = k;
-    return t->buf;
-}
-
-/* ---- the header ------------------------------------------------------------------------ */
-
-/* error_text as one line of valid UTF-8. */
-static void clean_text(const char *in, char *out)
-{
-    char tmp[HS_ERROR_LEN * 2];
-    size_t n = 0;
-    while (n < HS_ERROR_LEN - 1 && in[n])
-        n++;
-    hs_ansi_to_utf8((const uint8_t *)in, n, tmp, HS_ERROR_LEN);
-    for (char *c = tmp; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7F)
-            *c = ' ';
-    memcpy(out, tmp, HS_ERROR_LEN);
-}
-
-void hs_session_header_copy(const hs_session_src *s, hs_session_header *out)
-{
-    /* hookscope's own copy first; then only what the agent writes (or the
-     * injector writes into the view while the target runs) is taken from
-     * the view: a field not named here is never read from it */
-    hs_session_header *vp = hs_xmalloc(sizeof *vp);
-    *out = *s->layout;
-    if (!rd(s, 0, vp, sizeof *vp)) {
-        free(vp);
-        return;
-    }
-#define AGENT(f) memcpy((void *)&out->f, (const void *)&vp->f, sizeof out->f)
-    AGENT(agent_state);
-    AGENT(agent_error);
-    AGENT(agent_base);
-    AGENT(n_modules);
-    AGENT(n_functions);
-    AGENT(threads_used);
-    AGENT(tls_index);
-    AGENT(pattern_matched);
-    AGENT(tsc_start);
-    AGENT(stop_requested);
-    AGENT(install_ticks_total);
-    AGENT(overflow_calls);
-    AGENT(threads_moved);
-    AGENT(freezes);
-    AGENT(tsc_hz);
-    AGENT(tsc_ns_mult);
-    AGENT(injector_tids);
-    AGENT(filter_matched);
-    AGENT(regions_reused);
-    AGENT(fn_service);
-    AGENT(fn_request);
-    AGENT(fn_answered);
-    AGENT(fn_count);
-    AGENT(agent_tids);
-    AGENT(freeze_rounds);
-    AGENT(freeze_timeouts);
-    AGENT(freeze_failures);
-    AGENT(freeze_ms_max);
-    AGENT(freeze_ms_total);
-    AGENT(freeze_stuck_tid);
-    AGENT(end_watch);
-    AGENT(end_seen);
-    AGENT(end_code);
-    AGENT(end_tid);
-    AGENT(end_addr);
-    AGENT(end_exit_code);
-#undef AGENT
-    clean_text(vp->error_text, out->error_text);
-    free(vp);
-}
-
-/* The view's own identity, which nothing should change. */
-static void check_identity(const hs_session_src *s, hs_session_trust *t)
-{
-    struct {
-        uint64_t magic;
-        uint32_t version, header_size;
-    } id;
-    if (rd(s, 0, &id, sizeof id) &&
-        (id.magic != HS_SESSION_MAGIC || id.version != HS_SESSION_VERSION || id.header_size != sizeof(hs_session_header)))
-        problem(t, "%s", "the header's magic and version were overwritten");
-}
-
-static uint32_t count_of(uint32_t n, uint32_t cap, const char *what, hs_session_trust *t)
-{
-    if (n > cap) {
-        problem(t, "%s count %u is over the capacity %u", what, n, cap);
-        return cap;
-    }
-    return n;
-}
-
-static uint32_t n_modules(const hs_session_src *s, hs_session_trust *t)
-{
-    uint32_t n = 0;
-    rd(s, offsetof(hs_session_header, n_modules), &n, sizeof n);
-    return count_of(n, s->layout->max_modules, "module", t);
-}
-
-static uint32_t n_functions(const hs_session_src *s, hs_session_trust *t)
-{
-    uint32_t n = 0;
-    rd(s, offsetof(hs_session_header, n_functions), &n, sizeof n);
-    return count_of(n, s->layout->max_functions, "function", t);
-}
-
-uint32_t hs_session_modules(const hs_session_src *s)
-{
-    return n_modules(s, NULL);
-}
-
-uint32_t hs_session_functions(const hs_session_src *s)
-{
-    return n_functions(s, NULL);
-}
-
-/* Check module record m (a copy) and make it safe to use. */
-static void check_module(const hs_session_src *s, uint32_t i, hs_module_rec *m, hs_session_trust *t)
-{
-    size_t len = 0;
-    while (len < HS_PATH_LEN && m->path[len])
-        len++;
-    if (len == HS_PATH_LEN) {
-        problem(t, "module %u's path is not terminated", i);
-        m->path[HS_PATH_LEN - 1] = 0;
-    }
-    uint32_t cap = s->layout->max_functions;
-    if (m->first_func > cap || m->n_funcs > cap - m->first_func) {
-        problem(t, "module %u's functions [%u, +%u) are outside the function table", i, m->first_func, m->n_funcs);
-        m->first_func = m->n_funcs = m->n_hooked = 0;
-    }
-    if (m->n_hooked > m->n_funcs) {
-        problem(t, "module %u has %u functions hooked of %u", i, m->n_hooked, m->n_funcs);
-        m->n_hooked = m->n_funcs;
-    }
-    if (m->size && m->base + m->size < m->base) {
-        problem(t, "module %u's range 0x%llx + 0x%x wraps around", i, (unsigned long long)m->base, m->size);
-        m->size = 0;
-    }
-    if (m->arena_base && (m->arena_base + m->arena_size < m->arena_base ||
-                          m->unwind_count > m->arena_size / 12 ||
-                          m->unwind_count > 16 * (uint64_t)m->n_hooked + 64)) {
-        problem(t, "module %u's code arena (0x%llx, %u bytes, %u unwind entries) cannot be", i,
-                (unsigned long long)m->arena_base, m->arena_size, m->unwind_count);
-        m->arena_base = 0;
-        m->arena_size = m->unwind_count = 0;
-    }
-}
-
-static bool module_at(const hs_session_src *s, uint32_t i, hs_module_rec *out, hs_session_trust *t)
-{
-    const hs_session_header *L = s->layout;
-    if (i >= L->max_modules ||
-        !rd(s, L->modules_off + (uint64_t)i * L->module_rec_size, out, sizeof *out))
-        return false;
-    check_module(s, i, out, t);
-    return true;
-}
-
-bool hs_session_module_at(const hs_session_src *s, uint32_t i, hs_module_rec *out)
-{
-    return module_at(s, i, out, NULL);
-}
-
-/* ---- into a profile ---------------------------------------------------------------------- */
 
 typedef struct reader {
     const hs_session_src *s;
@@ -305,12 +38,12 @@ static void collect_modules(reader *r)
          * record without them is past the real end (or scribbled over),
          * and so is every record after it; the functions in the modules
          * left out are then out of range */
-        if (!module_at(r->s, i, &m, r->t)) {
+        if (!hs_sr_module(r->s, i, &m, r->t)) {
             r->nmods = i;
             break;
         }
         if (!m.base || !m.size || !m.path[0]) {
-            problem(r->t, "module %u has no base, size or path: %u modules left out", i, r->nmods - i);
+            hs_sr_problem(r->t, "module %u has no base, size or path: %u modules left out", i, r->nmods - i);
             r->nmods = i;
             break;
         }
@@ -348,19 +81,19 @@ static void collect_modules(reader *r)
 static void collect_functions(reader *r)
 {
     if (r->nfuncs && !r->nmods) {
-        problem(r->t, "%u functions but no module", r->nfuncs);
+        hs_sr_problem(r->t, "%u functions but no module", r->nfuncs);
         r->nfuncs = 0;
     }
-    table ft = { 0 };
-    table_open(&ft, r->s, r->L->funcs_off, r->L->func_rec_size, r->nfuncs);
+    hs_sr_table ft = { 0 };
+    hs_sr_table_open(&ft, r->s, r->L->funcs_off, r->L->func_rec_size, r->nfuncs);
     uint32_t prev_rva = 0;
     for (uint32_t i = 0; i < r->nfuncs; i++) {
-        const hs_func_rec *f = table_at(&ft, i);
+        const hs_func_rec *f = hs_sr_table_at(&ft, i);
         uint32_t module = f ? f->module : 0;
         if (!f || module >= r->nmods || i < r->first[module] || i - r->first[module] >= r->count[module] ||
             (i > r->first[module] && f->rva <= prev_rva)) {
             if (f)
-                problem(r->t, "function %u (module %u, rva 0x%x) is out of its module's order: %u functions "
+                hs_sr_problem(r->t, "function %u (module %u, rva 0x%x) is out of its module's order: %u functions "
                               "left out", i, module, f->rva, r->nfuncs - i);
             r->nfuncs = i;
             break;
@@ -368,7 +101,7 @@ static void collect_functions(reader *r)
         prev_rva = f->rva;
         uint8_t skip = f->skip_reason, patch = f->patch_kind, eo = f->entry_only;
         if (skip >= HS_SKIP__COUNT || patch >= HS_PATCH__COUNT || eo >= HS_WRAP__COUNT) {
-            problem(r->t, "function %u's skip reason, patch kind or entry-only reason (%u, %u, %u) is unknown", i,
+            hs_sr_problem(r->t, "function %u's skip reason, patch kind or entry-only reason (%u, %u, %u) is unknown", i,
                     skip, patch, eo);
             skip = skip < HS_SKIP__COUNT ? skip : 0;
             patch = patch < HS_PATCH__COUNT ? patch : 0;
@@ -383,7 +116,7 @@ static void collect_functions(reader *r)
         d->patch = patch;
         d->entry_only = eo;
     }
-    table_close(&ft);
+    hs_sr_table_close(&ft);
     /* a module's functions as far as they were kept */
     for (uint32_t m = 0; m < r->nmods; m++) {
         hs_prof_module *d = &r->p->modules[m];
@@ -404,7 +137,7 @@ static void add_edge(reader *r, uint64_t site, uint32_t callee, uint64_t calls)
     }
     if (r->p->nedges >= EDGE_BUDGET) {
         if (!r->edges_full)
-            problem(r->t, "more than %u distinct caller edges", EDGE_BUDGET);
+            hs_sr_problem(r->t, "more than %u distinct caller edges", EDGE_BUDGET);
         r->edges_full = true;
         return;
     }
@@ -431,11 +164,11 @@ static void collect_counters(reader *r, uint64_t base, uint32_t n, bool thread, 
 {
     const hs_session_header *L = r->L;
     bool inline_edges = r->p->edges_on && L->region_fblock >= sizeof(hs_fblock);
-    table ct = { 0 };
-    table_open(&ct, r->s, base + L->region_counters_off, L->region_fblock, n);
+    hs_sr_table ct = { 0 };
+    hs_sr_table_open(&ct, r->s, base + L->region_counters_off, L->region_fblock, n);
     uint64_t calls = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *b = table_at(&ct, i);
+        const uint8_t *b = hs_sr_table_at(&ct, i);
         if (!b)
             break;
         uint64_t c;
@@ -450,7 +183,7 @@ static void collect_counters(reader *r, uint64_t base, uint32_t n, bool thread, 
                     add_edge(r, fb.edge[e].site, i, fb.edge[e].count);
         }
     }
-    table_close(&ct);
+    hs_sr_table_close(&ct);
     /* with samples, calls per thread too (the calls of threads whose
      * region was reused are in the overflow region, with no thread) */
     if (r->p->sampling.on && thread && tid && calls)
@@ -463,22 +196,22 @@ static void collect_edges(reader *r, uint64_t base, uint32_t k, const hs_region_
     if (!rh->edges_used)
         return;
     if (rh->edges_used > L->region_edges_cap)
-        problem(r->t, "region %u uses %u edge entries of %u", k, rh->edges_used, L->region_edges_cap);
-    table et = { 0 };
-    table_open(&et, r->s, base + L->region_edges_off, sizeof(hs_edge_rec), L->region_edges_cap);
+        hs_sr_problem(r->t, "region %u uses %u edge entries of %u", k, rh->edges_used, L->region_edges_cap);
+    hs_sr_table et = { 0 };
+    hs_sr_table_open(&et, r->s, base + L->region_edges_off, sizeof(hs_edge_rec), L->region_edges_cap);
     for (uint32_t i = 0; i < L->region_edges_cap; i++) {
-        const hs_edge_rec *e = table_at(&et, i);
+        const hs_edge_rec *e = hs_sr_table_at(&et, i);
         if (!e)
             break;
         if (!e->site || !e->count)
             continue;
         if (e->callee >= r->nfuncs) {
-            problem(r->t, "region %u's edge %u calls function %u, which does not exist", k, i, e->callee);
+            hs_sr_problem(r->t, "region %u's edge %u calls function %u, which does not exist", k, i, e->callee);
             continue;
         }
         add_edge(r, e->site, e->callee, e->count);
     }
-    table_close(&et);
+    hs_sr_table_close(&et);
 }
 
 static void collect_stacks(reader *r, uint64_t base, uint32_t k, const hs_region_hdr *rh, raw_stacks *out)
@@ -487,14 +220,14 @@ static void collect_stacks(reader *r, uint64_t base, uint32_t k, const hs_region
     if (!rh->stacks_used)
         return;
     if (rh->stacks_used > L->region_stacks_cap || rh->frames_used > L->region_frames_cap)
-        problem(r->t, "region %u uses %u stacks of %u and %u frames of %u", k, rh->stacks_used,
+        hs_sr_problem(r->t, "region %u uses %u stacks of %u and %u frames of %u", k, rh->stacks_used,
                 L->region_stacks_cap, rh->frames_used, L->region_frames_cap);
     uint32_t max_depth = r->p->stack_depth < 256 ? r->p->stack_depth : 256;
     uint64_t frames_taken = 0;   /* the stacks of a region share its pool: their frames fit in it */
-    table st = { 0 };
-    table_open(&st, r->s, base + L->region_stacks_off, sizeof(hs_stack_rec), L->region_stacks_cap);
+    hs_sr_table st = { 0 };
+    hs_sr_table_open(&st, r->s, base + L->region_stacks_off, sizeof(hs_stack_rec), L->region_stacks_cap);
     for (uint32_t i = 0; i < L->region_stacks_cap; i++) {
-        const hs_stack_rec *sr = table_at(&st, i);
+        const hs_stack_rec *sr = hs_sr_table_at(&st, i);
         if (!sr)
             break;
         hs_stack_rec s = *sr;
@@ -502,16 +235,16 @@ static void collect_stacks(reader *r, uint64_t base, uint32_t k, const hs_region
             continue;
         if (s.func >= r->nfuncs || s.depth > max_depth || s.frames > L->region_frames_cap ||
             s.depth > L->region_frames_cap - s.frames) {
-            problem(r->t, "region %u's stack %u (function %u, %u frames at %u) does not fit", k, i, s.func,
+            hs_sr_problem(r->t, "region %u's stack %u (function %u, %u frames at %u) does not fit", k, i, s.func,
                     s.depth, s.frames);
             continue;
         }
         if (frames_taken + s.depth > L->region_frames_cap) {
-            problem(r->t, "region %u's stacks have more frames than its pool holds", k);
+            hs_sr_problem(r->t, "region %u's stacks have more frames than its pool holds", k);
             break;
         }
         uint64_t *frames = hs_xmalloc((size_t)s.depth * 8);
-        if (!rd(r->s, base + L->region_frames_off + (uint64_t)s.frames * 8, frames, (uint64_t)s.depth * 8)) {
+        if (!hs_sr_read(r->s, base + L->region_frames_off + (uint64_t)s.frames * 8, frames, (uint64_t)s.depth * 8)) {
             free(frames);
             continue;
         }
@@ -524,7 +257,7 @@ static void collect_stacks(reader *r, uint64_t base, uint32_t k, const hs_region
         d->count = s.count;
         d->frames = frames;
     }
-    table_close(&st);
+    hs_sr_table_close(&st);
 }
 
 static int cmp_raw_stack(const void *a, const void *b, void *ctx)
@@ -570,35 +303,35 @@ static void collect_time(reader *r, uint64_t base, uint32_t k, const hs_region_h
                          uint64_t mult, hs_time_rec *sum, uint64_t *open)
 {
     const hs_session_header *L = r->L;
-    table tt = { 0 };
-    table_open(&tt, r->s, base + L->region_time_off, sizeof(hs_time_rec), n);
+    hs_sr_table tt = { 0 };
+    hs_sr_table_open(&tt, r->s, base + L->region_time_off, sizeof(hs_time_rec), n);
     for (uint32_t i = 0; i < n; i++) {
-        const hs_time_rec *t = table_at(&tt, i);
+        const hs_time_rec *t = hs_sr_table_at(&tt, i);
         if (!t)
             break;
         hs_time_rec_merge(&sum[i], t, mult);
     }
-    table_close(&tt);
+    hs_sr_table_close(&tt);
     if (!rh->shadow_limit || rh->shadow_top <= rh->shadow_base)
         return;
     uint64_t n_open = (rh->shadow_top - rh->shadow_base) / sizeof(hs_shadow_rec);
     if (n_open > L->region_shadow_cap) {
-        problem(r->t, "region %u has %llu timed calls open, its shadow stack holds %u", k,
+        hs_sr_problem(r->t, "region %u has %llu timed calls open, its shadow stack holds %u", k,
                 (unsigned long long)n_open, L->region_shadow_cap);
         n_open = L->region_shadow_cap;
     }
-    table sh = { 0 };
-    table_open(&sh, r->s, base + L->region_shadow_off, sizeof(hs_shadow_rec), (uint32_t)n_open);
+    hs_sr_table sh = { 0 };
+    hs_sr_table_open(&sh, r->s, base + L->region_shadow_off, sizeof(hs_shadow_rec), (uint32_t)n_open);
     for (uint32_t i = 0; i < n_open; i++) {
-        const hs_shadow_rec *o = table_at(&sh, i);
+        const hs_shadow_rec *o = hs_sr_table_at(&sh, i);
         if (!o)
             break;
         if (o->func >= r->nfuncs)
-            problem(r->t, "region %u's open call %u is of function %u, which does not exist", k, i, o->func);
+            hs_sr_problem(r->t, "region %u's open call %u is of function %u, which does not exist", k, i, o->func);
         else
             open[o->func]++;
     }
-    table_close(&sh);
+    hs_sr_table_close(&sh);
 }
 
 static void time_to_profile(hs_profile *p, const hs_time_rec *sum, const uint64_t *open, uint32_t n)
@@ -620,24 +353,16 @@ static void time_to_profile(hs_profile *p, const hs_time_rec *sum, const uint64_
     }
 }
 
-/* The regions in use: every thread region handed out, then the shared
- * overflow region (index max_threads). */
-static uint32_t regions_in_use(const hs_session_header *h)
-{
-    int32_t used = h->threads_used;
-    return used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
-}
-
 void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_trust *trust)
 {
     hs_session_header h;
     hs_session_header_copy(s, &h);
     const hs_session_header *L = s->layout;
     reader r = { s, L, p, trust, 0, 0, NULL, NULL, { 0 }, false };
-    check_identity(s, trust);
+    hs_sr_identity(s, trust);
     /* functions first: a module is recorded before its functions */
-    r.nfuncs = count_of(h.n_functions, L->max_functions, "function", trust);
-    r.nmods = count_of(h.n_modules, L->max_modules, "module", trust);
+    r.nfuncs = hs_sr_count(h.n_functions, L->max_functions, "function", trust);
+    r.nmods = hs_sr_count(h.n_modules, L->max_modules, "module", trust);
     collect_modules(&r);
     collect_functions(&r);
 
@@ -645,7 +370,7 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
     p->time_on = (L->options & HS_OPT_TIME) != 0;
     p->stack_depth = (L->options & HS_OPT_STACKS) ? L->stack_depth : 0;
     p->stack_every = L->stack_every;
-    uint32_t nregions = regions_in_use(&h);
+    uint32_t nregions = hs_sr_regions(&h);
     p->threads = nregions;
     p->regions_reused = h.regions_reused;
     p->agent_tls_index = h.tls_index;
@@ -658,11 +383,11 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
         uint32_t region = k < nregions ? k : L->max_threads;
         uint64_t base = L->regions_off + (uint64_t)region * L->region_size;
         hs_region_hdr rh;
-        if (!rd(s, base, &rh, sizeof rh))
+        if (!hs_sr_read(s, base, &rh, sizeof rh))
             continue;
         uint32_t n = rh.committed_funcs;
         if (n > L->max_functions) {
-            problem(trust, "region %u has %u function counters of %u", region, n, L->max_functions);
+            hs_sr_problem(trust, "region %u has %u function counters of %u", region, n, L->max_functions);
             n = L->max_functions;
         }
         if (n > r.nfuncs)
@@ -689,152 +414,4 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
     free(r.first);
     free(r.count);
     hs_map_free(&r.edges);
-}
-
-/* ---- while the target runs ------------------------------------------------------------------- */
-
-/* Bytes of counters one progress reading copies at most. */
-#define LIVE_BUDGET (64u << 20)
-
-uint64_t hs_session_live_calls(const hs_session_src *s)
-{
-    const hs_session_header *L = s->layout;
-    hs_session_header h;
-    hs_session_header_copy(s, &h);
-    uint32_t nfuncs = n_functions(s, NULL), nregions = regions_in_use(&h);
-    uint64_t calls = 0;
-    uint8_t *buf = NULL;
-    size_t per = CHUNK / L->region_fblock;
-    uint64_t budget = LIVE_BUDGET;
-    for (uint32_t k = 0; k <= nregions; k++) {
-        uint32_t region = k < nregions ? k : L->max_threads;
-        uint64_t base = L->regions_off + (uint64_t)region * L->region_size;
-        hs_region_hdr rh;
-        if (!rd(s, base, &rh, sizeof rh))
-            continue;
-        uint32_t n = rh.committed_funcs < nfuncs ? rh.committed_funcs : nfuncs;
-        if (n && !buf)
-            buf = hs_xmalloc(per * L->region_fblock);
-        for (uint32_t i = 0; i < n; i += (uint32_t)per) {
-            uint32_t m = n - i < per ? n - i : (uint32_t)per;
-            if ((uint64_t)m * L->region_fblock > budget)
-                break;
-            budget -= (uint64_t)m * L->region_fblock;
-            if (!rd(s, base + L->region_counters_off + (uint64_t)i * L->region_fblock, buf,
-                    (uint64_t)m * L->region_fblock))
-                break;
-            for (uint32_t j = 0; j < m; j++) {
-                uint64_t c;
-                memcpy(&c, buf + (size_t)j * L->region_fblock, 8);
-                calls += c;
-            }
-        }
-    }
-    free(buf);
-    return calls;
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h * 0xFF51AFD7ED558CCDull;
-}
-
-static int cmp_slot(const void *a, const void *b, void *ctx)
-{
-    (void)ctx;
-    uint64_t x = ((const hs_own_slot *)a)->lo, y = ((const hs_own_slot *)b)->lo;
-    return x < y ? -1 : x > y;
-}
-
-int hs_session_owncode(const hs_session_src *s, hs_owncode *o, uint64_t *signature)
-{
-    hs_session_header h;
-    hs_session_header_copy(s, &h);
-    uint32_t nmods = n_modules(s, NULL), nfuncs = n_functions(s, NULL);
-    hs_module_rec *mods = hs_xcalloc(nmods ? nmods : 1, sizeof *mods);
-    for (uint32_t i = 0; i < nmods; i++)
-        if (!module_at(s, i, &mods[i], NULL)) {
-            nmods = i;
-            break;
-        }
-    uint64_t sig = mix(mix(h.agent_base, nmods), nfuncs);
-    for (uint32_t i = 0; i < nmods; i++)
-        sig = mix(mix(mix(sig, mods[i].arena_base), mods[i].unwind_count),
-                  (uint64_t)mods[i].n_hooked << 32 | mods[i].flags);
-    for (int i = 0; i < 16; i++)
-        sig = mix(sig, h.injector_tids[i]);
-    for (int i = 0; i < 8; i++)
-        sig = mix(sig, h.agent_tids[i]);
-    if (sig == *signature) {
-        free(mods);
-        return 0;
-    }
-    *signature = sig;
-
-    memset(o, 0, sizeof *o);
-    o->agent_base = h.agent_base;
-    for (uint32_t i = 0; i < nmods; i++) {
-        if ((mods[i].flags & HS_MOD_AGENT) && mods[i].base == h.agent_base)
-            o->agent_size = mods[i].size;
-        o->narenas += mods[i].arena_base != 0;
-    }
-    o->arenas = hs_xcalloc(o->narenas ? o->narenas : 1, sizeof *o->arenas);
-    o->narenas = 0;
-    /* each hooked function's slot, within its module's arena (the modules'
-     * functions do not overlap: no more are looked at than there are) */
-    size_t cap = 0;
-    uint64_t visited = 0;
-    table ft = { 0 };
-    table_open(&ft, s, s->layout->funcs_off, s->layout->func_rec_size, nfuncs);
-    for (uint32_t i = 0; i < nmods; i++) {
-        const hs_module_rec *m = &mods[i];
-        if (!m->arena_base)
-            continue;
-        hs_own_arena *a = &o->arenas[o->narenas++];
-        a->base = m->arena_base;
-        a->size = m->arena_size;
-        a->table = m->unwind_table;
-        a->ntable = m->unwind_count;
-        if (visited + m->n_funcs > nfuncs)
-            continue;
-        visited += m->n_funcs;
-        for (uint32_t f = m->first_func; f < m->first_func + m->n_funcs && f < nfuncs; f++) {
-            const hs_func_rec *r = table_at(&ft, f);
-            if (!r)
-                break;
-            if (!r->slot_len || r->slot_off > m->arena_size || r->slot_len > m->arena_size - r->slot_off ||
-                r->tramp_off >= r->slot_len)
-                continue;
-            hs_xgrow(&o->slots, &cap, o->nslots + 1, sizeof *o->slots);
-            hs_own_slot *sl = &o->slots[o->nslots++];
-            sl->lo = m->arena_base + r->slot_off;
-            sl->hi = sl->lo + r->slot_len;
-            sl->tramp = sl->lo + r->tramp_off;
-            sl->entry = m->base + r->rva;
-            sl->desc = (r->flags & HS_FUNC_WRAPPED) ? sl->lo : 0;
-        }
-    }
-    table_close(&ft);
-    hs_sort(o->slots, o->nslots, sizeof *o->slots, cmp_slot, NULL);
-    o->modules = hs_xcalloc(nmods ? nmods : 1, sizeof *o->modules);
-    for (uint32_t i = 0; i < nmods; i++) {
-        const hs_module_rec *m = &mods[i];
-        if (!m->base || !m->size)
-            continue;
-        hs_own_module *d = &o->modules[o->nmodules++];
-        d->base = m->base;
-        d->size = m->size;
-        d->unloaded = (m->flags & HS_MOD_UNLOADED) != 0;
-        d->agent = (m->flags & HS_MOD_AGENT) != 0;
-        d->path = hs_utf8_n(m->path, HS_PATH_LEN);
-    }
-    for (int i = 0; i < 16; i++)
-        if (h.injector_tids[i])
-            o->tids[o->ntids++] = h.injector_tids[i];
-    for (int i = 0; i < 8; i++)
-        if (h.agent_tids[i])
-            o->tids[o->ntids++] = h.agent_tids[i];
-    free(mods);
-    return 1;
 }
