@@ -89,6 +89,14 @@ const char *hs_win_error(unsigned long err);
 /* Directory of hookscope.exe, with a trailing backslash. */
 const wchar_t *hs_self_dir(void);
 
+/* A test's replacement for a table of system functions (the ETW calls,
+ * the token calls), which Wine lacks or cannot show: the table that the
+ * export `name` of the DLL named by environment variable `env` returns.
+ * NULL when env is not set; NULL after one line when the DLL is not under
+ * the folder that holds hookscope's own folder (an elevated hookscope
+ * loads no DLL that a variable points to elsewhere) or has no `name`. */
+void *hs_test_table(const char *env, const char *name);
+
 /* A kernel's name of a file ("\Device\HarddiskVolume2\x\y.dll", as ETW
  * traces record them; "\SystemRoot\..."; "\??\C:\...") as a path of
  * this machine ("C:\x\y.dll"), malloc'd; NULL when no drive of this

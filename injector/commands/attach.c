@@ -17,6 +17,7 @@
 #include "injector/output/outdir.h"
 #include "injector/trace/inject.h"
 #include "injector/trace/outcome.h"
+#include "injector/trace/rights.h"
 #include "injector/trace/target.h"
 #include "injector/trace/trace.h"
 
@@ -90,6 +91,11 @@ int hs_cmd_attach(const hs_options *o)
     const DWORD access = !o->no_hooks ? PROCESS_CREATE_THREAD | PROCESS_QUERY_INFORMATION | PROCESS_VM_OPERATION |
                                         PROCESS_VM_WRITE | PROCESS_VM_READ | PROCESS_DUP_HANDLE | SYNCHRONIZE
                                   : PROCESS_QUERY_INFORMATION | PROCESS_VM_READ | SYNCHRONIZE;
+    char why[300];
+    if (hs_rights_attach_check(hs_token_api_get(), o->pid, why, sizeof why) < 0) {
+        hs_err("%s", why);
+        return HS_EXIT_FAILED;
+    }
     HANDLE process = OpenProcess(access, FALSE, o->pid);
     if (!process) {
         DWORD err = GetLastError();

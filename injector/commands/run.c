@@ -11,9 +11,11 @@
 #include "hook/base/util.h"
 #include "injector/commands/commands.h"
 #include "injector/commands/progress.h"
+#include "injector/output/format.h"
 #include "injector/output/outdir.h"
 #include "injector/trace/inject.h"
 #include "injector/trace/outcome.h"
+#include "injector/trace/rights.h"
 #include "injector/trace/session_host.h"
 #include "injector/trace/target.h"
 #include "injector/trace/trace.h"
@@ -57,9 +59,16 @@ int hs_cmd_run(const hs_options *o)
     if (hs_trace_begin(&t, &tc) < 0)
         return HS_EXIT_FAILED;
     PROCESS_INFORMATION pi;
-    if (!CreateProcessW(path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
-        hs_err("cannot start '%s': %s", shown, hs_win_error(GetLastError()));
+    hs_rights rights;
+    char why[400];
+    if (hs_rights_start(hs_token_api_get(), o->elevated_target != 0, path, cmdline, &si, &pi, &rights, why,
+                        sizeof why) < 0) {
+        hs_err("cannot start '%s': %s", shown, why);
         return HS_EXIT_FAILED;
+    }
+    if (hs_rights_name(rights)) {
+        t.p->target_rights = hs_xstrdup(hs_rights_name(rights));
+        hs_log("the target's rights: %s", hs_fmt_rights(t.p->target_rights));
     }
     t.p->pid = pi.dwProcessId;
     if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, &tc, 0) < 0 ||

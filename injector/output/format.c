@@ -70,6 +70,21 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
     }
 }
 
+const char *hs_fmt_rights(const char *rights)
+{
+    if (!strcmp(rights, "user"))
+        return "the user's, unelevated (hookscope ran elevated; --elevated-target keeps them)";
+    if (!strcmp(rights, "user-restricted"))
+        return "the user's, restricted to medium integrity without the administrators group (hookscope ran "
+               "elevated; --elevated-target keeps them)";
+    if (!strcmp(rights, "administrator"))
+        return "administrator (--elevated-target)";
+    if (!strcmp(rights, "administrator-only"))
+        return "administrator, as hookscope's: its token has no unelevated one (UAC off, or the built-in "
+               "Administrator)";
+    return rights;
+}
+
 void hs_fmt_stop(const hs_profile *p, char *buf, size_t len)
 {
     const char *crash = p->crash_what ? p->crash_what : p->exited ? hs_crash_name(p->exit_code) : NULL;

@@ -41,17 +41,8 @@ struct hs_sampler {
 
 static const hs_etw_api *etw_api(void)
 {
-    const char *dll = getenv("HOOKSCOPE_ETW_API");
-    if (dll && *dll) {
-        wchar_t *w = hs_wide(dll);
-        HMODULE m = LoadLibraryW(w);
-        free(w);
-        const hs_etw_api *(*get)(void) = m ? (void *)GetProcAddress(m, "hs_etw_test_api") : NULL;
-        if (get)
-            return get();
-        hs_err("HOOKSCOPE_ETW_API=%s has no hs_etw_test_api; using the system's ETW", dll);
-    }
-    return hs_etw_system_api();
+    const hs_etw_api *test = hs_test_table("HOOKSCOPE_ETW_API", "hs_etw_test_api");
+    return test ? test : hs_etw_system_api();
 }
 
 static char *local_path(void *ctx, const char *nt_path)

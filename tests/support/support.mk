@@ -93,3 +93,12 @@ $(FUZZ_SESSION): tests/support/fuzz_session_main.c $(SESSION_FUZZ_LIB) | $(INC_F
 	    -DHOOKSCOPE_VERSION=\"$(VERSION)\" -I$(B)/inc/tests -o $@ $(filter %.c,$^) -lcapstone -lstdc++ -lm
 .PHONY: fuzz-session
 fuzz-session: $(FUZZ_SESSION)
+
+# build/tests/token_fake.dll: a fake of the token functions that hookscope
+# loads through HOOKSCOPE_TOKEN_API (injector/trace/rights.h), for the
+# tests of the target's rights and of attach's refusals (tests/test_rights.py)
+TOKENFAKE_DLL := $(B)/tests/token_fake.dll
+$(TOKENFAKE_DLL): $(call win_obj,tests/support/token_fake_dll.c)
+	@mkdir -p $(dir $@)
+	$(WCC) -shared -o $@ $^ -static-libgcc
+test-targets: $(TOKENFAKE_DLL)
