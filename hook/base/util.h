@@ -59,6 +59,11 @@ uint8_t *hs_load_file(const char *path, size_t *size, const char **why);
 /* fopen of a UTF-8 path (mode as fopen's). */
 FILE *hs_fopen(const char *path, const char *mode);
 
+/* Create or truncate the file at a UTF-8 path for writing (binary), never
+ * through a junction, symbolic link or hard link at that name: such a
+ * name is refused (NULL, *why saying so; *why also says any other error). */
+FILE *hs_fopen_out(const char *path, const char **why);
+
 /* Remove the file at a UTF-8 path; 0 if it is gone (or was never there),
  * -1 with the reason in *why (static) otherwise. */
 int hs_remove_file(const char *path, const char **why);
