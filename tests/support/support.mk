@@ -102,3 +102,11 @@ $(TOKENFAKE_DLL): $(call win_obj,tests/support/token_fake_dll.c)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $^ -static-libgcc
 test-targets: $(TOKENFAKE_DLL)
+
+# build/tests/planted/{dbghelp,winmm}.dll: DLLs planted beside a copy of
+# hookscope.exe under the names of system DLLs (tests/test_dll_search.py)
+PLANTED_DLLS := $(B)/tests/planted/dbghelp.dll $(B)/tests/planted/winmm.dll
+$(PLANTED_DLLS): tests/support/planted_dll.c
+	@mkdir -p $(dir $@)
+	$(WCC) -shared -O1 -o $@ $< -static-libgcc
+test-targets: $(PLANTED_DLLS)
