@@ -200,6 +200,8 @@ typedef struct hs_sampler_stats {
     const char *backend;       /* the backend that ran (NULL: the one started) */
     uint64_t events_lost, buffers_lost;   /* etw: what the session could not record */
     bool stalled;              /* sampling stopped early: a thread's context never came */
+    char note[400];            /* what went wrong that the report must say (said on stderr too), or "" */
+    bool etl_left;             /* etw: the session did not stop; its file is left as it is */
 } hs_sampler_stats;
 
 typedef struct hs_sampler hs_sampler;

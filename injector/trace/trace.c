@@ -95,6 +95,8 @@ void hs_trace_sample_stop(hs_trace *t)
                         (unsigned long long)t->stats.events_lost, (unsigned long long)t->stats.buffers_lost);
     if (t->stats.stalled)
         hs_profile_warn(t->p, "sampling stopped early: a thread's context never came (it was resumed)");
+    if (t->stats.note[0])
+        hs_profile_warn(t->p, "%s", t->stats.note);
     hs_log("sampling stopped: %llu CPU and %llu wait samples, %zu unique stacks; a thread stayed suspended "
            "%.0f us per sample (median; %.0f us at the 99th percentile); unwinding took %.1f us per sample",
            (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_CPU),
@@ -182,7 +184,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         hs_sampleset_free(t->samples);
         t->samples = NULL;
     }
-    if (t->etl_path && !p->sampling.etl_kept) {
+    if (t->etl_path && !p->sampling.etl_kept && !t->stats.etl_left) {
         /* an earlier run's, kept then; or this run's, should the backend
          * have left it */
         const char *why = NULL;

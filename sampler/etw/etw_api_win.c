@@ -37,6 +37,7 @@ const hs_etw_api *hs_etw_system_api(void)
             api.control_trace = (void *)GetProcAddress(adv, "ControlTraceW");
             api.set_information = (void *)GetProcAddress(adv, "TraceSetInformation");
             api.query_information = (void *)GetProcAddress(adv, "TraceQueryInformation");
+            api.query_all_traces = (void *)GetProcAddress(adv, "QueryAllTracesW");
         }
         api.enable_profile_privilege = enable_profile_privilege;
         bound = 1;
