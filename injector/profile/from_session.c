@@ -102,7 +102,7 @@ static void collect_functions(reader *r)
         uint8_t skip = f->skip_reason, patch = f->patch_kind, eo = f->entry_only;
         if (skip >= HS_SKIP__COUNT || patch >= HS_PATCH__COUNT || eo >= HS_WRAP__COUNT) {
             hs_sr_problem(r->t, "function %u's skip reason, patch kind or entry-only reason (%u, %u, %u) is unknown", i,
-                    skip, patch, eo);
+                          skip, patch, eo);
             skip = skip < HS_SKIP__COUNT ? skip : 0;
             patch = patch < HS_PATCH__COUNT ? patch : 0;
             eo = eo < HS_WRAP__COUNT ? eo : 0;
@@ -221,7 +221,7 @@ static void collect_stacks(reader *r, uint64_t base, uint32_t k, const hs_region
         return;
     if (rh->stacks_used > L->region_stacks_cap || rh->frames_used > L->region_frames_cap)
         hs_sr_problem(r->t, "region %u uses %u stacks of %u and %u frames of %u", k, rh->stacks_used,
-                L->region_stacks_cap, rh->frames_used, L->region_frames_cap);
+                      L->region_stacks_cap, rh->frames_used, L->region_frames_cap);
     uint32_t max_depth = r->p->stack_depth < 256 ? r->p->stack_depth : 256;
     uint64_t frames_taken = 0;   /* the stacks of a region share its pool: their frames fit in it */
     hs_sr_table st = { 0 };
@@ -236,7 +236,7 @@ static void collect_stacks(reader *r, uint64_t base, uint32_t k, const hs_region
         if (s.func >= r->nfuncs || s.depth > max_depth || s.frames > L->region_frames_cap ||
             s.depth > L->region_frames_cap - s.frames) {
             hs_sr_problem(r->t, "region %u's stack %u (function %u, %u frames at %u) does not fit", k, i, s.func,
-                    s.depth, s.frames);
+                          s.depth, s.frames);
             continue;
         }
         if (frames_taken + s.depth > L->region_frames_cap) {
@@ -317,7 +317,7 @@ static void collect_time(reader *r, uint64_t base, uint32_t k, const hs_region_h
     uint64_t n_open = (rh->shadow_top - rh->shadow_base) / sizeof(hs_shadow_rec);
     if (n_open > L->region_shadow_cap) {
         hs_sr_problem(r->t, "region %u has %llu timed calls open, its shadow stack holds %u", k,
-                (unsigned long long)n_open, L->region_shadow_cap);
+                      (unsigned long long)n_open, L->region_shadow_cap);
         n_open = L->region_shadow_cap;
     }
     hs_sr_table sh = { 0 };
@@ -381,9 +381,9 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
     uint64_t *open = p->time_on ? hs_xcalloc(r.nfuncs ? r.nfuncs : 1, sizeof *open) : NULL;
     for (uint32_t k = 0; k <= nregions; k++) {
         uint32_t region = k < nregions ? k : L->max_threads;
-        uint64_t base = L->regions_off + (uint64_t)region * L->region_size;
+        uint64_t base;
         hs_region_hdr rh;
-        if (!hs_sr_read(s, base, &rh, sizeof rh))
+        if (!hs_sr_region(s, k, nregions, &base, &rh))
             continue;
         uint32_t n = rh.committed_funcs;
         if (n > L->max_functions) {

@@ -182,7 +182,8 @@ void hs_sr_identity(const hs_session_src *s, hs_session_trust *t)
         uint32_t version, header_size;
     } id;
     if (hs_sr_read(s, 0, &id, sizeof id) &&
-        (id.magic != HS_SESSION_MAGIC || id.version != HS_SESSION_VERSION || id.header_size != sizeof(hs_session_header)))
+        (id.magic != HS_SESSION_MAGIC || id.version != HS_SESSION_VERSION ||
+         id.header_size != sizeof(hs_session_header)))
         hs_sr_problem(t, "%s", "the header's magic and version were overwritten");
 }
 
@@ -231,7 +232,8 @@ static void check_module(const hs_session_src *s, uint32_t i, hs_module_rec *m, 
     }
     uint32_t cap = s->layout->max_functions;
     if (m->first_func > cap || m->n_funcs > cap - m->first_func) {
-        hs_sr_problem(t, "module %u's functions [%u, +%u) are outside the function table", i, m->first_func, m->n_funcs);
+        hs_sr_problem(t, "module %u's functions [%u, +%u) are outside the function table", i, m->first_func,
+                      m->n_funcs);
         m->first_func = m->n_funcs = m->n_hooked = 0;
     }
     if (m->n_hooked > m->n_funcs) {
@@ -246,7 +248,7 @@ static void check_module(const hs_session_src *s, uint32_t i, hs_module_rec *m, 
                           m->unwind_count > m->arena_size / 12 ||
                           m->unwind_count > 16 * (uint64_t)m->n_hooked + 64)) {
         hs_sr_problem(t, "module %u's code arena (0x%llx, %u bytes, %u unwind entries) cannot be", i,
-                (unsigned long long)m->arena_base, m->arena_size, m->unwind_count);
+                      (unsigned long long)m->arena_base, m->arena_size, m->unwind_count);
         m->arena_base = 0;
         m->arena_size = m->unwind_count = 0;
     }
@@ -273,6 +275,14 @@ uint32_t hs_sr_regions(const hs_session_header *h)
     return used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
 }
 
+bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64_t *base, hs_region_hdr *rh)
+{
+    const hs_session_header *L = s->layout;
+    uint32_t region = k < nregions ? k : L->max_threads;
+    *base = L->regions_off + (uint64_t)region * L->region_size;
+    return hs_sr_read(s, *base, rh, sizeof *rh);
+}
+
 /* ---- while the target runs ------------------------------------------------------------------- */
 
 /* Bytes of counters one progress reading copies at most. */
@@ -289,10 +299,9 @@ uint64_t hs_session_live_calls(const hs_session_src *s)
     size_t per = CHUNK / L->region_fblock;
     uint64_t budget = LIVE_BUDGET;
     for (uint32_t k = 0; k <= nregions; k++) {
-        uint32_t region = k < nregions ? k : L->max_threads;
-        uint64_t base = L->regions_off + (uint64_t)region * L->region_size;
+        uint64_t base;
         hs_region_hdr rh;
-        if (!hs_sr_read(s, base, &rh, sizeof rh))
+        if (!hs_sr_region(s, k, nregions, &base, &rh))
             continue;
         uint32_t n = rh.committed_funcs < nfuncs ? rh.committed_funcs : nfuncs;
         if (n && !buf)

@@ -44,5 +44,9 @@ bool hs_sr_module(const hs_session_src *s, uint32_t i, hs_module_rec *out, hs_se
 /* The regions in use (threads_used of the header copy h, at most the
  * capacity); the shared overflow region comes after them. */
 uint32_t hs_sr_regions(const hs_session_header *h);
+/* Region k of the nregions in use, or for k == nregions the shared
+ * overflow region: its offset in *base, its header copied into *rh;
+ * false when that cannot be read. */
+bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64_t *base, hs_region_hdr *rh);
 
 #endif

@@ -229,7 +229,8 @@ static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out, hs_s
     }
     /* any failure: auto samples with the next backend */
     why->not_available = true;
-    snprintf(why->text, sizeof why->text, "%s%s", err, na ? "; --sampler suspend samples without ETW or privileges" : "");
+    snprintf(why->text, sizeof why->text, "%s%s", err,
+             na ? "; --sampler suspend samples without ETW or privileges" : "");
     free(s->path);
     free(s);
     return NULL;

@@ -35,7 +35,8 @@ static const char *why(ULONG rc)
     case ERROR_ALREADY_EXISTS: return "a session of that name runs already";
     case ERROR_PRIVILEGE_NOT_HELD:
     case ERROR_NOT_ALL_ASSIGNED: return "SeSystemProfilePrivilege is not held (run hookscope elevated)";
-    case ERROR_BAD_PATHNAME: return "the .etl file is in use (by a session that still runs?) or cannot be created there";
+    case ERROR_BAD_PATHNAME:
+        return "the .etl file is in use (by a session that still runs?) or cannot be created there";
     case ERROR_PATH_NOT_FOUND: return "the .etl file cannot be created there";
     case ERROR_WMI_INSTANCE_NOT_FOUND: return "no such session";
     }

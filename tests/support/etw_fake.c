@@ -166,7 +166,8 @@ static ULONG WINAPI fake_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPER
                 char n8[64];
                 snprintf(n8, sizeof n8, "%ls", name);
                 record("stop-leftover", code);
-                snprintf(fake->calls[fake->ncalls - 1].what, sizeof fake->calls[0].what, "stop-leftover:%.16s", n8 + 10);
+                snprintf(fake->calls[fake->ncalls - 1].what, sizeof fake->calls[0].what, "stop-leftover:%.16s",
+                         n8 + 10);
                 if (wcsncmp(name, L"hookscope-", 10) != 0)
                     fake->foreign_touched = 1;
                 if (code == EVENT_TRACE_CONTROL_STOP)

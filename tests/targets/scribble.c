@@ -11,11 +11,12 @@
  *   scribble SEED SCRIBBLES [MODE]
  *
  * MODE "end" (default) ends the run with counts no agent writes, also
- * when it crashes, printing "blow" first (so that the line must appear); "wait" prints "ready PID", waits for an agent to
- * be loaded, maps the session itself (through the handle the agent
+ * when it crashes, printing "blow" first (so that the line must appear);
+ * "wait" prints "ready PID", waits for an agent to be loaded and to have
+ * hooked, maps the session itself (through the handle the agent
  * publishes: its view outlives the agent's) and scribbles until stdin
- * closes (for attach: before, during and after the detach); "none" only
- * works (a control run).
+ * closes (for attach: during and after the detach); "none" only works (a
+ * control run).
  *
  * The fields it aims at are the session's own (hookscope/session.h): the
  * header's counts and layout, module and function records, thread

@@ -36,6 +36,20 @@ static uint8_t *region(uint8_t *v, uint32_t k)
     return v + layout.regions_off + (uint64_t)k * layout.region_size;
 }
 
+static void put_module(uint32_t i, uint64_t base, uint32_t size, uint32_t first, uint32_t n, uint32_t hooked,
+                       uint32_t flags, int pattern, const char *path)
+{
+    hs_module_rec *m = hs_session_module(tmpl, i);
+    m->base = base;
+    m->size = size;
+    m->first_func = first;
+    m->n_funcs = n;
+    m->n_hooked = hooked;
+    m->flags = flags;
+    m->pattern = pattern;
+    put_path(m->path, path);
+}
+
 /* The session as an agent fills it. */
 static void build(void)
 {
@@ -66,28 +80,13 @@ static void build(void)
     h->agent_tids[0] = 4343;
     snprintf(h->error_text, sizeof h->error_text, "%s", "");
 
+    put_module(0, 0x140000000ull, 0x10000, 0, 4, 4, HS_MOD_MAIN | HS_MOD_HOOKED, 0, "C:\\t\\prog.exe");
     hs_module_rec *m = hs_session_module(tmpl, 0);
-    m->base = 0x140000000ull;
-    m->size = 0x10000;
-    m->first_func = 0;
-    m->n_funcs = 4;
-    m->n_hooked = 4;
-    m->flags = HS_MOD_MAIN | HS_MOD_HOOKED;
-    m->pattern = 0;
-    put_path(m->path, "C:\\t\\prog.exe");
     m->arena_base = 0x13fff0000ull;
     m->arena_size = 0x1000;
     m->unwind_count = 12;
     m->unwind_table = 0x13fff0800ull;
-    m = hs_session_module(tmpl, 1);
-    m->base = 0x7ff000000000ull;
-    m->size = 0x20000;
-    m->first_func = 4;
-    m->n_funcs = 2;
-    m->n_hooked = 1;
-    m->flags = HS_MOD_HOOKED | HS_MOD_LATE;
-    m->pattern = 1;
-    put_path(m->path, "C:\\t\\lib.dll");
+    put_module(1, 0x7ff000000000ull, 0x20000, 4, 2, 1, HS_MOD_HOOKED | HS_MOD_LATE, 1, "C:\\t\\lib.dll");
 
     for (uint32_t i = 0; i < NFUNCS; i++) {
         hs_func_rec *f = hs_session_func(tmpl, i);
@@ -357,7 +356,8 @@ size_t session_fuzz_random(uint64_t *seed, uint8_t *out, size_t cap)
         mod0 + offsetof(hs_module_rec, n_hooked), mod0 + offsetof(hs_module_rec, base),
         mod0 + offsetof(hs_module_rec, size), mod0 + offsetof(hs_module_rec, path),
         mod0 + offsetof(hs_module_rec, arena_base), mod0 + offsetof(hs_module_rec, arena_size),
-        mod0 + offsetof(hs_module_rec, unwind_count), mod0 + sizeof(hs_module_rec) + offsetof(hs_module_rec, first_func),
+        mod0 + offsetof(hs_module_rec, unwind_count),
+        mod0 + sizeof(hs_module_rec) + offsetof(hs_module_rec, first_func),
         func0 + offsetof(hs_func_rec, module), func0 + offsetof(hs_func_rec, skip_reason),
         func0 + offsetof(hs_func_rec, slot_off), func0 + offsetof(hs_func_rec, slot_len),
         func0 + sizeof(hs_func_rec) * 4 + offsetof(hs_func_rec, module),
