@@ -32,10 +32,10 @@ typedef struct hs_session_src {
     const hs_session_header *layout;  /* hookscope's own copy of the layout and configuration */
     void *view;                       /* the section, mapped: every byte written by the target too */
     uint64_t size;                    /* bytes of the view that may be read (layout->total_size) */
-    /* The agent commits the section's pages as its tables fill; a page it
-     * did not commit holds zeros and is not read. Whether the page at p
-     * is committed (1) or not (0), and in *run how many bytes from p on
-     * are the same; NULL when the whole view is committed. */
+    /* The agent commits the section's pages as its tables fill. Can the
+     * bytes at p be read (1: committed, or made so; 0: read as zeros)?
+     * *run holds how many are wanted, and gets how many from p on are in
+     * the same state (at least one). NULL: the whole view can be read. */
     int (*committed)(const void *p, uint64_t *run);
 } hs_session_src;
 

@@ -4,8 +4,7 @@
  * the module records, and the live readers (calls so far, own code).
  *
  * Every read goes through hs_sr_read(): bounded by the view's size, the
- * bytes copied out of the section (pages the agent did not commit read as
- * the zeros they hold, without touching them). Tables are read a chunk of
+ * bytes copied out of the section (where they cannot be read, as zeros). Tables are read a chunk of
  * records at a time into a buffer of ours (hs_sr_table_at), and each
  * record is checked there, in the copy. Offsets, record sizes and
  * capacities come only from hookscope's own layout.
@@ -48,8 +47,8 @@ const char *hs_session_trust_line(const hs_session_trust *t, char *buf, size_t l
     return buf;
 }
 
-/* Copy [off, off + len) of the view into dst (zeros where the agent
- * committed nothing); false when it is outside the view. */
+/* Copy [off, off + len) of the view into dst (zeros where it cannot be
+ * read); false when it is outside the view. */
 bool hs_sr_read(const hs_session_src *s, uint64_t off, void *dst, uint64_t len)
 {
     if (off > s->size || len > s->size - off)

@@ -17,8 +17,8 @@
 /* Count a problem; the first one is named (t NULL: not kept). */
 void hs_sr_problem(hs_session_trust *t, const char *fmt, ...) HS_PRINTF(2, 3);
 
-/* Copy [off, off + len) of the view into dst (zeros where the agent
- * committed nothing); false when it is outside the view. */
+/* Copy [off, off + len) of the view into dst (zeros where it cannot be
+ * read); false when it is outside the view. */
 bool hs_sr_read(const hs_session_src *s, uint64_t off, void *dst, uint64_t len);
 
 /* A table of n records of `size` bytes at `off`, read a chunk at a time. */

@@ -164,18 +164,28 @@ int hs_session_hand_over(hs_session_host *s, HANDLE process, uint64_t *section)
     return 0;
 }
 
-/* Is the page at p committed (by the agent, in the section: every view of
- * it sees the pages one view commits; checked on Wine 8), and for how
- * many bytes from p on is that so. */
+/* Can the bytes at p be read (session_read's `committed`)? Pages the
+ * agent committed show committed in our view too (the commit state is the
+ * section's: so under Wine 8, where it was checked); a reserved range is
+ * committed in our view before it is read, as far as it is wanted (were
+ * the state per view, as on a system that keeps it so, that is what makes
+ * the agent's pages readable here; otherwise they are zeros). */
 static int committed(const void *p, uint64_t *run)
 {
+    uint64_t want = *run;
     MEMORY_BASIC_INFORMATION mi;
     if (!VirtualQuery(p, &mi, sizeof mi)) {
         *run = HS_PAGE - ((uintptr_t)p & (HS_PAGE - 1));
         return 0;
     }
     *run = (uint64_t)((uintptr_t)mi.BaseAddress + mi.RegionSize - (uintptr_t)p);
-    return mi.State == MEM_COMMIT && !(mi.Protect & (PAGE_GUARD | PAGE_NOACCESS));
+    if (mi.State == MEM_COMMIT)
+        return !(mi.Protect & (PAGE_GUARD | PAGE_NOACCESS));
+    if (mi.State != MEM_RESERVE)
+        return 0;
+    if (want < *run)
+        *run = want;
+    return hs_session_commit_ok((void *)p, *run);
 }
 
 int hs_session_commit_ok(void *p, uint64_t len)
