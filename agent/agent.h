@@ -35,6 +35,7 @@ typedef struct hs_hooked {
     uint8_t patch[HS_MAX_PATCH];   /* the bytes written at entry + plan.patch_off */
     uint64_t desc;                 /* wrapper descriptor (timed functions), else 0 */
     uint64_t slot;                 /* start of the stub's code (its slow block) */
+    uint64_t slow_jmp;             /* the slow block's last instruction: its jump into the stub */
     uint64_t done;                 /* where the stub's pops begin */
     uint8_t pushed;                /* bytes the stub pushes */
     uint32_t unwind_rva;           /* the original function's UNWIND_INFO, 0 if none */

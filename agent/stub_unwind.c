@@ -4,7 +4,7 @@
  * trampoline unwinds correctly (RtlAddFunctionTable).
  *
  * Per hooked function, in its arena slot:
- *   [slow, stub)   the slow-path block, run with the stub's registers
+ *   [slow, jmp)    the slow-path block, run with the stub's registers
  *                  already pushed: one allocation at offset 0
  *   [stub, done)   the stub body: push rcx, push rax (, push rdx); the
  *                  thunk calls inside it do not move rsp
@@ -12,7 +12,10 @@
  *                  codes for the instructions in the window, at the
  *                  trampoline offsets those instructions moved to
  * The few instructions between done and the trampoline (the pops, and a
- * timed function's jump into the wrapper) are left undescribed.
+ * timed function's jump into the wrapper), and the trampoline's jump back
+ * into the function, are left undescribed: a stack walker that cannot run
+ * them forward (as hookscope's unwinder does) would take that jump for a
+ * tail call.
  */
 #include <string.h>
 
@@ -114,10 +117,12 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
         const hs_hooked *h = &m->hooks[i];
         if (p + 8 + 12 + 4 + 512 > limit)
             break;
-        /* slow block: the stub's pushes are done */
+        /* slow block: the stub's pushes are done (its last instruction,
+         * the jump into the stub body, is left undescribed: a jump out of
+         * the range reads as an epilogue's tail call) */
         uint16_t c = code(0, 2, (uint8_t)(h->pushed / 8 - 1));      /* UWOP_ALLOC_SMALL */
         table[n].begin = (uint32_t)(h->slot - base);
-        table[n].end = (uint32_t)(h->stub - base);
+        table[n].end = (uint32_t)(h->slow_jmp - base);
         table[n].unwind = put_unwind(&p, base, 0, &c, 1, 0);
         n++;
         /* stub body: push rcx @1, push rax @2, push rdx @3 */
@@ -135,8 +140,13 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
         uint16_t tc[256];
         uint8_t frame, prolog;
         int nt = tramp_codes(pe, h, tc, 256, &frame, &prolog);
+        /* without the jump back, which is no epilogue of this frame: the
+         * unwinder runs it forward into the function, already in the
+         * state this table describes (an undescribed range, like the pops) */
+        size_t body = hs_tramp_body_len((const uint8_t *)(uintptr_t)h->tramp, h->tramp,
+                                        h->tramp_off[h->plan.n_insns], h->entry + h->plan.window_len);
         table[n].begin = (uint32_t)(h->tramp - base);
-        table[n].end = (uint32_t)(h->tramp + h->tramp_off[h->plan.n_insns] - base);
+        table[n].end = (uint32_t)(h->tramp + body - base);
         table[n].unwind = put_unwind(&p, base, prolog, tc, nt, frame);
         n++;
     }

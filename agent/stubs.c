@@ -61,7 +61,7 @@ typedef struct asm_ctx {
 
 enum { L_SLOW, L_STUB, L_COUNT, L_EDGE_PROBE, L_EDGE_MISS, L_EDGE_NEXT, L_EDGE_DONE,
        L_EDGE_SLOW, L_DONE, L_DONE_NOWRAP, L_TRAMP, L_EDGE_INLINE_NEXT, L_WR_LOOP, L_WR_BAIL,
-       L_WR_HAVE };
+       L_WR_HAVE, L_SLOW_JMP };
 
 static void place(asm_ctx *a, int l) { a->label[l] = (int64_t)a->e.len; }
 
@@ -186,6 +186,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         OP(&a, 0x48, 0x85, 0xC9);                       /* test rcx,rcx */
         jcc32(&a, HS_CC_E, L_DONE_NOWRAP);
     }
+    place(&a, L_SLOW_JMP);
     jmp32(&a, L_COUNT);
 
     /* stub: */
@@ -292,6 +293,10 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         thunk_arg(&a, fidx, pushed);
         call_ptr(&a, P_EDGE, slot_fix);
         place(&a, L_EDGE_DONE);
+        /* the jumps here stay inside the body's unwind range: a jump to its
+         * very end would read as an epilogue's tail call to a stack walker */
+        if (!stacks)
+            OP(&a, 0x90);
     }
 
     if (stacks) {
@@ -368,6 +373,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     }
     out->entry = fn->addr;
     out->slot = addr;
+    out->slow_jmp = addr + (uint64_t)a.label[L_SLOW_JMP];
     out->done = addr + (uint64_t)a.label[L_DONE];
     out->pushed = pushed;
     out->stub = addr + (uint64_t)a.label[L_STUB];
