@@ -167,6 +167,8 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         p->sampling.etl_kept = t->keep_etl && !strcmp(t->stats.backend, "etw");
         p->sampling.rate_hz = t->rate_hz;
         p->sampling.cpu_s = t->stats.cpu_s;
+        p->sampling.held_s = t->stats.held_s;
+        p->sampling.threads_s = t->stats.threads_s;
         hs_sampleset_free(t->samples);
         t->samples = NULL;
     }

@@ -185,6 +185,7 @@ static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
         hs_etw_stop(&s->etw);
     memset(stats, 0, sizeof *stats);
     stats->cpu_s = -1;
+    stats->held_s = stats->threads_s = -1;   /* the kernel samples without holding anything: none */
     decode(s, stats);
     stats->backend = "etw";
     if (!s->keep) {

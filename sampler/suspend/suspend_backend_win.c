@@ -77,6 +77,7 @@ typedef struct sthread {
     uint32_t failed;           /* samples that failed since its last good one: lost if it
                                   lives on, part of its end if it ends */
     bool seen;                 /* listed by the last enumeration */
+    double first_at, last_at;  /* when it was sampled first and last (seconds) */
 } sthread;
 
 struct hs_sampler {
@@ -94,6 +95,7 @@ struct hs_sampler {
     hs_cls_shared cls;         /* what the classifier learns across threads */
     double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
     double ended_cpu_s;        /* CPU time of the threads finished so far */
+    double threads_s;          /* wall time of the threads finished so far, while sampled */
     LARGE_INTEGER qpf;
     double period_s;
     /* stats */
@@ -197,6 +199,8 @@ static void thread_done(hs_sampler *s, sthread *t)
     hs_sampleset_thread(s->out, t->tid, t->cpu_s);
     if (t->cpu_s > 0)
         s->ended_cpu_s += t->cpu_s;
+    if (t->first_at > 0)
+        s->threads_s += t->last_at - t->first_at + s->period_s;
     hs_cls_free(&t->cls);
     CloseHandle(t->h);
 }
@@ -501,6 +505,9 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     }
     note_ever(s, t->tid);
     hs_sampleset_taken_add(s->out, 1);
+    if (t->first_at <= 0)
+        t->first_at = now;
+    t->last_at = now;
     if (!clock_ok) {
         /* no clock: the registers alone say whether it ran */
         hs_sampleset_count(s->out, id, moved ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT, 1);
@@ -679,6 +686,11 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
         st->suspended_us_p99 = s->stopped_us[(s->nstopped * 99) / 100];
     }
     st->unwind_us_avg = s->unwinds ? s->unwind_s * 1e6 / (double)s->unwinds : 0;
+    double held = 0;
+    for (size_t i = 0; i < s->nstopped; i++)
+        held += s->stopped_us[i];
+    st->held_s = held / 1e6;
+    st->threads_s = s->threads_s;
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
            s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,
