@@ -168,6 +168,16 @@ def cyg_counts(fx, extra_args=None):
     return funcs, edges
 
 
+def instrumented_functions(fx):
+    """The names of every function of a fixture's -finstrument-functions
+    twin that calls the counting runtime: called by the run or not (a
+    function cyg_counts() does not list was called 0 times)."""
+    exe = os.path.join(ROOT, fx["cwd"], fx["instrumented"])
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "support", "cyg_names.py"), exe,
+                          "--instrumented"], capture_output=True, text=True, check=True).stdout
+    return {line.split(None, 1)[1] for line in out.splitlines() if line.startswith("I ")}
+
+
 def need(path):
     """Skip the test if a built file is missing (e.g. fixtures not built)."""
     if not os.path.exists(os.path.join(ROOT, path)):
