@@ -746,9 +746,10 @@ def test_dtrace_several_pids():
                 time.sleep(0.2)
             hs.check(all(hs.agent_mappings(p.proc.pid) for p in procs), "not attached to both within 60 s")
             time.sleep(0.5)
+            verdicts = []
             for p in procs:
                 p.send(b"stop\n")
-                p.readline(timeout=30)
+                verdicts.append(p.readline(timeout=30))
             stdout, stderr = d.communicate(timeout=120)
         finally:
             if d.poll() is None:
@@ -760,6 +761,13 @@ def test_dtrace_several_pids():
         agg = dtrace_agg(read(out))
         hs.check(agg.get("work", 0) > 0, f"work counted: {agg}")
         hs.eq(sum(agg.values()), sum(int(c) for _, c in counted), "the aggregation adds up both processes' calls")
+        # each target's own verdict: every result of work() right while it
+        # was hooked (its code differs from the file then: still attached)
+        for v in verdicts:
+            m = re.fullmatch(r"bad (\d+) calls (\d+) code-matches (-?\d+)", v)
+            hs.check(m, f"unexpected last line {v!r}")
+            hs.eq(int(m.group(1)), 0, f"wrong results in a traced target ({v})")
+            hs.check(int(m.group(2)) > 0, f"the target made no calls ({v})")
     finally:
         for p in procs:
             p.close()
