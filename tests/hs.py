@@ -168,14 +168,24 @@ def cyg_counts(fx, extra_args=None):
     return funcs, edges
 
 
+def _cyg_names_list(exe, flag):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "support", "cyg_names.py"), exe, flag],
+                         capture_output=True, text=True, check=True).stdout
+    return {line.split(None, 1)[1] for line in out.splitlines() if line[:2] in ("I ", "L ")}
+
+
 def instrumented_functions(fx):
     """The names of every function of a fixture's -finstrument-functions
     twin that calls the counting runtime: called by the run or not (a
     function cyg_counts() does not list was called 0 times)."""
-    exe = os.path.join(ROOT, fx["cwd"], fx["instrumented"])
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "support", "cyg_names.py"), exe,
-                          "--instrumented"], capture_output=True, text=True, check=True).stdout
-    return {line.split(None, 1)[1] for line in out.splitlines() if line.startswith("I ")}
+    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx["instrumented"]), "--instrumented")
+
+
+def loops_to_entry(fx):
+    """The names of the functions of a fixture's plain build whose body
+    jumps back to their entry: a hook there counts each such jump too
+    (README: `loops-to-entry`), the twin only the calls."""
+    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx["program"]), "--loops-to-entry")
 
 
 def need(path):

@@ -70,3 +70,11 @@ $(ETWFAKE_DLL): $(ETWFAKE_OBJ)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) -static-libgcc -lntdll
 test-targets: $(ETWFAKE_DLL)
+
+# build/tests/bpcount.exe: call counts from a debugger's breakpoints, the
+# truth for programs without sources to instrument (tests/test_real_programs.py)
+BPCOUNT_WIN := $(B)/tests/bpcount.exe
+$(BPCOUNT_WIN): tests/support/bpcount.c
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -O1 -Wall -Wextra -o $@ $<
+test-targets: $(BPCOUNT_WIN)
