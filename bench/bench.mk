@@ -2,13 +2,13 @@
 # against an unhooked run of the same code (bench/run.py).
 BENCH_DIR := $(B)/bench
 
-$(BENCH_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h
+$(BENCH_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(WCC) -O2 -shared -o $@ $< -Wl,--out-implib,$(BENCH_DIR)/libbenchlib.a
+	$(WCC) -O2 -I$(B)/inc/bench -shared -o $@ $< -Wl,--out-implib,$(BENCH_DIR)/libbenchlib.a
 
-$(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h bench/clock.h $(BENCH_DIR)/benchlib.dll
+$(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h bench/clock.h $(BENCH_DIR)/benchlib.dll | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
+	$(WCC) -O2 -fno-inline -I$(B)/inc/bench -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
 .PHONY: bench bench-build
 bench-build: all $(BENCH_DIR)/callbench.exe
@@ -19,9 +19,9 @@ bench: bench-build
 # Per-call cost of each probe (bench/run.py overhead): stackbench.exe calls
 # an empty function from 14 nested frames, for --stacks=16 captures that
 # always walk 16 frames.
-$(BENCH_DIR)/stackbench.exe: bench/stackbench.c bench/clock.h $(BENCH_DIR)/benchlib.dll
+$(BENCH_DIR)/stackbench.exe: bench/stackbench.c bench/clock.h $(BENCH_DIR)/benchlib.dll | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(WCC) -O2 -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
+	$(WCC) -O2 -fno-inline -I$(B)/inc/bench -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
 bench-build: $(BENCH_DIR)/stackbench.exe
 
@@ -65,7 +65,8 @@ bench-build: $(B)/native/bench/mergebench
 # The unwinder the sampler uses against DbgHelp's StackWalk64 on the same
 # samples of spin.exe (bench/run.py sample)
 WALK_OBJ := $(call win_obj,hook/unwind/unwinder.c sampler/codemap.c sampler/suspend/grab_win.c \
-              sampler/suspend/modules_win.c hook/base/util.c hook/base/util_win.c hook/base/map.c)
+              sampler/suspend/modules_win.c hook/base/util.c hook/base/util_win.c hook/base/map.c \
+              hook/base/text.c)
 $(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(WCC) $(WCFLAGS) -I$(B)/inc/bench -o $@ $< $(WALK_OBJ) -ldbghelp -lpsapi

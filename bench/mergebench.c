@@ -9,7 +9,7 @@
  *
  *   set     interning into the sample set (what the sampler does while
  *           the target runs; shown apart)
- *   merge   hs_sampleset_to_profile
+ *   merge   hs_profile_add_samples
  *   resolve hs_profile_resolve (naming every frame)
  *   count   hs_profile_count_samples (self and total per function)
  *   write   every writer (report.txt, report.json, the folded files) into
@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "injector/output/writers.h"
+#include "injector/profile/from_samples.h"
 #include "injector/profile/profile.h"
 #include "injector/profile/resolve.h"
 #include "sampler/sampler.h"
@@ -108,12 +109,12 @@ int main(int argc, char **argv)
         hs_sampleset_add(set, &s);
     }
     double t1 = now_s();
-    hs_sampleset_to_profile(set, p);
+    hs_profile_add_samples(p, set);
     snprintf(p->sampling.backend, sizeof p->sampling.backend, "suspend");
     p->sampling.rate_hz = 1000;
     p->sampling.cpu_s = 10;
     double t2 = now_s();
-    hs_profile_resolve(p);
+    hs_profile_resolve(p, NULL);
     double t3 = now_s();
     hs_profile_count_samples(p);
     double t4 = now_s();
