@@ -73,28 +73,39 @@ def judge(r):
     return r
 
 
+# The sanitizer build of the units (build/native-asan/unit) runs as
+# asan/test_*: a leak, a read outside a buffer or undefined behaviour ends
+# the program with a report; its fuzz tests go on for this many seconds.
+ASAN_FUZZ_SECONDS = 30
+ASAN_ENV = {"ASAN_OPTIONS": "abort_on_error=0:halt_on_error=1:detect_leaks=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+            "HS_FUZZ_SECONDS": str(ASAN_FUZZ_SECONDS)}
+
+
 def unit_tests():
-    """One job per native unit test program; each yields several results."""
-    d = os.path.join(ROOT, "build", "native", "unit")
-    if not os.path.isdir(d):
-        return []
+    """One job per native unit test program (name, path, extra environment);
+    each yields several results."""
     jobs = []
-    for f in sorted(os.listdir(d)):
-        p = os.path.join(d, f)
-        if f.startswith("test_") and os.access(p, os.X_OK) and not f.endswith(".d"):
-            jobs.append(("unit/" + f, p))
+    for sub, prefix, env in (("native", "unit/", {}), ("native-asan", "asan/", ASAN_ENV)):
+        d = os.path.join(ROOT, "build", sub, "unit")
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            p = os.path.join(d, f)
+            if f.startswith("test_") and os.access(p, os.X_OK) and not f.endswith(".d"):
+                jobs.append((prefix + f, (p, env)))
     return jobs
 
 
-def run_killable(cmd, limit):
+def run_killable(cmd, limit, env=None):
     """Run cmd in a process group of its own, its output into files (a
     leftover process holding a pipe cannot keep the run waiting); kill the
     whole group after `limit` seconds, and kill what the command left
-    running when it ends. Returns (returncode, or None if it was killed,
-    stdout, stderr)."""
+    running when it ends. env: more environment. Returns (returncode, or
+    None if it was killed, stdout, stderr)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                             start_new_session=True)
+                             start_new_session=True, env=dict(os.environ, **(env or {})))
         try:
             rc = p.wait(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -109,9 +120,10 @@ def run_killable(cmd, limit):
         return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace")
 
 
-def run_unit(name, path, limit):
+def run_unit(name, arg, limit):
+    path, env = arg
     start = time.time()
-    rc, stdout, stderr = run_killable([path], limit)
+    rc, stdout, stderr = run_killable([path], limit, env)
     if rc is None:
         return [Result(name, "FAIL", f"timed out after {limit} s (killed)", time.time() - start)]
     results = []

@@ -51,11 +51,11 @@ static void tweak(xr_input *in, int v, void *ctx)
     const struct exec_case *c = ctx;
     for (int k = 0; k < 2; k++)
         if (c->reg[k] >= 0)
-            in->gpr[c->reg[k]] = c->regval[k][v < 4 ? v : 3];
+            in->gpr[c->reg[k]] = xr_moved(c->regval[k][v < 4 ? v : 3]);
     in->npoke = c->npoke;
     for (int k = 0; k < c->npoke; k++) {
-        in->poke_addr[k] = c->poke_addr[k];
-        in->poke_val[k] = c->poke_val[k];
+        in->poke_addr[k] = xr_moved(c->poke_addr[k]);
+        in->poke_val[k] = xr_moved(c->poke_val[k]);
     }
 }
 

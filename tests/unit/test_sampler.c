@@ -108,7 +108,8 @@ static void put_unwind(uint8_t *p, uint8_t flags, uint8_t prolog, const uint8_t 
     p[1] = prolog;
     p[2] = (uint8_t)ncodes;
     p[3] = frame;
-    memcpy(p + 4, codes, (size_t)ncodes * 2);
+    if (ncodes)
+        memcpy(p + 4, codes, (size_t)ncodes * 2);
 }
 
 #define CODE(off, op, info) (off), (uint8_t)((op) | (info) << 4)
