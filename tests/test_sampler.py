@@ -324,9 +324,10 @@ def test_modules_loaded_and_unloaded():
 
 def test_threads_come_and_go():
     """Threads created and ended during the run: no hang, nothing lost;
-    every worker that lived 400 ms (the last 5 waves) is sampled, and some
-    of those that lived 10 to 45 ms (threads are listed every 25 ms while
-    they come and go, and up to every 200 ms while they do not)."""
+    every worker that lived 400 ms (the last 5 waves, sleeping) is sampled,
+    and some of those that lived 10 to 45 ms (threads are listed every
+    25 ms while they come and go, and up to every 200 ms while they do
+    not)."""
     t = hs.trace(f"{T}/spawner.exe", options=["--sample-rate", "500"], name="sampler_spawner", timeout=120)
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
     out = t.stdout.decode()

@@ -1,10 +1,13 @@
 /*
  * spawner: threads that come and go while the process is sampled. The
  * main thread starts 60 workers in waves of 4; each worker burns CPU (in
- * work()), sleeps 5 ms, and ends; main waits for every wave. The workers
- * of the first 10 waves burn 5 to 40 ms (shorter than the sampler's
- * listing of threads may take to see them: up to 200 ms while the
- * threads it knows do not change), those of the last 5 waves 400 ms. Prints, per worker, its id and how long it lived (performance
+ * work()), sleeps, and ends; main waits for every wave. The workers of
+ * the first 10 waves burn 5 to 40 ms and sleep 5 ms (shorter than the
+ * sampler's listing of threads may take to see them: up to 200 ms while
+ * the threads it knows do not change), those of the last 5 waves burn
+ * 5 ms and sleep 400 ms (four busy threads at once on a loaded machine
+ * can wait longer than that for a core, and a thread is sampled only
+ * when it runs). Prints, per worker, its id and how long it lived (performance
  * counter, from its start to its end):
  *
  *   worker TID ms M
@@ -34,8 +37,8 @@ static DWORD WINAPI worker(void *arg)
     int i = (int)(uintptr_t)arg;
     LARGE_INTEGER t0, t;
     QueryPerformanceCounter(&t0);
-    work(i >= 40 ? 400 : 5 + (i / 4 * 7 + i % 4 * 11) % 36);
-    Sleep(5);
+    work(i >= 40 ? 5 : 5 + (i / 4 * 7 + i % 4 * 11) % 36);
+    Sleep(i >= 40 ? 400 : 5);
     QueryPerformanceCounter(&t);
     workers[i].ms = (double)(t.QuadPart - t0.QuadPart) * 1000.0 / (double)freq.QuadPart;
     return 0;
