@@ -139,7 +139,9 @@ def run_unit(name, arg, limit):
             case, _, why = line[7:].partition(": ")
             results.append(Result(f"{name}: {case.strip()}", "SKIP", why.strip()))
     if rc != 0 and not any(r.status == "FAIL" for r in results):
-        tail = (stdout + stderr).strip().splitlines()[-5:]
+        # a sanitizer's report: its first lines say what and where
+        report = [l for l in stderr.splitlines() if "ERROR: " in l or "runtime error" in l or l.startswith("    #")]
+        tail = report[:4] or (stdout + stderr).strip().splitlines()[-5:]
         results.append(Result(name, "FAIL", f"exit status {rc}: " + " | ".join(tail)))
     if not results:
         results.append(Result(name, "FAIL", "printed no test results"))
