@@ -82,20 +82,13 @@ cp_flags=(
 )
 log "compiling the count-preserving pair sqlite3-cp.exe and sqlite3-instr.exe"
 pids=()
-compile_all "$FIX_CC" "$work/cp" "$amal/sqlite3.c" "$amal/shell.c" -- "${cp_flags[@]}" & pids+=($!)
+compile_all "$FIX_CC" "$work/plain" "$amal/sqlite3.c" "$amal/shell.c" -- "${cp_flags[@]}" & pids+=($!)
 compile_all "$FIX_CC" "$work/instr" "$amal/sqlite3.c" "$amal/shell.c" -- "${cp_flags[@]}" \
     -finstrument-functions & pids+=($!)
-"$FIX_CC" -std=gnu11 -O2 -gdwarf-4 -Wall -Wextra -c "$top/tests/support/cyg_profile.c" \
-    -o "$work/cyg_profile.o"
+cyg_runtime "$work"
 for p in "${pids[@]}"; do
     wait "$p" || die "compilation failed"
 done
-"$FIX_CC" -static -o "$work/sqlite3-cp.exe" "$work"/cp/*.o
-"$FIX_CC" -static -o "$work/sqlite3-instr.exe" "$work"/instr/*.o "$work/cyg_profile.o"
-python3 "$top/tests/support/funcset.py" --runtime "$work/cyg_profile.o" \
-    "$work/sqlite3-cp.exe" "$work/sqlite3-instr.exe" ||
-    die "sqlite3-cp.exe and sqlite3-instr.exe do not have the same functions - see above"
-install_atomic "$work/sqlite3-cp.exe" "$out/sqlite3-cp.exe"
-install_atomic "$work/sqlite3-instr.exe" "$out/sqlite3-instr.exe"
+link_twins "$work" "$out" sqlite3-cp sqlite3-instr
 rm -rf "$work"
 log "built $out/sqlite3.exe, sqlite3-cp.exe and sqlite3-instr.exe in $(since "$t0")"
