@@ -145,7 +145,9 @@ def cyg_counts(fx, extra_args=None):
     """Run a fixture's -finstrument-functions twin; returns
     ({function: calls}, {(caller, callee): calls}) by name."""
     cwd = os.path.join(ROOT, fx["cwd"])
-    out = os.path.join(OUT, fx["name"] + ".cyg.txt")
+    # a file of this test's own: tests run two at a time, several of them
+    # on the same fixture
+    out = os.path.join(OUT, f"{fx['name']}.{os.getpid()}.cyg.txt")
     os.makedirs(OUT, exist_ok=True)
     if os.path.exists(out):
         os.remove(out)
