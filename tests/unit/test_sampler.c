@@ -17,7 +17,8 @@
  *               (whose clock the sampler itself nudges), one that runs a
  *               known share, a busy thread that is sometimes not
  *               scheduled, two burners with a known split, a thread whose
- *               final clock is lost;
+ *               final clock is lost; and a busy thread's clock readings
+ *               recorded under Wine at 200 Hz, replayed;
  *   sample set  interning, counts, the merge into a profile (stack order,
  *               threads, modules, run figures).
  */
@@ -108,7 +109,8 @@ static void put_unwind(uint8_t *p, uint8_t flags, uint8_t prolog, const uint8_t 
     p[1] = prolog;
     p[2] = (uint8_t)ncodes;
     p[3] = frame;
-    memcpy(p + 4, codes, (size_t)ncodes * 2);
+    if (ncodes)
+        memcpy(p + 4, codes, (size_t)ncodes * 2);
 }
 
 #define CODE(off, op, info) (off), (uint8_t)((op) | (info) << 4)
@@ -595,6 +597,42 @@ static void test_classifier(void)
     hs_cls_free(&c);
 }
 
+/* A recorded run (tests/unit/fixtures/classify-busy-200hz.txt): a busy
+ * thread sampled at 200 Hz with Wine's clock in 10 ms ticks. Its CPU
+ * samples x the period must be its CPU time within a sample (classify.h),
+ * here 2.870 s x 603 samples / 3.015 s: 574. */
+static void test_classifier_replay(void)
+{
+    const char *name = "classify/replay-busy-200hz (a busy thread recorded under Wine)";
+    FILE *f = fopen("tests/unit/fixtures/classify-busy-200hz.txt", "r");
+    if (!f) {
+        tap_fail(name, "cannot open tests/unit/fixtures/classify-busy-200hz.txt (run from the top of the tree)");
+        return;
+    }
+    hs_cls_shared sh = { 0, 0 };
+    hs_cls_thread c;
+    hs_cls_init(&c, &sh);
+    tally t = { 0 };
+    char line[200];
+    unsigned long long wall, cpu, w0 = 0, c0 = 0, w1 = 0, c1 = 0;
+    int moved, n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%llu %llu %d", &wall, &cpu, &moved) != 3)
+            continue;
+        if (!n++)
+            w0 = wall, c0 = cpu;
+        w1 = wall, c1 = cpu;
+        hs_cls_sample(&c, wall, cpu, moved != 0, 0, 20000000ull, count_kind, &t);
+    }
+    fclose(f);
+    hs_cls_finish(&c, w1, c1, true, count_kind, &t);
+    hs_cls_free(&c);
+    double want = (double)(c1 - c0) * n / (double)(w1 - w0);
+    tap_check(n == 603 && (double)t.cpu[0] >= want - 1 && (double)t.cpu[0] <= want + 1, name,
+              "%llu CPU samples, %llu wait samples of %d; its CPU time makes %.1f", (unsigned long long)t.cpu[0],
+              (unsigned long long)t.wait[0], n, want);
+}
+
 /* ---- sample set ------------------------------------------------------------------- */
 
 static void test_sampleset(void)
@@ -652,6 +690,7 @@ int main(void)
     test_unwinder();
     test_own_code();
     test_classifier();
+    test_classifier_replay();
     test_sampleset();
     return tap_status();
 }
