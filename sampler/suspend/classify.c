@@ -11,6 +11,7 @@
 #include "sampler/sampler.h"
 
 #define MAX_PENDING 100000
+#define CARRY_MAX 32.0     /* samples of CPU carried from window to window, each way */
 
 void hs_cls_init(hs_cls_thread *t, hs_cls_shared *shared)
 {
@@ -71,19 +72,16 @@ static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool k
         t->n = 0;
         return;
     }
-    if (x > 1)
-        x = 1;
+    /* x above 1: a clock charged in whole ticks put more than the window's
+     * wall time into it; what cannot be placed here is carried on (up to
+     * CARRY_MAX samples each way), so that over the thread's life its CPU
+     * samples stay its CPU time times the rate */
     double target = x * (double)n + t->carry;
     double k = floor(target + 0.5);
     if (k < 0)
         k = 0;
     if (k > (double)n)
         k = (double)n;
-    t->carry = target - k;
-    if (t->carry > 0.5)
-        t->carry = 0.5;
-    if (t->carry < -0.5)
-        t->carry = -0.5;
     size_t want = (size_t)k;
     size_t from_moved = want < moved ? want : moved;
     /* unmoved samples fill up only in a window that shows the thread ran
@@ -94,6 +92,7 @@ static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool k
     size_t from_still = moved && want > moved && x >= 0.5 ? want - moved : 0;
     if (from_still > still)
         from_still = still;
+    size_t placed = 0;
     for (size_t i = 0, jm = 0, js = 0; i < n; i++) {
         const hs_cls_pending *p = &t->pend[i];
         bool cpu;
@@ -103,8 +102,14 @@ static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool k
             cpu = chosen(jm++, from_moved, moved);
         else
             cpu = from_still && chosen(js++, from_still, still);
+        placed += cpu;
         emit(ctx, p->stack, cpu ? HS_SAMPLE_CPU : idle_kind(p));
     }
+    t->carry = target - (double)placed;
+    if (t->carry > CARRY_MAX)
+        t->carry = CARRY_MAX;
+    if (t->carry < -CARRY_MAX)
+        t->carry = -CARRY_MAX;
     t->n = 0;
 }
 
