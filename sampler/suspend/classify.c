@@ -44,16 +44,21 @@ static uint8_t idle_kind(const hs_cls_pending *p)
  * with dwall != 0: take the share of the window before). */
 static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool known, hs_cls_emit emit, void *ctx)
 {
+    /* moved: samples that moved and can be CPU samples (not waiting);
+     * ran: whether the thread ran at all in the window (a sample that moved
+     * into a wait shows it did too) */
     size_t n = t->n, moved = 0, waiting = 0;
+    bool ran = false;
     for (size_t i = 0; i < n; i++) {
         moved += t->pend[i].moved && !t->pend[i].waiting;
         waiting += t->pend[i].waiting;
+        ran |= t->pend[i].moved;
     }
     double x;
     if (known) {
         hs_cls_shared *sh = t->shared;
         double gain = (double)dcpu;
-        if (!moved && n && (!dwall || gain / (double)dwall < 0.25)) {
+        if (!ran && n && (!dwall || gain / (double)dwall < 0.25)) {
             /* the thread did not run: all it gained is the sampler's */
             double per = gain / (double)n;
             sh->overhead = sh->learned ? (sh->overhead * (double)sh->learned + gain) / (double)(sh->learned + n) : per;
@@ -133,7 +138,7 @@ void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, bo
          * window grows; it is closed when it is known, or when late) */
         bool moved_any = false;
         for (size_t i = 0; i < t->n && !moved_any; i++)
-            moved_any = t->pend[i].moved && !t->pend[i].waiting;
+            moved_any = t->pend[i].moved;
         uint64_t dw = wall - t->win_wall;
         if (moved_any && dw && (double)(cpu - t->win_cpu) / (double)dw < 0.25) {
             t->last_cpu = cpu;
