@@ -136,9 +136,9 @@ static int resolve(asm_ctx *a)
 
 /* The largest stub (edges, stacks and timing, an expansion TLS slot):
  * slow block 30, entry 23, count 18, edges 263 (the caller through
- * wrapper frames, three caller slots, then the hash table), stacks 39,
+ * wrapper frames, three caller slots, then the hash table), stacks 40,
  * pops 3, wrapper entry and the no-region path 42, alignment 7, six
- * pointers 48: 473 bytes, then the trampoline. */
+ * pointers 48: 474 bytes, then the trampoline. */
 size_t hs_stub_size_max(const hs_plan *plan)
 {
     return 480 + plan->tramp_max;
@@ -309,6 +309,10 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         hs_emit_u32(&a.e, (h->stack_every ? h->stack_every : 1) - 1);
         thunk_arg(&a, fidx, pushed);
         call_ptr(&a, P_STACK, slot_fix);
+        /* its return address stays inside the body's unwind range: one at
+         * its end would be in the undescribed pops, which only a walker
+         * that runs code forward can unwind */
+        OP(&a, 0x90);
     }
 
     /* done: */

@@ -370,6 +370,21 @@ static bool worth_listing(hs_sampler *s, uint64_t pc, double now)
     return !u || now >= u->next;
 }
 
+/* Is this address in code the target has mapped: an image, or executable
+ * memory of its own (hookscope's arena: the agent lists it)? Then a
+ * listing now explains it (a DLL loaded, an arena grown since the last
+ * one), where the rate limit of listings would leave its first samples of
+ * up to MODULES_RETRY_MS one frame deep. One query, no listing. */
+static bool in_code(hs_sampler *s, uint64_t pc)
+{
+    MEMORY_BASIC_INFORMATION mbi;
+    if (VirtualQueryEx(s->process, (const void *)(uintptr_t)pc, &mbi, sizeof mbi) != sizeof mbi ||
+        mbi.State != MEM_COMMIT)
+        return false;
+    return mbi.Type == MEM_IMAGE || (mbi.Protect & (PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE |
+                                                     PAGE_EXECUTE_WRITECOPY));
+}
+
 /* A listing at `now` did not explain this address: back off. */
 static void still_unexplained(hs_sampler *s, uint64_t pc, double now)
 {
@@ -480,11 +495,14 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
          * listing, or one an early listing could not read (under Wine it is
          * often Wine's own code: worth_listing backs off for those) */
         if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && worth_listing(s, res.unknown_pc, now) &&
-            now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
+            (now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0 || in_code(s, res.unknown_pc))) {
             /* its time is the module listing's, not the unwind's */
             s->last_modules_retry = now;
             double m0 = qpc_s(s);
-            refresh_modules(s, now);
+            if (s->own_modules)
+                refresh_own(s);   /* the session's list, as the agent keeps it now */
+            else
+                refresh_modules(s, now);
             double m1 = qpc_s(s);
             s->t_modules += m1 - m0;
             u0 += m1 - m0;
