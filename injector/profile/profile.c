@@ -169,6 +169,8 @@ void hs_profile_round_seconds(hs_profile *p)
 {
     p->wall_s = to_us(p->wall_s);
     p->sampling.cpu_s = to_us(p->sampling.cpu_s);
+    p->sampling.held_s = to_us(p->sampling.held_s);
+    p->sampling.threads_s = to_us(p->sampling.threads_s);
     for (size_t i = 0; i < p->nmodules; i++)
         p->modules[i].install_s = to_us(p->modules[i].install_s);
     for (size_t i = 0; i < p->nthreads_list; i++)
