@@ -354,23 +354,12 @@ static void write_stacks(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
-/* The sampled stacks of each kind, by their key in report.json. */
-static const struct {
-    uint8_t kind;
-    const char *key;
-} sample_kinds[] = {
-    { HS_STACK_CPU, "sample_stacks" },
-    { HS_STACK_WAIT, "wait_stacks" },
-    { HS_STACK_READY, "ready_stacks" },
-    { HS_STACK_HOOKSCOPE, "hookscope_stacks" },
-};
-
 /* "sample_stacks" (CPU), "wait_stacks", "ready_stacks" or
  * "hookscope_stacks": count, thread, "truncated": true when the stack
  * went deeper than the sampler walked, and frames, leaf first */
-static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind, const char *key)
+static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
-    fprintf(out, ",\n \"%s\": [", key);
+    fprintf(out, ",\n \"%s\": [", hs_stack_kind_key(kind));
     bool repeat = module_names_repeat(p);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
@@ -412,8 +401,8 @@ static void write_sampling(const hs_profile *p, FILE *out)
     if (s->etl_kept)
         fprintf(out, ", \"etl_file\": \"hookscope.etl\"");
     fprintf(out, "}");
-    for (size_t i = 0; i < sizeof sample_kinds / sizeof *sample_kinds; i++)
-        write_sample_stacks(p, out, sample_kinds[i].kind, sample_kinds[i].key);
+    for (uint8_t kind = HS_STACK_CPU; kind <= HS_STACK_HOOKSCOPE; kind++)
+        write_sample_stacks(p, out, kind);
 }
 
 static void write_threads(const hs_profile *p, FILE *out)

@@ -416,19 +416,9 @@ static void load_frame_lines(loader *l, hs_prof_stack *st, const hs_json *o)
     }
 }
 
-/* The sampled stacks of each kind, by their key in report.json (a report
- * written before ready and hookscope samples were told apart has only
- * the first two). */
-static const struct {
-    uint8_t kind;
-    const char *key;
-} sample_kinds[] = {
-    { HS_STACK_CPU, "sample_stacks" },
-    { HS_STACK_WAIT, "wait_stacks" },
-    { HS_STACK_READY, "ready_stacks" },
-    { HS_STACK_HOOKSCOPE, "hookscope_stacks" },
-};
-
+/* The sampled stacks of a kind (hs_stack_kind_key; a report written
+ * before ready and hookscope samples were told apart has only CPU and
+ * wait stacks). */
 static void load_sample_stacks(loader *l, const hs_json *arr, uint8_t kind)
 {
     for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
@@ -466,8 +456,8 @@ static void load_sampling(loader *l, const hs_json *root)
         d->held_s = hs_json_num(hs_json_get(s, "held_s"), -1);
         d->threads_s = hs_json_num(hs_json_get(s, "threads_s"), -1);
         d->etl_kept = hs_json_get(s, "etl_file") != NULL;
-        for (size_t k = 0; k < sizeof sample_kinds / sizeof *sample_kinds && !l->failed; k++)
-            load_sample_stacks(l, hs_json_get(root, sample_kinds[k].key), sample_kinds[k].kind);
+        for (uint8_t kind = HS_STACK_CPU; kind <= HS_STACK_HOOKSCOPE && !l->failed; kind++)
+            load_sample_stacks(l, hs_json_get(root, hs_stack_kind_key(kind)), kind);
     }
     const hs_json *t = hs_json_get(root, "thread_list");
     for (size_t i = 0; hs_json_is(t, HS_JARR) && i < t->n; i++) {

@@ -56,6 +56,17 @@ const char *hs_crash_name(uint32_t code)
     return NULL;
 }
 
+const char *hs_stack_kind_key(int kind)
+{
+    switch (kind) {
+    case HS_STACK_CPU: return "sample_stacks";
+    case HS_STACK_WAIT: return "wait_stacks";
+    case HS_STACK_READY: return "ready_stacks";
+    case HS_STACK_HOOKSCOPE: return "hookscope_stacks";
+    default: return NULL;
+    }
+}
+
 /* Capacities of the growing arrays, kept beside the profile. */
 typedef struct caps {
     size_t modules, funcs, edges, stacks, threads, strings;
