@@ -333,8 +333,45 @@ static void write_stacks(const hs_profile *p, FILE *out)
 
 /* ---- samples: the header's lines ------------------------------------------------ */
 
+#define SERVED_TOP 3
+
+/* by count (descending), then name */
+static int cmp_served(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ((const void *const *)ctx)[0];
+    const uint64_t *n = ((const void *const *)ctx)[1];
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    if (n[i] != n[j])
+        return n[i] > n[j] ? -1 : 1;
+    int c = strcmp(p->funcs[i].name ? p->funcs[i].name : "", p->funcs[j].name ? p->funcs[j].name : "");
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+/* The hooked functions whose hooks cost the most: hookscope's own samples
+ * by the function they served. */
+static void write_served(const hs_profile *p, FILE *out)
+{
+    uint64_t *n = hs_leaf_counts(p, HS_STACK_HOOKSCOPE);
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    size_t k = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (n[i])
+            idx[k++] = (uint32_t)i;
+    const void *ctx[2] = { p, n };
+    hs_sort(idx, k, sizeof *idx, cmp_served, ctx);
+    if (k) {
+        fprintf(out, "           spent on the hooks of");
+        for (size_t r = 0; r < k && r < SERVED_TOP; r++)
+            fprintf(out, "%s %s (%llu)", r ? "," : "", hs_func_label(p, idx[r]), (unsigned long long)n[idx[r]]);
+        fprintf(out, "%s: stacks in hookscope-stacks.folded\n", k > SERVED_TOP ? ", ..." : "");
+    }
+    free(idx);
+    free(n);
+}
+
 /* How many samples of each kind, the CPU time, the sampler's own cost
- * (the time it held the threads) and hookscope's in the target. */
+ * (the time it held the threads) and hookscope's in the target, with the
+ * hooked functions it served most. */
 static void write_sampling(const hs_profile *p, FILE *out)
 {
     const hs_prof_sampling *sm = &p->sampling;
@@ -360,6 +397,7 @@ static void write_sampling(const hs_profile *p, FILE *out)
             fprintf(out, " (%s of CPU)", hs_fmt_estimate(&e, e.ns, t, sizeof t));
         }
         fputc('\n', out);
+        write_served(p, out);
     }
     if (sm->etl_kept)
         fprintf(out, "etw trace  hookscope.etl (kept: --keep-etl)\n");

@@ -180,6 +180,17 @@ uint64_t hs_stacks_total(const hs_profile *p, int kind)
     return n;
 }
 
+uint64_t *hs_leaf_counts(const hs_profile *p, int kind)
+{
+    uint64_t *n = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *n);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind == kind && st->nframes && st->frames[0].func >= 0)
+            n[st->frames[0].func] += st->count;
+    }
+    return n;
+}
+
 int hs_flame_kind(const hs_profile *p)
 {
     if (hs_stacks_total(p, HS_STACK_CPU))

@@ -80,6 +80,11 @@ bool hs_loc_same(hs_loc a, hs_loc b);
 /* The sum of the counts of p's stacks of a kind (with frames). */
 uint64_t hs_stacks_total(const hs_profile *p, int kind);
 
+/* Per function, the samples of a kind whose leaf frame is in it (the
+ * hooked function hookscope's own samples served, for HS_STACK_HOOKSCOPE);
+ * malloc'd, p->nfuncs of them. */
+uint64_t *hs_leaf_counts(const hs_profile *p, int kind);
+
 /* The stacks a flame graph of p shows: HS_STACK_CPU when p has CPU
  * samples, else HS_STACK_ENTRY when it has entry stacks; -1 if neither. */
 int hs_flame_kind(const hs_profile *p);

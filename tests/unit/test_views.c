@@ -603,8 +603,11 @@ static void test_sample_kinds(void)
                           "threads, 0 lost)\n") &&
                   strstr(txt, "\nsampler    held the threads 0.080 s, 4.0% of their sampled time (2.000 s)\n") &&
                   strstr(txt, "\nhookscope  45 samples in its own code in the target, 18.0% of the running "
-                              "samples (45.0 ms of CPU)\n"),
-              "report.txt's header: samples of each kind, the sampler's hold, hookscope's share", "%s", txt);
+                              "samples (45.0 ms of CPU)\n"
+                              "           spent on the hooks of getstr (30), work (15): stacks in "
+                              "hookscope-stacks.folded\n"),
+              "report.txt's header: samples of each kind, the sampler's hold, hookscope's share and where",
+              "%s", txt);
     tap_check(cpu_row(txt, "work", row, sizeof row) && strstr(row, "    155 ms     25 ") &&
                   cpu_row(txt, "preempted", row, sizeof row) && strstr(row, "         -      3 "),
               "the CPU section: ready samples beside CPU", "%s", txt);
