@@ -94,6 +94,9 @@ extern hs_agent g_hs;
 
 /* session.c */
 int hs_session_attach(void);
+/* Say where the agent and its timing wrapper are, in the session header
+ * (for a sampler: session.h, agent_base and wrap_*). */
+void hs_session_describe_agent(hs_session_header *h);
 /* Serve the session called `name` from now on (a later attach reusing
  * this agent): the current one is retired, kept mapped while timed calls
  * entered under it are open. Returns 0, -1 (no such session), or -2 (as
@@ -225,6 +228,9 @@ extern void hs_probe_stack(void);
 /* wrapper.S: the timing wrapper frame */
 extern void hs_wrapper(void);
 extern void hs_wrapper_ret(void);   /* the wrapper's return address for timed calls */
+/* where in the wrapper a sampler finds the timed function's descriptor
+ * (session.h: wrap_*) */
+extern void hs_wrapper_desc_rsi(void), hs_wrapper_desc_gone(void), hs_wrapper_end(void);
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;

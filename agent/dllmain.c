@@ -31,7 +31,7 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
             return TRUE;
         }
         h->tls_index = g_hs.tls;
-        h->agent_base = (uint64_t)(uintptr_t)inst;
+        hs_session_describe_agent(h);
         h->tsc_start = hs_rdtsc();
         MemoryBarrier();
         h->agent_state = HS_AGENT_LOADED;

@@ -78,6 +78,16 @@ static void publish(const wchar_t *name)
     p->state = HS_PUBLIC_ACTIVE;
 }
 
+void hs_session_describe_agent(hs_session_header *h)
+{
+    h->agent_base = (uint64_t)(uintptr_t)g_hs.self;
+    h->wrap_begin = (uint64_t)(uintptr_t)hs_wrapper;
+    h->wrap_rsi = (uint64_t)(uintptr_t)hs_wrapper_desc_rsi;
+    h->wrap_gone = (uint64_t)(uintptr_t)hs_wrapper_desc_gone;
+    h->wrap_end = (uint64_t)(uintptr_t)hs_wrapper_end;
+    h->wrap_ret = (uint64_t)(uintptr_t)hs_wrapper_ret;
+}
+
 int hs_session_attach(void)
 {
     wchar_t name[64];
@@ -119,7 +129,7 @@ int hs_session_switch(const wchar_t *name)
     if (hs_sink_init() < 0)
         return -1;
     h->tls_index = tls;
-    h->agent_base = (uint64_t)(uintptr_t)g_hs.self;
+    hs_session_describe_agent(h);
     h->tsc_start = hs_rdtsc();
     open_fn_events();
     publish(name);

@@ -165,6 +165,11 @@ typedef struct hs_own_module {
 typedef struct hs_owncode {
     uint64_t agent_base;       /* the agent DLL (0: none) */
     uint32_t agent_size;
+    /* its timing wrapper: [wrap_begin, wrap_rsi) rbp holds the timed
+     * function's descriptor, [wrap_rsi, wrap_gone) rsi does, [wrap_gone,
+     * wrap_end) neither (the function has returned); wrap_ret is the
+     * return address of its call into the function (0: not known) */
+    uint64_t wrap_begin, wrap_rsi, wrap_gone, wrap_end, wrap_ret;
     hs_own_arena *arenas;
     size_t narenas;
     hs_own_slot *slots;        /* sorted by lo */

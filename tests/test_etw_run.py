@@ -10,11 +10,13 @@ hookscope's own reader, the attribution of hookscope's code, the merge
 with the hook counts, the naming and every output."""
 import json
 import os
+import re
 
 import hs
 
 DEMO = "build/examples/demo.exe"
 SPLIT = "build/tests/cpusplit.exe"
+BUSY = "build/tests/busy.exe"
 CRASH = "build/tests/crash.exe"
 FAKE = "build/tests/etw_fake.dll"
 MACHINE_INTERVAL = 10000     # the fake machine's interval before a run (100 ns units: 1 kHz)
@@ -50,6 +52,14 @@ def final(log):
     """The fake's state when hookscope unloaded it (the process's end)."""
     hs.check(log and log[-1][0] == "unload", f"the fake wrote no state at unload: {log}")
     return log[-1][1]
+
+
+def interval_set(log, rate, what):
+    """The machine's sampling interval was set to 10^7 / rate (100 ns
+    units) for the run, then put back."""
+    sets = [c for c in final(log).get("call", []) if c.startswith("set-interval ")]
+    hs.eq(sets, [f"set-interval {round(1e7 / rate)}", f"set-interval {MACHINE_INTERVAL}"],
+          f"{what}: the intervals set, for the run at {rate} Hz and after it")
 
 
 def interval_put_back(log, what):
@@ -92,6 +102,7 @@ foreign 11 exe+{fib + 4:#x}
     t, log = fake_run("etw_run_merge", script, ["--sampler", "etw"])
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
     hs.eq(t.stdout, stdout, "the target's output")
+    interval_set(log, 50, "run (the default rate)")
     interval_put_back(log, "run")
     st = final(log)
     hs.check(st["file"][0].lower().endswith(os.path.join(t.out, "hookscope.etl").replace("/", "\\").lower()),
@@ -175,10 +186,9 @@ def test_etw_failures_and_auto():
         else:
             hs.eq(t.json["sampling"]["backend"], backend, f"{what}: the backend that ran")
             hs.check(f"{backend} sampler" in t.txt, f"{what}: report.txt says which backend ran")
-        if log:
-            st = final(log)
-            hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's interval afterwards")
-            hs.eq(st["running"], ["0"], f"{what}: the session still runs")
+        st = final(log)
+        hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's interval afterwards")
+        hs.eq(st["running"], ["0"], f"{what}: the session still runs")
 
 
 def test_interval_put_back_on_every_way_out():
@@ -199,5 +209,34 @@ def test_interval_put_back_on_every_way_out():
             hs.check(t.rc != 0, f"{what}: a crash is not a success")
         interval_put_back(log, what)
         hs.eq(t.json["sampling"]["samples"], 3, f"{what}: the samples recorded")
-        hs.check(any(c.startswith("set-interval ") for c in final(log).get("call", [])),
-                 f"{what}: the interval was set for the run")
+        interval_set(log, 50, what)
+
+
+def test_etw_rate_end_to_end():
+    """--sample-rate 250 with the ETW sampler: the machine's interval is set
+    to 10^7 / 250 = 40000 (100 ns units) for the run and put back; the fake
+    kernel samples the target's busy thread once per interval of its CPU
+    time; report.json says 250 Hz, and the thread's CPU samples are the CPU
+    time busy.exe measured itself x 250 (within a clock tick's samples and
+    one more, and 10%)."""
+    hs.need(BUSY)
+    t = hs.trace(BUSY, ["0.1"], options=["--no-sample"], name="etw_run_rate_rvas")
+    hs.eq(t.rc, 0, "the run without sampling")
+    spin = {f["name"]: int(f["rva"], 16) for f in t.functions()}["spin"]
+    for rate in (250, 40):
+        t, log = fake_run(f"etw_run_rate{rate}", f"busy exe+{spin + 4:#x}\n", ["--sampler", "etw", "--sample-rate",
+                          str(rate)], target=BUSY, args=["1.5"])
+        hs.eq(t.rc, 0, f"{rate} Hz: exit code (stderr {t.stderr!r})")
+        interval_set(log, rate, f"{rate} Hz")
+        interval_put_back(log, f"{rate} Hz")
+        hs.eq(t.json["sampling"]["rate_hz"], rate, f"{rate} Hz: sampling.rate_hz")
+        m = re.match(r"burner (\d+) cpu_us (\d+) wall_us \d+", t.stdout.decode())
+        hs.check(m, f"busy.exe's output {t.stdout!r}")
+        tid, cpu_us = int(m.group(1)), int(m.group(2))
+        th = {x["tid"]: x for x in t.json["thread_list"]}
+        hs.check(tid in th, f"{rate} Hz: the busy thread {tid} is not in the report: {t.json['thread_list']}")
+        want, got = cpu_us / 1e6 * rate, th[tid]["cpu_samples"]
+        hs.check(abs(got - want) <= min(0.016 * rate + 1, 0.1 * want),
+                 f"{rate} Hz: {got} CPU samples for the busy thread's {cpu_us / 1e6:.3f} s of CPU (want {want:.1f}; "
+                 f"the fake read {final(log).get('busy-cpu')} x 100 ns)")
+        hs.eq(t.json["sampling"]["samples"], got, f"{rate} Hz: every sample is the busy thread's")

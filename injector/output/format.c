@@ -72,7 +72,7 @@ const char *hs_fmt_estimate(const hs_cpu_estimate *e, double ns, char *buf, size
 void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
 {
     int lo = -1, hi = -1;
-    uint64_t total = 0;
+    unsigned __int128 total = 0;   /* the counts come from the target: their sum may not fit 64 bits */
     for (int b = 0; b < nbuckets; b++) {
         if (!hist[b])
             continue;
@@ -90,7 +90,7 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
     fprintf(out, "%16s  %s %s\n", "value (ns)", "------------- Distribution -------------", "count");
     for (int b = lo; b <= hi; b++) {
         char bar[41];
-        int w = (int)((hist[b] * 40 + total / 2) / total);
+        int w = (int)(((unsigned __int128)hist[b] * 40 + total / 2) / total);   /* at most 40 */
         memset(bar, '@', (size_t)w);
         bar[w] = 0;
         fprintf(out, "%16llu |%-40s %llu\n", 1ull << b, bar, (unsigned long long)hist[b]);

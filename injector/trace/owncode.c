@@ -43,6 +43,11 @@ int hs_owncode_read(void *ctx, hs_owncode *o)
 
     memset(o, 0, sizeof *o);
     o->agent_base = h->agent_base;
+    o->wrap_begin = h->wrap_begin;
+    o->wrap_rsi = h->wrap_rsi;
+    o->wrap_gone = h->wrap_gone;
+    o->wrap_end = h->wrap_end;
+    o->wrap_ret = h->wrap_ret;
     size_t nslots = 0;
     for (uint32_t i = 0; i < nmods; i++) {
         const hs_module_rec *m = hs_session_module(src->view, i);

@@ -32,14 +32,22 @@ static bool chosen(size_t j, size_t k, size_t m)
     return (j + 1) * k / m > j * k / m;
 }
 
+/* A sample that is not waiting and not chosen as running: ready. */
+static uint8_t idle_kind(const hs_cls_pending *p)
+{
+    return p->waiting ? HS_SAMPLE_WAIT : HS_SAMPLE_READY;
+}
+
 /* Close the window: the thread gained `dcpu` of CPU clock over `dwall`
  * (dwall 0 and known false: no CPU information: moved = CPU; known false
  * with dwall != 0: take the share of the window before). */
 static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool known, hs_cls_emit emit, void *ctx)
 {
-    size_t n = t->n, moved = 0;
-    for (size_t i = 0; i < n; i++)
-        moved += t->pend[i].moved;
+    size_t n = t->n, moved = 0, waiting = 0;
+    for (size_t i = 0; i < n; i++) {
+        moved += t->pend[i].moved && !t->pend[i].waiting;
+        waiting += t->pend[i].waiting;
+    }
     double x;
     if (known) {
         hs_cls_shared *sh = t->shared;
@@ -58,7 +66,8 @@ static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool k
     }
     if (x < 0) {
         for (size_t i = 0; i < n; i++)
-            emit(ctx, t->pend[i].stack, t->pend[i].moved ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT);
+            emit(ctx, t->pend[i].stack,
+                 t->pend[i].moved && !t->pend[i].waiting ? HS_SAMPLE_CPU : idle_kind(&t->pend[i]));
         t->n = 0;
         return;
     }
@@ -81,20 +90,25 @@ static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool k
      * (a moved sample): where none moved, it executed nothing of its own,
      * whatever its clock says (a clock charged in whole ticks charges a
      * waiting thread a tick now and then, for the sampler's suspensions) */
+    size_t still = n - moved - waiting;
     size_t from_still = moved && want > moved && x >= 0.5 ? want - moved : 0;
-    size_t still = n - moved;
+    if (from_still > still)
+        from_still = still;
     for (size_t i = 0, jm = 0, js = 0; i < n; i++) {
+        const hs_cls_pending *p = &t->pend[i];
         bool cpu;
-        if (t->pend[i].moved)
+        if (p->waiting)
+            cpu = false;       /* blocked at that instant, whatever the window's share */
+        else if (p->moved)
             cpu = chosen(jm++, from_moved, moved);
         else
             cpu = from_still && chosen(js++, from_still, still);
-        emit(ctx, t->pend[i].stack, cpu ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT);
+        emit(ctx, p->stack, cpu ? HS_SAMPLE_CPU : idle_kind(p));
     }
     t->n = 0;
 }
 
-void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, uint32_t stack,
+void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, bool waiting, uint32_t stack,
                    uint64_t max_window, hs_cls_emit emit, void *ctx)
 {
     if (!t->started) {
@@ -105,6 +119,7 @@ void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, ui
     hs_xgrow(&t->pend, &t->cap, t->n + 1, sizeof *t->pend);
     t->pend[t->n].stack = stack;
     t->pend[t->n].moved = moved;
+    t->pend[t->n].waiting = waiting;
     t->n++;
     bool late = wall - t->win_wall >= max_window || t->n >= MAX_PENDING;
     if (cpu > t->last_cpu && !late && !t->shared->learned) {
@@ -113,7 +128,7 @@ void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, ui
          * window grows; it is closed when it is known, or when late) */
         bool moved_any = false;
         for (size_t i = 0; i < t->n && !moved_any; i++)
-            moved_any = t->pend[i].moved;
+            moved_any = t->pend[i].moved && !t->pend[i].waiting;
         uint64_t dw = wall - t->win_wall;
         if (moved_any && dw && (double)(cpu - t->win_cpu) / (double)dw < 0.25) {
             t->last_cpu = cpu;

@@ -68,7 +68,9 @@ typedef struct sthread {
     uint64_t stack_base;
     bool have_prev;
     uint64_t prev[HS_GRAB_REGS]; /* its registers at its previous sample */
-    uint32_t prev_stack;       /* and the stack it had then */
+    uint32_t prev_stack;       /* and the stack it had then, */
+    bool prev_waiting;         /* whether it stood at a system-call return, */
+    bool prev_own;             /* and whether it was in hookscope's own code */
     hs_cls_thread cls;
     uint64_t last_cpu;         /* CPU clock at its last sample */
     double clock_at;           /* when its thread times were read last */
@@ -441,7 +443,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         if (t->have_prev)
             hs_sampleset_taken_add(s->out, 1);
         if (t->have_prev && clock_ok)
-            hs_cls_sample(&t->cls, wall, cpu, false, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
+            hs_cls_sample(&t->cls, wall, cpu, false, true, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
         else if (t->have_prev)
             hs_sampleset_count(s->out, t->prev_stack, HS_SAMPLE_WAIT, 1);
         return true;
@@ -464,6 +466,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     if (g.same) {
         id = t->prev_stack;   /* it has not run: the same stack */
     } else {
+        t->prev_waiting = hs_codemap_at_syscall(s->map, g.ctx->Rip);
         double u0 = qpc_s(s);
         moved = t->have_prev;
         hs_uw_regs regs;
@@ -490,7 +493,8 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
             if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was && s->modules_read)
                 still_unexplained(s, was, now);
         }
-        uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
+        int attr;
+        uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
         s->unwind_s += qpc_s(s) - u0;
         s->unwinds++;
         if (!n) {
@@ -502,18 +506,25 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
         t->have_prev = true;
         t->prev_stack = id;
+        t->prev_own = attr == HS_ATTR_HOOKSCOPE;
     }
     note_ever(s, t->tid);
     hs_sampleset_taken_add(s->out, 1);
     if (t->first_at <= 0)
         t->first_at = now;
     t->last_at = now;
-    if (!clock_ok) {
-        /* no clock: the registers alone say whether it ran */
-        hs_sampleset_count(s->out, id, moved ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT, 1);
+    if (t->prev_own) {
+        /* in hookscope's own code: its cost, running or not */
+        hs_sampleset_count(s->out, id, HS_SAMPLE_HOOKSCOPE, 1);
         return true;
     }
-    hs_cls_sample(&t->cls, wall, cpu, moved, id, wall_units(s, MAX_WINDOW_S), emit, s->out);
+    if (!clock_ok) {
+        /* no clock: the registers alone say whether it ran */
+        hs_sampleset_count(s->out, id,
+                           t->prev_waiting ? HS_SAMPLE_WAIT : moved ? HS_SAMPLE_CPU : HS_SAMPLE_READY, 1);
+        return true;
+    }
+    hs_cls_sample(&t->cls, wall, cpu, moved, t->prev_waiting, id, wall_units(s, MAX_WINDOW_S), emit, s->out);
     if (cpu > t->last_cpu)
         t->last_cpu = cpu;
     return true;

@@ -6,7 +6,6 @@
 #                                undecoration (tests/test_pdb_wine.py)
 #   build/tests/dbghelp_probe.exe  what the system's DbgHelp says about an
 #                                image (injector/symbols/FINDINGS.md)
-#   make unit-asan               tests/unit/test_pdb.c with ASan and UBSan
 SYMDUMP_NAT := $(B)/native/tools/symdump
 SYMDUMP_WIN := $(B)/tests/symdump.exe
 PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
@@ -38,18 +37,6 @@ symbol-tools: $(SYMDUMP_NAT) $(SYMDUMP_WIN) $(PROBE_WIN)
 unit: $(SYMDUMP_NAT)
 test-targets: $(SYMDUMP_WIN) $(PROBE_WIN)
 
-# tests/unit/test_pdb.c built with AddressSanitizer and UBSan and run: its
-# fuzzing then also shows that no corrupt input is read outside its bounds
-ASAN_PDB := $(B)/native/asan/test_pdb
-$(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(DEBUGINFO_C) $(DEBUGINFO_NAT)
-	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -I$(B)/inc/tests -o $@ $^ -lstdc++
-
-.PHONY: unit-asan
-unit-asan: $(ASAN_PDB)
-	$(ASAN_PDB)
-
 # build/tests/etwtest.exe: the live ETW layer against a fake of the system's
 # ETW functions (tests/test_etw.py)
 ETWTEST_WIN := $(B)/tests/etwtest.exe
@@ -70,3 +57,11 @@ $(ETWFAKE_DLL): $(ETWFAKE_OBJ)
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -o $@ $(filter %.o,$^) -static-libgcc -lntdll
 test-targets: $(ETWFAKE_DLL)
+
+# build/tests/bpcount.exe: call counts from a debugger's breakpoints, the
+# truth for programs without sources to instrument (tests/test_real_programs.py)
+BPCOUNT_WIN := $(B)/tests/bpcount.exe
+$(BPCOUNT_WIN): tests/support/bpcount.c
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -O1 -Wall -Wextra -o $@ $<
+test-targets: $(BPCOUNT_WIN)

@@ -11,7 +11,8 @@
  * wall time and from few samples, a call still running). Each is loaded and
  * written by every writer; the output must equal NAME/<file> byte for
  * byte (report.json: the input itself). After a deliberate change of a
- * writer, regenerate with HS_REGEN_GOLDEN=1 and review the diff.
+ * writer, regenerate with `tests/run.py --regen-golden -k test_profile`
+ * (HS_REGEN_GOLDEN=1) and review the diff.
  *
  * Also: the JSON reader, the loader's errors, edge merging and order,
  * location names, tick conversion, the stable sort, two functions of one
@@ -95,7 +96,7 @@ static void check_profile_dir(const char *name)
         if (!wanted) {
             tap_check(want == NULL, tname, "written by an earlier version, not wanted now");
         } else if (!got || !want) {
-            tap_fail(tname, "%s", !got ? "the writer failed" : "no expected file (HS_REGEN_GOLDEN=1)");
+            tap_fail(tname, "%s", !got ? "the writer failed" : "no expected file (tests/run.py --regen-golden)");
         } else if (got_len != want_len || memcmp(got, want, got_len) != 0) {
             char d[300];
             first_difference(got, got_len, want, want_len, d, sizeof d);
