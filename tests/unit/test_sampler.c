@@ -622,7 +622,7 @@ static void test_classifier_replay(void)
         if (!n++)
             w0 = wall, c0 = cpu;
         w1 = wall, c1 = cpu;
-        hs_cls_sample(&c, wall, cpu, moved != 0, 0, 20000000ull, count_kind, &t);
+        hs_cls_sample(&c, wall, cpu, moved != 0, false, 0, 20000000ull, count_kind, &t);
     }
     fclose(f);
     hs_cls_finish(&c, w1, c1, true, count_kind, &t);
