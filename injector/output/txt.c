@@ -407,8 +407,7 @@ static void write_sampling(const hs_profile *p, FILE *out)
 
 static void write_threads(const hs_profile *p, FILE *out)
 {
-    fprintf(out, "\nthreads: the calls the hooks counted and the samples of each kind taken on each\n"
-                 "thread (hookscope: in hookscope's own code)\n");
+    fprintf(out, "\nthreads: the calls the hooks counted and the samples of each kind on each thread\n");
     if (!p->nthreads_list) {
         fprintf(out, "(this run has no per-thread figures)\n");
         return;
