@@ -50,9 +50,7 @@ const char *hs_fmt_duration3(double ns, char *buf, size_t len)
         v /= 1e3;
         u++;
     }
-    int decimals = v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
-    if (u == 0)
-        decimals = 0;
+    int decimals = v == 0 ? 0 : v < 0.9995 ? 3 : v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
     snprintf(buf, len, "%.*f %s", decimals, v, units[u]);
     return buf;
 }

@@ -21,7 +21,7 @@ void hs_json_quote(FILE *out, const char *s);
 const char *hs_fmt_duration(double ns, char *buf, size_t len);
 
 /* A duration estimated from samples, to 3 significant digits ("1.23 ms",
- * "45.6 us", "789 ns"): samples do not know more. */
+ * "45.6 us", "789 ns", "0.379 ns"): samples do not know more. */
 const char *hs_fmt_duration3(double ns, char *buf, size_t len);
 
 /* One of a CPU estimate's times (e->ns or e->per_call_ns, profile/views.h)

@@ -517,7 +517,7 @@ static void test_cpu_bound(void)
     int64_t g = hs_profile_find_func(p, 0, "getstr", HS_RVA_NONE);
     hs_cpu_estimate e = hs_func_cpu_estimate(p, (uint32_t)g);
     tap_check(e.capped && e.per_call_ns == 17.0 && e.ns == 17e6 && cpu_row(txt, "getstr", row, sizeof row) &&
-                  strstr(row, " <=17.0 ms ") && strstr(row, "   <=17 ns     17 ns  getstr "),
+                  strstr(row, " <=17.0 ms ") && strstr(row, " <=17.0 ns     17 ns  getstr "),
               "an estimate above the measured wall time is that time, marked <=", "%.1f ns: %s", e.per_call_ns,
               cpu_row(txt, "getstr", row, sizeof row) ? row : txt);
     /* worker: still running at the end: its samples are not bounded by
