@@ -64,6 +64,14 @@ static double pct(uint64_t n, uint64_t of)
     return of ? 100.0 * (double)n / (double)of : 0.0;
 }
 
+/* "  function   module": the function in a column of `width`, and at
+ * least two spaces before the module however long its name */
+static void name_module(FILE *out, const char *name, const char *module, int width)
+{
+    int len = (int)strlen(name);
+    fprintf(out, "  %s%*s%s\n", name, len < width ? width - len + 1 : 2, "", module);
+}
+
 /* text in lines of at most `width` columns, broken at spaces */
 static void put_wrapped(FILE *out, const char *text, size_t width)
 {
@@ -143,7 +151,7 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
             fprintf(out, " %10s %9s", calls, per);
         if (hooks && p->time_on)
             fprintf(out, " %9s", wall);
-        fprintf(out, "  %-20s %s\n", f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name);
+        name_module(out, f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name, 20);
     }
     if (n > rows)
         fprintf(out, "(%zu more functions with CPU or ready samples: report.json)\n", n - rows);
@@ -173,8 +181,8 @@ static void write_wait(const hs_profile *p, FILE *out)
     size_t rows = n < WAIT_ROWS ? n : WAIT_ROWS;
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
-        fprintf(out, "%8llu %5.1f%%  %-32s %s\n", (unsigned long long)f->wait_self, pct(f->wait_self, s->wait_samples),
-                f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name);
+        fprintf(out, "%8llu %5.1f%%", (unsigned long long)f->wait_self, pct(f->wait_self, s->wait_samples));
+        name_module(out, f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name, 32);
     }
     if (n > rows)
         fprintf(out, "(%zu more)\n", n - rows);

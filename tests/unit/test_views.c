@@ -558,6 +558,34 @@ static void test_few_samples(void)
               "%d rows, %d marked, %d wrong: %s", t.seen, t.marked, t.bad, t.why);
 }
 
+/* A function's name longer than its column keeps two spaces before the
+ * module, in the CPU and the wait tables (readers split rows there). */
+static void test_long_names(void)
+{
+    hs_profile *p = load("sampled");
+    if (!p)
+        return;
+    static const char *const renames[][2] = {
+        { "burn_b", "RtlDosPathNameToNtPathName_U_WithStatus" },
+        { "NtWaitForSingleObject", "NtWaitForSingleObjectWithAVeryLongName" },
+    };
+    for (size_t k = 0; k < 2; k++) {
+        for (uint32_t i = 0; i < p->nfuncs; i++) {
+            if (p->funcs[i].name && !strcmp(p->funcs[i].name, renames[k][0])) {
+                free(p->funcs[i].name);
+                hs_profile_name_func(p, i, renames[k][1]);
+            }
+        }
+    }
+    char *txt = render(hs_write_txt, p, NULL);
+    tap_check(strstr(txt, "  RtlDosPathNameToNtPathName_U_WithStatus  burn.exe\n") &&
+                  strstr(txt, "  NtWaitForSingleObjectWithAVeryLongName  ntdll.dll\n") &&
+                  strstr(txt, "  burn_a               burn.exe\n"),
+              "long names keep two spaces before the module", "%s", txt);
+    free(txt);
+    hs_profile_free(p);
+}
+
 /* CPU time is shared out over the running samples (the program's and
  * hookscope's own); ready and wait samples never enter it. */
 static void test_estimate_basis(void)
@@ -652,6 +680,7 @@ int main(void)
     test_few_samples();
     test_estimate_basis();
     test_sample_kinds();
+    test_long_names();
     test_small_merge();
     test_deep_budget();
     test_big_flamegraph();
