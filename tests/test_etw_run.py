@@ -85,9 +85,10 @@ def func(t, name):
 
 
 def test_etw_samples_merge_with_the_hooks():
-    """57 samples of the target (fib's own code, a stub of fib's hook, the
-    kernel under fib) and 11 of another process: the report has exactly the
-    target's, attributed and named as the suspend sampler's are, next to
+    """57 samples of the target (fib's own code, a stub of fib's hook: that
+    is hookscope's cost, the kernel under fib) and 11 of another process:
+    the report has exactly the target's, attributed and named as the
+    suspend sampler's are, next to
     call counts equal to a run without sampling; the target's output is
     the same; the session ran in the output directory and its file is
     gone; the machine's interval is put back."""
@@ -110,26 +111,31 @@ foreign 11 exe+{fib + 4:#x}
     hs.check(st["session"][0].startswith("hookscope-"), f"the session's name: {st['session']}")
     hs.check(not os.path.exists(os.path.join(hs.ROOT, t.out, "hookscope.etl")), "the .etl file was removed")
     s = t.json["sampling"]
-    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["threads"]), ("etw", 57, 0, 1), "sampling")
+    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["hookscope_samples"], s["threads"]), ("etw", 37, 0, 20, 1),
+          "sampling (the stub's samples are hookscope's)")
     hs.eq(s["lost"], 7, "the events the trace says it lost")
     hs.check(any("lost 7 events and 3 buffers" in w for w in t.json["warnings"]),
              f"the losses are a warning: {t.json['warnings']}")
     hs.eq(t.calls(), calls, "call counts with the ETW sampler = without sampling")
-    hs.eq(func(t, "fib")["samples"], {"self": 50, "total": 57}, "fib's samples (the stub's count as fib's)")
-    hs.eq(func(t, "main")["samples"], {"self": 0, "total": 57}, "main's samples")
+    hs.eq(func(t, "fib")["samples"], {"self": 30, "total": 37}, "fib's samples (the stub's are hookscope's)")
+    hs.eq(func(t, "main")["samples"], {"self": 0, "total": 37}, "main's samples")
     kern = [m for m in t.json["loaded_modules"] if m["name"] == "ntoskrnl.exe"]
     hs.eq(len(kern), 1, "the kernel image among the loaded modules")
     kern = kern[0]
     hs.eq((kern.get("kernel"), kern["samples"]["self"]), (True, 7), "the kernel image")
     stacks = {}
-    for st in t.json["sample_stacks"]:
-        key = tuple(f.split("+")[0] for f in st["frames"])
-        stacks[key] = stacks.get(key, 0) + st["count"]
-    hs.eq(stacks, {("demo.exe!fib", "demo.exe!main"): 50,
-                   ("ntoskrnl.exe", "demo.exe!fib", "demo.exe!main"): 7}, "the sample stacks")
+    for kind in ("sample_stacks", "hookscope_stacks"):
+        for st in t.json[kind]:
+            key = (kind,) + tuple(f.split("+")[0] for f in st["frames"])
+            stacks[key] = stacks.get(key, 0) + st["count"]
+    hs.eq(stacks, {("sample_stacks", "demo.exe!fib", "demo.exe!main"): 30,
+                   ("sample_stacks", "ntoskrnl.exe", "demo.exe!fib", "demo.exe!main"): 7,
+                   ("hookscope_stacks", "demo.exe!fib", "demo.exe!main"): 20}, "the sample stacks")
     folded = t.file("cpu-stacks.folded")
-    hs.eq(folded, "demo.exe!main;demo.exe!fib 50\ndemo.exe!main;demo.exe!fib;ntoskrnl.exe+0x1234_[k] 7\n",
+    hs.eq(folded, "demo.exe!main;demo.exe!fib 30\ndemo.exe!main;demo.exe!fib;ntoskrnl.exe+0x1234_[k] 7\n",
           "cpu-stacks.folded (kernel frames marked _[k])")
+    hs.eq(t.file("hookscope-stacks.folded"), "demo.exe!main;demo.exe!fib 20\n",
+          "hookscope-stacks.folded: the stub's samples, under the function it serves")
     hs.check("etw sampler" in t.txt, "report.txt names the backend")
 
 

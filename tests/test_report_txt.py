@@ -356,7 +356,7 @@ def test_report_txt_of_saved_profiles_says_what_report_json_holds():
 
 
 def test_report_txt_of_a_sampled_run_says_what_report_json_holds():
-    t = hs.trace(hs.need("build/examples/demo.exe"), ["34"], options=["--sample-rate", "500"],
+    t = hs.trace(hs.need("build/examples/demo.exe"), ["36"], options=["--sample-rate", "1000"],
                  name="report_txt_demo")
     hs.eq(t.rc, 0, f"exit code ({t.stderr!r})")
     hs.check(t.json["sampling"]["samples"] > 0, "no CPU samples")
