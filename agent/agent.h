@@ -66,7 +66,8 @@ typedef struct hs_mod_state {
     int hooked;                /* patches are in */
     int unloaded;              /* the module is gone: never touch its memory again */
     int retired;               /* hooked for an earlier session: its patches are out for good */
-    void *unwind_table;        /* registered with RtlAddFunctionTable */
+    void *unwind_table;        /* the stubs' function table (in the arena chunk), */
+    void *unwind_handle;       /* registered as a growable table (RtlAddGrowableFunctionTable) */
 } hs_mod_state;
 
 typedef struct hs_agent {

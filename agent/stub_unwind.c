@@ -1,7 +1,10 @@
 /*
  * agent/stub_unwind.c - unwind information for the code hookscope generates,
  * so that a stack walk or an exception that starts inside a stub or a
- * trampoline unwinds correctly (RtlAddFunctionTable).
+ * trampoline unwinds correctly: one growable function table per module's
+ * arena chunk (RtlAddGrowableFunctionTable, which, unlike
+ * RtlAddFunctionTable, the kernel's stack walker for ETW also reads),
+ * sorted by BeginAddress, deleted at unhook.
  *
  * Per hooked function, in its arena slot:
  *   [slow, jmp)    the slow-path block, run with the stub's registers
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/base/util.h"
 #include "hook/engine/emit.h"
 #include "hook/pe/pe.h"
 #include "hook/pe/unwind_info.h"
@@ -99,6 +103,24 @@ static int tramp_codes(const hs_pe *pe, const hs_hooked *h, uint16_t *out, int m
     return n;
 }
 
+/* Windows 8's growable tables (Wine has them too), looked up so that the
+ * agent still loads on Windows 7, where RtlAddFunctionTable serves */
+typedef DWORD(NTAPI *add_growable_fn)(PVOID *table, PRUNTIME_FUNCTION entries, DWORD count, DWORD max_count,
+                                      ULONG_PTR range_base, ULONG_PTR range_end);
+typedef VOID(NTAPI *delete_growable_fn)(PVOID table);
+
+static FARPROC ntdll_fn(const char *name)
+{
+    return GetProcAddress(GetModuleHandleW(L"ntdll.dll"), name);
+}
+
+static int cmp_entry(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint32_t x = ((const fn_entry *)a)->begin, y = ((const fn_entry *)b)->begin;
+    return x < y ? -1 : x > y;
+}
+
 size_t hs_unwind_space(size_t n_hooks)
 {
     /* 3 entries and 3 unwind infos (the trampoline's at most 4 + 2 * 256 bytes) */
@@ -150,9 +172,21 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
         table[n].unwind = put_unwind(&p, base, prolog, tc, nt, frame);
         n++;
     }
-    if (!RtlAddFunctionTable((PRUNTIME_FUNCTION)table, (DWORD)n, base))
+    /* sorted by BeginAddress, as a growable table must be */
+    hs_sort(table, n, sizeof *table, cmp_entry, NULL);
+    /* a growable table reaches the kernel (NtSetInformationProcess), whose
+     * stack walker (ETW's) reads no table added by RtlAddFunctionTable */
+    void *handle = NULL;
+    add_growable_fn add = (add_growable_fn)(void (*)(void))ntdll_fn("RtlAddGrowableFunctionTable");
+    if (add) {
+        if (add(&handle, (PRUNTIME_FUNCTION)table, (DWORD)n, (DWORD)n, (ULONG_PTR)base,
+                (ULONG_PTR)limit) != 0)   /* the chunk: its stubs and this table */
+            return -1;
+    } else if (!RtlAddFunctionTable((PRUNTIME_FUNCTION)table, (DWORD)n, base)) {
         return -1;
+    }
     m->unwind_table = table;
+    m->unwind_handle = handle;
     /* for a sampler reading it from outside */
     hs_module_rec *rec = hs_session_module(g_hs.view, m->index);
     rec->unwind_table = (uint64_t)(uintptr_t)table;
@@ -162,7 +196,13 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
 
 void hs_unwind_unregister(hs_mod_state *m)
 {
-    if (m->unwind_table)
+    if (m->unwind_handle) {
+        delete_growable_fn del = (delete_growable_fn)(void (*)(void))ntdll_fn("RtlDeleteGrowableFunctionTable");
+        if (del)
+            del(m->unwind_handle);
+    } else if (m->unwind_table) {
         RtlDeleteFunctionTable((PRUNTIME_FUNCTION)m->unwind_table);
+    }
+    m->unwind_handle = NULL;
     m->unwind_table = NULL;
 }

@@ -67,11 +67,6 @@ SKIPS = [
 ]
 
 KNOWN = [
-    Entry(r"^(unit|asan)/test_sampler: classify/replay-busy-200hz ", r"",
-          "the classifier (sampler/suspend/classify.c close_window) clamps a window's running share at 1 and "
-          "the rounding it carries at +-0.5: when Wine's 10 ms clock tick lands in a short window (2 or 3 "
-          "samples at 200 Hz) the CPU time over 1 is dropped, 519 CPU samples where the thread's 2.870 s of CPU "
-          "make 574 (without the two clamps: 576); a fix of the classifier is its own piece of work"),
     Entry(r"^(unit|asan)/test_session_fuzz: fuzz/session/layout$", r"",
           "the session's importer (injector/profile/from_session.c) trusts the header's layout fields (offsets, "
           "record sizes, capacities, region size), which a hostile target can overwrite: most damaged layouts "

@@ -85,10 +85,10 @@ def func(t, name):
 
 
 def test_etw_samples_merge_with_the_hooks():
-    """57 samples of the target (fib's own code, a stub of fib's hook: that
-    is hookscope's cost, the kernel under fib) and 11 of another process:
-    the report has exactly the target's, attributed and named as the
-    suspend sampler's are, next to
+    """57 samples of the target (fib's own code, a stub of fib's hook, the
+    kernel under fib) and 11 of another process: the report has exactly the
+    target's, attributed and named as the suspend sampler's are (the 20 in
+    fib's entry stub are hookscope's own cost, not fib's CPU), next to
     call counts equal to a run without sampling; the target's output is
     the same; the session ran in the output directory and its file is
     gone; the machine's interval is put back."""

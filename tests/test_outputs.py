@@ -526,7 +526,9 @@ def test_same_name_functions_stay_apart():
     for name in ("cpu-stacks.folded", "wait-stacks.folded", "entry-stacks.folded", "callgrind.out",
                  "profile.speedscope.json", "flamegraph.svg"):
         text = t.file(name)
-        hs.check(not re.search(r"\bsprintf\b(?!@)", text), f"{name} names no sprintf without its rva")
+        # (a flame graph box too narrow for its whole label shows its start
+        # and "..": sprintf@0x1f4d0 may show as "sprintf..")
+        hs.check(not re.search(r"\bsprintf\b(?!@|\.\.)", text), f"{name} names no sprintf without its rva")
     for name in ("entry-stacks.folded", "callgrind.out", "profile.speedscope.json"):
         hs.check("sprintf@0x1f4d0" in t.file(name) and "sprintf@0x165e0" in t.file(name), f"{name} names both sprintf")
     again = hs.outdir("same_name_lua_again")

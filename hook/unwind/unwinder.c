@@ -53,7 +53,7 @@ static int stack_read(const view *vw, uint64_t addr, uint64_t *v)
         return HS_UW_BAD;
     uint64_t off = addr - st->lo;
     if (off > st->len || st->len - off < 8)
-        return st->complete ? HS_UW_END : HS_UW_TRUNCATED;
+        return st->complete ? HS_UW_AT_BASE : HS_UW_TRUNCATED;
     memcpy(v, st->data + off, 8);
     return 0;
 }
@@ -487,7 +487,7 @@ hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const h
         uint64_t sp = regs.r[HS_RSP];
         int err = step(env, &vw, &regs);
         if (err) {
-            res.stop = err;
+            res.stop = err == HS_UW_AT_BASE ? HS_UW_END : err;
             return res;
         }
         if (regs.rip == 0)

@@ -95,10 +95,13 @@ void hs_trace_sample_stop(hs_trace *t)
                         (unsigned long long)t->stats.events_lost, (unsigned long long)t->stats.buffers_lost);
     if (t->stats.stalled)
         hs_profile_warn(t->p, "sampling stopped early: a thread's context never came (it was resumed)");
-    hs_log("sampling stopped: %llu CPU and %llu wait samples, %zu unique stacks; a thread stayed suspended "
-           "%.0f us per sample (median; %.0f us at the 99th percentile); unwinding took %.1f us per sample",
+    hs_log("sampling stopped: %llu CPU, %llu ready, %llu wait and %llu hookscope samples, %zu unique stacks; a "
+           "thread stayed suspended %.0f us per sample (median; %.0f us at the 99th percentile); unwinding took "
+           "%.1f us per sample",
            (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_CPU),
-           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_WAIT), hs_sampleset_unique(t->samples),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_READY),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_WAIT),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_HOOKSCOPE), hs_sampleset_unique(t->samples),
            t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 

@@ -627,8 +627,10 @@ static void test_classifier_replay(void)
     fclose(f);
     hs_cls_finish(&c, w1, c1, true, count_kind, &t);
     hs_cls_free(&c);
-    double want = (double)(c1 - c0) * n / (double)(w1 - w0);
-    tap_check(n == 603 && (double)t.cpu[0] >= want - 1 && (double)t.cpu[0] <= want + 1, name,
+    /* the windows give each its local density of samples (the sampler's
+     * pace varies), the whole run's average is this: within 0.5% and one */
+    double want = (double)(c1 - c0) * n / (double)(w1 - w0), slack = 1 + want * 0.005;
+    tap_check(n == 603 && (double)t.cpu[0] >= want - slack && (double)t.cpu[0] <= want + slack, name,
               "%llu CPU samples, %llu wait samples of %d; its CPU time makes %.1f", (unsigned long long)t.cpu[0],
               (unsigned long long)t.wait[0], n, want);
 }
