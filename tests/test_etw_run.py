@@ -111,7 +111,8 @@ foreign 11 exe+{fib + 4:#x}
     hs.check(st["session"][0].startswith("hookscope-"), f"the session's name: {st['session']}")
     hs.check(not os.path.exists(os.path.join(hs.ROOT, t.out, "hookscope.etl")), "the .etl file was removed")
     s = t.json["sampling"]
-    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["threads"]), ("etw", 37, 0, 1), "sampling")
+    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["hookscope_samples"], s["threads"]), ("etw", 37, 0, 20, 1),
+          "sampling (the stub's samples are hookscope's)")
     hs.eq(s["lost"], 7, "the events the trace says it lost")
     hs.check(any("lost 7 events and 3 buffers" in w for w in t.json["warnings"]),
              f"the losses are a warning: {t.json['warnings']}")
@@ -123,14 +124,18 @@ foreign 11 exe+{fib + 4:#x}
     kern = kern[0]
     hs.eq((kern.get("kernel"), kern["samples"]["self"]), (True, 7), "the kernel image")
     stacks = {}
-    for st in t.json["sample_stacks"]:
-        key = tuple(f.split("+")[0] for f in st["frames"])
-        stacks[key] = stacks.get(key, 0) + st["count"]
-    hs.eq(stacks, {("demo.exe!fib", "demo.exe!main"): 30,
-                   ("ntoskrnl.exe", "demo.exe!fib", "demo.exe!main"): 7}, "the sample stacks")
+    for kind in ("sample_stacks", "hookscope_stacks"):
+        for st in t.json[kind]:
+            key = (kind,) + tuple(f.split("+")[0] for f in st["frames"])
+            stacks[key] = stacks.get(key, 0) + st["count"]
+    hs.eq(stacks, {("sample_stacks", "demo.exe!fib", "demo.exe!main"): 30,
+                   ("sample_stacks", "ntoskrnl.exe", "demo.exe!fib", "demo.exe!main"): 7,
+                   ("hookscope_stacks", "demo.exe!fib", "demo.exe!main"): 20}, "the sample stacks")
     folded = t.file("cpu-stacks.folded")
     hs.eq(folded, "demo.exe!main;demo.exe!fib 30\ndemo.exe!main;demo.exe!fib;ntoskrnl.exe+0x1234_[k] 7\n",
           "cpu-stacks.folded (kernel frames marked _[k])")
+    hs.eq(t.file("hookscope-stacks.folded"), "demo.exe!main;demo.exe!fib 20\n",
+          "hookscope-stacks.folded: the stub's samples, under the function it serves")
     hs.check("etw sampler" in t.txt, "report.txt names the backend")
 
 

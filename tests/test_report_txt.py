@@ -1,8 +1,12 @@
 """report.txt read back by a parser of its own and held against report.json,
-figure by figure: the header (calls, threads, the sampling line), the CPU
-table (self and total samples and their shares, the CPU time = total share
-x the process's CPU time, calls, CPU time per call), the wait table, the
-threads table, the module table, the calls table, and each call graph
+figure by figure: the header (calls, threads, the sampling line with each
+kind of sample, the sampler's hold on the threads, hookscope's own share),
+the CPU table (self share, total samples and their share, the CPU time =
+total / the running samples x the process's CPU time, ready samples,
+calls, CPU time per call, wall time per call; "~" on estimates from fewer
+than 20 samples, and with --time an estimate above the measured wall time
+is that time, marked "<="), the wait table, the threads table (samples of
+each kind), the module table, the calls table, and each call graph
 block (callers and callees with the calls of each edge, what no edge
 explains as "(no caller recorded)"). The goldens (tests/test_golden.py,
 tests/unit/test_profile.c) hold the layout byte for byte; this holds what
@@ -22,12 +26,15 @@ PROFILES = os.path.join(hs.ROOT, "tests", "unit", "profiles")
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+FEW = 20   # an estimate from fewer samples is marked "~"
+
+
 def seconds(text):
     """'120.00 ms' -> (0.12, 0.005e-3: half a unit of its last digit);
-    '-' -> (None, 0)."""
+    '-' -> (None, 0). A mark ("~", "<=") before it is not read here."""
     if text.strip() == "-":
         return None, 0
-    v, u = text.split()
+    v, u = text.lstrip("~<=").split()
     decimals = len(v.partition(".")[2])
     return float(v) * UNITS[u], 0.5 * 10 ** -decimals * UNITS[u]
 
@@ -63,25 +70,24 @@ def split_row(line, ncols):
     return cols, name.strip(), module.strip()
 
 
-def shown_names(j):
-    """The name report.txt shows for each function (by its module id and
-    rva): a name two functions of a module share is shown with the rva,
-    name@0xrva."""
+def labels(j):
+    """{(module id, rva): name as report.txt shows it} of the functions
+    with an rva: a name two functions of a module share is shown as
+    name@rva."""
     count = {}
     for f in j["functions"]:
         count[(f["module_id"], f["name"])] = count.get((f["module_id"], f["name"]), 0) + 1
     return {(f["module_id"], f["rva"]): f["name"] if count[(f["module_id"], f["name"])] == 1
-            else "%s@%s" % (f["name"], f["rva"]) for f in j["functions"]}
+            else f"{f['name']}@{f['rva']}" for f in j["functions"] if f["rva"]}
 
 
-def shown(j, f):
-    return shown_names(j)[(f["module_id"], f["rva"])]
+def label(j, f):
+    return labels(j).get((f["module_id"], f["rva"]), f["name"])
 
 
 def funcs_by_key(j):
-    """Functions by (module, the name report.txt shows)."""
-    names = shown_names(j)
-    return {(f["module"], names[(f["module_id"], f["rva"])]): f for f in j["functions"]}
+    """{(module, name as report.txt shows it): function}"""
+    return {(f["module"], label(j, f)): f for f in j["functions"]}
 
 
 def check_header(blocks, j, what):
@@ -92,24 +98,78 @@ def check_header(blocks, j, what):
     near(head["wall time"].strip(), j["target"]["wall_time_s"], f"{what}: wall time")
     s = j.get("sampling")
     if s:
-        m = re.match(r"(\d+) CPU, (\d+) wait \((\w+) sampler, ([\d.]+) Hz, (\d+) threads?(?:, (\d+) lost)?\)",
-                     head["samples"])
+        m = re.match(r"(\d+) CPU, (\d+) ready, (\d+) wait, (\d+) in hookscope \((\w+) sampler, ([\d.]+) Hz, "
+                     r"(\d+) threads?(?:, (\d+) lost)?\)", head["samples"])
         hs.check(m, f"{what}: sampling line {head['samples']!r}")
-        hs.eq((int(m.group(1)), int(m.group(2)), m.group(3), float(m.group(4)), int(m.group(5)), int(m.group(6) or 0)),
-              (s["samples"], s["wait_samples"], s["backend"], s["rate_hz"], s["threads"], s["lost"]),
-              f"{what}: the sampling line")
+        hs.eq((int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5), float(m.group(6)),
+               int(m.group(7)), int(m.group(8) or 0)),
+              (s["samples"], s.get("ready_samples", 0), s["wait_samples"], s.get("hookscope_samples", 0),
+               s["backend"], s["rate_hz"], s["threads"], s["lost"]), f"{what}: the sampling line")
         if s["cpu_time_s"] is not None:
             near(head["cpu time"].strip(), s["cpu_time_s"], f"{what}: cpu time")
+        held, threads_s = s.get("held_s"), s.get("threads_s")
+        hs.eq("sampler" in head, held is not None, f"{what}: a sampler line when the hold is known")
+        if held is not None:
+            m = re.match(r"held the threads ([\d.]+ s)(?:, ([\d.]+)% of their sampled time \(([\d.]+ s)\))?$",
+                         head["sampler"])
+            hs.check(m, f"{what}: sampler line {head['sampler']!r}")
+            near(m.group(1), held, f"{what}: the sampler's hold")
+            if threads_s:
+                hs.eq(m.group(2), f"{100.0 * held / threads_s:.1f}", f"{what}: the hold's share")
+                near(m.group(3), threads_s, f"{what}: the threads' sampled time")
+        own = s.get("hookscope_samples", 0)
+        hs.eq("hookscope" in head, own > 0, f"{what}: a hookscope line when it has samples")
+        if own:
+            m = re.match(r"(\d+) samples in its own code in the target, ([\d.]+)% of the running samples"
+                         r"(?: \((~?[\d.]+ \w+) of CPU\))?$", head["hookscope"])
+            hs.check(m, f"{what}: hookscope line {head['hookscope']!r}")
+            hs.eq((int(m.group(1)), m.group(2)), (own, f"{100.0 * own / (s['samples'] + own):.1f}"),
+                  f"{what}: hookscope's samples and share")
+            if s["cpu_time_s"] is not None:
+                near(m.group(3), own / (s["samples"] + own) * s["cpu_time_s"], f"{what}: hookscope's CPU time")
+                hs.eq(m.group(3).startswith("~"), own < FEW, f"{what}: hookscope's CPU time marked ~ when few")
+
+
+def wall_of(f, time_on):
+    """The measured wall time of all of a function's calls (its inclusive
+    time) when every call was timed to its end, else None."""
+    t = f.get("time")
+    if not time_on or not f["hooked"] or not t or not t["calls"] or t["open"] or t["calls"] != f["calls"]:
+        return None
+    return t["total_ns"] * 1e-9
+
+
+def estimate(printed, want, bound, samples, what):
+    """A printed CPU estimate: "-" when none; "<=" and the bound when the
+    estimate is above it; "~" when it rests on fewer than FEW samples."""
+    if want is None:
+        hs.eq(printed, "-", what)
+        return
+    capped = bound is not None and want > bound
+    hs.eq(printed.startswith("<="), capped, f"{what}: marked <= ({printed}, estimate {want:g}, bound {bound})")
+    hs.eq(printed.startswith("~"), samples < FEW and not capped, f"{what}: marked ~ ({printed}, {samples} samples)")
+    near(printed, bound if capped else want, what)
 
 
 def check_cpu(blocks, j, what):
-    i, b = block_starting(blocks, r"^ +self  self% +total total%")
+    i, b = block_starting(blocks, r"^ *self% +total +total% +cpu +ready")
     s = j.get("sampling")
-    if not s or not s["samples"]:
+    if not s or not (s["samples"] or s.get("ready_samples")):
         hs.eq(i, None, f"{what}: a CPU table without CPU samples")
         return
     hs.check(b, f"{what}: no CPU table")
     n, cpu_s = s["samples"], s["cpu_time_s"]
+    running = n + s.get("hookscope_samples", 0)
+    time_on = j["options"]["time"]
+    head = b[0].split()
+    hooks, timed = "calls" in head, "wall/call" in head
+    est = r"(-|(?:<=|~)?[\d.]+ \w+)"
+    pattern = r"^ *([\d.]+)% +(\d+) +([\d.]+)% +" + est + r" +(\d+)"
+    if hooks:
+        pattern += r" +(-|\d+) +" + est
+    if timed:
+        pattern += r" +(-|[\d.]+ \w+)"
+    pattern += r"  (.*?) {2,}(\S.*)$"
     fk = funcs_by_key(j)
     rows, covered = [], 0
     for line in b[1:]:
@@ -118,27 +178,35 @@ def check_cpu(blocks, j, what):
             hs.eq(int(m.group(1)), n - sum(f.get("samples", {}).get("self", 0) for f in j["functions"]),
                   f"{what}: samples no function covers")
             continue
-        # with --time a wall/call column follows per call
-        wall = r" +(?:-|[\d.]+ \w+)" if j.get("options", {}).get("time") else ""
-        m = re.match(r"^ +(\d+) +([\d.]+)% +(\d+) +([\d.]+)% +(-|[\d.]+ \w+) +(-|\d+) +(-|[\d.]+ \w+)" + wall +
-                     r"  (.*?) {2,}(\S.*)$", line)
+        m = re.match(pattern, line)
         hs.check(m, f"{what}: CPU row {line!r}")
-        self_, total = int(m.group(1)), int(m.group(3))
-        f = fk.get((m.group(9), m.group(8)))
+        g = list(m.groups())
+        name, module = g[-2], g[-1]
+        f = fk.get((module, name))
         hs.check(f, f"{what}: CPU row of a function report.json does not list: {line!r}")
-        hs.eq((self_, total), (f["samples"]["self"], f["samples"]["total"]), f"{what}: samples of {m.group(8)}")
-        hs.eq(m.group(2), f"{100.0 * self_ / n:.1f}", f"{what}: self% of {m.group(8)}")
-        hs.eq(m.group(4), f"{100.0 * total / n:.1f}", f"{what}: total% of {m.group(8)}")
-        cpu = total / n * cpu_s if cpu_s is not None else None
-        near(m.group(5), cpu, f"{what}: cpu of {m.group(8)}")
-        calls = f["calls"] if f["hooked"] else None
-        hs.eq(m.group(6), str(calls) if calls else "-", f"{what}: calls of {m.group(8)}")
-        near(m.group(7), cpu / calls if calls and cpu is not None else None, f"{what}: per call of {m.group(8)}")
-        rows.append(self_)
+        self_, total = f.get("samples", {}).get("self", 0), f.get("samples", {}).get("total", 0)
+        hs.eq(int(g[1]), total, f"{what}: total samples of {name}")
+        hs.eq(g[0], f"{100.0 * self_ / n if n else 0:.1f}", f"{what}: self% of {name}")
+        hs.eq(g[2], f"{100.0 * total / n if n else 0:.1f}", f"{what}: total% of {name}")
+        hs.eq(int(g[4]), f.get("ready_samples", {}).get("total", 0), f"{what}: ready samples of {name}")
+        cpu = total / running * cpu_s if cpu_s is not None and total else None
+        wall = wall_of(f, time_on)
+        estimate(g[3], cpu, wall, total, f"{what}: cpu of {name}")
+        if hooks:
+            calls = f["calls"] if f["hooked"] else None
+            hs.eq(g[5], str(calls) if calls else "-", f"{what}: calls of {name}")
+            estimate(g[6], cpu / calls if calls and cpu is not None else None,
+                     wall / calls if calls and wall is not None else None, total, f"{what}: per call of {name}")
+        if timed:
+            t = f.get("time")
+            near(g[7], t["total_ns"] * 1e-9 / t["calls"] if f["hooked"] and t and t["calls"] else None,
+                 f"{what}: wall/call of {name}")
+        rows.append((self_, total))
         covered += 1
-    hs.eq(rows, sorted(rows, reverse=True), f"{what}: CPU rows by self samples")
-    hs.eq(covered, sum(1 for f in j["functions"] if f.get("samples", {}).get("total")),
-          f"{what}: CPU rows = functions with CPU samples")
+    hs.eq([r[0] for r in rows], sorted((r[0] for r in rows), reverse=True), f"{what}: CPU rows by self samples")
+    hs.eq(covered, sum(1 for f in j["functions"]
+                       if f.get("samples", {}).get("total") or f.get("ready_samples", {}).get("total")),
+          f"{what}: CPU rows = functions with CPU or ready samples")
 
 
 def check_wait(blocks, j, what):
@@ -166,15 +234,18 @@ def check_threads(blocks, j, what):
     if not j.get("sampling") or not j.get("thread_list"):
         return
     hs.check(b, f"{what}: no threads table")
+    hs.eq(b[1].split(), ["tid", "calls", "cpu", "ready", "wait", "hookscope", "cpu", "time"],
+          f"{what}: threads table heading")
     got = []
     for line in b[2:]:
-        tid, calls, cpu, wait, cpu_time = line.split(None, 4)
-        got.append((int(tid), int(calls), int(cpu), int(wait), cpu_time.strip()))
-    want = [(x["tid"], x["calls"], x["cpu_samples"], x["wait_samples"], x["cpu_time_s"]) for x in j["thread_list"]]
-    hs.eq(sorted(g[:4] for g in got), sorted(w[:4] for w in want), f"{what}: threads table")
-    times = {w[0]: w[4] for w in want}
+        tid, calls, cpu, ready, wait, own, cpu_time = line.split(None, 6)
+        got.append((int(tid), int(calls), int(cpu), int(ready), int(wait), int(own), cpu_time.strip()))
+    want = [(x["tid"], x["calls"], x["cpu_samples"], x.get("ready_samples", 0), x["wait_samples"],
+             x.get("hookscope_samples", 0), x["cpu_time_s"]) for x in j["thread_list"]]
+    hs.eq(sorted(g[:6] for g in got), sorted(w[:6] for w in want), f"{what}: threads table")
+    times = {w[0]: w[6] for w in want}
     for g in got:
-        near(g[4], times[g[0]], f"{what}: cpu time of thread {g[0]}")
+        near(g[6], times[g[0]], f"{what}: cpu time of thread {g[0]}")
 
 
 def check_modules(blocks, j, what):
@@ -206,24 +277,26 @@ def check_calls(blocks, j, what):
     for line in b[1:]:
         cols, name, module = split_row(line, 1)
         got.append((int(cols[0]), name, module))
-    hs.eq(sorted(got), sorted((f["calls"], shown(j, f), f["module"]) for f in called), f"{what}: calls table")
+    hs.eq(sorted(got), sorted((f["calls"], label(j, f), f["module"]) for f in called), f"{what}: calls table")
     hs.eq([g[0] for g in got], sorted((g[0] for g in got), reverse=True), f"{what}: calls table by calls")
     _, b = block_starting(blocks, r"^\d+ of \d+ hooked functions were called\.$")
     hooked = sum(1 for f in j["functions"] if f["hooked"])
     hs.eq(b[0] if b else None, f"{len(called)} of {hooked} hooked functions were called.", f"{what}: called line")
 
 
-def caller_label(e, home_id, names):
+def caller_label(j, e, home_id):
     """A caller function of another module (another load of the same file
-    too) as module!name; one of its own module, or an address, as is."""
-    if e.get("caller_rva") is None:
-        return e["caller"]
-    name = names.get((e["caller_module_id"], e["caller_rva"]), e["caller"])
+    too) as module!name; one of its own module, or an address, as is (a
+    function by the name report.txt shows)."""
+    module = e.get("caller_module")
+    if module is None or e["caller"].startswith(module + "+0x"):
+        return e["caller"]   # an address, or a place in a module no function covers
+    name = labels(j).get((e["caller_module_id"], e.get("caller_rva")), e["caller"])
     return name if e.get("caller_module_id") == home_id else f"{e['caller_module']}!{name}"
 
 
-def callee_label(e, home_id, names):
-    name = names.get((e["callee_module_id"], e["callee_rva"]), e["callee"])
+def callee_label(j, e, home_id):
+    name = labels(j).get((e["callee_module_id"], e["callee_rva"]), e["callee"])
     return name if e["callee_module_id"] == home_id else f"{e['callee_module']}!{name}"
 
 
@@ -236,10 +309,9 @@ def check_graph(blocks, j, what):
         hs.check(not called or not j["edges"], f"{what}: no call graph")
         return
     left = list(called)
-    names = shown_names(j)
     for b in blocks[i + 1:]:
         m = re.match(r"^(.*?) +(\d+)  (\S.*)$", b[0])
-        f = m and next((f for f in left if (f["module"], shown(j, f), str(f["calls"])) ==
+        f = m and next((f for f in left if (f["module"], label(j, f), str(f["calls"])) ==
                         (m.group(3), m.group(1), m.group(2))), None)
         if not f or not all(l.startswith("    ") for l in b[1:]):
             break
@@ -247,8 +319,8 @@ def check_graph(blocks, j, what):
         key, home = (f["module_id"], f["rva"]), f["module"]
         into = [e for e in j["edges"] if (e["callee_module_id"], e["callee_rva"]) == key and e["calls"]]
         out = [e for e in j["edges"] if (e.get("caller_module_id"), e.get("caller_rva")) == key and e["calls"]]
-        want = sorted([("<-", e["calls"], caller_label(e, f["module_id"], names)) for e in into] +
-                      [("->", e["calls"], callee_label(e, f["module_id"], names)) for e in out])
+        want = sorted([("<-", e["calls"], caller_label(j, e, f["module_id"])) for e in into] +
+                      [("->", e["calls"], callee_label(j, e, f["module_id"])) for e in out])
         rest = (f["calls"] - sum(e["calls"] for e in into)) % (1 << 64)
         if rest:
             want.append(("<-", rest, "(no caller recorded)"))

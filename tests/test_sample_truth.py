@@ -71,7 +71,7 @@ def test_pingpong_stacks_reach_main_and_pairs_are_edges():
     for opts, rounds in (([], 1000000), (["--time"], 4000000), (["--stacks=8"], 3000000), (["--no-hooks"], 1000000)):
         t = hs.trace(f"{T}/pingpong.exe", [str(rounds)], options=["--sample-rate", "1000"] + opts, name="pingpong")
         hs.eq(t.rc, 0, f"{opts}: exit code ({t.stderr!r})")
-        edges = {(e["caller"], e["callee"]) for e in t.json.get("edges", [])}
+        edges = {(e["caller"], e["callee"]) for e in t.json.get("edges", [])}   # --no-hooks: none
         own = rooted = 0
         pairs, not_edges = 0, {}
         for st in t.json["sample_stacks"]:

@@ -41,6 +41,32 @@ const char *hs_fmt_duration(double ns, char *buf, size_t len)
     return buf;
 }
 
+const char *hs_fmt_duration3(double ns, char *buf, size_t len)
+{
+    static const char *const units[] = { "ns", "us", "ms", "s" };
+    int u = 0;
+    double v = ns;
+    while (u < 3 && v >= 999.5) {
+        v /= 1e3;
+        u++;
+    }
+    int decimals = v == 0 ? 0 : v < 0.9995 ? 3 : v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
+    snprintf(buf, len, "%.*f %s", decimals, v, units[u]);
+    return buf;
+}
+
+const char *hs_fmt_estimate(const hs_cpu_estimate *e, double ns, char *buf, size_t len)
+{
+    if (ns < 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    char t[32];
+    hs_fmt_duration3(ns, t, sizeof t);
+    snprintf(buf, len, "%s%s", e->capped ? "<=" : e->few ? "~" : "", t);
+    return buf;
+}
+
 void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
 {
     int lo = -1, hi = -1;

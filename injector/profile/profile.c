@@ -56,6 +56,17 @@ const char *hs_crash_name(uint32_t code)
     return NULL;
 }
 
+const char *hs_stack_kind_key(int kind)
+{
+    switch (kind) {
+    case HS_STACK_CPU: return "sample_stacks";
+    case HS_STACK_WAIT: return "wait_stacks";
+    case HS_STACK_READY: return "ready_stacks";
+    case HS_STACK_HOOKSCOPE: return "hookscope_stacks";
+    default: return NULL;
+    }
+}
+
 /* Capacities of the growing arrays, kept beside the profile. */
 typedef struct caps {
     size_t modules, funcs, edges, stacks, threads, strings;
@@ -169,6 +180,8 @@ void hs_profile_round_seconds(hs_profile *p)
 {
     p->wall_s = to_us(p->wall_s);
     p->sampling.cpu_s = to_us(p->sampling.cpu_s);
+    p->sampling.held_s = to_us(p->sampling.held_s);
+    p->sampling.threads_s = to_us(p->sampling.threads_s);
     for (size_t i = 0; i < p->nmodules; i++)
         p->modules[i].install_s = to_us(p->modules[i].install_s);
     for (size_t i = 0; i < p->nthreads_list; i++)

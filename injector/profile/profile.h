@@ -144,6 +144,11 @@ typedef enum hs_stack_kind {
                                     code served (or its caller, past it), then its callers */
 } hs_stack_kind;
 
+/* The key under which report.json keeps the sampled stacks of a kind:
+ * "sample_stacks" (CPU), "wait_stacks", "ready_stacks", "hookscope_stacks";
+ * NULL for entry stacks and unknown kinds. */
+const char *hs_stack_kind_key(int kind);
+
 /* One unique stack with how often it was seen. Frames leaf first; for
  * entry stacks frame 0 is the function's own entry, for samples the
  * sampled instruction, then one return address per caller. */
