@@ -3,8 +3,11 @@
 #   make deps     install and build every dependency (Debian 12; idempotent)
 #   make          hookscope.exe and its agent DLL, in build/bin/
 #   make demo     trace the bundled demo program and print the report
-#   make test     build everything and run every test
+#   make test     build everything and run every test (the units under ASan
+#                 and UBSan too)
 #   make bench    run the benchmarks
+# `make demo` and `make test` run `make deps` first when it never ran here,
+# or when scripts/deps.sh changed since (a stamp: build/deps/.ready).
 #
 # On MSYS2 (mingw64 shell) with capstone installed by pacman:
 #   make CROSS= CAPSTONE_WIN=/mingw64 CAPSTONE_LIB=-lcapstone
@@ -82,9 +85,20 @@ all: $(HOOKSCOPE_EXE) $(AGENT_DLL) $(DTRACE_EXE)
 
 deps:
 	./scripts/deps.sh
+	@mkdir -p $(dir $(DEPS_STAMP)) && touch $(DEPS_STAMP)
+
+# --- dependencies as a stamped prerequisite ---------------------------------
+# scripts/deps.sh, run once (and again when it or the package list
+# changes): `make demo` and `make test` are the whole setup of a fresh
+# Debian machine. A missing capstone for Windows is built by it as well.
+DEPS_STAMP := $(B)/deps/.ready
+
+$(DEPS_STAMP): scripts/deps.sh scripts/fixture-packages.txt
+	./scripts/deps.sh
+	@mkdir -p $(dir $@) && touch $@
 
 $(CAPSTONE_LIB):
-	@echo "capstone for Windows is missing: run 'make deps' first" >&2; exit 1
+	./scripts/deps.sh
 
 # --- Windows objects --------------------------------------------------------
 $(B)/win/%.o: %.c | $(CAPSTONE_LIB) $(INC_FARMS)
@@ -154,19 +168,50 @@ include bench/bench.mk
 
 test-build: all unit test-targets fixtures examples
 
-test: test-build
+# the dependencies first, then everything else (a sub-make, so that nothing
+# is compiled before the compilers are there)
+test: $(DEPS_STAMP)
+	$(MAKE) test-build
 	$(PYTHON) tests/run.py
 
 # fib(36): enough CPU for a thousand samples next to the hooks' exact counts
-demo: all examples
+demo: $(DEPS_STAMP)
+	$(MAKE) all examples
 	./hookscope run --sample-rate 1000 -o $(B)/demo-out -- $(B)/examples/demo.exe 36
 	@echo
 	@cat $(B)/demo-out/report.txt
 
+# --- what the test run builds besides the tests: every benchmark, and the
+# native units once more with AddressSanitizer and UBSan -------------------
+# build/native-asan/unit/test_*: the units and every object they link, built
+# with the sanitizers; tests/run.py runs them as asan/test_* (the fuzz tests
+# for a bounded time there: HS_FUZZ_SECONDS). `make unit-asan` builds and
+# runs them alone.
+ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+asan_obj    = $(patsubst %.c,$(B)/native-asan/%.o,$(1))
+ASAN_LIB   := $(call asan_obj,$(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C) $(UNIT_SUPPORT))
+ASAN_UNITS := $(patsubst tests/unit/%.c,$(B)/native-asan/unit/%,$(UNIT_SRC))
+
+$(B)/native-asan/%.o: %.c | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) $(ASAN_FLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
+
+$(B)/native-asan/unit/%: tests/unit/%.c $(ASAN_LIB) | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(NCC) $(NCFLAGS) $(ASAN_FLAGS) -I$(B)/inc/tests -o $@ $< $(ASAN_LIB) -lcapstone -lstdc++ -lm
+
+.SECONDARY: $(ASAN_LIB)
+.PHONY: unit-asan-build unit-asan
+unit-asan-build: $(ASAN_UNITS)
+unit-asan: unit-asan-build
+	$(PYTHON) tests/run.py -k asan/
+
+test-build: bench-build unit-asan-build
+
 clean:
-	rm -rf $(B)/win $(B)/native $(B)/bin $(B)/tests $(B)/examples $(B)/bench
+	rm -rf $(B)/win $(B)/native $(B)/native-asan $(B)/bin $(B)/tests $(B)/examples $(B)/bench
 
 distclean:
 	rm -rf $(B)
 
--include $(shell find $(B)/win $(B)/native -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/win $(B)/native $(B)/native-asan -name '*.d' 2>/dev/null)

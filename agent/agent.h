@@ -35,6 +35,7 @@ typedef struct hs_hooked {
     uint8_t patch[HS_MAX_PATCH];   /* the bytes written at entry + plan.patch_off */
     uint64_t desc;                 /* wrapper descriptor (timed functions), else 0 */
     uint64_t slot;                 /* start of the stub's code (its slow block) */
+    uint64_t slow_jmp;             /* the slow block's last instruction: its jump into the stub */
     uint64_t done;                 /* where the stub's pops begin */
     uint8_t pushed;                /* bytes the stub pushes */
     uint32_t unwind_rva;           /* the original function's UNWIND_INFO, 0 if none */
@@ -65,7 +66,8 @@ typedef struct hs_mod_state {
     int hooked;                /* patches are in */
     int unloaded;              /* the module is gone: never touch its memory again */
     int retired;               /* hooked for an earlier session: its patches are out for good */
-    void *unwind_table;        /* registered with RtlAddFunctionTable */
+    void *unwind_table;        /* the stubs' function table (in the arena chunk), */
+    void *unwind_handle;       /* registered as a growable table (RtlAddGrowableFunctionTable) */
 } hs_mod_state;
 
 typedef struct hs_agent {
@@ -96,6 +98,9 @@ extern hs_agent g_hs;
  * process as `handle`. Returns 0, or -1 when it is not a session of this
  * process. */
 int hs_session_attach(uint64_t handle);
+/* Say where the agent and its timing wrapper are, in the session header
+ * (for a sampler: session.h, agent_base and wrap_*). */
+void hs_session_describe_agent(hs_session_header *h);
 /* The same from now on for a later attach reusing this agent: the
  * current session is retired, kept mapped while timed calls entered
  * under it are open. Returns 0, -1 (no such session), or -2 (as many
@@ -227,6 +232,9 @@ extern void hs_probe_stack(void);
 /* wrapper.S: the timing wrapper frame */
 extern void hs_wrapper(void);
 extern void hs_wrapper_ret(void);   /* the wrapper's return address for timed calls */
+/* where in the wrapper a sampler finds the timed function's descriptor
+ * (session.h: wrap_*) */
+extern void hs_wrapper_desc_rsi(void), hs_wrapper_desc_gone(void), hs_wrapper_end(void);
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;

@@ -120,7 +120,7 @@ static DWORD attach(uint64_t handle)
         return ERROR_NOT_ENOUGH_MEMORY;
     }
     h->tls_index = g_hs.tls;
-    h->agent_base = (uint64_t)(uintptr_t)g_hs.self;
+    hs_session_describe_agent(h);
     h->tsc_start = hs_rdtsc();
     MemoryBarrier();
     h->agent_state = HS_AGENT_LOADED;

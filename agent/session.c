@@ -73,6 +73,16 @@ static void publish(HANDLE mapping)
     p->state = HS_PUBLIC_ACTIVE;
 }
 
+void hs_session_describe_agent(hs_session_header *h)
+{
+    h->agent_base = (uint64_t)(uintptr_t)g_hs.self;
+    h->wrap_begin = (uint64_t)(uintptr_t)hs_wrapper;
+    h->wrap_rsi = (uint64_t)(uintptr_t)hs_wrapper_desc_rsi;
+    h->wrap_gone = (uint64_t)(uintptr_t)hs_wrapper_desc_gone;
+    h->wrap_end = (uint64_t)(uintptr_t)hs_wrapper_end;
+    h->wrap_ret = (uint64_t)(uintptr_t)hs_wrapper_ret;
+}
+
 int hs_session_attach(uint64_t handle)
 {
     if (map_session(handle, &g_hs.mapping, &g_hs.view) < 0)
@@ -111,7 +121,7 @@ int hs_session_switch(uint64_t handle)
     if (hs_sink_init() < 0)
         return -1;
     h->tls_index = tls;
-    h->agent_base = (uint64_t)(uintptr_t)g_hs.self;
+    hs_session_describe_agent(h);
     h->tsc_start = hs_rdtsc();
     take_fn_events();
     publish(m);

@@ -61,7 +61,7 @@ typedef struct asm_ctx {
 
 enum { L_SLOW, L_STUB, L_COUNT, L_EDGE_PROBE, L_EDGE_MISS, L_EDGE_NEXT, L_EDGE_DONE,
        L_EDGE_SLOW, L_DONE, L_DONE_NOWRAP, L_TRAMP, L_EDGE_INLINE_NEXT, L_WR_LOOP, L_WR_BAIL,
-       L_WR_HAVE };
+       L_WR_HAVE, L_SLOW_JMP };
 
 static void place(asm_ctx *a, int l) { a->label[l] = (int64_t)a->e.len; }
 
@@ -136,9 +136,9 @@ static int resolve(asm_ctx *a)
 
 /* The largest stub (edges, stacks and timing, an expansion TLS slot):
  * slow block 30, entry 23, count 18, edges 263 (the caller through
- * wrapper frames, three caller slots, then the hash table), stacks 39,
+ * wrapper frames, three caller slots, then the hash table), stacks 40,
  * pops 3, wrapper entry and the no-region path 42, alignment 7, six
- * pointers 48: 473 bytes, then the trampoline. */
+ * pointers 48: 474 bytes, then the trampoline. */
 size_t hs_stub_size_max(const hs_plan *plan)
 {
     return 480 + plan->tramp_max;
@@ -186,6 +186,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         OP(&a, 0x48, 0x85, 0xC9);                       /* test rcx,rcx */
         jcc32(&a, HS_CC_E, L_DONE_NOWRAP);
     }
+    place(&a, L_SLOW_JMP);
     jmp32(&a, L_COUNT);
 
     /* stub: */
@@ -292,6 +293,10 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         thunk_arg(&a, fidx, pushed);
         call_ptr(&a, P_EDGE, slot_fix);
         place(&a, L_EDGE_DONE);
+        /* the jumps here stay inside the body's unwind range: a jump to its
+         * very end would read as an epilogue's tail call to a stack walker */
+        if (!stacks)
+            OP(&a, 0x90);
     }
 
     if (stacks) {
@@ -304,6 +309,10 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         hs_emit_u32(&a.e, (h->stack_every ? h->stack_every : 1) - 1);
         thunk_arg(&a, fidx, pushed);
         call_ptr(&a, P_STACK, slot_fix);
+        /* its return address stays inside the body's unwind range: one at
+         * its end would be in the undescribed pops, which only a walker
+         * that runs code forward can unwind */
+        OP(&a, 0x90);
     }
 
     /* done: */
@@ -368,6 +377,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     }
     out->entry = fn->addr;
     out->slot = addr;
+    out->slow_jmp = addr + (uint64_t)a.label[L_SLOW_JMP];
     out->done = addr + (uint64_t)a.label[L_DONE];
     out->pushed = pushed;
     out->stub = addr + (uint64_t)a.label[L_STUB];

@@ -34,14 +34,17 @@
     .def \name; .scl 2; .type 32; .endef
     .seh_proc \name
 \name:
-    pushfq
-    .seh_stackalloc 8
     push rbp
     .seh_pushreg rbp
     mov rbp, rsp
     .seh_setframe rbp, 0
     .seh_endprologue
-    /* [rbp] caller's rbp, +8 flags, +16 return into the stub */
+    /* [rbp] caller's rbp, +8 return into the stub; the flags are saved
+     * below the frame, in the body, so that they are put back in the body
+     * too: every instruction of the epilogue (pop rbp, ret) is one a stack
+     * walker knows */
+    pushfq
+    /* [rbp-8] flags */
     push rax
     push rdx
     xor eax, eax
@@ -51,7 +54,7 @@
     shl rdx, 32
     or rax, rdx
 1:
-    push rax                      /* [rbp-24]: when the slow path began (0: not timing) */
+    push rax                      /* [rbp-32]: when the slow path began (0: not timing) */
     push r8
     push r9
     push r10
@@ -76,10 +79,10 @@
     movdqa [rsp+112], xmm5
     mov eax, gs:[0x68]
     mov [rsp+128], eax
-    mov rax, [rbp-8]              /* (PUSHED << 32) | fidx */
+    mov rax, [rbp-16]             /* (PUSHED << 32) | fidx */
     mov ecx, eax
     shr rax, 32
-    lea rdx, [rbp + 24 + rax]     /* entry rsp */
+    lea rdx, [rbp + 16 + rax]     /* entry rsp */
     call \cfunc
     mov rcx, rax
     mov eax, [rsp+128]
@@ -90,11 +93,11 @@
     movdqa xmm3, [rsp+80]
     movdqa xmm4, [rsp+96]
     movdqa xmm5, [rsp+112]
-    lea rsp, [rbp-56]
+    lea rsp, [rbp-64]
     pop r11
     pop r10
     pop r9
-    mov r8, [rbp-24]
+    mov r8, [rbp-32]
     test r8, r8
     jz 2f
     test rcx, rcx
@@ -109,8 +112,8 @@
     add rsp, 8
     pop rdx
     pop rax
-    pop rbp
     popfq
+    pop rbp
     ret
     .seh_endproc
 .endm

@@ -87,6 +87,9 @@ hs_wrapper:
     push r12
     .seh_pushreg r12
     mov rsi, rbp                /* descriptor */
+    /* from here on rsi holds the descriptor (for a sampler: before, rbp) */
+    .globl hs_wrapper_desc_rsi
+hs_wrapper_desc_rsi:
     mov rbp, rsp
     .seh_setframe rbp, 0
     .seh_endprologue
@@ -275,7 +278,12 @@ hs_wrapper_ret:
     pop r12
     pop rdi
     pop rsi
+    /* from here on no register holds the descriptor: the function returned */
+    .globl hs_wrapper_desc_gone
+hs_wrapper_desc_gone:
     pop rbx
     pop rbp
     ret
+    .globl hs_wrapper_end
+hs_wrapper_end:
     .seh_endproc

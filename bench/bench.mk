@@ -6,7 +6,7 @@ $(BENCH_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(WCC) -O2 -I$(B)/inc/bench -shared -o $@ $< -Wl,--out-implib,$(BENCH_DIR)/libbenchlib.a
 
-$(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h bench/clock.h $(BENCH_DIR)/benchlib.dll
+$(BENCH_DIR)/callbench.exe: bench/callbench.c bench/leaf.h bench/clock.h $(BENCH_DIR)/benchlib.dll | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(WCC) -O2 -I$(B)/inc/bench -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
@@ -19,7 +19,7 @@ bench: bench-build
 # Per-call cost of each probe (bench/run.py overhead): stackbench.exe calls
 # an empty function from 14 nested frames, for --stacks=16 captures that
 # always walk 16 frames.
-$(BENCH_DIR)/stackbench.exe: bench/stackbench.c bench/clock.h $(BENCH_DIR)/benchlib.dll
+$(BENCH_DIR)/stackbench.exe: bench/stackbench.c bench/clock.h $(BENCH_DIR)/benchlib.dll | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(WCC) -O2 -I$(B)/inc/bench -fno-inline -o $@ $< -L$(BENCH_DIR) -lbenchlib
 
@@ -65,7 +65,7 @@ bench-build: $(B)/native/bench/mergebench
 # The unwinder the sampler uses against DbgHelp's StackWalk64 on the same
 # samples of spin.exe (bench/run.py sample)
 WALK_OBJ := $(call win_obj,$(BASE_C) hook/base/util_win.c $(wildcard hook/pe/*.c) hook/unwind/unwinder.c \
-              sampler/codemap.c sampler/suspend/grab_win.c sampler/suspend/modules_win.c)
+              hook/suspend/threads_win.c sampler/codemap.c sampler/suspend/grab_win.c sampler/suspend/modules_win.c)
 $(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(WCC) $(WCFLAGS) -I$(B)/inc/bench -o $@ $< $(WALK_OBJ) -ldbghelp -lpsapi

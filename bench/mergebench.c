@@ -9,7 +9,7 @@
  *
  *   set     interning into the sample set (what the sampler does while
  *           the target runs; shown apart)
- *   merge   hs_sampleset_to_profile
+ *   merge   hs_profile_add_samples
  *   resolve hs_profile_resolve (naming every frame)
  *   count   hs_profile_count_samples (self and total per function)
  *   write   every writer (report.txt, report.json, the folded files) into
@@ -29,6 +29,7 @@
 
 #include "injector/output/writers.h"
 #include "injector/profile/from_samples.h"
+#include "injector/profile/profile.h"
 #include "injector/profile/resolve.h"
 #include "sampler/sampler.h"
 

@@ -46,6 +46,7 @@ struct hs_codemap {
     desc_ent *descs;             /* by desc */
     size_t ndescs;
     uint64_t agent_lo, agent_hi;
+    uint64_t wrap_begin, wrap_rsi, wrap_gone, wrap_end, wrap_ret;
     uint32_t tids[64];
     size_t ntids;
     page **pages;
@@ -309,6 +310,11 @@ void hs_codemap_set_own(hs_codemap *m, const hs_owncode *own)
     free_own(m);
     m->agent_lo = own->agent_base;
     m->agent_hi = own->agent_base + own->agent_size;
+    m->wrap_begin = own->wrap_begin;
+    m->wrap_rsi = own->wrap_rsi;
+    m->wrap_gone = own->wrap_gone;
+    m->wrap_end = own->wrap_end;
+    m->wrap_ret = own->wrap_ret;
     m->ntids = own->ntids < 64 ? own->ntids : 64;
     memcpy(m->tids, own->tids, m->ntids * sizeof *m->tids);
     m->arenas = hs_xcalloc(own->narenas ? own->narenas : 1, sizeof *m->arenas);
@@ -399,6 +405,16 @@ static const hs_image *image_of(const hs_codemap *m, uint64_t pc)
     return pc - im->base < im->size ? im : NULL;
 }
 
+bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc)
+{
+    uint8_t c[3];
+    if (pc < 2 || !image_of(m, pc) || hs_codemap_read(m, pc - 2, c, 3) < 0)
+        return false;
+    /* syscall ; ret  or  int 2e ; ret: the system-call stubs of ntdll and
+     * win32u, where a thread blocked in the system stands */
+    return c[2] == 0xC3 && ((c[0] == 0x0F && c[1] == 0x05) || (c[0] == 0xCD && c[1] == 0x2E));
+}
+
 bool hs_codemap_is_own(const hs_codemap *m, uint64_t addr)
 {
     return (addr >= m->agent_lo && addr < m->agent_hi) || arena_of(m, addr) != NULL;
@@ -469,35 +485,82 @@ static uint64_t desc_entry(const hs_codemap *m, uint64_t desc)
     return lo < m->ndescs && m->descs[lo].desc == desc ? m->descs[lo].entry : 0;
 }
 
-uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint64_t *frames, uint32_t n)
+static bool in_agent(const hs_codemap *m, uint64_t a)
 {
-    uint32_t out = 0;
-    bool leaf_in_agent = n && frames[0] >= m->agent_lo && frames[0] < m->agent_hi;
-    bool first_from_slot = false;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t a = frames[i];
-        if (a >= m->agent_lo && a < m->agent_hi)
-            continue;
-        if (arena_of(m, a)) {
-            const hs_own_slot *s = slot_of(m, a);
-            if (!s)
-                continue;
-            if (out == 0)
-                first_from_slot = true;
-            a = out == 0 ? s->entry : s->entry + 1;
+    return a >= m->agent_lo && a < m->agent_hi;
+}
+
+/* A frame's address as the profile shows it: in a trampoline, the function
+ * it serves (at its entry when it is the leaf, inside it as a return
+ * address: a relocated call); any other address as it is. */
+static uint64_t as_program(const hs_codemap *m, uint64_t a, bool leaf)
+{
+    if (!arena_of(m, a))
+        return a;
+    const hs_own_slot *s = slot_of(m, a);
+    if (!s)
+        return 0;
+    return leaf ? s->entry : s->entry + 1;
+}
+
+uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint64_t *frames, uint32_t n, int *attr)
+{
+    *attr = HS_ATTR_PROGRAM;
+    if (!n)
+        return 0;
+    uint32_t from = 0;           /* the first frame kept */
+    uint64_t served = 0;         /* hookscope's own work: the function it served, 0 none known */
+    uint64_t a = frames[0];
+    const hs_own_slot *slot = arena_of(m, a) ? slot_of(m, a) : NULL;
+    if (slot && a < slot->tramp) {
+        /* an entry stub or its slow path: counting a call to its function */
+        *attr = HS_ATTR_HOOKSCOPE;
+        served = slot->entry;
+        from = 1;
+    } else if (in_agent(m, a)) {
+        *attr = HS_ATTR_HOOKSCOPE;
+        if (a >= m->wrap_begin && a < m->wrap_end) {
+            /* the timing wrapper: the register that holds the timed
+             * function's descriptor depends on where it is */
+            uint64_t desc = !leaf ? 0 : a < m->wrap_rsi ? leaf->r[HS_RBP] : a < m->wrap_gone ? leaf->r[HS_RSI] : 0;
+            served = desc ? desc_entry(m, desc) : 0;
         }
-        frames[out++] = a;
+        from = 1;
+    } else {
+        /* the program's code, or code hookscope's probes called: the first
+         * frame of hookscope's code above it says which (the wrapper's call
+         * into the timed function is the program's) */
+        for (uint32_t i = 1; i < n; i++) {
+            if (in_agent(m, frames[i]) && frames[i] != m->wrap_ret) {
+                *attr = HS_ATTR_HOOKSCOPE;
+                from = i + 1;
+                break;
+            }
+            if (arena_of(m, frames[i]) && slot_of(m, frames[i]) && frames[i] < slot_of(m, frames[i])->tramp) {
+                /* returns into a stub: a probe's callee */
+                *attr = HS_ATTR_HOOKSCOPE;
+                from = i;
+                break;
+            }
+        }
     }
-    if (leaf_in_agent && !first_from_slot && leaf) {
-        /* stopped in the timing wrapper: it holds its descriptor */
-        uint64_t entry = desc_entry(m, leaf->r[HS_RSI]);
-        if (!entry)
-            entry = desc_entry(m, leaf->r[HS_RBP]);
-        if (entry) {
-            memmove(frames + 1, frames, (size_t)out * sizeof *frames);
-            frames[0] = entry;
-            out++;
+    uint32_t out = 0;
+    if (served)
+        frames[out++] = served;
+    bool leaf_kept = out == 0;
+    for (uint32_t i = from; i < n; i++) {
+        uint64_t f = frames[i];
+        if (in_agent(m, f))
+            continue;                                    /* the wrapper's frames, a probe's */
+        if (arena_of(m, f) && slot_of(m, f) && f < slot_of(m, f)->tramp) {
+            /* a return into a stub (from a probe): the function it serves */
+            if (!out)
+                frames[out++] = slot_of(m, f)->entry;
+            continue;
         }
+        uint64_t p = as_program(m, f, leaf_kept && out == 0);
+        if (p)
+            frames[out++] = p;
     }
     return out;
 }

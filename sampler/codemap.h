@@ -64,13 +64,27 @@ hs_uw_env hs_codemap_env(hs_codemap *m);
 /* Target memory through the page cache: 0, or -1. */
 int hs_codemap_read(hs_codemap *m, uint64_t addr, void *buf, size_t len);
 
-/* Turn unwound frames (leaf first) into the profile's: frames in the agent
- * are dropped; a frame in a stub or trampoline becomes the entry of the
- * function it serves (leaf: the entry itself; a return address: entry +
- * 1, so that it names the function); a sample stopped in the timing
- * wrapper is given the timed function (whose descriptor the wrapper keeps
- * in rsi or rbp, from `leaf`). Returns the new count. */
-uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint64_t *frames, uint32_t n);
+/* What a sampled stack is, by where it stands. */
+enum hs_attribution {
+    HS_ATTR_PROGRAM = 0,       /* the program's own code */
+    HS_ATTR_HOOKSCOPE,         /* hookscope's own work in the target: an entry stub or its
+                                  slow path, the timing wrapper, a probe and whatever it
+                                  calls (an entry-stack capture's unwinding) */
+};
+
+/* Turn an unwound stack (frames[0..n), leaf first, with the leaf's
+ * registers, or NULL) into what the profile shows: hookscope's frames
+ * left out; a trampoline frame is the function it serves. *attr says
+ * whose work the sample shows: for hookscope's, frame 0 is the function
+ * its code served (a stub's, the timed one's in the wrapper, the one
+ * whose probe called out), then that function's callers. Returns the
+ * frames kept (0: none). */
+uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint64_t *frames, uint32_t n, int *attr);
+
+/* Does pc stand right after a system call in an image (`syscall; ret`,
+ * `int 2e; ret`: ntdll's and win32u's system-call stubs), where a thread
+ * blocked in the system is seen? */
+bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc);
 
 /* Is addr hookscope's code (an arena or the agent)? */
 bool hs_codemap_is_own(const hs_codemap *m, uint64_t addr);

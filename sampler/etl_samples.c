@@ -140,8 +140,9 @@ uint64_t hs_etl_samples(const hs_etl_trace *t, uint32_t index, const hs_codemap 
         else
             for (uint32_t d = 0; d < n; d++)
                 frames[d] = hs_etl_frame(t, s, d);
+        int attr = HS_ATTR_PROGRAM;
         if (own)
-            n = hs_codemap_attribute(own, NULL, frames, n);
+            n = hs_codemap_attribute(own, NULL, frames, n, &attr);
         if (!n)
             continue;
         for (uint32_t d = 0; d < n; d++) {
@@ -150,7 +151,7 @@ uint64_t hs_etl_samples(const hs_etl_trace *t, uint32_t index, const hs_codemap 
             mods[d] = img ? module_of(t, (uint32_t)(img - t->images), image_module, map_path, map_ctx, out) : -1;
         }
         uint32_t id = hs_sampleset_stack_in(out, s->tid, false, frames, mods, n);
-        hs_sampleset_count(out, id, HS_SAMPLE_CPU, 1);
+        hs_sampleset_count(out, id, attr == HS_ATTR_HOOKSCOPE ? HS_SAMPLE_HOOKSCOPE : HS_SAMPLE_CPU, 1);
         added++;
     }
     free(frames);

@@ -34,10 +34,15 @@
 
 /* ---- samples and the sample set ------------------------------------------ */
 
-/* What a sample shows its thread doing. */
+/* What a sample shows its thread doing (ARCHITECTURE.md, decision 12). */
 enum hs_sample_kind {
-    HS_SAMPLE_CPU = 1,         /* running: its CPU clock moved */
-    HS_SAMPLE_WAIT = 2,        /* not running */
+    HS_SAMPLE_CPU = 1,         /* running its own code: its CPU clock moved */
+    HS_SAMPLE_WAIT = 2,        /* waiting: blocked in a system call (its leaf stands at a
+                                  system-call return, or the system says it waits) */
+    HS_SAMPLE_READY = 3,       /* ready: runnable but not running (preempted, or held by the
+                                  sampler's own suspensions: the profiler's cost) */
+    HS_SAMPLE_HOOKSCOPE = 4,   /* in hookscope's own code in the target (probes, the timing
+                                  wrapper, entry-stack captures): hookscope's cost */
     HS_SAMPLE__KINDS
 };
 
@@ -160,6 +165,11 @@ typedef struct hs_own_module {
 typedef struct hs_owncode {
     uint64_t agent_base;       /* the agent DLL (0: none) */
     uint32_t agent_size;
+    /* its timing wrapper: [wrap_begin, wrap_rsi) rbp holds the timed
+     * function's descriptor, [wrap_rsi, wrap_gone) rsi does, [wrap_gone,
+     * wrap_end) neither (the function has returned); wrap_ret is the
+     * return address of its call into the function (0: not known) */
+    uint64_t wrap_begin, wrap_rsi, wrap_gone, wrap_end, wrap_ret;
     hs_own_arena *arenas;
     size_t narenas;
     hs_own_slot *slots;        /* sorted by lo */
@@ -199,6 +209,9 @@ typedef struct hs_sampler_stats {
     bool cycle_clock;          /* CPU/wait from cycle counters (else thread times) */
     const char *backend;       /* the backend that ran (NULL: the one started) */
     uint64_t events_lost, buffers_lost;   /* etw: what the session could not record */
+    double held_s;             /* suspend backend: time the target's threads were held by it */
+    double threads_s;          /* the sampled threads' wall time (summed), for held_s's share;
+                                  -1 unknown */
     bool stalled;              /* sampling stopped early: a thread's context never came */
     char note[400];            /* what went wrong that the report must say (said on stderr too), or "" */
     bool etl_left;             /* etw: the session did not stop; its file is left as it is */

@@ -157,7 +157,7 @@ uint32_t hs_sampleset_stack(hs_sampleset *s, uint32_t tid, bool truncated, const
 
 void hs_sampleset_count(hs_sampleset *s, uint32_t stack, uint8_t kind, uint64_t n)
 {
-    if (stack >= s->nstacks || (kind != HS_SAMPLE_CPU && kind != HS_SAMPLE_WAIT) || !n)
+    if (stack >= s->nstacks || kind < HS_SAMPLE_CPU || kind >= HS_SAMPLE__KINDS || !n)
         return;
     s->stacks[stack].count[kind] += n;
     thread_of(s, s->stacks[stack].tid)->count[kind] += n;
@@ -234,7 +234,7 @@ uint64_t hs_sampleset_taken(const hs_sampleset *s)
 
 uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind)
 {
-    return kind == HS_SAMPLE_CPU || kind == HS_SAMPLE_WAIT ? s->total[kind] : 0;
+    return kind >= HS_SAMPLE_CPU && kind < HS_SAMPLE__KINDS ? s->total[kind] : 0;
 }
 
 size_t hs_sampleset_unique(const hs_sampleset *s)

@@ -97,6 +97,27 @@ compile_all() {
         die "compilation failed (see above)"
 }
 
+# cyg_runtime WORK: the counting runtime of the -finstrument-functions
+# twins (tests/support/cyg_profile.c), compiled to WORK/cyg_profile.o.
+cyg_runtime() {
+    "$FIX_CC" -std=gnu11 -O2 -gdwarf-4 -Wall -Wextra -c "$top/tests/support/cyg_profile.c" -o "$1/cyg_profile.o"
+}
+
+# link_twins WORK OUT PLAIN INSTR: link WORK/plain/*.o into PLAIN.exe and
+# WORK/instr/*.o with the counting runtime into INSTR.exe (static), check
+# that the two have the same functions (tests/support/funcset.py), and
+# install both into OUT.
+link_twins() {
+    local work=$1 out=$2 plain=$3 instr=$4
+    "$FIX_CC" -static -o "$work/$plain.exe" "$work"/plain/*.o
+    "$FIX_CC" -static -o "$work/$instr.exe" "$work"/instr/*.o "$work/cyg_profile.o"
+    python3 "$top/tests/support/funcset.py" --runtime "$work/cyg_profile.o" \
+        "$work/$plain.exe" "$work/$instr.exe" ||
+        die "$plain.exe and $instr.exe do not have the same functions - see above"
+    install_atomic "$work/$plain.exe" "$out/$plain.exe"
+    install_atomic "$work/$instr.exe" "$out/$instr.exe"
+}
+
 # install_atomic TMP FINAL: rename a finished output into place.
 install_atomic() {
     mv -f "$1" "$2"

@@ -120,20 +120,11 @@ compile_all "$FIX_CC" "$work/instr" "${csrc[@]}" -- "${flags[@]}" -finstrument-f
 compile_all "$FIX_CC" "$work/plain" "$src/lua.c" -- "${flags[@]}" -Dmain=lua_c_main & pids+=($!)
 compile_all "$FIX_CC" "$work/instr" "$src/lua.c" -- "${flags[@]}" -Dmain=lua_c_main \
     -finstrument-functions & pids+=($!)
-"$FIX_CC" -std=gnu11 -O2 -gdwarf-4 -Wall -Wextra -c "$top/tests/support/cyg_profile.c" \
-    -o "$work/cyg_profile.o"
+cyg_runtime "$work"
 for p in "${pids[@]}"; do
     wait "$p" || die "compilation failed"
 done
 
-"$FIX_CC" -static -o "$work/lua.exe" "$work"/plain/*.o
-"$FIX_CC" -static -o "$work/lua-instr.exe" "$work"/instr/*.o "$work/cyg_profile.o"
-
-python3 "$top/tests/support/funcset.py" --runtime "$work/cyg_profile.o" \
-    "$work/lua.exe" "$work/lua-instr.exe" ||
-    die "lua.exe and lua-instr.exe do not have the same functions - see above"
-
-install_atomic "$work/lua.exe" "$out/lua.exe"
-install_atomic "$work/lua-instr.exe" "$out/lua-instr.exe"
+link_twins "$work" "$out" lua lua-instr
 rm -rf "$work"
 log "built $out/lua.exe and lua-instr.exe in $(since "$t0")"

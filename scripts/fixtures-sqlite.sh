@@ -16,6 +16,15 @@
 # linked with -static. Symbols are kept. (-O2 on the 8.6 MB sqlite3.c takes
 # ~30 s on one core; shell.c compiles in parallel.)
 #
+# Twice more, for the counts: sqlite3-cp.exe and sqlite3-instr.exe, built
+# with the count-preserving flags of the lua fixture (fixtures-lua.sh says
+# why each is there) and -fno-ipa-icf (identical functions folded into one
+# body with two names, e.g. fileStat and fileLinkStat, in the plain build
+# only: the twin's are not identical), the second with -finstrument-functions and
+# tests/support/cyg_profile.c: its counts are the truth the first one's
+# hooked counts are held against (tests/test_real_programs.py). The two
+# must have the same functions (funcset.py).
+#
 # Run: cwd build/fixtures/sqlite, `sqlite3.exe :memory: < workload.sql`
 # (stdin redirected from the file; works under Wine, the shell sees a non-
 # console stdin and runs in batch mode). `sqlite3.exe :memory: ".read
@@ -27,6 +36,7 @@ fixture_name=sqlite
 need "$FIX_CC" "package gcc-mingw-w64-x86-64-win32"
 need "$HOST_CC" "package gcc"
 need make
+need python3
 t0=$(now)
 
 out="$fix/sqlite"
@@ -65,5 +75,20 @@ compile_all "$FIX_CC" "$work" "$amal/sqlite3.c" "$amal/shell.c" -- \
     -O2 -gdwarf-4 -I"$amal" -DSQLITE_THREADSAFE=1 -DSQLITE_ENABLE_MATH_FUNCTIONS
 "$FIX_CC" -static -o "$work/sqlite3.exe" "$work/shell.o" "$work/sqlite3.o"
 install_atomic "$work/sqlite3.exe" "$out/sqlite3.exe"
+
+cp_flags=(
+    -O2 -gdwarf-4 -fno-inline -fno-ipa-cp -fno-ipa-sra -fno-ipa-pure-const -fno-ipa-modref -fno-ipa-icf
+    -fno-optimize-sibling-calls -I"$amal" -DSQLITE_THREADSAFE=1 -DSQLITE_ENABLE_MATH_FUNCTIONS
+)
+log "compiling the count-preserving pair sqlite3-cp.exe and sqlite3-instr.exe"
+pids=()
+compile_all "$FIX_CC" "$work/plain" "$amal/sqlite3.c" "$amal/shell.c" -- "${cp_flags[@]}" & pids+=($!)
+compile_all "$FIX_CC" "$work/instr" "$amal/sqlite3.c" "$amal/shell.c" -- "${cp_flags[@]}" \
+    -finstrument-functions & pids+=($!)
+cyg_runtime "$work"
+for p in "${pids[@]}"; do
+    wait "$p" || die "compilation failed"
+done
+link_twins "$work" "$out" sqlite3-cp sqlite3-instr
 rm -rf "$work"
-log "built $out/sqlite3.exe in $(since "$t0")"
+log "built $out/sqlite3.exe, sqlite3-cp.exe and sqlite3-instr.exe in $(since "$t0")"

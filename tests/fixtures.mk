@@ -24,7 +24,7 @@ FIX_RUNTIME := tests/support/cyg_profile.c tests/support/funcset.py
 
 FIX_LUA    := $(FIX_DIR)/lua/lua.exe $(FIX_DIR)/lua/lua-instr.exe
 FIX_GT     := $(FIX_DIR)/groundtruth/groundtruth.exe $(FIX_DIR)/groundtruth/groundtruth-instr.exe
-FIX_SQLITE := $(FIX_DIR)/sqlite/sqlite3.exe
+FIX_SQLITE := $(FIX_DIR)/sqlite/sqlite3.exe $(FIX_DIR)/sqlite/sqlite3-cp.exe $(FIX_DIR)/sqlite/sqlite3-instr.exe
 FIX_CXX    := $(FIX_DIR)/cxx/cxxdemo.exe $(FIX_DIR)/cxx/libstdc++-6.dll \
               $(FIX_DIR)/cxx/libgcc_s_seh-1.dll $(FIX_DIR)/cxx/libwinpthread-1.dll
 FIX_HMAC   := $(FIX_DIR)/hmac256/hmac256.exe $(FIX_DIR)/hmac256/input.bin \
@@ -52,7 +52,7 @@ $(FIX_GT) &: scripts/fixtures-groundtruth.sh tests/fixtures/groundtruth/groundtr
              $(FIX_COMMON) $(FIX_RUNTIME)
 	scripts/fixtures-groundtruth.sh
 
-$(FIX_SQLITE): scripts/fixtures-sqlite.sh $(FIX_COMMON)
+$(FIX_SQLITE) &: scripts/fixtures-sqlite.sh $(FIX_COMMON) $(FIX_RUNTIME)
 	scripts/fixtures-sqlite.sh
 
 $(FIX_CXX) &: scripts/fixtures-cxx.sh tests/fixtures/cxx/cxxdemo.cpp $(FIX_COMMON)

@@ -145,7 +145,9 @@ def cyg_counts(fx, extra_args=None):
     """Run a fixture's -finstrument-functions twin; returns
     ({function: calls}, {(caller, callee): calls}) by name."""
     cwd = os.path.join(ROOT, fx["cwd"])
-    out = os.path.join(OUT, fx["name"] + ".cyg.txt")
+    # a file of this test's own: tests run two at a time, several of them
+    # on the same fixture
+    out = os.path.join(OUT, f"{fx['name']}.{os.getpid()}.cyg.txt")
     os.makedirs(OUT, exist_ok=True)
     if os.path.exists(out):
         os.remove(out)
@@ -166,6 +168,26 @@ def cyg_counts(fx, extra_args=None):
         elif p and p[0] == "E":
             edges[(p[1], p[2])] = int(p[3])
     return funcs, edges
+
+
+def _cyg_names_list(exe, flag):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "support", "cyg_names.py"), exe, flag],
+                         capture_output=True, text=True, check=True).stdout
+    return {line.split(None, 1)[1] for line in out.splitlines() if line[:2] in ("I ", "L ")}
+
+
+def instrumented_functions(fx):
+    """The names of every function of a fixture's -finstrument-functions
+    twin that calls the counting runtime: called by the run or not (a
+    function cyg_counts() does not list was called 0 times)."""
+    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx["instrumented"]), "--instrumented")
+
+
+def loops_to_entry(fx):
+    """The names of the functions of a fixture's plain build whose body
+    jumps back to their entry: a hook there counts each such jump too
+    (README: `loops-to-entry`), the twin only the calls."""
+    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx["program"]), "--loops-to-entry")
 
 
 def need(path):

@@ -14,9 +14,21 @@ with everything it started (Wine processes included) and fails, so one hung
 program can never hang the run. Once --budget seconds have passed, tests not
 yet started are not started and count as failed.
 
+Every skip is counted and printed with its reason ("skip - NAME: WHY"
+lines of a unit test, hs.Skip of a Python test); a skip is accepted only
+where tests/skips.py names the fact of this machine that justifies it,
+any other is unexplained and fails the run. A check tests/skips.py lists
+as a known failure is reported as a skip with its documented reason (and
+fails the run once it passes, so that the entry is taken out).
+
+Golden files are rewritten only with --regen-golden (which sets
+HS_REGEN_GOLDEN=1 for the tests): HS_REGEN_GOLDEN in the environment
+alone is refused, so that no run passes by rewriting what it compares.
+
 usage: tests/run.py [-j N] [-v] [-k SUBSTRING]... [--limit S] [--budget S]
-The last line is "N passed, N failed, N skipped"; the exit status is 1 if
-anything failed.
+                    [--regen-golden] [--skips]
+The last line is "N passed, N failed, N skipped (N unexplained)"; the exit
+status is 1 if anything failed or a skip is unexplained.
 """
 import argparse
 import concurrent.futures
@@ -36,35 +48,64 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import hs  # noqa: E402  (tests/hs.py)
+import skips  # noqa: E402  (tests/skips.py)
 
 
 class Result:
     def __init__(self, name, status, message="", seconds=0.0):
         self.name, self.status, self.message, self.seconds = name, status, message, seconds
+        self.why = None      # a skip: what justifies it here (None: unexplained)
+
+
+def judge(r):
+    """Hold a result against tests/skips.py: a skip is explained or not, a
+    known failure becomes a skip with its reason, a known failure that
+    passes fails."""
+    if r.status == "SKIP":
+        r.why = skips.explain_skip(r.name, r.message)
+    elif r.status == "FAIL" and skips.known_failure(r.name):
+        r.why = "known failure: " + skips.known_failure(r.name)
+        r.message = (r.message or "failed").splitlines()[0]
+        r.status = "SKIP"
+    elif r.status == "PASS" and skips.known_failure(r.name):
+        r.status = "FAIL"
+        r.message = "passes, but tests/skips.py lists it as a known failure: take the entry out"
+    return r
+
+
+# The sanitizer build of the units (build/native-asan/unit) runs as
+# asan/test_*: a leak, a read outside a buffer or undefined behaviour ends
+# the program with a report; its fuzz tests go on for this many seconds.
+ASAN_FUZZ_SECONDS = 30
+ASAN_ENV = {"ASAN_OPTIONS": "abort_on_error=0:halt_on_error=1:detect_leaks=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+            "HS_FUZZ_SECONDS": str(ASAN_FUZZ_SECONDS)}
 
 
 def unit_tests():
-    """One job per native unit test program; each yields several results."""
-    d = os.path.join(ROOT, "build", "native", "unit")
-    if not os.path.isdir(d):
-        return []
+    """One job per native unit test program (name, path, extra environment);
+    each yields several results."""
     jobs = []
-    for f in sorted(os.listdir(d)):
-        p = os.path.join(d, f)
-        if f.startswith("test_") and os.access(p, os.X_OK) and not f.endswith(".d"):
-            jobs.append(("unit/" + f, p))
+    for sub, prefix, env in (("native", "unit/", {}), ("native-asan", "asan/", ASAN_ENV)):
+        d = os.path.join(ROOT, "build", sub, "unit")
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            p = os.path.join(d, f)
+            if f.startswith("test_") and os.access(p, os.X_OK) and not f.endswith(".d"):
+                jobs.append((prefix + f, (p, env)))
     return jobs
 
 
-def run_killable(cmd, limit):
+def run_killable(cmd, limit, env=None):
     """Run cmd in a process group of its own, its output into files (a
     leftover process holding a pipe cannot keep the run waiting); kill the
     whole group after `limit` seconds, and kill what the command left
-    running when it ends. Returns (returncode, or None if it was killed,
-    stdout, stderr)."""
+    running when it ends. env: more environment. Returns (returncode, or
+    None if it was killed, stdout, stderr)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                             start_new_session=True)
+                             start_new_session=True, env=dict(os.environ, **(env or {})))
         try:
             rc = p.wait(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -79,9 +120,10 @@ def run_killable(cmd, limit):
         return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace")
 
 
-def run_unit(name, path, limit):
+def run_unit(name, arg, limit):
+    path, env = arg
     start = time.time()
-    rc, stdout, stderr = run_killable([path], limit)
+    rc, stdout, stderr = run_killable([path], limit, env)
     if rc is None:
         return [Result(name, "FAIL", f"timed out after {limit} s (killed)", time.time() - start)]
     results = []
@@ -92,11 +134,14 @@ def run_unit(name, path, limit):
             rest = line[9:]
             case, _, why = rest.partition(": ")
             results.append(Result(f"{name}: {case.strip()}", "FAIL", why.strip()))
-        elif line.startswith("skip - "):
+        elif line.startswith("skip - ") or line.startswith("# skip "):
+            # (a "# skip NAME: WHY" diagnostic is a skip too: none goes uncounted)
             case, _, why = line[7:].partition(": ")
             results.append(Result(f"{name}: {case.strip()}", "SKIP", why.strip()))
     if rc != 0 and not any(r.status == "FAIL" for r in results):
-        tail = (stdout + stderr).strip().splitlines()[-5:]
+        # a sanitizer's report: its first lines say what and where
+        report = [l for l in stderr.splitlines() if "ERROR: " in l or "runtime error" in l or l.startswith("    #")]
+        tail = report[:4] or (stdout + stderr).strip().splitlines()[-5:]
         results.append(Result(name, "FAIL", f"exit status {rc}: " + " | ".join(tail)))
     if not results:
         results.append(Result(name, "FAIL", "printed no test results"))
@@ -165,10 +210,22 @@ def main():
                     help="seconds one test may take before it is killed (default 420)")
     ap.add_argument("--budget", type=float, default=float(os.environ.get("HS_TEST_BUDGET", 3600)),
                     help="seconds after which no further test is started (default 3600)")
+    ap.add_argument("--regen-golden", action="store_true",
+                    help="rewrite the golden files the tests compare with (review the diff after)")
+    ap.add_argument("--skips", action="store_true", help="print the accepted skips and known failures")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         return run_one(args.one)
+    if args.skips:
+        print(skips.describe())
+        return 0
+    if os.environ.get("HS_REGEN_GOLDEN") and not args.regen_golden:
+        print("tests/run.py: HS_REGEN_GOLDEN is set: golden tests would rewrite their goldens and pass; "
+              "unset it, or ask for it with --regen-golden", file=sys.stderr)
+        return 2
+    if args.regen_golden:
+        os.environ["HS_REGEN_GOLDEN"] = "1"
 
     server = hs.WineServer()
     jobs = [(n, run_unit, p) for n, p in unit_tests()] + [(n, run_python, None) for n in python_tests()]
@@ -177,11 +234,11 @@ def main():
 
     lock = threading.Lock()
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    failures = []
+    failures, unexplained = [], []
 
     def report(results):
         with lock:
-            for r in results:
+            for r in map(judge, results):
                 counts[r.status] += 1
                 if r.status == "PASS":
                     line = f"PASS {r.name}"
@@ -189,7 +246,11 @@ def main():
                         line += f" ({r.seconds:.1f} s)"
                     print(line)
                 elif r.status == "SKIP":
-                    print(f"SKIP {r.name}: {r.message}")
+                    if r.why:
+                        print(f"SKIP {r.name}: {r.message} (accepted: {r.why})")
+                    else:
+                        print(f"SKIP {r.name}: {r.message} (UNEXPLAINED: tests/skips.py does not justify it here)")
+                        unexplained.append(r.name)
                 else:
                     first, *rest = (r.message or "failed").splitlines() or ["failed"]
                     print(f"FAIL {r.name}: {first}")
@@ -214,9 +275,14 @@ def main():
         server.stop()
 
     print(f"\n{len(failures)} failed: " + ", ".join(failures) if failures else "")
+    if unexplained:
+        print(f"{len(unexplained)} skipped without a reason tests/skips.py accepts here: " + ", ".join(unexplained))
+    if args.regen_golden:
+        print("goldens rewritten (--regen-golden): review `git diff tests/golden tests/unit/profiles`")
     print(f"({time.time() - start:.0f} s)")
-    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] else 0
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
+          f"({len(unexplained)} unexplained)")
+    return 1 if counts["FAIL"] or unexplained else 0
 
 
 if __name__ == "__main__":

@@ -157,25 +157,48 @@ def test_messages_that_name_the_cause():
         hs.eq(err_lines(p)[0], msg, f"first stderr line of {args}")
 
 
+RUN_OPTIONS = ["--module", "--function", "--exclude", "--output", "--duration", "--no-edges", "--stacks",
+               "--stack-every", "--time", "--quiet", "--verbose", "--max-functions", "--max-threads", "--help",
+               "--symbols", "--srcline", "--no-sample", "--sample-rate", "--no-hooks", "--sampler", "--keep-etl"]
+TAKES = {
+    "run": RUN_OPTIONS,
+    "attach": RUN_OPTIONS,
+    "functions": ["--function", "--exclude", "--verbose", "--help", "--symbols"],
+    "report": ["--output", "--quiet", "--verbose", "--help", "--etl", "--pid", "--process", "--symbols",
+               "--srcline", "--format", "--sort", "--top", "--threads"],
+    "diff": ["--output", "--sort", "--top", "--verbose", "--help"],
+}
+
+
+def help_options(args):
+    p = hs.hookscope(args)
+    hs.eq(p.returncode, 0, f"exit code of {args}")
+    out = p.stdout.decode()
+    hs.check(out.startswith(f"usage: hookscope {args[0] if args[0] != 'help' else args[1]} "), f"{args}: {out[:60]!r}")
+    return set(re.findall(r"(?m)^  (?:-\w, |    )(--[a-z-]+)", out.split("Options:")[1]))
+
+
 def test_help_per_command():
-    """Each command's help lists exactly the options the command takes."""
-    takes = {
-        "run": ["--module", "--function", "--exclude", "--output", "--duration", "--no-edges", "--stacks",
-                "--stack-every", "--time", "--quiet", "--verbose", "--max-functions", "--max-threads", "--help",
-                "--symbols", "--srcline"],
-        "functions": ["--function", "--exclude", "--verbose", "--help", "--symbols"],
-        "report": ["--output", "--quiet", "--verbose", "--help", "--etl", "--pid", "--process", "--symbols",
-                   "--srcline", "--format", "--sort", "--top", "--threads"],
-    }
-    every = set(o for v in takes.values() for o in v)
-    for cmd, opts in takes.items():
+    """Each command's help lists exactly the options the command takes:
+    all of them, none more."""
+    for cmd, opts in TAKES.items():
         for args in (["help", cmd], [cmd, "--help"]):
-            p = hs.hookscope(args)
-            hs.eq(p.returncode, 0, f"exit code of {args}")
-            out = p.stdout.decode()
-            hs.check(out.startswith(f"usage: hookscope {cmd} "), f"{args}: {out[:60]!r}")
-            shown = set(re.findall(r"(?m)^  (?:-\w, |    )(--[a-z-]+)", out.split("Options:")[1]))
-            hs.eq(sorted(shown & every), sorted(opts), f"options in {args}")
+            hs.eq(sorted(help_options(args)), sorted(opts), f"options in {args}")
+
+
+def test_readme_documents_every_option():
+    """README.md's option table lists options `run` takes, and every option
+    any command's help shows is named in README.md."""
+    with open(os.path.join(hs.ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    table = set(re.findall(r"(?m)^\| `(?:-\w, )?(--[a-z-]+)", readme))
+    hs.check(len(table) >= 15, f"README.md's option table: {sorted(table)}")
+    shown = help_options(["help", "run"])
+    hs.eq(sorted(table - shown), [], "options in README.md's table that `help run` does not show")
+    every = set().union(*(help_options(["help", c]) for c in TAKES))
+    named = lambda o: re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", readme)
+    hs.eq(sorted(o for o in every if not named(o)), [],
+          "options a command's help shows that README.md never names")
 
 
 def test_summary_counts_traced_modules():
@@ -188,5 +211,6 @@ def test_summary_counts_traced_modules():
     hs.eq(len(t.json["modules"]), 1, "one traced module in the report")
     lines = err_lines(p)
     hs.eq(lines[-1], f"hookscope: {m['functions_hooked']} of {m['functions_found']} functions hooked in 1 module, "
-                     f"{t.json['total_calls']} calls, {t.json['sampling']['samples']} CPU samples; "
+                     f"{t.json['total_calls']} calls, {t.json['sampling']['samples']} CPU samples "
+                     f"({t.json['sampling']['hookscope_samples']} more in hookscope's code); "
                      f"report in {out}\\report.txt", "the summary line")

@@ -9,10 +9,12 @@ caller "<external>". hookscope names callers in every loaded module
 (msvcrt.dll!compare_wrapper, kernel32.dll!BaseThreadInitThunk), so every
 hookscope caller outside the traced exe is mapped to "<external>" and
 their counts added, then the edges are compared exactly. Only edges into
-functions that are instrumented (the program's own, not the static CRT)
-and hooked by hookscope are compared: a function hookscope cannot hook
-has no edges at all (that is listed by its skip reason, and the
-ground-truth count test checks that almost everything is hooked).
+functions that are instrumented (the program's own, not the static CRT;
+read from the instrumented build's code, so those the run never called
+are compared too: they must have no edge) and hooked by hookscope are
+compared: a function hookscope cannot hook has no edges at all (that is
+listed by its skip reason, and the ground-truth count test checks that
+almost everything is hooked).
 """
 import re
 
@@ -21,11 +23,13 @@ import hs
 
 def truth_edges(fx, t):
     """(ground truth, hookscope) edges {(caller, callee): calls}, restricted
-    to instrumented callees that hookscope hooked."""
+    to instrumented callees that hookscope hooked: every one, called or not
+    (an edge into a function the run never called is a wrong edge)."""
     truth_f, truth_e = hs.cyg_counts(fx)
     mod = fx["module"].lower()
     hooked = {f["name"] for f in t.functions(fx["module"]) if f["hooked"]}
-    keep = {n for n in truth_f if n in hooked}
+    keep = {n for n in hs.instrumented_functions(fx) if n in hooked}
+    hs.check(keep & set(truth_f), "no called function among those compared")
     truth = {k: v for k, v in truth_e.items() if k[1] in keep}
     return truth, keep, mod
 

@@ -10,11 +10,13 @@ hookscope's own reader, the attribution of hookscope's code, the merge
 with the hook counts, the naming and every output."""
 import json
 import os
+import re
 
 import hs
 
 DEMO = "build/examples/demo.exe"
 SPLIT = "build/tests/cpusplit.exe"
+BUSY = "build/tests/busy.exe"
 CRASH = "build/tests/crash.exe"
 FAKE = "build/tests/etw_fake.dll"
 MACHINE_INTERVAL = 10000     # the fake machine's interval before a run (100 ns units: 1 kHz)
@@ -52,6 +54,14 @@ def final(log):
     return log[-1][1]
 
 
+def interval_set(log, rate, what):
+    """The machine's sampling interval was set to 10^7 / rate (100 ns
+    units) for the run, then put back."""
+    sets = [c for c in final(log).get("call", []) if c.startswith("set-interval ")]
+    hs.eq(sets, [f"set-interval {round(1e7 / rate)}", f"set-interval {MACHINE_INTERVAL}"],
+          f"{what}: the intervals set, for the run at {rate} Hz and after it")
+
+
 def interval_put_back(log, what):
     st = final(log)
     hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's sampling interval afterwards")
@@ -77,7 +87,8 @@ def func(t, name):
 def test_etw_samples_merge_with_the_hooks():
     """57 samples of the target (fib's own code, a stub of fib's hook, the
     kernel under fib) and 11 of another process: the report has exactly the
-    target's, attributed and named as the suspend sampler's are, next to
+    target's, attributed and named as the suspend sampler's are (the 20 in
+    fib's entry stub are hookscope's own cost, not fib's CPU), next to
     call counts equal to a run without sampling; the target's output is
     the same; the session ran in the output directory and its file is
     gone; the machine's interval is put back."""
@@ -92,6 +103,7 @@ foreign 11 exe+{fib + 4:#x}
     t, log = fake_run("etw_run_merge", script, ["--sampler", "etw"])
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
     hs.eq(t.stdout, stdout, "the target's output")
+    interval_set(log, 50, "run (the default rate)")
     interval_put_back(log, "run")
     st = final(log)
     hs.check(st["file"][0].lower().endswith(os.path.join(t.out, "hookscope.etl").replace("/", "\\").lower()),
@@ -99,26 +111,31 @@ foreign 11 exe+{fib + 4:#x}
     hs.check(st["session"][0].startswith("hookscope-"), f"the session's name: {st['session']}")
     hs.check(not os.path.exists(os.path.join(hs.ROOT, t.out, "hookscope.etl")), "the .etl file was removed")
     s = t.json["sampling"]
-    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["threads"]), ("etw", 57, 0, 1), "sampling")
+    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["hookscope_samples"], s["threads"]), ("etw", 37, 0, 20, 1),
+          "sampling (the stub's samples are hookscope's)")
     hs.eq(s["lost"], 7, "the events the trace says it lost")
     hs.check(any("lost 7 events and 3 buffers" in w for w in t.json["warnings"]),
              f"the losses are a warning: {t.json['warnings']}")
     hs.eq(t.calls(), calls, "call counts with the ETW sampler = without sampling")
-    hs.eq(func(t, "fib")["samples"], {"self": 50, "total": 57}, "fib's samples (the stub's count as fib's)")
-    hs.eq(func(t, "main")["samples"], {"self": 0, "total": 57}, "main's samples")
+    hs.eq(func(t, "fib")["samples"], {"self": 30, "total": 37}, "fib's samples (the stub's are hookscope's)")
+    hs.eq(func(t, "main")["samples"], {"self": 0, "total": 37}, "main's samples")
     kern = [m for m in t.json["loaded_modules"] if m["name"] == "ntoskrnl.exe"]
     hs.eq(len(kern), 1, "the kernel image among the loaded modules")
     kern = kern[0]
     hs.eq((kern.get("kernel"), kern["samples"]["self"]), (True, 7), "the kernel image")
     stacks = {}
-    for st in t.json["sample_stacks"]:
-        key = tuple(f.split("+")[0] for f in st["frames"])
-        stacks[key] = stacks.get(key, 0) + st["count"]
-    hs.eq(stacks, {("demo.exe!fib", "demo.exe!main"): 50,
-                   ("ntoskrnl.exe", "demo.exe!fib", "demo.exe!main"): 7}, "the sample stacks")
+    for kind in ("sample_stacks", "hookscope_stacks"):
+        for st in t.json[kind]:
+            key = (kind,) + tuple(f.split("+")[0] for f in st["frames"])
+            stacks[key] = stacks.get(key, 0) + st["count"]
+    hs.eq(stacks, {("sample_stacks", "demo.exe!fib", "demo.exe!main"): 30,
+                   ("sample_stacks", "ntoskrnl.exe", "demo.exe!fib", "demo.exe!main"): 7,
+                   ("hookscope_stacks", "demo.exe!fib", "demo.exe!main"): 20}, "the sample stacks")
     folded = t.file("cpu-stacks.folded")
-    hs.eq(folded, "demo.exe!main;demo.exe!fib 50\ndemo.exe!main;demo.exe!fib;ntoskrnl.exe+0x1234_[k] 7\n",
+    hs.eq(folded, "demo.exe!main;demo.exe!fib 30\ndemo.exe!main;demo.exe!fib;ntoskrnl.exe+0x1234_[k] 7\n",
           "cpu-stacks.folded (kernel frames marked _[k])")
+    hs.eq(t.file("hookscope-stacks.folded"), "demo.exe!main;demo.exe!fib 20\n",
+          "hookscope-stacks.folded: the stub's samples, under the function it serves")
     hs.check("etw sampler" in t.txt, "report.txt names the backend")
 
 
@@ -175,10 +192,9 @@ def test_etw_failures_and_auto():
         else:
             hs.eq(t.json["sampling"]["backend"], backend, f"{what}: the backend that ran")
             hs.check(f"{backend} sampler" in t.txt, f"{what}: report.txt says which backend ran")
-        if log:
-            st = final(log)
-            hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's interval afterwards")
-            hs.eq(st["running"], ["0"], f"{what}: the session still runs")
+        st = final(log)
+        hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's interval afterwards")
+        hs.eq(st["running"], ["0"], f"{what}: the session still runs")
 
 
 def test_interval_put_back_on_every_way_out():
@@ -199,5 +215,34 @@ def test_interval_put_back_on_every_way_out():
             hs.check(t.rc != 0, f"{what}: a crash is not a success")
         interval_put_back(log, what)
         hs.eq(t.json["sampling"]["samples"], 3, f"{what}: the samples recorded")
-        hs.check(any(c.startswith("set-interval ") for c in final(log).get("call", [])),
-                 f"{what}: the interval was set for the run")
+        interval_set(log, 50, what)
+
+
+def test_etw_rate_end_to_end():
+    """--sample-rate 250 with the ETW sampler: the machine's interval is set
+    to 10^7 / 250 = 40000 (100 ns units) for the run and put back; the fake
+    kernel samples the target's busy thread once per interval of its CPU
+    time; report.json says 250 Hz, and the thread's CPU samples are the CPU
+    time busy.exe measured itself x 250 (within a clock tick's samples and
+    one more, and 10%)."""
+    hs.need(BUSY)
+    t = hs.trace(BUSY, ["0.1"], options=["--no-sample"], name="etw_run_rate_rvas")
+    hs.eq(t.rc, 0, "the run without sampling")
+    spin = {f["name"]: int(f["rva"], 16) for f in t.functions()}["spin"]
+    for rate in (250, 40):
+        t, log = fake_run(f"etw_run_rate{rate}", f"busy exe+{spin + 4:#x}\n", ["--sampler", "etw", "--sample-rate",
+                          str(rate)], target=BUSY, args=["1.5"])
+        hs.eq(t.rc, 0, f"{rate} Hz: exit code (stderr {t.stderr!r})")
+        interval_set(log, rate, f"{rate} Hz")
+        interval_put_back(log, f"{rate} Hz")
+        hs.eq(t.json["sampling"]["rate_hz"], rate, f"{rate} Hz: sampling.rate_hz")
+        m = re.match(r"burner (\d+) cpu_us (\d+) wall_us \d+", t.stdout.decode())
+        hs.check(m, f"busy.exe's output {t.stdout!r}")
+        tid, cpu_us = int(m.group(1)), int(m.group(2))
+        th = {x["tid"]: x for x in t.json["thread_list"]}
+        hs.check(tid in th, f"{rate} Hz: the busy thread {tid} is not in the report: {t.json['thread_list']}")
+        want, got = cpu_us / 1e6 * rate, th[tid]["cpu_samples"]
+        hs.check(abs(got - want) <= min(0.016 * rate + 1, 0.1 * want),
+                 f"{rate} Hz: {got} CPU samples for the busy thread's {cpu_us / 1e6:.3f} s of CPU (want {want:.1f}; "
+                 f"the fake read {final(log).get('busy-cpu')} x 100 ns)")
+        hs.eq(t.json["sampling"]["samples"], got, f"{rate} Hz: every sample is the busy thread's")

@@ -125,4 +125,6 @@ def test_filter_on_a_module_loaded_later():
     hs.eq(t.rc, 0, f"exit code ({t.stderr.decode(errors='replace')})")
     hooked = sorted({f["name"] for f in t.functions("latedll.dll") if f["hooked"]})
     hs.eq(hooked, ["dll_add", "dll_poly"], "hooked in the late DLL")
-    hs.check(t.calls("latedll.dll").get("dll_add", 0) > 0, "dll_add counted")
+    # lateload.c: dll_add 1234 + 5 (inside dll_poly) + 10 over both loads, dll_poly 5
+    c = t.calls("latedll.dll")
+    hs.eq((c.get("dll_add"), c.get("dll_poly")), (1249, 5), "calls of dll_add and dll_poly over both loads")

@@ -4,7 +4,7 @@ with tests/golden/<case>/ after masking what differs from run to run
 (pid, wall and install times, durations, build timestamps, the checkout's
 path). Anything else that changes in these files is a change of
 hookscope's behaviour and must be looked at: after a deliberate change,
-regenerate with HS_REGEN_GOLDEN=1 tests/run.py -k test_golden and review
+regenerate with `tests/run.py --regen-golden -k test_golden` and review
 the diff before committing it. The runs take no samples (--no-sample):
 where sampling lands differs from run to run; tests/test_sampler.py and
 the unit tests' saved sampled profile cover the sampled outputs.
@@ -123,7 +123,7 @@ def compare(case, files):
             for i, (g, e) in enumerate(zip(gl + [""] * len(el), el + [""] * len(gl))):
                 if g != e:
                     raise AssertionError(f"{case}/{name} line {i + 1}:\n  got:      {g!r}\n"
-                                         f"  expected: {e!r}\n(regenerate with HS_REGEN_GOLDEN=1 "
+                                         f"  expected: {e!r}\n(regenerate with tests/run.py --regen-golden "
                                          "after a deliberate change)")
             raise AssertionError(f"{case}/{name} differs")
 

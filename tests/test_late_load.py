@@ -65,6 +65,14 @@ def test_late_loaded_dll_counts_across_unload_and_reload():
     hs.eq((c2["dll_add"], c2["dll_mul"], c2["dll_poly"]), (10, 0, 0), "second load")
     # the first copy's DllMain: hooked before it ran (attach) and still at FreeLibrary (detach)
     hs.eq(c1["DllMain"], 2, "DllMain of the first copy (process attach + detach)")
+    # dll_poly's calls were made by the first copy (the second never calls
+    # it), at the same addresses as the second copy's: the edges name the
+    # first copy as the caller
+    inner = sorted((e["caller"], e["callee"], e["calls"], e["caller_module_id"], e["callee_module_id"])
+                   for e in t.json["edges"] if e["caller"] == "dll_poly")
+    hs.eq(inner, [("dll_poly", "dll_add", 5, first["id"], first["id"]),
+                  ("dll_poly", "dll_mul", 10, first["id"], first["id"])],
+          "edges from dll_poly (caller, callee, calls, caller module id, callee module id)")
 
 
 def test_unloaded_flag_only_for_freelibrary():

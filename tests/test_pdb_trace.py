@@ -9,6 +9,7 @@ The agent never reads a PDB: hookscope.exe hands it the functions (its
 function service, session.h)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -30,19 +31,49 @@ def ref_procs(pdb):
     return {r: (s, n) for r, s, k, n, _ in pdbref.load(os.path.join(hs.ROOT, pdb)).procs}
 
 
-def truth_counts(exe, pdb):
+def truth_counts(exe, pdb, cwd=PDB, args=()):
     """The instrumented twin's calls, named from its PDB (overloads added)."""
     out = hs.outdir("truth-" + os.path.basename(exe))
     counts = os.path.join(hs.ROOT, out, "counts.txt")
     os.makedirs(os.path.dirname(counts), exist_ok=True)
     if os.path.exists(counts):
         os.remove(counts)
-    p = hs.wine([exe], cwd=os.path.join(hs.ROOT, PDB), extra_env={"HS_CYG_OUT": counts})
+    p = hs.wine([exe] + list(args), cwd=os.path.join(hs.ROOT, cwd), extra_env={"HS_CYG_OUT": counts}, timeout=300)
     hs.eq(p.returncode, 0, f"{exe}: exit code")
     named = subprocess.run([sys.executable, os.path.join(hs.ROOT, "tests", "support", "cyg_pdbnames.py"),
-                            os.path.join(hs.ROOT, PDB, pdb), counts], capture_output=True, text=True, timeout=120)
+                            os.path.join(hs.ROOT, cwd, pdb), counts], capture_output=True, text=True, timeout=120)
     hs.eq(named.returncode, 0, f"cyg_pdbnames: {named.stderr}")
     return json.loads(named.stdout)["functions"]
+
+
+def instrumented(exe, pdb, cwd=PDB):
+    """The names of the twin's procedures that call the counting runtime
+    (called by a run or not)."""
+    p = subprocess.run([sys.executable, os.path.join(hs.ROOT, "tests", "support", "cyg_pdbnames.py"),
+                        os.path.join(hs.ROOT, cwd, pdb), "--instrumented", os.path.join(hs.ROOT, cwd, exe)],
+                       capture_output=True, text=True, timeout=120)
+    hs.eq(p.returncode, 0, f"cyg_pdbnames --instrumented: {p.stderr}")
+    return set(json.loads(p.stdout)["instrumented"])
+
+
+def counts_against_twin(funcs, procs, exe, pdb, what, cwd=PDB, args=(), inlined=None):
+    """Every hooked procedure the twin instruments counted as the twin
+    counts it, the ones the run never called (0) included, but for the
+    calls `inlined` ({name: n}) says the plain build inlined (clang
+    instruments before it inlines); returns how many were compared and
+    how many of them were never called."""
+    inlined = inlined or {}
+    truth = truth_counts(exe, pdb, cwd, args)
+    instr = instrumented(exe, pdb, cwd)
+    hs.eq(sorted(set(truth) - instr), [], f"{what}: counted procedures that are not instrumented (the listing)")
+    got = {}
+    for r, (s, n) in procs.items():
+        if r in funcs and funcs[r]["hooked"] and n in instr:
+            got[n] = got.get(n, 0) + funcs[r]["calls"]
+    diff = [(n, got[n], truth.get(n, 0)) for n in sorted(got) if got[n] + inlined.get(n, 0) != truth.get(n, 0)]
+    hs.eq(sorted(n for n in inlined if n not in got), [], f"{what}: inlined calls of functions not compared")
+    hs.eq(diff, [], f"{what}: counts against -finstrument-functions (name, hookscope, twin)")
+    return len(got), sum(1 for n in got if n not in truth)
 
 
 def check_program(name):
@@ -60,21 +91,20 @@ def check_program(name):
     hs.eq(unnamed, [], f"{name}: PDB procedures without a name")
     undecided = [hex(r) for r in procs if not funcs[r]["hooked"] and not funcs[r]["skip_reason"]]
     hs.eq(undecided, [], f"{name}: neither hooked nor skipped with a reason")
-    # the report's names are the PDB's, with parameters where a decorated
-    # public name gives them ("scale(long)" for the procedure "scale")
+    # the report's names are the PDB's, with parameters (and qualifiers)
+    # where a decorated public name gives them ("scale(long)" for the
+    # procedure "scale", "shapes::Rect::area() const"), and the return type
+    # before a template instance, as its decorated name carries it
+    # ("int sum_of<int>(int const*, int)" for "sum_of<int>")
+    # (template arguments spelt "<int, 4>" or "<int,4>")
     for r, (s, n) in procs.items():
-        ours, pdbs = funcs[r]["name"].replace(" ", ""), n.replace(" ", "")
-        hs.check(ours == pdbs or ours.startswith(pdbs + "(") or pdbs in ours,
+        ours, pdbs = funcs[r]["name"].replace(", ", ","), n.replace(", ", ",")
+        ret = r"(?:[\w:<>,*& ]+ )?" if pdbs.endswith(">") else ""
+        hs.check(re.fullmatch(ret + re.escape(pdbs) + r"(?:\(.*\)(?: const)?)?", ours),
                  f"{name}: {hex(r)} named {funcs[r]['name']!r}, the PDB says {n!r}")
     # every hooked procedure counted exactly as the instrumented twin counts it
-    truth = truth_counts(f"{name}-instr.exe", f"{name}-instr.pdb")
-    got = {}
-    for r, (s, n) in procs.items():
-        if funcs[r]["hooked"]:
-            got[n] = got.get(n, 0) + funcs[r]["calls"]
-    diff = [(n, got.get(n), truth.get(n)) for n in sorted(got) if n in truth and got[n] != truth[n]]
-    hs.eq(diff, [], f"{name}: counts against -finstrument-functions")
-    hs.check(len([n for n in got if n in truth]) >= 10, f"{name}: too few functions compared")
+    compared, never = counts_against_twin(funcs, procs, f"{name}-instr.exe", f"{name}-instr.pdb", name)
+    hs.check(compared >= 10, f"{name}: too few functions compared ({compared})")
     return t, procs, funcs
 
 
@@ -154,8 +184,10 @@ def test_pdb_of_another_build_is_refused():
 
 def test_pdb_lua_against_its_gcc_build():
     """Lua built by clang with a PDB: at least 97% of its PDB procedures
-    hooked, and the same workload's counts equal to the gcc build's for
-    every function both builds have and hook."""
+    hooked, every one its -finstrument-functions twin instruments counted
+    as the twin counts it (0 for those never called), and the same
+    workload's counts equal to the gcc build's for every function both
+    builds have and hook, but for three measured differences."""
     need_pdbutil()
     exe = hs.need("build/fixtures/pdblua/lua.exe")
     hs.need("build/fixtures/lua/lua.exe")
@@ -166,6 +198,10 @@ def test_pdb_lua_against_its_gcc_build():
     hooked = sum(1 for r in procs if r in funcs and funcs[r]["hooked"])
     share = hooked / len(procs)
     hs.check(share >= 0.97, f"only {hooked} of {len(procs)} PDB procedures hooked ({share:.1%})")
+    compared, never = counts_against_twin(funcs, procs, "lua-instr.exe", "lua-instr.pdb", "clang lua",
+                                          cwd="build/fixtures/pdblua", args=["workload.lua"],
+                                          inlined={"getlocalvardesc": 1})
+    hs.check(compared >= 500 and never >= 50, f"clang lua: {compared} compared, {never} of them never called")
     g = hs.trace("lua.exe", ["workload.lua"], cwd="build/fixtures/lua", name="pdbtrace-lua-gcc")
     hs.eq(g.rc, 0, "gcc build: exit code")
     hs.eq(t.stdout, g.stdout, "both builds print the same")
@@ -179,10 +215,13 @@ def test_pdb_lua_against_its_gcc_build():
             gcc.setdefault(f["name"], []).append(f["calls"])
     both = [n for n in clang if n in gcc and len(clang[n]) == 1 and len(gcc[n]) == 1]
     hs.check(len(both) > 500, f"only {len(both)} functions in both builds")
-    # a call site one compiler inlined and the other did not differs for a
-    # known reason (measured: 3 of 1174; e.g. clang inlines one of
-    # localstat's 3140 calls of getlocalvardesc, which its own
-    # -finstrument-functions twin still counts, as clang instruments before
-    # inlining); every other count must be equal
-    diff = [(n, clang[n][0], gcc[n][0]) for n in both if clang[n][0] != gcc[n][0]]
-    hs.check(len(diff) <= len(both) // 50, f"{len(diff)} of {len(both)} counts differ: {diff[:10]}")
+    # three differ for known reasons (measured: 3 of 1174): clang inlines
+    # one call of getlocalvardesc (its own -finstrument-functions twin
+    # still counts it, as clang instruments before inlining); the two
+    # builds' C runtime start-up registers one atexit handler more (gcc)
+    # and calls ldexp once (clang); every other count must be equal
+    diff = sorted((n, clang[n][0], gcc[n][0]) for n in both if clang[n][0] != gcc[n][0])
+    hs.eq([d[0] for d in diff], ["atexit", "getlocalvardesc", "ldexp"],
+          f"functions counted differently by the clang and gcc builds: {diff[:10]}")
+    hs.eq(next(d for d in diff if d[0] == "getlocalvardesc")[2] - next(d for d in diff if d[0] == "getlocalvardesc")[1],
+          1, f"getlocalvardesc: one call inlined by clang: {diff}")

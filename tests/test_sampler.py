@@ -1,13 +1,26 @@
 """The CPU sampler (suspend backend), merged with the hooks.
 
-Targets: cpusplit.exe (three burners with a known split that the program
-measures itself with the performance counter, a thread that only waits,
-one that only sleeps), burnlate.exe (CPU in a DLL loaded and unloaded
-during the run), spawner.exe (60 short threads in waves), crash.exe,
-attachee.exe (for attach). Every outcome is checked against what the
-program itself measured or printed, or against the hooks' exact counts
-from the same run; sampling is statistical, so the split is held to 5
-points only with enough samples for that to be a 4-sigma bound.
+Targets: cpusplit.exe (three burners of different costs per call with a
+known split that the program measures itself with the performance
+counter, a thread that only waits, one that only sleeps), busy.exe (a
+thread that only burns and one that only waits, each measuring its CPU
+time and its life), burnlate.exe (CPU in a DLL loaded and unloaded during
+the run), spawner.exe (60 short threads in waves), crash.exe, attachee.exe
+(for attach). Every outcome is checked against what the program itself
+measured or printed, or against the hooks' exact counts from the same run;
+sampling is statistical, so the split is held to 4 standard deviations of
+the share with the samples there are.
+
+The sample rate is checked end to end at 25 Hz: a thread is sampled
+--sample-rate times a second of its life, and a busy thread's CPU samples
+are its CPU time x the rate (10%). Under Wine a suspension waits until
+the thread is scheduled, so on a machine that gives a busy thread little
+of a core the sampler falls behind at higher rates (measured on this
+2-core machine at 100 Hz: a thread that ran 35-45% of its life sampled
+40-55 times a second); at 25 Hz it keeps its pace with the busy thread
+running 40% of its life. A run in which the program measured that it ran
+less than half its life and the figures are off is repeated; three such
+runs are a skip naming the figure (tests/skips.py accepts it below 50%).
 """
 import re
 import subprocess
@@ -20,14 +33,65 @@ T = hs.TARGETS
 SPLIT = f"{T}/cpusplit.exe"
 
 
+RATE = 25      # the sample rate the pace and CPU time are checked at (the default is 50)
+
+
 def burners(stdout):
-    """{'a': (calls, us), ...} and the thread ids cpusplit printed."""
+    """{'a': (calls, us), ...} and the thread ids cpusplit printed, with
+    the main thread's (cpu_us, wall_us) as "main_times"."""
     text = stdout.decode()
     b = {m.group(1): (int(m.group(2)), int(m.group(3)))
          for m in re.finditer(r"burn_(\w) calls (\d+) us (\d+)", text)}
     m = re.search(r"main (\d+) waiter (\d+) sleeper (\d+)", text)
-    hs.check(len(b) == 3 and m, f"unexpected output {text!r}")
-    return b, {"main": int(m.group(1)), "waiter": int(m.group(2)), "sleeper": int(m.group(3))}
+    c = re.search(r"main cpu_us (\d+) wall_us (\d+)", text)
+    hs.check(len(b) == 3 and m and c, f"unexpected output {text!r}")
+    return b, {"main": int(m.group(1)), "waiter": int(m.group(2)), "sleeper": int(m.group(3)),
+               "main_times": (int(c.group(1)), int(c.group(2)))}
+
+
+def taken_on(th):
+    """The samples taken of a thread (report.json's thread_list entry), of
+    every kind: running, ready, waiting, in hookscope's code."""
+    return th["cpu_samples"] + th["wait_samples"] + th.get("ready_samples", 0) + th.get("hookscope_samples", 0)
+
+
+def paced(t, tid, cpu_us, wall_us, what, busy):
+    """Problems of one thread's samples against what it measured: sampled
+    rate times a second of its life, and (busy) its CPU samples = its CPU
+    time x the rate, (not busy) none; each within 10%."""
+    rate = t.json["sampling"]["rate_hz"]
+    th = threads(t).get(tid)
+    if th is None:
+        return [f"{what}: thread {tid} was not sampled"]
+    bad = []
+    taken, want = taken_on(th), wall_us / 1e6 * rate
+    if abs(taken - want) > 0.1 * want:
+        bad.append(f"{what}: {taken} samples in its {wall_us / 1e6:.2f} s of life at {rate} Hz (want {want:.0f})")
+    cpu = cpu_us / 1e6 * rate
+    if busy and abs(th["cpu_samples"] - cpu) > 0.1 * cpu:
+        bad.append(f"{what}: {th['cpu_samples']} CPU samples for its {cpu_us / 1e6:.2f} s of CPU at {rate} Hz "
+                   f"(want {cpu:.0f}; {th['wait_samples']} wait samples)")
+    if not busy and th["cpu_samples"] > 1 + cpu:
+        bad.append(f"{what}: {th['cpu_samples']} CPU samples for its {cpu_us / 1e6:.3f} s of CPU")
+    return bad
+
+
+def while_the_machine_lets_it(run, what, attempts=3):
+    """run() -> (problems, share of its life the busy thread ran). Passes
+    when a run has no problem; fails at once when a run with problems had
+    the CPU at least half the time; after `attempts` runs in which the
+    machine gave it less, skips with the figures (the program's own)."""
+    seen = []
+    for _ in range(attempts):
+        bad, ran = run()
+        if not bad:
+            return
+        if ran >= 0.5:
+            raise AssertionError("; ".join(bad))
+        seen.append((ran, bad))
+    low = max(r for r, _ in seen)
+    raise hs.Skip(f"the machine ran the busy thread only {100 * low:.0f}% of its life in {attempts} runs of {what} "
+                  f"(a suspend sampler under Wine cannot keep its pace then): {seen[-1][1]}")
 
 
 def func(t, name, module=None):
@@ -83,42 +147,63 @@ def unmatched_pairs(t):
     return bad, pairs
 
 
+def check_split(t, b, what):
+    """The burners' self CPU samples split as cpusplit measured (within 4
+    standard deviations of the share with the samples there are, at least
+    3 points), a split far from the split of the calls."""
+    samples = {k: func(t, "burn_" + k, "cpusplit.exe").get("samples", {}).get("self", 0) for k in b}
+    n = sum(samples.values())
+    hs.check(n >= 100, f"{what}: only {n} CPU samples in the burners: too few to judge a split")
+    total_us, total_calls = sum(us for _, us in b.values()), sum(c for c, _ in b.values())
+    apart = []
+    for k, (calls, us) in b.items():
+        measured, sampled = 100.0 * us / total_us, 100.0 * samples[k] / n
+        share = measured / 100.0
+        bound = max(3.0, 400.0 * (share * (1 - share) / n) ** 0.5)
+        hs.check(abs(measured - sampled) <= bound,
+                 f"{what}: burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% measured ({n} samples, "
+                 f"bound {bound:.1f} points)")
+        apart.append(abs(100.0 * calls / total_calls - measured) / bound)
+    hs.check(max(apart) > 3, f"{what}: the split of the calls is within {max(apart):.1f} bounds of the CPU split: "
+                             "the test could not tell them apart")
+
+
 def test_split_and_exact_calls():
     """The CPU split by self samples is the split cpusplit measured itself
-    (within 5 points), and every burner's calls are exact in each run.
+    (check_split: one run, no pooling), and every burner's calls are exact.
+    The burners' calls cost different times in a shuffled order, so
+    attribution by calls, or to the call before, is 30 to 40 points off."""
+    t = hs.trace(SPLIT, ["8", "alone"], options=["--sample-rate", "500"], name="sampler_split")
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    hs.eq(t.json["sampling"]["rate_hz"], 500, "sampling.rate_hz")
+    hs.eq(t.json["sampling"]["lost"], 0, "lost samples")
+    b, _ = burners(t.stdout)
+    for k, (calls, us) in b.items():
+        hs.eq(func(t, "burn_" + k)["calls"], calls, f"calls of burn_{k}")
+    check_split(t, b, "hooked")
 
-    With 1500 samples a share of 0.5 has a standard deviation of 1.3
-    points, so 5 points is nearly 4 of them. How many samples a run gets
-    depends on the machine's load (a burner that waits for a core is not
-    running: its samples are wait samples), so runs of 8 s are pooled
-    (samples and measured times summed: the same program, the same split)
-    until there are that many, six runs at most (one is enough unless the
-    machine is busy with other work). When a very busy machine leaves
-    fewer, the bound widens to 4 standard deviations of the share with the
-    samples there are (at least 500)."""
-    measured_us, samples = {}, {}
-    for run in range(6):
-        t = hs.trace(SPLIT, ["8", "alone"], options=["--sample-rate", "500"], name=f"sampler_split{run}")
-        hs.eq(t.rc, 0, f"run {run}: exit code (stderr {t.stderr!r})")
-        hs.eq(t.json["sampling"]["lost"], 0, f"run {run}: lost samples")
-        b, _ = burners(t.stdout)
-        for k, (calls, us) in b.items():
-            f = func(t, "burn_" + k)
-            hs.eq(f["calls"], calls, f"run {run}: calls of burn_{k}")
-            measured_us[k] = measured_us.get(k, 0) + us
-            samples[k] = samples.get(k, 0) + f.get("samples", {}).get("self", 0)
-        n = sum(samples.values())
-        if n >= 1500:
-            break
-    hs.check(n >= 500, f"only {n} CPU samples in the burners after {run + 1} runs: too few to judge a split")
-    total_us = sum(measured_us.values())
-    for k in measured_us:
-        measured, sampled = 100.0 * measured_us[k] / total_us, 100.0 * samples[k] / n
-        share = measured / 100.0
-        bound = max(5.0, 400.0 * (share * (1 - share) / n) ** 0.5)
-        hs.check(abs(measured - sampled) <= bound,
-                 f"burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% measured ({n} samples, "
-                 f"bound {bound:.1f} points)")
+
+def test_sample_rate_end_to_end():
+    """--sample-rate 25 (not the default): report.json says 25 Hz; a thread
+    that only waits is sampled 25 times a second of its life, none of them
+    CPU samples; one that only burns too, and its CPU samples are its CPU
+    time x 25 (each within 10%; the times are the program's own)."""
+    exe = hs.need(f"{T}/busy.exe")
+
+    def run():
+        t = hs.trace(exe, ["4", "1", "1"], options=["--sample-rate", str(RATE)], name="sampler_rate")
+        hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+        hs.eq(t.json["sampling"]["rate_hz"], RATE, "sampling.rate_hz")
+        rows = re.findall(r"(burner|waiter) (\d+) cpu_us (\d+) wall_us (\d+)", t.stdout.decode())
+        hs.eq([r[0] for r in rows], ["burner", "waiter"], f"busy.exe's output {t.stdout!r}")
+        bad, ran = [], 1.0
+        for kind, tid, cpu, wall in rows:
+            bad += paced(t, int(tid), int(cpu), int(wall), kind, kind == "burner")
+            if kind == "burner":
+                ran = int(cpu) / int(wall)
+        return bad, ran
+
+    while_the_machine_lets_it(run, "busy.exe at 25 Hz")
 
 
 def samples_in(t, tid, frame, kind):
@@ -139,11 +224,23 @@ def test_waiting_threads_are_wait_samples():
     sleeps 5 ms at a time (sleeper) too, but for the sliver of CPU its
     wake-ups take (at most 1% of its samples and 2 more); their leaves are
     the waits in ntdll. (Before they wait, as they start, they run.) The
-    busy thread's share of CPU samples follows the share of the time it ran
-    (within a factor of 2), and it is never found in a wait of its own."""
-    t = hs.trace(SPLIT, ["3"], name="sampler_wait")
-    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
-    _, tids = burners(t.stdout)
+    busy thread's CPU samples are its CPU time x the rate and its samples
+    its life x the rate (10%: not half of them waits), and it is never
+    found in a wait of its own."""
+    def run():
+        t = hs.trace(SPLIT, ["3"], options=["--sample-rate", str(RATE)], name="sampler_wait")
+        hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+        _, tids = burners(t.stdout)
+        cpu_us, wall_us = tids["main_times"]
+        check_waiters(t, tids)
+        return paced(t, tids["main"], cpu_us, wall_us, "the busy thread", True), cpu_us / wall_us
+
+    while_the_machine_lets_it(run, "cpusplit.exe at 25 Hz")
+
+
+def check_waiters(t, tids):
+    """The waiter's and the sleeper's samples are wait samples in their
+    waits; the busy thread is never found in a wait."""
     for role in ("waiter", "sleeper"):
         frame = "cpusplit.exe!" + role
         cpu, _ = samples_in(t, tids[role], frame, "sample_stacks")
@@ -155,14 +252,6 @@ def test_waiting_threads_are_wait_samples():
         hs.check(all(f.startswith("ntdll.dll!") for f in leaves) and
                  any(re.search(r"!Nt(WaitFor|Delay)", f) for f in leaves),
                  f"the {role} thread waits in {sorted(leaves)}")
-    m = threads(t)[tids["main"]]
-    hs.check(m["cpu_samples"] > 0, "the busy thread has no CPU samples")
-    # its CPU samples follow the time it ran; on a loaded machine the
-    # sampler's own turns correlate with the target's, hence a factor of 2
-    ran = m["cpu_time_s"] / t.json["target"]["wall_time_s"]
-    share = m["cpu_samples"] / (m["cpu_samples"] + m["wait_samples"])
-    hs.check(ran / 2 <= share <= ran * 2,
-             f"the busy thread ran {ran:.2f} of the time, {share:.2f} of its samples are CPU samples")
     leaves = {strip(s["frames"][0]) for s in t.json["wait_stacks"] if s["thread"] == tids["main"]}
     waits = [f for f in leaves if re.search(r"!Nt(Wait|Delay)", f)]
     hs.eq(waits, [], "the busy thread found in a wait")
@@ -193,18 +282,19 @@ def test_stacks_agree_with_edges_time():
     CPU per call."""
     t = hs.trace(SPLIT, ["2"], options=["--time", "--sample-rate", "300"], name="sampler_edges_time")
     check_consistent(t, "cpusplit --time")
-    head = [l for l in t.txt.splitlines() if l.strip().startswith("self ")]
+    head = [l for l in t.txt.splitlines() if l.strip().startswith("self% ")]
     hs.check(head and "wall/call" in head[0] and "per call" in head[0], f"CPU table heading {head!r}")
-    row = [l for l in t.txt.splitlines() if l.rstrip().endswith("burn_a                           cpusplit.exe")]
+    row = [l for l in t.txt.splitlines() if re.search(r"  burn_a +cpusplit\.exe$", l.rstrip())]
     hs.check(row, "burn_a is not in the CPU table")
 
 
 def test_no_hooks():
     """--no-hooks: samples only; nothing goes into the target (no agent in
-    its module list), the burners are named from the exe's symbols."""
-    t = hs.trace(SPLIT, ["2"], options=["--no-hooks"], name="sampler_nohooks")
+    its module list), the burners are named from the exe's symbols and
+    split as the program measured."""
+    t = hs.trace(SPLIT, ["5"], options=["--no-hooks", "--sample-rate", "500"], name="sampler_nohooks")
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
-    burners(t.stdout)
+    b, _ = burners(t.stdout)
     j = t.json
     hs.eq(j["modules"], [], "traced modules")
     hs.eq(j["total_calls"], 0, "calls")
@@ -212,9 +302,8 @@ def test_no_hooks():
     hs.check("cpusplit.exe" in names and "ntdll.dll" in names, f"modules {names}")
     hs.eq([n for n in names if "hookscope" in n], [], "hookscope's agent among the target's modules")
     for k in "abc":
-        f = func(t, "burn_" + k, "cpusplit.exe")
-        hs.eq(f["hooked"], False, f"burn_{k} hooked")
-        hs.check(f.get("samples", {}).get("self", 0) > 0, f"burn_{k} has no CPU samples")
+        hs.eq(func(t, "burn_" + k, "cpusplit.exe")["hooked"], False, f"burn_{k} hooked")
+    check_split(t, b, "--no-hooks")
     hs.check("\nCPU: " in t.txt and "  calls" not in t.txt.split("\nwait:")[0],
              "report.txt: a CPU section without calls")
     hs.eq(own_frames(t), [], "frames of hookscope's own")
@@ -240,16 +329,26 @@ def test_modules_loaded_and_unloaded():
 
 
 def test_threads_come_and_go():
-    """Threads created and ended during the run: no hang, nothing lost, and
-    the short threads are sampled too."""
+    """Threads created and ended during the run: no hang, nothing lost;
+    every worker that lived 400 ms (the last 5 waves, sleeping) is sampled,
+    and some of those that lived 10 to 45 ms (threads are listed every
+    25 ms while they come and go, and up to every 200 ms while they do
+    not)."""
     t = hs.trace(f"{T}/spawner.exe", options=["--sample-rate", "500"], name="sampler_spawner", timeout=120)
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
-    hs.eq(t.stdout.decode().split(), ["threads", "60"], "output")
+    out = t.stdout.decode()
+    hs.eq(out.split()[-2:], ["threads", "60"], "output")
+    lived = {int(tid): float(ms) for tid, ms in re.findall(r"worker (\d+) ms ([\d.]+)", out)}
+    hs.eq(len(lived), 60, "workers listed")
     s = t.json["sampling"]
     hs.eq(s["lost"], 0, "lost samples")
-    hs.check(s["threads"] >= 10, f"only {s['threads']} threads sampled of 61")
-    workers = [x for x in t.json["thread_list"] if x["cpu_samples"] + x["wait_samples"] and x["calls"] == 8]
-    hs.check(len(workers) >= 5, f"only {len(workers)} worker threads sampled")
+    got = {x["tid"]: taken_on(x) for x in t.json["thread_list"]}
+    hs.eq(s["threads"], sum(1 for n in got.values() if n), "sampling.threads = the threads with samples")
+    long = {tid: got.get(tid, 0) for tid, ms in lived.items() if ms >= 400}
+    hs.eq(len(long), 20, f"workers that lived 400 ms: {sorted(lived.values())}")
+    hs.eq([tid for tid, n in long.items() if not n], [], f"long workers never sampled: {long}")
+    short = [got.get(tid, 0) for tid, ms in lived.items() if ms < 400]
+    hs.check(sum(1 for n in short if n), f"no short worker sampled: {short}")
 
 
 def test_target_exits_or_crashes_mid_sample():
@@ -270,6 +369,20 @@ def test_target_exits_or_crashes_mid_sample():
         hs.check(s["samples"] + s["wait_samples"] > 0, f"exit {i}: no samples")
 
 
+def attachee_threads(t, what, hooked):
+    """attachee's three threads are sampled: the main thread, blocked
+    reading stdin, only in waits; the two workers calling work() with CPU
+    samples (and, hooked, calls)."""
+    s = t.json["sampling"]
+    hs.eq(s["threads"], 3, f"{what}: threads sampled ({t.json['thread_list']})")
+    waiting = [x for x in t.json["thread_list"] if x["cpu_samples"] == 0]
+    hs.eq(len(waiting), 1, f"{what}: one thread only waits ({t.json['thread_list']})")
+    hs.check(waiting[0]["wait_samples"] > 0 and waiting[0]["calls"] == 0, f"{what}: the waiting thread {waiting[0]}")
+    for x in t.json["thread_list"]:
+        if x is not waiting[0]:
+            hs.check(x["cpu_samples"] > 0 and (x["calls"] > 0) == hooked, f"{what}: a worker {x}")
+
+
 def test_attach_samples_then_detaches():
     """attach: samples while attached, the sampler stopped before the
     detach; the target keeps running, every result right, its code as it
@@ -278,13 +391,12 @@ def test_attach_samples_then_detaches():
     with p:
         t = hs.attach(pid, ["--duration", "2"], name="sampler_attach")
         test_attach.check_attach(t, pid, "attach")
-        s = t.json["sampling"]
-        hs.check(s["samples"] + s["wait_samples"] > 0 and s["threads"] >= 2, f"sampling {s}")
-        hs.eq(s["lost"], 0, "lost samples")
+        attachee_threads(t, "attach", hooked=True)
+        hs.eq(t.json["sampling"]["lost"], 0, "lost samples")
         t2 = hs.attach(pid, ["--no-hooks", "--duration", "1"], name="sampler_attach_nohooks")
         hs.eq(t2.rc, 0, f"--no-hooks: exit code (stderr {t2.stderr!r})")
         hs.eq(t2.json["modules"], [], "--no-hooks: traced modules")
-        hs.check(t2.json["sampling"]["samples"] + t2.json["sampling"]["wait_samples"] > 0, "--no-hooks: no samples")
+        attachee_threads(t2, "--no-hooks", hooked=False)
         hs.eq(hs.agent_mappings(p.proc.pid), [], "the agent mapped in the target after --no-hooks")
         time.sleep(0.5)
         bad, calls, matches = test_attach.finish(p)

@@ -28,6 +28,10 @@ def test_stress_unhook_rehook_1000_cycles():
     hs.eq(freezes, 1 + 1 + 2 * CYCLES + 1, "freezes")
     hs.check(0 < counted < calls, f"counted {counted} of {calls} calls")
     hs.check(empty < CYCLES, f"no call was counted in {empty} of {CYCLES} phases")
-    hs.check(moved >= 0, "moved")
+    # a worker stopped inside a patched window is moved (to the trampoline,
+    # or back): measured 33-37 times in the 2 x 2001 thread-freezes (each
+    # about 1%, so none in all of them has odds below 1e-15); at most both
+    # workers in every freeze
+    hs.check(0 < moved <= 2 * freezes, f"threads moved out of a patched window: {moved} in {freezes} freezes")
     hs.eq(err, "", "stderr (a phase that is not exact prints a line)")
     hs.eq(p.returncode, 0, "exit code")

@@ -194,14 +194,15 @@ static void step(const hs_sinsn *s, const hs_sinsn *next, fstate *st, facts *f)
         if (dr == HS_RSP && id == X86_INS_SUB && src->type == X86_OP_REG)
             f->sub_rsp_reg = 1;
         if (known && (a.kind == V_STACK || a.kind == V_CONST)) {
+            /* the machine's arithmetic: it wraps */
             nv = a;
-            nv.v += id == X86_INS_ADD ? amount : -amount;
+            nv.v = (int64_t)(id == X86_INS_ADD ? (uint64_t)nv.v + (uint64_t)amount : (uint64_t)nv.v - (uint64_t)amount);
         }
     } else if (id == X86_INS_LEA && src && src->type == X86_OP_MEM && full) {
         int b = src->reg ? reg64(src->reg) : -1;
         if (b >= 0 && !src->index && st->r[b].kind == V_STACK) {
             nv.kind = V_STACK;
-            nv.v = st->r[b].v + src->val;
+            nv.v = (int64_t)((uint64_t)st->r[b].v + (uint64_t)src->val);
         }
     } else if (id == X86_INS_MOV && src) {
         if (src->type == X86_OP_REG && full && is_reg64(src->reg)) {
@@ -392,7 +393,8 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_p
         e->frame_scratch = p;
         e->frame_cap = need;
     }
-    qsort(e->tgt, e->tgt_n, sizeof *e->tgt, cmp_edge);
+    if (e->tgt_n)   /* (qsort wants a buffer even for no element) */
+        qsort(e->tgt, e->tgt_n, sizeof *e->tgt, cmp_edge);
     work *wl = e->frame_scratch;
     uint8_t *visited = (uint8_t *)(wl + e->tgt_n + 1);
     memset(visited, 0, n);

@@ -200,6 +200,12 @@ int hs_tail_exit(const hs_tail *t, size_t k, size_t j, hs_exit *x);
  * starts (i < n_insns) and tramp_off[n_insns] the total length.
  * Returns the length written (<= cap), or 0 and sets *why
  * (HS_SKIP_OUT_OF_RANGE when a target does not reach from tramp_addr). */
+/* The length of a trampoline's relocated instructions alone, without the
+ * jump back to `back` (the entry + window_len) that hs_emit_trampoline
+ * appends when the window does not end in a jump, return or call: the
+ * trampoline's `len` bytes at tramp, placed at tramp_addr. */
+size_t hs_tramp_body_len(const uint8_t *tramp, uint64_t tramp_addr, size_t len, uint64_t back);
+
 size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *plan,
                           uint64_t tramp_addr, uint8_t *buf, size_t cap,
                           uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1], hs_skip_reason *why);

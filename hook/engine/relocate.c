@@ -221,3 +221,15 @@ size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *
         memcpy(tramp_off, toff, sizeof toff);
     return em.len;
 }
+
+size_t hs_tramp_body_len(const uint8_t *tramp, uint64_t tramp_addr, size_t len, uint64_t back)
+{
+    /* jmp rel32 (E9), or jmp [rip+0] with the target after it (FF 25) */
+    if (len >= 5 && tramp[len - 5] == 0xE9 &&
+        tramp_addr + len + (uint64_t)(int64_t)(int32_t)hs_le32(tramp + len - 4) == back)
+        return len - 5;
+    if (len >= 14 && tramp[len - 14] == 0xFF && tramp[len - 13] == 0x25 && hs_le32(tramp + len - 12) == 0 &&
+        hs_le64(tramp + len - 8) == back)
+        return len - 14;
+    return len;
+}

@@ -53,7 +53,7 @@ static int stack_read(const view *vw, uint64_t addr, uint64_t *v)
         return HS_UW_BAD;
     uint64_t off = addr - st->lo;
     if (off > st->len || st->len - off < 8)
-        return st->complete ? HS_UW_END : HS_UW_TRUNCATED;
+        return st->complete ? HS_UW_AT_BASE : HS_UW_TRUNCATED;
     memcpy(v, st->data + off, 8);
     return 0;
 }
@@ -304,6 +304,53 @@ static int step_leaf(const view *st, hs_uw_regs *regs)
     return 0;
 }
 
+/* Does a call end at `a`: is it a return address? The encodings a
+ * compiler emits for calls: rel32, [rip+disp32], a register, [reg],
+ * [reg+disp8], [reg+disp32] (with or without a SIB byte). */
+static int after_call(const hs_uw_env *env, uint64_t a)
+{
+    hs_uw_entry e;
+    uint8_t c[7];   /* c[i]: the byte at a - 7 + i */
+    if (a < 7 || env->lookup(env->ctx, a, &e) == HS_UW_UNKNOWN || env->read(env->ctx, a - 7, c, 7) < 0)
+        return 0;
+    return c[2] == 0xE8 ||                                          /* call rel32 */
+           (c[1] == 0xFF && (c[2] == 0x15 || (c[2] & 0xF8) == 0x90)) ||   /* [rip+d32], [reg+d32] */
+           (c[0] == 0xFF && c[1] == 0x94) ||                        /* [sib+d32] */
+           (c[5] == 0xFF && ((c[6] & 0xF8) == 0xD0 ||               /* reg */
+                             ((c[6] & 0xF8) == 0x10 && (c[6] & 7) != 4 && (c[6] & 7) != 5))) ||   /* [reg] */
+           (c[4] == 0xFF && ((c[5] & 0xF8) == 0x50 || c[5] == 0x14)) ||   /* [reg+d8], [sib] */
+           (c[3] == 0xFF && c[4] == 0x54);                          /* [sib+d8] */
+}
+
+#define LEAF_SCAN 4   /* slots a leaf's pushes may hold above its return address */
+
+/* A leaf: code of an image that no function entry covers, whose return
+ * address is at [rsp] unless it pushed registers (mingw's ___chkstk_ms
+ * pushes rcx and rax, and has no unwind data). A value that cannot be a
+ * return address (a small integer, an address in the stack) is such a
+ * push: the return address is the first slot above it that follows a
+ * call. */
+static int step_image_leaf(const hs_uw_env *env, const view *vw, hs_uw_regs *regs)
+{
+    uint64_t ret;
+    int err = stack_read(vw, regs->r[HS_RSP], &ret);
+    if (err)
+        return err;
+    const hs_uw_stack *st = vw->st;
+    for (int k = 1; k <= LEAF_SCAN && (ret < 0x10000 || (ret >= st->lo && ret - st->lo < st->len)); k++) {
+        uint64_t at = regs->r[HS_RSP] + 8 * (uint64_t)k, v;
+        if (stack_read(vw, at, &v) != 0)
+            break;
+        if (after_call(env, v)) {
+            regs->rip = v;
+            regs->r[HS_RSP] = at + 8;
+            return 0;
+        }
+        ret = v;
+    }
+    return step_leaf(vw, regs);
+}
+
 /* Length of a ModRM memory or register operand (after the opcode), or 0. */
 static size_t modrm_len(const uint8_t *c, size_t n)
 {
@@ -421,7 +468,7 @@ static int step(const hs_uw_env *env, view *vw, hs_uw_regs *regs)
     if (kind == HS_UW_TABLE)
         return step_table(env, vw, &e, regs);
     if (kind == HS_UW_LEAF)
-        return step_leaf(vw, regs);
+        return step_image_leaf(env, vw, regs);
     if (kind != HS_UW_EMULATE)
         return HS_UW_BAD;
     /* generated code: run it forward, then unwind from where it led */
@@ -487,7 +534,7 @@ hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const h
         uint64_t sp = regs.r[HS_RSP];
         int err = step(env, &vw, &regs);
         if (err) {
-            res.stop = err;
+            res.stop = err == HS_UW_AT_BASE ? HS_UW_END : err;
             return res;
         }
         if (regs.rip == 0)

@@ -76,6 +76,8 @@ enum hs_uw_stop {
     HS_UW_UNKNOWN_PC,          /* a return address outside every known code (see unknown_pc) */
     HS_UW_BAD,                 /* unwind data or code that cannot be followed; the stack does
                                   not move up */
+    HS_UW_AT_BASE,             /* hs_unwind_step: the caller's frame would lie past the base of
+                                  a complete stack: there is none (a walk ends with HS_UW_END) */
 };
 
 typedef struct hs_uw_result {
@@ -90,7 +92,8 @@ typedef struct hs_uw_result {
 const uint32_t *hs_pdata_find(const uint32_t *table, size_t n, uint32_t rva);
 
 /* Unwind one frame: regs (rip, rsp, nonvolatile registers) become the
- * caller's. Returns HS_UW_END (0) on success, else why it cannot. */
+ * caller's. Returns HS_UW_END (0) on success, else why it cannot (regs
+ * then unchanged). */
 int hs_unwind_step(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs);
 
 /* Walk from regs: frames[0] = regs->rip, then one return address per

@@ -378,6 +378,11 @@ typedef struct hs_session_header {
     uint64_t end_addr;                /*   at this address */
     uint32_t end_exit_code;           /* the code the process asked to end with */
     uint32_t reserved_end;
+    /* the agent's timing wrapper, for a sampler that finds a thread in it
+     * (agent/wrapper.S): [wrap_begin, wrap_rsi) rbp holds the timed
+     * function's descriptor, [wrap_rsi, wrap_gone) rsi does, [wrap_gone,
+     * wrap_end) neither; wrap_ret is its call's return address */
+    uint64_t wrap_begin, wrap_rsi, wrap_gone, wrap_end, wrap_ret;
 } hs_session_header;
 
 /* end_watch: the detours in place */

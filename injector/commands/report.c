@@ -37,7 +37,9 @@ static int write_profile(const hs_options *o, hs_profile *p, const char *out)
     int rc = hs_write_all(p, out) < 0 ? HS_EXIT_FAILED : 0;
     if (!rc && !o->quiet)
         hs_err("%llu calls, %llu samples of %zu functions; reports in %s", (unsigned long long)p->total_calls,
-               (unsigned long long)(p->sampling.samples + p->sampling.wait_samples), p->nfuncs, out);
+               (unsigned long long)(p->sampling.samples + p->sampling.wait_samples + p->sampling.ready_samples +
+                                   p->sampling.hookscope_samples),
+               p->nfuncs, out);
     return rc;
 }
 

@@ -284,9 +284,19 @@ static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
     return 0;
 }
 
+static int parse(int argc, char **argv, hs_dcli *c, char *err, size_t errlen);
+
 int hs_dcli_parse(int argc, char **argv, hs_dcli *c, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
+    int rc = parse(argc, argv, c, err, errlen);
+    if (rc < 0)
+        hs_dcli_free(c);   /* what was parsed before the error */
+    return rc;
+}
+
+static int parse(int argc, char **argv, hs_dcli *c, char *err, size_t errlen)
+{
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-?")) {

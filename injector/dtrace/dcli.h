@@ -71,7 +71,8 @@ void hs_dprog_free(hs_dprog *prog);
 char **hs_dsplit_command(const char *s, int *n);
 
 /* Parse dtrace's arguments (argv without the program name); 0, or -1
- * with a one-line reason in err. A program is parsed too (into c->prog). */
+ * with a one-line reason in err (and nothing left to free). A program is
+ * parsed too (into c->prog). */
 int hs_dcli_parse(int argc, char **argv, hs_dcli *c, char *err, size_t errlen);
 void hs_dcli_free(hs_dcli *c);
 

@@ -251,6 +251,7 @@ static void write_data(flame *f, FILE *out, const char *unit, const int64_t *bca
      * (two modules of one name, loaded twice, are one frame name) */
     hs_strtab mods = { 0 };
     uint64_t *calls = hs_xcalloc(t->names.n + 1, sizeof *calls), *cpu_total = hs_xcalloc(t->names.n + 1, sizeof *cpu_total);
+    double *wall = hs_xcalloc(t->names.n + 1, sizeof *wall);   /* measured, of every call; < 0: not all */
     uint8_t *hooked = hs_xcalloc(t->names.n + 1, 1);
     for (size_t i = 0; i < p->nfuncs; i++) {
         const hs_prof_func *pf = &p->funcs[i];
@@ -263,6 +264,8 @@ static void write_data(flame *f, FILE *out, const char *unit, const int64_t *bca
             continue;
         calls[k] += pf->calls;
         cpu_total[k] += pf->cpu_total;
+        double w = pf->calls ? hs_func_wall_ns(p, (uint32_t)i) : pf->cpu_total ? -1 : 0;
+        wall[k] = w < 0 || wall[k] < 0 ? -1 : wall[k] + w;
         hooked[k] |= pf->hooked || pf->calls;
     }
     for (size_t k = 0; k < f->nfns; k++) {
@@ -278,13 +281,20 @@ static void write_data(flame *f, FILE *out, const char *unit, const int64_t *bca
     fprintf(out, "],\n\"fns\": [");
     for (size_t k = 0; k < f->nfns; k++) {
         uint32_t name = f->fn_names[k];
-        char buf[NAME_MAX + 8], cpu[32] = "";
+        char buf[NAME_MAX + 8], cpu[128] = "";
         int32_t m = name == HS_FNONE ? -1 : t->name_module[name];
         int32_t mod = m < 0 ? -1 : (int32_t)hs_strtab_find(&mods, p->modules[m].name);
         long long ncalls = name != HS_FNONE && hooked[name] ? (long long)calls[name] : -1;
-        double ns = name != HS_FNONE && calls[name] ? hs_samples_cpu_ns(p, cpu_total[name]) : -1;
-        if (ns >= 0 && cpu_total[name])
-            hs_fmt_duration(ns / (double)calls[name], cpu, sizeof cpu);
+        if (name != HS_FNONE && calls[name] && cpu_total[name]) {
+            hs_cpu_estimate e = hs_cpu_estimate_of(p, cpu_total[name], calls[name], p->time_on ? wall[name] : -1);
+            char t[32];
+            if (e.per_call_ns >= 0 && e.capped)
+                snprintf(cpu, sizeof cpu, "%s (the measured wall time per call: the samples' estimate was above it)",
+                         hs_fmt_estimate(&e, e.per_call_ns, t, sizeof t));
+            else if (e.per_call_ns >= 0)
+                snprintf(cpu, sizeof cpu, "%s (estimated from %llu samples)",
+                         hs_fmt_estimate(&e, e.per_call_ns, t, sizeof t), (unsigned long long)e.samples);
+        }
         fprintf(out, "%s\n[", k ? "," : "");
         hs_js_string(out, name == HS_FNONE ? "all" : display_name(f, name, buf, sizeof buf));
         fprintf(out, ", %d, %lld, \"%s\", %lld]", mod, ncalls, cpu,
@@ -294,6 +304,7 @@ static void write_data(flame *f, FILE *out, const char *unit, const int64_t *bca
     hs_strtab_free(&mods);
     free(calls);
     free(cpu_total);
+    free(wall);
     free(hooked);
 }
 

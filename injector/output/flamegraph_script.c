@@ -71,7 +71,7 @@ const char hs_flamegraph_script[] =
     "  lines.push(s + \")\");\n"
     "  if (f && f[2] >= 0) lines.push(\"calls: \" + fmt(f[2]) + \" (counted by the hooks, all stacks)\");\n"
     "  else if (f && g !== root) lines.push(\"calls: not counted (not hooked)\");\n"
-    "  if (f && f[3]) lines.push(\"CPU per call: \" + f[3] + \" (estimated from the samples)\");\n"
+    "  if (f && f[3]) lines.push(\"CPU per call: \" + f[3]);\n"
     "  return lines;\n"
     "}\n"
     "function showTip(g, evt) {\n"

@@ -16,10 +16,16 @@
  * "[truncated]" above its deepest captured frame, so that it does not look
  * like a thread's root in a flame graph; the counts stay exact.
  *
- * cpu-stacks.folded and wait-stacks.folded: the sampled stacks of the CPU
- * and of the wait profile in the same format, weighted by samples (merged
- * over threads), so that a flame graph of the first shows where the CPU
- * went and of the second where threads waited. A frame in a kernel image
+ * cpu-stacks.folded, wait-stacks.folded, ready-stacks.folded and
+ * hookscope-stacks.folded: the sampled stacks of each kind in the same
+ * format, weighted by samples (merged over threads), so that a flame graph
+ * of the first shows where the CPU went, of the second where threads
+ * waited (blocked in a system call), of the third where they stood
+ * runnable but not running (preempted, or held by the sampler), and of
+ * the last which hooked functions hookscope's own work in the target
+ * served (its probes, wrapper and stack captures; the leaf is the hooked
+ * function, so the widest leaves are the hooks that cost the most: `-x`
+ * them). A frame in a kernel image
  * (ETW samples) ends in "_[k]", as stackcollapse-perf.pl --kernel marks
  * them: flamegraph.pl and inferno colour those as kernel code.
  *
@@ -125,6 +131,16 @@ int hs_write_folded_cpu(const hs_profile *p, FILE *out)
 int hs_write_folded_wait(const hs_profile *p, FILE *out)
 {
     return write_kind(p, out, HS_STACK_WAIT, by_captures, NULL);
+}
+
+int hs_write_folded_ready(const hs_profile *p, FILE *out)
+{
+    return write_kind(p, out, HS_STACK_READY, by_captures, NULL);
+}
+
+int hs_write_folded_hookscope(const hs_profile *p, FILE *out)
+{
+    return write_kind(p, out, HS_STACK_HOOKSCOPE, by_captures, NULL);
 }
 
 /* captures per function, to share its self time out */

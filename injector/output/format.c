@@ -41,10 +41,36 @@ const char *hs_fmt_duration(double ns, char *buf, size_t len)
     return buf;
 }
 
+const char *hs_fmt_duration3(double ns, char *buf, size_t len)
+{
+    static const char *const units[] = { "ns", "us", "ms", "s" };
+    int u = 0;
+    double v = ns;
+    while (u < 3 && v >= 999.5) {
+        v /= 1e3;
+        u++;
+    }
+    int decimals = v == 0 ? 0 : v < 0.9995 ? 3 : v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
+    snprintf(buf, len, "%.*f %s", decimals, v, units[u]);
+    return buf;
+}
+
+const char *hs_fmt_estimate(const hs_cpu_estimate *e, double ns, char *buf, size_t len)
+{
+    if (ns < 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    char t[32];
+    hs_fmt_duration3(ns, t, sizeof t);
+    snprintf(buf, len, "%s%s", e->capped ? "<=" : e->few ? "~" : "", t);
+    return buf;
+}
+
 void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
 {
     int lo = -1, hi = -1;
-    double total = 0;   /* (counts near 2^64 would wrap a sum of integers) */
+    unsigned __int128 total = 0;   /* the counts come from the target: their sum may not fit 64 bits */
     for (int b = 0; b < nbuckets; b++) {
         if (!hist[b])
             continue;
@@ -62,8 +88,7 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
     fprintf(out, "%16s  %s %s\n", "value (ns)", "------------- Distribution -------------", "count");
     for (int b = lo; b <= hi; b++) {
         char bar[41];
-        int w = (int)((double)hist[b] * 40 / total + 0.5);
-        w = w < 0 ? 0 : w > 40 ? 40 : w;
+        int w = (int)(((unsigned __int128)hist[b] * 40 + total / 2) / total);   /* at most 40 */
         memset(bar, '@', (size_t)w);
         bar[w] = 0;
         fprintf(out, "%16llu |%-40s %llu\n", 1ull << b, bar, (unsigned long long)hist[b]);

@@ -1,7 +1,8 @@
 /*
  * injector/output/format.h - what the writers share: JSON strings,
  * durations with units, DTrace's quantize() histogram, how a run ended
- * in words, the --stacks policy in words, a sort key's value.
+ * in words, the --stacks policy in words, a sort key's value, a CPU
+ * estimate with what it rests on.
  */
 #ifndef HOOKSCOPE_FORMAT_H
 #define HOOKSCOPE_FORMAT_H
@@ -18,6 +19,16 @@ void hs_json_quote(FILE *out, const char *s);
 
 /* A duration with a unit that keeps 3-4 significant digits ("12.56 us"). */
 const char *hs_fmt_duration(double ns, char *buf, size_t len);
+
+/* A duration estimated from samples, to 3 significant digits ("1.23 ms",
+ * "45.6 us", "789 ns", "0.379 ns"): samples do not know more. */
+const char *hs_fmt_duration3(double ns, char *buf, size_t len);
+
+/* One of a CPU estimate's times (e->ns or e->per_call_ns, profile/views.h)
+ * as report.txt and the flame graph show it: "<=" before a time capped at
+ * the measured wall time, else "~" before one from fewer than
+ * HS_FEW_SAMPLES samples; "-" when unknown. */
+const char *hs_fmt_estimate(const hs_cpu_estimate *e, double ns, char *buf, size_t len);
 
 /* DTrace's quantize() layout of a power-of-two histogram of ns: one row per
  * bucket from the one below the first non-empty to the one above the

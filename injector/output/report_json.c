@@ -8,6 +8,9 @@
  *    "modules": [...traced modules...],
  *    "functions": [...the functions found in them...],
  *    "options": {...}, "edges": [...], "stacks": [...],
+ *    "sampling": {...counts of each kind, the sampler's cost...},
+ *    "sample_stacks" (CPU), "wait_stacks", "ready_stacks", "hookscope_stacks": [...],
+ *    "thread_list": [...],
  *    "loaded_modules": [...the other modules...]}
  *
  * Fields are only ever added, never renamed or removed. Functions are
@@ -57,23 +60,31 @@ static void time_obj(FILE *out, const hs_prof_time *t)
     fprintf(out, "]}");
 }
 
-/* ', "samples": {"self": N, "total": N}' and the same for wait samples,
- * each only when nonzero */
-static void samples_fields(FILE *out, uint64_t cpu_self, uint64_t cpu_total, uint64_t wait_self,
-                           uint64_t wait_total, bool totals)
+/* ', "KEY": {"self": N, "total": N}' when either is nonzero */
+static void kind_field(FILE *out, const char *key, uint64_t self, uint64_t total, bool totals)
 {
-    if (cpu_self || cpu_total) {
-        fprintf(out, ", \"samples\": {\"self\": %llu", (unsigned long long)cpu_self);
-        if (totals)
-            fprintf(out, ", \"total\": %llu", (unsigned long long)cpu_total);
-        fputc('}', out);
-    }
-    if (wait_self || wait_total) {
-        fprintf(out, ", \"wait_samples\": {\"self\": %llu", (unsigned long long)wait_self);
-        if (totals)
-            fprintf(out, ", \"total\": %llu", (unsigned long long)wait_total);
-        fputc('}', out);
-    }
+    if (!self && !total)
+        return;
+    fprintf(out, ", \"%s\": {\"self\": %llu", key, (unsigned long long)self);
+    if (totals)
+        fprintf(out, ", \"total\": %llu", (unsigned long long)total);
+    fputc('}', out);
+}
+
+/* a function's "samples" (CPU), "wait_samples" and "ready_samples" */
+static void func_samples(FILE *out, const hs_prof_func *f)
+{
+    kind_field(out, "samples", f->cpu_self, f->cpu_total, true);
+    kind_field(out, "wait_samples", f->wait_self, f->wait_total, true);
+    kind_field(out, "ready_samples", f->ready_self, f->ready_total, true);
+}
+
+/* a module's: self samples only */
+static void module_samples(FILE *out, const hs_prof_module *m)
+{
+    kind_field(out, "samples", m->cpu_self, 0, false);
+    kind_field(out, "wait_samples", m->wait_self, 0, false);
+    kind_field(out, "ready_samples", m->ready_self, 0, false);
 }
 
 static void bool_field(FILE *out, const char *name, bool v)
@@ -150,7 +161,7 @@ static void write_modules(const hs_profile *p, FILE *out)
         counts_obj(out, mod->patch_counts, HS_PATCH__COUNT, hs_patch_kind_name);
         fprintf(out, ", \"entry_only\": ");
         counts_obj(out, mod->entry_only_counts, HS_WRAP__COUNT, hs_entry_only_name);
-        samples_fields(out, mod->cpu_self, 0, mod->wait_self, 0, false);
+        module_samples(out, mod);
         fputc('}', out);
     }
 }
@@ -161,7 +172,7 @@ static void write_functions(const hs_profile *p, FILE *out)
     int k = 0;
     for (size_t i = 0; i < p->nfuncs; i++) {
         const hs_prof_func *f = &p->funcs[i];
-        bool sampled = f->cpu_total || f->wait_total;
+        bool sampled = f->cpu_total || f->wait_total || f->ready_total;
         if (!f->in_plan && !sampled)
             continue;
         fprintf(out, "%s\n  {\"module\": ", k++ ? "," : "");
@@ -204,7 +215,7 @@ static void write_functions(const hs_profile *p, FILE *out)
             hs_json_quote(out, f->file);
             fprintf(out, ", \"line\": %u", f->line);
         }
-        samples_fields(out, f->cpu_self, f->cpu_total, f->wait_self, f->wait_total, true);
+        func_samples(out, f);
         fputc('}', out);
     }
     fprintf(out, "]");
@@ -347,12 +358,12 @@ static void write_stacks(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
-/* "sample_stacks" (CPU) or "wait_stacks": count, thread, "truncated": true
- * when the stack went deeper than the sampler walked, and frames, leaf
- * first */
+/* "sample_stacks" (CPU), "wait_stacks", "ready_stacks" or
+ * "hookscope_stacks": count, thread, "truncated": true when the stack
+ * went deeper than the sampler walked, and frames, leaf first */
 static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
-    fprintf(out, ",\n \"%s\": [", kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
+    fprintf(out, ",\n \"%s\": [", hs_stack_kind_key(kind));
     bool repeat = module_names_repeat(p);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
@@ -369,24 +380,33 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
     fprintf(out, "]");
 }
 
+/* ', "KEY": seconds' or null when unknown (< 0) */
+static void seconds_field(FILE *out, const char *key, double s)
+{
+    if (s >= 0)
+        fprintf(out, ", \"%s\": %.6f", key, s);
+    else
+        fprintf(out, ", \"%s\": null", key);
+}
+
 static void write_sampling(const hs_profile *p, FILE *out)
 {
     const hs_prof_sampling *s = &p->sampling;
     fprintf(out, ",\n \"sampling\": {\"backend\": ");
     hs_json_quote(out, s->backend);
-    fprintf(out, ", \"rate_hz\": %.6g, \"samples\": %llu, \"wait_samples\": %llu, \"lost\": %llu, "
-                 "\"threads\": %u, \"cpu_time_s\": ",
+    fprintf(out, ", \"rate_hz\": %.6g, \"samples\": %llu, \"wait_samples\": %llu, \"ready_samples\": %llu, "
+                 "\"hookscope_samples\": %llu, \"lost\": %llu, \"threads\": %u",
             s->rate_hz, (unsigned long long)s->samples, (unsigned long long)s->wait_samples,
+            (unsigned long long)s->ready_samples, (unsigned long long)s->hookscope_samples,
             (unsigned long long)s->lost, s->threads);
-    if (s->cpu_s >= 0)
-        fprintf(out, "%.6f", s->cpu_s);
-    else
-        fprintf(out, "null");
+    seconds_field(out, "cpu_time_s", s->cpu_s);
+    seconds_field(out, "held_s", s->held_s);
+    seconds_field(out, "threads_s", s->threads_s);
     if (s->etl_kept)
         fprintf(out, ", \"etl_file\": \"hookscope.etl\"");
     fprintf(out, "}");
-    write_sample_stacks(p, out, HS_STACK_CPU);
-    write_sample_stacks(p, out, HS_STACK_WAIT);
+    for (uint8_t kind = HS_STACK_CPU; kind <= HS_STACK_HOOKSCOPE; kind++)
+        write_sample_stacks(p, out, kind);
 }
 
 static void write_threads(const hs_profile *p, FILE *out)
@@ -395,13 +415,12 @@ static void write_threads(const hs_profile *p, FILE *out)
     for (size_t i = 0; i < p->nthreads_list; i++) {
         const hs_prof_thread *t = &p->threads_list[i];
         fprintf(out, "%s\n  {\"tid\": %u, \"calls\": %llu, \"cpu_samples\": %llu, \"wait_samples\": %llu, "
-                     "\"cpu_time_s\": ",
+                     "\"ready_samples\": %llu, \"hookscope_samples\": %llu",
                 i ? "," : "", t->tid, (unsigned long long)t->calls, (unsigned long long)t->cpu_samples,
-                (unsigned long long)t->wait_samples);
-        if (t->cpu_s >= 0)
-            fprintf(out, "%.6f}", t->cpu_s);
-        else
-            fprintf(out, "null}");
+                (unsigned long long)t->wait_samples, (unsigned long long)t->ready_samples,
+                (unsigned long long)t->hookscope_samples);
+        seconds_field(out, "cpu_time_s", t->cpu_s);
+        fputc('}', out);
     }
     fprintf(out, "]");
 }
@@ -460,7 +479,7 @@ int hs_write_json(const hs_profile *p, FILE *out)
                 (unsigned long long)mod->base, mod->size, mod->timestamp);
         if (mod->kernel)
             fprintf(out, ", \"kernel\": true");
-        samples_fields(out, mod->cpu_self, 0, mod->wait_self, 0, false);
+        module_samples(out, mod);
         fputc('}', out);
     }
     fprintf(out, "]}\n");

@@ -1,8 +1,10 @@
 /*
  * injector/output/txt.c - report.txt: a header saying what was traced and
- * how it ended; with samples, where the CPU went and where threads waited
- * (txt_cpu.c); the modules with their hook statistics, and the functions
- * sorted by calls; then, by the options of the trace:
+ * how it ended (with samples: how many of each kind, the sampler's own
+ * cost, hookscope's own in the target); with samples, where the CPU went
+ * and where threads waited (txt_cpu.c); the modules with their hook
+ * statistics, and the functions sorted by calls; then, by the options of
+ * the trace:
  *
  *   call graph   (edges, the default) each called function with its
  *                callers and callees and the calls on each edge, in the
@@ -12,8 +14,9 @@
  *                histograms of the durations of the top functions;
  *   entry stacks (--stacks) the sampling policy and the most frequent
  *                stacks;
- *   threads      each thread's calls, samples and CPU time (after the
- *                samples; with `report --threads`, after the functions).
+ *   threads      each thread's calls, samples of each kind and CPU time
+ *                (after the samples; with `report --threads`, after the
+ *                functions).
  *
  * The function table's order and column come from the sort keys beside
  * the profile (profile/views.h).
@@ -328,23 +331,96 @@ static void write_stacks(const hs_profile *p, FILE *out)
     free(idx);
 }
 
+/* ---- samples: the header's lines ------------------------------------------------ */
+
+#define SERVED_TOP 3
+
+/* by count (descending), then name */
+static int cmp_served(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ((const void *const *)ctx)[0];
+    const uint64_t *n = ((const void *const *)ctx)[1];
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    if (n[i] != n[j])
+        return n[i] > n[j] ? -1 : 1;
+    int c = strcmp(p->funcs[i].name ? p->funcs[i].name : "", p->funcs[j].name ? p->funcs[j].name : "");
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+/* The hooked functions whose hooks cost the most: hookscope's own samples
+ * by the function they served. */
+static void write_served(const hs_profile *p, FILE *out)
+{
+    uint64_t *n = hs_leaf_counts(p, HS_STACK_HOOKSCOPE);
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    size_t k = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (n[i])
+            idx[k++] = (uint32_t)i;
+    const void *ctx[2] = { p, n };
+    hs_sort(idx, k, sizeof *idx, cmp_served, ctx);
+    if (k) {
+        fprintf(out, "           spent on the hooks of");
+        for (size_t r = 0; r < k && r < SERVED_TOP; r++)
+            fprintf(out, "%s %s (%llu)", r ? "," : "", hs_func_label(p, idx[r]), (unsigned long long)n[idx[r]]);
+        fprintf(out, "%s: stacks in hookscope-stacks.folded\n", k > SERVED_TOP ? ", ..." : "");
+    }
+    free(idx);
+    free(n);
+}
+
+/* How many samples of each kind, the CPU time, the sampler's own cost
+ * (the time it held the threads) and hookscope's in the target, with the
+ * hooked functions it served most. */
+static void write_sampling(const hs_profile *p, FILE *out)
+{
+    const hs_prof_sampling *sm = &p->sampling;
+    fprintf(out, "samples    %llu CPU, %llu ready, %llu wait, %llu in hookscope (%s sampler, %g Hz, %u thread%s, "
+                 "%llu lost)\n",
+            (unsigned long long)sm->samples, (unsigned long long)sm->ready_samples,
+            (unsigned long long)sm->wait_samples, (unsigned long long)sm->hookscope_samples, sm->backend, sm->rate_hz,
+            sm->threads, sm->threads == 1 ? "" : "s", (unsigned long long)sm->lost);
+    if (sm->cpu_s >= 0)
+        fprintf(out, "cpu time   %.3f s\n", sm->cpu_s);
+    if (sm->held_s >= 0 && sm->threads_s > 0)
+        fprintf(out, "sampler    held the threads %.3f s, %.1f%% of their sampled time (%.3f s)\n", sm->held_s,
+                100.0 * sm->held_s / sm->threads_s, sm->threads_s);
+    else if (sm->held_s >= 0)
+        fprintf(out, "sampler    held the threads %.3f s\n", sm->held_s);
+    if (sm->hookscope_samples) {
+        fprintf(out, "hookscope  %llu samples in its own code in the target, %.1f%% of the running samples",
+                (unsigned long long)sm->hookscope_samples,
+                100.0 * (double)sm->hookscope_samples / (double)hs_running_samples(p));
+        if (sm->cpu_s >= 0) {
+            char t[32];
+            hs_cpu_estimate e = hs_cpu_estimate_of(p, sm->hookscope_samples, 0, -1);
+            fprintf(out, " (%s of CPU)", hs_fmt_estimate(&e, e.ns, t, sizeof t));
+        }
+        fputc('\n', out);
+        write_served(p, out);
+    }
+    if (sm->etl_kept)
+        fprintf(out, "etw trace  hookscope.etl (kept: --keep-etl)\n");
+}
+
 /* ---- threads (--threads) ------------------------------------------------------ */
 
 static void write_threads(const hs_profile *p, FILE *out)
 {
-    fprintf(out, "\nthreads: the calls the hooks counted and the samples taken on each thread\n");
+    fprintf(out, "\nthreads: the calls the hooks counted and the samples of each kind on each thread\n");
     if (!p->nthreads_list) {
         fprintf(out, "(this run has no per-thread figures)\n");
         return;
     }
-    fprintf(out, "%12s %20s %14s %14s %12s\n", "tid", "calls", "cpu samples", "wait samples", "cpu time");
+    fprintf(out, "%10s %14s %9s %9s %9s %9s %10s\n", "tid", "calls", "cpu", "ready", "wait", "hookscope", "cpu time");
     for (size_t i = 0; i < p->nthreads_list; i++) {
         const hs_prof_thread *t = &p->threads_list[i];
         char cpu[32] = "-";
         if (t->cpu_s >= 0)
             hs_fmt_duration(t->cpu_s * 1e9, cpu, sizeof cpu);
-        fprintf(out, "%12u %20llu %14llu %14llu %12s\n", t->tid, (unsigned long long)t->calls,
-                (unsigned long long)t->cpu_samples, (unsigned long long)t->wait_samples, cpu);
+        fprintf(out, "%10u %14llu %9llu %9llu %9llu %9llu %10s\n", t->tid, (unsigned long long)t->calls,
+                (unsigned long long)t->cpu_samples, (unsigned long long)t->ready_samples,
+                (unsigned long long)t->wait_samples, (unsigned long long)t->hookscope_samples, cpu);
     }
 }
 
@@ -383,16 +459,8 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
             fprintf(out, "           %lld calls counted in the shared overflow region (too many threads)\n",
                     (long long)p->overflow_calls);
     }
-    if (p->sampling.on) {
-        const hs_prof_sampling *sm = &p->sampling;
-        fprintf(out, "samples    %llu CPU, %llu wait (%s sampler, %g Hz, %u thread%s, %llu lost)\n",
-                (unsigned long long)sm->samples, (unsigned long long)sm->wait_samples, sm->backend, sm->rate_hz,
-                sm->threads, sm->threads == 1 ? "" : "s", (unsigned long long)sm->lost);
-        if (sm->cpu_s >= 0)
-            fprintf(out, "cpu time   %.3f s\n", sm->cpu_s);
-        if (sm->etl_kept)
-            fprintf(out, "etw trace  hookscope.etl (kept: --keep-etl)\n");
-    }
+    if (p->sampling.on)
+        write_sampling(p, out);
     for (size_t i = 0; i < p->nwarnings; i++)
         fprintf(out, "warning    %s\n", p->warnings[i]);
     if (p->sampling.on) {

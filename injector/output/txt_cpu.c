@@ -2,17 +2,22 @@
  * injector/output/txt_cpu.c - the sampled sections of report.txt: where
  * the CPU went, next to the exact calls, and where the threads waited.
  *
- *   CPU      every function with CPU samples, by self samples: self and
- *            total (inclusive, recursion once per stack) samples, their
- *            share of all CPU samples, the estimated CPU time (total
- *            share x the process's CPU time), the calls the hooks
- *            counted, CPU per call (that time / calls), and with --time
- *            the measured wall time per call (the difference is time the
- *            calls spent waiting)
- *   wait     the functions threads were found waiting in, by self wait
- *            samples
+ *   CPU      every function with CPU (or ready) samples, by self CPU
+ *            samples: its self share, its total (inclusive, recursion
+ *            once per stack) samples and their share of all CPU samples,
+ *            the estimated CPU time (the process's CPU time shared out
+ *            over the running samples: the program's and hookscope's own
+ *            in the target), its ready samples (runnable, not running:
+ *            never CPU), the calls the hooks counted, CPU per call, and
+ *            with --time the measured wall time per call. An estimate
+ *            from few samples is marked "~"; one above the measured wall
+ *            time of the same calls is that time, marked "<="
+ *            (profile/views.h, hs_cpu_estimate).
+ *   wait     the functions threads were found blocked in (a system call:
+ *            sleep, wait, I/O), by self wait samples; ready samples are
+ *            not waits
  *
- * (then txt.c adds the threads: calls, CPU and wait samples, CPU time)
+ * (then txt.c adds the threads: calls, samples of each kind, CPU time)
  * Sorted with full tie-breaks, so that the same profile gives the same text.
  */
 #include <stdlib.h>
@@ -30,16 +35,21 @@ typedef struct by_samples {
     bool cpu;
 } by_samples;
 
+/* CPU: by self, total, then ready samples; wait: by self and total wait
+ * samples; then name, module, rva */
 static int cmp_samples(const void *a, const void *b, void *ctx)
 {
     const by_samples *k = ctx;
     const hs_prof_func *x = &k->p->funcs[*(const uint32_t *)a], *y = &k->p->funcs[*(const uint32_t *)b];
     uint64_t xs = k->cpu ? x->cpu_self : x->wait_self, ys = k->cpu ? y->cpu_self : y->wait_self;
     uint64_t xt = k->cpu ? x->cpu_total : x->wait_total, yt = k->cpu ? y->cpu_total : y->wait_total;
+    uint64_t xr = k->cpu ? x->ready_total : 0, yr = k->cpu ? y->ready_total : 0;
     if (xs != ys)
         return xs > ys ? -1 : 1;
     if (xt != yt)
         return xt > yt ? -1 : 1;
+    if (xr != yr)
+        return xr > yr ? -1 : 1;
     int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
     if (c)
         return c;
@@ -54,6 +64,33 @@ static double pct(uint64_t n, uint64_t of)
     return of ? 100.0 * (double)n / (double)of : 0.0;
 }
 
+/* "  function   module": the function in a column of `width`, and at
+ * least two spaces before the module however long its name */
+static void name_module(FILE *out, const char *name, const char *module, int width)
+{
+    int len = (int)strlen(name);
+    fprintf(out, "  %s%*s%s\n", name, len < width ? width - len + 1 : 2, "", module);
+}
+
+/* text in lines of at most `width` columns, broken at spaces */
+static void put_wrapped(FILE *out, const char *text, size_t width)
+{
+    while (*text) {
+        size_t n = strlen(text);
+        if (n > width) {
+            n = width;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (!n)
+                n = strcspn(text, " ");
+        }
+        fprintf(out, "%.*s\n", (int)n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+    }
+}
+
 static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
 {
     const hs_prof_sampling *s = &p->sampling;
@@ -61,53 +98,63 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
     size_t n = 0;
     uint64_t named = 0;
     for (size_t i = 0; i < p->nfuncs; i++) {
-        if (p->funcs[i].cpu_total)
+        if (p->funcs[i].cpu_total || p->funcs[i].ready_total)
             idx[n++] = (uint32_t)i;
         named += p->funcs[i].cpu_self;
     }
     by_samples k = { p, true };
     hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
 
-    fprintf(out, "\nCPU: where the CPU went, by self samples; total = the function or its callees\n"
-                 "on the stack; cpu = total share x the process's CPU time");
-    if (hooks)
-        fprintf(out, "; per call = cpu / calls%s", p->time_on ? ";\nwall/call = the measured inclusive time per call (wall - cpu: waiting)" : "");
-    fprintf(out, "\n\n");
-    if (!s->samples) {
+    char legend[1200];
+    snprintf(legend, sizeof legend,
+             "CPU: where the program's CPU went, by self samples (the function at the leaf); total: "
+             "samples with it on the stack (%% of all CPU samples); cpu: the process's CPU time x total / "
+             "the running samples (hookscope's own included, so that its work is not charged here); "
+             "ready: samples with it on the stack while its thread was runnable but not running "
+             "(preempted, or held by the sampler): not CPU, in no estimate%s%s; ~: from fewer than %d "
+             "samples%s",
+             hooks ? "; per call: cpu / calls" : "",
+             hooks && p->time_on ? "; wall/call: the measured inclusive time per call" : "", HS_FEW_SAMPLES,
+             hooks && p->time_on ? "; <=: at most this, the measured wall time (the estimate was above it)" : "");
+    fputc('\n', out);
+    put_wrapped(out, legend, 80);
+    fputc('\n', out);
+    if (!s->samples && !s->ready_samples) {
         fprintf(out, "no CPU samples\n");
         free(idx);
         return;
     }
-    fprintf(out, "%8s %6s %8s %6s %10s", "self", "self%", "total", "total%", "cpu");
+    fprintf(out, "%6s %7s %6s %9s %6s", "self%", "total", "total%", "cpu", "ready");
     if (hooks)
-        fprintf(out, " %12s %10s", "calls", "per call");
+        fprintf(out, " %10s %9s", "calls", "per call");
     if (hooks && p->time_on)
-        fprintf(out, " %10s", "wall/call");
-    fprintf(out, "  %-32s %s\n", "function", "module");
+        fprintf(out, " %9s", "wall/call");
+    fprintf(out, "  %-20s %s\n", "function", "module");
     size_t rows = n < CPU_ROWS ? n : CPU_ROWS;
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
         char cpu[32] = "-", per[32] = "-", wall[32] = "-", calls[32] = "-";
-        double cpu_ns = s->cpu_s >= 0 ? hs_samples_cpu_ns(p, f->cpu_total) : -1;
-        if (cpu_ns >= 0)
-            hs_fmt_duration(cpu_ns, cpu, sizeof cpu);
+        if (s->cpu_s >= 0 && f->cpu_total) {
+            hs_cpu_estimate e = hs_func_cpu_estimate(p, idx[r]);
+            hs_fmt_estimate(&e, e.ns, cpu, sizeof cpu);
+            if (f->hooked)
+                hs_fmt_estimate(&e, e.per_call_ns, per, sizeof per);
+        }
         if (f->hooked)
             snprintf(calls, sizeof calls, "%llu", (unsigned long long)f->calls);
-        if (f->hooked && f->calls && cpu_ns >= 0)
-            hs_fmt_duration(cpu_ns / (double)f->calls, per, sizeof per);
         const hs_prof_time *t = hs_prof_time_get(p, idx[r]);
         if (f->wrapped && t->calls)
             hs_fmt_duration((double)t->total_ns / (double)t->calls, wall, sizeof wall);
-        fprintf(out, "%8llu %5.1f%% %8llu %5.1f%% %10s", (unsigned long long)f->cpu_self, pct(f->cpu_self, s->samples),
-                (unsigned long long)f->cpu_total, pct(f->cpu_total, s->samples), cpu);
+        fprintf(out, "%5.1f%% %7llu %5.1f%% %9s %6llu", pct(f->cpu_self, s->samples), (unsigned long long)f->cpu_total,
+                pct(f->cpu_total, s->samples), cpu, (unsigned long long)f->ready_total);
         if (hooks)
-            fprintf(out, " %12s %10s", calls, per);
+            fprintf(out, " %10s %9s", calls, per);
         if (hooks && p->time_on)
-            fprintf(out, " %10s", wall);
-        fprintf(out, "  %-32s %s\n", f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name);
+            fprintf(out, " %9s", wall);
+        name_module(out, f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name, 20);
     }
     if (n > rows)
-        fprintf(out, "(%zu more functions with CPU samples: report.json)\n", n - rows);
+        fprintf(out, "(%zu more functions with CPU or ready samples: report.json)\n", n - rows);
     if (named < s->samples)
         fprintf(out, "(%llu samples in code no function name covers)\n", (unsigned long long)(s->samples - named));
     free(idx);
@@ -123,8 +170,8 @@ static void write_wait(const hs_profile *p, FILE *out)
             idx[n++] = (uint32_t)i;
     by_samples k = { p, false };
     hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
-    fprintf(out, "\nwait: where threads were found not running, by self wait samples; the stacks\n"
-                 "are in wait-stacks.folded\n\n");
+    fprintf(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O), by self\n"
+                 "wait samples; the stacks are in wait-stacks.folded\n\n");
     if (!n) {
         fprintf(out, "no wait samples\n");
         free(idx);
@@ -134,8 +181,8 @@ static void write_wait(const hs_profile *p, FILE *out)
     size_t rows = n < WAIT_ROWS ? n : WAIT_ROWS;
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
-        fprintf(out, "%8llu %5.1f%%  %-32s %s\n", (unsigned long long)f->wait_self, pct(f->wait_self, s->wait_samples),
-                f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name);
+        fprintf(out, "%8llu %5.1f%%", (unsigned long long)f->wait_self, pct(f->wait_self, s->wait_samples));
+        name_module(out, f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name, 32);
     }
     if (n > rows)
         fprintf(out, "(%zu more)\n", n - rows);

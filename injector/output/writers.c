@@ -31,6 +31,12 @@ static const hs_writer folded_cpu = { "folded-cpu", "cpu-stacks.folded",
 static const hs_writer folded_wait = { "folded-wait", "wait-stacks.folded",
                                        "wait samples' stacks (where threads waited), weighted by samples",
                                        has_samples, hs_write_folded_wait };
+static const hs_writer folded_ready = { "folded-ready", "ready-stacks.folded",
+                                        "ready samples' stacks (runnable, not running), weighted by samples",
+                                        has_samples, hs_write_folded_ready };
+static const hs_writer folded_hookscope = { "folded-hookscope", "hookscope-stacks.folded",
+                                            "samples in hookscope's own code, by the hooked function it served",
+                                            has_samples, hs_write_folded_hookscope };
 
 static const hs_writer svg = { "svg", "flamegraph.svg",
                                "an interactive flame graph (CPU samples, else entry stacks)",
@@ -45,8 +51,9 @@ static const hs_writer dtrace = { "dtrace", NULL,
                                   "@[ustack()] = count() as DTrace prints it (CPU samples, else entry stacks)",
                                   hs_flamegraph_wanted, hs_write_dtrace };
 
-const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, &folded_cpu, &folded_wait, &svg,
-                                        &speedscope, &callgrind, &dtrace, NULL };
+const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, &folded_cpu, &folded_wait,
+                                        &folded_ready, &folded_hookscope, &svg, &speedscope, &callgrind,
+                                        &dtrace, NULL };
 
 const hs_writer *hs_writer_find(const char *format)
 {

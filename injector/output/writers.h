@@ -78,6 +78,8 @@ int hs_write_diff(const hs_profile *a, const char *name_a, const hs_profile *b, 
                   const hs_diff *d, uint32_t top, FILE *out);
 int hs_write_folded_cpu(const hs_profile *p, FILE *out);
 int hs_write_folded_wait(const hs_profile *p, FILE *out);
+int hs_write_folded_ready(const hs_profile *p, FILE *out);
+int hs_write_folded_hookscope(const hs_profile *p, FILE *out);
 
 /* report.txt's sections on samples (txt_cpu.c); hooks: calls are known */
 void hs_write_txt_samples(const hs_profile *p, FILE *out, bool hooks);

@@ -12,7 +12,12 @@
 /* A sample's kind as a profile's stack kind. */
 static uint8_t stack_kind(int kind)
 {
-    return kind == HS_SAMPLE_CPU ? HS_STACK_CPU : HS_STACK_WAIT;
+    switch (kind) {
+    case HS_SAMPLE_CPU: return HS_STACK_CPU;
+    case HS_SAMPLE_READY: return HS_STACK_READY;
+    case HS_SAMPLE_HOOKSCOPE: return HS_STACK_HOOKSCOPE;
+    default: return HS_STACK_WAIT;
+    }
 }
 
 /* by thread, then frames (shorter first), then truncated */
@@ -128,9 +133,12 @@ static uint32_t add_threads(hs_profile *p, const hs_sampleset *s)
         hs_prof_thread *d = hs_profile_thread(p, t->tid);
         d->cpu_samples += t->count[HS_SAMPLE_CPU];
         d->wait_samples += t->count[HS_SAMPLE_WAIT];
+        d->ready_samples += t->count[HS_SAMPLE_READY];
+        d->hookscope_samples += t->count[HS_SAMPLE_HOOKSCOPE];
         if (t->cpu_s >= 0)
             d->cpu_s = t->cpu_s;
-        if (t->count[HS_SAMPLE_CPU] || t->count[HS_SAMPLE_WAIT])
+        if (t->count[HS_SAMPLE_CPU] || t->count[HS_SAMPLE_WAIT] || t->count[HS_SAMPLE_READY] ||
+            t->count[HS_SAMPLE_HOOKSCOPE])
             sampled++;
     }
     free(threads);
@@ -147,6 +155,8 @@ void hs_profile_add_samples(hs_profile *p, const hs_sampleset *s)
     sm->on = true;
     sm->samples += hs_sampleset_total(s, HS_SAMPLE_CPU);
     sm->wait_samples += hs_sampleset_total(s, HS_SAMPLE_WAIT);
+    sm->ready_samples += hs_sampleset_total(s, HS_SAMPLE_READY);
+    sm->hookscope_samples += hs_sampleset_total(s, HS_SAMPLE_HOOKSCOPE);
     sm->lost += hs_sampleset_lost_total(s);
     sm->threads += sampled;
 }

@@ -419,6 +419,27 @@ static void load_frame_lines(loader *l, hs_prof_stack *st, const hs_json *o)
     }
 }
 
+/* The sampled stacks of a kind (hs_stack_kind_key; a report written
+ * before ready and hookscope samples were told apart has only CPU and
+ * wait stacks). */
+static void load_sample_stacks(loader *l, const hs_json *arr, uint8_t kind)
+{
+    for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
+        const hs_json *o = &arr->v[i];
+        const hs_json *frames = hs_json_get(o, "frames");
+        if (!hs_json_is(frames, HS_JARR)) {
+            failf(l, "%s", "a sample stack without frames");
+            return;
+        }
+        hs_prof_stack *st = hs_profile_add_stack(l->p, kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
+                                                 (uint32_t)frames->n);
+        st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
+        st->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
+        load_frames(l, st, o);
+        load_frame_lines(l, st, o);
+    }
+}
+
 static void load_sampling(loader *l, const hs_json *root)
 {
     hs_profile *p = l->p;
@@ -430,27 +451,16 @@ static void load_sampling(loader *l, const hs_json *root)
         d->rate_hz = hs_json_num(hs_json_get(s, "rate_hz"), 0);
         d->samples = hs_json_u64(hs_json_get(s, "samples"), 0);
         d->wait_samples = hs_json_u64(hs_json_get(s, "wait_samples"), 0);
+        d->ready_samples = hs_json_u64(hs_json_get(s, "ready_samples"), 0);
+        d->hookscope_samples = hs_json_u64(hs_json_get(s, "hookscope_samples"), 0);
         d->lost = hs_json_u64(hs_json_get(s, "lost"), 0);
         d->threads = (uint32_t)hs_json_u64(hs_json_get(s, "threads"), 0);
         d->cpu_s = hs_json_num(hs_json_get(s, "cpu_time_s"), -1);
+        d->held_s = hs_json_num(hs_json_get(s, "held_s"), -1);
+        d->threads_s = hs_json_num(hs_json_get(s, "threads_s"), -1);
         d->etl_kept = hs_json_get(s, "etl_file") != NULL;
-        for (int kind = HS_STACK_CPU; kind <= HS_STACK_WAIT && !l->failed; kind++) {
-            const hs_json *arr = hs_json_get(root, kind == HS_STACK_CPU ? "sample_stacks" : "wait_stacks");
-            for (size_t i = 0; hs_json_is(arr, HS_JARR) && i < arr->n && !l->failed; i++) {
-                const hs_json *o = &arr->v[i];
-                const hs_json *frames = hs_json_get(o, "frames");
-                if (!hs_json_is(frames, HS_JARR)) {
-                    failf(l, "%s", "a sample stack without frames");
-                    return;
-                }
-                hs_prof_stack *st = hs_profile_add_stack(p, (uint8_t)kind, 0, hs_json_u64(hs_json_get(o, "count"), 0),
-                                                         (uint32_t)frames->n);
-                st->tid = (uint32_t)hs_json_u64(hs_json_get(o, "thread"), 0);
-                st->truncated = hs_json_bool(hs_json_get(o, "truncated"), false);
-                load_frames(l, st, o);
-                load_frame_lines(l, st, o);
-            }
-        }
+        for (uint8_t kind = HS_STACK_CPU; kind <= HS_STACK_HOOKSCOPE && !l->failed; kind++)
+            load_sample_stacks(l, hs_json_get(root, hs_stack_kind_key(kind)), kind);
     }
     const hs_json *t = hs_json_get(root, "thread_list");
     for (size_t i = 0; hs_json_is(t, HS_JARR) && i < t->n; i++) {
@@ -459,6 +469,8 @@ static void load_sampling(loader *l, const hs_json *root)
         d->calls = hs_json_u64(hs_json_get(o, "calls"), 0);
         d->cpu_samples = hs_json_u64(hs_json_get(o, "cpu_samples"), 0);
         d->wait_samples = hs_json_u64(hs_json_get(o, "wait_samples"), 0);
+        d->ready_samples = hs_json_u64(hs_json_get(o, "ready_samples"), 0);
+        d->hookscope_samples = hs_json_u64(hs_json_get(o, "hookscope_samples"), 0);
         d->cpu_s = hs_json_num(hs_json_get(o, "cpu_time_s"), -1);
     }
 }

@@ -56,6 +56,17 @@ const char *hs_crash_name(uint32_t code)
     return NULL;
 }
 
+const char *hs_stack_kind_key(int kind)
+{
+    switch (kind) {
+    case HS_STACK_CPU: return "sample_stacks";
+    case HS_STACK_WAIT: return "wait_stacks";
+    case HS_STACK_READY: return "ready_stacks";
+    case HS_STACK_HOOKSCOPE: return "hookscope_stacks";
+    default: return NULL;
+    }
+}
+
 /* Capacities of the growing arrays, kept beside the profile. */
 typedef struct caps {
     size_t modules, funcs, edges, stacks, threads, strings;
@@ -76,6 +87,7 @@ hs_profile *hs_profile_new(void)
     profile_box *b = hs_xcalloc(1, sizeof *b);
     b->p.stack_every = 1;
     b->p.crash_at = (hs_loc){ -1, -1, 0 };
+    b->p.sampling.held_s = b->p.sampling.threads_s = -1;
     return &b->p;
 }
 
@@ -169,6 +181,8 @@ void hs_profile_round_seconds(hs_profile *p)
 {
     p->wall_s = to_us(p->wall_s);
     p->sampling.cpu_s = to_us(p->sampling.cpu_s);
+    p->sampling.held_s = to_us(p->sampling.held_s);
+    p->sampling.threads_s = to_us(p->sampling.threads_s);
     for (size_t i = 0; i < p->nmodules; i++)
         p->modules[i].install_s = to_us(p->modules[i].install_s);
     for (size_t i = 0; i < p->nthreads_list; i++)
@@ -177,30 +191,37 @@ void hs_profile_round_seconds(hs_profile *p)
 
 void hs_profile_count_samples(hs_profile *p)
 {
-    for (size_t i = 0; i < p->nfuncs; i++)
-        p->funcs[i].cpu_self = p->funcs[i].cpu_total = p->funcs[i].wait_self = p->funcs[i].wait_total = 0;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        hs_prof_func *f = &p->funcs[i];
+        f->cpu_self = f->cpu_total = f->wait_self = f->wait_total = f->ready_self = f->ready_total = 0;
+    }
     for (size_t i = 0; i < p->nmodules; i++)
-        p->modules[i].cpu_self = p->modules[i].wait_self = 0;
+        p->modules[i].cpu_self = p->modules[i].wait_self = p->modules[i].ready_self = 0;
     /* the last stack each function was counted in, so that recursion
      * counts once per stack */
     size_t *seen = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *seen);
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *s = &p->stacks[i];
-        if ((s->kind != HS_STACK_CPU && s->kind != HS_STACK_WAIT) || !s->nframes)
+        if ((s->kind != HS_STACK_CPU && s->kind != HS_STACK_WAIT && s->kind != HS_STACK_READY) || !s->nframes)
             continue;
-        bool cpu = s->kind == HS_STACK_CPU;
         hs_loc leaf = s->frames[0];
         int32_t m = hs_loc_module(p, leaf);
         if (m >= 0)
-            *(cpu ? &p->modules[m].cpu_self : &p->modules[m].wait_self) += s->count;
-        if (leaf.func >= 0)
-            *(cpu ? &p->funcs[leaf.func].cpu_self : &p->funcs[leaf.func].wait_self) += s->count;
+            *(s->kind == HS_STACK_CPU ? &p->modules[m].cpu_self
+              : s->kind == HS_STACK_WAIT ? &p->modules[m].wait_self : &p->modules[m].ready_self) += s->count;
+        if (leaf.func >= 0) {
+            hs_prof_func *f = &p->funcs[leaf.func];
+            *(s->kind == HS_STACK_CPU ? &f->cpu_self : s->kind == HS_STACK_WAIT ? &f->wait_self : &f->ready_self) +=
+                s->count;
+        }
         for (uint32_t d = 0; d < s->nframes; d++) {
-            int32_t f = s->frames[d].func;
-            if (f < 0 || seen[f] == i + 1)
+            int32_t fi = s->frames[d].func;
+            if (fi < 0 || seen[fi] == i + 1)
                 continue;
-            seen[f] = i + 1;
-            *(cpu ? &p->funcs[f].cpu_total : &p->funcs[f].wait_total) += s->count;
+            seen[fi] = i + 1;
+            hs_prof_func *f = &p->funcs[fi];
+            *(s->kind == HS_STACK_CPU ? &f->cpu_total : s->kind == HS_STACK_WAIT ? &f->wait_total : &f->ready_total) +=
+                s->count;
         }
     }
     free(seen);

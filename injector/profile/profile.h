@@ -70,6 +70,7 @@ typedef struct hs_prof_module {
     uint32_t patch_counts[HS_PATCH__COUNT];    /* by hs_patch_kind */
     uint32_t entry_only_counts[HS_WRAP__COUNT];/* by hs_entry_only_reason */
     uint64_t cpu_self, wait_self;  /* samples whose leaf frame is in it (hs_profile_count_samples) */
+    uint64_t ready_self;
 } hs_prof_module;
 
 /* Durations of one function, in ns, summed over threads. */
@@ -103,6 +104,7 @@ typedef struct hs_prof_func {
      * frame, total = it is on the stack (once per stack, however often
      * recursion puts it there) */
     uint64_t cpu_self, cpu_total, wait_self, wait_total;
+    uint64_t ready_self, ready_total;
     const char *file;            /* --srcline: where it is declared (interned), or NULL */
     uint32_t line;
 } hs_prof_func;
@@ -132,9 +134,20 @@ typedef struct hs_prof_edge {
 
 typedef enum hs_stack_kind {
     HS_STACK_ENTRY = 0,          /* captured at a hooked function's entry */
-    HS_STACK_CPU = 1,            /* a sample of a thread that ran since its previous sample */
-    HS_STACK_WAIT = 2,           /* a sample of a thread that did not: where it waits */
+    HS_STACK_CPU = 1,            /* a sample of a thread running its own code */
+    HS_STACK_WAIT = 2,           /* a sample of a thread blocked in a system call: where it waits */
+    HS_STACK_READY = 3,          /* a sample of a thread that could run but did not (preempted,
+                                    or held by the sampler itself): where it stood */
+    HS_STACK_HOOKSCOPE = 4,      /* a sample in hookscope's own code in the target (its probes,
+                                    the timing wrapper, entry-stack captures): hookscope's cost,
+                                    never the program's; frame 0 is the hooked function the
+                                    code served (or its caller, past it), then its callers */
 } hs_stack_kind;
+
+/* The key under which report.json keeps the sampled stacks of a kind:
+ * "sample_stacks" (CPU), "wait_stacks", "ready_stacks", "hookscope_stacks";
+ * NULL for entry stacks and unknown kinds. */
+const char *hs_stack_kind_key(int kind);
 
 /* One unique stack with how often it was seen. Frames leaf first; for
  * entry stacks frame 0 is the function's own entry, for samples the
@@ -161,9 +174,15 @@ typedef struct hs_prof_sampling {
     double rate_hz;
     uint64_t samples;            /* CPU samples */
     uint64_t wait_samples;
+    uint64_t ready_samples;
+    uint64_t hookscope_samples;  /* in hookscope's own code (HS_STACK_HOOKSCOPE) */
     uint64_t lost;               /* samples that could not be taken or decoded */
     uint32_t threads;            /* threads sampled */
     double cpu_s;                /* the process's CPU time (user + kernel), -1 if unknown */
+    /* the suspend sampler's own cost to the target: the time its threads
+     * were held suspended, in all, and the threads' run time over which
+     * that was spent (wall time of each sampled thread, summed); -1 unknown */
+    double held_s, threads_s;
     bool etl_kept;               /* etw: the run's trace is kept in the output directory */
 } hs_prof_sampling;
 
@@ -171,7 +190,7 @@ typedef struct hs_prof_sampling {
 typedef struct hs_prof_thread {
     uint32_t tid;
     uint64_t calls;              /* hooked calls counted on it */
-    uint64_t cpu_samples, wait_samples;
+    uint64_t cpu_samples, wait_samples, ready_samples, hookscope_samples;
     double cpu_s;                /* its CPU time, -1 if unknown */
 } hs_prof_thread;
 
@@ -256,7 +275,8 @@ hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid);   /* found or ad
 const char *hs_profile_intern(hs_profile *p, const char *s);
 
 /* Fill the functions' and modules' sample counts (cpu_self, cpu_total,
- * wait_self, wait_total) from the CPU and wait stacks. */
+ * wait_self, wait_total, ready_self, ready_total) from the CPU, wait and
+ * ready stacks. */
 void hs_profile_count_samples(hs_profile *p);
 /* Round every time in seconds to the microsecond, as report.json keeps
  * it, so that a report rendered from a saved run (formats coarser than

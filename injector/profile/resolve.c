@@ -171,8 +171,13 @@ static void resolve_edges(resolver *r)
         hs_prof_edge *e = &p->edges[i];
         if (!e->site)
             continue;
-        /* the call instruction ends at the return address */
-        hs_loc l = locate(r, e->site - 1, e->site, -1);
+        /* the call instruction ends at the return address; a site inside
+         * the callee's own module is that load's (a DLL loaded again at
+         * the same base has two modules at these addresses) */
+        const hs_prof_module *cm = &p->modules[p->funcs[e->callee].module];
+        int32_t hint = e->site - 1 >= cm->base && e->site - 1 < cm->base + cm->size
+                           ? (int32_t)p->funcs[e->callee].module : -1;
+        hs_loc l = locate(r, e->site - 1, e->site, hint);
         if (l.func >= 0)
             l.off = 0;
         e->caller = l;

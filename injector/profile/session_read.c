@@ -369,6 +369,18 @@ int hs_session_owncode(const hs_session_src *s, hs_owncode *o, uint64_t *signatu
             o->agent_size = mods[i].size;
         o->narenas += mods[i].arena_base != 0;
     }
+    /* the timing wrapper's addresses, as far as they lie in the agent */
+    uint64_t wrap[5] = { h.wrap_begin, h.wrap_rsi, h.wrap_gone, h.wrap_end, h.wrap_ret };
+    bool wrap_ok = o->agent_size != 0;
+    for (int i = 0; i < 5; i++)
+        wrap_ok = wrap_ok && wrap[i] >= o->agent_base && wrap[i] - o->agent_base < o->agent_size;
+    if (wrap_ok) {
+        o->wrap_begin = h.wrap_begin;
+        o->wrap_rsi = h.wrap_rsi;
+        o->wrap_gone = h.wrap_gone;
+        o->wrap_end = h.wrap_end;
+        o->wrap_ret = h.wrap_ret;
+    }
     o->arenas = hs_xcalloc(o->narenas ? o->narenas : 1, sizeof *o->arenas);
     o->narenas = 0;
     /* each hooked function's slot, within its module's arena (the modules'

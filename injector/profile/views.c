@@ -180,6 +180,17 @@ uint64_t hs_stacks_total(const hs_profile *p, int kind)
     return n;
 }
 
+uint64_t *hs_leaf_counts(const hs_profile *p, int kind)
+{
+    uint64_t *n = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *n);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind == kind && st->nframes && st->frames[0].func >= 0)
+            n[st->frames[0].func] += st->count;
+    }
+    return n;
+}
+
 int hs_flame_kind(const hs_profile *p)
 {
     if (hs_stacks_total(p, HS_STACK_CPU))
@@ -191,23 +202,52 @@ int hs_flame_kind(const hs_profile *p)
 
 /* ---- CPU time ----------------------------------------------------------------- */
 
+uint64_t hs_running_samples(const hs_profile *p)
+{
+    return p->sampling.samples + p->sampling.hookscope_samples;
+}
+
 double hs_samples_cpu_ns(const hs_profile *p, uint64_t n)
 {
     const hs_prof_sampling *s = &p->sampling;
+    uint64_t running = hs_running_samples(p);
     if (!s->on)
         return -1;
-    if (s->cpu_s >= 0 && s->samples)
-        return (double)n / (double)s->samples * s->cpu_s * 1e9;
+    if (s->cpu_s >= 0 && running)
+        return (double)n / (double)running * s->cpu_s * 1e9;
     if (s->rate_hz > 0)
         return (double)n / s->rate_hz * 1e9;
     return -1;
 }
 
-double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func)
+hs_cpu_estimate hs_cpu_estimate_of(const hs_profile *p, uint64_t n, uint64_t calls, double wall_ns)
+{
+    hs_cpu_estimate e = { hs_samples_cpu_ns(p, n), -1, n, n < HS_FEW_SAMPLES, false };
+    if (e.ns >= 0 && wall_ns >= 0 && e.ns > wall_ns) {
+        e.ns = wall_ns;
+        e.capped = true;
+    }
+    if (e.ns >= 0 && calls)
+        e.per_call_ns = e.ns / (double)calls;
+    return e;
+}
+
+double hs_func_wall_ns(const hs_profile *p, uint32_t func)
 {
     const hs_prof_func *f = &p->funcs[func];
-    if (!f->calls)
+    if (!hs_func_timed(p, func) || !f->wrapped)
         return -1;
-    double ns = hs_samples_cpu_ns(p, f->cpu_total);
-    return ns < 0 ? -1 : ns / (double)f->calls;
+    const hs_prof_time *t = f->time;
+    return t->open || t->calls != f->calls ? -1 : (double)t->total_ns;
+}
+
+hs_cpu_estimate hs_func_cpu_estimate(const hs_profile *p, uint32_t func)
+{
+    const hs_prof_func *f = &p->funcs[func];
+    return hs_cpu_estimate_of(p, f->cpu_total, f->calls, hs_func_wall_ns(p, func));
+}
+
+double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func)
+{
+    return hs_func_cpu_estimate(p, func).per_call_ns;
 }

@@ -10,7 +10,8 @@
  *                rows by the same keys' values, profile/match.h)
  *   stacks       a frame as a function, the stacks a flame graph shows,
  *                how many stacks of a kind there are
- *   CPU time     what samples stand for, and per call
+ *   CPU time     what samples stand for, per call, and how far to trust
+ *                it (few samples; bounded by the measured wall time)
  *
  * Plain C over profile.h; no output here.
  */
@@ -79,19 +80,60 @@ bool hs_loc_same(hs_loc a, hs_loc b);
 /* The sum of the counts of p's stacks of a kind (with frames). */
 uint64_t hs_stacks_total(const hs_profile *p, int kind);
 
+/* Per function, the samples of a kind whose leaf frame is in it (the
+ * hooked function hookscope's own samples served, for HS_STACK_HOOKSCOPE);
+ * malloc'd, p->nfuncs of them. */
+uint64_t *hs_leaf_counts(const hs_profile *p, int kind);
+
 /* The stacks a flame graph of p shows: HS_STACK_CPU when p has CPU
  * samples, else HS_STACK_ENTRY when it has entry stacks; -1 if neither. */
 int hs_flame_kind(const hs_profile *p);
 
 /* ---- CPU time ----------------------------------------------------------------- */
 
-/* The CPU time, in ns, that n CPU samples stand for: their share of the
- * run's samples times the process's CPU time, or n / rate when the CPU
- * time is unknown; -1 when p was not sampled. */
+/* What a CPU estimate rests on. Only running samples stand for CPU time:
+ * the program's own (HS_STACK_CPU) and hookscope's in the target
+ * (HS_STACK_HOOKSCOPE); ready and wait samples are not CPU and never
+ * enter an estimate. The process's CPU time is shared out over the
+ * running samples, so hookscope's own work is not charged to the
+ * program's functions. */
+uint64_t hs_running_samples(const hs_profile *p);
+
+/* The CPU time, in ns, that n running samples stand for: their share of
+ * the running samples times the process's CPU time, or n / rate when the
+ * CPU time is unknown; -1 when p was not sampled. */
 double hs_samples_cpu_ns(const hs_profile *p, uint64_t n);
 
-/* The CPU time per call of a function (its inclusive samples' CPU time
- * divided by its calls), in ns; -1 when unknown (no samples, no calls). */
+/* An estimate from fewer samples than this says so: its relative error
+ * (about 1/sqrt(n) for n samples) is then above 22%. */
+#define HS_FEW_SAMPLES 20
+
+/* A CPU time estimated from samples, and per call. */
+typedef struct hs_cpu_estimate {
+    double ns;                   /* -1: unknown */
+    double per_call_ns;          /* ns / calls; -1: unknown or no calls */
+    uint64_t samples;            /* the samples it rests on */
+    bool few;                    /* samples < HS_FEW_SAMPLES */
+    bool capped;                 /* it exceeded the measured wall time of the same calls and is
+                                    that time instead: CPU time never exceeds wall time, so the
+                                    measurement bounds the estimate */
+} hs_cpu_estimate;
+
+/* The estimate for n CPU samples of code entered `calls` times, whose
+ * calls took wall_ns in all (measured with --time; -1: not measured). */
+hs_cpu_estimate hs_cpu_estimate_of(const hs_profile *p, uint64_t n, uint64_t calls, double wall_ns);
+
+/* The measured wall time of all of a function's calls (its inclusive
+ * time, --time), comparable to its CPU estimate, or -1: not timed, or
+ * some of its calls were not timed to their end (still running, not seen
+ * to end). */
+double hs_func_wall_ns(const hs_profile *p, uint32_t func);
+
+/* A function's CPU estimate: its inclusive (total) CPU samples, its
+ * calls, bounded by hs_func_wall_ns. */
+hs_cpu_estimate hs_func_cpu_estimate(const hs_profile *p, uint32_t func);
+
+/* Its CPU time per call, in ns; -1 when unknown (no samples, no calls). */
 double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func);
 
 #endif

@@ -97,10 +97,13 @@ void hs_trace_sample_stop(hs_trace *t)
         hs_profile_warn(t->p, "sampling stopped early: a thread's context never came (it was resumed)");
     if (t->stats.note[0])
         hs_profile_warn(t->p, "%s", t->stats.note);
-    hs_log("sampling stopped: %llu CPU and %llu wait samples, %zu unique stacks; a thread stayed suspended "
-           "%.0f us per sample (median; %.0f us at the 99th percentile); unwinding took %.1f us per sample",
+    hs_log("sampling stopped: %llu CPU, %llu ready, %llu wait and %llu hookscope samples, %zu unique stacks; a "
+           "thread stayed suspended %.0f us per sample (median; %.0f us at the 99th percentile); unwinding took "
+           "%.1f us per sample",
            (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_CPU),
-           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_WAIT), hs_sampleset_unique(t->samples),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_READY),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_WAIT),
+           (unsigned long long)hs_sampleset_total(t->samples, HS_SAMPLE_HOOKSCOPE), hs_sampleset_unique(t->samples),
            t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 
@@ -181,6 +184,8 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         p->sampling.etl_kept = t->keep_etl && !strcmp(t->stats.backend, "etw");
         p->sampling.rate_hz = t->rate_hz;
         p->sampling.cpu_s = t->stats.cpu_s;
+        p->sampling.held_s = t->stats.held_s;
+        p->sampling.threads_s = t->stats.threads_s;
         hs_sampleset_free(t->samples);
         t->samples = NULL;
     }
@@ -212,9 +217,10 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         rc = HS_EXIT_FAILED;
     }
     if (!o->quiet && !h) {
-        hs_err("%llu CPU and %llu wait samples of %u thread%s; report in %s\\report.txt",
-               (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.wait_samples,
-               p->sampling.threads, p->sampling.threads == 1 ? "" : "s", o->outdir);
+        hs_err("%llu CPU, %llu ready and %llu wait samples of %u thread%s; report in %s\\report.txt",
+               (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.ready_samples,
+               (unsigned long long)p->sampling.wait_samples, p->sampling.threads,
+               p->sampling.threads == 1 ? "" : "s", o->outdir);
     } else if (!o->quiet) {
         size_t hooked = 0, found = 0, nmods = 0;
         for (size_t m = 0; m < p->nmodules; m++) {
@@ -224,9 +230,10 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             found += p->modules[m].funcs_found;
             nmods++;
         }
-        char samples[96] = "";
+        char samples[160] = "";
         if (p->sampling.on)
-            snprintf(samples, sizeof samples, ", %llu CPU samples", (unsigned long long)p->sampling.samples);
+            snprintf(samples, sizeof samples, ", %llu CPU samples (%llu more in hookscope's code)",
+                     (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.hookscope_samples);
         hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls%s; report in %s\\report.txt",
                hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, samples,
                o->outdir);

@@ -240,6 +240,7 @@ static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
 {
     memset(stats, 0, sizeof *stats);
     stats->cpu_s = -1;
+    stats->held_s = stats->threads_s = -1;   /* the kernel samples without holding anything: none */
     stats->backend = "etw";
     /* not stopped by another way out meanwhile: stop it here */
     char err[400] = "";

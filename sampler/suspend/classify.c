@@ -11,6 +11,7 @@
 #include "sampler/sampler.h"
 
 #define MAX_PENDING 100000
+#define CARRY_MAX 32.0     /* samples of CPU carried from window to window, each way */
 
 void hs_cls_init(hs_cls_thread *t, hs_cls_shared *shared)
 {
@@ -32,19 +33,32 @@ static bool chosen(size_t j, size_t k, size_t m)
     return (j + 1) * k / m > j * k / m;
 }
 
+/* A sample that is not waiting and not chosen as running: ready. */
+static uint8_t idle_kind(const hs_cls_pending *p)
+{
+    return p->waiting ? HS_SAMPLE_WAIT : HS_SAMPLE_READY;
+}
+
 /* Close the window: the thread gained `dcpu` of CPU clock over `dwall`
  * (dwall 0 and known false: no CPU information: moved = CPU; known false
  * with dwall != 0: take the share of the window before). */
 static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool known, hs_cls_emit emit, void *ctx)
 {
-    size_t n = t->n, moved = 0;
-    for (size_t i = 0; i < n; i++)
-        moved += t->pend[i].moved;
+    /* moved: samples that moved and can be CPU samples (not waiting);
+     * ran: whether the thread ran at all in the window (a sample that moved
+     * into a wait shows it did too) */
+    size_t n = t->n, moved = 0, waiting = 0;
+    bool ran = false;
+    for (size_t i = 0; i < n; i++) {
+        moved += t->pend[i].moved && !t->pend[i].waiting;
+        waiting += t->pend[i].waiting;
+        ran |= t->pend[i].moved;
+    }
     double x;
     if (known) {
         hs_cls_shared *sh = t->shared;
         double gain = (double)dcpu;
-        if (!moved && n && (!dwall || gain / (double)dwall < 0.25)) {
+        if (!ran && n && (!dwall || gain / (double)dwall < 0.25)) {
             /* the thread did not run: all it gained is the sampler's */
             double per = gain / (double)n;
             sh->overhead = sh->learned ? (sh->overhead * (double)sh->learned + gain) / (double)(sh->learned + n) : per;
@@ -58,43 +72,53 @@ static void close_window(hs_cls_thread *t, uint64_t dcpu, uint64_t dwall, bool k
     }
     if (x < 0) {
         for (size_t i = 0; i < n; i++)
-            emit(ctx, t->pend[i].stack, t->pend[i].moved ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT);
+            emit(ctx, t->pend[i].stack,
+                 t->pend[i].moved && !t->pend[i].waiting ? HS_SAMPLE_CPU : idle_kind(&t->pend[i]));
         t->n = 0;
         return;
     }
-    if (x > 1)
-        x = 1;
+    /* x above 1: a clock charged in whole ticks put more than the window's
+     * wall time into it; what cannot be placed here is carried on (up to
+     * CARRY_MAX samples each way), so that over the thread's life its CPU
+     * samples stay its CPU time times the rate */
     double target = x * (double)n + t->carry;
     double k = floor(target + 0.5);
     if (k < 0)
         k = 0;
     if (k > (double)n)
         k = (double)n;
-    t->carry = target - k;
-    if (t->carry > 0.5)
-        t->carry = 0.5;
-    if (t->carry < -0.5)
-        t->carry = -0.5;
     size_t want = (size_t)k;
     size_t from_moved = want < moved ? want : moved;
     /* unmoved samples fill up only in a window that shows the thread ran
      * (a moved sample): where none moved, it executed nothing of its own,
      * whatever its clock says (a clock charged in whole ticks charges a
      * waiting thread a tick now and then, for the sampler's suspensions) */
+    size_t still = n - moved - waiting;
     size_t from_still = moved && want > moved && x >= 0.5 ? want - moved : 0;
-    size_t still = n - moved;
+    if (from_still > still)
+        from_still = still;
+    size_t placed = 0;
     for (size_t i = 0, jm = 0, js = 0; i < n; i++) {
+        const hs_cls_pending *p = &t->pend[i];
         bool cpu;
-        if (t->pend[i].moved)
+        if (p->waiting)
+            cpu = false;       /* blocked at that instant, whatever the window's share */
+        else if (p->moved)
             cpu = chosen(jm++, from_moved, moved);
         else
             cpu = from_still && chosen(js++, from_still, still);
-        emit(ctx, t->pend[i].stack, cpu ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT);
+        placed += cpu;
+        emit(ctx, p->stack, cpu ? HS_SAMPLE_CPU : idle_kind(p));
     }
+    t->carry = target - (double)placed;
+    if (t->carry > CARRY_MAX)
+        t->carry = CARRY_MAX;
+    if (t->carry < -CARRY_MAX)
+        t->carry = -CARRY_MAX;
     t->n = 0;
 }
 
-void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, uint32_t stack,
+void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, bool waiting, uint32_t stack,
                    uint64_t max_window, hs_cls_emit emit, void *ctx)
 {
     if (!t->started) {
@@ -105,6 +129,7 @@ void hs_cls_sample(hs_cls_thread *t, uint64_t wall, uint64_t cpu, bool moved, ui
     hs_xgrow(&t->pend, &t->cap, t->n + 1, sizeof *t->pend);
     t->pend[t->n].stack = stack;
     t->pend[t->n].moved = moved;
+    t->pend[t->n].waiting = waiting;
     t->n++;
     bool late = wall - t->win_wall >= max_window || t->n >= MAX_PENDING;
     if (cpu > t->last_cpu && !late && !t->shared->learned) {

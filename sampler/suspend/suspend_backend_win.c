@@ -68,15 +68,20 @@ typedef struct sthread {
     uint64_t stack_base;
     bool have_prev;
     uint64_t prev[HS_GRAB_REGS]; /* its registers at its previous sample */
-    uint32_t prev_stack;       /* and the stack it had then */
+    uint32_t prev_stack;       /* and the stack it had then, */
+    bool prev_waiting;         /* whether it stood at a system-call return, */
+    bool prev_own;             /* and whether it was in hookscope's own code */
     hs_cls_thread cls;
     uint64_t last_cpu;         /* CPU clock at its last sample */
     double clock_at;           /* when its thread times were read last */
     double cpu_s;              /* its CPU time (thread times), -1 unknown */
+    double base_s;             /* its CPU time when sampling began, for a thread that was
+                                  there before (attach): not the window's */
     uint64_t created;          /* its creation time (FILETIME), 0 unknown */
     uint32_t failed;           /* samples that failed since its last good one: lost if it
                                   lives on, part of its end if it ends */
     bool seen;                 /* listed by the last enumeration */
+    double first_at, last_at;  /* when it was sampled first and last (seconds) */
 } sthread;
 
 struct hs_sampler {
@@ -93,7 +98,10 @@ struct hs_sampler {
     bool cycles;
     hs_cls_shared cls;         /* what the classifier learns across threads */
     double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
-    double ended_cpu_s;        /* CPU time of the threads finished so far */
+    double ended_cpu_s;        /* CPU time of the threads finished so far (in the window) */
+    uint64_t began_ft;         /* when sampling began (FILETIME): threads created before */
+    double base_cpu_s;         /* the process's CPU time then: not the window's */
+    double threads_s;          /* wall time of the threads finished so far, while sampled */
     LARGE_INTEGER qpf;
     double period_s;
     /* stats */
@@ -194,9 +202,13 @@ static void thread_done(hs_sampler *s, sthread *t)
         int64_t tt = thread_times(t->h);
         t->cpu_s = tt > 0 ? (double)tt / 1e7 : t->cpu_s;
     }
+    if (t->cpu_s >= 0)
+        t->cpu_s = t->cpu_s > t->base_s ? t->cpu_s - t->base_s : 0;
     hs_sampleset_thread(s->out, t->tid, t->cpu_s);
     if (t->cpu_s > 0)
         s->ended_cpu_s += t->cpu_s;
+    if (t->first_at > 0)
+        s->threads_s += t->last_at - t->first_at + s->period_s;
     hs_cls_free(&t->cls);
     CloseHandle(t->h);
 }
@@ -276,8 +288,11 @@ static bool enumerate_threads(hs_sampler *s)
         t->cpu_s = -1;
         t->stack_base = stack_base_of(s, next);
         FILETIME c, e, k, u;
-        if (GetThreadTimes(next, &c, &e, &k, &u))
+        if (GetThreadTimes(next, &c, &e, &k, &u)) {
             t->created = ft64(c);
+            if (t->created < s->began_ft)
+                t->base_s = (double)(ft64(k) + ft64(u)) / 1e7;
+        }
         hs_cls_init(&t->cls, &s->cls);
         keep_cur = true;
         changed = true;
@@ -364,6 +379,21 @@ static bool worth_listing(hs_sampler *s, uint64_t pc, double now)
     return !u || now >= u->next;
 }
 
+/* Is this address in code the target has mapped: an image, or executable
+ * memory of its own (hookscope's arena: the agent lists it)? Then a
+ * listing now explains it (a DLL loaded, an arena grown since the last
+ * one), where the rate limit of listings would leave its first samples of
+ * up to MODULES_RETRY_MS one frame deep. One query, no listing. */
+static bool in_code(hs_sampler *s, uint64_t pc)
+{
+    MEMORY_BASIC_INFORMATION mbi;
+    if (VirtualQueryEx(s->process, (const void *)(uintptr_t)pc, &mbi, sizeof mbi) != sizeof mbi ||
+        mbi.State != MEM_COMMIT)
+        return false;
+    return mbi.Type == MEM_IMAGE || (mbi.Protect & (PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE |
+                                                     PAGE_EXECUTE_WRITECOPY));
+}
+
 /* A listing at `now` did not explain this address: back off. */
 static void still_unexplained(hs_sampler *s, uint64_t pc, double now)
 {
@@ -437,7 +467,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         if (t->have_prev)
             hs_sampleset_taken_add(s->out, 1);
         if (t->have_prev && clock_ok)
-            hs_cls_sample(&t->cls, wall, cpu, false, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
+            hs_cls_sample(&t->cls, wall, cpu, false, true, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
         else if (t->have_prev)
             hs_sampleset_count(s->out, t->prev_stack, HS_SAMPLE_WAIT, 1);
         return true;
@@ -460,6 +490,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     if (g.same) {
         id = t->prev_stack;   /* it has not run: the same stack */
     } else {
+        t->prev_waiting = hs_codemap_at_syscall(s->map, g.ctx->Rip);
         double u0 = qpc_s(s);
         moved = t->have_prev;
         hs_uw_regs regs;
@@ -473,20 +504,25 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
          * listing, or one an early listing could not read (under Wine it is
          * often Wine's own code: worth_listing backs off for those) */
         if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && worth_listing(s, res.unknown_pc, now) &&
-            now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0) {
+            (now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0 || in_code(s, res.unknown_pc))) {
             /* its time is the module listing's, not the unwind's */
             s->last_modules_retry = now;
             double m0 = qpc_s(s);
-            refresh_modules(s, now);
+            if (s->own_modules)
+                refresh_own(s);   /* the session's list, as the agent keeps it now */
+            else
+                refresh_modules(s, now);
             double m1 = qpc_s(s);
             s->t_modules += m1 - m0;
             u0 += m1 - m0;
             uint64_t was = res.unknown_pc;
+            t->prev_waiting = hs_codemap_at_syscall(s->map, g.ctx->Rip);   /* known now, perhaps */
             res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
             if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was && s->modules_read)
                 still_unexplained(s, was, now);
         }
-        uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n);
+        int attr;
+        uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
         s->unwind_s += qpc_s(s) - u0;
         s->unwinds++;
         if (!n) {
@@ -498,15 +534,25 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
         t->have_prev = true;
         t->prev_stack = id;
+        t->prev_own = attr == HS_ATTR_HOOKSCOPE;
     }
     note_ever(s, t->tid);
     hs_sampleset_taken_add(s->out, 1);
-    if (!clock_ok) {
-        /* no clock: the registers alone say whether it ran */
-        hs_sampleset_count(s->out, id, moved ? HS_SAMPLE_CPU : HS_SAMPLE_WAIT, 1);
+    if (t->first_at <= 0)
+        t->first_at = now;
+    t->last_at = now;
+    if (t->prev_own) {
+        /* in hookscope's own code: its cost, running or not */
+        hs_sampleset_count(s->out, id, HS_SAMPLE_HOOKSCOPE, 1);
         return true;
     }
-    hs_cls_sample(&t->cls, wall, cpu, moved, id, wall_units(s, MAX_WINDOW_S), emit, s->out);
+    if (!clock_ok) {
+        /* no clock: the registers alone say whether it ran */
+        hs_sampleset_count(s->out, id,
+                           t->prev_waiting ? HS_SAMPLE_WAIT : moved ? HS_SAMPLE_CPU : HS_SAMPLE_READY, 1);
+        return true;
+    }
+    hs_cls_sample(&t->cls, wall, cpu, moved, t->prev_waiting, id, wall_units(s, MAX_WINDOW_S), emit, s->out);
     if (cpu > t->last_cpu)
         t->last_cpu = cpu;
     return true;
@@ -527,6 +573,13 @@ static DWORD WINAPI sampler_main(void *arg)
         double q1 = qpc_s(s);
         s->tsc_hz = q1 > q0 ? (double)(rdtsc() - t0) / (q1 - q0) : 1e9;
     }
+    /* the window: CPU spent before it (an attached process's) is not the
+     * window's */
+    FILETIME now_ft, c, e, k, u;
+    GetSystemTimeAsFileTime(&now_ft);
+    s->began_ft = ft64(now_ft);
+    if (GetProcessTimes(s->process, &c, &e, &k, &u))
+        s->base_cpu_s = (double)(ft64(k) + ft64(u)) / 1e7;
     double now = qpc_s(s);
     refresh_own(s);
     refresh_modules(s, now);
@@ -659,12 +712,13 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     for (size_t i = 0; i < s->nthreads; i++)
         thread_done(s, &s->threads[i]);
     s->nthreads = 0;
-    /* the process's CPU time: GetProcessTimes, unless its threads' times
-     * add up to more (Wine does not keep the times of threads that ended) */
+    /* the process's CPU time in the window: GetProcessTimes, unless its
+     * threads' times add up to more (Wine does not keep the times of
+     * threads that ended) */
     FILETIME c, e, k, u;
     st->cpu_s = s->ended_cpu_s > 0 ? s->ended_cpu_s : -1;
-    if (GetProcessTimes(s->process, &c, &e, &k, &u) && (double)(ft64(k) + ft64(u)) / 1e7 > st->cpu_s)
-        st->cpu_s = (double)(ft64(k) + ft64(u)) / 1e7;
+    if (GetProcessTimes(s->process, &c, &e, &k, &u) && (double)(ft64(k) + ft64(u)) / 1e7 - s->base_cpu_s > st->cpu_s)
+        st->cpu_s = (double)(ft64(k) + ft64(u)) / 1e7 - s->base_cpu_s;
     const hs_image *ims;
     size_t nim = hs_codemap_images(s->map, &ims);
     for (size_t i = 0; i < nim; i++)
@@ -679,6 +733,11 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
         st->suspended_us_p99 = s->stopped_us[(s->nstopped * 99) / 100];
     }
     st->unwind_us_avg = s->unwinds ? s->unwind_s * 1e6 / (double)s->unwinds : 0;
+    double held = 0;
+    for (size_t i = 0; i < s->nstopped; i++)
+        held += s->stopped_us[i];
+    st->held_s = held / 1e6;
+    st->threads_s = s->threads_s;
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
            s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,

@@ -2,6 +2,8 @@
 """Map the RVAs in a cyg_profile.c counts file to function names.
 
 usage: cyg_names.py EXE COUNTS [--nm NM] [--nm-output FILE] [-o OUT]
+       cyg_names.py EXE --instrumented [--objdump OBJDUMP] [--nm NM]
+       cyg_names.py EXE --loops-to-entry [--objdump OBJDUMP] [--nm NM]
 
 EXE is the instrumented exe that wrote COUNTS (see tests/support/cyg_profile.c
 for the input format). Names come from `x86_64-w64-mingw32-nm EXE` (override
@@ -30,11 +32,22 @@ Output, sorted by name, one line each:
 - '#' lines in COUNTS (only "# dropped N", which means the runtime's tables
   overflowed) are copied to the output unchanged, first.
 
+--instrumented lists, one "I <name>" line each, every function of EXE that
+calls __cyg_profile_func_enter (found by disassembling it with
+x86_64-w64-mingw32-objdump, or --objdump / $OBJDUMP): the instrumented
+functions, those the run called and those it never called alike, named by
+the rules above. A function absent from COUNTS was called 0 times.
+
+--loops-to-entry lists, one "L <name>" line each, every function of EXE
+(the plain build) whose body jumps back to its first instruction (a loop
+whose head is the entry): a hook at the entry counts each such jump too.
+
 Python 3 standard library only.
 """
 import argparse
 import bisect
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -95,17 +108,58 @@ def build_symbols(nm_text, image_base):
     return sorted(names), names
 
 
+def disassembly(exe, objdump):
+    return subprocess.run([objdump, "-d", "--no-show-raw-insn", exe], check=True, capture_output=True,
+                          text=True, errors="replace").stdout.splitlines()
+
+
+def instrumented(exe, objdump, base, addrs, names):
+    """Names of the functions that call __cyg_profile_func_enter."""
+    found = set()
+    for line in disassembly(exe, objdump):
+        if "call" in line and line.rstrip().endswith("<__cyg_profile_func_enter>"):
+            site = int(line.split(":", 1)[0], 16) - base
+            i = bisect.bisect_right(addrs, site) - 1
+            found.add(names[addrs[i]] if i >= 0 else f"?{site:x}")
+    return found
+
+
+def loops_to_entry(exe, objdump, base, addrs, names):
+    """Names of the functions with a jump from their body to their entry."""
+    found = set()
+    for line in disassembly(exe, objdump):
+        m = re.match(r"^\s*([0-9a-f]+):\s+j\w+\s+([0-9a-f]+)\b", line)
+        if not m:
+            continue
+        site, target = int(m.group(1), 16) - base, int(m.group(2), 16) - base
+        i = bisect.bisect_right(addrs, site) - 1
+        if i >= 0 and addrs[i] == target and site > target:
+            found.add(names[target])
+    return found
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("exe")
-    ap.add_argument("counts")
+    ap.add_argument("counts", nargs="?")
     ap.add_argument("--nm", default=os.environ.get("NM", "x86_64-w64-mingw32-nm"))
     ap.add_argument("--nm-output", help="use this saved nm listing of EXE")
+    ap.add_argument("--instrumented", action="store_true",
+                    help="list the instrumented functions of EXE instead")
+    ap.add_argument("--loops-to-entry", action="store_true",
+                    help="list the functions of EXE that jump back to their entry instead")
+    ap.add_argument("--objdump", default=os.environ.get("OBJDUMP", "x86_64-w64-mingw32-objdump"))
     ap.add_argument("-o", "--output", help="write here instead of stdout")
     args = ap.parse_args(argv)
 
     base = pe_image_base(args.exe)
     addrs, names = build_symbols(read_nm(args.exe, args.nm, args.nm_output), base)
+    if args.instrumented or args.loops_to_entry:
+        tag, scan = ("I", instrumented) if args.instrumented else ("L", loops_to_entry)
+        sys.stdout.write("".join(f"{tag} {n}\n" for n in sorted(scan(args.exe, args.objdump, base, addrs, names))))
+        return 0
+    if not args.counts:
+        ap.error("COUNTS is needed (or --instrumented)")
 
     def fn_name(rva):
         return names.get(rva) or f"?{rva:x}"

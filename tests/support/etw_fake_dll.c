@@ -23,6 +23,10 @@
  *   fill                    the file reaches its cap
  *   sample COUNT FRAME...   COUNT samples of the target's first thread, leaf first
  *   foreign COUNT FRAME...  samples of another process (pid 4242, tid 4243)
+ *   busy FRAME...           samples of the target's first thread as the kernel
+ *                           takes them: one per sampling interval of the CPU
+ *                           time the thread used (its thread times when the
+ *                           session stops, over the interval then set)
  *   kernel                  a kernel image ntoskrnl.exe at 0xfffff80000000000
  * with FRAME one of
  *   exe+0xRVA               an address in the target's exe
@@ -47,7 +51,9 @@
 
 static etw_fake fake;
 static const hs_etw_api *inner;
-static HANDLE target;
+static HANDLE target, first;          /* the target and its first thread */
+static int busy[FAKE_MAX_SAMPLES];    /* sample lines counted from the CPU time */
+static unsigned long long busy_cpu;   /* the first thread's CPU time at stop (100 ns) */
 static uint64_t exe_base;
 static char script_error[300];
 
@@ -67,8 +73,10 @@ static void log_state(const char *when)
     fprintf(f, "interval %lu\nforeign %d\nrunning %d\nwrote %d\nmode 0x%lx\nflags 0x%lx\n",
             fake.machine_interval, fake.foreign_touched, fake.running, fake.wrote_trace, fake.log_file_mode,
             fake.enable_flags);
-    fprintf(f, "session %ls\nfile %ls\npid %u\ntid %u\nexe %s\nbase 0x%llx\nmaxsize %lu\n", fake.session_name,
-            fake.log_file, fake.pid, fake.tid, fake.image_path, (unsigned long long)exe_base, fake.max_file_mb);
+    fprintf(f, "session %ls\nfile %ls\npid %u\ntid %u\nexe %s\nbase 0x%llx\nmaxsize %lu\nbusy-cpu %llu\n",
+            fake.session_name,
+            fake.log_file, fake.pid, fake.tid, fake.image_path, (unsigned long long)exe_base, fake.max_file_mb,
+            busy_cpu);
     for (int i = 0; i < fake.nothers; i++)
         if (fake.other_running[i])
             fprintf(f, "other-running %ls\n", fake.others[i]);
@@ -261,7 +269,7 @@ static void read_script(int early)
             im->size = 0x800000;
             im->timestamp = 0x5f000000;
             snprintf(im->path, sizeof im->path, "\\SystemRoot\\system32\\ntoskrnl.exe");
-        } else if (!strcmp(w, "sample") || !strcmp(w, "foreign")) {
+        } else if (!strcmp(w, "sample") || !strcmp(w, "foreign") || !strcmp(w, "busy")) {
             if (fake.nsamples >= FAKE_MAX_SAMPLES) {
                 fail("more than %s sample lines", "16");
                 continue;
@@ -270,7 +278,8 @@ static void read_script(int early)
             memset(smp, 0, sizeof *smp);
             if (!strcmp(w, "foreign"))
                 smp->pid = 4242, smp->tid = 4243;
-            const char *count = strtok(NULL, " \t\r\n");
+            busy[fake.nsamples] = !strcmp(w, "busy");
+            const char *count = busy[fake.nsamples] ? "0" : strtok(NULL, " \t\r\n");
             smp->count = count ? (uint32_t)strtoul(count, NULL, 0) : 0;
             for (char *fr; (fr = strtok(NULL, " \t\r\n")) && smp->nframes < FAKE_MAX_FRAMES;)
                 if (parse_frame(fr, &smp->frames[smp->nframes++]) < 0)
@@ -294,6 +303,7 @@ static ULONG WINAPI dll_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERTI
     } else {
         fake.pid = pid;
         fake.tid = first_thread(pid);
+        first = OpenThread(THREAD_QUERY_LIMITED_INFORMATION, FALSE, fake.tid);
         if (find_exe() < 0)
             fail("cannot read the target's exe%s", "");
         else
@@ -302,8 +312,24 @@ static ULONG WINAPI dll_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERTI
     return inner->start_trace(h, name, p);
 }
 
+/* The busy lines' counts: the first thread's CPU time over the interval
+ * the machine samples at now (the run's, until hookscope puts it back). */
+static void count_busy(void)
+{
+    FILETIME c, e, k, u;
+    if (!first || !GetThreadTimes(first, &c, &e, &k, &u) || !fake.machine_interval)
+        return;
+    busy_cpu = ((unsigned long long)k.dwHighDateTime << 32 | k.dwLowDateTime) +
+               ((unsigned long long)u.dwHighDateTime << 32 | u.dwLowDateTime);
+    for (int i = 0; i < fake.nsamples; i++)
+        if (busy[i])
+            fake.samples[i].count = (uint32_t)(busy_cpu / fake.machine_interval);
+}
+
 static ULONG WINAPI dll_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPERTIES *p, ULONG code)
 {
+    if (code == EVENT_TRACE_CONTROL_STOP && fake.running)
+        count_busy();
     ULONG rc = inner->control_trace(h, name, p, code);
     if (code == EVENT_TRACE_CONTROL_STOP)
         log_state("stop");

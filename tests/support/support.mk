@@ -6,7 +6,6 @@
 #                                undecoration (tests/test_pdb_wine.py)
 #   build/tests/dbghelp_probe.exe  what the system's DbgHelp says about an
 #                                image (injector/symbols/FINDINGS.md)
-#   make unit-asan               tests/unit/test_pdb.c with ASan and UBSan
 SYMDUMP_NAT := $(B)/native/tools/symdump
 SYMDUMP_WIN := $(B)/tests/symdump.exe
 PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
@@ -38,18 +37,6 @@ symbol-tools: $(SYMDUMP_NAT) $(SYMDUMP_WIN) $(PROBE_WIN)
 unit: $(SYMDUMP_NAT)
 test-targets: $(SYMDUMP_WIN) $(PROBE_WIN)
 
-# tests/unit/test_pdb.c built with AddressSanitizer and UBSan and run: its
-# fuzzing then also shows that no corrupt input is read outside its bounds
-ASAN_PDB := $(B)/native/asan/test_pdb
-$(ASAN_PDB): tests/unit/test_pdb.c tests/unit/tap.c $(DEBUGINFO_C) $(DEBUGINFO_NAT)
-	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -I$(B)/inc/tests -o $@ $^ -lstdc++
-
-.PHONY: unit-asan
-unit-asan: $(ASAN_PDB)
-	$(ASAN_PDB)
-
 # build/tests/etwtest.exe: the live ETW layer against a fake of the system's
 # ETW functions (tests/test_etw.py)
 ETWTEST_WIN := $(B)/tests/etwtest.exe
@@ -71,21 +58,11 @@ $(ETWFAKE_DLL): $(ETWFAKE_OBJ)
 	$(WCC) -shared -o $@ $(filter %.o,$^) -static-libgcc -lntdll
 test-targets: $(ETWFAKE_DLL)
 
-# The session's fuzz target (tests/unit/session_fuzz.h). Its test,
-# tests/unit/test_session_fuzz.c, runs natively with the unit tests; this
-# builds it once more with AddressSanitizer and UBSan, so that a read
-# outside a bound fails it too (build/native/unit/test_session_fuzz_asan,
-# run by `make test` like every unit test). `make fuzz-session` builds the
-# same target for libFuzzer (clang), for longer runs by hand
-# (tests/support/fuzz_session_main.c says how).
+# `make fuzz-session` builds the session's fuzz target
+# (tests/unit/session_fuzz.h) for libFuzzer (clang), for longer runs by hand
+# (tests/support/fuzz_session_main.c says how); make test runs it natively and
+# under AddressSanitizer and UBSan as a unit (asan/test_session_fuzz).
 SESSION_FUZZ_LIB := tests/unit/session_fuzz.c $(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C)
-ASAN_SESSION := $(B)/native/unit/test_session_fuzz_asan
-$(ASAN_SESSION): tests/unit/test_session_fuzz.c tests/unit/tap.c $(SESSION_FUZZ_LIB) | $(INC_FARMS)
-	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -I$(B)/inc/tests \
-	    -MMD -MP -MF $(B)/native/asan/test_session_fuzz.d -MT $@ -o $@ $(filter %.c,$^) -lcapstone -lstdc++ -lm
-unit: $(ASAN_SESSION)
-
 FUZZ_SESSION := $(B)/native/fuzz/fuzz_session
 $(FUZZ_SESSION): tests/support/fuzz_session_main.c $(SESSION_FUZZ_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
@@ -110,3 +87,11 @@ $(PLANTED_DLLS): tests/support/planted_dll.c
 	@mkdir -p $(dir $@)
 	$(WCC) -shared -O1 -o $@ $< -static-libgcc
 test-targets: $(PLANTED_DLLS)
+
+# build/tests/bpcount.exe: call counts from a debugger's breakpoints, the
+# truth for programs without sources to instrument (tests/test_real_programs.py)
+BPCOUNT_WIN := $(B)/tests/bpcount.exe
+$(BPCOUNT_WIN): tests/support/bpcount.c
+	@mkdir -p $(dir $@)
+	$(WCC) -municode -O1 -Wall -Wextra -o $@ $<
+test-targets: $(BPCOUNT_WIN)

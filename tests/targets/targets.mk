@@ -95,3 +95,9 @@ test-targets: $(TGT_DIR)/switchtab.exe
 TGT_EXTRA_suspendtest := -I$(B)/inc/hook -DUNICODE -D_UNICODE
 TGT_LIBS_suspendtest := hook/suspend/threads_win.c
 $(TGT_DIR)/suspendtest.exe: hook/suspend/threads_win.c hook/suspend/threads_win.h | $(INC_FARMS)
+
+# stubstep.exe unwinds every stepped state with hookscope's own unwinder
+STUBSTEP_LIBS := hook/unwind/unwinder.c hook/pe/unwind_info.c hook/pe/headers.c
+TGT_EXTRA_stubstep := -I$(B)/inc/tests
+TGT_LIBS_stubstep := $(STUBSTEP_LIBS)
+$(TGT_DIR)/stubstep.exe: $(STUBSTEP_LIBS) | $(INC_FARMS)

@@ -44,6 +44,17 @@ void tap_fail(const char *name, const char *fmt, ...)
     va_end(ap);
 }
 
+void tap_skip(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("skip - %s: ", name);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+}
+
 void tap_diag(const char *fmt, ...)
 {
     va_list ap;

@@ -15,7 +15,8 @@
  * few bit flips of the whole fixtures.
  *
  * HS_ETL_FUZZ_SEED and HS_ETL_FUZZ_SCALE (a multiplier of the case counts)
- * change the run for a longer search by hand; the test runs the default.
+ * change the run for a longer search by hand; the test runs the default;
+ * HS_FUZZ_SECONDS goes on for that long (fuzztime.h: the sanitizer run).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #include "sampler/etl/etl.h"
 #include "tests/unit/etl_build.h"
+#include "tests/unit/fuzztime.h"
 #include "tests/unit/tap.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -245,7 +247,9 @@ static void campaign(const char *label, const uint8_t *orig, size_t n, int cases
     for (int kind = 0; kind < NKINDS; kind++) {
         ok = 1;
         decoded = errors = 0;
-        for (int c = 0; c < cases && ok; c++) {
+        double deadline = fuzz_time_slice();
+        int c;
+        for (c = 0; ok && fuzz_time_more(c, cases, deadline); c++) {
             size_t m = n;
             memcpy(p, orig, n);
             damage(p, &m, kind);
@@ -261,7 +265,7 @@ static void campaign(const char *label, const uint8_t *orig, size_t n, int cases
         if (ok) {
             snprintf(name, sizeof name, "fuzz/%s/%s", label, kind_name[kind]);
             tap_ok(name);
-            tap_diag("%s %s: %d cases, %d decoded, %d errors", label, kind_name[kind], cases, decoded, errors);
+            tap_diag("%s %s: %d cases, %d decoded, %d errors", label, kind_name[kind], c, decoded, errors);
         }
     }
     free(p);
@@ -275,6 +279,7 @@ int main(void)
         rng = strtoull(getenv("HS_ETL_FUZZ_SEED"), NULL, 0) | 1;
     if (scale < 1)
         scale = 1;
+    fuzz_time_begin(6 * NKINDS);
     uint8_t *m = mini_ppt(&n);
     if (m) {
         campaign("ppt-mini", m, n, 300 * scale);

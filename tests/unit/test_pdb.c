@@ -31,6 +31,8 @@
 #include <string.h>
 
 #include "hook/pe/pe.h"
+#include "tests/unit/fuzztime.h"
+#include "tests/unit/tap.h"
 #include "injector/symbols/debuginfo.h"
 #include "injector/symbols/dwarf.h"
 #include "injector/symbols/locate.h"
@@ -973,8 +975,9 @@ static void fuzz_pdb_bytes(const char *name, uint8_t *orig, size_t size, int cas
     hs_msf_close(&msf);
 
     uint8_t *buf = malloc(size);
-    int opened = 0, read_ok = 0, errors = 0, bad_err = 0;
-    for (int c = 0; c < cases; c++) {
+    int opened = 0, read_ok = 0, errors = 0, bad_err = 0, c;
+    double deadline = fuzz_time_slice();
+    for (c = 0; fuzz_time_more(c, cases, deadline); c++) {
         memcpy(buf, orig, size);
         size_t len = size;
         int kind = (int)(rnd() % 10);
@@ -1023,6 +1026,7 @@ static void fuzz_pdb_bytes(const char *name, uint8_t *orig, size_t size, int cas
             bad_err += !err[0] || strchr(err, '\n') != NULL;
         }
     }
+    cases = c;
     tap_diag("%s: %d cases: %d opened, %d read whole, %d refused with an error", name, cases, opened,
              read_ok, errors);
     tap_check(bad_err == 0 && errors > cases / 10 && read_ok > 0, name,
@@ -1077,8 +1081,9 @@ static void fuzz_image(const char *path, int cases, int dwarf)
         return;
     }
     uint8_t *buf = malloc(size);
-    int ok = 0, errors = 0, bad_err = 0;
-    for (int c = 0; c < cases; c++) {
+    int ok = 0, errors = 0, bad_err = 0, c;
+    double deadline = fuzz_time_slice();
+    for (c = 0; fuzz_time_more(c, cases, deadline); c++) {
         memcpy(buf, orig, size);
         int n = 1 + (int)(rnd() % 6), r = (int)(rnd() % (uint64_t)nreg);
         for (int k = 0; k < n; k++)
@@ -1115,6 +1120,7 @@ static void fuzz_image(const char *path, int cases, int dwarf)
         }
         hs_pe_close(&pe);
     }
+    cases = c;
     tap_diag("%s: %d cases: %d read, %d refused", name, cases, ok, errors);
     tap_check(bad_err == 0 && ok > 0 && (!dwarf || errors > cases / 20), name,
               "%d errors without a one-line message, %d read, %d refused", bad_err, ok, errors);
@@ -1129,6 +1135,7 @@ int main(void)
     test_rsds_and_locate();
     test_synthetic();
     test_debuginfo();
+    fuzz_time_begin(7);
     fuzz_pdb("build/fixtures/pdb/pdbc.pdb", 3000);
     fuzz_pdb("build/fixtures/pdb/pdbcxx.pdb", 2000);
     fuzz_pdb("build/fixtures/pdb/pdbmsvc.pdb", 1000);

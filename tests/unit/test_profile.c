@@ -6,15 +6,19 @@
  * made by hand to reach every corner: a crash, quotes and non-ASCII in
  * names and arguments, 64-bit counts, every kind of caller and frame,
  * two modules of the same name, gaps in module ids; dupnames: two
- * functions of one name in a module). Each is loaded and
+ * functions of one name in a module; sample_kinds: CPU, ready, wait and
+ * hookscope samples, the sampler's cost, CPU estimates above the measured
+ * wall time and from few samples, a call still running). Each is loaded and
  * written by every writer; the output must equal NAME/<file> byte for
  * byte (report.json: the input itself). After a deliberate change of a
- * writer, regenerate with HS_REGEN_GOLDEN=1 and review the diff.
+ * writer, regenerate with `tests/run.py --regen-golden -k test_profile`
+ * (HS_REGEN_GOLDEN=1) and review the diff.
  *
  * Also: the JSON reader, the loader's errors, edge merging and order,
  * location names, tick conversion, the stable sort, two functions of one
  * name from merge to load (and from a report.json that did not save their
- * rvas in stacks), and a fuzz of the loader with a fixed seed.
+ * rvas in stacks), a report.json from before ready and hookscope samples,
+ * and a fuzz of the loader with a fixed seed.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -92,7 +96,7 @@ static void check_profile_dir(const char *name)
         if (!wanted) {
             tap_check(want == NULL, tname, "written by an earlier version, not wanted now");
         } else if (!got || !want) {
-            tap_fail(tname, "%s", !got ? "the writer failed" : "no expected file (HS_REGEN_GOLDEN=1)");
+            tap_fail(tname, "%s", !got ? "the writer failed" : "no expected file (tests/run.py --regen-golden)");
         } else if (got_len != want_len || memcmp(got, want, got_len) != 0) {
             char d[300];
             first_difference(got, got_len, want, want_len, d, sizeof d);
@@ -472,6 +476,44 @@ static void test_truncated_samples(void)
     hs_profile_free(p);
 }
 
+/* A report.json written before samples were told into CPU, ready, wait
+ * and hookscope's (tests/unit/old_reports/sampled.json: the sampled
+ * profile as that version wrote it) loads, with no ready or hookscope
+ * samples and the sampler's cost unknown, and every writer gives what it
+ * gives for the same run saved by this version (profiles/sampled; its
+ * report.json: the old one with the new fields added). */
+static void test_old_report_kinds(void)
+{
+    char err[512];
+    hs_profile *p = hs_profile_load("tests/unit/old_reports/sampled.json", err, sizeof err);
+    tap_check(p && p->sampling.samples == 200 && p->sampling.wait_samples == 50 && !p->sampling.ready_samples &&
+                  !p->sampling.hookscope_samples && p->sampling.held_s < 0 && p->sampling.threads_s < 0,
+              "an older report.json (CPU and wait samples only) loads", "%s", p ? "figures" : err);
+    if (!p)
+        return;
+    int same = 0, writers = 0;
+    char differs[600] = "";
+    for (int i = 0; hs_writers[i]; i++) {
+        const hs_writer *w = hs_writers[i];
+        if (w->wanted && !w->wanted(p))
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/sampled/%s", PROFILES, w->file ? w->file : w->format);
+        size_t got_len = 0, want_len = 0;
+        char *got = render(w, p, &got_len), *want = read_text(path, &want_len);
+        writers++;
+        if (got && want && got_len == want_len && !memcmp(got, want, got_len))
+            same++;
+        else
+            snprintf(differs, sizeof differs, "%s", path);
+        free(got);
+        free(want);
+    }
+    tap_check(writers >= 10 && same == writers, "an older report.json renders as the same run saved now",
+              "%d of %d the same; %s differs", same, writers, differs);
+    hs_profile_free(p);
+}
+
 typedef struct pair {
     int key, seq;
 } pair;
@@ -566,6 +608,7 @@ int main(void)
     test_same_name();
     test_same_name_old_report();
     test_truncated_samples();
+    test_old_report_kinds();
     test_saved_profiles();
     test_fuzz_loader();
     return tap_status();

@@ -17,7 +17,8 @@
  *               (whose clock the sampler itself nudges), one that runs a
  *               known share, a busy thread that is sometimes not
  *               scheduled, two burners with a known split, a thread whose
- *               final clock is lost;
+ *               final clock is lost; and a busy thread's clock readings
+ *               recorded under Wine at 200 Hz, replayed;
  *   sample set  interning, counts, the merge into a profile (stack order,
  *               threads, modules, run figures).
  */
@@ -108,7 +109,8 @@ static void put_unwind(uint8_t *p, uint8_t flags, uint8_t prolog, const uint8_t 
     p[1] = prolog;
     p[2] = (uint8_t)ncodes;
     p[3] = frame;
-    memcpy(p + 4, codes, (size_t)ncodes * 2);
+    if (ncodes)
+        memcpy(p + 4, codes, (size_t)ncodes * 2);
 }
 
 #define CODE(off, op, info) (off), (uint8_t)((op) | (info) << 4)
@@ -292,6 +294,11 @@ static void own_setup(own_fixture *o)
     memset(&own, 0, sizeof own);
     own.agent_base = AGENT;
     own.agent_size = 0x4000;
+    own.wrap_begin = AGENT + 0x1000;     /* rbp holds the descriptor up to wrap_rsi */
+    own.wrap_rsi = AGENT + 0x1010;
+    own.wrap_gone = AGENT + 0x1080;
+    own.wrap_end = AGENT + 0x1090;
+    own.wrap_ret = AGENT + 0x1040;
     own.arenas = &ar;
     own.narenas = 1;
     own.slots = &sl;
@@ -362,25 +369,53 @@ static void test_own_code(void)
     }
 
     /* attribution */
-    uint64_t f1[] = { AGENT + 0x1500, AGENT + 0x1040, o.stub + 4, IMG + 0x1250, IMG + 0x1308 };
-    uint32_t n = hs_codemap_attribute(o.cm, NULL, f1, 5);
-    tap_check(n == 3 && f1[0] == FN && f1[1] == IMG + 0x1250 && f1[2] == IMG + 0x1308, "own/agent frames dropped, stub -> function",
-              "n %u, %llx %llx", n, (unsigned long long)f1[0], (unsigned long long)f1[1]);
+    int attr;
+    uint64_t f1[] = { AGENT + 0x1500, AGENT + 0x1048, o.stub + 4, IMG + 0x1250, IMG + 0x1308 };
+    uint32_t n = hs_codemap_attribute(o.cm, NULL, f1, 5, &attr);
+    tap_check(n == 3 && attr == HS_ATTR_HOOKSCOPE && f1[0] == FN && f1[1] == IMG + 0x1250 && f1[2] == IMG + 0x1308,
+              "own/a probe: hookscope's work for the stub's function, agent frames dropped",
+              "n %u attr %d, %llx %llx", n, attr, (unsigned long long)f1[0], (unsigned long long)f1[1]);
     uint64_t f2[] = { IMG + 0x1220, o.tramp + 4, IMG + 0x1308 };
-    n = hs_codemap_attribute(o.cm, NULL, f2, 3);
-    tap_check(n == 3 && f2[1] == FN + 1, "own/return address in a trampoline names its function", "n %u %llx", n,
-              (unsigned long long)f2[1]);
+    n = hs_codemap_attribute(o.cm, NULL, f2, 3, &attr);
+    tap_check(n == 3 && attr == HS_ATTR_PROGRAM && f2[1] == FN + 1,
+              "own/return address in a trampoline names its function", "n %u %llx", n, (unsigned long long)f2[1]);
     uint64_t f3[] = { AGENT + 0x1020, IMG + 0x1308 };
     hs_uw_regs leaf;
     memset(&leaf, 0, sizeof leaf);
     leaf.r[HS_RSI] = ARENA + 0x100 - 32;
-    n = hs_codemap_attribute(o.cm, &leaf, f3, 2);
-    tap_check(n == 2 && f3[0] == FN && f3[1] == IMG + 0x1308, "own/in the timing wrapper: the timed function",
-              "n %u %llx", n, (unsigned long long)f3[0]);
+    n = hs_codemap_attribute(o.cm, &leaf, f3, 2, &attr);
+    tap_check(n == 2 && attr == HS_ATTR_HOOKSCOPE && f3[0] == FN && f3[1] == IMG + 0x1308,
+              "own/in the timing wrapper (rsi): hookscope's work for the timed function", "n %u %llx", n,
+              (unsigned long long)f3[0]);
     uint64_t f4[] = { AGENT + 0x1020, IMG + 0x1308 };
     leaf.r[HS_RSI] = 5;
-    n = hs_codemap_attribute(o.cm, &leaf, f4, 2);
-    tap_check(n == 1 && f4[0] == IMG + 0x1308, "own/agent code without a descriptor: dropped", "n %u", n);
+    n = hs_codemap_attribute(o.cm, &leaf, f4, 2, &attr);
+    tap_check(n == 1 && attr == HS_ATTR_HOOKSCOPE && f4[0] == IMG + 0x1308,
+              "own/wrapper without a descriptor: its caller", "n %u", n);
+    uint64_t f5[] = { AGENT + 0x1004, IMG + 0x1308 };
+    leaf.r[HS_RBP] = ARENA + 0x100 - 32;   /* at the wrapper's first instructions the stub's rbp */
+    leaf.r[HS_RSI] = 0x7777;               /* the caller's rsi: not a descriptor of this call */
+    n = hs_codemap_attribute(o.cm, &leaf, f5, 2, &attr);
+    tap_check(n == 2 && attr == HS_ATTR_HOOKSCOPE && f5[0] == FN, "own/wrapper entry: the descriptor is in rbp",
+              "n %u %llx", n, (unsigned long long)f5[0]);
+    uint64_t f6[] = { AGENT + 0x1084, IMG + 0x1308 };
+    leaf.r[HS_RSI] = ARENA + 0x100 - 32;   /* restored already: the caller's value */
+    n = hs_codemap_attribute(o.cm, &leaf, f6, 2, &attr);
+    tap_check(n == 1 && attr == HS_ATTR_HOOKSCOPE && f6[0] == IMG + 0x1308,
+              "own/wrapper after its pops: the function returned, its caller", "n %u %llx", n,
+              (unsigned long long)f6[0]);
+    uint64_t f7[] = { IMG + 0x1220, AGENT + 0x1040, IMG + 0x1308 };
+    n = hs_codemap_attribute(o.cm, NULL, f7, 3, &attr);
+    tap_check(n == 2 && attr == HS_ATTR_PROGRAM && f7[0] == IMG + 0x1220 && f7[1] == IMG + 0x1308,
+              "own/a timed function's body: the program's, the wrapper's frame dropped", "n %u attr %d", n, attr);
+    uint64_t f8[] = { o.stub + 4, IMG + 0x1308 };
+    n = hs_codemap_attribute(o.cm, NULL, f8, 2, &attr);
+    tap_check(n == 2 && attr == HS_ATTR_HOOKSCOPE && f8[0] == FN && f8[1] == IMG + 0x1308,
+              "own/an entry stub: hookscope's work for its function", "n %u attr %d", n, attr);
+    uint64_t f9[] = { o.tramp + 2, IMG + 0x1308 };
+    n = hs_codemap_attribute(o.cm, NULL, f9, 2, &attr);
+    tap_check(n == 2 && attr == HS_ATTR_PROGRAM && f9[0] == FN, "own/a trampoline: the function's own code",
+              "n %u attr %d", n, attr);
     tap_check(hs_codemap_own_thread(o.cm, 77) && !hs_codemap_own_thread(o.cm, 78), "own/threads", "%s", "not told apart");
     tap_check(hs_codemap_is_own(o.cm, o.stub) && hs_codemap_is_own(o.cm, AGENT + 5) && !hs_codemap_is_own(o.cm, FN),
               "own/is_own", "%s", "wrong");
@@ -451,7 +486,7 @@ static tally run_thread(int exact, int n, interval (*step)(int i), uint64_t wind
         interval v = step(i);
         s.wall += P;
         s.cpu_true += v.cpu;
-        hs_cls_sample(&c, s.wall, sim_clock(&s), v.moved, v.stack, window, count_kind, &t);
+        hs_cls_sample(&c, s.wall, sim_clock(&s), v.moved, false, v.stack, window, count_kind, &t);
     }
     hs_cls_finish(&c, s.wall, final_known ? sim_clock(&s) : 0, final_known, count_kind, &t);
     hs_cls_free(&c);
@@ -511,10 +546,10 @@ static void test_classifier(void)
             for (int i = 0; i < 5000; i++) {
                 w.wall += P;
                 w.cpu_true += 60;
-                hs_cls_sample(&cw, w.wall, sim_clock(&w), false, 0, 200 * P, count_kind, &tw);
+                hs_cls_sample(&cw, w.wall, sim_clock(&w), false, false, 0, 200 * P, count_kind, &tw);
                 z.wall += P;
                 z.cpu_true += 60 + (i % 5 == 4 ? 20 : 0);   /* 0.4% of its own */
-                hs_cls_sample(&cz, z.wall, sim_clock(&z), i % 5 == 4, 0, 200 * P, count_kind, &tz);
+                hs_cls_sample(&cz, z.wall, sim_clock(&z), i % 5 == 4, false, 0, 200 * P, count_kind, &tz);
             }
             hs_cls_finish(&cw, w.wall, sim_clock(&w), true, count_kind, &tw);
             hs_cls_finish(&cz, z.wall, sim_clock(&z), true, count_kind, &tz);
@@ -556,10 +591,48 @@ static void test_classifier(void)
     hs_cls_init(&c, &sh);
     tally t = { 0 };
     for (int i = 0; i < 10; i++)
-        hs_cls_sample(&c, (uint64_t)i * P, 0, i < 4, 0, MAXWIN, count_kind, &t);
+        hs_cls_sample(&c, (uint64_t)i * P, 0, i < 4, false, 0, MAXWIN, count_kind, &t);
     hs_cls_finish(&c, 10 * P, 0, false, count_kind, &t);
     tap_check(t.cpu[0] == 4 && t.wait[0] == 6, "classify/no clock: moved samples", "cpu %llu", (unsigned long long)t.cpu[0]);
     hs_cls_free(&c);
+}
+
+/* A recorded run (tests/unit/fixtures/classify-busy-200hz.txt): a busy
+ * thread sampled at 200 Hz with Wine's clock in 10 ms ticks. Its CPU
+ * samples x the period must be its CPU time within a sample (classify.h),
+ * here 2.870 s x 603 samples / 3.015 s: 574. */
+static void test_classifier_replay(void)
+{
+    const char *name = "classify/replay-busy-200hz (a busy thread recorded under Wine)";
+    FILE *f = fopen("tests/unit/fixtures/classify-busy-200hz.txt", "r");
+    if (!f) {
+        tap_fail(name, "cannot open tests/unit/fixtures/classify-busy-200hz.txt (run from the top of the tree)");
+        return;
+    }
+    hs_cls_shared sh = { 0, 0 };
+    hs_cls_thread c;
+    hs_cls_init(&c, &sh);
+    tally t = { 0 };
+    char line[200];
+    unsigned long long wall, cpu, w0 = 0, c0 = 0, w1 = 0, c1 = 0;
+    int moved, n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%llu %llu %d", &wall, &cpu, &moved) != 3)
+            continue;
+        if (!n++)
+            w0 = wall, c0 = cpu;
+        w1 = wall, c1 = cpu;
+        hs_cls_sample(&c, wall, cpu, moved != 0, false, 0, 20000000ull, count_kind, &t);
+    }
+    fclose(f);
+    hs_cls_finish(&c, w1, c1, true, count_kind, &t);
+    hs_cls_free(&c);
+    /* the windows give each its local density of samples (the sampler's
+     * pace varies), the whole run's average is this: within 0.5% and one */
+    double want = (double)(c1 - c0) * n / (double)(w1 - w0), slack = 1 + want * 0.005;
+    tap_check(n == 603 && (double)t.cpu[0] >= want - slack && (double)t.cpu[0] <= want + slack, name,
+              "%llu CPU samples, %llu wait samples of %d; its CPU time makes %.1f", (unsigned long long)t.cpu[0],
+              (unsigned long long)t.wait[0], n, want);
 }
 
 /* ---- sample set ------------------------------------------------------------------- */
@@ -619,6 +692,7 @@ int main(void)
     test_unwinder();
     test_own_code();
     test_classifier();
+    test_classifier_replay();
     test_sampleset();
     return tap_status();
 }

@@ -13,15 +13,18 @@
  *               point of prologue, body and epilogue);
  *   the chain   chain3 calls the others (alloca, a page-sized frame with a
  *               stack probe, xmm saves, a tail call); stopped at every
- *               instruction of saves_regs and leaf_add reached through
- *               it, the walk passes every frame up to chain3's return
- *               address, ending with the entry state again.
+ *               instruction of saves_regs, leaf_add and big_frame's
+ *               stack probe (mingw's ___chkstk_ms: pushes without unwind
+ *               data) reached through it, the walk passes every frame up
+ *               to chain3's return address, ending with the entry state
+ *               again.
  */
 #include <capstone/capstone.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/bytes.h"
 #include "hook/pe/pe.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"
@@ -175,11 +178,27 @@ static void one_frame(csh cs, const image *im, hs_codemap *cm, const char *opt, 
     tap_check(reached * 10 >= n * 6, tname, "only %zu of %zu instructions reached", reached, n);
 }
 
+/* The rva of the first function `name` calls (big_frame's: its stack
+ * probe, mingw's ___chkstk_ms, a leaf that pushes two registers and has
+ * no unwind data), 0 if none. */
+static uint32_t first_callee(csh cs, const image *im, const char *name)
+{
+    uint32_t rva = hs_pe_export_rva(&im->pe, name), found = 0;
+    cs_insn *insn;
+    size_t n = rva ? cs_disasm(cs, im->pe.image + rva, 64, BASE + rva, 0, &insn) : 0;
+    for (size_t i = 0; i < n && !found; i++)
+        if (insn[i].id == X86_INS_CALL && insn[i].bytes[0] == 0xE8)
+            found = (uint32_t)(insn[i].address + insn[i].size + (uint64_t)(int64_t)(int32_t)hs_le32(insn[i].bytes + 1) - BASE);
+    if (n)
+        cs_free(insn, n);
+    return found;
+}
+
 /* Stopped inside `callee` (every instruction of it reached) while chain3
  * runs: the whole walk up to chain3's caller. */
-static void chain(csh cs, const image *im, hs_codemap *cm, const char *opt, const char *callee)
+static void chain(csh cs, const image *im, hs_codemap *cm, const char *opt, const char *callee, uint32_t rva)
 {
-    uint32_t top = hs_pe_export_rva(&im->pe, "chain3"), rva = hs_pe_export_rva(&im->pe, callee);
+    uint32_t top = hs_pe_export_rva(&im->pe, "chain3");
     char tname[128];
     snprintf(tname, sizeof tname, "unwind%s/chain3 -> ... -> %s: the whole walk", opt, callee);
     uint64_t at[1024];
@@ -250,8 +269,9 @@ int main(void)
                   "the code map cannot read its headers");
         for (size_t f = 0; f < sizeof funcs / sizeof *funcs; f++)
             one_frame(cs, &im, cm, uw_dlls[d].opt, funcs[f]);
-        chain(cs, &im, cm, uw_dlls[d].opt, "saves_regs");
-        chain(cs, &im, cm, uw_dlls[d].opt, "leaf_add");
+        chain(cs, &im, cm, uw_dlls[d].opt, "saves_regs", hs_pe_export_rva(&im.pe, "saves_regs"));
+        chain(cs, &im, cm, uw_dlls[d].opt, "leaf_add", hs_pe_export_rva(&im.pe, "leaf_add"));
+        chain(cs, &im, cm, uw_dlls[d].opt, "___chkstk_ms", first_callee(cs, &im, "big_frame"));
         hs_codemap_free(cm);
         hs_pe_close(&im.pe);
     }

@@ -53,6 +53,75 @@ int xc_window_unsafe(const xc_func *f, const hs_plan *plan)
     return bad;
 }
 
+/* One instruction decoded at addr, with details; NULL if it does not decode. */
+static cs_insn *decode_one(csh cs, const uint8_t *code, size_t len, uint64_t addr)
+{
+    cs_insn *ins;
+    return cs_disasm(cs, code, len, addr, 1, &ins) == 1 ? ins : NULL;
+}
+
+/* The absolute address a RIP-relative memory operand reaches. */
+static uint64_t rip_target(const cs_insn *ins, const cs_x86_op *op)
+{
+    return ins->address + ins->size + (uint64_t)op->mem.disp;
+}
+
+int xc_check_reloc(const xc_func *f, const xc_out *out, uint64_t tramp, char *why, size_t n)
+{
+    csh cs;
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+        snprintf(why, n, "capstone does not open");
+        return -1;
+    }
+    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+    const hs_plan *p = &out->plan;
+    int rc = 0;
+    for (int i = 0; i < p->n_insns && !rc; i++) {
+        int o = p->insn_off[i], t = out->tramp_off[i];
+        cs_insn *a = decode_one(cs, f->bytes + f->gap_before + o, (size_t)(p->window_len - o), XR_A + (uint64_t)o);
+        cs_insn *b = t < (int)out->tramp_len
+                         ? decode_one(cs, out->tramp + t, out->tramp_len - (size_t)t, tramp + (uint64_t)t)
+                         : NULL;
+        if (!a || !b) {
+            snprintf(why, n, "instruction %d: %s does not decode", i, a ? "the copy" : "the original");
+            rc = -1;
+        } else if (a->id != b->id || a->detail->x86.op_count != b->detail->x86.op_count) {
+            snprintf(why, n, "instruction %d: '%s %s' copied as '%s %s'", i, a->mnemonic, a->op_str, b->mnemonic,
+                     b->op_str);
+            rc = -1;
+        } else {
+            for (int k = 0; k < a->detail->x86.op_count && !rc; k++) {
+                const cs_x86_op *x = &a->detail->x86.operands[k], *y = &b->detail->x86.operands[k];
+                int same = x->type == y->type && x->size == y->size;
+                if (same && x->type == X86_OP_REG)
+                    same = x->reg == y->reg;
+                else if (same && x->type == X86_OP_IMM)
+                    same = x->imm == y->imm || a->detail->x86.op_count == 1;   /* a branch target moves */
+                else if (same && x->type == X86_OP_MEM)
+                    same = x->mem.base == y->mem.base && x->mem.index == y->mem.index &&
+                           x->mem.scale == y->mem.scale && x->mem.segment == y->mem.segment &&
+                           (x->mem.base == X86_REG_RIP ? rip_target(a, x) == rip_target(b, y)
+                                                       : x->mem.disp == y->mem.disp);
+                if (!same) {
+                    snprintf(why, n, "instruction %d operand %d: '%s %s' copied as '%s %s'", i, k, a->mnemonic,
+                             a->op_str, b->mnemonic, b->op_str);
+                    rc = -1;
+                }
+            }
+            if (!rc && memcmp(a->detail->x86.prefix, b->detail->x86.prefix, sizeof a->detail->x86.prefix)) {
+                snprintf(why, n, "instruction %d: prefixes differ", i);
+                rc = -1;
+            }
+        }
+        if (a)
+            cs_free(a, 1);
+        if (b)
+            cs_free(b, 1);
+    }
+    cs_close(&cs);
+    return rc;
+}
+
 int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char *why, size_t n)
 {
     memset(out, 0, sizeof *out);
@@ -78,6 +147,8 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         snprintf(why, n, "no trampoline: %s", hs_skip_reason_name(out->tramp_why));
         return XC_NO_TRAMP;
     }
+    if (o->plan_only)
+        return xc_check_reloc(f, out, T, why, n) < 0 ? XC_DIFFERENT : XC_PLANNED;
     if (xc_window_unsafe(f, plan)) {
         snprintf(why, n, "window not executable by the harness");
         return XC_UNSAFE;

@@ -24,6 +24,8 @@ typedef struct xc_opts {
     void (*tweak)(xr_input *in, int variant, void *ctx);
     void *ctx;
     int cmp_vec;               /* compare vector registers too */
+    int plan_only;             /* plan and relocate, check the relocation by
+                                  decoding (xc_check_reloc), run nothing */
 } xc_opts;
 
 enum {
@@ -32,6 +34,7 @@ enum {
     XC_NOT_HOOKED = 2,  /* hs_analyze skipped it (plan->reason) */
     XC_NO_TRAMP = 3,    /* hs_emit_trampoline failed (*tramp_why) */
     XC_UNSAFE = 4,      /* the window has an instruction the harness will not run */
+    XC_PLANNED = 5,     /* plan_only: planned, relocated and decoded alike, not run */
 };
 
 typedef struct xc_out {
@@ -45,6 +48,12 @@ typedef struct xc_out {
 } xc_out;
 
 int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char *why, size_t n);
+
+/* Without running anything: each instruction of the window and its copy
+ * in the trampoline decode to the same instruction with the same operands,
+ * a RIP-relative operand reaching the same absolute address from the
+ * copy. 0, or -1 with why. */
+int xc_check_reloc(const xc_func *f, const xc_out *out, uint64_t tramp, char *why, size_t n);
 
 /* Does the window contain something the harness must not execute
  * (syscall, rdtsc, fs: accesses ...)? */

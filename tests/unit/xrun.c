@@ -220,6 +220,14 @@ int xr_init(void)
         }
     }
     xr_vec_mode = have_avx512 ? 2 : have_avx ? 1 : 0;
+    /* HS_XR_HIDE=avx512 (or avx): tell the cases the CPU lacks it (the
+     * harness still saves what the CPU has), to see the cases that need it
+     * take their plan-only path here */
+    const char *hide = getenv("HS_XR_HIDE");
+    if (hide && strstr(hide, "avx512"))
+        have_avx512 = 0;
+    if (hide && !strcmp(hide, "avx"))
+        have_avx = have_avx512 = 0;
 
     struct { uint64_t addr; size_t n; int prot; } regions[] = {
         { XR_CODE, XR_CODE_SZ, PROT_READ | PROT_WRITE | PROT_EXEC },
