@@ -114,6 +114,34 @@ def test_elevated_without_split_token():
     hs.eq(t.json["target"]["rights"], "administrator-only", "report.json says so")
 
 
+def test_start_tried_again_when_the_system_start_up_fails():
+    """Wine fails a start with ERROR_INTERNAL_ERROR (1359) when the new
+    process dies in Wine's start-up before it ran (seen once in a CI run):
+    hookscope starts it again, up to 3 times, and the run is as any other;
+    a third failure is one line."""
+    plain, _, _ = run("transient-none", script="self none\n")
+    hs.eq(plain.returncode, 0, f"run ({plain.stderr.decode(errors='replace')})")
+    p, t, calls = run("transient-2", script="self none\ntransient 1359 2\n")
+    hs.eq(p.returncode, 0, f"run ({p.stderr.decode(errors='replace')})")
+    hs.eq(calls, ["create-process"] * 3, "started a third time")
+    hs.eq(p.stdout, plain.stdout, "the target's output, as in a run started at once")
+    hs.check(t.json["total_calls"] > 0, "the target ran hooked")
+    p, t, calls = run("transient-linked", script="self full\ntransient 1359 1\n")
+    hs.eq(p.returncode, 0, f"run ({p.stderr.decode(errors='replace')})")
+    hs.eq(calls, ["linked", "duplicate primary", "as-user linked", "as-user linked"],
+          "the user's token, started a second time")
+    hs.eq(t.json["target"]["rights"], "user", "report.json says so")
+    p, t, calls = run("transient-3", script="self none\ntransient 1359 3\n")
+    hs.eq(p.returncode, 125, "three failures: hookscope gives up")
+    hs.eq(calls, ["create-process"] * 3, "three tries")
+    hs.eq(p.stdout, b"", "the target never ran")
+    lines = p.stderr.decode().splitlines()
+    hs.eq(len(lines), 1, f"one line: {lines}")
+    hs.check(re.fullmatch(r"hookscope: cannot start '.*elevation\.exe': .+", lines[0].strip()), lines[0])
+    p, t, calls = run("transient-other", script="self none\ntransient 5 1\n")
+    hs.eq((p.returncode, calls), (125, ["create-process"]), "another error is not tried again")
+
+
 def attach_refused(name, line, script_for):
     with hs.Process([hs.need("build/tests/resident.exe")]) as target:
         m = re.fullmatch(r"pid (\d+) code-matches 1", target.readline(timeout=30))

@@ -32,10 +32,41 @@ static void own_elevation(const hs_token_api *api, HANDLE token, bool *elevated,
              t == TokenElevationTypeFull;
 }
 
+/* Under Wine, a new process that dies in Wine's own start-up, before a
+ * single instruction of the program ran (NtCreateUserProcess: the child
+ * never reported its start, STATUS_INTERNAL_ERROR), fails the start with
+ * ERROR_INTERNAL_ERROR; it happened once in a whole test run on a loaded
+ * machine. Nothing of the target ran: starting it again is what the user
+ * would do, so a start failing so is tried START_TRIES times. */
+#define START_TRIES 3
+
+static bool start_again(int tries)
+{
+    if (tries >= START_TRIES || GetLastError() != ERROR_INTERNAL_ERROR)
+        return false;
+    hs_log("the target died in the system's start-up before it ran (%s): starting it again",
+           hs_win_error(ERROR_INTERNAL_ERROR));
+    return true;
+}
+
 static BOOL start_as(const hs_token_api *api, HANDLE token, const wchar_t *path, wchar_t *cmdline, STARTUPINFOW *si,
                      PROCESS_INFORMATION *pi)
 {
-    return api->create_process_as_user(token, path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, si, pi);
+    for (int tries = 1;; tries++)
+        if (api->create_process_as_user(token, path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, si, pi))
+            return TRUE;
+        else if (!start_again(tries))
+            return FALSE;
+}
+
+static BOOL start_plain(const hs_token_api *api, const wchar_t *path, wchar_t *cmdline, STARTUPINFOW *si,
+                        PROCESS_INFORMATION *pi)
+{
+    for (int tries = 1;; tries++)
+        if (api->create_process(path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, si, pi))
+            return TRUE;
+        else if (!start_again(tries))
+            return FALSE;
 }
 
 /* Step 1: the linked token, as a primary token. */
@@ -128,7 +159,7 @@ int hs_rights_start(const hs_token_api *api, bool elevated_target, const wchar_t
     }
     if (own)
         api->close_handle(own);
-    if (!api->create_process(path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, si, pi)) {
+    if (!start_plain(api, path, cmdline, si, pi)) {
         snprintf(why, len, "%s", hs_win_error(GetLastError()));
         return -1;
     }

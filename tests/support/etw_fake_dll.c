@@ -312,8 +312,13 @@ static ULONG WINAPI dll_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERTI
     return inner->start_trace(h, name, p);
 }
 
-/* The busy lines' counts: the first thread's CPU time over the interval
- * the machine samples at now (the run's, until hookscope puts it back). */
+/* The busy lines' counts: the first thread's CPU time, each stretch of it
+ * over the interval the machine sampled at then (hookscope sets the run's
+ * interval once the session runs and puts the old one back before it
+ * stops the session: each change closes a stretch). */
+static double busy_samples;
+static unsigned long long busy_last;
+
 static void count_busy(void)
 {
     FILETIME c, e, k, u;
@@ -321,9 +326,11 @@ static void count_busy(void)
         return;
     busy_cpu = ((unsigned long long)k.dwHighDateTime << 32 | k.dwLowDateTime) +
                ((unsigned long long)u.dwHighDateTime << 32 | u.dwLowDateTime);
+    busy_samples += (double)(busy_cpu - busy_last) / fake.machine_interval;
+    busy_last = busy_cpu;
     for (int i = 0; i < fake.nsamples; i++)
         if (busy[i])
-            fake.samples[i].count = (uint32_t)(busy_cpu / fake.machine_interval);
+            fake.samples[i].count = (uint32_t)busy_samples;
 }
 
 static ULONG WINAPI dll_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPERTIES *p, ULONG code)
@@ -343,6 +350,8 @@ static ULONG WINAPI dll_query_all(EVENT_TRACE_PROPERTIES **props, ULONG count, U
 
 static ULONG WINAPI dll_set(TRACEHANDLE h, int cls, void *info, ULONG len)
 {
+    if (fake.running)
+        count_busy();   /* a change of the interval ends a stretch */
     return inner->set_information(h, cls, info, len);
 }
 

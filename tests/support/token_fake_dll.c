@@ -17,6 +17,9 @@
  *                              linked-dup (DuplicateTokenEx of the linked
  *                              token), restricted (CreateRestrictedToken),
  *                              as-user (CreateProcessAsUserW, any token)
+ *   transient CODE N           the first N starts (either function) fail
+ *                              with CODE, as a process dying in Wine's
+ *                              start-up does (1359, ERROR_INTERNAL_ERROR)
  *   other-user PID             process PID runs as another user
  *   hidden-user PID            ... whose token cannot even be opened
  *   protected PID LEVEL        process PID is protected (PS_PROTECTION LEVEL)
@@ -43,6 +46,7 @@ static struct {
     int loaded;
     char self[16];
     DWORD fail_linked_dup, fail_restricted, fail_as_user;
+    DWORD transient_code, transient_left;
     DWORD other[8], hidden[8], prot_pid[8];
     int prot_level[8];
     int nother, nhidden, nprot;
@@ -83,6 +87,9 @@ static void load(void)
                 s.fail_restricted = n;
             else if (!strcmp(a, "as-user"))
                 s.fail_as_user = n;
+        } else if (sscanf(line, "transient %lu %lu", &n, &m) == 2) {
+            s.transient_code = n;
+            s.transient_left = m;
         } else if (sscanf(line, "other-user %lu", &n) == 1 && s.nother < 8) {
             s.other[s.nother++] = n;
         } else if (sscanf(line, "hidden-user %lu", &n) == 1 && s.nhidden < 8) {
@@ -214,6 +221,10 @@ static BOOL WINAPI fake_create_process(const wchar_t *app, wchar_t *cmd, SECURIT
                                        const wchar_t *dir, STARTUPINFOW *si, PROCESS_INFORMATION *pi)
 {
     note("create-process");
+    if (s.transient_left) {
+        s.transient_left--;
+        return fail(s.transient_code);
+    }
     return CreateProcessW(app, cmd, pa, ta, inherit, flags, env, dir, si, pi);
 }
 
@@ -224,6 +235,10 @@ static BOOL WINAPI fake_create_process_as_user(HANDLE token, const wchar_t *app,
     note("as-user %s", token == FAKE_LINKED_PRIMARY ? "linked" : token == FAKE_RESTRICTED ? "restricted" : "other");
     if (s.fail_as_user)
         return fail(s.fail_as_user);
+    if (s.transient_left) {
+        s.transient_left--;
+        return fail(s.transient_code);
+    }
     return CreateProcessW(app, cmd, pa, ta, inherit, flags, env, dir, si, pi);
 }
 
