@@ -27,7 +27,8 @@ import hs
 SCRIBBLE = "build/tests/scribble.exe"
 PROBE = "build/tests/objprobe.exe"
 OUTPUTS = {"report.txt", "report.json", "cpu-stacks.folded", "wait-stacks.folded", "entry-stacks.folded",
-           "entry-time.folded", "flamegraph.svg", "profile.speedscope.json", "callgrind.out"}
+           "entry-time.folded", "flamegraph.svg", "profile.speedscope.json", "callgrind.out",
+           "ready-stacks.folded", "hookscope-stacks.folded"}
 LINE = "hookscope: session corrupted by the target: "
 
 

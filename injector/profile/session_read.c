@@ -136,6 +136,11 @@ void hs_session_header_copy(const hs_session_src *s, hs_session_header *out)
     AGENT(agent_state);
     AGENT(agent_error);
     AGENT(agent_base);
+    AGENT(wrap_begin);
+    AGENT(wrap_rsi);
+    AGENT(wrap_gone);
+    AGENT(wrap_end);
+    AGENT(wrap_ret);
     AGENT(n_modules);
     AGENT(n_functions);
     AGENT(threads_used);
