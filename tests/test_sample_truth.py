@@ -10,6 +10,7 @@ over the growable function table the agent registers), pingpong.exe
 worksleep.exe (computing mixed with short sleeps on 1 and 8 threads; a
 thread that computes, then sleeps)."""
 import json
+import math
 import os
 import re
 import time
@@ -187,6 +188,15 @@ def test_mixed_work_and_sleep():
         in_nap = on_stack(j, "wait_stacks", "nap")
         hs.check(in_nap >= 0.9 * waits, f"{n} threads: nap has {in_nap} of the workers' {waits} wait samples")
         hs.check(self_of(j, "wait_stacks", "step") == 0, f"{n} threads: step among the waiting functions")
+        # the CPU time given to step: the process's CPU time x step's share of
+        # the running samples (the program's and hookscope's), at least 85%
+        # of it, within three standard errors of a share of 85% over n samples
+        running = cpu + j["sampling"]["hookscope_samples"]
+        share = step / running
+        floor = 0.85 - 3 * math.sqrt(0.85 * 0.15 / running)
+        cpu_s = j["sampling"]["cpu_time_s"]
+        hs.check(share >= floor, f"{n} threads: step given {share * cpu_s:.3f} s of the process's {cpu_s:.3f} s "
+                 f"({step} of {running} running samples, want {floor:.0%})")
 
 
 def test_compute_then_sleep():
@@ -265,7 +275,7 @@ def test_lua_stacks_cost_is_hookscope_s():
     function-table lookups it calls) is hookscope's cost, in no CPU stack
     of the program; and no function's CPU per call, estimated from its
     samples, is above its measured wall time per call (beyond what its
-    sample count allows: 3 / sqrt(samples))."""
+    sample count allows: a Poisson tail)."""
     lua = hs.fixture("lua-workload")
     for opts in (["--stacks=8"], ["--time", "--stacks=8"]):
         t = hs.trace(lua["program"], ["-e", LUA_WORK], modules=["lua.exe"], options=["--sample-rate", "1000"] + opts,
@@ -286,8 +296,14 @@ def test_lua_stacks_cost_is_hookscope_s():
                 continue
             est = s["cpu_time_s"] * n / running / f["calls"]
             wall = tm["total_ns"] / tm["calls"] / 1e9
-            hs.check(est <= wall * (1 + 3 / n ** 0.5), f"{opts}: {f['name']}: {est * 1e9:.1f} ns of CPU per call "
-                     f"estimated from {n} samples, {wall * 1e9:.1f} ns of wall time measured")
+            # the samples it would get if its CPU per call were its wall time
+            # per call: a Poisson count; n must not lie past its upper tail
+            # (4 standard deviations and 4 more: a single sample of a
+            # function expected to get 0.2 is no contradiction)
+            lam = wall * f["calls"] * running / s["cpu_time_s"]
+            hs.check(n <= lam + 4 * math.sqrt(lam) + 4, f"{opts}: {f['name']}: {est * 1e9:.1f} ns of CPU per call "
+                     f"estimated from {n} samples (at most {lam:.1f} expected), {wall * 1e9:.1f} ns of wall time "
+                     "measured")
 
 
 def test_demo_first_screen():
