@@ -211,5 +211,6 @@ def test_summary_counts_traced_modules():
     hs.eq(len(t.json["modules"]), 1, "one traced module in the report")
     lines = err_lines(p)
     hs.eq(lines[-1], f"hookscope: {m['functions_hooked']} of {m['functions_found']} functions hooked in 1 module, "
-                     f"{t.json['total_calls']} calls, {t.json['sampling']['samples']} CPU samples; "
+                     f"{t.json['total_calls']} calls, {t.json['sampling']['samples']} CPU samples "
+                     f"({t.json['sampling']['hookscope_samples']} more in hookscope's code); "
                      f"report in {out}\\report.txt", "the summary line")

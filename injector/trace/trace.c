@@ -203,9 +203,10 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         rc = HS_EXIT_FAILED;
     }
     if (!o->quiet && !h) {
-        hs_err("%llu CPU and %llu wait samples of %u thread%s; report in %s\\report.txt",
-               (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.wait_samples,
-               p->sampling.threads, p->sampling.threads == 1 ? "" : "s", o->outdir);
+        hs_err("%llu CPU, %llu ready and %llu wait samples of %u thread%s; report in %s\\report.txt",
+               (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.ready_samples,
+               (unsigned long long)p->sampling.wait_samples, p->sampling.threads,
+               p->sampling.threads == 1 ? "" : "s", o->outdir);
     } else if (!o->quiet) {
         size_t hooked = 0, found = 0, nmods = 0;
         for (size_t m = 0; m < p->nmodules; m++) {
@@ -215,9 +216,10 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             found += p->modules[m].funcs_found;
             nmods++;
         }
-        char samples[96] = "";
+        char samples[160] = "";
         if (p->sampling.on)
-            snprintf(samples, sizeof samples, ", %llu CPU samples", (unsigned long long)p->sampling.samples);
+            snprintf(samples, sizeof samples, ", %llu CPU samples (%llu more in hookscope's code)",
+                     (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.hookscope_samples);
         hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls%s; report in %s\\report.txt",
                hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, samples,
                o->outdir);

@@ -75,6 +75,8 @@ typedef struct sthread {
     uint64_t last_cpu;         /* CPU clock at its last sample */
     double clock_at;           /* when its thread times were read last */
     double cpu_s;              /* its CPU time (thread times), -1 unknown */
+    double base_s;             /* its CPU time when sampling began, for a thread that was
+                                  there before (attach): not the window's */
     uint64_t created;          /* its creation time (FILETIME), 0 unknown */
     uint32_t failed;           /* samples that failed since its last good one: lost if it
                                   lives on, part of its end if it ends */
@@ -96,7 +98,9 @@ struct hs_sampler {
     bool cycles;
     hs_cls_shared cls;         /* what the classifier learns across threads */
     double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
-    double ended_cpu_s;        /* CPU time of the threads finished so far */
+    double ended_cpu_s;        /* CPU time of the threads finished so far (in the window) */
+    uint64_t began_ft;         /* when sampling began (FILETIME): threads created before */
+    double base_cpu_s;         /* the process's CPU time then: not the window's */
     double threads_s;          /* wall time of the threads finished so far, while sampled */
     LARGE_INTEGER qpf;
     double period_s;
@@ -198,6 +202,8 @@ static void thread_done(hs_sampler *s, sthread *t)
         int64_t tt = thread_times(t->h);
         t->cpu_s = tt > 0 ? (double)tt / 1e7 : t->cpu_s;
     }
+    if (t->cpu_s >= 0)
+        t->cpu_s = t->cpu_s > t->base_s ? t->cpu_s - t->base_s : 0;
     hs_sampleset_thread(s->out, t->tid, t->cpu_s);
     if (t->cpu_s > 0)
         s->ended_cpu_s += t->cpu_s;
@@ -282,8 +288,11 @@ static bool enumerate_threads(hs_sampler *s)
         t->cpu_s = -1;
         t->stack_base = stack_base_of(s, next);
         FILETIME c, e, k, u;
-        if (GetThreadTimes(next, &c, &e, &k, &u))
+        if (GetThreadTimes(next, &c, &e, &k, &u)) {
             t->created = ft64(c);
+            if (t->created < s->began_ft)
+                t->base_s = (double)(ft64(k) + ft64(u)) / 1e7;
+        }
         hs_cls_init(&t->cls, &s->cls);
         keep_cur = true;
         changed = true;
@@ -507,6 +516,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
             s->t_modules += m1 - m0;
             u0 += m1 - m0;
             uint64_t was = res.unknown_pc;
+            t->prev_waiting = hs_codemap_at_syscall(s->map, g.ctx->Rip);   /* known now, perhaps */
             res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
             if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was && s->modules_read)
                 still_unexplained(s, was, now);
@@ -563,6 +573,13 @@ static DWORD WINAPI sampler_main(void *arg)
         double q1 = qpc_s(s);
         s->tsc_hz = q1 > q0 ? (double)(rdtsc() - t0) / (q1 - q0) : 1e9;
     }
+    /* the window: CPU spent before it (an attached process's) is not the
+     * window's */
+    FILETIME now_ft, c, e, k, u;
+    GetSystemTimeAsFileTime(&now_ft);
+    s->began_ft = ft64(now_ft);
+    if (GetProcessTimes(s->process, &c, &e, &k, &u))
+        s->base_cpu_s = (double)(ft64(k) + ft64(u)) / 1e7;
     double now = qpc_s(s);
     refresh_own(s);
     refresh_modules(s, now);
@@ -695,12 +712,13 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     for (size_t i = 0; i < s->nthreads; i++)
         thread_done(s, &s->threads[i]);
     s->nthreads = 0;
-    /* the process's CPU time: GetProcessTimes, unless its threads' times
-     * add up to more (Wine does not keep the times of threads that ended) */
+    /* the process's CPU time in the window: GetProcessTimes, unless its
+     * threads' times add up to more (Wine does not keep the times of
+     * threads that ended) */
     FILETIME c, e, k, u;
     st->cpu_s = s->ended_cpu_s > 0 ? s->ended_cpu_s : -1;
-    if (GetProcessTimes(s->process, &c, &e, &k, &u) && (double)(ft64(k) + ft64(u)) / 1e7 > st->cpu_s)
-        st->cpu_s = (double)(ft64(k) + ft64(u)) / 1e7;
+    if (GetProcessTimes(s->process, &c, &e, &k, &u) && (double)(ft64(k) + ft64(u)) / 1e7 - s->base_cpu_s > st->cpu_s)
+        st->cpu_s = (double)(ft64(k) + ft64(u)) / 1e7 - s->base_cpu_s;
     const hs_image *ims;
     size_t nim = hs_codemap_images(s->map, &ims);
     for (size_t i = 0; i < nim; i++)

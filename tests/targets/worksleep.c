@@ -4,9 +4,15 @@
  * to the code that ran and the waits to the code that waited.
  *
  *   worksleep.exe mixed N     N threads, each for 1.5 s: 256 calls of step()
- *                             (pure CPU, about 15 us each), then Sleep(10)
+ *                             (pure CPU, about 30 us each), then Sleep(10)
  *                             in nap(); prints "mixed steps S cpu_us C" per
- *                             thread (its own CPU time)
+ *                             thread (its own CPU time). 256 steps take
+ *                             about 8 ms: longer than the head start a Linux
+ *                             kernel gives a thread waking from a sleep (up
+ *                             to 6 ms), during which a sampler sharing its
+ *                             core cannot run under Wine, which does not
+ *                             apply thread priorities (Windows would let the
+ *                             sampler's high priority preempt it)
  *   worksleep.exe phases      one thread: compute() for 0.6 s without ever
  *                             blocking, then sleeper() sleeps 0.6 s; prints
  *                             "phases compute_us C sleep_us S"
@@ -20,7 +26,7 @@ static volatile unsigned long long sink;
 
 __attribute__((noinline)) unsigned long long step(unsigned long long x)
 {
-    for (int i = 0; i < 6000; i++)
+    for (int i = 0; i < 24000; i++)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
     return x;
 }
