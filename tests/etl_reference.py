@@ -793,8 +793,12 @@ WAITING, TERMINATED, TRANSITION = 5, 4, 6     # KTHREAD_STATE values of OldThrea
 def off_cpu(path, name):
     """Each thread of the process instance named `name` (case ignored; of
     several, the one with the most samples): {tid: {"cpu", "wait", "ready":
-    samples, "wait_s", "ready_s": seconds}}, and None when the trace has no
-    context switches (ready and wait unknown).
+    samples, "run_100ns", "wait_100ns", "ready_100ns": time in 100 ns units,
+    rounded to the nearest}}, and None when the trace has no context
+    switches (ready and wait unknown).
+
+    A thread runs from its switch-in until its switch-out (or the trace's
+    last event); before its first switch-in it is not known to run.
 
     A thread switched out Waiting (or Transition) waits until a ReadyThread
     names it, then is ready until it is switched in; without a ReadyThread,
@@ -821,7 +825,7 @@ def off_cpu(path, name):
     threads = {}
 
     def thread(tid):
-        return threads.setdefault(tid, {"cpu": 0, "wait": 0, "ready": 0, "wait_t": 0, "ready_t": 0})
+        return threads.setdefault(tid, {"cpu": 0, "wait": 0, "ready": 0, "run_t": 0, "wait_t": 0, "ready_t": 0})
 
     for smp in m.samples:
         if smp["pid"] != NONE and m.proc_at(smp["pid"], smp["ts"]) is proc:
@@ -844,7 +848,7 @@ def off_cpu(path, name):
     def ours(tid, pid, ts):
         return tid != 0 and pid != NONE and m.proc_at(pid, ts) is proc
 
-    state = {}     # tid -> ("on",) | ("gone",) | ("off", "wait" or "ready", since, readied at or None)
+    state = {}     # tid -> ("on", since) | ("gone",) | ("off", "wait" or "ready", since, readied at or None)
 
     def switched_in(tid, ts):
         st = state.get(tid)
@@ -869,20 +873,29 @@ def off_cpu(path, name):
         if ours(d["tid"], d["pid"], d["ts"]):
             thread(d["tid"])
             switched_in(d["tid"], d["ts"])
-            state[d["tid"]] = ("on",)
+            state[d["tid"]] = ("on", d["ts"])
         if ours(d["other_tid"], d["other_pid"], d["ts"]):
-            thread(d["other_tid"])
+            th = thread(d["other_tid"])
+            st = state.get(d["other_tid"])
+            if st and st[0] == "on":
+                th["run_t"] += max(0, d["ts"] - st[1])
             if d["state"] == TERMINATED:
                 state[d["other_tid"]] = ("gone",)
             else:
                 what = "wait" if d["state"] in (WAITING, TRANSITION) else "ready"
                 state[d["other_tid"]] = ("off", what, d["ts"], None)
-    for tid in list(state):
+    for tid, st in state.items():
+        if st[0] == "on":
+            thread(tid)["run_t"] += max(0, info["last_ts"] - st[1])
         switched_in(tid, info["last_ts"])
+
+    def units(t):                   # ticks -> 100 ns, the nearest
+        return (t * 10 ** 7 + hz // 2) // hz
+
     out = {}
     for tid, th in threads.items():
-        out[tid] = {"cpu": th["cpu"], "wait": th["wait"], "ready": th["ready"],
-                    "wait_s": th["wait_t"] / hz, "ready_s": th["ready_t"] / hz}
+        out[tid] = {"cpu": th["cpu"], "wait": th["wait"], "ready": th["ready"], "run_100ns": units(th["run_t"]),
+                    "wait_100ns": units(th["wait_t"]), "ready_100ns": units(th["ready_t"])}
     return out
 
 
@@ -900,8 +913,9 @@ if __name__ == "__main__":
             print("ready and wait unknown: no context switches")
         for tid in sorted(threads or ()):
             th = threads[tid]
-            print("thread %d cpu %d wait %d ready %d wait_s %.6f ready_s %.6f" % (
-                tid, th["cpu"], th["wait"], th["ready"], th["wait_s"], th["ready_s"]))
+            print("thread %d cpu %d wait %d ready %d running %.7f s wait %.7f s ready %.7f s" % (
+                tid, th["cpu"], th["wait"], th["ready"], th["run_100ns"] / 1e7, th["wait_100ns"] / 1e7,
+                th["ready_100ns"] / 1e7))
     else:
         for line in summary(args[0], misread):
             print(line)

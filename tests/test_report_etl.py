@@ -2,10 +2,13 @@
 profile (the same outputs as a run), or a table of the trace's processes.
 The figures are those of hookscope's ETL reader, which tests/test_etl.py
 holds against an independent decoder (tests/etl_reference.py) and
-PerfView's own baseline."""
+PerfView's own baseline; each thread's time running, ready and waiting
+from the context switches is held against the same independent decoder
+here."""
 import json
 import os
 
+import etl_reference
 import hs
 
 PPT = "build/fixtures/etl/ppt-win7-x64.etl"
@@ -107,3 +110,73 @@ def test_errors():
     lines = p.stderr.decode().splitlines()
     hs.eq(len(lines), 1, f"one line: {lines}")
     hs.check(lines[0].startswith(f"hookscope: {rel}: byte ") and "truncated" in lines[0], lines[0])
+
+
+def test_powerpoint_running_ready_waiting():
+    """The ppt trace has 29533 context switches and no ReadyThread: each
+    POWERPNT.EXE thread's CPU samples, its wait and ready samples (on the
+    trace's 1 ms grid) and its time running, waiting and ready (to the
+    100 ns), exactly as the independent decoder finds them by the same
+    rules. No stack was walked for the context switches: every wait and
+    ready sample is counted without one, and said so."""
+    hs.need(PPT)
+    out = hs.outdir("etl-ppt-states")
+    p = hs.hookscope(["report", "-q", "--etl", PPT, "--process", "POWERPNT.EXE", "-o", out])
+    hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+    j = load(out)
+    want = etl_reference.off_cpu(os.path.join(hs.ROOT, PPT), "POWERPNT.EXE")
+    hs.check(want is not None, "the reference finds context switches")
+
+    def units(s):                   # report.json's seconds (7 decimals) in 100 ns units
+        return int(round(s * 1e7))
+
+    got = {t["tid"]: (t["cpu_samples"], t["wait_samples"], t["ready_samples"], units(t["running_s"]),
+                      units(t["wait_s"]), units(t["ready_s"])) for t in j["thread_list"]}
+    ref = {tid: (t["cpu"], t["wait"], t["ready"], t["run_100ns"], t["wait_100ns"], t["ready_100ns"])
+           for tid, t in want.items()}
+    hs.eq(got, ref, "per thread: CPU, wait and ready samples; running, waiting and ready time (100 ns)")
+    # the main thread, by hand from the reference's figures: what the test holds the two to
+    hs.eq(got[3308], (8339, 7409, 0, 83394501, 74085594, 13855), "POWERPNT's main thread")
+    sm = j["sampling"]
+    waits = sum(t["wait"] for t in want.values())
+    readies = sum(t["ready"] for t in want.values())
+    hs.eq((sm["samples"], sm["wait_samples"], sm["ready_samples"], sm["hookscope_samples"], sm["rate_hz"]),
+          (8754, waits, readies, 0, 1000), "the sampling figures (the trace's interval: 1 ms)")
+    hs.eq((sm.get("wait_no_stack"), sm.get("ready_no_stack")), (waits, readies),
+          "no context switch has a stack: every wait and ready sample is without one")
+    hs.eq((waits, readies), (89172, 0), "the process's wait and ready samples")
+    hs.check("off_cpu_known" not in sm, "ready and wait are known")
+    hs.eq(j.get("wait_stacks", []), [], "no wait stack is invented")
+    txt = open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8").read().splitlines()
+    hs.check("samples    8754 CPU, 0 ready, 89172 wait, 0 in hookscope (etw sampler, 1000 Hz, 7 threads, 0 lost)"
+             in txt, f"report.txt's samples line: {txt[:8]}")
+    hs.check("no stack   89172 wait and 0 ready samples: no stack was walked where their time off the CPU ended"
+             in txt, "report.txt says the wait samples have no stack")
+    hs.check("warning    the trace has no ReadyThread events: a thread woken from a wait counts as waiting until "
+             "it runs" in txt, "report.txt says that ready time after a wait counts as waiting")
+    rows = {l.split()[0]: l.split() for l in txt if l.split() and l.split()[0] == "3308"}
+    hs.eq(rows.get("3308", [])[1:], ["0", "8339", "0", "7409", "0", "-", "8.339", "s", "1.39", "ms", "7.409", "s"],
+          "the threads table: samples of each kind, then the time running, ready and waiting")
+
+
+def test_trace_without_context_switches_says_unknown():
+    """The PerfView trace has no context switches: CPU samples only, as
+    before, and report.txt says that ready and wait are unknown, not 0."""
+    hs.need(PERFVIEW)
+    out = hs.outdir("etl-perfview-states")
+    p = hs.hookscope(["report", "-q", "--etl", PERFVIEW, "--pid", "3988", "-o", out])
+    hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+    j = load(out)
+    sm = j["sampling"]
+    hs.eq((sm["samples"], sm["wait_samples"], sm["ready_samples"], sm.get("off_cpu_known")), (637, 0, 0, False),
+          "CPU samples only, ready and wait unknown")
+    hs.check(all("wait_s" not in t and "ready_s" not in t for t in j["thread_list"]), "no thread's wait time")
+    hs.eq(etl_reference.off_cpu(os.path.join(hs.ROOT, PERFVIEW), "PerfView.exe"), None,
+          "the reference finds no context switches either")
+    txt = open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8").read().splitlines()
+    hs.check(any(l.startswith("samples    637 CPU, ready and wait unknown (no context switches), ") for l in txt),
+             f"the samples line: {[l for l in txt if l.startswith('samples')]}")
+    hs.check("wait samples unknown: the trace has no context switches" in txt, "the wait section says unknown")
+    rows = [l.split() for l in txt if l.split() and l.split()[0].isdigit() and len(l.split()) == 7]
+    hs.check(rows and all(r[3] == "-" and r[4] == "-" for r in rows), f"the threads table shows - : {rows[:3]}")
+

@@ -97,7 +97,7 @@ static void decode(hs_sampler *s, hs_sampler_stats *stats)
     uint32_t index;
     char why[200];
     if (hs_etl_pick_process(&t, s->pid, NULL, &index, why, sizeof why) == 0)
-        hs_etl_samples(&t, index, own, local_path, NULL, s->out);
+        hs_etl_samples(&t, index, own, local_path, NULL, s->out, NULL);
     if (t.info.events_lost || t.info.buffers_lost)
         hs_sampleset_lost(s->out, t.info.events_lost);
     stats->events_lost = t.info.events_lost;
