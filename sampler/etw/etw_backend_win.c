@@ -1,11 +1,13 @@
 /*
  * sampler/etw/etw_backend_win.c - the ETW sampling backend (sampler.h).
  *
- * The live part is etw_win.c: a private kernel session records the
- * machine's CPU samples with their stacks, and process, thread and image
- * events, into an .etl file, from before the target resumes until it
- * ends. At stop the file is decoded by hookscope's own reader (etl.h) and
- * the target's samples go into the sample set like any backend's: every
+ * The live part is etw_session_win.c: a private kernel session records
+ * the machine's CPU samples, context switches and readied threads with
+ * their stacks, and process, thread and image events, into an .etl file,
+ * from before the target resumes until it ends. At stop the file is
+ * decoded by hookscope's own reader (etl.h) and the target's samples go
+ * into the sample set like any backend's, its threads' time off the CPU
+ * as ready and wait samples (etl_samples.h): every
  * frame as an address, leaf first, kernel frames included; the images as
  * modules (the trace's NT paths turned into this machine's paths, kernel
  * images marked, their PDB identities kept), so the naming pass and the
