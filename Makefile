@@ -109,10 +109,25 @@ $(B)/win/%.o: %.S | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(WCC) $(WCFLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
-$(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN)) $(CAPSTONE_LIB)
+# hookscope.exe imports at load time only DLLs Windows loads from System32
+# whatever folder it runs from (KnownDLLs); the others are delay-loaded,
+# at their first call, after main() has limited the search to System32
+# (injector/main.c), so that a dbghelp.dll planted beside hookscope.exe
+# (a download folder) is never loaded. Their delay-import libraries are
+# made from mingw's import libraries.
+DELAY_DLLS := dbghelp winmm
+DELAY_LIBS := $(patsubst %,$(B)/win/delay/lib%.a,$(DELAY_DLLS))
+$(B)/win/delay/lib%.a:
 	@mkdir -p $(dir $@)
-	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
-	    -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lshell32 -lntdll -lwinmm
+	( echo "LIBRARY $*.dll"; echo EXPORTS; \
+	  $(CROSS)nm -g --defined-only "$$($(WCC) -print-file-name=lib$*.a)" | awk '$$2 == "T" { print $$3 }' | sort -u ) \
+	    > $(B)/win/delay/$*.def
+	$(CROSS)dlltool --def $(B)/win/delay/$*.def --dllname $*.dll --output-delaylib $@
+
+$(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN)) $(CAPSTONE_LIB) $(DELAY_LIBS)
+	@mkdir -p $(dir $@)
+	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) $(DELAY_LIBS) \
+	    -static-libgcc -static-libstdc++ -static -lpsapi -lshell32 -lntdll
 
 # hookscope-dtrace.exe: `hookscope dtrace` under a name of its own, for DTRACE=
 $(DTRACE_EXE): $(B)/win/injector/launcher/dtrace_main.o

@@ -94,15 +94,18 @@ typedef struct hs_agent {
 extern hs_agent g_hs;
 
 /* session.c */
-int hs_session_attach(void);
+/* Serve the session whose section the injector duplicated into this
+ * process as `handle`. Returns 0, or -1 when it is not a session of this
+ * process. */
+int hs_session_attach(uint64_t handle);
 /* Say where the agent and its timing wrapper are, in the session header
  * (for a sampler: session.h, agent_base and wrap_*). */
 void hs_session_describe_agent(hs_session_header *h);
-/* Serve the session called `name` from now on (a later attach reusing
- * this agent): the current one is retired, kept mapped while timed calls
- * entered under it are open. Returns 0, -1 (no such session), or -2 (as
- * many sessions retired as can be kept). */
-int hs_session_switch(const wchar_t *name);
+/* The same from now on for a later attach reusing this agent: the
+ * current session is retired, kept mapped while timed calls entered
+ * under it are open. Returns 0, -1 (no such session), or -2 (as many
+ * sessions retired as can be kept). */
+int hs_session_switch(uint64_t handle);
 uint64_t hs_retired_frames(void);      /* timed calls open in retired sessions */
 void hs_retired_thread_exit(void);     /* the calling thread ends: in retired sessions too */
 void hs_retired_release(void);         /* unmap the retired sessions without any */

@@ -3,8 +3,9 @@
  *
  * The injector loads the DLL with a remote LoadLibraryW and then starts a
  * second remote thread at hs_agent_init, waiting for both before the
- * target's main thread runs. DllMain only attaches to the session (found
- * by the target's pid) and reserves the TLS slot; all real work happens in
+ * target's main thread runs. DllMain only notes where the DLL is; the
+ * session (a section handle the injector duplicated into this process,
+ * hs_agent_init's argument) is attached and everything else done in
  * hs_agent_init, outside the loader lock.
  */
 #include <stdlib.h>
@@ -15,28 +16,12 @@
 BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
 {
     switch (reason) {
-    case DLL_PROCESS_ATTACH: {
+    case DLL_PROCESS_ATTACH:
         g_hs.self = inst;
         g_hs.self_size = hs_pe_mapped_size(inst, NULL);
-        if (hs_session_attach() < 0)
-            return TRUE;    /* no session for this process: stay dormant */
-        hs_session_header *h = g_hs.hdr;
         InitializeSRWLock(&g_hs.layout_lock);
         InitializeCriticalSection(&g_hs.install_lock);
-        g_hs.tls = TlsAlloc();
-        if (g_hs.tls == TLS_OUT_OF_INDEXES || hs_sink_init() < 0) {
-            hs_agent_fail((int)GetLastError(), "agent: no TLS slot or memory");
-            h->agent_state = HS_AGENT_FAILED;
-            g_hs.hdr = NULL;
-            return TRUE;
-        }
-        h->tls_index = g_hs.tls;
-        hs_session_describe_agent(h);
-        h->tsc_start = hs_rdtsc();
-        MemoryBarrier();
-        h->agent_state = HS_AGENT_LOADED;
         break;
-    }
     case DLL_THREAD_ATTACH:
         hs_ending_thread(1);
         break;
@@ -119,14 +104,42 @@ static void calibrate_tsc(hs_session_header *h)
     hs_time_on = 1;
 }
 
-/* Run by the injector in a remote thread before the target runs (or, for
- * attach, while it runs): hook the configured modules. Returns 0 or a
- * Win32 error; the session's error_text says what went wrong. */
-__declspec(dllexport) DWORD WINAPI hs_agent_init(void *param __attribute__((unused)))
+/* Serve the session whose section is `handle` (in this process): its TLS
+ * slot, the sink, the state the injector waits for. Returns 0 or a Win32
+ * error. */
+static DWORD attach(uint64_t handle)
 {
+    if (hs_session_attach(handle) < 0)
+        return ERROR_INVALID_HANDLE;   /* no session of this process */
     hs_session_header *h = g_hs.hdr;
-    if (!h)
-        return ERROR_NOT_READY;
+    g_hs.tls = TlsAlloc();
+    if (g_hs.tls == TLS_OUT_OF_INDEXES || hs_sink_init() < 0) {
+        hs_agent_fail((int)GetLastError(), "agent: no TLS slot or memory");
+        h->agent_state = HS_AGENT_FAILED;
+        g_hs.hdr = NULL;
+        return ERROR_NOT_ENOUGH_MEMORY;
+    }
+    h->tls_index = g_hs.tls;
+    hs_session_describe_agent(h);
+    h->tsc_start = hs_rdtsc();
+    MemoryBarrier();
+    h->agent_state = HS_AGENT_LOADED;
+    return 0;
+}
+
+/* Run by the injector in a remote thread before the target runs (or, for
+ * attach, while it runs), with the session's section handle (duplicated
+ * into this process) as its argument: attach to the session and hook the
+ * configured modules. Returns 0 or a Win32 error; the session's
+ * error_text says what went wrong. */
+__declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
+{
+    if (!g_hs.hdr) {
+        DWORD rc = attach((uint64_t)(uintptr_t)param);
+        if (rc)
+            return rc;
+    }
+    hs_session_header *h = g_hs.hdr;
     /* This thread belongs to hookscope: whatever it runs (the exe's TLS
      * callbacks at its exit too) counts into the sink, for good. */
     hs_agent_enter();
@@ -240,8 +253,8 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
 }
 
 /* A later attach, with the agent still loaded from an earlier one (see
- * hs_agent_detach): serve the session named by `param` (UTF-16, in this
- * process's memory) and hook as hs_agent_init does. Returns 0 or a Win32
+ * hs_agent_detach): serve the session whose section handle (duplicated
+ * into this process) is `param` and hook as hs_agent_init does. Returns 0 or a Win32
  * error (ERROR_BUSY: the agent is not resident, e.g. another hookscope is
  * taking it over). */
 __declspec(dllexport) DWORD WINAPI hs_agent_reattach(void *param)
@@ -254,7 +267,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_reattach(void *param)
     EnterCriticalSection(&g_hs.install_lock);
     hs_modules_reset();
     hs_regions_reset();
-    int rc = hs_session_switch((const wchar_t *)param);
+    int rc = hs_session_switch((uint64_t)(uintptr_t)param);
     LeaveCriticalSection(&g_hs.install_lock);
     if (rc < 0) {
         p->state = HS_PUBLIC_RESIDENT;

@@ -1,6 +1,7 @@
 /*
- * agent/session.c - the agent's side of the session: find the section the
- * injector created for this process, and grow the tables in it.
+ * agent/session.c - the agent's side of the session: map the section the
+ * injector created for this process (handed over as a handle it
+ * duplicated into this process), and grow the tables in it.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,8 +13,7 @@
 hs_agent g_hs;
 
 /* What this agent says about itself to the next hookscope (session.h). */
-__declspec(dllexport) hs_agent_public hs_agent_public_state = { HS_PUBLIC_MAGIC, HS_SESSION_VERSION, 0, 0, 0, 0,
-                                                                { 0 } };
+__declspec(dllexport) hs_agent_public hs_agent_public_state = { HS_PUBLIC_MAGIC, HS_SESSION_VERSION, 0, 0, 0, 0, 0 };
 
 /* Sessions served before the current one, kept mapped while timed calls
  * that entered the wrapper then are still open (they return into it and
@@ -26,22 +26,23 @@ static struct retired {
 } retired[MAX_RETIRED];
 static size_t n_retired;
 
-/* Map the session called `name`; 0, or -1 when there is none (or not ours). */
-static int map_session(const wchar_t *name, HANDLE *mapping, void **view)
+/* Map the session whose section handle (in this process) is `handle`; 0,
+ * or -1 when it is no session for this process. The handle becomes ours
+ * (closed when the session is released). */
+static int map_session(uint64_t handle, HANDLE *mapping, void **view)
 {
-    HANDLE m = OpenFileMappingW(FILE_MAP_READ | FILE_MAP_WRITE, FALSE, name);
+    HANDLE m = (HANDLE)(uintptr_t)handle;
     if (!m)
         return -1;
     void *v = MapViewOfFile(m, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, 0);
-    if (!v) {
-        CloseHandle(m);
+    if (!v)
         return -1;
-    }
+    MEMORY_BASIC_INFORMATION mi;
     hs_session_header *h = v;
-    if (h->magic != HS_SESSION_MAGIC || h->version != HS_SESSION_VERSION ||
-        h->header_size != sizeof(hs_session_header) || h->target_pid != GetCurrentProcessId()) {
+    if (!VirtualQuery(v, &mi, sizeof mi) || mi.RegionSize < sizeof *h || h->magic != HS_SESSION_MAGIC ||
+        h->version != HS_SESSION_VERSION || h->header_size != sizeof(hs_session_header) ||
+        h->target_pid != GetCurrentProcessId()) {
         UnmapViewOfFile(v);
-        CloseHandle(m);
         return -1;
     }
     *mapping = m;
@@ -50,28 +51,22 @@ static int map_session(const wchar_t *name, HANDLE *mapping, void **view)
 }
 
 /* The function service's events of the session's injector (its own: a
- * reused agent serves a new hookscope). */
-static void open_fn_events(void)
+ * reused agent serves a new hookscope), duplicated into this process by
+ * the injector before the agent starts. */
+static void take_fn_events(void)
 {
-    wchar_t name[64];
     if (g_hs.fn_request)
         CloseHandle(g_hs.fn_request);
     if (g_hs.fn_answer)
         CloseHandle(g_hs.fn_answer);
-    swprintf(name, 64, HS_FN_REQUEST_EVENT_FMT, (unsigned long)GetCurrentProcessId());
-    g_hs.fn_request = OpenEventW(EVENT_MODIFY_STATE, FALSE, name);
-    swprintf(name, 64, HS_FN_ANSWER_EVENT_FMT, (unsigned long)GetCurrentProcessId());
-    g_hs.fn_answer = OpenEventW(SYNCHRONIZE, FALSE, name);
+    g_hs.fn_request = (HANDLE)(uintptr_t)g_hs.hdr->fn_request_event;
+    g_hs.fn_answer = (HANDLE)(uintptr_t)g_hs.hdr->fn_answer_event;
 }
 
-static void publish(const wchar_t *name)
+static void publish(HANDLE mapping)
 {
     hs_agent_public *p = &hs_agent_public_state;
-    size_t len = wcslen(name);
-    if (len >= 64)
-        len = 63;
-    memset(p->session_name, 0, sizeof p->session_name);
-    memcpy(p->session_name, name, len * sizeof(wchar_t));
+    p->session_handle = (uint64_t)(uintptr_t)mapping;
     p->injector_pid = g_hs.hdr->injector_pid;
     p->sessions++;
     MemoryBarrier();
@@ -88,31 +83,28 @@ void hs_session_describe_agent(hs_session_header *h)
     h->wrap_ret = (uint64_t)(uintptr_t)hs_wrapper_ret;
 }
 
-int hs_session_attach(void)
+int hs_session_attach(uint64_t handle)
 {
-    wchar_t name[64];
-    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)GetCurrentProcessId());
-    if (map_session(name, &g_hs.mapping, &g_hs.view) < 0)
+    if (map_session(handle, &g_hs.mapping, &g_hs.view) < 0)
         return -1;
     g_hs.hdr = g_hs.view;
-    open_fn_events();
-    publish(name);
+    take_fn_events();
+    publish(g_hs.mapping);
     return 0;
 }
 
-int hs_session_switch(const wchar_t *name)
+int hs_session_switch(uint64_t handle)
 {
     HANDLE m;
     void *v;
     if (n_retired == MAX_RETIRED)
         return -2;
-    if (map_session(name, &m, &v) < 0)
+    if (map_session(handle, &m, &v) < 0)
         return -1;
     hs_session_header *h = v;
     DWORD tls = TlsAlloc();
     if (tls == TLS_OUT_OF_INDEXES) {
         UnmapViewOfFile(v);
-        CloseHandle(m);
         return -1;
     }
     /* the old session stays mapped (timed calls may still return into
@@ -131,8 +123,8 @@ int hs_session_switch(const wchar_t *name)
     h->tls_index = tls;
     hs_session_describe_agent(h);
     h->tsc_start = hs_rdtsc();
-    open_fn_events();
-    publish(name);
+    take_fn_events();
+    publish(m);
     return 0;
 }
 

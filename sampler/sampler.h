@@ -225,6 +225,8 @@ typedef struct hs_sampler_stats {
     double threads_s;          /* the sampled threads' wall time (summed), for held_s's share;
                                   -1 unknown */
     bool stalled;              /* sampling stopped early: a thread's context never came */
+    char note[400];            /* what went wrong that the report must say (said on stderr too), or "" */
+    bool etl_left;             /* etw: the session did not stop; its file is left as it is */
 } hs_sampler_stats;
 
 typedef struct hs_sampler hs_sampler;

@@ -67,11 +67,6 @@ SKIPS = [
 ]
 
 KNOWN = [
-    Entry(r"^(unit|asan)/test_session_fuzz: fuzz/session/layout$", r"",
-          "the session's importer (injector/profile/from_session.c) trusts the header's layout fields (offsets, "
-          "record sizes, capacities, region size), which a hostile target can overwrite: most damaged layouts "
-          "make it read outside the view; hardening it is its own piece of work (HS_FUZZ_SAVE=DIR keeps the "
-          "seed and every failing case as files, `test_session_fuzz FILE...` replays them)"),
 ]
 
 

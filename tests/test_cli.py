@@ -161,7 +161,7 @@ RUN_OPTIONS = ["--module", "--function", "--exclude", "--output", "--duration", 
                "--stack-every", "--time", "--quiet", "--verbose", "--max-functions", "--max-threads", "--help",
                "--symbols", "--srcline", "--no-sample", "--sample-rate", "--no-hooks", "--sampler", "--keep-etl"]
 TAKES = {
-    "run": RUN_OPTIONS,
+    "run": RUN_OPTIONS + ["--elevated-target"],
     "attach": RUN_OPTIONS,
     "functions": ["--function", "--exclude", "--verbose", "--help", "--symbols"],
     "report": ["--output", "--quiet", "--verbose", "--help", "--etl", "--pid", "--process", "--symbols",

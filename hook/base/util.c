@@ -9,10 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
 #include <windows.h>
 #else
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #endif
 
 #include "hook/base/text.h"
@@ -244,6 +248,61 @@ FILE *hs_fopen(const char *path, const char *mode)
     return f;
 #else
     return fopen(path, mode);
+#endif
+}
+
+FILE *hs_fopen_out(const char *path, const char **why)
+{
+#ifdef _WIN32
+    /* one open that does not follow a reparse point at the name (the link
+     * itself is opened), then what was opened is checked */
+    wchar_t *w = hs_wide(path);
+    HANDLE h = CreateFileW(w, GENERIC_WRITE, FILE_SHARE_READ, NULL, OPEN_ALWAYS,
+                           FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    free(w);
+    if (h == INVALID_HANDLE_VALUE) {
+        *why = hs_win_error(GetLastError());
+        return NULL;
+    }
+    BY_HANDLE_FILE_INFORMATION fi;
+    *why = NULL;
+    if (!GetFileInformationByHandle(h, &fi))
+        *why = hs_win_error(GetLastError());
+    else if (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)
+        *why = "it is a junction or symbolic link (never written through)";
+    else if (fi.nNumberOfLinks > 1)
+        *why = "it is a hard link to another file (never written through)";
+    else if (!SetEndOfFile(h))
+        *why = hs_win_error(GetLastError());
+    int fd = *why ? -1 : _open_osfhandle((intptr_t)h, _O_WRONLY | _O_BINARY);
+    FILE *f = fd >= 0 ? _fdopen(fd, "wb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            _close(fd);
+        else
+            CloseHandle(h);
+        if (!*why)
+            *why = "cannot open it";
+    }
+    return f;
+#else
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    struct stat st;
+    *why = NULL;
+    if (fd < 0)
+        *why = errno == ELOOP ? "it is a symbolic link (never written through)" : strerror(errno);
+    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        *why = "it is not a regular file";
+    else if (st.st_nlink > 1)
+        *why = "it is a hard link to another file (never written through)";
+    else if (ftruncate(fd, 0) != 0)
+        *why = strerror(errno);
+    FILE *f = *why ? NULL : fdopen(fd, "wb");
+    if (!f && fd >= 0)
+        close(fd);
+    if (!f && !*why)
+        *why = strerror(errno);
+    return f;
 #endif
 }
 

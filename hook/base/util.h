@@ -59,6 +59,11 @@ uint8_t *hs_load_file(const char *path, size_t *size, const char **why);
 /* fopen of a UTF-8 path (mode as fopen's). */
 FILE *hs_fopen(const char *path, const char *mode);
 
+/* Create or truncate the file at a UTF-8 path for writing (binary), never
+ * through a junction, symbolic link or hard link at that name: such a
+ * name is refused (NULL, *why saying so; *why also says any other error). */
+FILE *hs_fopen_out(const char *path, const char **why);
+
 /* Remove the file at a UTF-8 path; 0 if it is gone (or was never there),
  * -1 with the reason in *why (static) otherwise. */
 int hs_remove_file(const char *path, const char **why);
@@ -88,6 +93,14 @@ const char *hs_win_error(unsigned long err);
 
 /* Directory of hookscope.exe, with a trailing backslash. */
 const wchar_t *hs_self_dir(void);
+
+/* A test's replacement for a table of system functions (the ETW calls,
+ * the token calls), which Wine lacks or cannot show: the table that the
+ * export `name` of the DLL named by environment variable `env` returns.
+ * NULL when env is not set; NULL after one line when the DLL is not under
+ * the folder that holds hookscope's own folder (an elevated hookscope
+ * loads no DLL that a variable points to elsewhere) or has no `name`. */
+void *hs_test_table(const char *env, const char *name);
 
 /* A kernel's name of a file ("\Device\HarddiskVolume2\x\y.dll", as ETW
  * traces record them; "\SystemRoot\..."; "\??\C:\...") as a path of

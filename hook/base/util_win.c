@@ -123,3 +123,34 @@ char *hs_nt_path_local(const char *nt)
     }
     return NULL;
 }
+
+void *hs_test_table(const char *env, const char *name)
+{
+    const char *dll = getenv(env);
+    if (!dll || !*dll)
+        return NULL;
+    /* the DLL's full path must lie under the folder that holds hookscope's
+     * own folder (a build tree, an install folder), never anywhere a
+     * variable of the environment points */
+    wchar_t *w = hs_wide(dll), full[MAX_PATH * 2], root[MAX_PATH];
+    DWORD n = GetFullPathNameW(w, MAX_PATH * 2, full, NULL);
+    free(w);
+    wcsncpy(root, hs_self_dir(), MAX_PATH - 1);
+    root[MAX_PATH - 1] = 0;
+    size_t r = wcslen(root);
+    if (r && (root[r - 1] == L'\\' || root[r - 1] == L'/'))
+        root[--r] = 0;
+    while (r && root[r - 1] != L'\\' && root[r - 1] != L'/')
+        root[--r] = 0;
+    if (!n || n >= MAX_PATH * 2 || !r || _wcsnicmp(full, root, r) != 0 || wcsstr(full + r, L"..")) {
+        hs_err("%s=%s is not under hookscope's own folder tree: not loaded", env, dll);
+        return NULL;
+    }
+    HMODULE m = LoadLibraryExW(full, NULL, LOAD_WITH_ALTERED_SEARCH_PATH);
+    void *(*get)(void) = m ? (void *(*)(void))(void (*)(void))GetProcAddress(m, name) : NULL;
+    if (!get) {
+        hs_err("%s=%s has no %s: not used", env, dll, name);
+        return NULL;
+    }
+    return get();
+}

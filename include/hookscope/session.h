@@ -1,11 +1,19 @@
 /*
  * hookscope/session.h - the contract between hookscope.exe (the injector)
- * and the agent DLL inside the target: one named shared-memory section.
+ * and the agent DLL inside the target: one shared-memory section.
  *
  * The injector creates the section (SEC_RESERVE, so only what is used is
  * committed), writes the header and the configuration, and keeps a view of
  * it for as long as it runs: everything the agent counts lives here, so a
  * crash or a kill of the target loses nothing that was counted.
+ *
+ * The section has no name and a DACL that admits only hookscope's own
+ * user: no other process can open it, or create it first. The agent gets
+ * it as a handle the injector duplicated into the target (hs_agent_init's
+ * argument), and so gets the function service's two events (fn_*_event).
+ * The target can write every byte of it, at any time: hookscope.exe keeps
+ * its own copy of the layout and the configuration, and reads what the
+ * agent wrote as untrusted input (injector/profile/from_session.h).
  *
  *   [header][module table][function table][thread slots][regions ...]
  *
@@ -24,11 +32,7 @@
 #include <stdint.h>
 
 #define HS_SESSION_MAGIC 0x315353455353484Bull /* "KHSSESS1" */
-#define HS_SESSION_VERSION 1
-
-/* The section's name is derived from the target's pid, so the agent finds
- * it whether it was injected at launch or by attach. */
-#define HS_SESSION_NAME_FMT L"Local\\hookscope-session-%lu"
+#define HS_SESSION_VERSION 2
 
 #define HS_MAX_PATTERNS 32
 #define HS_PATTERN_LEN 260
@@ -137,11 +141,11 @@ typedef struct hs_fn_entry {
     uint8_t reserved;
 } hs_fn_entry;
 
-/* The function service's events (auto-reset), by the target's pid: the
- * agent sets the request event after writing fn_request, the injector the
- * answer event after writing the list. */
-#define HS_FN_REQUEST_EVENT_FMT L"Local\\hookscope-fnreq-%lu"
-#define HS_FN_ANSWER_EVENT_FMT L"Local\\hookscope-fnans-%lu"
+/* The function service's events (auto-reset, unnamed): the agent sets
+ * the request event after writing fn_request, the injector the answer
+ * event after writing the list. The injector duplicates both into the
+ * target and writes their handles there into fn_request_event and
+ * fn_answer_event before the agent starts. */
 
 /* thread slot states */
 enum { HS_SLOT_FREE = 0, HS_SLOT_LIVE = 1, HS_SLOT_EXITED = 2 };
@@ -353,6 +357,8 @@ typedef struct hs_session_header {
     volatile int32_t fn_count;
     uint32_t fn_list_cap;
     uint64_t fn_list_off;
+    uint64_t fn_request_event;        /* the events, as handles of the target (the injector's */
+    uint64_t fn_answer_event;         /*   duplicates, written before the agent starts) */
     /* threads the agent started in the target (its freeze workers), for
      * a sampler, which never samples them; 0: a free entry */
     volatile uint32_t agent_tids[8];
@@ -418,10 +424,15 @@ typedef struct hs_agent_public {
     volatile uint32_t injector_pid; /* of the session being served (or last served) */
     volatile uint32_t sessions;  /* sessions served so far */
     volatile uint64_t frames_open; /* timed calls open at the last detach */
-    uint16_t session_name[64];   /* the session being served (UTF-16) */
+    volatile uint64_t session_handle; /* the section being served, as a handle of this process: a
+                                         later hookscope duplicates it to take over an agent whose
+                                         hookscope ended without detaching */
 } hs_agent_public;
 
-/* Accessors, shared by both sides. `base` is the start of the view. */
+/* Accessors for the agent, which trusts the header it maps (it is the
+ * injector's). `base` is the start of the view. hookscope.exe never
+ * follows the view's header: it reads through injector/profile/
+ * from_session.h, with its own copy of the layout. */
 static inline hs_module_rec *hs_session_module(void *base, uint32_t i)
 {
     hs_session_header *h = (hs_session_header *)base;

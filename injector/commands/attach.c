@@ -17,6 +17,7 @@
 #include "injector/output/outdir.h"
 #include "injector/trace/inject.h"
 #include "injector/trace/outcome.h"
+#include "injector/trace/rights.h"
 #include "injector/trace/target.h"
 #include "injector/trace/trace.h"
 
@@ -41,7 +42,7 @@ static int hookscope_alive(DWORD pid)
  * serve this attach; 0: it was taken out now (a hookscope that attached
  * ended without detaching), a fresh one can be loaded; -1: neither (the
  * error is printed). */
-static int agent_left_behind(HANDLE process, DWORD pid, const hs_agent_public *pub)
+static int agent_left_behind(HANDLE process, DWORD pid, uint64_t base, const hs_agent_public *pub)
 {
     if (pub->state == HS_PUBLIC_RESIDENT)
         return 1;
@@ -58,7 +59,7 @@ static int agent_left_behind(HANDLE process, DWORD pid, const hs_agent_public *p
     /* the hookscope that attached ended without detaching: its hooks may
      * still be in; take them out first */
     hs_session_host old;
-    if (hs_session_open(&old, (const wchar_t *)pub->session_name) < 0) {
+    if (hs_session_open(&old, process, pub->session_handle, base) < 0) {
         hs_err("process %lu has a hookscope agent whose session is gone (a hookscope ended while "
                "attaching?)", (unsigned long)pid);
         return -1;
@@ -72,9 +73,12 @@ static int agent_left_behind(HANDLE process, DWORD pid, const hs_agent_public *p
             rc = hs_agent_unload(process, &old) < 0 ? -1 : 0;
         else if (code == ERROR_BUSY || code == WAIT_TIMEOUT)
             rc = 1;
-        else
+        else {
+            hs_session_header h;
+            hs_session_host_header(&old, &h);
             hs_err("could not take out the hooks of the hookscope that attached before (%s): %s",
-                   hs_win_error(code), old.hdr->error_text);
+                   hs_win_error(code), h.error_text);
+        }
     }
     hs_session_close(&old);
     return rc;
@@ -83,10 +87,15 @@ static int agent_left_behind(HANDLE process, DWORD pid, const hs_agent_public *p
 int hs_cmd_attach(const hs_options *o)
 {
     hs_trace_config tc = hs_options_trace(o);
-    /* samples only: reading is enough */
+    /* samples only: reading is enough; hooks: the session's handles go in */
     const DWORD access = !o->no_hooks ? PROCESS_CREATE_THREAD | PROCESS_QUERY_INFORMATION | PROCESS_VM_OPERATION |
-                                        PROCESS_VM_WRITE | PROCESS_VM_READ | SYNCHRONIZE
+                                        PROCESS_VM_WRITE | PROCESS_VM_READ | PROCESS_DUP_HANDLE | SYNCHRONIZE
                                   : PROCESS_QUERY_INFORMATION | PROCESS_VM_READ | SYNCHRONIZE;
+    char why[300];
+    if (hs_rights_attach_check(hs_token_api_get(), o->pid, why, sizeof why) < 0) {
+        hs_err("%s", why);
+        return HS_EXIT_FAILED;
+    }
     HANDLE process = OpenProcess(access, FALSE, o->pid);
     if (!process) {
         DWORD err = GetLastError();
@@ -137,15 +146,17 @@ int hs_cmd_attach(const hs_options *o)
                 Sleep(20);
             found = hs_agent_find(process, &agent_base, &pub);
         }
-        if (found > 0 && (reuse = agent_left_behind(process, o->pid, &pub)) < 0)
+        if (found > 0 && (reuse = agent_left_behind(process, o->pid, agent_base, &pub)) < 0)
             return HS_EXIT_FAILED;
-        if (hs_trace_session(&t, o->pid, &tc, HS_OPT_ATTACH, reuse != 0) < 0)
+        if (hs_trace_session(&t, o->pid, &tc, HS_OPT_ATTACH) < 0)
             return HS_EXIT_FAILED;
         if ((reuse ? hs_agent_reuse(process, &t.session, agent_base) : hs_inject(process, &t.session)) < 0 ||
             hs_trace_check_filters(&t, &tc) < 0) {
             /* the agent may be half loaded: take out whatever went in */
             DWORD ignored;
-            if (t.session.hdr->agent_state >= HS_AGENT_LOADED &&
+            hs_session_header h;
+            hs_session_host_header(&t.session, &h);
+            if (h.agent_state >= HS_AGENT_LOADED &&
                 hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
                 ignored == 0)
                 hs_agent_unload(process, &t.session);
@@ -164,8 +175,11 @@ int hs_cmd_attach(const hs_options *o)
     t.t_start = hs_now();
     if (!o->quiet && !o->no_hooks) {
         uint32_t hooked = 0;
-        for (uint32_t m = 0; m < t.session.hdr->n_modules && m < t.session.hdr->max_modules; m++)
-            hooked += hs_session_module(t.session.view, m)->n_hooked;
+        hs_session_src src = hs_session_host_src(&t.session);
+        hs_module_rec rec;
+        for (uint32_t m = 0; m < hs_session_modules(&src); m++)
+            if (hs_session_module_at(&src, m, &rec))
+                hooked += rec.n_hooked;
         hs_err("attached to %u (%s), %u functions hooked; %s", o->pid, hs_basename(shown), hooked,
                o->duration > 0 ? "detaching after --duration or at Ctrl+C" : "Ctrl+C to stop");
     } else if (!o->quiet) {
@@ -206,7 +220,9 @@ int hs_cmd_attach(const hs_options *o)
                    "(every hook is out)");
         } else if (dcode != 0) {
             hs_profile_warn(t.p, "some threads stayed inside hooks; the agent stays loaded (inactive)");
-            if (!t.session.hdr->error_text[0])   /* (else that says why, at the end) */
+            hs_session_header h;
+            hs_session_host_header(&t.session, &h);
+            if (!h.error_text[0])   /* (else that says why, at the end) */
                 hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",
                        hs_win_error(dcode));
         } else if (hs_log("hooks out; unloading the agent"), hs_agent_unload(process, &t.session) < 0) {
@@ -217,7 +233,10 @@ int hs_cmd_attach(const hs_options *o)
         t.p->exited = 1;
         t.p->exit_code = code;
         /* it ended while hooked: a crash, or an exit (from what the agent saw) */
-        hs_ending_decide(t.session.hdr, code, t.p);
+        hs_session_header h;
+        if (t.session.view)
+            hs_session_host_header(&t.session, &h);
+        hs_ending_decide(t.session.view ? &h : NULL, code, t.p);
         if (t.p->stop == HS_STOP_CRASH)
             stop = HS_STOP_CRASH;
     }

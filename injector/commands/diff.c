@@ -34,9 +34,10 @@ static hs_profile *load_dir(const wchar_t *d, char **name)
 static int write_to(const char *dir, const char *file, FILE **f, char **path)
 {
     *path = hs_xasprintf("%s\\%s", dir, file);
-    *f = hs_fopen(*path, "wb");
+    const char *why = NULL;
+    *f = hs_fopen_out(*path, &why);
     if (!*f) {
-        hs_err("cannot write %s", *path);
+        hs_err("cannot write %s: %s", *path, why);
         return -1;
     }
     return 0;

@@ -21,7 +21,7 @@
 enum opt_id {
     OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_OUTPUT, OPT_DURATION, OPT_NO_EDGES, OPT_STACKS,
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
-    OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER, OPT_KEEP_ETL,
+    OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER, OPT_KEEP_ETL, OPT_ELEVATED_TARGET,
     OPT_SYMBOLS, OPT_SRCLINE, OPT_ETL, OPT_PID, OPT_PROCESS, OPT_FORMAT, OPT_SORT, OPT_TOP, OPT_THREADS,
 };
 
@@ -83,6 +83,10 @@ static const optdef options[] = {
     { OPT_KEEP_ETL, L"--keep-etl", NULL, NULL, 0, TRACE,
       "keep the etw sampler's trace as hookscope.etl in\n"
       "the output directory (report --etl reads it)" },
+    { OPT_ELEVATED_TARGET, L"--elevated-target", NULL, NULL, 0, HS_CMD_RUN,
+      "when hookscope runs elevated, start the target\n"
+      "elevated too (by default it gets the user's\n"
+      "unelevated token)" },
     { OPT_ETL, L"--etl", NULL, "FILE", 0, HS_CMD_REPORT,
       "read a recorded ETW trace (.etl: xperf, WPR,\n"
       "UIforETW, PerfView) instead of a run's directory" },
@@ -336,6 +340,7 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     }
     case OPT_NO_SAMPLE: o->sample = 0; break;
     case OPT_KEEP_ETL: o->keep_etl = 1; break;
+    case OPT_ELEVATED_TARGET: o->elevated_target = 1; break;
     case OPT_NO_HOOKS: o->no_hooks = 1; break;
     case OPT_SYMBOLS:
         if (!*val)

@@ -28,6 +28,7 @@ typedef struct hs_options {
     int no_hooks;               /* --no-hooks: hook and inject nothing, samples only */
     const char *sampler;        /* --sampler NAME: "suspend", "etw", "auto"; NULL: auto */
     int keep_etl;               /* --keep-etl: keep the etw backend's trace */
+    int elevated_target;        /* run --elevated-target: an elevated hookscope's target stays elevated */
     const wchar_t *filters[HS_MAX_FILTERS]; /* -f include / -x exclude patterns */
     int filter_exclude[HS_MAX_FILTERS];
     int nfilters;

@@ -78,12 +78,13 @@ static int write_one(const hs_options *o, const hs_profile *p, const char *out)
     int rc;
     if (shaped) {
         char *path = hs_xasprintf("%s\\%s", out, name);
-        FILE *f = hs_fopen(path, "wb");
+        const char *why = NULL;
+        FILE *f = hs_fopen_out(path, &why);
         rc = f && hs_write_txt_view(p, &view, f) == 0 ? 0 : -1;
         if (f && fclose(f) != 0)
             rc = -1;
         if (rc)
-            hs_err("cannot write %s", path);
+            hs_err("cannot write %s%s%s", path, why ? ": " : "", why ? why : "");
         free(path);
     } else {
         rc = hs_write_file(w, p, out, name);

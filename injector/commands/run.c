@@ -11,9 +11,11 @@
 #include "hook/base/util.h"
 #include "injector/commands/commands.h"
 #include "injector/commands/progress.h"
+#include "injector/output/format.h"
 #include "injector/output/outdir.h"
 #include "injector/trace/inject.h"
 #include "injector/trace/outcome.h"
+#include "injector/trace/rights.h"
 #include "injector/trace/session_host.h"
 #include "injector/trace/target.h"
 #include "injector/trace/trace.h"
@@ -57,12 +59,19 @@ int hs_cmd_run(const hs_options *o)
     if (hs_trace_begin(&t, &tc) < 0)
         return HS_EXIT_FAILED;
     PROCESS_INFORMATION pi;
-    if (!CreateProcessW(path, cmdline, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
-        hs_err("cannot start '%s': %s", shown, hs_win_error(GetLastError()));
+    hs_rights rights;
+    char why[400];
+    if (hs_rights_start(hs_token_api_get(), o->elevated_target != 0, path, cmdline, &si, &pi, &rights, why,
+                        sizeof why) < 0) {
+        hs_err("cannot start '%s': %s", shown, why);
         return HS_EXIT_FAILED;
     }
+    if (hs_rights_name(rights)) {
+        t.p->target_rights = hs_xstrdup(hs_rights_name(rights));
+        hs_log("the target's rights: %s", hs_fmt_rights(t.p->target_rights));
+    }
     t.p->pid = pi.dwProcessId;
-    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, &tc, 0, false) < 0 ||
+    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, &tc, 0) < 0 ||
                       hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, &tc) < 0)) ||
         hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
@@ -116,11 +125,13 @@ int hs_cmd_run(const hs_options *o)
     t.p->stop = stop;
     if (stop == HS_STOP_EXIT) {
         /* crash or exit: from how it ended, as the agent saw it */
-        hs_ending_decide(t.session.hdr, code, t.p);
+        hs_session_header h;
+        if (t.session.view)
+            hs_session_host_header(&t.session, &h);
+        hs_ending_decide(t.session.view ? &h : NULL, code, t.p);
         stop = t.p->stop;
-        if (t.session.hdr)
-            hs_log("ending seen by the agent: 0x%x (watched 0x%x)", t.session.hdr->end_seen,
-                   t.session.hdr->end_watch);
+        if (t.session.view)
+            hs_log("ending seen by the agent: 0x%x (watched 0x%x)", h.end_seen, h.end_watch);
     }
     t.p->target_path = hs_utf8(path);
     t.p->nargs = o->target_argc - 1;

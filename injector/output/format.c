@@ -77,9 +77,9 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
         if (lo < 0)
             lo = b;
         hi = b;
-        total += hist[b];
+        total += (double)hist[b];
     }
-    if (lo < 0 || !total)
+    if (lo < 0)
         return;
     if (lo > 0)
         lo--;
@@ -93,6 +93,21 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets)
         bar[w] = 0;
         fprintf(out, "%16llu |%-40s %llu\n", 1ull << b, bar, (unsigned long long)hist[b]);
     }
+}
+
+const char *hs_fmt_rights(const char *rights)
+{
+    if (!strcmp(rights, "user"))
+        return "the user's, unelevated (hookscope ran elevated; --elevated-target keeps them)";
+    if (!strcmp(rights, "user-restricted"))
+        return "the user's, restricted to medium integrity without the administrators group (hookscope ran "
+               "elevated; --elevated-target keeps them)";
+    if (!strcmp(rights, "administrator"))
+        return "administrator (--elevated-target)";
+    if (!strcmp(rights, "administrator-only"))
+        return "administrator, as hookscope's: its token has no unelevated one (UAC off, or the built-in "
+               "Administrator)";
+    return rights;
 }
 
 void hs_fmt_stop(const hs_profile *p, char *buf, size_t len)

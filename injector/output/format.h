@@ -37,6 +37,8 @@ void hs_fmt_quantize(FILE *out, const uint64_t *hist, int nbuckets);
 
 /* How the trace ended, one line ("exited with code 0 (0x0)"). */
 void hs_fmt_stop(const hs_profile *p, char *buf, size_t len);
+/* What report.txt says of the target's rights (profile.h, target_rights). */
+const char *hs_fmt_rights(const char *rights);
 
 /* The --stacks capture policy ("every call", "every 10th call of each
  * function on each thread"). */

@@ -3,7 +3,18 @@
  * ".hookscope.lock" in the directory, opened for writing with no write
  * sharing and deleted on close: a second run cannot open it for writing
  * while the first runs, and reads the first one's pid from it.
+ *
+ * An elevated hookscope cleans and writes this directory, which others
+ * may be able to write into: a junction or symbolic link planted as the
+ * directory or in it would redirect those deletes and writes. So the
+ * directory is refused when it is one or holds one; it is held open
+ * without delete sharing for the whole run (it cannot be renamed and
+ * replaced meanwhile); and every file is written through an open that
+ * does not follow a link at its name (hs_fopen_out). Under Wine a Unix
+ * symbolic link to a directory shows as a reparse point, one to a file
+ * does not.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <windows.h>
@@ -17,7 +28,7 @@
  * end: Wine's server deletes a delete-on-close file when it notices the
  * process has gone, which can be after whoever waited for hookscope
  * lists the directory. */
-#define MAX_LOCKS 4
+#define MAX_LOCKS 8
 static HANDLE locks[MAX_LOCKS];
 static int nlocks;
 
@@ -25,6 +36,63 @@ static void close_locks(void)
 {
     while (nlocks > 0)
         CloseHandle(locks[--nlocks]);
+}
+
+static void hold(HANDLE h)
+{
+    if (nlocks < MAX_LOCKS) {
+        if (nlocks == 0)
+            atexit(close_locks);
+        locks[nlocks++] = h;
+    }
+}
+
+static bool is_reparse(DWORD attr)
+{
+    return attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_REPARSE_POINT);
+}
+
+/* The directory w: not a junction or link itself, none in it; held open.
+ * 0, or -1 after one line. */
+static int guard(const char *dir, const wchar_t *w)
+{
+    const char *refused = "hookscope never cleans or writes through one";
+    HANDLE d = CreateFileW(w, FILE_LIST_DIRECTORY, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING,
+                           FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    BY_HANDLE_FILE_INFORMATION fi;
+    if (is_reparse(GetFileAttributesW(w)) ||
+        (d != INVALID_HANDLE_VALUE && GetFileInformationByHandle(d, &fi) && is_reparse(fi.dwFileAttributes))) {
+        hs_err("output directory %s is a junction or symbolic link: refused (%s)", dir, refused);
+        if (d != INVALID_HANDLE_VALUE)
+            CloseHandle(d);
+        return -1;
+    }
+    if (d == INVALID_HANDLE_VALUE) {
+        hs_err("cannot open output directory %s: %s", dir, hs_win_error(GetLastError()));
+        return -1;
+    }
+    size_t n = wcslen(w) + 3;
+    wchar_t *pattern = hs_xmalloc(n * sizeof(wchar_t));
+    swprintf(pattern, n, L"%ls\\*", w);
+    WIN32_FIND_DATAW fd;
+    HANDLE find = FindFirstFileW(pattern, &fd);
+    free(pattern);
+    int rc = 0;
+    for (BOOL more = find != INVALID_HANDLE_VALUE; more && rc == 0; more = FindNextFileW(find, &fd)) {
+        if (is_reparse(fd.dwFileAttributes)) {
+            char *name = hs_utf8(fd.cFileName);
+            hs_err("output directory %s holds a junction or symbolic link, %s: refused (%s)", dir, name, refused);
+            free(name);
+            rc = -1;
+        }
+    }
+    if (find != INVALID_HANDLE_VALUE)
+        FindClose(find);
+    if (rc < 0)
+        CloseHandle(d);
+    else
+        hold(d);   /* (no delete sharing: it stays this directory until hookscope exits) */
+    return rc;
 }
 
 /* Why dir could not be made a directory: the first existing part of the
@@ -69,12 +137,16 @@ int hs_outdir_open(const char *dir)
         free(w);
         return -1;
     }
+    if (guard(dir, w) < 0) {
+        free(w);
+        return -1;
+    }
     size_t ln = n + 2 + wcslen(LOCK_NAME);
     wchar_t *lock = hs_xmalloc(ln * sizeof(wchar_t));
     swprintf(lock, ln, L"%ls\\%ls", w, LOCK_NAME);
     free(w);
     HANDLE h = CreateFileW(lock, GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL, OPEN_ALWAYS,
-                           FILE_ATTRIBUTE_HIDDEN | FILE_FLAG_DELETE_ON_CLOSE, NULL);
+                           FILE_ATTRIBUTE_HIDDEN | FILE_FLAG_DELETE_ON_CLOSE | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
     if (h == INVALID_HANDLE_VALUE) {
         DWORD err = GetLastError();
         char holder[32] = "";
@@ -101,10 +173,6 @@ int hs_outdir_open(const char *dir)
     WriteFile(h, pid, (DWORD)len, &wrote, NULL);
     free(lock);
     /* held until hookscope exits */
-    if (nlocks < MAX_LOCKS) {
-        if (nlocks == 0)
-            atexit(close_locks);
-        locks[nlocks++] = h;
-    }
+    hold(h);
     return 0;
 }

@@ -124,6 +124,10 @@ static void write_target(const hs_profile *p, FILE *out)
             fprintf(out, "null");
         }
     }
+    if (p->target_rights) {
+        fprintf(out, ", \"rights\": ");
+        hs_json_quote(out, p->target_rights);
+    }
     fprintf(out, ", \"stop\": ");
     hs_json_quote(out, hs_stop_name(p->stop) ? hs_stop_name(p->stop) : "unknown");
     fprintf(out, ", \"wall_time_s\": %.6f", p->wall_s);

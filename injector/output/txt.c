@@ -469,6 +469,8 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     for (int i = 0; i < p->nargs; i++)
         fprintf(out, " %s", p->args[i]);
     fprintf(out, "\npid        %u\n", p->pid);
+    if (p->target_rights)
+        fprintf(out, "rights     %s\n", hs_fmt_rights(p->target_rights));
     fprintf(out, "end        %s\n", stop);
     if (p->exited)
         fprintf(out, "exit code  %u (0x%X)\n", p->exit_code, p->exit_code);

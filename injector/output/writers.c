@@ -4,7 +4,6 @@
  */
 #include "injector/output/writers.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,10 +76,11 @@ static char *join(const char *dir, const char *name)
 int hs_write_file(const hs_writer *w, const hs_profile *p, const char *dir, const char *name)
 {
     char *path = join(dir, name);
-    FILE *f = hs_fopen(path, "wb");
+    const char *why = NULL;
+    FILE *f = hs_fopen_out(path, &why);
     int rc = -1;
     if (!f) {
-        hs_err("cannot write %s: %s", path, strerror(errno));
+        hs_err("cannot write %s: %s", path, why);
     } else {
         rc = w->write(p, f);
         if (fclose(f) != 0 || rc != 0) {

@@ -1,18 +1,83 @@
 /*
- * injector/profile/from_session.h - read a session into a profile: modules,
- * functions and everything the agent counted, summed over every thread
- * region, with raw addresses (profile/resolve.h names them). The only
- * host code that reads the session's layout.
+ * injector/profile/from_session.h - read a session: into a profile at the
+ * end (modules, functions and everything the agent counted, summed over
+ * every thread region, with raw addresses; profile/resolve.h names them),
+ * and while the target runs (the calls so far, hookscope's own code for a
+ * sampler, one module record for the function service). The only host
+ * code that reads the session's layout.
+ *
+ * The session is untrusted input: the target can write every byte of it
+ * at any time (session.h). So the layout and the configuration come from
+ * hookscope's own copy (never from the section's header), every read is
+ * bounded by the section's size, every record is copied out of the
+ * section before it is checked and used (a value cannot change between
+ * its check and its use), every count, index, offset, size, string and
+ * depth is checked against the capacities hookscope chose, and nothing
+ * is allocated by a size the target wrote (only by those capacities).
+ * What fails a check is left out, and counted as a problem: a report
+ * then has what could be trusted, and one line names what was not.
  */
 #ifndef HOOKSCOPE_FROM_SESSION_H
 #define HOOKSCOPE_FROM_SESSION_H
 
-#include "injector/profile/profile.h"
+#include <stdbool.h>
+#include <stdint.h>
 
-/* p->tsc_hz must be set (durations are converted to ns here); with
- * p->sampling.on, the calls of each thread go to p's thread list too.
- * commit (NULL: none needed) makes a range of the view readable before it
- * is read: the agent commits the session's pages as its tables fill. */
-void hs_profile_from_session(hs_profile *p, void *view, void (*commit)(void *p, uint64_t len));
+#include "hookscope/session.h"
+#include "injector/profile/profile.h"
+#include "sampler/sampler.h"
+
+/* A session as hookscope.exe reads it. */
+typedef struct hs_session_src {
+    const hs_session_header *layout;  /* hookscope's own copy of the layout and configuration */
+    void *view;                       /* the section, mapped: every byte written by the target too */
+    uint64_t size;                    /* bytes of the view that may be read (layout->total_size) */
+    /* The agent commits the section's pages as its tables fill. Can the
+     * bytes at p be read (1: committed, or made so; 0: read as zeros)?
+     * *run holds how many are wanted, and gets how many from p on are in
+     * the same state (at least one). NULL: the whole view can be read. */
+    int (*committed)(const void *p, uint64_t *run);
+} hs_session_src;
+
+/* What a read found that the agent cannot have written: the first
+ * problem, named, and how many there were. */
+typedef struct hs_session_trust {
+    uint64_t problems;
+    char first[200];
+} hs_session_trust;
+
+/* "session corrupted by the target: <first> (and N more problems)", the
+ * one line a run prints and the report keeps; buf, or "" when trust saw
+ * no problem. */
+const char *hs_session_trust_line(const hs_session_trust *t, char *buf, size_t len);
+
+/* Everything into p. p->tsc_hz must be set (durations are converted to
+ * ns here); with p->sampling.on, the calls of each thread go to p's
+ * thread list too. Problems go to *trust (NULL: not kept; a read while
+ * the agent still writes sees half-written tables, which are no
+ * problem). */
+void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_trust *trust);
+
+/* The header as the view has it now, copied, with the layout and the
+ * configuration replaced by hookscope's own and error_text made one
+ * terminated line: every field of the copy can be used as it is. */
+void hs_session_header_copy(const hs_session_src *s, hs_session_header *out);
+
+/* The module records (functions) the agent has written: the count it
+ * wrote, at most the capacity. */
+uint32_t hs_session_modules(const hs_session_src *s);
+uint32_t hs_session_functions(const hs_session_src *s);
+/* Record i (< hs_session_modules), copied, its path terminated; false
+ * when it cannot be read. */
+bool hs_session_module_at(const hs_session_src *s, uint32_t i, hs_module_rec *out);
+
+/* The calls counted so far, summed over the regions (for the progress
+ * line while the target runs). */
+uint64_t hs_session_live_calls(const hs_session_src *s);
+
+/* hookscope's own code and threads in the target, for a sampler (sampler.h,
+ * hs_owncode): fills *o and returns 1 when anything changed since the call
+ * that returned *signature, else 0 (o untouched). */
+int hs_session_owncode(const hs_session_src *s, hs_owncode *o, uint64_t *signature);
 
 #endif

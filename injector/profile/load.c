@@ -131,6 +131,9 @@ static void load_run(loader *l, const hs_json *root)
         return;
     }
     p->target_path = hs_xstrdup(hs_json_str(hs_json_get(target, "path"), "?"));
+    const hs_json *rights = hs_json_get(target, "rights");
+    if (hs_json_is(rights, HS_JSTR))
+        p->target_rights = hs_xstrdup(hs_json_str(rights, ""));
     const hs_json *args = hs_json_get(target, "args");
     if (hs_json_is(args, HS_JARR) && args->n) {
         p->args = hs_xcalloc(args->n, sizeof *p->args);

@@ -204,6 +204,10 @@ typedef struct hs_profile {
     /* the run */
     char *command;               /* "run", "attach" */
     char *target_path;           /* UTF-8 */
+    char *target_rights;         /* run by an elevated hookscope: "user" (its unelevated token),
+                                    "user-restricted", "administrator" (--elevated-target),
+                                    "administrator-only" (no unelevated token exists); NULL: the
+                                    same rights as hookscope's */
     char **args;                 /* argv[1..] */
     int nargs;
     uint32_t pid;

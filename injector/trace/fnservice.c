@@ -15,7 +15,7 @@
 
 struct hs_fnservice {
     hs_session_host *s;
-    HANDLE request, answer, stop, thread;
+    HANDLE stop, thread;
     hs_filter flt;
     char *filters[HS_FILTER_MAX];
     hs_symconf conf;
@@ -35,26 +35,31 @@ static void tell(hs_fnservice *svc, const char *path, const char *msg)
     hs_err("%s", msg);
 }
 
+/* Answer the agent's request for the functions of a module record. The
+ * request, the record and its path are the target's to write: read as
+ * untrusted (from_session.h); the list goes where and as far as
+ * hookscope's own layout says. */
 static void answer(hs_fnservice *svc)
 {
     hs_session_header *h = svc->s->hdr;
+    const hs_session_header *L = &svc->s->layout;
+    hs_session_src src = hs_session_host_src(svc->s);
     uint32_t req = h->fn_request;
     uint32_t i = (req & 0xFFFF) - 1;
+    hs_module_rec m;
     h->fn_count = -1;
-    if (i < h->n_modules && i < h->max_modules) {
-        const hs_module_rec *m = hs_session_module(svc->s->view, i);
-        char *path = hs_utf8_n(m->path, HS_PATH_LEN);
+    if (i < hs_session_modules(&src) && hs_session_module_at(&src, i, &m)) {
+        char *path = hs_utf8_n(m.path, HS_PATH_LEN);
         hs_modsyms_status st;
         const char *why = NULL;
-        hs_modsyms *t = hs_modsyms_open(path, m->base, m->size, m->timestamp, &svc->conf, &st, &why);
+        hs_modsyms *t = hs_modsyms_open(path, m.base, m.size, m.timestamp, &svc->conf, &st, &why);
         if (t && hs_modsyms_message(t)[0])
             tell(svc, path, hs_modsyms_message(t));
-        if (t && st == HS_MODSYMS_OK) {
-            hs_fn_entry *list = hs_session_fn_list(svc->s->view);
-            /* commit what a list of this module can need */
-            VirtualAlloc(list, (size_t)h->fn_list_cap * sizeof *list, MEM_COMMIT, PAGE_READWRITE);
+        hs_fn_entry *list = (hs_fn_entry *)((char *)svc->s->view + L->fn_list_off);
+        /* commit what a list of this module can need */
+        if (t && st == HS_MODSYMS_OK && hs_session_commit_ok(list, (uint64_t)L->fn_list_cap * sizeof *list)) {
             svc->flt.matched = 0;
-            long n = hs_fnlist_build(t, &svc->flt, hs_basename(path), list, h->fn_list_cap);
+            long n = hs_fnlist_build(t, &svc->flt, hs_basename(path), list, L->fn_list_cap);
             if (n >= 0) {
                 InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)svc->flt.matched);
                 h->fn_count = (int32_t)n;
@@ -70,13 +75,13 @@ static void answer(hs_fnservice *svc)
     MemoryBarrier();
     h->fn_answered = req;
     MemoryBarrier();
-    SetEvent(svc->answer);
+    SetEvent(svc->s->fn_answer);
 }
 
 static DWORD WINAPI serve(void *arg)
 {
     hs_fnservice *svc = arg;
-    HANDLE wait[2] = { svc->stop, svc->request };
+    HANDLE wait[2] = { svc->stop, svc->s->fn_request };
     for (;;) {
         DWORD w = WaitForMultipleObjects(2, wait, FALSE, INFINITE);
         if (w != WAIT_OBJECT_0 + 1)
@@ -85,15 +90,10 @@ static DWORD WINAPI serve(void *arg)
     }
 }
 
-hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_trace_config *o)
+hs_fnservice *hs_fnservice_start(hs_session_host *s, const hs_trace_config *o)
 {
     hs_fnservice *svc = hs_xcalloc(1, sizeof *svc);
     svc->s = s;
-    wchar_t name[64];
-    swprintf(name, 64, HS_FN_REQUEST_EVENT_FMT, (unsigned long)pid);
-    svc->request = CreateEventW(NULL, FALSE, FALSE, name);
-    swprintf(name, 64, HS_FN_ANSWER_EVENT_FMT, (unsigned long)pid);
-    svc->answer = CreateEventW(NULL, FALSE, FALSE, name);
     svc->stop = CreateEventW(NULL, TRUE, FALSE, NULL);
     for (int i = 0; i < o->nfilters && i < HS_FILTER_MAX; i++) {
         svc->filters[i] = hs_utf8(o->filters[i]);
@@ -101,7 +101,7 @@ hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_trac
         svc->flt.exclude[svc->flt.n++] = o->filter_exclude[i];
     }
     svc->conf = o->symbols;
-    if (!svc->request || !svc->answer || !svc->stop ||
+    if (!svc->stop ||
         !(svc->thread = CreateThread(NULL, 0, serve, svc, 0, NULL))) {
         hs_err("cannot start the function service: %s", hs_win_error(GetLastError()));
         hs_fnservice_stop(svc);
@@ -122,10 +122,6 @@ void hs_fnservice_stop(hs_fnservice *svc)
         WaitForSingleObject(svc->thread, INFINITE);
         CloseHandle(svc->thread);
     }
-    if (svc->request)
-        CloseHandle(svc->request);
-    if (svc->answer)
-        CloseHandle(svc->answer);
     if (svc->stop)
         CloseHandle(svc->stop);
     for (int i = 0; i < HS_FILTER_MAX; i++)

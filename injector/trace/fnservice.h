@@ -20,8 +20,9 @@
 
 typedef struct hs_fnservice hs_fnservice;
 
-/* NULL (after printing why) when the service cannot start. */
-hs_fnservice *hs_fnservice_start(hs_session_host *s, uint32_t pid, const hs_trace_config *o);
+/* Serve the requests of session s (its events). NULL (after printing
+ * why) when the service cannot start. */
+hs_fnservice *hs_fnservice_start(hs_session_host *s, const hs_trace_config *o);
 void hs_fnservice_stop(hs_fnservice *svc);
 
 #endif

@@ -5,11 +5,13 @@
  * address in every process of a session, so our own LoadLibraryW is the
  * target's. In a process created suspended that thread also completes the
  * process's initialisation, so the exe's imports are loaded when it
- * returns. The agent's DllMain attaches to the session and records its
- * base; a second remote thread then runs hs_agent_init (its rva is read
- * from the agent DLL's export table with our PE reader), which hooks the
- * modules. Both threads are waited for before the caller resumes the
- * target, so no code of the target runs unhooked.
+ * returns. The agent's base is then found in the target's module list,
+ * the session's section and events are duplicated into the target, and
+ * a second remote thread runs hs_agent_init (its rva is read from the
+ * agent DLL's export table with our PE reader) with the section's handle
+ * there: the agent maps it and hooks the modules. Both threads are waited
+ * for before the caller resumes the target, so no code of the target runs
+ * unhooked.
  */
 #include "injector/trace/inject.h"
 
@@ -114,13 +116,14 @@ static void forget_thread(hs_session_host *s, HANDLE th)
             s->hdr->injector_tids[i] = 0;
 }
 
-int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD timeout_ms,
-                  DWORD *code)
+/* Run agent export `name` with `param` in a remote thread and wait for it. */
+static int call_export(HANDLE process, hs_session_host *s, const char *name, uint64_t param, DWORD timeout_ms,
+                       DWORD *code)
 {
     uint32_t rva = agent_export(name);
     if (!rva)
         return -1;
-    HANDLE th = remote_thread(process, s, s->hdr->agent_base + rva, NULL);
+    HANDLE th = remote_thread(process, s, s->agent_base + rva, (void *)(uintptr_t)param);
     if (!th)
         return -1;
     int rc = wait_remote(th, process, timeout_ms, name, code);
@@ -129,10 +132,16 @@ int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD ti
     return rc;
 }
 
+int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD timeout_ms,
+                  DWORD *code)
+{
+    return call_export(process, s, name, 0, timeout_ms, code);
+}
+
 int hs_agent_unload(HANDLE process, hs_session_host *s)
 {
     FARPROC fl = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "FreeLibrary");
-    HANDLE th = remote_thread(process, s, (uint64_t)(uintptr_t)fl, (void *)(uintptr_t)s->hdr->agent_base);
+    HANDLE th = remote_thread(process, s, (uint64_t)(uintptr_t)fl, (void *)(uintptr_t)s->agent_base);
     if (!th)
         return -1;
     DWORD code = 0;
@@ -146,16 +155,18 @@ int hs_agent_unload(HANDLE process, hs_session_host *s)
  * `code`): 0, or -1 after printing why it failed. */
 static int check_ready(hs_session_host *s, DWORD code)
 {
+    hs_session_header h;
+    hs_session_host_header(s, &h);
     hs_log("hooked %u functions in %u modules; threads stopped in %u freeze(s), %u round(s), "
-           "%u context timeout(s), longest %u ms", s->hdr->n_functions, s->hdr->n_modules, s->hdr->freezes,
-           s->hdr->freeze_rounds, s->hdr->freeze_timeouts, s->hdr->freeze_ms_max);
-    if (code != 0 || s->hdr->agent_state != HS_AGENT_READY) {
-        hs_err("the agent failed: %s", s->hdr->error_text[0] ? s->hdr->error_text : hs_win_error(code));
+           "%u context timeout(s), longest %u ms", h.n_functions, h.n_modules, h.freezes, h.freeze_rounds,
+           h.freeze_timeouts, h.freeze_ms_max);
+    if (code != 0 || h.agent_state != HS_AGENT_READY) {
+        hs_err("the agent failed: %s", h.error_text[0] ? h.error_text : hs_win_error(code));
         return -1;
     }
-    if (s->hdr->error_text[0]) {
+    if (h.error_text[0]) {
         /* a module asked for could not be hooked (e.g. the function table is full) */
-        hs_err("%s", s->hdr->error_text);
+        hs_err("%s", h.error_text);
         return -1;
     }
     return 0;
@@ -179,7 +190,6 @@ int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub)
         if (!rva || !ReadProcessMemory(process, (void *)(uintptr_t)(*base + rva), pub, sizeof *pub, &got) ||
             got != sizeof *pub || pub->magic != HS_PUBLIC_MAGIC || pub->version != HS_SESSION_VERSION)
             pub->state = HS_PUBLIC_NONE;   /* another build of the agent: nothing to go by */
-        pub->session_name[63] = 0;
         return 1;
     }
     return 0;
@@ -187,35 +197,39 @@ int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub)
 
 int hs_agent_reuse(HANDLE process, hs_session_host *s, uint64_t base)
 {
-    uint32_t rva = agent_export("hs_agent_reattach");
-    if (!rva)
+    uint64_t section = 0;
+    s->agent_base = base;
+    if (hs_session_hand_over(s, process, &section) < 0)
         return -1;
-    size_t bytes = (wcslen(s->name) + 1) * sizeof(wchar_t);
-    void *remote = VirtualAllocEx(process, NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
-    if (!remote || !WriteProcessMemory(process, remote, s->name, bytes, NULL)) {
-        hs_err("cannot write into the target: %s", hs_win_error(GetLastError()));
-        if (remote)
-            VirtualFreeEx(process, remote, 0, MEM_RELEASE);
-        return -1;
-    }
     hs_log("reusing the agent left at 0x%llx by an earlier attach; hooking", (unsigned long long)base);
-    int rc = -1;
-    HANDLE th = remote_thread(process, s, base + rva, remote);
     DWORD code = 0;
-    if (th) {
-        int waited = wait_remote(th, process, INIT_TIMEOUT_MS, "hooking", &code);
-        forget_thread(s, th);
-        CloseHandle(th);
-        if (waited == 0 && code == ERROR_BUSY)
-            hs_err("another hookscope is taking over the agent in this process");
-        else if (waited == 0 && code == ERROR_TOO_MANY_OPEN_FILES)
-            hs_err("the agent left in this process keeps as many earlier sessions as it can (32), each "
-                   "for timed calls that have not returned; restart the process to trace it again");
-        else if (waited == 0)
-            rc = check_ready(s, code);
+    if (call_export(process, s, "hs_agent_reattach", section, INIT_TIMEOUT_MS, &code) < 0)
+        return -1;
+    if (code == ERROR_BUSY) {
+        hs_err("another hookscope is taking over the agent in this process");
+        return -1;
     }
-    VirtualFreeEx(process, remote, 0, MEM_RELEASE);
-    return rc;
+    if (code == ERROR_TOO_MANY_OPEN_FILES) {
+        hs_err("the agent left in this process keeps as many earlier sessions as it can (32), each "
+               "for timed calls that have not returned; restart the process to trace it again");
+        return -1;
+    }
+    return check_ready(s, code);
+}
+
+/* The agent just loaded into `process`: its base, from the process's
+ * module list (listing another process's modules fails now and then
+ * while it loads or frees a DLL). */
+static int loaded_agent(HANDLE process, uint64_t *base)
+{
+    hs_agent_public pub;
+    for (int tries = 0; tries < 10; tries++) {
+        if (tries)
+            Sleep(20);
+        if (hs_agent_find(process, base, &pub) > 0)
+            return 0;
+    }
+    return -1;
 }
 
 int hs_inject(HANDLE process, hs_session_host *s)
@@ -231,6 +245,7 @@ int hs_inject(HANDLE process, hs_session_host *s)
     void *remote = VirtualAllocEx(process, NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
     int rc = -1;
     HANDLE th = NULL;
+    uint64_t section = 0;
     if (!remote || !WriteProcessMemory(process, remote, agent, bytes, NULL)) {
         hs_err("cannot write into the target: %s", hs_win_error(GetLastError()));
         goto out;
@@ -247,18 +262,19 @@ int hs_inject(HANDLE process, hs_session_host *s)
     th = NULL;
     if (waited < 0)
         goto out;
-    if (code == 0 || s->hdr->agent_state == HS_AGENT_NONE) {
-        hs_err("the agent could not be loaded into the target%s%s",
-               s->hdr->error_text[0] ? ": " : "", s->hdr->error_text);
+    if (code == 0 || loaded_agent(process, &s->agent_base) < 0) {
+        hs_err("the agent could not be loaded into the target");
         goto out;
     }
-    if (s->hdr->agent_state != HS_AGENT_LOADED) {
-        hs_err("the agent failed to start: %s", s->hdr->error_text);
+    if (hs_session_hand_over(s, process, &section) < 0)
+        goto out;
+    hs_log("agent loaded at 0x%llx; hooking", (unsigned long long)s->agent_base);
+    if (call_export(process, s, "hs_agent_init", section, INIT_TIMEOUT_MS, &code) < 0)
+        goto out;
+    if (code == ERROR_INVALID_HANDLE) {
+        hs_err("the agent failed to start: it could not map its session");
         goto out;
     }
-    hs_log("agent loaded at 0x%llx; hooking", (unsigned long long)s->hdr->agent_base);
-    if (hs_agent_call(process, s, "hs_agent_init", INIT_TIMEOUT_MS, &code) < 0)
-        goto out;
     rc = check_ready(s, code);
 out:
     if (th)

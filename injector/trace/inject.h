@@ -8,9 +8,11 @@
 
 #include "injector/trace/session_host.h"
 
-/* Load hookscope-agent.dll (next to hookscope.exe) into `process` with a
- * remote LoadLibraryW, then run its hs_agent_init in a second remote
- * thread; both are waited for. Returns 0, or -1 after printing an error. */
+/* Load hookscope-agent.dll (next to hookscope.exe, by its full path) into
+ * `process` with a remote LoadLibraryW, hand it the session (handles
+ * duplicated into the process), then run its hs_agent_init in a second
+ * remote thread; both are waited for. Returns 0, or -1 after printing an
+ * error. */
 int hs_inject(HANDLE process, hs_session_host *s);
 
 /* Run agent export `name` in a remote thread of `process` and wait for it;
@@ -27,9 +29,8 @@ int hs_agent_unload(HANDLE process, hs_session_host *s);
  * build), 0 when not, -1 when the modules cannot be listed. */
 int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub);
 
-/* Have the resident agent at `base` serve session s (created with
- * hs_session_create_unique) and hook. Returns 0, or -1 after printing an
- * error. */
+/* Have the resident agent at `base` serve session s (handed over as for
+ * hs_inject) and hook. Returns 0, or -1 after printing an error. */
 int hs_agent_reuse(HANDLE process, hs_session_host *s, uint64_t base);
 
 #endif

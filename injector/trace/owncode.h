@@ -6,8 +6,8 @@
  * function's slot, the threads hookscope started there, and the modules
  * the agent recorded (so that the sampler need not list them from
  * outside, which under Wine costs a ptrace attach per read). The sampler
- * calls it from its own thread; profile/from_session.c reads the session once at the
- * end, this reads it while the agent still writes it.
+ * calls it from its own thread, while the agent still writes the session
+ * (read as untrusted input, profile/from_session.h).
  */
 #ifndef HOOKSCOPE_OWNCODE_H
 #define HOOKSCOPE_OWNCODE_H
@@ -16,8 +16,10 @@
 
 #include "sampler/sampler.h"
 
+struct hs_session_host;
+
 typedef struct hs_owncode_src {
-    void *view;                /* the session */
+    const struct hs_session_host *session;
     uint64_t signature;        /* of what was last handed out */
 } hs_owncode_src;
 

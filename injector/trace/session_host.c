@@ -1,5 +1,6 @@
 /*
- * injector/trace/session_host.c - create the session (see session_host.h).
+ * injector/trace/session_host.c - create the session and hand it to the
+ * agent (see session_host.h).
  */
 #include "injector/trace/session_host.h"
 
@@ -10,42 +11,41 @@
 
 #include "hook/base/util.h"
 
-static int create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options, const wchar_t *name);
+/* A security descriptor whose DACL allows `user` everything and nobody
+ * else anything (an unnamed object cannot be opened by name anyway; the
+ * DACL also covers a handle duplicated by someone who can open
+ * hookscope's process). */
+typedef struct owner_only {
+    SECURITY_ATTRIBUTES sa;
+    SECURITY_DESCRIPTOR sd;
+    uint8_t acl[256];
+    uint8_t user[128];
+} owner_only;
 
-int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options)
+static int owner_only_init(owner_only *o)
 {
-    wchar_t name[64];
-    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)pid);
-    return create(s, pid, o, options, name);
-}
-
-int hs_session_create_unique(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options)
-{
-    static unsigned serial;
-    wchar_t name[64];
-    swprintf(name, 64, HS_SESSION_NAME_FMT L"-%lu-%u", (unsigned long)pid, (unsigned long)GetCurrentProcessId(),
-             ++serial);
-    return create(s, pid, o, options, name);
-}
-
-int hs_session_open(hs_session_host *s, const wchar_t *name)
-{
-    memset(s, 0, sizeof *s);
-    s->mapping = OpenFileMappingW(FILE_MAP_READ | FILE_MAP_WRITE, FALSE, name);
-    if (!s->mapping)
+    memset(o, 0, sizeof *o);
+    HANDLE token;
+    DWORD len = 0;
+    if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token))
         return -1;
-    s->view = MapViewOfFile(s->mapping, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, 0);
-    s->hdr = s->view;
-    if (!s->view || s->hdr->magic != HS_SESSION_MAGIC || s->hdr->version != HS_SESSION_VERSION ||
-        s->hdr->header_size != sizeof(hs_session_header)) {
-        hs_session_close(s);
+    BOOL ok = GetTokenInformation(token, TokenUser, o->user, sizeof o->user, &len);
+    CloseHandle(token);
+    PSID sid = ((TOKEN_USER *)o->user)->User.Sid;
+    if (!ok || !InitializeAcl((ACL *)o->acl, sizeof o->acl, ACL_REVISION) ||
+        !AddAccessAllowedAce((ACL *)o->acl, ACL_REVISION, GENERIC_ALL | STANDARD_RIGHTS_ALL | SPECIFIC_RIGHTS_ALL,
+                             sid) ||
+        !InitializeSecurityDescriptor(&o->sd, SECURITY_DESCRIPTOR_REVISION) ||
+        !SetSecurityDescriptorDacl(&o->sd, TRUE, (ACL *)o->acl, FALSE) ||
+        !SetSecurityDescriptorOwner(&o->sd, sid, FALSE))
         return -1;
-    }
-    wcsncpy(s->name, name, 63);
+    o->sa.nLength = sizeof o->sa;
+    o->sa.lpSecurityDescriptor = &o->sd;
+    o->sa.bInheritHandle = FALSE;
     return 0;
 }
 
-static int create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options, const wchar_t *name)
+int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options)
 {
     if (o->edges)
         options |= HS_OPT_EDGES;
@@ -57,56 +57,73 @@ static int create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint3
     if (GetEnvironmentVariableW(L"HOOKSCOPE_TEST_STUCK_FREEZE", test, 8) && !wcscmp(test, L"1"))
         options |= HS_OPT_TEST_STUCK_FREEZE;
     memset(s, 0, sizeof *s);
-    hs_session_header layout;
-    memset(&layout, 0, sizeof layout);
+    hs_session_header *L = &s->layout;
     hs_capacity cap = hs_default_capacity(o->max_functions, o->max_threads, options);
-    uint64_t total = hs_session_layout(&layout, &cap);
+    uint64_t total = hs_session_layout(L, &cap);
+    L->magic = HS_SESSION_MAGIC;
+    L->version = HS_SESSION_VERSION;
+    L->options = options;
+    L->stack_depth = o->stacks;
+    L->stack_every = o->stack_every;
+    for (int i = 0; i < o->nfilters; i++) {
+        char *f = hs_utf8(o->filters[i]);
+        snprintf(L->filters[i], sizeof L->filters[i], "%s", f);
+        free(f);
+        if (o->filter_exclude[i])
+            L->filter_exclude |= 1u << i;
+    }
+    L->n_filters = (uint32_t)o->nfilters;
+    L->n_patterns = (uint32_t)o->nmodules;
+    for (int i = 0; i < o->nmodules; i++) {
+        size_t len = wcslen(o->modules[i]);
+        memcpy(L->patterns[i], o->modules[i], len * sizeof(wchar_t));
+    }
+    L->injector_pid = GetCurrentProcessId();
+    L->target_pid = pid;
+    L->agent_state = HS_AGENT_NONE;
 
-    wcsncpy(s->name, name, 63);
-    s->mapping = CreateFileMappingW(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE | SEC_RESERVE,
-                                    (DWORD)(total >> 32), (DWORD)total, name);
+    owner_only sec;
+    if (owner_only_init(&sec) < 0) {
+        hs_err("cannot make the session private: %s", hs_win_error(GetLastError()));
+        return -1;
+    }
+    s->mapping = CreateFileMappingW(INVALID_HANDLE_VALUE, &sec.sa, PAGE_READWRITE | SEC_RESERVE,
+                                    (DWORD)(total >> 32), (DWORD)total, NULL);
     if (!s->mapping) {
         hs_err("cannot create the session (%llu bytes reserved): %s", (unsigned long long)total,
                hs_win_error(GetLastError()));
         return -1;
     }
-    if (GetLastError() == ERROR_ALREADY_EXISTS) {
-        hs_err("process %lu already has a hookscope session: another hookscope is attaching to it",
-               (unsigned long)pid);
-        CloseHandle(s->mapping);
-        s->mapping = NULL;
-        return -1;
-    }
+    s->fn_request = CreateEventW(&sec.sa, FALSE, FALSE, NULL);
+    s->fn_answer = CreateEventW(&sec.sa, FALSE, FALSE, NULL);
     s->view = MapViewOfFile(s->mapping, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, 0);
-    if (!s->view ||
-        !VirtualAlloc(s->view, layout.modules_off, MEM_COMMIT, PAGE_READWRITE)) {
+    if (!s->fn_request || !s->fn_answer || !s->view ||
+        !VirtualAlloc(s->view, L->modules_off, MEM_COMMIT, PAGE_READWRITE)) {
         hs_err("cannot map the session: %s", hs_win_error(GetLastError()));
         hs_session_close(s);
         return -1;
     }
-    hs_session_header *h = s->hdr = s->view;
-    *h = layout;
-    h->magic = HS_SESSION_MAGIC;
-    h->version = HS_SESSION_VERSION;
-    h->options = options;
-    h->stack_depth = o->stacks;
-    h->stack_every = o->stack_every;
-    for (int i = 0; i < o->nfilters; i++) {
-        char *f = hs_utf8(o->filters[i]);
-        snprintf(h->filters[i], sizeof h->filters[i], "%s", f);
-        free(f);
-        if (o->filter_exclude[i])
-            h->filter_exclude |= 1u << i;
+    s->hdr = s->view;
+    *s->hdr = *L;
+    return 0;
+}
+
+int hs_session_open(hs_session_host *s, HANDLE process, uint64_t handle, uint64_t agent_base)
+{
+    memset(s, 0, sizeof *s);
+    if (!DuplicateHandle(process, (HANDLE)(uintptr_t)handle, GetCurrentProcess(), &s->mapping,
+                         FILE_MAP_READ | FILE_MAP_WRITE, FALSE, 0))
+        return -1;
+    s->view = MapViewOfFile(s->mapping, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, 0);
+    MEMORY_BASIC_INFORMATION mi;
+    if (!s->view || !VirtualQuery(s->view, &mi, sizeof mi) || mi.RegionSize < sizeof(hs_session_header)) {
+        hs_session_close(s);
+        return -1;
     }
-    h->n_filters = (uint32_t)o->nfilters;
-    h->n_patterns = (uint32_t)o->nmodules;
-    for (int i = 0; i < o->nmodules; i++) {
-        size_t len = wcslen(o->modules[i]);
-        memcpy(h->patterns[i], o->modules[i], len * sizeof(wchar_t));
-    }
-    h->injector_pid = GetCurrentProcessId();
-    h->target_pid = pid;
-    h->agent_state = HS_AGENT_NONE;
+    /* (its layout is not this hookscope's to know: only its header is read) */
+    s->layout.total_size = sizeof(hs_session_header);
+    s->hdr = s->view;
+    s->agent_base = agent_base;
     return 0;
 }
 
@@ -116,7 +133,59 @@ void hs_session_close(hs_session_host *s)
         UnmapViewOfFile(s->view);
     if (s->mapping)
         CloseHandle(s->mapping);
+    if (s->fn_request)
+        CloseHandle(s->fn_request);
+    if (s->fn_answer)
+        CloseHandle(s->fn_answer);
     memset(s, 0, sizeof *s);
+}
+
+static int give(HANDLE process, HANDLE h, DWORD access, uint64_t *out)
+{
+    HANDLE there = NULL;
+    if (!DuplicateHandle(GetCurrentProcess(), h, process, &there, access, FALSE, 0))
+        return -1;
+    *out = (uint64_t)(uintptr_t)there;
+    return 0;
+}
+
+int hs_session_hand_over(hs_session_host *s, HANDLE process, uint64_t *section)
+{
+    uint64_t req = 0, ans = 0;
+    if (give(process, s->mapping, FILE_MAP_READ | FILE_MAP_WRITE, section) < 0 ||
+        give(process, s->fn_request, EVENT_MODIFY_STATE, &req) < 0 ||
+        give(process, s->fn_answer, SYNCHRONIZE, &ans) < 0) {
+        hs_err("cannot give the target its session: %s", hs_win_error(GetLastError()));
+        return -1;
+    }
+    s->hdr->fn_request_event = s->layout.fn_request_event = req;
+    s->hdr->fn_answer_event = s->layout.fn_answer_event = ans;
+    MemoryBarrier();
+    return 0;
+}
+
+/* Can the bytes at p be read (session_read's `committed`)? Pages the
+ * agent committed show committed in our view too (the commit state is the
+ * section's: so under Wine 8, where it was checked); a reserved range is
+ * committed in our view before it is read, as far as it is wanted (were
+ * the state per view, as on a system that keeps it so, that is what makes
+ * the agent's pages readable here; otherwise they are zeros). */
+static int committed(const void *p, uint64_t *run)
+{
+    uint64_t want = *run;
+    MEMORY_BASIC_INFORMATION mi;
+    if (!VirtualQuery(p, &mi, sizeof mi)) {
+        *run = HS_PAGE - ((uintptr_t)p & (HS_PAGE - 1));
+        return 0;
+    }
+    *run = (uint64_t)((uintptr_t)mi.BaseAddress + mi.RegionSize - (uintptr_t)p);
+    if (mi.State == MEM_COMMIT)
+        return !(mi.Protect & (PAGE_GUARD | PAGE_NOACCESS));
+    if (mi.State != MEM_RESERVE)
+        return 0;
+    if (want < *run)
+        *run = want;
+    return hs_session_commit_ok((void *)p, *run);
 }
 
 int hs_session_commit_ok(void *p, uint64_t len)
@@ -128,7 +197,14 @@ int hs_session_commit_ok(void *p, uint64_t len)
     return VirtualAlloc((void *)lo, hi - lo, MEM_COMMIT, PAGE_READWRITE) != NULL;
 }
 
-void hs_session_commit(void *p, uint64_t len)
+hs_session_src hs_session_host_src(const hs_session_host *s)
 {
-    hs_session_commit_ok(p, len);
+    hs_session_src src = { &s->layout, s->view, s->layout.total_size, committed };
+    return src;
+}
+
+void hs_session_host_header(const hs_session_host *s, hs_session_header *out)
+{
+    hs_session_src src = hs_session_host_src(s);
+    hs_session_header_copy(&src, out);
 }

@@ -64,7 +64,7 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
     c.pid = pid;
     c.rate_hz = t->rate_hz;
     if (t->session.view) {
-        t->own.view = t->session.view;
+        t->own.session = &t->session;
         c.own = hs_owncode_read;
         c.own_ctx = &t->own;
     }
@@ -95,6 +95,8 @@ void hs_trace_sample_stop(hs_trace *t)
                         (unsigned long long)t->stats.events_lost, (unsigned long long)t->stats.buffers_lost);
     if (t->stats.stalled)
         hs_profile_warn(t->p, "sampling stopped early: a thread's context never came (it was resumed)");
+    if (t->stats.note[0])
+        hs_profile_warn(t->p, "%s", t->stats.note);
     hs_log("sampling stopped: %llu CPU, %llu ready, %llu wait and %llu hookscope samples, %zu unique stacks; a "
            "thread stayed suspended %.0f us per sample (median; %.0f us at the 99th percentile); unwinding took "
            "%.1f us per sample",
@@ -105,12 +107,11 @@ void hs_trace_sample_stop(hs_trace *t)
            t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 
-int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options, bool unique)
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options)
 {
-    if ((unique ? hs_session_create_unique(&t->session, pid, o, options)
-                : hs_session_create(&t->session, pid, o, options)) < 0)
+    if (hs_session_create(&t->session, pid, o, options) < 0)
         return -1;
-    t->fn = hs_fnservice_start(&t->session, pid, o);
+    t->fn = hs_fnservice_start(&t->session, o);
     if (!t->fn) {
         hs_session_close(&t->session);
         return -1;
@@ -132,14 +133,16 @@ int hs_trace_interrupts(void)
 
 int hs_trace_check_filters(hs_trace *t, const hs_trace_config *o)
 {
-    const hs_session_header *h = t->session.hdr;
+    hs_session_header h;
+    hs_session_host_header(&t->session, &h);
+    hs_session_src src = hs_session_host_src(&t->session);
     /* the functions found so far, named as the report will name them */
     hs_profile *p = hs_profile_new();
     p->pid = t->p->pid;
-    hs_profile_from_session(p, t->session.view, hs_session_commit);
+    hs_profile_from_session(p, &src, NULL);
     hs_symconf conf = o->symbols;
     hs_profile_resolve(p, &conf);
-    int rc = hs_check_at_start(o, p, h->pattern_matched, h->filter_matched, (h->options & HS_OPT_ATTACH) != 0);
+    int rc = hs_check_at_start(o, p, h.pattern_matched, h.filter_matched, (h.options & HS_OPT_ATTACH) != 0);
     hs_profile_free(p);
     return rc;
 }
@@ -154,15 +157,26 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
     hs_fnservice_stop(t->fn);   /* nothing asks any more */
     t->fn = NULL;
     hs_profile *p = t->p;
-    const hs_session_header *h = t->session.hdr;
+    hs_session_header hcopy;
+    const hs_session_header *h = NULL;
+    char corrupt[300] = "";
     p->wall_s = now - t->t_start;
     if (now > t->t0)
         p->tsc_hz = (double)(tsc_now - t->tsc0) / (now - t->t0);
     p->sampling.on = t->samples != NULL;
-    if (h) {
+    if (t->session.view) {
+        h = &hcopy;
+        hs_session_host_header(&t->session, &hcopy);
         if (h->error_text[0])
             hs_profile_warn(p, "%s", h->error_text);
-        hs_profile_from_session(p, t->session.view, hs_session_commit);
+        hs_session_src src = hs_session_host_src(&t->session);
+        hs_session_trust trust = { 0, "" };
+        hs_profile_from_session(p, &src, &trust);
+        hs_session_trust_line(&trust, corrupt, sizeof corrupt);
+        if (corrupt[0]) {
+            hs_profile_warn(p, "%s", corrupt);
+            hs_err("%s", corrupt);
+        }
     }
     if (t->samples) {
         hs_profile_add_samples(p, t->samples);
@@ -175,7 +189,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         hs_sampleset_free(t->samples);
         t->samples = NULL;
     }
-    if (t->etl_path && !p->sampling.etl_kept) {
+    if (t->etl_path && !p->sampling.etl_kept && !t->stats.etl_left) {
         /* an earlier run's, kept then; or this run's, should the backend
          * have left it */
         const char *why = NULL;
@@ -243,36 +257,8 @@ uint64_t hs_trace_live_samples(const hs_trace *t)
 
 uint64_t hs_trace_live_calls(const hs_trace *t)
 {
-    const hs_session_header *h = t->session.hdr;
-    if (!h)
+    if (!t->session.view)
         return 0;
-    void *view = t->session.view;
-    uint32_t nfuncs = h->n_functions < h->max_functions ? h->n_functions : h->max_functions;
-    int32_t used = h->threads_used;
-    uint32_t nregions = used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
-    uint64_t calls = 0;
-    /* every thread region, then the overflow region; only the counters the
-     * agent has committed (our view of the rest is not accessible) */
-    for (uint32_t k = 0; k <= nregions; k++) {
-        uint32_t region = k < nregions ? k : h->max_threads;
-        const hs_region_hdr *rh = (const hs_region_hdr *)hs_session_region(view, region);
-        MEMORY_BASIC_INFORMATION mi;
-        if (!VirtualQuery(rh, &mi, sizeof mi) || mi.State != MEM_COMMIT)
-            continue;
-        uint32_t n = rh->committed_funcs < nfuncs ? rh->committed_funcs : nfuncs;
-        uint64_t *c = hs_region_counters(view, region);
-        if (n && (!VirtualQuery(c, &mi, sizeof mi) || mi.State != MEM_COMMIT))
-            continue;
-        uintptr_t checked_to = 0;   /* the end of the committed range last queried */
-        for (uint32_t i = 0; i < n; i++) {
-            const uint64_t *cell = hs_fblock_at(h, c, i);
-            if ((uintptr_t)(cell + 1) > checked_to) {
-                if (!VirtualQuery(cell, &mi, sizeof mi) || mi.State != MEM_COMMIT)
-                    break;
-                checked_to = (uintptr_t)mi.BaseAddress + mi.RegionSize;
-            }
-            calls += *(const volatile uint64_t *)cell;
-        }
-    }
-    return calls;
+    hs_session_src src = hs_session_host_src(&t->session);
+    return hs_session_live_calls(&src);
 }

@@ -43,10 +43,9 @@ typedef struct hs_trace {
  * -1 after printing why the sampler cannot be used. */
 int hs_trace_begin(hs_trace *t, const hs_trace_config *o);
 /* Create the session for process pid and start the function service (the
- * agent asks it as soon as it is injected); unique: a session name of its
- * own, for an agent already loaded that is told the name. Returns 0, or
- * -1 after printing why. */
-int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options, bool unique);
+ * agent asks it as soon as it is injected). Returns 0, or -1 after
+ * printing why. */
+int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options);
 /* A trace that ends before it ran: stop the service, drop the session. */
 void hs_trace_abandon(hs_trace *t);
 /* Ctrl+C presses since hs_trace_begin. */
@@ -62,14 +61,16 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid);
 void hs_trace_sample_stop(hs_trace *t);
 
 /* The calls counted so far, read from the live session while the target
- * runs (for the progress line); pages the agent has not committed yet
- * are skipped, so this never faults. 0 without hooks. */
+ * runs (for the progress line; from_session.h). 0 without hooks. */
 uint64_t hs_trace_live_calls(const hs_trace *t);
 /* The samples taken so far (for the progress line). */
 uint64_t hs_trace_live_samples(const hs_trace *t);
 
 /* Stop sampling; collect, name and write the reports; check that every
- * -m module was seen. Returns 0, or HS_EXIT_FAILED after printing why. */
+ * -m module was seen. A session the target corrupted gives the report of
+ * what could be trusted, and one line "session corrupted by the target:
+ * ..." (on stderr and in the report). Returns 0, or HS_EXIT_FAILED after
+ * printing why. */
 int hs_trace_finish(hs_trace *t, const hs_trace_config *o);
 
 #endif

@@ -31,12 +31,13 @@ static DWORD enable_profile_privilege(void)
 const hs_etw_api *hs_etw_system_api(void)
 {
     if (!bound) {
-        HMODULE adv = LoadLibraryW(L"advapi32.dll");
+        HMODULE adv = LoadLibraryExW(L"advapi32.dll", NULL, LOAD_LIBRARY_SEARCH_SYSTEM32);
         if (adv) {
             api.start_trace = (void *)GetProcAddress(adv, "StartTraceW");
             api.control_trace = (void *)GetProcAddress(adv, "ControlTraceW");
             api.set_information = (void *)GetProcAddress(adv, "TraceSetInformation");
             api.query_information = (void *)GetProcAddress(adv, "TraceQueryInformation");
+            api.query_all_traces = (void *)GetProcAddress(adv, "QueryAllTracesW");
         }
         api.enable_profile_privilege = enable_profile_privilege;
         bound = 1;

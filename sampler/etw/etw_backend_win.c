@@ -43,17 +43,8 @@ struct hs_sampler {
 
 static const hs_etw_api *etw_api(void)
 {
-    const char *dll = getenv("HOOKSCOPE_ETW_API");
-    if (dll && *dll) {
-        wchar_t *w = hs_wide(dll);
-        HMODULE m = LoadLibraryW(w);
-        free(w);
-        const hs_etw_api *(*get)(void) = m ? (void *)GetProcAddress(m, "hs_etw_test_api") : NULL;
-        if (get)
-            return get();
-        hs_err("HOOKSCOPE_ETW_API=%s has no hs_etw_test_api; using the system's ETW", dll);
-    }
-    return hs_etw_system_api();
+    const hs_etw_api *test = hs_test_table("HOOKSCOPE_ETW_API", "hs_etw_test_api");
+    return test ? test : hs_etw_system_api();
 }
 
 static char *local_path(void *ctx, const char *nt_path)
@@ -66,6 +57,61 @@ static int no_memory(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     (void)ctx, (void)addr, (void)buf, (void)len;
     return -1;
+}
+
+/* The ETL reader over a file still being written: its complete buffers
+ * (the first buffer's header gives their size). -1 when it cannot be
+ * read now. */
+static int read_so_far(const char *path, hs_etl_trace *t)
+{
+    const char *why = NULL;
+    size_t size = 0;
+    uint8_t *data = hs_load_file(path, &size, &why);
+    if (!data || size < 72) {
+        free(data);
+        return -1;
+    }
+    uint32_t buf = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24;
+    if (buf >= 72 && buf <= (64u << 20))
+        size -= size % buf;
+    hs_etl_error err;
+    int rc = size ? hs_etl_read_mem(data, size, t, &err) : -1;
+    if (rc < 0 && size)
+        hs_etl_trace_free(t);
+    free(data);
+    return rc;
+}
+
+static const char no_samples[] = "ETW recorded no CPU samples%s: another driver holds the profiling interrupt "
+                                 "(VTune; Defender's real-time protection with Intel TDT: PerfView issues 1639, "
+                                 "1647, 1726)";
+
+/* Do samples come? A machine where another driver holds the profiling
+ * interrupt records none at all, of any process: after the session
+ * starts (the target still held, for run), its buffers are flushed to
+ * the file a few times and read. 1 when samples came, or when the file
+ * cannot be read while it is written (then only the end of the run can
+ * tell); 0 when none came. */
+static int samples_come(hs_sampler *s)
+{
+    double window = s->rate_hz > 0 && 3.0 / s->rate_hz > 1.5 ? 3.0 / s->rate_hz : 1.5;
+    int readable = 0;
+    for (double waited = 0; waited < window + 0.01; waited += 0.25) {
+        if (hs_etw_flush(&s->etw) == ERROR_SUCCESS) {
+            hs_etl_trace t;
+            if (read_so_far(s->path, &t) == 0) {
+                readable = 1;
+                uint32_t n = t.nsamples;
+                hs_etl_trace_free(&t);
+                if (n) {
+                    hs_log("ETW records samples (%u in the first %.2f s)", n, waited);
+                    return 1;
+                }
+            }
+        }
+        Sleep(250);
+    }
+    return !readable;
 }
 
 /* The target's samples and images from the recorded trace. Samples of
@@ -96,8 +142,17 @@ static void decode(hs_sampler *s, hs_sampler_stats *stats)
             hs_etl_trace_free(&t);
         return;
     }
+    if (!t.nsamples) {
+        snprintf(stats->note, sizeof stats->note, no_samples, "");
+        hs_err("%s", stats->note);
+    }
     uint32_t index;
     char why[200];
+    /* the grid of the ready and wait samples is the run's interval: the
+     * trace's CollectionStart, written when the session started, shows the
+     * machine's interval from before hookscope set the run's */
+    if (s->etw.interval)
+        t.sample_interval = s->etw.interval;
     if (hs_etl_pick_process(&t, s->pid, NULL, &index, why, sizeof why) == 0)
         hs_etl_samples(&t, index, own, local_path, NULL, s->out, NULL);
     if (t.info.events_lost || t.info.buffers_lost)
@@ -112,7 +167,9 @@ static void decode(hs_sampler *s, hs_sampler_stats *stats)
 /* The session that runs, for the ways out of hookscope that do not pass
  * through stop (exit() on an error, a crash of hookscope, the console
  * closed): each stops it, so that the machine's sampling interval is put
- * back. Whoever takes it from here stops it; nobody else. */
+ * back. Whoever takes it from here stops it; nobody else. (A hookscope
+ * killed outright runs none of these: the next one stops the session it
+ * left, hs_etw_clean_leftovers.) */
 static hs_etw_session *volatile running;
 static LPTOP_LEVEL_EXCEPTION_FILTER next_filter;
 
@@ -120,7 +177,7 @@ static void stop_running(void)
 {
     hs_etw_session *e = InterlockedExchangePointer((void *volatile *)&running, NULL);
     if (e)
-        hs_etw_stop(e);
+        hs_etw_stop(e, NULL, 0);
 }
 
 static LONG WINAPI on_crash(EXCEPTION_POINTERS *x)
@@ -164,35 +221,56 @@ static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out, hs_s
     wchar_t *w = n && n < MAX_PATH * 2 ? _wcsdup(full) : rel;
     if (w != rel)
         free(rel);
-    char err[300];
+    char err[400];
     int na = 0;
-    int rc = hs_etw_start(&s->etw, etw_api(), w, c->rate_hz, &na, err, sizeof err);
+    int rc = hs_etw_start(&s->etw, etw_api(), w, c->rate_hz, HS_ETW_MAX_FILE_MB, &na, err, sizeof err);
     free(w);
-    if (rc < 0) {
-        why->not_available = na != 0;
-        snprintf(why->text, sizeof why->text, "%s%s", err,
-                 na ? "; --sampler suspend samples without ETW or privileges" : "");
-        free(s->path);
-        free(s);
-        return NULL;
+    if (rc == 0) {
+        guard(&s->etw);
+        if (samples_come(s))
+            return s;
+        stop_running();
+        const char *gone;
+        hs_remove_file(s->path, &gone);
+        snprintf(err, sizeof err, no_samples, " in its first seconds");
     }
-    guard(&s->etw);
-    return s;
+    /* any failure: auto samples with the next backend */
+    why->not_available = true;
+    snprintf(why->text, sizeof why->text, "%s%s", err,
+             na ? "; --sampler suspend samples without ETW or privileges" : "");
+    free(s->path);
+    free(s);
+    return NULL;
 }
 
 static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
 {
-    /* not stopped by another way out meanwhile: stop it here */
-    if (InterlockedCompareExchangePointer((void *volatile *)&running, NULL, &s->etw) == &s->etw)
-        hs_etw_stop(&s->etw);
     memset(stats, 0, sizeof *stats);
     stats->cpu_s = -1;
     stats->held_s = stats->threads_s = -1;   /* the kernel samples without holding anything: none */
-    decode(s, stats);
     stats->backend = "etw";
-    if (!s->keep) {
-        const char *why;
-        hs_remove_file(s->path, &why);
+    /* not stopped by another way out meanwhile: stop it here */
+    char err[400] = "";
+    int stopped = 1;
+    if (InterlockedCompareExchangePointer((void *volatile *)&running, NULL, &s->etw) == &s->etw)
+        stopped = hs_etw_stop(&s->etw, err, sizeof err) == 0;
+    if (!stopped) {
+        /* its file is still being written: neither read nor removed */
+        snprintf(stats->note, sizeof stats->note, "%s", err);
+        stats->etl_left = true;
+        hs_err("%s", err);
+    } else {
+        if (hs_etw_file_full(&s->etw)) {
+            hs_err("the ETW trace reached its cap of %lu MB: the samples after that are missing (a shorter run, "
+                   "or a lower --sample-rate, fits)", (unsigned long)s->etw.max_file_mb);
+            snprintf(stats->note, sizeof stats->note, "the ETW trace reached its cap of %lu MB: the samples after "
+                     "that are missing", (unsigned long)s->etw.max_file_mb);
+        }
+        decode(s, stats);
+        if (!s->keep) {
+            const char *why;
+            hs_remove_file(s->path, &why);
+        }
     }
     free(s->path);
     free(s);

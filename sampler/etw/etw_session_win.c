@@ -1,5 +1,5 @@
 /*
- * sampler/etw/etw_session_win.c - the live ETW layer (see etw_win.h).
+ * sampler/etw/etw_session_win.c - the live ETW layer (see etw_session_win.h).
  */
 #include "sampler/etw/etw_session_win.h"
 
@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
+
+#include "hook/base/util.h"
 
 /* The classic providers of the events whose stacks the kernel walks:
  * PerfInfo's SampledProfile (type 46), Thread's CSwitch (36) and
@@ -39,11 +41,11 @@ static const char *why(ULONG rc)
     case ERROR_PRIVILEGE_NOT_HELD:
     case ERROR_NOT_ALL_ASSIGNED: return "SeSystemProfilePrivilege is not held (run hookscope elevated)";
     case ERROR_BAD_PATHNAME:
+        return "the .etl file is in use (by a session that still runs?) or cannot be created there";
     case ERROR_PATH_NOT_FOUND: return "the .etl file cannot be created there";
+    case ERROR_WMI_INSTANCE_NOT_FOUND: return "no such session";
     }
-    static char buf[32];
-    snprintf(buf, sizeof buf, "error %lu", (unsigned long)rc);
-    return buf;
+    return hs_win_error(rc);
 }
 
 /* A GUID of our own for the session (version 4 layout, from the clock,
@@ -72,7 +74,109 @@ static void put_back_interval(hs_etw_session *s)
     s->interval_changed = 0;
 }
 
-int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, double rate_hz,
+/* EVENT_TRACE_PROPERTIES with room for a name and a file name. */
+static EVENT_TRACE_PROPERTIES *props_new(const wchar_t *name, const wchar_t *path)
+{
+    size_t name_bytes = (wcslen(name) + 1) * sizeof(wchar_t), path_bytes = (wcslen(path) + 1) * sizeof(wchar_t);
+    size_t size = sizeof(EVENT_TRACE_PROPERTIES) + name_bytes + path_bytes;
+    EVENT_TRACE_PROPERTIES *p = calloc(1, size);
+    if (!p)
+        return NULL;
+    p->Wnode.BufferSize = (ULONG)size;
+    p->LoggerNameOffset = sizeof(EVENT_TRACE_PROPERTIES);
+    p->LogFileNameOffset = (ULONG)(sizeof(EVENT_TRACE_PROPERTIES) + name_bytes);
+    memcpy((char *)p + p->LoggerNameOffset, name, name_bytes);
+    memcpy((char *)p + p->LogFileNameOffset, path, path_bytes);
+    return p;
+}
+
+/* A session of hookscope's: "hookscope-<pid>-<n>[-i<interval>]". */
+static int parse_name(const wchar_t *name, unsigned long *pid, unsigned long *interval)
+{
+    unsigned long n = 0;
+    wchar_t tail[8] = L"";
+    *interval = 0;
+    if (swscanf(name, L"hookscope-%lu-%lu-i%lu", pid, &n, interval) == 3)
+        return 1;
+    return swscanf(name, L"hookscope-%lu-%lu%1ls", pid, &n, tail) == 2;
+}
+
+/* Is process pid a running hookscope? (A pid of a process that is gone
+ * may have been given to another program since.) */
+static int hookscope_alive(unsigned long pid)
+{
+    if (pid == GetCurrentProcessId())
+        return 1;
+    HANDLE p = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)pid);
+    if (!p)
+        return GetLastError() == ERROR_ACCESS_DENIED;   /* (someone's we cannot look at: left alone) */
+    wchar_t path[MAX_PATH * 2];
+    DWORD len = MAX_PATH * 2;
+    const wchar_t *base = NULL;
+    if (WaitForSingleObject(p, 0) == WAIT_TIMEOUT && QueryFullProcessImageNameW(p, 0, path, &len))
+        base = wcsrchr(path, L'\\') ? wcsrchr(path, L'\\') + 1 : path;
+    int alive = base && !_wcsicmp(base, L"hookscope.exe");
+    CloseHandle(p);
+    return alive;
+}
+
+#define MAX_SESSIONS 64
+
+int hs_etw_clean_leftovers(const hs_etw_api *api)
+{
+    if (!api->query_all_traces)
+        return 0;
+    EVENT_TRACE_PROPERTIES *props[MAX_SESSIONS];
+    const size_t one = sizeof(EVENT_TRACE_PROPERTIES) + 2 * 1024 * sizeof(wchar_t);
+    uint8_t *buf = calloc(MAX_SESSIONS, one);
+    if (!buf)
+        return 0;
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        props[i] = (EVENT_TRACE_PROPERTIES *)(buf + i * one);
+        props[i]->Wnode.BufferSize = (ULONG)one;
+        props[i]->LoggerNameOffset = sizeof(EVENT_TRACE_PROPERTIES);
+        props[i]->LogFileNameOffset = sizeof(EVENT_TRACE_PROPERTIES) + 1024 * sizeof(wchar_t);
+    }
+    ULONG n = 0, rc = api->query_all_traces(props, MAX_SESSIONS, &n);
+    int stopped = 0, live = 0;
+    unsigned long restore = 0;
+    for (ULONG i = 0; (rc == ERROR_SUCCESS || rc == ERROR_MORE_DATA) && i < n && i < MAX_SESSIONS; i++) {
+        const wchar_t *name = (const wchar_t *)((const uint8_t *)props[i] + props[i]->LoggerNameOffset);
+        wchar_t nm[1024];
+        wcsncpy(nm, name, 1023);
+        nm[1023] = 0;
+        unsigned long pid = 0, interval = 0;
+        if (!parse_name(nm, &pid, &interval))
+            continue;
+        if (hookscope_alive(pid)) {
+            live += pid != GetCurrentProcessId();
+            continue;
+        }
+        EVENT_TRACE_PROPERTIES *p = props_new(nm, L"");
+        ULONG st = p ? api->control_trace(0, nm, p, EVENT_TRACE_CONTROL_STOP) : ERROR_NOT_ENOUGH_MEMORY;
+        free(p);
+        char *n8 = hs_utf8(nm);
+        if (st == ERROR_SUCCESS || st == ERROR_MORE_DATA) {
+            stopped++;
+            if (interval)
+                restore = interval;   /* (the newest: sessions are listed oldest first) */
+            hs_err("stopped ETW session %s, left running by a hookscope that ended (process %lu)", n8, pid);
+        } else {
+            hs_err("cannot stop ETW session %s, left running by a hookscope that ended (process %lu): %s", n8, pid,
+                   why(st));
+        }
+        free(n8);
+    }
+    free(buf);
+    if (restore && !live) {
+        profile_interval pi = { 0, (ULONG)restore };
+        if (api->set_information(0, HS_ETW_INFO_PROFILE_INTERVAL, &pi, sizeof pi) == ERROR_SUCCESS)
+            hs_err("the machine's sampling interval is back at %lu (x 100 ns) as that hookscope found it", restore);
+    }
+    return stopped;
+}
+
+int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, double rate_hz, ULONG max_file_mb,
                  int *not_available, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -90,6 +194,7 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
         snprintf(err, errlen, "ETW sampling needs SeSystemProfilePrivilege: %s", why(priv));
         return -1;
     }
+    hs_etw_clean_leftovers(api);
     profile_interval pi = { 0, 0 };
     ULONG ret = 0;
     ULONG rc = api->query_information(0, HS_ETW_INFO_PROFILE_INTERVAL, &pi, sizeof pi, &ret);
@@ -101,47 +206,34 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
     s->old_interval = pi.interval;
     double units = rate_hz > 0 ? 1e7 / rate_hz : 10000;
     s->interval = units < 1221 ? 1221 : units > 1e7 ? 10000000 : (ULONG)(units + 0.5);   /* 8 kHz .. 1 Hz */
-    pi.interval = s->interval;
-    rc = api->set_information(0, HS_ETW_INFO_PROFILE_INTERVAL, &pi, sizeof pi);
-    if (rc != ERROR_SUCCESS) {
-        *not_available = rc == ERROR_CALL_NOT_IMPLEMENTED || rc == ERROR_NOT_SUPPORTED;
-        snprintf(err, errlen, "ETW sampling is not available here (setting the sampling interval: %s)", why(rc));
-        return -1;
-    }
-    s->interval_changed = 1;
+    s->max_file_mb = max_file_mb ? max_file_mb : HS_ETW_MAX_FILE_MB;
 
+    /* the session first, named with the interval to put back: from the
+     * moment the interval is changed, a session says what it was */
     static LONG sessions;
-    swprintf(s->name, sizeof s->name / sizeof *s->name, L"hookscope-%lu-%ld", (unsigned long)GetCurrentProcessId(),
-             (long)InterlockedIncrement(&sessions));
+    swprintf(s->name, sizeof s->name / sizeof *s->name, L"hookscope-%lu-%ld-i%lu", (unsigned long)GetCurrentProcessId(),
+             (long)InterlockedIncrement(&sessions), (unsigned long)s->old_interval);
     wcsncpy(s->path, path, sizeof s->path / sizeof *s->path - 1);
-    size_t name_bytes = (wcslen(s->name) + 1) * sizeof(wchar_t), path_bytes = (wcslen(s->path) + 1) * sizeof(wchar_t);
-    size_t size = sizeof(EVENT_TRACE_PROPERTIES) + name_bytes + path_bytes;
-    s->props = calloc(1, size);
+    s->props = props_new(s->name, s->path);
     if (!s->props) {
-        put_back_interval(s);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     EVENT_TRACE_PROPERTIES *p = s->props;
-    p->Wnode.BufferSize = (ULONG)size;
     p->Wnode.Guid = fresh_guid();
     p->Wnode.ClientContext = 1;                        /* QueryPerformanceCounter timestamps */
     p->Wnode.Flags = WNODE_FLAG_TRACED_GUID;
     p->BufferSize = 1024;                              /* KB */
     p->MinimumBuffers = 16;
     p->MaximumBuffers = 256;
+    p->MaximumFileSize = s->max_file_mb;               /* MB: writing stops there */
     p->LogFileMode = EVENT_TRACE_SYSTEM_LOGGER_MODE | EVENT_TRACE_FILE_MODE_SEQUENTIAL;
     /* context switches and readies: each thread's time running, ready and
      * waiting (sampler/etl_samples.h) */
     p->EnableFlags = EVENT_TRACE_FLAG_PROCESS | EVENT_TRACE_FLAG_THREAD | EVENT_TRACE_FLAG_IMAGE_LOAD |
                      EVENT_TRACE_FLAG_PROFILE | EVENT_TRACE_FLAG_CSWITCH | EVENT_TRACE_FLAG_DISPATCHER;
-    p->LoggerNameOffset = sizeof(EVENT_TRACE_PROPERTIES);
-    p->LogFileNameOffset = (ULONG)(sizeof(EVENT_TRACE_PROPERTIES) + name_bytes);
-    memcpy((char *)p + p->LoggerNameOffset, s->name, name_bytes);
-    memcpy((char *)p + p->LogFileNameOffset, s->path, path_bytes);
     rc = api->start_trace(&s->handle, s->name, p);
     if (rc != ERROR_SUCCESS) {
-        put_back_interval(s);
         free(s->props);
         s->props = NULL;
         *not_available = rc == ERROR_ACCESS_DENIED || rc == ERROR_CALL_NOT_IMPLEMENTED;
@@ -149,6 +241,15 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
         return -1;
     }
     s->started = 1;
+    pi.interval = s->interval;
+    rc = api->set_information(0, HS_ETW_INFO_PROFILE_INTERVAL, &pi, sizeof pi);
+    if (rc != ERROR_SUCCESS) {
+        hs_etw_stop(s, NULL, 0);
+        *not_available = rc == ERROR_CALL_NOT_IMPLEMENTED || rc == ERROR_NOT_SUPPORTED;
+        snprintf(err, errlen, "ETW sampling is not available here (setting the sampling interval: %s)", why(rc));
+        return -1;
+    }
+    s->interval_changed = 1;
     /* one list: it replaces any earlier one */
     classic_event_id ids[3];
     memset(ids, 0, sizeof ids);
@@ -160,21 +261,59 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
     ids[2].type = READY_THREAD_TYPE;
     rc = api->set_information(s->handle, HS_ETW_INFO_STACK_TRACING, ids, sizeof ids);
     if (rc != ERROR_SUCCESS) {
-        hs_etw_stop(s);
+        hs_etw_stop(s, NULL, 0);
         snprintf(err, errlen, "cannot ask ETW for the stacks of samples and context switches: %s", why(rc));
         return -1;
     }
     return 0;
 }
 
-void hs_etw_stop(hs_etw_session *s)
+ULONG hs_etw_flush(hs_etw_session *s)
 {
-    if (s->started) {
-        s->api->control_trace(s->handle, NULL, s->props, EVENT_TRACE_CONTROL_STOP);
-        s->started = 0;
-    }
+    if (!s->started)
+        return ERROR_INVALID_HANDLE;
+    return s->api->control_trace(s->handle, NULL, s->props, HS_ETW_CONTROL_FLUSH);
+}
+
+static int stopped(ULONG rc)
+{
+    return rc == ERROR_SUCCESS || rc == ERROR_MORE_DATA;   /* (MORE_DATA: stopped, the properties did not fit) */
+}
+
+int hs_etw_stop(hs_etw_session *s, char *err, size_t errlen)
+{
+    int rc = 0;
     if (s->api)
         put_back_interval(s);
+    if (s->started) {
+        ULONG first = s->api->control_trace(s->handle, NULL, s->props, EVENT_TRACE_CONTROL_STOP);
+        if (!stopped(first)) {
+            /* by its name (a handle can go stale); not found: it is gone */
+            ULONG again = s->api->control_trace(0, s->name, s->props, EVENT_TRACE_CONTROL_STOP);
+            if (!stopped(again) && again != ERROR_WMI_INSTANCE_NOT_FOUND) {
+                if (err) {
+                    char *n8 = hs_utf8(s->name);
+                    snprintf(err, errlen, "the ETW session %s did not stop (%s; by name: %s): its trace is still "
+                                          "being written; `logman stop %s -ets` stops it", n8, why(first), why(again),
+                             n8);
+                    free(n8);
+                }
+                rc = -1;
+            }
+        }
+        s->started = 0;
+    }
     free(s->props);
     s->props = NULL;
+    return rc;
+}
+
+int hs_etw_file_full(const hs_etw_session *s)
+{
+    WIN32_FILE_ATTRIBUTE_DATA a;
+    if (!s->max_file_mb || !GetFileAttributesExW(s->path, GetFileExInfoStandard, &a))
+        return 0;
+    uint64_t size = (uint64_t)a.nFileSizeHigh << 32 | a.nFileSizeLow;
+    /* within two buffers of the cap: the next one did not fit */
+    return size + 2 * 1024 * 1024 >= (uint64_t)s->max_file_mb << 20;
 }

@@ -7,12 +7,27 @@
  * real-time consumer, no OpenTrace.
  *
  *   - The session is hookscope's own (EVENT_TRACE_SYSTEM_LOGGER_MODE,
- *     Windows 8+: a name "hookscope-<pid>-<n>" and a fresh GUID): it never
- *     stops, changes or takes over a session it did not start, the "NT
- *     Kernel Logger" included.
- *   - The sampling interval is global to the machine: it is read before,
- *     set for the run, and put back by hs_etw_stop (which every way out of
- *     a run calls) and by hs_etw_start itself when a later step fails.
+ *     Windows 8+: a name "hookscope-<pid>-<n>-i<interval>" and a fresh
+ *     GUID): it never stops, changes or takes over a session it did not
+ *     start, the "NT Kernel Logger" included, with one exception below.
+ *   - The sampling interval is global to the machine: it is read before
+ *     the session starts, recorded in the session's name, set once the
+ *     session runs, and put back by hs_etw_stop before the session stops
+ *     (and by hs_etw_start itself when a later step fails). So whenever
+ *     the interval is hookscope's, a session exists whose name says what
+ *     to put back.
+ *   - A hookscope killed hard (TerminateProcess, a fail-fast crash, a
+ *     debugger) leaves its session running: it keeps sampling the whole
+ *     machine, holds one of the few system-logger slots and keeps its
+ *     file open. So every start first looks for sessions named
+ *     "hookscope-<pid>-..." whose hookscope is gone (no such process, or
+ *     a process that is not hookscope.exe), stops them and puts back the
+ *     interval the newest one recorded (unless a live hookscope's session
+ *     runs: its own stop will), saying so in one line each.
+ *   - The .etl file is capped (MaximumFileSize): the session stops
+ *     writing it at the cap (hs_etw_file_full tells afterwards).
+ *   - A stop is checked (ERROR_MORE_DATA also means stopped) and tried
+ *     again by name; a session that does not stop is said, in one line.
  *   - SeSystemProfilePrivilege is enabled first; when that fails, one line
  *     says so (an elevated hookscope is needed).
  *
@@ -36,6 +51,7 @@ typedef struct hs_etw_api {
     ULONG (WINAPI *query_information)(TRACEHANDLE h, int info_class, void *info, ULONG len, ULONG *ret);
     /* SeSystemProfilePrivilege: ERROR_SUCCESS, or why it cannot be enabled */
     DWORD (*enable_profile_privilege)(void);
+    ULONG (WINAPI *query_all_traces)(EVENT_TRACE_PROPERTIES **props, ULONG count, ULONG *returned);
 } hs_etw_api;
 
 /* The system's ETW functions (bound at first use; an entry is NULL when
@@ -49,26 +65,45 @@ typedef struct hs_etw_session {
     int interval_changed;        /* the global interval was set: hs_etw_stop puts it back */
     ULONG old_interval;          /* 100 ns units, as read before */
     ULONG interval;              /* as set for the run */
+    ULONG max_file_mb;           /* the .etl file's cap */
     wchar_t name[64];
     wchar_t path[MAX_PATH * 2];  /* the .etl file */
     EVENT_TRACE_PROPERTIES *props;
 } hs_etw_session;
 
+/* The .etl file's cap in MB (the run's default). */
+#define HS_ETW_MAX_FILE_MB 1024
+
 /* Start sampling into the .etl file `path` at rate_hz (the machine's
- * sampling interval is set accordingly). Returns 0, or -1 with one line in
- * err (nothing left changed: interval restored, no session running).
- * not_available is set when ETW cannot run here at all (no such
- * functions, not implemented, no privilege): `--sampler auto` then falls
- * back to the suspend sampler. */
-int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, double rate_hz,
+ * sampling interval is set accordingly), the file capped at max_file_mb;
+ * leftover sessions of hookscopes that are gone are stopped first.
+ * Returns 0, or -1 with one line in err (nothing left changed: interval
+ * restored, no session running). not_available is set when ETW cannot
+ * run here at all (no such functions, not implemented, no privilege). */
+int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, double rate_hz, ULONG max_file_mb,
                  int *not_available, char *err, size_t errlen);
 
-/* Stop the session (its file is complete afterwards) and put the sampling
- * interval back. Safe to call more than once, and after a failed start. */
-void hs_etw_stop(hs_etw_session *s);
+/* Write the session's buffers to its file now (so far). 0 or a Win32 error. */
+ULONG hs_etw_flush(hs_etw_session *s);
+
+/* Put the sampling interval back, then stop the session (its file is
+ * complete afterwards): by its handle, and when that fails by its name.
+ * 0 when it stopped (or never ran); -1 with one line in err (NULL: not
+ * said) when it did not: its file is then still being written. Safe to
+ * call more than once, and after a failed start. */
+int hs_etw_stop(hs_etw_session *s, char *err, size_t errlen);
+
+/* After the stop: did the file reach its cap (the samples after it are
+ * missing)? */
+int hs_etw_file_full(const hs_etw_session *s);
+
+/* Stop the sessions of hookscopes that are gone (above); returns how many
+ * were stopped. hs_etw_start calls it; exposed for the tests. */
+int hs_etw_clean_leftovers(const hs_etw_api *api);
 
 /* The ETW constants the layer uses (evntrace.h names them for Windows 8+). */
 #define HS_ETW_INFO_STACK_TRACING 3      /* TraceStackTracingInfo */
 #define HS_ETW_INFO_PROFILE_INTERVAL 5   /* TraceSampledProfileIntervalInfo */
+#define HS_ETW_CONTROL_FLUSH 3           /* EVENT_TRACE_CONTROL_FLUSH */
 
 #endif

@@ -46,6 +46,8 @@ static ULONG WINAPI fake_set(TRACEHANDLE h, int cls, void *info, ULONG len)
         if (fake->fail_set_interval)
             return fake->fail_set_interval;
         fake->machine_interval = ((ULONG *)info)[1];
+        if (fake->running && !fake->session_interval)
+            fake->session_interval = fake->machine_interval;
         return ERROR_SUCCESS;
     }
     if (cls == HS_ETW_INFO_STACK_TRACING) {
@@ -88,7 +90,10 @@ static ULONG WINAPI fake_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERT
     fake->enable_flags = p->EnableFlags;
     fake->client_context = p->Wnode.ClientContext;
     wcsncpy(fake->log_file, (const wchar_t *)((const char *)p + p->LogFileNameOffset), 519);
+    fake->max_file_mb = p->MaximumFileSize;
     fake->running = 1;
+    fake->start_interval = fake->machine_interval;
+    fake->session_interval = 0;
     *h = FAKE_HANDLE;
     return ERROR_SUCCESS;
 }
@@ -105,9 +110,15 @@ static void write_trace(void)
     uint64_t ts = 100;
     etlb_init(&b, P, 1, 1024 * 1024);
     etlb_begin(&b, 0, 1);
-    etlb_p_interval(&pl, 0, fake->machine_interval, fake->machine_interval);   /* CollectionStart */
+    /* the timer's interval as the kernel records it: in force when the
+     * session started (CollectionStart), then set for the run (SetInterval) */
+    etlb_p_interval(&pl, 0, fake->start_interval, fake->start_interval);
     etlb_sys(&b, 0, 0x0F, 73, 2, 0, 0, ts, &pl), pl.n = 0;
     const uint64_t first = ts;
+    if (fake->session_interval) {
+        etlb_p_interval(&pl, 0, fake->session_interval, fake->start_interval);
+        etlb_sys(&b, 0, 0x0F, 72, 2, 0, 0, ts, &pl), pl.n = 0;
+    }
     etlb_p_process(&pl, P, fake->pid, 1, 1, fake->process_name, fake->process_name);
     etlb_sys(&b, 0, 0x03, 3, 4, 0, fake->pid, ts++, &pl), pl.n = 0;
     etlb_p_thread(&pl, P, fake->pid, fake->tid);
@@ -119,7 +130,7 @@ static void write_trace(void)
         etlb_p_image(&pl, P, im->base, im->size, im->pid, 0, im->timestamp, im->path);
         etlb_sys(&b, 0, 0x14, 3, 3, 0, im->pid, ts++, &pl), pl.n = 0;
     }
-    for (int i = 0; i < fake->nsamples; i++) {
+    for (int i = 0; i < fake->nsamples && !fake->no_samples && !(fake->no_samples_after && !fake->running); i++) {
         const fake_sample *smp = &fake->samples[i];
         uint32_t pid = smp->pid ? smp->pid : fake->pid, tid = smp->tid ? smp->tid : fake->tid;
         if (pid != fake->pid) {
@@ -166,23 +177,94 @@ static void write_trace(void)
         fwrite(b.file.p, 1, b.file.n, out);
         fake->wrote_trace = fclose(out) == 0;
     }
+    if (fake->fill && fake->max_file_mb) {
+        /* as far as the cap, the rest of the file as the kernel leaves
+         * a buffer it did not fill */
+        HANDLE h = CreateFileW(fake->log_file, GENERIC_WRITE, 0, NULL, OPEN_EXISTING, 0, NULL);
+        LARGE_INTEGER at;
+        at.QuadPart = (LONGLONG)fake->max_file_mb << 20;
+        if (h != INVALID_HANDLE_VALUE) {
+            SetFilePointerEx(h, at, NULL, FILE_BEGIN);
+            SetEndOfFile(h);
+            CloseHandle(h);
+        }
+    }
     eb_free(&pl);
     etlb_free(&b);
+}
+
+static void stop_ours(void)
+{
+    fake->running = 0;
+    write_trace();
 }
 
 static ULONG WINAPI fake_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPERTIES *p, ULONG code)
 {
     (void)p;
-    if (h != FAKE_HANDLE || (name && wcscmp(name, fake->session_name) != 0) || !fake->running) {
+    if (h == 0 && name) {
+        /* by name: a session of others (a leftover), or ours */
+        for (int i = 0; i < fake->nothers; i++)
+            if (!wcscmp(name, fake->others[i]) && fake->other_running[i]) {
+                char n8[64];
+                snprintf(n8, sizeof n8, "%ls", name);
+                record("stop-leftover", code);
+                snprintf(fake->calls[fake->ncalls - 1].what, sizeof fake->calls[0].what, "stop-leftover:%.16s",
+                         n8 + 10);
+                if (wcsncmp(name, L"hookscope-", 10) != 0)
+                    fake->foreign_touched = 1;
+                if (code == EVENT_TRACE_CONTROL_STOP)
+                    fake->other_running[i] = 0;
+                return ERROR_SUCCESS;
+            }
+        if (!fake->running || wcscmp(name, fake->session_name) != 0) {
+            record("foreign", 0);
+            fake->foreign_touched = 1;
+            return ERROR_WMI_INSTANCE_NOT_FOUND;
+        }
+        record("stop-name", code);
+        if (fake->fail_stop_name && fake->fail_stop_name != ERROR_MORE_DATA)
+            return fake->fail_stop_name;
+        stop_ours();
+        return fake->fail_stop_name;
+    }
+    if (h != FAKE_HANDLE || name || !fake->running) {
         fake->foreign_touched = 1;
         record("foreign", (unsigned long)h);
         return ERROR_WMI_INSTANCE_NOT_FOUND;
     }
-    record("stop", code);
-    if (code == EVENT_TRACE_CONTROL_STOP) {
-        fake->running = 0;
+    if (code == HS_ETW_CONTROL_FLUSH) {
+        record("flush", code);
+        fake->flushes++;
         write_trace();
+        return ERROR_SUCCESS;
     }
+    record("stop", code);
+    if (code != EVENT_TRACE_CONTROL_STOP)
+        return ERROR_SUCCESS;
+    if (fake->fail_stop && fake->fail_stop != ERROR_MORE_DATA)
+        return fake->fail_stop;
+    stop_ours();
+    return fake->fail_stop;   /* (ERROR_MORE_DATA: stopped, the properties did not fit) */
+}
+
+static ULONG WINAPI fake_query_all(EVENT_TRACE_PROPERTIES **props, ULONG count, ULONG *returned)
+{
+    record("query-all", 0);
+    ULONG n = 0;
+    for (int i = 0; i < fake->nothers && n < count; i++) {
+        if (!fake->other_running[i])
+            continue;
+        wchar_t *name = (wchar_t *)((char *)props[n] + props[n]->LoggerNameOffset);
+        wcscpy(name, fake->others[i]);
+        n++;
+    }
+    if (fake->running && n < count) {
+        wchar_t *name = (wchar_t *)((char *)props[n] + props[n]->LoggerNameOffset);
+        wcscpy(name, fake->session_name);
+        n++;
+    }
+    *returned = n;
     return ERROR_SUCCESS;
 }
 
@@ -192,9 +274,17 @@ void etw_fake_reset(etw_fake *f)
     f->machine_interval = 10000;
 }
 
+void etw_fake_other(etw_fake *f, const wchar_t *name)
+{
+    if (f->nothers < 4) {
+        wcsncpy(f->others[f->nothers], name, 63);
+        f->other_running[f->nothers++] = 1;
+    }
+}
+
 const hs_etw_api *etw_fake_api(etw_fake *f)
 {
-    static hs_etw_api api = { fake_start, fake_control, fake_set, fake_query, fake_privilege };
+    static hs_etw_api api = { fake_start, fake_control, fake_set, fake_query, fake_privilege, fake_query_all };
     fake = f;
     return &api;
 }

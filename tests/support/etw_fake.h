@@ -21,7 +21,8 @@
 
 typedef struct fake_call {
     char what[32];                 /* "privilege", "query-interval", "set-interval", "start",
-                                      "stack-tracing", "stop", "foreign" */
+                                      "stack-tracing", "stop", "stop-name", "flush",
+                                      "query-all", "stop-leftover", "foreign" */
     unsigned long value;           /* the interval, the handle, the stack-traced event type ... */
 } fake_call;
 
@@ -73,6 +74,14 @@ typedef struct etw_fake {
     /* the script */
     DWORD fail_privilege;          /* ERROR_SUCCESS, or what the privilege step answers */
     ULONG fail_query, fail_set_interval, fail_start, fail_stack;   /* ERROR_SUCCESS or an error */
+    ULONG fail_stop, fail_stop_name;   /* the stop by handle, by name (ERROR_MORE_DATA: stopped) */
+    int no_samples;                /* the machine records no samples at all */
+    int no_samples_after;          /* ... in the trace written at stop (a flush's has them) */
+    int fill;                      /* the file reaches its cap (MaximumFileSize) */
+    /* sessions of others that run already (named; leftovers of hookscopes
+     * among them), and whether each still runs */
+    wchar_t others[4][64];
+    int nothers, other_running[4];
     uint32_t pid, tid;             /* the process the trace shows */
     char process_name[64];
     char image_path[520];          /* its exe, as the trace records it */
@@ -86,13 +95,16 @@ typedef struct etw_fake {
     int nsched;
     /* what happened */
     ULONG machine_interval;        /* the global interval (starts at 10000) */
+    ULONG start_interval;          /* the global interval when the session started */
+    ULONG session_interval;        /* the first one set while it ran (0: none) */
     fake_call calls[FAKE_MAX_CALLS];
     int ncalls;
     int running;                   /* our session runs */
     int foreign_touched;           /* something was done to a session that was not ours */
     wchar_t session_name[64];
     GUID session_guid;
-    ULONG log_file_mode, enable_flags, client_context;
+    ULONG log_file_mode, enable_flags, client_context, max_file_mb;
+    int flushes;
     fake_stack_class stack_classes[FAKE_MAX_STACK_CLASSES];   /* the last list given */
     int nstack_classes;
     wchar_t log_file[520];
@@ -101,6 +113,9 @@ typedef struct etw_fake {
 
 /* Reset to a script with no failures and no samples. */
 void etw_fake_reset(etw_fake *f);
+/* A session of others that runs already (a leftover of a hookscope, or
+ * any other). */
+void etw_fake_other(etw_fake *f, const wchar_t *name);
 /* The function table that runs against f (one fake at a time). */
 const hs_etw_api *etw_fake_api(etw_fake *f);
 

@@ -13,7 +13,14 @@
  * the script's frames into addresses of that process.
  *
  * HS_FAKE_ETW_SCRIPT names a file of lines:
- *   fail STEP CODE          make a step fail: privilege, query, set, start, stack
+ *   fail STEP CODE          make a step fail: privilege, query, set, start, stack,
+ *                           stop (by handle), stop-name (by name); ERROR_MORE_DATA
+ *                           (234) for a stop: it stops, and says so
+ *   leftover NAME           a session NAME runs already ($SELF in it: hookscope's
+ *                           pid): a hookscope's left by one that ended, or another's
+ *   nosamples               the machine records no samples at all
+ *   nosamples-after         a flush's trace has the samples, the final one none
+ *   fill                    the file reaches its cap
  *   sample COUNT FRAME...   COUNT samples of the target's first thread, leaf first
  *   foreign COUNT FRAME...  samples of another process (pid 4242, tid 4243)
  *   busy FRAME...           samples of the target's first thread as the kernel
@@ -36,8 +43,9 @@
  *   kernel+0xOFF            an address in the kernel image
  * HS_FAKE_ETW_LOG names a file that gets, at stop and at unload, what
  * happened: every call, the machine's interval, whether a foreign session
- * was touched, the session's name, flags and file, the classes of events
- * whose stacks were asked for, the addresses used.
+ * was touched, the session's name, flags, file and cap, the sessions of
+ * others still running, the classes of events whose stacks were asked
+ * for, the addresses used.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +82,13 @@ static void log_state(const char *when)
     fprintf(f, "interval %lu\nforeign %d\nrunning %d\nwrote %d\nmode 0x%lx\nflags 0x%lx\n",
             fake.machine_interval, fake.foreign_touched, fake.running, fake.wrote_trace, fake.log_file_mode,
             fake.enable_flags);
-    fprintf(f, "session %ls\nfile %ls\npid %u\ntid %u\nexe %s\nbase 0x%llx\nbusy-cpu %llu\n", fake.session_name,
-            fake.log_file, fake.pid, fake.tid, fake.image_path, (unsigned long long)exe_base, busy_cpu);
+    fprintf(f, "session %ls\nfile %ls\npid %u\ntid %u\nexe %s\nbase 0x%llx\nmaxsize %lu\nbusy-cpu %llu\n",
+            fake.session_name,
+            fake.log_file, fake.pid, fake.tid, fake.image_path, (unsigned long long)exe_base, fake.max_file_mb,
+            busy_cpu);
+    for (int i = 0; i < fake.nothers; i++)
+        if (fake.other_running[i])
+            fprintf(f, "other-running %ls\n", fake.others[i]);
     for (int i = 0; i < fake.nstack_classes; i++)
         fprintf(f, "stack-class %s %u\n", fake.stack_classes[i].provider, fake.stack_classes[i].type);
     for (int i = 0; i < fake.nsamples; i++) {
@@ -264,7 +277,9 @@ static void read_script(int early)
         char *w = strtok(line, " \t\r\n");
         if (!w || w[0] == '#')
             continue;
-        if ((strcmp(w, "fail") == 0) != early)
+        int is_early = !strcmp(w, "fail") || !strcmp(w, "leftover") || !strcmp(w, "nosamples") ||
+                       !strcmp(w, "nosamples-after") || !strcmp(w, "fill");
+        if (is_early != early)
             continue;
         if (!strcmp(w, "fail")) {
             const char *step = strtok(NULL, " \t\r\n"), *code = strtok(NULL, " \t\r\n");
@@ -279,8 +294,30 @@ static void read_script(int early)
                 fake.fail_start = c;
             else if (step && !strcmp(step, "stack"))
                 fake.fail_stack = c;
+            else if (step && !strcmp(step, "stop"))
+                fake.fail_stop = c;
+            else if (step && !strcmp(step, "stop-name"))
+                fake.fail_stop_name = c;
             else
                 fail("no such step: %s", step ? step : "");
+        } else if (!strcmp(w, "leftover")) {
+            const char *name = strtok(NULL, " \t\r\n");
+            char buf[64];
+            const char *self = name ? strstr(name, "$SELF") : NULL;
+            if (self)
+                snprintf(buf, sizeof buf, "%.*s%lu%s", (int)(self - name), name, (unsigned long)GetCurrentProcessId(),
+                         self + 5);
+            else
+                snprintf(buf, sizeof buf, "%s", name ? name : "");
+            wchar_t wname[64];
+            MultiByteToWideChar(CP_UTF8, 0, buf, -1, wname, 64);
+            etw_fake_other(&fake, wname);
+        } else if (!strcmp(w, "nosamples")) {
+            fake.no_samples = 1;
+        } else if (!strcmp(w, "nosamples-after")) {
+            fake.no_samples_after = 1;
+        } else if (!strcmp(w, "fill")) {
+            fake.fill = 1;
         } else if (!strcmp(w, "kernel")) {
             fake_image *im = &fake.images[fake.nimages++];
             im->pid = 0;
@@ -333,8 +370,13 @@ static ULONG WINAPI dll_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERTI
     return inner->start_trace(h, name, p);
 }
 
-/* The busy lines' counts: the first thread's CPU time over the interval
- * the machine samples at now (the run's, until hookscope puts it back). */
+/* The busy lines' counts: the first thread's CPU time, each stretch of it
+ * over the interval the machine sampled at then (hookscope sets the run's
+ * interval once the session runs and puts the old one back before it
+ * stops the session: each change closes a stretch). */
+static double busy_samples;
+static unsigned long long busy_last;
+
 static void count_busy(void)
 {
     FILETIME c, e, k, u;
@@ -342,9 +384,11 @@ static void count_busy(void)
         return;
     busy_cpu = ((unsigned long long)k.dwHighDateTime << 32 | k.dwLowDateTime) +
                ((unsigned long long)u.dwHighDateTime << 32 | u.dwLowDateTime);
+    busy_samples += (double)(busy_cpu - busy_last) / fake.machine_interval;
+    busy_last = busy_cpu;
     for (int i = 0; i < fake.nsamples; i++)
         if (busy[i])
-            fake.samples[i].count = (uint32_t)(busy_cpu / fake.machine_interval);
+            fake.samples[i].count = (uint32_t)busy_samples;
 }
 
 static ULONG WINAPI dll_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPERTIES *p, ULONG code)
@@ -352,12 +396,20 @@ static ULONG WINAPI dll_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPERT
     if (code == EVENT_TRACE_CONTROL_STOP && fake.running)
         count_busy();
     ULONG rc = inner->control_trace(h, name, p, code);
-    log_state("stop");
+    if (code == EVENT_TRACE_CONTROL_STOP)
+        log_state("stop");
     return rc;
+}
+
+static ULONG WINAPI dll_query_all(EVENT_TRACE_PROPERTIES **props, ULONG count, ULONG *returned)
+{
+    return inner->query_all_traces(props, count, returned);
 }
 
 static ULONG WINAPI dll_set(TRACEHANDLE h, int cls, void *info, ULONG len)
 {
+    if (fake.running)
+        count_busy();   /* a change of the interval ends a stretch */
     return inner->set_information(h, cls, info, len);
 }
 
@@ -373,7 +425,7 @@ static DWORD dll_privilege(void)
 
 __declspec(dllexport) const hs_etw_api *hs_etw_test_api(void)
 {
-    static hs_etw_api api = { dll_start, dll_control, dll_set, dll_query, dll_privilege };
+    static hs_etw_api api = { dll_start, dll_control, dll_set, dll_query, dll_privilege, dll_query_all };
     if (!inner) {
         etw_fake_reset(&fake);
         const char *interval = getenv("HS_FAKE_ETW_INTERVAL");

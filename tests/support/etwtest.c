@@ -1,11 +1,16 @@
 /*
  * tests/support/etwtest.c - the live ETW layer (sampler/etw/etw_session_win.h) against
  * a fake of the system's ETW functions (etw_fake.h), under Wine: the calls
- * it makes and their order, the private session's settings, the global
- * sampling interval read, set and put back on every way out, no foreign
- * session touched; and the trace the fake writes at stop decoded by
- * hookscope's own reader and turned into a profile whose frames are named
- * (this program's own functions). Prints one tap line per case.
+ * it makes and their order, the private session's settings (its name
+ * records the interval to put back, its file is capped), the global
+ * sampling interval read, set once the session runs and put back before
+ * it stops on every way out, no foreign session touched; leftover sessions
+ * of hookscopes that are gone stopped and their interval put back; a
+ * failed stop tried again by name, and said when that fails too; a file
+ * that reached its cap told; and the trace the fake writes at stop
+ * decoded by hookscope's own reader and turned into a profile whose
+ * frames are named (this program's own functions). Prints one tap line
+ * per case.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +52,8 @@ static void call_line(const etw_fake *f, char *buf, size_t len)
     buf[0] = 0;
     for (int i = 0; i < f->ncalls && n < len; i++) {
         const fake_call *c = &f->calls[i];
-        if (!strcmp(c->what, "set-interval") || !strcmp(c->what, "stack-tracing") || !strcmp(c->what, "stop"))
+        if (!strcmp(c->what, "set-interval") || !strcmp(c->what, "stack-tracing") || !strcmp(c->what, "stop") ||
+            !strcmp(c->what, "stop-name"))
             n += (size_t)snprintf(buf + n, len - n, "%s%s:%lu", i ? " " : "", c->what, c->value);
         else
             n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? " " : "", c->what);
@@ -84,8 +90,12 @@ static void test_success(void)
     f.nsamples = 2;
     /* the thread runs from 1 ms, blocks at 2, is readied at 4.5 and runs
      * again at 6 where burn_b called it from test_success, is preempted at
-     * 7 and runs again at 9.5 in burn_a: on the 0.5 ms grid of 2000 Hz,
-     * waiting [2, 4.5) 5 samples, ready [4.5, 6) 3 and [7, 9.5) 5 */
+     * 7 and runs again at 9.5 in burn_a. The trace's CollectionStart has
+     * the 1 ms the machine sampled at when the session started (the run's
+     * 0.5 ms comes after, as a SetInterval): read as a recorded trace, on
+     * the 1 ms grid, waiting [2, 4.5) 3 samples, ready [4.5, 6) 1 and
+     * [7, 9.5) 3 (a run's backend uses the run's own interval:
+     * test_etw_run) */
     uint64_t at_b[2] = { (uint64_t)(uintptr_t)&burn_b + 2, ret }, at_a[2] = { (uint64_t)(uintptr_t)&burn_a + 2, ret };
     f.sched[0] = (fake_sched){ .us = 1000, .in = FAKE_MAIN, .out = 0, .state = 1 };
     f.sched[1] = (fake_sched){ .us = 2000, .in = 0, .out = FAKE_MAIN, .state = 5 };
@@ -100,8 +110,13 @@ static void test_success(void)
     hs_etw_session s;
     int na = 0;
     char err[256] = "";
-    int rc = hs_etw_start(&s, etw_fake_api(&f), etl_path(), 2000, &na, err, sizeof err);
+    int rc = hs_etw_start(&s, etw_fake_api(&f), etl_path(), 2000, HS_ETW_MAX_FILE_MB, &na, err, sizeof err);
     check(rc == 0, "start", "%s", err);
+    wchar_t want[64];
+    swprintf(want, 64, L"hookscope-%lu-", (unsigned long)GetCurrentProcessId());
+    check(!wcsncmp(f.session_name, want, wcslen(want)) && wcsstr(f.session_name, L"-i10000"),
+          "the session's name records the interval to put back", "%ls", f.session_name);
+    check(f.max_file_mb == HS_ETW_MAX_FILE_MB, "the file is capped", "MaximumFileSize %lu", f.max_file_mb);
     check(f.machine_interval == 5000, "the machine's interval is set for 2000 Hz", "%lu", f.machine_interval);
     check(f.running && !wcsncmp(f.session_name, L"hookscope-", 10), "a session of hookscope's own name",
           "%ls", f.session_name);
@@ -123,13 +138,16 @@ static void test_success(void)
           "stacks for SampledProfile, CSwitch and ReadyThread, in one list", "%s", classes);
     check(f.client_context == 1, "QPC timestamps", "ClientContext %lu", f.client_context);
     check(!wcscmp(f.log_file, etl_path()), "into the file asked for", "%ls", f.log_file);
-    hs_etw_stop(&s);
-    hs_etw_stop(&s);   /* a second stop does nothing */
+    check(hs_etw_flush(&s) == 0 && f.wrote_trace && f.running, "a flush writes what there is, the session runs on",
+          "wrote %d running %d", f.wrote_trace, f.running);
+    check(hs_etw_stop(&s, err, sizeof err) == 0, "stopped", "%s", err);
+    check(hs_etw_stop(&s, err, sizeof err) == 0, "a second stop does nothing", "%s", err);
+    check(!hs_etw_file_full(&s), "a small file is not at its cap", "full");
     char calls[512];
     call_line(&f, calls, sizeof calls);
-    check(!strcmp(calls, "privilege query-interval set-interval:5000 start stack-tracing:3 stop:1 "
-                         "set-interval:10000"),
-          "the calls, in order", "%s", calls);
+    check(!strcmp(calls, "privilege query-all query-interval start set-interval:5000 stack-tracing:3 flush "
+                         "set-interval:10000 stop:1"),
+          "the calls, in order (the interval put back before the session stops)", "%s", calls);
     check(f.machine_interval == 10000 && !f.foreign_touched, "the interval is put back, no foreign session touched",
           "interval %lu, foreign %d", f.machine_interval, f.foreign_touched);
     check(f.wrote_trace, "the trace was written at stop", "not written");
@@ -151,10 +169,10 @@ static void test_success(void)
     hs_profile_count_samples(p);
     check(p->sampling.samples == 100, "every sample decoded", "%llu", (unsigned long long)p->sampling.samples);
     const hs_prof_thread *th = p->nthreads_list == 1 ? &p->threads_list[0] : NULL;
-    check(th && !p->sampling.off_cpu_unknown && p->sampling.wait_samples == 5 && p->sampling.ready_samples == 8 &&
-              th->wait_samples == 5 && th->ready_samples == 8 && th->running_s == 0.0020 && th->wait_s == 0.0025 &&
+    check(th && !p->sampling.off_cpu_unknown && p->sampling.wait_samples == 3 && p->sampling.ready_samples == 4 &&
+              th->wait_samples == 3 && th->ready_samples == 4 && th->running_s == 0.0020 && th->wait_s == 0.0025 &&
               th->ready_s == 0.0040 && p->sampling.wait_no_stack == 0 && p->sampling.ready_no_stack == 0,
-          "the context switches: 5 wait and 8 ready samples, 2 ms running, 2.5 ms waiting, 4 ms ready",
+          "the context switches: 3 wait and 4 ready samples, 2 ms running, 2.5 ms waiting, 4 ms ready",
           "%zu threads, unknown %d, wait %llu ready %llu, running %g wait %g ready %g s, no stack %llu/%llu",
           p->nthreads_list, p->sampling.off_cpu_unknown, (unsigned long long)p->sampling.wait_samples,
           (unsigned long long)p->sampling.ready_samples, th ? th->running_s : -1, th ? th->wait_s : -1,
@@ -179,8 +197,8 @@ static void test_success(void)
         if (!strcmp(p->funcs[i].name, "burn_b"))
             ready_b = p->funcs[i].ready_self, wait_b = p->funcs[i].wait_self;
     }
-    check(wait_b == 5 && ready_b == 3 && ready_a == 5,
-          "each stretch has the stack walked where it ended: burn_b 5 wait and 3 ready, burn_a 5 ready",
+    check(wait_b == 3 && ready_b == 1 && ready_a == 3,
+          "each stretch has the stack walked where it ended: burn_b 3 wait and 1 ready, burn_a 3 ready",
           "burn_b wait %llu ready %llu, burn_a ready %llu", (unsigned long long)wait_b, (unsigned long long)ready_b,
           (unsigned long long)ready_a);
     hs_profile_free(p);
@@ -206,8 +224,8 @@ static void test_failure(const char *name, int step, ULONG code, int expect_na, 
     hs_etw_session s;
     int na = 0;
     char err[256] = "";
-    int rc = hs_etw_start(&s, etw_fake_api(&f), etl_path(), 1000, &na, err, sizeof err);
-    hs_etw_stop(&s);   /* what a run does on every way out */
+    int rc = hs_etw_start(&s, etw_fake_api(&f), etl_path(), 1000, HS_ETW_MAX_FILE_MB, &na, err, sizeof err);
+    hs_etw_stop(&s, NULL, 0);   /* what a run does on every way out */
     char calls[512], tname[128];
     call_line(&f, calls, sizeof calls);
     snprintf(tname, sizeof tname, "%s: refused, nothing left changed", name);
@@ -218,15 +236,100 @@ static void test_failure(const char *name, int step, ULONG code, int expect_na, 
     printf("# %s: %s\n", name, err);
 }
 
+/* Sessions left running: a dead hookscope's (named with the interval it
+ * found), an older one's (no interval in its name), this process's own
+ * (alive), another tool's. */
+static void test_leftovers(void)
+{
+    etw_fake f;
+    etw_fake_reset(&f);
+    f.machine_interval = 2500;   /* as the dead hookscope set it */
+    wchar_t self[64];
+    swprintf(self, 64, L"hookscope-%lu-7-i1221", (unsigned long)GetCurrentProcessId());
+    etw_fake_other(&f, L"hookscope-999999-3-i10000");
+    etw_fake_other(&f, self);
+    etw_fake_other(&f, L"hookscope-888888-1");
+    etw_fake_other(&f, L"NT Kernel Logger");
+    int n = hs_etw_clean_leftovers(etw_fake_api(&f));
+    char calls[512];
+    call_line(&f, calls, sizeof calls);
+    check(n == 2 && !f.other_running[0] && f.other_running[1] && !f.other_running[2] && f.other_running[3] &&
+              !f.foreign_touched,
+          "leftovers of hookscopes that are gone are stopped, nothing else", "%d stopped, running %d %d %d %d, "
+          "foreign %d", n, f.other_running[0], f.other_running[1], f.other_running[2], f.other_running[3],
+          f.foreign_touched);
+    check(f.machine_interval == 10000, "the interval the dead one found is put back", "%lu", f.machine_interval);
+    check(!strcmp(calls, "query-all stop-leftover:999999-3-i10000 stop-leftover:888888-1 set-interval:10000"),
+          "the calls of the clean-up", "%s", calls);
+}
+
+/* A stop that fails by handle: again by name; ERROR_MORE_DATA is a stop;
+ * both failing is said. */
+static void test_stop(const char *name, ULONG by_handle, ULONG by_name, int expect_rc, const char *expect_calls)
+{
+    etw_fake f;
+    etw_fake_reset(&f);
+    f.fail_stop = by_handle;
+    f.fail_stop_name = by_name;
+    hs_etw_session s;
+    int na = 0;
+    char err[400] = "";
+    hs_etw_start(&s, etw_fake_api(&f), etl_path(), 1000, HS_ETW_MAX_FILE_MB, &na, err, sizeof err);
+    err[0] = 0;
+    int rc = hs_etw_stop(&s, err, sizeof err);
+    char calls[512], tname[160];
+    call_line(&f, calls, sizeof calls);
+    snprintf(tname, sizeof tname, "stop %s", name);
+    check(rc == expect_rc && !strcmp(calls, expect_calls) && f.machine_interval == 10000 &&
+              (rc == 0 ? !err[0] && !f.running : strstr(err, "did not stop") && strstr(err, "logman stop") != NULL),
+          tname, "rc %d, calls '%s', interval %lu, running %d, error '%s'", rc, calls, f.machine_interval, f.running,
+          err);
+    if (rc)
+        printf("# %s\n", err);
+    if (f.running)
+        f.fail_stop = f.fail_stop_name = 0, hs_etw_stop(&s, NULL, 0);
+    DeleteFileW(etl_path());
+}
+
+/* A file at its cap is told. */
+static void test_cap(void)
+{
+    etw_fake f;
+    etw_fake_reset(&f);
+    f.fill = 1;
+    hs_etw_session s;
+    int na = 0;
+    char err[256] = "";
+    int rc = hs_etw_start(&s, etw_fake_api(&f), etl_path(), 1000, 3, &na, err, sizeof err);
+    hs_etw_stop(&s, NULL, 0);
+    check(rc == 0 && f.max_file_mb == 3 && hs_etw_file_full(&s), "a file at its cap is told",
+          "rc %d, cap %lu, full %d", rc, f.max_file_mb, hs_etw_file_full(&s));
+    DeleteFileW(etl_path());
+}
+
 int main(void)
 {
     test_success();
     test_failure("no privilege", 0, ERROR_NOT_ALL_ASSIGNED, 1, "privilege");
-    test_failure("interval not readable (Wine)", 1, ERROR_CALL_NOT_IMPLEMENTED, 1, "privilege query-interval");
-    test_failure("interval not settable", 2, ERROR_ACCESS_DENIED, 0, "privilege query-interval set-interval:10000");
-    test_failure("session refused", 3, ERROR_NO_SYSTEM_RESOURCES, 0,
-                 "privilege query-interval set-interval:10000 start set-interval:10000");
+    test_failure("interval not readable (Wine)", 1, ERROR_CALL_NOT_IMPLEMENTED, 1,
+                 "privilege query-all query-interval");
+    test_failure("interval not settable", 2, ERROR_ACCESS_DENIED, 0,
+                 "privilege query-all query-interval start set-interval:10000 stop:1");
+    test_failure("session refused", 3, ERROR_NO_SYSTEM_RESOURCES, 0, "privilege query-all query-interval start");
     test_failure("no stack walks", 4, ERROR_INVALID_PARAMETER, 0,
-                 "privilege query-interval set-interval:10000 start stack-tracing:3 stop:1 set-interval:10000");
+                 "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 "
+                 "stop:1");
+    test_leftovers();
+    test_stop("by handle", 0, 0, 0,
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1");
+    test_stop("says more data: stopped", ERROR_MORE_DATA, 0, 0,
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1");
+    test_stop("fails, then by name", ERROR_INVALID_HANDLE, 0, 0,
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1 "
+              "stop-name:1");
+    test_stop("fails both ways", ERROR_INVALID_HANDLE, ERROR_ACCESS_DENIED, -1,
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1 "
+              "stop-name:1");
+    test_cap();
     return failures ? 1 : 0;
 }

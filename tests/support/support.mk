@@ -67,6 +67,36 @@ $(ETWFAKE_DLL): $(ETWFAKE_OBJ)
 	$(WCC) -shared -o $@ $(filter %.o,$^) -static-libgcc -lntdll
 test-targets: $(ETWFAKE_DLL)
 
+# `make fuzz-session` builds the session's fuzz target
+# (tests/unit/session_fuzz.h) for libFuzzer (clang), for longer runs by hand
+# (tests/support/fuzz_session_main.c says how); make test runs it natively and
+# under AddressSanitizer and UBSan as a unit (asan/test_session_fuzz).
+SESSION_FUZZ_LIB := tests/unit/session_fuzz.c $(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C)
+FUZZ_SESSION := $(B)/native/fuzz/fuzz_session
+$(FUZZ_SESSION): tests/support/fuzz_session_main.c $(SESSION_FUZZ_LIB) | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-strict-aliasing \
+	    -DHOOKSCOPE_VERSION=\"$(VERSION)\" -I$(B)/inc/tests -o $@ $(filter %.c,$^) -lcapstone -lstdc++ -lm
+.PHONY: fuzz-session
+fuzz-session: $(FUZZ_SESSION)
+
+# build/tests/token_fake.dll: a fake of the token functions that hookscope
+# loads through HOOKSCOPE_TOKEN_API (injector/trace/rights.h), for the
+# tests of the target's rights and of attach's refusals (tests/test_rights.py)
+TOKENFAKE_DLL := $(B)/tests/token_fake.dll
+$(TOKENFAKE_DLL): $(call win_obj,tests/support/token_fake_dll.c)
+	@mkdir -p $(dir $@)
+	$(WCC) -shared -o $@ $^ -static-libgcc
+test-targets: $(TOKENFAKE_DLL)
+
+# build/tests/planted/{dbghelp,winmm}.dll: DLLs planted beside a copy of
+# hookscope.exe under the names of system DLLs (tests/test_dll_search.py)
+PLANTED_DLLS := $(B)/tests/planted/dbghelp.dll $(B)/tests/planted/winmm.dll
+$(PLANTED_DLLS): tests/support/planted_dll.c
+	@mkdir -p $(dir $@)
+	$(WCC) -shared -O1 -o $@ $< -static-libgcc
+test-targets: $(PLANTED_DLLS)
+
 # build/tests/bpcount.exe: call counts from a debugger's breakpoints, the
 # truth for programs without sources to instrument (tests/test_real_programs.py)
 BPCOUNT_WIN := $(B)/tests/bpcount.exe

@@ -240,10 +240,8 @@ int main(int argc, char **argv)
     memset(&layout, 0, sizeof layout);
     hs_capacity cap = hs_default_capacity(1u << 14, 16, 0);
     uint64_t total = hs_session_layout(&layout, &cap);
-    wchar_t name[64];
-    swprintf(name, 64, HS_SESSION_NAME_FMT, (unsigned long)GetCurrentProcessId());
     HANDLE m = CreateFileMappingW(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE | SEC_RESERVE,
-                                  (DWORD)(total >> 32), (DWORD)total, name);
+                                  (DWORD)(total >> 32), (DWORD)total, NULL);
     view = m ? MapViewOfFile(m, FILE_MAP_ALL_ACCESS, 0, 0, 0) : NULL;
     if (!view || !VirtualAlloc(view, layout.modules_off, MEM_COMMIT, PAGE_READWRITE)) {
         fprintf(stderr, "stress: no session\n");
@@ -264,7 +262,8 @@ int main(int argc, char **argv)
     agent_fn init = (agent_fn)(void (*)(void))GetProcAddress(agent, "hs_agent_init");
     agent_fn unhook = (agent_fn)(void (*)(void))GetProcAddress(agent, "hs_agent_unhook");
     agent_fn rehook = (agent_fn)(void (*)(void))GetProcAddress(agent, "hs_agent_rehook");
-    if (!init || !unhook || !rehook || init(NULL) != 0) {
+    /* the agent gets its session as a handle, as the injector hands it over */
+    if (!init || !unhook || !rehook || init(m) != 0) {
         fprintf(stderr, "stress: agent init failed: %s\n", hdr->error_text);
         return 1;
     }

@@ -33,9 +33,14 @@ $(CXX_DLLS):
 	cp "$$($(WCXX) -print-file-name=$(notdir $@))" $@
 test-targets: $(CXX_DLLS)
 
-# stress.exe plays the injector's part itself: it needs the session layout
+# stress.exe plays the injector's part itself, and scribble.exe overwrites
+# its session: they need the session layout
 TGT_EXTRA_stress := -Iinclude
 $(TGT_DIR)/stress.exe: include/hookscope/session.h
+TGT_EXTRA_scribble := -Iinclude
+$(TGT_DIR)/scribble.exe: include/hookscope/session.h
+# objprobe.exe lists the session's named objects (ntdll's directory calls)
+TGT_LIBS_objprobe := -lntdll
 
 # Issue 4 targets (exceptions, stack walks, timing, stacks) need nothing
 # beyond the pattern rules above: cxxexc.cpp is built with the win32 g++
