@@ -6,8 +6,9 @@
  *                                   samples per process
  *   etlstat FILE --pid N            ... and samples per module (the module
  *   etlstat FILE --process NAME     of the sampled address) of one process
- *   etlstat FILE --summary          everything above for every process, one
- *                                   fact per line, for tests to compare
+ *   etlstat FILE --summary          everything above for every process, and
+ *                                   the scheduling events, one fact per
+ *                                   line, for tests to compare
  *   etlstat FILE --bench N          decode N times: seconds and events/s
  *
  * Exit status 0, or 1 with one line "etlstat: ..." on stderr.
@@ -150,6 +151,30 @@ static void print_info(const hs_etl_trace *t, const char *prefix)
         printf("%sduration_s %.3f\n", prefix, hs_etl_seconds(t, i->last_ts));
 }
 
+/* The scheduling events: how many of each kind and with a stack, the
+ * timer's interval, and a digest of every field of every event. */
+static void sched_summary(const hs_etl_trace *t)
+{
+    uint64_t stacked = 0, h = 0xCBF29CE484222325ull;
+    for (uint32_t i = 0; i < t->nsched; i++) {
+        const hs_etl_sched *e = &t->sched[i];
+        uint32_t d = hs_etl_stack_depth(&e->stack);
+        stacked += (e->flags & HS_ETL_STACK_FOUND) != 0;
+        uint64_t f[] = {e->ts, e->kind, e->cpu, e->tid, e->pid, e->other_tid, e->other_pid,
+                        e->flags & (HS_ETL_STACK_FOUND | HS_ETL_STACK_USER_MISSING), (uint8_t)e->sw.new_priority,
+                        (uint8_t)e->sw.old_priority, e->sw.old_state, e->sw.old_wait_reason, e->sw.old_wait_mode,
+                        e->sw.previous_cstate, (uint8_t)e->sw.old_ideal_cpu, e->sw.new_wait_time,
+                        (uint8_t)e->rd.adjust_reason, (uint8_t)e->rd.adjust_increment, e->rd.flags, d};
+        for (size_t k = 0; k < sizeof f / sizeof *f; k++)
+            h = fnv(h, f[k]);
+        for (uint32_t k = 0; k < d; k++)
+            h = fnv(h, hs_etl_stack_frame(t, &e->stack, k));
+    }
+    printf("count switches %u\ncount readies %u\ncount sched_with_stack %llu\nsched %016llx\n"
+           "info sample_interval %u\n",
+           t->nswitches, t->nreadies, (unsigned long long)stacked, (unsigned long long)h, t->sample_interval);
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL, *pname = NULL;
@@ -199,6 +224,7 @@ int main(int argc, char **argv)
         print_info(&t, "info ");
         printf("count processes %u\ncount threads %u\ncount images %u\ncount samples %u\ncount with_stack %llu\n",
                t.nprocs, t.nthreads, t.nimages, t.nsamples, (unsigned long long)stacked);
+        sched_summary(&t);
         qsort(procs, np, sizeof *procs, by_pid_name);
         for (size_t i = 0; i < np; i++)
             printf("process %d %llu %llu %s\n", (int)procs[i].pid, (unsigned long long)procs[i].n,

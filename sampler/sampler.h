@@ -2,8 +2,8 @@
  * sampler/sampler.h - CPU sampling behind one small interface.
  *
  * A backend watches one process and delivers samples: which thread, when,
- * whether the thread was running (a CPU sample) or waiting (a wait
- * sample), and its stack as raw addresses, leaf first. Samples go into a
+ * what the thread was doing (running, ready, waiting, or in hookscope's
+ * own code: hs_sample_kind), and its stack as raw addresses, leaf first. Samples go into a
  * sample set, which merges equal stacks of a thread and kind and keeps
  * the modules the samples were taken in; after the run the set becomes
  * stacks, threads and run figures of the profile (the importer
@@ -13,10 +13,12 @@
  *   suspend  (suspend/) hookscope.exe suspends each thread in turn, takes
  *            its context and copies its stack, resumes it, and unwinds
  *            the copy; no privileges needed; runs under Wine.
- *   etw      (etw/) a private kernel session records SampledProfile
- *            events with stacks into an .etl file, which the ETL reader
- *            (etl/) decodes at the end (etl_samples.h); administrator,
- *            Windows 8 or later.
+ *   etw      (etw/) a private kernel session records SampledProfile,
+ *            CSwitch and ReadyThread events with stacks into an .etl
+ *            file, which the ETL reader (etl/) decodes at the end
+ *            (etl_samples.h: the samples, and the threads' time off the
+ *            CPU as ready and wait samples); administrator, Windows 8 or
+ *            later.
  *   auto     not a backend: the first of the table that can run here
  *            (backends.c, hs_sampler_start).
  *
@@ -94,6 +96,15 @@ void hs_sampleset_module_identity(hs_sampleset *s, uint32_t module, const char *
 /* A thread's CPU time in seconds (-1 unknown); threads are known from
  * their samples too. */
 void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s);
+/* The time a thread spent running, waiting and ready, in seconds, where
+ * the backend measured it (from context switches: etw). */
+void hs_sampleset_thread_states(hs_sampleset *s, uint32_t tid, double running_s, double wait_s, double ready_s);
+/* The backend cannot tell running from ready and waiting here (an ETW
+ * trace without context switches): its samples are all CPU samples, and
+ * the set has no wait and ready samples because they are unknown, not
+ * because there were none. */
+void hs_sampleset_off_cpu_unknown(hs_sampleset *s);
+bool hs_sampleset_off_cpu_known(const hs_sampleset *s);
 
 /* Totals so far. */
 uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind);
@@ -124,6 +135,7 @@ typedef struct hs_sample_module {
 typedef struct hs_sample_thread {
     uint32_t tid;
     double cpu_s;              /* -1: unknown */
+    double running_s, wait_s, ready_s;   /* hs_sampleset_thread_states; -1: not measured */
     uint64_t count[HS_SAMPLE__KINDS];
 } hs_sample_thread;
 

@@ -1,7 +1,7 @@
 /*
  * sampler/sampleset.c - the sample set (see sampler.h): unique stacks per
- * thread with their CPU and wait counts, the modules the samples point
- * into, the threads, and the losses.
+ * thread with their counts of each kind, the modules the samples point
+ * into, the threads (with the times a backend measured), and the losses.
  *
  * Stacks are interned by a hash of (thread, truncated, frames) in an
  * hs_map, whose colliding keys are told apart by comparing the frames;
@@ -39,6 +39,7 @@ typedef struct set_module {
 typedef struct set_thread {
     uint32_t tid;
     double cpu_s;
+    double running_s, wait_s, ready_s;
     uint64_t count[HS_SAMPLE__KINDS];
 } set_thread;
 
@@ -58,6 +59,7 @@ struct hs_sampleset {
     uint64_t total[HS_SAMPLE__KINDS];
     volatile uint64_t taken;   /* hs_sampleset_taken_add */
     uint64_t lost;
+    bool off_cpu_unknown;      /* hs_sampleset_off_cpu_unknown */
 };
 
 hs_sampleset *hs_sampleset_new(void)
@@ -100,7 +102,7 @@ static set_thread *thread_of(hs_sampleset *s, uint32_t tid)
     set_thread *t = &s->threads[s->nthreads];
     memset(t, 0, sizeof *t);
     t->tid = tid;
-    t->cpu_s = -1;
+    t->cpu_s = t->running_s = t->wait_s = t->ready_s = -1;
     hs_map_xput(&s->thread_index, tid, 0, (uint32_t)s->nthreads);
     s->nthreads++;
     return t;
@@ -222,6 +224,24 @@ void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s)
     thread_of(s, tid)->cpu_s = cpu_s;
 }
 
+void hs_sampleset_thread_states(hs_sampleset *s, uint32_t tid, double running_s, double wait_s, double ready_s)
+{
+    set_thread *t = thread_of(s, tid);
+    t->running_s = running_s;
+    t->wait_s = wait_s;
+    t->ready_s = ready_s;
+}
+
+void hs_sampleset_off_cpu_unknown(hs_sampleset *s)
+{
+    s->off_cpu_unknown = true;
+}
+
+bool hs_sampleset_off_cpu_known(const hs_sampleset *s)
+{
+    return !s->off_cpu_unknown;
+}
+
 void hs_sampleset_taken_add(hs_sampleset *s, uint64_t n)
 {
     __atomic_add_fetch(&s->taken, n, __ATOMIC_RELAXED);
@@ -294,6 +314,9 @@ hs_sample_thread hs_sampleset_thread_at(const hs_sampleset *s, size_t i)
     hs_sample_thread r;
     r.tid = s->threads[i].tid;
     r.cpu_s = s->threads[i].cpu_s;
+    r.running_s = s->threads[i].running_s;
+    r.wait_s = s->threads[i].wait_s;
+    r.ready_s = s->threads[i].ready_s;
     memcpy(r.count, s->threads[i].count, sizeof r.count);
     return r;
 }

@@ -2,11 +2,18 @@
 """An independent decoder of .etl files, in Python, for the tests of
 hookscope's C reader (sampler/etl/). It implements the same documented
 rules from the same sources (the WMI_BUFFER_HEADER and trace header
-layouts, [MS-XCA], TraceEvent's payload layouts, TraceLog's stack joining)
-in separate code, and prints the same summary as `etlstat FILE --summary`,
-so a test can compare the two line by line.
+layouts, [MS-XCA], TraceEvent's payload layouts, Microsoft's CSwitch and
+ReadyThread classes, TraceLog's stack joining) in separate code, and
+prints the same summary as `etlstat FILE --summary`, so a test can compare
+the two line by line. It also tells, for one process, each thread's time
+running, ready and waiting from the context switches, by the rules of
+sampler/etl_samples.h, as `hookscope report --etl` must give them
+(off_cpu()).
 
   tests/etl_reference.py FILE                 the summary
+  tests/etl_reference.py FILE --threads NAME  the threads of process NAME:
+                                              CPU, wait and ready samples,
+                                              wait and ready seconds
   tests/etl_reference.py FILE --misread-event-headers
         the same, as a decoder gets it that takes the size of an EVENT_HEADER
         record (kinds 0x12, 0x13) from offset 4, as for system and perfinfo
@@ -309,6 +316,10 @@ class Model:
         self.threads = []
         self.images = []
         self.samples = []        # dicts
+        self.sched = []          # context switches and ReadyThread events (dicts), in stream order
+        self.owners = []         # what a stack can belong to: samples and sched events, in stream order
+        self.interval = 0        # the timer's sampling interval (100 ns), 0: none in the trace
+        self.interval_started = False
         self.pid_now, self.tid_now, self.img_now = {}, {}, {}
         # stack joining
         self.waits = collections.defaultdict(list)    # tid -> [sample index]
@@ -407,26 +418,86 @@ class Model:
         ti = self.tid_now.get(tid)
         s = dict(ts=e.ts, ip=ip, tid=tid, cpu=e.cpu, pid=self.threads[ti]["pid"] if ti is not None else NONE,
                  flags=flags | (1 if ip >= self.kb else 0), kern=[], user=[], user_known=False, kkey=0,
-                 ukey=0, waiting=False, done=False)
+                 ukey=0, waiting=False, done=False, kind=0)
+        s["own_tid"], s["own_pid"] = tid, s["pid"]
         self.samples.append(s)
+        self.owners.append(s)
         if e.ext_stack:
-            self.stack(e, e.ts, tid, e.ext_stack)
+            self.stack(e, e.ts, tid, e.ext_stack, e.pid)
 
-    def find(self, ts, tid, cpu):
-        n = len(self.samples)
-        floor = max(0, n - WINDOW)
-        found = None
-        for i in range(n - 1, floor - 1, -1):
-            s = self.samples[i]
-            if s["ts"] > ts:
+    def pid_of(self, tid):
+        ti = self.tid_now.get(tid)
+        return self.threads[ti]["pid"] if ti is not None else NONE
+
+    def cswitch(self, e):
+        # CSwitch class: NewThreadId, OldThreadId, NewThreadPriority, OldThreadPriority, PreviousCState,
+        # SpareByte, OldThreadWaitReason, OldThreadWaitMode, OldThreadState, OldThreadWaitIdealProcessor,
+        # NewThreadWaitTime, Reserved
+        if len(e.data) < 24:
+            raise ValueError("short CSwitch")
+        (new, old, nprio, oprio, cstate, _spare, reason, mode, state, ideal, wtime,
+         _res) = struct.unpack_from("<IIbbBbBBBbII", e.data, 0)
+        d = dict(ts=e.ts, kind=1, cpu=e.cpu, tid=new, pid=self.pid_of(new), other_tid=old,
+                 other_pid=self.pid_of(old), nprio=nprio, oprio=oprio, state=state, reason=reason, mode=mode,
+                 cstate=cstate, ideal=ideal, wtime=wtime, areason=0, aincr=0, rflags=0)
+        # the stack walked for a context switch is the thread's switched in
+        self.add_sched(e, d, new, d["pid"])
+
+    def ready(self, e):
+        # ReadyThread class: TThreadId, AdjustReason, AdjustIncrement, Flag, Reserved
+        if len(e.data) < 8:
+            raise ValueError("short ReadyThread")
+        tid, areason, aincr, rflags = struct.unpack_from("<IbbB", e.data, 0)
+        by = e.tid                       # the readying thread, if the header has one
+        by_pid = NONE if by == NONE else (e.pid if e.pid != NONE else self.pid_of(by))
+        d = dict(ts=e.ts, kind=2, cpu=e.cpu, tid=tid, pid=self.pid_of(tid), other_tid=by, other_pid=by_pid,
+                 nprio=0, oprio=0, state=0, reason=0, mode=0, cstate=0, ideal=0, wtime=0, areason=areason,
+                 aincr=aincr, rflags=rflags)
+        self.add_sched(e, d, by, by_pid)
+
+    def add_sched(self, e, d, own_tid, own_pid):
+        d.update(flags=0, kern=[], user=[], user_known=False, kkey=0, ukey=0, waiting=False, done=False,
+                 own_tid=own_tid, own_pid=own_pid)
+        self.sched.append(d)
+        self.owners.append(d)
+        if e.ext_stack and own_tid != NONE:
+            self.stack(e, e.ts, own_tid, e.ext_stack, e.pid)
+
+    def set_interval(self, e):
+        source, new, old = struct.unpack_from("<III", e.data, 0)
+        if source != 0:
+            return
+        if e.type == 73 and not self.interval_started:
+            self.interval_started, self.interval = True, new
+        elif e.type == 72 and not self.interval_started and not self.interval:
+            self.interval = old
+
+    @staticmethod
+    def untouched(o):
+        return not (o["done"] or o["user_known"] or o["waiting"] or o["kkey"] or o["ukey"] or o["kern"])
+
+    def find(self, ts, tid, cpu, pid=NONE):
+        """The event a stack of thread tid at ts belongs to: of the last WINDOW owners with that
+        timestamp and thread (or no thread yet: it takes this one), the best by thread known,
+        same CPU, no stack part yet, a sample; then the latest on the same CPU, else the earliest."""
+        lo = max(0, len(self.owners) - WINDOW)
+        best, best_key = None, None
+        for pos in range(len(self.owners) - 1, lo - 1, -1):
+            o = self.owners[pos]
+            if o["ts"] > ts:
                 continue
-            if s["ts"] < ts:
+            if o["ts"] < ts:
                 break
-            if s["tid"] == tid:
-                if s["cpu"] == cpu:
-                    return s
-                found = s
-        return found
+            if o["own_tid"] not in (tid, NONE):
+                continue
+            same = o["cpu"] == cpu
+            key = (o["own_tid"] == tid, same, self.untouched(o), o["kind"] == 0, pos if same else -pos)
+            if best_key is None or key > best_key:
+                best, best_key = o, key
+        if best is not None and best["own_tid"] == NONE:
+            best["own_tid"], best["own_pid"] = tid, pid
+            best["other_tid"], best["other_pid"] = tid, pid
+        return best
 
     def try_emit(self, s):
         if s["done"]:
@@ -442,7 +513,7 @@ class Model:
         if s["done"]:
             return True
         s["kern"] = frames
-        if s["pid"] in (0, 4):
+        if s["own_pid"] in (0, 4):
             s["user_known"], s["user"] = True, []
         return self.try_emit(s)
 
@@ -477,10 +548,10 @@ class Model:
             found |= w is target
         return found
 
-    def stack(self, e, ets, tid, frames):
+    def stack(self, e, ets, tid, frames, pid=NONE):
         if not frames:
             return
-        s = self.find(ets, tid, e.cpu)
+        s = self.find(ets, tid, e.cpu, pid)
         if frames[-1] >= self.kb:
             if s is not None and not s["done"] and not self.log_kernel(s, frames):
                 self.wait_thread(tid, s)
@@ -494,8 +565,8 @@ class Model:
             return
         self.log_user(s, frames)
 
-    def stack_ref(self, e, ets, tid, key, kernel):
-        s = self.find(ets, tid, e.cpu)
+    def stack_ref(self, e, ets, tid, key, kernel, pid=NONE):
+        s = self.find(ets, tid, e.cpu, pid)
         if s is None:
             return
         if kernel:
@@ -507,7 +578,7 @@ class Model:
             else:
                 s["kkey"] = key
                 self.kkeys[key].append(s)
-                if s["pid"] in (0, 4):
+                if s["own_pid"] in (0, 4):
                     s["user_known"] = True
                     return
             self.wait_thread(tid, s)
@@ -539,15 +610,21 @@ class Model:
             self.process(e)
         elif g == 0x05 and t in (1, 2, 3, 4):
             self.thread(e)
+        elif g == 0x05 and t == 36 and e.version >= 2:
+            self.cswitch(e)
+        elif g == 0x05 and t == 50:
+            self.ready(e)
         elif g == 0x0F and t == 46:
             self.sample(e)
+        elif g == 0x0F and t in (72, 73, 74):
+            self.set_interval(e)
         elif g == 0x18 and t == 32:
-            ets, _pid, tid = struct.unpack_from("<QII", e.data, 0)
+            ets, pid, tid = struct.unpack_from("<QII", e.data, 0)
             n = (len(e.data) - 16) // P
-            self.stack(e, ets, tid, list(struct.unpack_from("<%d%s" % (n, f), e.data, 16)))
+            self.stack(e, ets, tid, list(struct.unpack_from("<%d%s" % (n, f), e.data, 16)), pid)
         elif g == 0x18 and t in (37, 38):
-            ets, _pid, tid = struct.unpack_from("<QII", e.data, 0)
-            self.stack_ref(e, ets, tid, struct.unpack_from("<" + f, e.data, 16)[0], t == 37)
+            ets, pid, tid = struct.unpack_from("<QII", e.data, 0)
+            self.stack_ref(e, ets, tid, struct.unpack_from("<" + f, e.data, 16)[0], t == 37, pid)
         elif g == 0x18 and t in (34, 35, 36):
             n = (len(e.data) - P) // P
             self.stack_def(t, struct.unpack_from("<" + f, e.data, 0)[0],
@@ -563,15 +640,24 @@ class Model:
         by_tid = collections.defaultdict(list)
         for th in self.threads:
             by_tid[th["tid"]].append(th)
-        for s in self.samples:
-            if s["pid"] != NONE:
-                continue
-            # the record that started last before the sample, if not ended by then
-            before = [th for th in by_tid.get(s["tid"], ()) if th["start"] <= s["ts"]]
+
+        def later_pid(tid, ts):
+            # the record that started last before the event, if not ended by then
+            before = [th for th in by_tid.get(tid, ()) if th["start"] <= ts]
             if before:
                 th = max(reversed(before), key=lambda th: th["start"])
-                if s["ts"] <= th["end"]:
-                    s["pid"] = th["pid"]
+                if ts <= th["end"]:
+                    return th["pid"]
+            return NONE
+
+        for s in self.samples:
+            if s["pid"] == NONE:
+                s["pid"] = later_pid(s["tid"], s["ts"])
+        for d in self.sched:
+            if d["pid"] == NONE:
+                d["pid"] = later_pid(d["tid"], d["ts"])
+            if d["other_pid"] == NONE and d["other_tid"] != NONE:
+                d["other_pid"] = later_pid(d["other_tid"], d["ts"])
 
     def index(self):
         """Per process (and for the kernel) images sorted by base; processes by pid."""
@@ -618,7 +704,8 @@ def fnv(h, x):
     return h
 
 
-def summary(path, misread=False):
+def build(path, misread=False):
+    """The model of a file; info gets the events read and their first and last timestamps."""
     info, events = read_file(path, misread)
     m = Model(info)
     nevents = 0
@@ -631,7 +718,14 @@ def summary(path, misread=False):
             m.event(e)
     m.finish()
     m.index()
-    info["events"] = nevents
+    info["events"], info["first_ts"], info["last_ts"] = nevents, first or 0, last or 0
+    return m
+
+
+def summary(path, misread=False):
+    m = build(path, misread)
+    info = m.info
+    first, last = info["first_ts"], info["last_ts"]
     out = []
     for k in ("pointer_size", "ncpus", "clock", "clock_hz", "cpu_mhz", "start_time", "end_time", "events_lost",
               "buffers_lost", "buffers_written", "buffers", "buffer_size"):
@@ -648,6 +742,20 @@ def summary(path, misread=False):
     out += ["count processes %d" % len(m.procs), "count threads %d" % len(m.threads),
             "count images %d" % len(m.images), "count samples %d" % len(m.samples),
             "count with_stack %d" % with_stack]
+    h = 0xCBF29CE484222325
+    for d in m.sched:
+        frames = d["kern"] + d["user"] if d["done"] else []
+        for x in (d["ts"], d["kind"], d["cpu"], d["tid"], d["pid"], d["other_tid"], d["other_pid"],
+                  d["flags"] & 6, d["nprio"] & 0xFF, d["oprio"] & 0xFF, d["state"], d["reason"], d["mode"],
+                  d["cstate"], d["ideal"] & 0xFF, d["wtime"], d["areason"] & 0xFF, d["aincr"] & 0xFF,
+                  d["rflags"], len(frames)):
+            h = fnv(h, x)
+        for fr in frames:
+            h = fnv(h, fr)
+    out += ["count switches %d" % sum(1 for d in m.sched if d["kind"] == 1),
+            "count readies %d" % sum(1 for d in m.sched if d["kind"] == 2),
+            "count sched_with_stack %d" % sum(1 for d in m.sched if d["flags"] & 2),
+            "sched %016x" % h, "info sample_interval %d" % m.interval]
     per = collections.OrderedDict()
     for s in m.samples:
         p = m.proc_at(s["pid"], s["ts"]) if s["pid"] != NONE else None
@@ -677,10 +785,137 @@ def summary(path, misread=False):
     return out
 
 
+# --- running, ready, waiting ---------------------------------------------------
+
+WAITING, TERMINATED, TRANSITION = 5, 4, 6     # KTHREAD_STATE values of OldThreadState
+
+
+def off_cpu(path, name):
+    """Each thread of the process instance named `name` (case ignored; of
+    several, the one with the most samples): {tid: {"cpu", "wait", "ready":
+    samples, "run_100ns", "wait_100ns", "ready_100ns": time in 100 ns units,
+    rounded to the nearest}}, and None when the trace has no context
+    switches (ready and wait unknown).
+
+    A thread runs from its switch-in until its switch-out (or the trace's
+    last event); before its first switch-in it is not known to run.
+
+    A thread switched out Waiting (or Transition) waits until a ReadyThread
+    names it, then is ready until it is switched in; without a ReadyThread,
+    it waits until it is switched in. Switched out in any other state it is
+    ready until switched in; Terminated, it is gone. A ReadyThread for a
+    thread never seen makes it ready from then. What is still open at the
+    end lasts to the trace's last event. Samples: the ticks of the grid
+    origin + k * interval (100 ns units, the trace's timer interval or
+    10000) inside each stretch [a, b)."""
+    m = build(path)
+    info = m.info
+    want = name.lower()
+    count = collections.Counter()
+    for smp in m.samples:
+        p = m.proc_at(smp["pid"], smp["ts"]) if smp["pid"] != NONE else None
+        if p is not None:
+            count[id(p)] += 1
+    proc = None
+    for p in m.procs:
+        if p["name"].lower() == want and (proc is None or count[id(p)] > count[id(proc)]):
+            proc = p
+    if proc is None:
+        raise ValueError("no process named " + name)
+    threads = {}
+
+    def thread(tid):
+        return threads.setdefault(tid, {"cpu": 0, "wait": 0, "ready": 0, "run_t": 0, "wait_t": 0, "ready_t": 0})
+
+    for smp in m.samples:
+        if smp["pid"] != NONE and m.proc_at(smp["pid"], smp["ts"]) is proc:
+            thread(smp["tid"])["cpu"] += 1
+    if not any(d["kind"] == 1 for d in m.sched) or not info["clock_hz"]:
+        return None
+    hz, origin = info["clock_hz"], info["first_ts"]
+    iv = m.interval or 10000
+
+    def ticks(a, b):
+        x, y = (a - origin) * 10 ** 7 // hz, (b - origin) * 10 ** 7 // hz
+        return max(0, -(-y // iv) - -(-x // iv))
+
+    def stretch(tid, what, a, b):
+        if b > a:
+            th = thread(tid)
+            th[what] += ticks(a, b)
+            th[what + "_t"] += b - a
+
+    def ours(tid, pid, ts):
+        return tid != 0 and pid != NONE and m.proc_at(pid, ts) is proc
+
+    state = {}     # tid -> ("on", since) | ("gone",) | ("off", "wait" or "ready", since, readied at or None)
+
+    def switched_in(tid, ts):
+        st = state.get(tid)
+        if st and st[0] == "off":
+            _, what, since, readied = st
+            if readied is None:
+                stretch(tid, what, since, ts)
+            else:
+                stretch(tid, "wait", since, readied)
+                stretch(tid, "ready", readied, ts)
+
+    for d in m.sched:
+        if d["kind"] == 2:
+            if ours(d["tid"], d["pid"], d["ts"]):
+                thread(d["tid"])
+                st = state.get(d["tid"])
+                if st is None:
+                    state[d["tid"]] = ("off", "ready", d["ts"], None)
+                elif st[0] == "off" and st[1] == "wait" and st[3] is None:
+                    state[d["tid"]] = ("off", "wait", st[2], d["ts"])
+            continue
+        if ours(d["tid"], d["pid"], d["ts"]):
+            thread(d["tid"])
+            switched_in(d["tid"], d["ts"])
+            state[d["tid"]] = ("on", d["ts"])
+        if ours(d["other_tid"], d["other_pid"], d["ts"]):
+            th = thread(d["other_tid"])
+            st = state.get(d["other_tid"])
+            if st and st[0] == "on":
+                th["run_t"] += max(0, d["ts"] - st[1])
+            if d["state"] == TERMINATED:
+                state[d["other_tid"]] = ("gone",)
+            else:
+                what = "wait" if d["state"] in (WAITING, TRANSITION) else "ready"
+                state[d["other_tid"]] = ("off", what, d["ts"], None)
+    for tid, st in state.items():
+        if st[0] == "on":
+            thread(tid)["run_t"] += max(0, info["last_ts"] - st[1])
+        switched_in(tid, info["last_ts"])
+
+    def units(t):                   # ticks -> 100 ns, the nearest
+        return (t * 10 ** 7 + hz // 2) // hz
+
+    out = {}
+    for tid, th in threads.items():
+        out[tid] = {"cpu": th["cpu"], "wait": th["wait"], "ready": th["ready"], "run_100ns": units(th["run_t"]),
+                    "wait_100ns": units(th["wait_t"]), "ready_100ns": units(th["ready_t"])}
+    return out
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     misread = "--misread-event-headers" in args
     if misread:
         args.remove("--misread-event-headers")
-    for line in summary(args[0], misread):
-        print(line)
+    if "--threads" in args:
+        i = args.index("--threads")
+        name = args[i + 1]
+        del args[i:i + 2]
+        threads = off_cpu(args[0], name)
+        if threads is None:
+            print("ready and wait unknown: no context switches")
+        for tid in sorted(threads or ()):
+            th = threads[tid]
+            print("thread %d cpu %d wait %d ready %d running %.7f s wait %.7f s ready %.7f s" % (
+                tid, th["cpu"], th["wait"], th["ready"], th["run_100ns"] / 1e7, th["wait_100ns"] / 1e7,
+                th["ready_100ns"] / 1e7))
+    else:
+        for line in summary(args[0], misread):
+            print(line)

@@ -2,8 +2,10 @@
 an independent decoder written in Python (tests/etl_reference.py): the
 logfile header's facts, the number of processes, threads, images, samples
 and samples with a stack, the samples of every process, the self samples of
-every (process, module) and a digest of every process's stacks, line by
-line (build/native/etlstat --summary prints the C reader's). Also where
+every (process, module), a digest of every process's stacks, the context
+switches and ReadyThread events (a digest of every field) and the timer's
+sampling interval, line by line (build/native/etlstat --summary prints the
+C reader's). Also where
 the figures of issue 12 come from, and etlstat's errors.
 """
 import os
@@ -38,6 +40,11 @@ def test_etl_ppt_same_as_reference():
     lines = compare(PPT)
     # the facts the unit test checks, seen by both decoders
     hs.check("process 5100 8754 8750 POWERPNT.EXE" in lines, "POWERPNT.EXE: 8754 samples, 8750 with a stack")
+    # its context switches (version 2, 24 bytes), decoded field by field alike (the "sched" digest), none
+    # with a stack walked; no ReadyThread; the timer's interval from its CollectionStart: 1 ms
+    for fact in ("count switches 29533", "count readies 0", "count sched_with_stack 0",
+                 "info sample_interval 10000"):
+        hs.check(fact in lines, fact)
     for m in ("module 5100 3790 WindowsCodecs.dll", "module 5100 2929 GdiPlus.dll",
               "module 5100 1468 ntoskrnl.exe", "module 5100 161 msvcrt.dll"):
         hs.check(m in lines, m)
@@ -46,6 +53,8 @@ def test_etl_ppt_same_as_reference():
 def test_etl_perfview_same_as_reference():
     lines = compare(PV)
     hs.check("process 3988 637 635 PerfView.exe" in lines, "PerfView.exe: 637 samples, 635 with a stack")
+    for fact in ("count switches 0", "count readies 0", "info sample_interval 10000"):
+        hs.check(fact in lines, fact)
     for m in ("module 3988 156 clr.dll", "module 3988 103 ntoskrnl.exe", "module 3988 102 clrjit.dll",
               "module 3988 61 hal.dll"):
         hs.check(m in lines, m)

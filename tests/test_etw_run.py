@@ -139,6 +139,50 @@ foreign 11 exe+{fib + 4:#x}
     hs.check("etw sampler" in t.txt, "report.txt names the backend")
 
 
+def test_etw_context_switches_give_ready_and_wait():
+    """The session asks for context switches and readies with their stacks
+    (EnableFlags CSWITCH | DISPATCHER, stack classes SampledProfile 46,
+    CSwitch 36, ReadyThread 50); the fake's trace has the target's first
+    thread run at 1 ms, block at 3, be readied at 6 and run at 8 (in fib
+    under main), be preempted at 9 and run at 12 (in main): at 2000 Hz,
+    on the run's 0.5 ms grid (not the 1 ms the machine had when the
+    session started, which the trace's CollectionStart shows), waiting
+    [3, 6) 6 samples and ready [6, 8) 4 and [9, 12) 6, each with the stack
+    walked where it ended; running 3 ms, waiting 3 ms, ready 5 ms."""
+    rva, calls, stdout = rvas("etw_run_states")
+    fib, main = rva["fib"], rva["main"]
+    script = f"""sample 4 exe+{fib + 4:#x} exe+{main + 0x10:#x}
+switch 1 main idle ready
+switch 3 idle main waiting
+readied 6 main
+switch 8 main idle ready exe+{fib + 4:#x} exe+{main + 0x10:#x}
+switch 9 idle main ready
+switch 12 main idle ready exe+{main + 0x20:#x}
+"""
+    t, log = fake_run("etw_run_states", script, ["--sampler", "etw", "--sample-rate", "2000"])
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    interval_put_back(log, "run")
+    st = final(log)
+    hs.eq(st["flags"], ["0x1000817"], "EnableFlags: process, thread, image, profile, cswitch, dispatcher")
+    hs.eq(st["stack-class"], ["perfinfo 46", "thread 36", "thread 50"], "the classes whose stacks are walked")
+    s = t.json["sampling"]
+    hs.eq((s["backend"], s["samples"], s["wait_samples"], s["ready_samples"], s["hookscope_samples"]),
+          ("etw", 4, 6, 10, 0), "sampling: CPU, wait, ready, hookscope")
+    hs.check("off_cpu_known" not in s and "wait_no_stack" not in s, f"known, every stretch with a stack: {s}")
+    th = [x for x in t.json["thread_list"] if x["wait_samples"] or x["ready_samples"]]
+    hs.eq([(x["cpu_samples"], x["wait_samples"], x["ready_samples"], x["running_s"], x["wait_s"], x["ready_s"])
+           for x in th], [(4, 6, 10, 0.003, 0.003, 0.005)], "the first thread's samples and times")
+
+    def named(kind):
+        return sorted((tuple(f.split("+")[0] for f in x["frames"]), x["count"]) for x in t.json[kind])
+
+    hs.eq(named("wait_stacks"), [(("demo.exe!fib", "demo.exe!main"), 6)], "wait stacks")
+    hs.eq(named("ready_stacks"), [(("demo.exe!fib", "demo.exe!main"), 4), (("demo.exe!main",), 6)], "ready stacks")
+    hs.eq(t.calls(), calls, "call counts with the ETW sampler = without sampling")
+    hs.check(any(l.startswith("samples    4 CPU, 10 ready, 6 wait, 0 in hookscope (etw sampler")
+                 for l in t.txt.splitlines()), "report.txt's samples line")
+
+
 def test_keep_etl_and_report_it_again():
     """--keep-etl keeps the trace; `report --etl` reads it with the same
     samples; a later run into the same directory without it removes it."""

@@ -2,14 +2,19 @@
 profile (the same outputs as a run), or a table of the trace's processes.
 The figures are those of hookscope's ETL reader, which tests/test_etl.py
 holds against an independent decoder (tests/etl_reference.py) and
-PerfView's own baseline."""
+PerfView's own baseline; each thread's time running, ready and waiting
+from the context switches is held against the same independent decoder
+here."""
 import json
 import os
+import subprocess
 
+import etl_reference
 import hs
 
 PPT = "build/fixtures/etl/ppt-win7-x64.etl"
 PERFVIEW = "build/fixtures/etl/perfview-win10-x86.etl"
+ETLGEN = "build/native/tools/etlgen"
 
 
 def load(out):
@@ -107,3 +112,163 @@ def test_errors():
     lines = p.stderr.decode().splitlines()
     hs.eq(len(lines), 1, f"one line: {lines}")
     hs.check(lines[0].startswith(f"hookscope: {rel}: byte ") and "truncated" in lines[0], lines[0])
+
+
+def test_powerpoint_running_ready_waiting():
+    """The ppt trace has 29533 context switches and no ReadyThread: each
+    POWERPNT.EXE thread's CPU samples, its wait and ready samples (on the
+    trace's 1 ms grid) and its time running, waiting and ready (to the
+    100 ns), exactly as the independent decoder finds them by the same
+    rules. No stack was walked for the context switches: every wait and
+    ready sample is counted without one, and said so."""
+    hs.need(PPT)
+    out = hs.outdir("etl-ppt-states")
+    p = hs.hookscope(["report", "-q", "--etl", PPT, "--process", "POWERPNT.EXE", "-o", out])
+    hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+    j = load(out)
+    want = etl_reference.off_cpu(os.path.join(hs.ROOT, PPT), "POWERPNT.EXE")
+    hs.check(want is not None, "the reference finds context switches")
+
+    def units(s):                   # report.json's seconds (7 decimals) in 100 ns units
+        return int(round(s * 1e7))
+
+    got = {t["tid"]: (t["cpu_samples"], t["wait_samples"], t["ready_samples"], units(t["running_s"]),
+                      units(t["wait_s"]), units(t["ready_s"])) for t in j["thread_list"]}
+    ref = {tid: (t["cpu"], t["wait"], t["ready"], t["run_100ns"], t["wait_100ns"], t["ready_100ns"])
+           for tid, t in want.items()}
+    hs.eq(got, ref, "per thread: CPU, wait and ready samples; running, waiting and ready time (100 ns)")
+    # the main thread, by hand from the reference's figures: what the test holds the two to
+    hs.eq(got[3308], (8339, 7409, 0, 83394501, 74085594, 13855), "POWERPNT's main thread")
+    sm = j["sampling"]
+    waits = sum(t["wait"] for t in want.values())
+    readies = sum(t["ready"] for t in want.values())
+    hs.eq((sm["samples"], sm["wait_samples"], sm["ready_samples"], sm["hookscope_samples"], sm["rate_hz"]),
+          (8754, waits, readies, 0, 1000), "the sampling figures (the trace's interval: 1 ms)")
+    hs.eq((sm.get("wait_no_stack"), sm.get("ready_no_stack")), (waits, readies),
+          "no context switch has a stack: every wait and ready sample is without one")
+    hs.eq((waits, readies), (89172, 0), "the process's wait and ready samples")
+    hs.check("off_cpu_known" not in sm, "ready and wait are known")
+    hs.eq(j.get("wait_stacks", []), [], "no wait stack is invented")
+    txt = open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8").read().splitlines()
+    hs.check("samples    8754 CPU, 0 ready, 89172 wait, 0 in hookscope (etw sampler, 1000 Hz, 7 threads, 0 lost)"
+             in txt, f"report.txt's samples line: {txt[:8]}")
+    hs.check("no stack   89172 wait and 0 ready samples: no stack was walked where their time off the CPU ended"
+             in txt, "report.txt says the wait samples have no stack")
+    hs.check("warning    the trace has no ReadyThread events: a thread woken from a wait counts as waiting until "
+             "it runs" in txt, "report.txt says that ready time after a wait counts as waiting")
+    rows = {l.split()[0]: l.split() for l in txt if l.split() and l.split()[0] == "3308"}
+    hs.eq(rows.get("3308", [])[1:], ["0", "8339", "0", "7409", "0", "-", "8.339", "s", "1.39", "ms", "7.409", "s"],
+          "the threads table: samples of each kind, then the time running, ready and waiting")
+
+
+def test_trace_without_context_switches_says_unknown():
+    """The PerfView trace has no context switches: CPU samples only, as
+    before, and report.txt says that ready and wait are unknown, not 0."""
+    hs.need(PERFVIEW)
+    out = hs.outdir("etl-perfview-states")
+    p = hs.hookscope(["report", "-q", "--etl", PERFVIEW, "--pid", "3988", "-o", out])
+    hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+    j = load(out)
+    sm = j["sampling"]
+    hs.eq((sm["samples"], sm["wait_samples"], sm["ready_samples"], sm.get("off_cpu_known")), (637, 0, 0, False),
+          "CPU samples only, ready and wait unknown")
+    hs.check(all("wait_s" not in t and "ready_s" not in t for t in j["thread_list"]), "no thread's wait time")
+    hs.eq(etl_reference.off_cpu(os.path.join(hs.ROOT, PERFVIEW), "PerfView.exe"), None,
+          "the reference finds no context switches either")
+    txt = open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8").read().splitlines()
+    hs.check(any(l.startswith("samples    637 CPU, ready and wait unknown (no context switches), ") for l in txt),
+             f"the samples line: {[l for l in txt if l.startswith('samples')]}")
+    hs.check("wait samples unknown: the trace has no context switches" in txt, "the wait section says unknown")
+    rows = [l.split() for l in txt if l.split() and l.split()[0].isdigit() and len(l.split()) == 7]
+    hs.check(rows and all(r[3] == "-" and r[4] == "-" for r in rows), f"the threads table shows - : {rows[:3]}")
+
+
+def synthetic(kind, name):
+    """A trace of tests/support/etlgen.c's timeline, reported: (report.json, report.txt lines)."""
+    hs.need(ETLGEN)
+    out = hs.outdir(name)
+    os.makedirs(os.path.join(hs.ROOT, out))
+    etl = os.path.join(out, kind + ".etl")
+    subprocess.run([os.path.join(hs.ROOT, ETLGEN), kind, os.path.join(hs.ROOT, etl)], check=True)
+    p = hs.hookscope(["report", "-q", "--etl", etl, "--process", "states.exe", "-o", out + "/report"])
+    hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+    txt = open(os.path.join(hs.ROOT, out, "report", "report.txt"), encoding="utf-8").read().splitlines()
+    return load(out + "/report"), txt
+
+
+def grid(a, b):
+    """Samples of a stretch [a, b) ms on the 1 ms grid from the first event: the whole ms k with a <= k < b."""
+    return sum(1 for k in range(0, 100) if a <= k < b)
+
+
+def by_thread(stacks):
+    return sorted((s["thread"], s["count"], s["frames"]) for s in stacks)
+
+
+def test_synthetic_running_ready_waiting():
+    """etlgen's timeline (tests/support/etlgen.c), figured by hand: each
+    stretch [a, b) in ms gives the whole ms inside it as samples, and the
+    stack walked at the switch that ends it.
+      A 11: runs 1.0-3.0, waits 3.0-7.25 (ReadyThread), ready 7.25-9.6, runs 9.6-12.3
+      B 12: runs 3.0-4.5, preempted (ready) 4.5-8.0, runs 8.0-9.6
+      C 13: runs 4.5-5.0, waits 5.0-12.3 (nothing readies it), runs 12.3-13.0
+      D 14: runs 5.0-5.5, waits 5.5 until the trace's last event at 16.4
+      E 15: runs 5.5-6.0, waits 6.0-13.0 (no stack walked then), runs 13.0-15.0
+    The stack walked when B first ran (3.0) ends no stretch: it is used for none."""
+    j, txt = synthetic("states", "etl-synthetic-states")
+    waits = {11: grid(3.0, 7.25), 13: grid(5.0, 12.3), 14: grid(5.5, 16.4), 15: grid(6.0, 13.0)}
+    readies = {11: grid(7.25, 9.6), 12: grid(4.5, 8.0)}
+    hs.eq((waits, readies), ({11: 5, 13: 8, 14: 11, 15: 7}, {11: 2, 12: 3}), "the grid rule, by hand")
+    got = {t["tid"]: (t["cpu_samples"], t["wait_samples"], t["ready_samples"],
+                      round(t["running_s"] * 1e7), round(t["wait_s"] * 1e7), round(t["ready_s"] * 1e7))
+           for t in j["thread_list"]}
+    ms = 10000                      # 100 ns units
+    want = {11: (2, 5, 2, 47 * ms // 10, 425 * ms // 100, 235 * ms // 100),
+            12: (0, 0, 3, 31 * ms // 10, 0, 35 * ms // 10),
+            13: (0, 8, 0, 12 * ms // 10, 73 * ms // 10, 0),
+            14: (0, 11, 0, 5 * ms // 10, 109 * ms // 10, 0),
+            15: (0, 7, 0, 25 * ms // 10, 70 * ms // 10, 0)}
+    hs.eq(got, want, "per thread: CPU, wait, ready samples; running, waiting, ready time (100 ns)")
+    sm = j["sampling"]
+    hs.eq((sm["samples"], sm["wait_samples"], sm["ready_samples"], sm["rate_hz"], sm["wait_no_stack"],
+           sm["ready_no_stack"], sm["threads"]), (2, 31, 5, 1000, 11 + 7, 0, 5),
+          "the sampling figures: D's and E's waits have no stack")
+    hs.check("off_cpu_known" not in sm, "ready and wait are known")
+    a = ["states.exe+0x1100", "states.exe+0x1180"]
+    b = ["states.exe+0x1200", "states.exe+0x1280"]
+    c = ["states.exe+0x1400", "states.exe+0x1480"]
+    hs.eq(by_thread(j["wait_stacks"]), [(11, 5, a), (13, 8, c)], "wait stacks: where A and C resumed")
+    hs.eq(by_thread(j["ready_stacks"]), [(11, 2, a), (12, 3, b)], "ready stacks: where A and B resumed")
+    folded = open(os.path.join(hs.ROOT, "build/test-out/etl-synthetic-states/report/ready-stacks.folded")).read()
+    hs.eq(sorted(folded.splitlines()), ["states.exe+0x1180;states.exe+0x1100 2",
+                                        "states.exe+0x1280;states.exe+0x1200 3"], "ready-stacks.folded")
+    hs.check("samples    2 CPU, 5 ready, 31 wait, 0 in hookscope (etw sampler, 1000 Hz, 5 threads, 7 lost)" in txt,
+             f"report.txt's samples line: {txt[:8]}")
+    hs.check("no stack   18 wait and 0 ready samples: no stack was walked where their time off the CPU ended" in txt,
+             "report.txt: samples without a stack")
+    hs.check("(18 of the 31 wait samples without a stack: no stack was walked where the wait ended)" in txt,
+             "the wait section: samples without a stack")
+    hs.check(not any("ReadyThread" in l for l in txt), "no warning about ReadyThread: the trace has one")
+    rows = {l.split()[0]: l.split()[1:] for l in txt if l.split() and l.split()[0] in ("11", "12", "14")}
+    hs.eq(rows, {"11": ["0", "2", "2", "5", "0", "-", "4.70", "ms", "2.35", "ms", "4.25", "ms"],
+                 "12": ["0", "0", "3", "0", "0", "-", "3.10", "ms", "3.50", "ms", "0", "ns"],
+                 "14": ["0", "0", "0", "11", "0", "-", "500.00", "us", "0", "ns", "10.90", "ms"]},
+          "the threads table")
+
+
+def test_synthetic_without_ready_thread():
+    """The same timeline without its ReadyThread: A waits from 3.0 until it
+    runs at 9.6 (7 samples, no ready time), and the report says that time
+    after a wake-up counts as waiting; the rest is unchanged."""
+    j, txt = synthetic("states-noready", "etl-synthetic-noready")
+    got = {t["tid"]: (t["wait_samples"], t["ready_samples"], round(t["wait_s"] * 1e7), round(t["ready_s"] * 1e7))
+           for t in j["thread_list"]}
+    hs.eq(got[11], (grid(3.0, 9.6), 0, 66000, 0), "A: all its time off the CPU waiting")
+    hs.eq(grid(3.0, 9.6), 7, "the grid rule, by hand")
+    hs.eq(got[12], (0, 3, 0, 35000), "B: preempted, ready as before")
+    sm = j["sampling"]
+    hs.eq((sm["wait_samples"], sm["ready_samples"]), (33, 3), "the process's wait and ready samples")
+    hs.eq(by_thread(j["wait_stacks"]), [(11, 7, ["states.exe+0x1100", "states.exe+0x1180"]),
+                                       (13, 8, ["states.exe+0x1400", "states.exe+0x1480"])], "wait stacks")
+    hs.check("warning    the trace has no ReadyThread events: a thread woken from a wait counts as waiting until "
+             "it runs" in txt, "report.txt says so")

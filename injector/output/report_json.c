@@ -399,6 +399,11 @@ static void write_sampling(const hs_profile *p, FILE *out)
             s->rate_hz, (unsigned long long)s->samples, (unsigned long long)s->wait_samples,
             (unsigned long long)s->ready_samples, (unsigned long long)s->hookscope_samples,
             (unsigned long long)s->lost, s->threads);
+    if (s->off_cpu_unknown)
+        fprintf(out, ", \"off_cpu_known\": false");
+    if (s->wait_no_stack || s->ready_no_stack)
+        fprintf(out, ", \"wait_no_stack\": %llu, \"ready_no_stack\": %llu", (unsigned long long)s->wait_no_stack,
+                (unsigned long long)s->ready_no_stack);
     seconds_field(out, "cpu_time_s", s->cpu_s);
     seconds_field(out, "held_s", s->held_s);
     seconds_field(out, "threads_s", s->threads_s);
@@ -420,6 +425,9 @@ static void write_threads(const hs_profile *p, FILE *out)
                 (unsigned long long)t->wait_samples, (unsigned long long)t->ready_samples,
                 (unsigned long long)t->hookscope_samples);
         seconds_field(out, "cpu_time_s", t->cpu_s);
+        if (t->running_s >= 0 || t->wait_s >= 0 || t->ready_s >= 0)
+            fprintf(out, ", \"running_s\": %.7f, \"wait_s\": %.7f, \"ready_s\": %.7f", t->running_s, t->wait_s,
+                    t->ready_s);
         fputc('}', out);
     }
     fprintf(out, "]");

@@ -375,11 +375,22 @@ static void write_served(const hs_profile *p, FILE *out)
 static void write_sampling(const hs_profile *p, FILE *out)
 {
     const hs_prof_sampling *sm = &p->sampling;
-    fprintf(out, "samples    %llu CPU, %llu ready, %llu wait, %llu in hookscope (%s sampler, %g Hz, %u thread%s, "
-                 "%llu lost)\n",
-            (unsigned long long)sm->samples, (unsigned long long)sm->ready_samples,
-            (unsigned long long)sm->wait_samples, (unsigned long long)sm->hookscope_samples, sm->backend, sm->rate_hz,
-            sm->threads, sm->threads == 1 ? "" : "s", (unsigned long long)sm->lost);
+    char states[80];
+    if (sm->off_cpu_unknown)
+        snprintf(states, sizeof states, "ready and wait unknown (no context switches)");
+    else
+        snprintf(states, sizeof states, "%llu ready, %llu wait", (unsigned long long)sm->ready_samples,
+                 (unsigned long long)sm->wait_samples);
+    fprintf(out, "samples    %llu CPU, %s, %llu in hookscope (%s sampler, %g Hz, %u thread%s, %llu lost)\n",
+            (unsigned long long)sm->samples, states, (unsigned long long)sm->hookscope_samples, sm->backend,
+            sm->rate_hz, sm->threads, sm->threads == 1 ? "" : "s", (unsigned long long)sm->lost);
+    if (sm->off_cpu_unknown)
+        fprintf(out, "off cpu    the trace has no context switches (CSwitch): whether a thread was ready or "
+                     "waiting is not known, and its samples are all CPU samples\n");
+    if (sm->wait_no_stack || sm->ready_no_stack)
+        fprintf(out, "no stack   %llu wait and %llu ready samples: no stack was walked where their time off the "
+                     "CPU ended\n",
+                (unsigned long long)sm->wait_no_stack, (unsigned long long)sm->ready_no_stack);
     if (sm->cpu_s >= 0)
         fprintf(out, "cpu time   %.3f s\n", sm->cpu_s);
     if (sm->held_s >= 0 && sm->threads_s > 0)
@@ -412,15 +423,34 @@ static void write_threads(const hs_profile *p, FILE *out)
         fprintf(out, "(this run has no per-thread figures)\n");
         return;
     }
-    fprintf(out, "%10s %14s %9s %9s %9s %9s %10s\n", "tid", "calls", "cpu", "ready", "wait", "hookscope", "cpu time");
+    bool states = false;   /* the times of each state, where measured (ETW's context switches) */
+    for (size_t i = 0; i < p->nthreads_list; i++)
+        states |= p->threads_list[i].running_s >= 0;
+    fprintf(out, "%10s %14s %9s %9s %9s %9s %10s", "tid", "calls", "cpu", "ready", "wait", "hookscope", "cpu time");
+    if (states)
+        fprintf(out, " %10s %10s %10s", "running", "ready", "waiting");
+    fputc('\n', out);
     for (size_t i = 0; i < p->nthreads_list; i++) {
         const hs_prof_thread *t = &p->threads_list[i];
-        char cpu[32] = "-";
+        char cpu[32] = "-", ready[24] = "-", wait[24] = "-";
         if (t->cpu_s >= 0)
             hs_fmt_duration(t->cpu_s * 1e9, cpu, sizeof cpu);
-        fprintf(out, "%10u %14llu %9llu %9llu %9llu %9llu %10s\n", t->tid, (unsigned long long)t->calls,
-                (unsigned long long)t->cpu_samples, (unsigned long long)t->ready_samples,
-                (unsigned long long)t->wait_samples, (unsigned long long)t->hookscope_samples, cpu);
+        if (!p->sampling.off_cpu_unknown) {
+            snprintf(ready, sizeof ready, "%llu", (unsigned long long)t->ready_samples);
+            snprintf(wait, sizeof wait, "%llu", (unsigned long long)t->wait_samples);
+        }
+        fprintf(out, "%10u %14llu %9llu %9s %9s %9llu %10s", t->tid, (unsigned long long)t->calls,
+                (unsigned long long)t->cpu_samples, ready, wait, (unsigned long long)t->hookscope_samples, cpu);
+        if (states) {
+            char run_t[32] = "-", ready_t[32] = "-", wait_t[32] = "-";
+            if (t->running_s >= 0) {
+                hs_fmt_duration(t->running_s * 1e9, run_t, sizeof run_t);
+                hs_fmt_duration(t->ready_s * 1e9, ready_t, sizeof ready_t);
+                hs_fmt_duration(t->wait_s * 1e9, wait_t, sizeof wait_t);
+            }
+            fprintf(out, " %10s %10s %10s", run_t, ready_t, wait_t);
+        }
+        fputc('\n', out);
     }
 }
 

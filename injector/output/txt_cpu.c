@@ -145,8 +145,11 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
         const hs_prof_time *t = hs_prof_time_get(p, idx[r]);
         if (f->wrapped && t->calls)
             hs_fmt_duration((double)t->total_ns / (double)t->calls, wall, sizeof wall);
-        fprintf(out, "%5.1f%% %7llu %5.1f%% %9s %6llu", pct(f->cpu_self, s->samples), (unsigned long long)f->cpu_total,
-                pct(f->cpu_total, s->samples), cpu, (unsigned long long)f->ready_total);
+        char ready[24] = "-";
+        if (!s->off_cpu_unknown)
+            snprintf(ready, sizeof ready, "%llu", (unsigned long long)f->ready_total);
+        fprintf(out, "%5.1f%% %7llu %5.1f%% %9s %6s", pct(f->cpu_self, s->samples), (unsigned long long)f->cpu_total,
+                pct(f->cpu_total, s->samples), cpu, ready);
         if (hooks)
             fprintf(out, " %10s %9s", calls, per);
         if (hooks && p->time_on)
@@ -172,12 +175,21 @@ static void write_wait(const hs_profile *p, FILE *out)
     hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
     fprintf(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O), by self\n"
                  "wait samples; the stacks are in wait-stacks.folded\n\n");
-    if (!n) {
+    if (s->off_cpu_unknown) {
+        fprintf(out, "wait samples unknown: the trace has no context switches\n");
+        free(idx);
+        return;
+    }
+    if (!s->wait_samples) {
         fprintf(out, "no wait samples\n");
         free(idx);
         return;
     }
-    fprintf(out, "%8s %6s  %-32s %s\n", "self", "self%", "function", "module");
+    uint64_t named = 0;
+    for (size_t r = 0; r < n; r++)
+        named += p->funcs[idx[r]].wait_self;
+    if (n)
+        fprintf(out, "%8s %6s  %-32s %s\n", "self", "self%", "function", "module");
     size_t rows = n < WAIT_ROWS ? n : WAIT_ROWS;
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
@@ -186,6 +198,12 @@ static void write_wait(const hs_profile *p, FILE *out)
     }
     if (n > rows)
         fprintf(out, "(%zu more)\n", n - rows);
+    if (s->wait_no_stack)
+        fprintf(out, "(%llu of the %llu wait samples without a stack: no stack was walked where the wait ended)\n",
+                (unsigned long long)s->wait_no_stack, (unsigned long long)s->wait_samples);
+    if (named + s->wait_no_stack < s->wait_samples)
+        fprintf(out, "(%llu wait samples in code no function name covers)\n",
+                (unsigned long long)(s->wait_samples - s->wait_no_stack - named));
     free(idx);
 }
 

@@ -30,11 +30,16 @@ void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trac
                         t->info.buffers_buffer_lost);
 
     hs_sampleset *set = hs_sampleset_new();
-    hs_etl_samples(t, index, NULL, map_path, map_ctx, set);
+    hs_etl_sample_stats st;
+    hs_etl_samples(t, index, NULL, map_path, map_ctx, set, &st);
     hs_profile_add_samples(p, set);
     hs_sampleset_free(set);
+    if (st.off_cpu_known && !st.ready_events)
+        hs_profile_warn(p, "the trace has no ReadyThread events: a thread woken from a wait counts as waiting "
+                           "until it runs");
     hs_prof_sampling *sp = &p->sampling;
     snprintf(sp->backend, sizeof sp->backend, "etw");
+    sp->rate_hz = 1e7 / st.interval;
     sp->cpu_s = -1;
     sp->lost = t->info.events_lost;
 }

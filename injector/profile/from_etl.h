@@ -1,10 +1,12 @@
 /*
  * injector/profile/from_etl.h - the profile of one process of a recorded
- * ETW trace (sampler/etl/etl.h): its CPU samples as sample stacks per thread,
- * leaf first, kernel frames kept (their modules marked kernel), every
- * frame's module the image mapped there at the sample's time; the images
- * with their PDB identity (DbgID_RSDS) so that the naming pass can find
- * their PDBs without the image files. Portable C.
+ * ETW trace (sampler/etl/etl.h): its CPU samples, and the ready and wait
+ * samples its threads' context switches give (sampler/etl_samples.h), as
+ * sample stacks per thread, leaf first, kernel frames kept (their modules
+ * marked kernel), every frame's module the image mapped there at the
+ * sample's time; the images with their PDB identity (DbgID_RSDS) so that
+ * the naming pass can find their PDBs without the image files; the
+ * sampling rate the trace's timer interval gives. Portable C.
  */
 #ifndef HOOKSCOPE_FROM_ETL_H
 #define HOOKSCOPE_FROM_ETL_H

@@ -89,6 +89,8 @@ static uint32_t *add_modules(hs_profile *p, const hs_sampleset *s)
     return where;
 }
 
+/* The set's stacks into p; samples without a stack (a stretch off the CPU
+ * that had none) are counted in the sampling figures only. */
 static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *module_at)
 {
     size_t n = hs_sampleset_nstacks(s);
@@ -102,6 +104,10 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
     for (int kind = HS_SAMPLE_CPU; kind < HS_SAMPLE__KINDS; kind++) {
         for (size_t k = 0; k < n; k++) {
             const hs_sample_stack *x = &st[order[k]];
+            if (!x->nframes && kind == HS_SAMPLE_WAIT)
+                p->sampling.wait_no_stack += x->count[kind];
+            if (!x->nframes && kind == HS_SAMPLE_READY)
+                p->sampling.ready_no_stack += x->count[kind];
             if (!x->count[kind] || !x->nframes)
                 continue;
             hs_prof_stack *d = hs_profile_add_stack(p, stack_kind(kind), 0, x->count[kind], x->nframes);
@@ -137,6 +143,12 @@ static uint32_t add_threads(hs_profile *p, const hs_sampleset *s)
         d->hookscope_samples += t->count[HS_SAMPLE_HOOKSCOPE];
         if (t->cpu_s >= 0)
             d->cpu_s = t->cpu_s;
+        if (t->running_s >= 0)
+            d->running_s = t->running_s;
+        if (t->wait_s >= 0)
+            d->wait_s = t->wait_s;
+        if (t->ready_s >= 0)
+            d->ready_s = t->ready_s;
         if (t->count[HS_SAMPLE_CPU] || t->count[HS_SAMPLE_WAIT] || t->count[HS_SAMPLE_READY] ||
             t->count[HS_SAMPLE_HOOKSCOPE])
             sampled++;
@@ -157,6 +169,7 @@ void hs_profile_add_samples(hs_profile *p, const hs_sampleset *s)
     sm->wait_samples += hs_sampleset_total(s, HS_SAMPLE_WAIT);
     sm->ready_samples += hs_sampleset_total(s, HS_SAMPLE_READY);
     sm->hookscope_samples += hs_sampleset_total(s, HS_SAMPLE_HOOKSCOPE);
+    sm->off_cpu_unknown |= !hs_sampleset_off_cpu_known(s);
     sm->lost += hs_sampleset_lost_total(s);
     sm->threads += sampled;
 }

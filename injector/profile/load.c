@@ -453,6 +453,9 @@ static void load_sampling(loader *l, const hs_json *root)
         d->wait_samples = hs_json_u64(hs_json_get(s, "wait_samples"), 0);
         d->ready_samples = hs_json_u64(hs_json_get(s, "ready_samples"), 0);
         d->hookscope_samples = hs_json_u64(hs_json_get(s, "hookscope_samples"), 0);
+        d->off_cpu_unknown = !hs_json_bool(hs_json_get(s, "off_cpu_known"), true);
+        d->wait_no_stack = hs_json_u64(hs_json_get(s, "wait_no_stack"), 0);
+        d->ready_no_stack = hs_json_u64(hs_json_get(s, "ready_no_stack"), 0);
         d->lost = hs_json_u64(hs_json_get(s, "lost"), 0);
         d->threads = (uint32_t)hs_json_u64(hs_json_get(s, "threads"), 0);
         d->cpu_s = hs_json_num(hs_json_get(s, "cpu_time_s"), -1);
@@ -472,6 +475,9 @@ static void load_sampling(loader *l, const hs_json *root)
         d->ready_samples = hs_json_u64(hs_json_get(o, "ready_samples"), 0);
         d->hookscope_samples = hs_json_u64(hs_json_get(o, "hookscope_samples"), 0);
         d->cpu_s = hs_json_num(hs_json_get(o, "cpu_time_s"), -1);
+        d->running_s = hs_json_num(hs_json_get(o, "running_s"), -1);
+        d->wait_s = hs_json_num(hs_json_get(o, "wait_s"), -1);
+        d->ready_s = hs_json_num(hs_json_get(o, "ready_s"), -1);
     }
 }
 

@@ -168,13 +168,18 @@ hs_prof_thread *hs_profile_thread(hs_profile *p, uint32_t tid)
     hs_prof_thread *t = &p->threads_list[p->nthreads_list++];
     memset(t, 0, sizeof *t);
     t->tid = tid;
-    t->cpu_s = -1;
+    t->cpu_s = t->running_s = t->wait_s = t->ready_s = -1;
     return t;
 }
 
 static double to_us(double s)
 {
     return s >= 0 ? round(s * 1e6) / 1e6 : s;   /* (negative: unknown) */
+}
+
+static double to_100ns(double s)
+{
+    return s >= 0 ? round(s * 1e7) / 1e7 : s;
 }
 
 void hs_profile_round_seconds(hs_profile *p)
@@ -185,8 +190,12 @@ void hs_profile_round_seconds(hs_profile *p)
     p->sampling.threads_s = to_us(p->sampling.threads_s);
     for (size_t i = 0; i < p->nmodules; i++)
         p->modules[i].install_s = to_us(p->modules[i].install_s);
-    for (size_t i = 0; i < p->nthreads_list; i++)
+    for (size_t i = 0; i < p->nthreads_list; i++) {
         p->threads_list[i].cpu_s = to_us(p->threads_list[i].cpu_s);
+        p->threads_list[i].running_s = to_100ns(p->threads_list[i].running_s);
+        p->threads_list[i].wait_s = to_100ns(p->threads_list[i].wait_s);
+        p->threads_list[i].ready_s = to_100ns(p->threads_list[i].ready_s);
+    }
 }
 
 void hs_profile_count_samples(hs_profile *p)

@@ -176,6 +176,10 @@ typedef struct hs_prof_sampling {
     uint64_t wait_samples;
     uint64_t ready_samples;
     uint64_t hookscope_samples;  /* in hookscope's own code (HS_STACK_HOOKSCOPE) */
+    bool off_cpu_unknown;        /* ready and wait were not measured (an ETW trace without context
+                                    switches): their counts are unknown, not zero */
+    uint64_t wait_no_stack, ready_no_stack;   /* wait and ready samples (counted above) whose stretch
+                                                 off the CPU had no stack: in no stack list */
     uint64_t lost;               /* samples that could not be taken or decoded */
     uint32_t threads;            /* threads sampled */
     double cpu_s;                /* the process's CPU time (user + kernel), -1 if unknown */
@@ -192,6 +196,8 @@ typedef struct hs_prof_thread {
     uint64_t calls;              /* hooked calls counted on it */
     uint64_t cpu_samples, wait_samples, ready_samples, hookscope_samples;
     double cpu_s;                /* its CPU time, -1 if unknown */
+    double running_s, wait_s, ready_s;   /* its time running, waiting and ready, where measured
+                                            (ETW: from the context switches; to 100 ns), -1 if not */
 } hs_prof_thread;
 
 typedef struct hs_profile {
@@ -278,8 +284,9 @@ const char *hs_profile_intern(hs_profile *p, const char *s);
  * wait_self, wait_total, ready_self, ready_total) from the CPU, wait and
  * ready stacks. */
 void hs_profile_count_samples(hs_profile *p);
-/* Round every time in seconds to the microsecond, as report.json keeps
- * it, so that a report rendered from a saved run (formats coarser than
+/* Round every time in seconds to the microsecond (a thread's times in
+ * each state, measured from context switches, to 100 ns), as report.json
+ * keeps it, so that a report rendered from a saved run (formats coarser than
  * the microsecond round the same value) is byte for byte the run's own. */
 void hs_profile_round_seconds(hs_profile *p);
 

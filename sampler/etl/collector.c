@@ -3,11 +3,12 @@
  * the event stream: one record per process, thread and image instance
  * (a rundown record and a live start/end of the same instance are one
  * record), ImageID / DbgID_RSDS records attached to the image they precede,
- * and every CPU sample, whose stack stackjoin.c joins.
+ * every CPU sample, context switch and ReadyThread event, whose stacks
+ * stackjoin.c joins, and the sampling interval of the timer.
  *
- * Samples carry no process: their pid is the pid of their thread's
- * current record (thread start and rundown events), or found at the end
- * for threads only seen later (model.c).
+ * Samples and scheduling events carry no process: a thread's pid is the
+ * pid of its current record (thread start and rundown events), or found at
+ * the end for threads only seen later (model.c).
  */
 #include "sampler/etl/collector.h"
 
@@ -236,32 +237,107 @@ static int on_dbg_id(void *ctx, const hs_etl_event *ev, const hs_etl_dbgid_ev *v
 
 /* ---- samples and stacks --------------------------------------------------- */
 
+/* The pid of thread tid's current record, HS_ETL_NONE if none yet. */
+static uint32_t pid_now(hs_etl_collector *c, uint32_t tid)
+{
+    uint32_t th = hs_map_get(&c->tid_now, tid, 0);
+    return th == HS_ETL_NONE ? HS_ETL_NONE : c->t->threads[th].pid;
+}
+
+/* An event-header record with its stack inline: a StackWalk for it. */
+static int inline_stack(hs_etl_collector *c, const hs_etl_event *ev, uint32_t tid)
+{
+    if (!ev->ext_stack.n)
+        return 0;
+    c->t->stacks.ext_stacks++;
+    hs_etl_stack_ev s = {.event_ts = ev->ts, .pid = ev->pid, .tid = tid, .frames = ev->ext_stack};
+    return hs_etl_join_stack(c, ev, &s);
+}
+
 static int on_sample(void *ctx, const hs_etl_event *ev, const hs_etl_sample_ev *v)
 {
     hs_etl_collector *c = ctx;
     hs_etl_trace *t = c->t;
-    size_t cap = c->cap_samples;
     if (hs_grow(&t->samples, &c->cap_samples, t->nsamples, sizeof *t->samples) < 0)
         return oom(c);
-    if (c->cap_samples != cap) {
-        hs_etl_pend *np = realloc(c->pend, c->cap_samples * sizeof *np);
-        if (!np)
-            return oom(c);
-        c->pend = np;
-    }
-    uint32_t th = hs_map_get(&c->tid_now, v->tid, 0);
     uint32_t i = t->nsamples++;
     t->samples[i] = (hs_etl_sample){
         .ts = ev->ts, .ip = v->ip, .tid = v->tid, .cpu = ev->cpu, .priority = v->priority,
-        .pid = th == HS_ETL_NONE ? HS_ETL_NONE : t->threads[th].pid, .process = HS_ETL_NONE,
+        .pid = pid_now(c, v->tid), .process = HS_ETL_NONE,
         .flags = (uint8_t)(v->flags | (v->ip >= t->kernel_boundary ? HS_ETL_SAMPLE_KERNEL : 0)),
     };
-    c->pend[i] = (hs_etl_pend){.next_k = HS_ETL_NONE, .next_u = HS_ETL_NONE, .next_wait = HS_ETL_NONE};
-    if (ev->ext_stack.n) {
-        /* an event-header sample with its stack inline: a StackWalk for it */
-        t->stacks.ext_stacks++;
-        hs_etl_stack_ev s = {.event_ts = ev->ts, .pid = ev->pid, .tid = v->tid, .frames = ev->ext_stack};
-        return hs_etl_join_stack(c, ev, &s);
+    if (hs_etl_join_owner(c, 0, i, ev->ts, v->tid, t->samples[i].pid, ev->cpu) < 0)
+        return -1;
+    return inline_stack(c, ev, v->tid);
+}
+
+/* A new scheduling event of this kind at the event's time and CPU. */
+static hs_etl_sched *new_sched(hs_etl_collector *c, const hs_etl_event *ev, uint8_t kind)
+{
+    hs_etl_trace *t = c->t;
+    if (hs_grow(&t->sched, &c->cap_sched, t->nsched, sizeof *t->sched) < 0) {
+        oom(c);
+        return NULL;
+    }
+    hs_etl_sched *e = &t->sched[t->nsched++];
+    *e = (hs_etl_sched){.ts = ev->ts, .kind = kind, .cpu = ev->cpu, .process = HS_ETL_NONE,
+                        .other_process = HS_ETL_NONE};
+    return e;
+}
+
+static int on_cswitch(void *ctx, const hs_etl_event *ev, const hs_etl_cswitch_ev *v)
+{
+    hs_etl_collector *c = ctx;
+    hs_etl_sched *e = new_sched(c, ev, HS_ETL_SWITCH);
+    if (!e)
+        return -1;
+    c->t->nswitches++;
+    e->tid = v->new_tid;
+    e->pid = pid_now(c, v->new_tid);
+    e->other_tid = v->old_tid;
+    e->other_pid = pid_now(c, v->old_tid);
+    e->sw = v->f;
+    /* the stack walked for a context switch is the new thread's */
+    if (hs_etl_join_owner(c, HS_ETL_SWITCH, c->t->nsched - 1, ev->ts, e->tid, e->pid, ev->cpu) < 0)
+        return -1;
+    return inline_stack(c, ev, v->new_tid);
+}
+
+static int on_ready(void *ctx, const hs_etl_event *ev, const hs_etl_ready_ev *v)
+{
+    hs_etl_collector *c = ctx;
+    hs_etl_sched *e = new_sched(c, ev, HS_ETL_READY);
+    if (!e)
+        return -1;
+    c->t->nreadies++;
+    e->tid = v->tid;
+    e->pid = pid_now(c, v->tid);
+    /* the thread that readied it: the header's, if it has one (a perfinfo
+     * header has none: then the stack walked for it tells) */
+    e->other_tid = ev->tid;
+    if (ev->tid != HS_ETL_NONE)
+        e->other_pid = ev->pid != HS_ETL_NONE ? ev->pid : pid_now(c, ev->tid);
+    else
+        e->other_pid = HS_ETL_NONE;
+    e->rd = v->f;
+    if (hs_etl_join_owner(c, HS_ETL_READY, c->t->nsched - 1, ev->ts, e->other_tid, e->other_pid, ev->cpu) < 0)
+        return -1;
+    return ev->tid == HS_ETL_NONE ? 0 : inline_stack(c, ev, ev->tid);
+}
+
+/* The timer's interval: the first CollectionStart gives the one in effect
+ * during the trace; without one, the old interval of the first
+ * SetInterval (the one it replaced), as TraceLog does. */
+static int on_interval(void *ctx, const hs_etl_event *ev, const hs_etl_interval_ev *v)
+{
+    hs_etl_collector *c = ctx;
+    if (v->source != 0)
+        return 0;
+    if (ev->type == 73 && !c->interval_started) {
+        c->interval_started = true;
+        c->t->sample_interval = v->new_interval;
+    } else if (ev->type == 72 && !c->interval_started && !c->t->sample_interval) {
+        c->t->sample_interval = v->old_interval;
     }
     return 0;
 }
@@ -299,8 +375,9 @@ hs_etl_observer hs_etl_collector_observer(hs_etl_collector *c)
 {
     return (hs_etl_observer){
         .ctx = c, .info = on_info, .process = on_process, .thread = on_thread, .image = on_image,
-        .image_id = on_image_id, .dbg_id = on_dbg_id, .sample = on_sample, .stack = on_stack,
-        .stack_ref = on_stack_ref, .stack_def = on_stack_def,
+        .image_id = on_image_id, .dbg_id = on_dbg_id, .sample = on_sample, .interval = on_interval,
+        .cswitch = on_cswitch, .ready = on_ready, .stack = on_stack, .stack_ref = on_stack_ref,
+        .stack_def = on_stack_def,
     };
 }
 
@@ -331,10 +408,12 @@ void hs_etl_collector_free(hs_etl_collector *c)
     hs_map_free(&c->ukeys);
     hs_map_free(&c->keydefs);
     free(c->ids);
+    free(c->owners);
     free(c->pend);
     free(c->tstates);
     free(c->defs);
     c->ids = NULL;
+    c->owners = NULL;
     c->pend = NULL;
     c->tstates = NULL;
     c->defs = NULL;

@@ -4,9 +4,12 @@
  *
  *   process group: 1 start, 2 end, 3 DCStart, 4 DCEnd, 39 defunct
  *                  10: an image load (the kernel logs loads as 0x030A)
- *   thread group:  1 start, 2 end, 3 DCStart, 4 DCEnd
+ *   thread group:  1 start, 2 end, 3 DCStart, 4 DCEnd, 36 CSwitch
+ *                  (versions 2 and later: Windows XP's older layout is
+ *                  not read), 50 ReadyThread
  *   image group:   2 unload, 3 DCStart, 4 DCEnd, 10 load (GUID form)
- *   perfinfo:      46 SampledProfile
+ *   perfinfo:      46 SampledProfile, 72 SetInterval, 73 CollectionStart,
+ *                  74 CollectionEnd
  *   stackwalk:     32 stack, 34/35/36 key create/delete/rundown,
  *                  37/38 StackKeyKernel/StackKeyUser
  *   ImageID:       0 ImageID, 36 DbgID_RSDS
@@ -32,6 +35,14 @@ int hs_etl_dispatch(const hs_etl_event *ev, const hs_etl_observer *o, hs_etl_err
             hs_etl_thread_ev v;
             return hs_etl_view_thread(ev, &v, err) < 0 ? -1 : o->thread(c, ev, &v);
         }
+        if (o->cswitch && ev->type == 36 && ev->version >= 2) {
+            hs_etl_cswitch_ev v;
+            return hs_etl_view_cswitch(ev, &v, err) < 0 ? -1 : o->cswitch(c, ev, &v);
+        }
+        if (o->ready && ev->type == 50) {
+            hs_etl_ready_ev v;
+            return hs_etl_view_ready(ev, &v, err) < 0 ? -1 : o->ready(c, ev, &v);
+        }
         return 0;
     case HS_ETL_GROUP_IMAGE:
         if (ev->type == 2 || ev->type == 3 || ev->type == 4 || ev->type == 10)
@@ -41,6 +52,10 @@ int hs_etl_dispatch(const hs_etl_event *ev, const hs_etl_observer *o, hs_etl_err
         if (o->sample && ev->type == 46) {
             hs_etl_sample_ev v;
             return hs_etl_view_sample(ev, &v, err) < 0 ? -1 : o->sample(c, ev, &v);
+        }
+        if (o->interval && ev->type >= 72 && ev->type <= 74) {
+            hs_etl_interval_ev v;
+            return hs_etl_view_interval(ev, &v, err) < 0 ? -1 : o->interval(c, ev, &v);
         }
         return 0;
     case HS_ETL_GROUP_STACKWALK:

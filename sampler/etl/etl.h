@@ -4,9 +4,10 @@
  *
  * hs_etl_read_file (or hs_etl_read_mem) decodes a whole file in one pass
  * and fills an hs_etl_trace: the logfile header's facts, the processes,
- * threads and images (with their ImageID / DbgID_RSDS records), and every
- * CPU sample (PerfInfo SampledProfile) with its stack, leaf first, the
- * kernel part joined to its deferred user part. It reads kernel traces
+ * threads and images (with their ImageID / DbgID_RSDS records), every
+ * CPU sample (PerfInfo SampledProfile) and every context switch (CSwitch)
+ * and ReadyThread event, each with its stack if one was walked, leaf
+ * first, the kernel part joined to its deferred user part. It reads kernel traces
  * written by xperf, WPR, UIforETW, PerfView and a private system-logger
  * session: 32- and 64-bit, uncompressed or compressed (XPRESS, LZNT1),
  * with full StackWalk events or stack keys.
@@ -143,40 +144,118 @@ typedef struct hs_etl_image {
     const char *pdb_name;                  /* DbgID_RSDS PDB file name, or NULL */
 } hs_etl_image;
 
+/* A stack walked for an event: kern_depth frames at frames[kern_frames]
+ * followed by user_depth frames at frames[user_frames] of the trace's
+ * frame pool, leaf first; hs_etl_stack_frame() reads it as one array. */
+typedef struct hs_etl_stack {
+    uint32_t kern_frames, user_frames;     /* offsets into frames */
+    uint16_t kern_depth, user_depth;
+} hs_etl_stack;
+
+/* What the stack joining found, in the flags of every record that can
+ * have a stack (samples and scheduling events alike). */
+enum {
+    HS_ETL_STACK_FOUND = 0x02,             /* it has a stack (depth >= 1); else none was found */
+    HS_ETL_STACK_USER_MISSING = 0x04,      /* a kernel stack whose user part never came (trace ended) */
+};
+
 /* hs_etl_sample.flags */
 enum {
     HS_ETL_SAMPLE_KERNEL = 0x01,           /* ip >= the kernel boundary */
-    HS_ETL_SAMPLE_STACK = 0x02,            /* it has a stack (depth >= 1); else none was found */
-    HS_ETL_SAMPLE_USER_MISSING = 0x04,     /* a kernel stack whose user part never came (trace ended) */
+    HS_ETL_SAMPLE_STACK = HS_ETL_STACK_FOUND,
+    HS_ETL_SAMPLE_USER_MISSING = HS_ETL_STACK_USER_MISSING,
     HS_ETL_SAMPLE_DPC = 0x08,              /* the CPU ran a DPC */
     HS_ETL_SAMPLE_ISR = 0x10,              /* the CPU ran an interrupt service routine */
 };
 
-/* One CPU sample. Its stack is kern_depth frames at frames[kern_frames]
- * followed by user_depth frames at frames[user_frames], leaf first (frame
- * 0 is the sampled instruction); hs_etl_frame() reads it as one array.
- * Every sample is kept, the idle thread's too (tid 0, pid 0: PerfView's
+/* One CPU sample; frame 0 of its stack is the sampled instruction. Every
+ * sample is kept, the idle thread's too (tid 0, pid 0: PerfView's
  * TraceLog drops those not flagged DPC or ISR). */
 typedef struct hs_etl_sample {
     uint64_t ts;                           /* event ticks */
     uint64_t ip;
     uint32_t pid, tid;                     /* pid HS_ETL_NONE if the thread is unknown */
     uint32_t process;                      /* index into procs, HS_ETL_NONE if unknown */
-    uint32_t kern_frames, user_frames;     /* offsets into frames */
-    uint16_t kern_depth, user_depth;
+    hs_etl_stack stack;
     uint16_t cpu;
     uint8_t flags;                         /* HS_ETL_SAMPLE_* */
     uint8_t priority;                      /* thread priority (Windows 8+, else 0) */
 } hs_etl_sample;
+
+/* hs_etl_sched.kind */
+enum {
+    HS_ETL_SWITCH = 1,                     /* CSwitch (thread group, type 36) */
+    HS_ETL_READY = 2,                      /* ReadyThread (thread group, type 50) */
+};
+
+/* KTHREAD_STATE, as CSwitch's OldThreadState gives it ("CSwitch class"). */
+enum {
+    HS_ETL_THREAD_INITIALIZED = 0,
+    HS_ETL_THREAD_READY = 1,
+    HS_ETL_THREAD_RUNNING = 2,
+    HS_ETL_THREAD_STANDBY = 3,
+    HS_ETL_THREAD_TERMINATED = 4,
+    HS_ETL_THREAD_WAITING = 5,
+    HS_ETL_THREAD_TRANSITION = 6,          /* ready, but its kernel stack is paged out */
+    HS_ETL_THREAD_DEFERRED_READY = 7,
+};
+
+/* What a context switch tells besides its two threads ("CSwitch class"). */
+typedef struct hs_etl_switch_facts {
+    int8_t new_priority, old_priority;
+    uint8_t previous_cstate;
+    uint8_t old_wait_reason;               /* KWAIT_REASON: why the old thread waits */
+    uint8_t old_wait_mode;                 /* 0 kernel, 1 user */
+    uint8_t old_state;                     /* HS_ETL_THREAD_* */
+    int8_t old_ideal_cpu;                  /* OldThreadWaitIdealProcessor */
+    uint32_t new_wait_time;                /* NewThreadWaitTime */
+} hs_etl_switch_facts;
+
+/* What a ReadyThread tells besides its thread ("ReadyThread class"). */
+typedef struct hs_etl_ready_facts {
+    int8_t adjust_reason, adjust_increment;
+    uint8_t flags;                         /* 1 readied from a DPC, 2 kernel stack, 4 process swapped out */
+} hs_etl_ready_facts;
+
+/* One scheduling event: a context switch, or a thread made ready.
+ *
+ *   switch: on CPU `cpu`, thread `tid` (NewThreadId) replaced `other_tid`
+ *     (OldThreadId), which left in state sw.old_state (HS_ETL_THREAD_*:
+ *     WAITING when it blocked, READY, STANDBY or RUNNING when it was
+ *     preempted, TERMINATED when it ended) for sw.old_wait_reason. Its stack
+ *     is the one the kernel walked for the event, which is that of the
+ *     thread switched *in* (the event's thread is NewThreadId, PerfView's
+ *     CSwitchTraceData; TraceLog.cs: "the normal callStack is for the
+ *     thread that GOT the CPU"): where that thread stood while it was off
+ *     the CPU, as it resumes from the point where it was switched out.
+ *   ready: thread `tid` (TThreadId) was made ready to run; other_tid is
+ *     the thread that readied it (the event's thread: from its header, or,
+ *     when the header has none, from the stack walked for it), and the
+ *     stack is that thread's.
+ *
+ * pid and process are tid's, other_pid and other_process other_tid's, at
+ * the event's time (HS_ETL_NONE: unknown), found as for samples. */
+typedef struct hs_etl_sched {
+    uint64_t ts;
+    uint8_t kind;                          /* HS_ETL_SWITCH, HS_ETL_READY */
+    uint8_t flags;                         /* HS_ETL_STACK_* */
+    uint16_t cpu;
+    uint32_t tid, pid, process;
+    uint32_t other_tid, other_pid, other_process;
+    hs_etl_stack stack;
+    hs_etl_switch_facts sw;                /* HS_ETL_SWITCH */
+    hs_etl_ready_facts rd;                 /* HS_ETL_READY */
+} hs_etl_sched;
 
 /* What the stack joining saw (for reports and tests). */
 typedef struct hs_etl_stack_stats {
     uint64_t stackwalks;                   /* StackWalk events (all events, not only samples') */
     uint64_t key_refs, key_defs;           /* StackKeyKernel/User references; key create/delete/rundown */
     uint64_t ext_stacks;                   /* extended-item stacks of event-header records */
-    uint64_t orphans;                      /* stack events whose sample was not found (or not a sample's) */
-    uint64_t kernel_keys_unresolved;       /* sample kernel keys never defined */
-    uint64_t user_keys_unresolved;         /* sample user keys never defined */
+    uint64_t orphans;                      /* stack events whose event (a sample, a context switch, a
+                                              ReadyThread) was not found, or is of another kind */
+    uint64_t kernel_keys_unresolved;       /* kernel keys of those events never defined */
+    uint64_t user_keys_unresolved;         /* user keys of those events never defined */
 } hs_etl_stack_stats;
 
 typedef struct hs_etl_trace {
@@ -190,6 +269,12 @@ typedef struct hs_etl_trace {
     uint32_t nimages;
     hs_etl_sample *samples;                /* in time order */
     uint32_t nsamples;
+    hs_etl_sched *sched;                   /* context switches and ReadyThread events, in time order */
+    uint32_t nsched;
+    uint32_t nswitches, nreadies;          /* of each kind */
+    uint32_t sample_interval;              /* the CPU sampling interval (100 ns units) the trace's
+                                              PerfInfo CollectionStart or SetInterval events give
+                                              for the timer, 0 if it has none */
     uint64_t *frames;                      /* the frame pool every stack points into */
     uint32_t nframes;
     hs_etl_stack_stats stacks;
@@ -206,14 +291,23 @@ int hs_etl_read_mem(const void *data, size_t size, hs_etl_trace *t, hs_etl_error
 int hs_etl_read_fp(FILE *fp, hs_etl_trace *t, hs_etl_error *err);
 void hs_etl_trace_free(hs_etl_trace *t);
 
-/* The depth of a sample's stack, and its frame i (leaf first). */
-static inline uint32_t hs_etl_depth(const hs_etl_sample *s)
+/* The depth of a stack, and its frame i (leaf first). */
+static inline uint32_t hs_etl_stack_depth(const hs_etl_stack *s)
 {
     return (uint32_t)s->kern_depth + s->user_depth;
 }
-static inline uint64_t hs_etl_frame(const hs_etl_trace *t, const hs_etl_sample *s, uint32_t i)
+static inline uint64_t hs_etl_stack_frame(const hs_etl_trace *t, const hs_etl_stack *s, uint32_t i)
 {
     return i < s->kern_depth ? t->frames[s->kern_frames + i] : t->frames[s->user_frames + (i - s->kern_depth)];
+}
+/* The same for a sample's stack. */
+static inline uint32_t hs_etl_depth(const hs_etl_sample *s)
+{
+    return hs_etl_stack_depth(&s->stack);
+}
+static inline uint64_t hs_etl_frame(const hs_etl_trace *t, const hs_etl_sample *s, uint32_t i)
+{
+    return hs_etl_stack_frame(t, &s->stack, i);
 }
 
 /* Whether addr is a kernel address in this trace. */

@@ -1,6 +1,8 @@
 /*
- * sampler/etl/ev_perfinfo.c - the view of the PerfInfo SampledProfile
- * event: one CPU sample (the interrupted instruction and thread).
+ * sampler/etl/ev_perfinfo.c - the views of PerfInfo events: SampledProfile
+ * (one CPU sample: the interrupted instruction and thread) and the
+ * sampling interval (set, or in effect when the collection started or
+ * ended).
  */
 #include "sampler/etl/reader.h"
 
@@ -23,5 +25,17 @@ int hs_etl_view_sample(const hs_etl_event *ev, hs_etl_sample_ev *out, hs_etl_err
         out->priority = b >> 3;
         out->rank = d[P + 7];
     }
+    return 0;
+}
+
+int hs_etl_view_interval(const hs_etl_event *ev, hs_etl_interval_ev *out, hs_etl_error *err)
+{
+    if (ev->size < 12) {
+        hs_etl_fail_event(err, ev, "sampling interval event of %u bytes is too short for its layout", ev->size);
+        return -1;
+    }
+    out->source = hs_le32(ev->data);
+    out->new_interval = hs_le32(ev->data + 4);
+    out->old_interval = hs_le32(ev->data + 8);
     return 0;
 }

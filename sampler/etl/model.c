@@ -1,10 +1,10 @@
 /*
  * sampler/etl/model.c - the trace model once every event is read: the pids
- * of samples whose thread was only seen later (a thread end or rundown
- * after the sample: circular and truncated traces), the process record of
- * each sample, thread and image, and the sorted tables behind
- * hs_etl_image_at and hs_etl_process_at. Also the entry points that read a
- * whole file into a model, and its release.
+ * of samples and scheduling events whose thread was only seen later (a
+ * thread end or rundown after the event: circular and truncated traces),
+ * the process record of each of them and of each thread and image, and
+ * the sorted tables behind hs_etl_image_at and hs_etl_process_at. Also the
+ * entry points that read a whole file into a model, and its release.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -142,9 +142,9 @@ double hs_etl_seconds(const hs_etl_trace *t, uint64_t ts)
 
 /* ---- finishing ------------------------------------------------------------ */
 
-/* Samples whose thread was unknown when they came: the record of that tid
- * (seen later) that started last before the sample gives the pid, if it
- * had not ended by then. */
+/* Samples and scheduling events whose thread was unknown when they came:
+ * the record of that tid (seen later) that started last before the event
+ * gives the pid, if it had not ended by then. */
 static bool thread_not_after(const void *ctx, size_t i)
 {
     const sought *q = ctx;
@@ -152,28 +152,38 @@ static bool thread_not_after(const void *ctx, size_t i)
     return th->tid < q->id || (th->tid == q->id && th->start <= q->at);
 }
 
+static void resolve_pid(const hs_etl_trace *t, const uint32_t *ix, uint32_t tid, uint64_t ts, uint32_t *pid)
+{
+    if (*pid != HS_ETL_NONE || tid == HS_ETL_NONE)
+        return;
+    sought q = { t, ix, tid, ts, 0 };
+    uint32_t lo = (uint32_t)hs_partition_point(t->nthreads, &q, thread_not_after);   /* first record after (tid, ts) */
+    if (lo > 0) {
+        const hs_etl_thread *th = &t->threads[ix[lo - 1]];
+        if (th->tid == tid && ts <= th->end)
+            *pid = th->pid;
+    }
+}
+
 static int resolve_pids(hs_etl_trace *t)
 {
     uint32_t unknown = 0;
     for (uint32_t i = 0; i < t->nsamples; i++)
         unknown += t->samples[i].pid == HS_ETL_NONE;
+    for (uint32_t i = 0; i < t->nsched; i++)
+        unknown += t->sched[i].pid == HS_ETL_NONE || t->sched[i].other_pid == HS_ETL_NONE;
     if (!unknown || !t->nthreads)
         return 0;
     uint32_t *ix = identity(t->nthreads);
     if (!ix)
         return -1;
     hs_sort(ix, t->nthreads, sizeof *ix, cmp_thread, t->threads);
-    for (uint32_t i = 0; i < t->nsamples; i++) {
-        hs_etl_sample *s = &t->samples[i];
-        if (s->pid != HS_ETL_NONE)
-            continue;
-        sought q = { t, ix, s->tid, s->ts, 0 };
-        uint32_t lo = (uint32_t)hs_partition_point(t->nthreads, &q, thread_not_after);   /* first record after (tid, ts) */
-        if (lo > 0) {
-            const hs_etl_thread *th = &t->threads[ix[lo - 1]];
-            if (th->tid == s->tid && s->ts <= th->end)
-                s->pid = th->pid;
-        }
+    for (uint32_t i = 0; i < t->nsamples; i++)
+        resolve_pid(t, ix, t->samples[i].tid, t->samples[i].ts, &t->samples[i].pid);
+    for (uint32_t i = 0; i < t->nsched; i++) {
+        hs_etl_sched *e = &t->sched[i];
+        resolve_pid(t, ix, e->tid, e->ts, &e->pid);
+        resolve_pid(t, ix, e->other_tid, e->ts, &e->other_pid);
     }
     free(ix);
     return 0;
@@ -192,6 +202,11 @@ int hs_etl_model_finish(hs_etl_collector *c)
     hs_sort(pv->proc_sorted, t->nprocs, sizeof *pv->proc_sorted, cmp_proc, t->procs);
     for (uint32_t i = 0; i < t->nsamples; i++)
         t->samples[i].process = process_index(t, t->samples[i].pid, t->samples[i].ts);
+    for (uint32_t i = 0; i < t->nsched; i++) {
+        hs_etl_sched *e = &t->sched[i];
+        e->process = process_index(t, e->pid, e->ts);
+        e->other_process = process_index(t, e->other_pid, e->ts);
+    }
     for (uint32_t i = 0; i < t->nthreads; i++)
         t->threads[i].process = process_index(t, t->threads[i].pid, t->threads[i].start);
     /* an image over 4 GiB is corrupt (a PE's SizeOfImage is 32-bit): it
@@ -298,6 +313,7 @@ void hs_etl_trace_free(hs_etl_trace *t)
     free(t->threads);
     free(t->images);
     free(t->samples);
+    free(t->sched);
     free(t->frames);
     memset(t, 0, sizeof *t);
 }

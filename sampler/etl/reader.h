@@ -102,6 +102,9 @@ typedef struct hs_etl_observer {
     int (*image_id)(void *ctx, const hs_etl_event *ev, const hs_etl_imageid_ev *id);
     int (*dbg_id)(void *ctx, const hs_etl_event *ev, const hs_etl_dbgid_ev *id);
     int (*sample)(void *ctx, const hs_etl_event *ev, const hs_etl_sample_ev *s);
+    int (*interval)(void *ctx, const hs_etl_event *ev, const hs_etl_interval_ev *iv);
+    int (*cswitch)(void *ctx, const hs_etl_event *ev, const hs_etl_cswitch_ev *cs);
+    int (*ready)(void *ctx, const hs_etl_event *ev, const hs_etl_ready_ev *r);
     int (*stack)(void *ctx, const hs_etl_event *ev, const hs_etl_stack_ev *s);
     int (*stack_ref)(void *ctx, const hs_etl_event *ev, const hs_etl_stack_ref_ev *r);
     int (*stack_def)(void *ctx, const hs_etl_event *ev, const hs_etl_stack_def_ev *d);

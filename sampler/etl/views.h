@@ -1,7 +1,9 @@
 /*
  * sampler/etl/views.h - typed views of the kernel event payloads hookscope
  * reads, one group per file (ev_process.c, ev_thread.c, ev_image.c,
- * ev_perfinfo.c, ev_stackwalk.c). A view points into the payload; strings
+ * ev_perfinfo.c, ev_stackwalk.c; ev_thread.c has the dispatcher's CSwitch
+ * and ReadyThread too, which the kernel logs in the thread group). A view
+ * points into the payload; strings
  * are given as bytes and lengths (UTF-16LE or 8-bit, no terminator).
  *
  * Layouts (TraceEvent KernelTraceEventParser.cs / SymbolTraceEventParser.cs,
@@ -14,6 +16,15 @@
  *     2P+20 (v4+), then the 8-bit image name, then the UTF-16 command line
  *     (v2+). v0: pid P @0, ppid P @P, SID @2P, name.
  *   thread (hook 0x0501..04): v1+ pid @0, tid @4; v0 tid @0, pid @4.
+ *   CSwitch (hook 0x0524, versions 2-4; "CSwitch class"): NewThreadId
+ *     @0, OldThreadId @4, NewThreadPriority i8 @8, OldThreadPriority i8
+ *     @9, PreviousCState @10, SpareByte @11, OldThreadWaitReason @12,
+ *     OldThreadWaitMode @13, OldThreadState @14,
+ *     OldThreadWaitIdealProcessor @15, NewThreadWaitTime u32 @16,
+ *     Reserved u32 @20: 24 bytes (the ppt fixture's 29533 version-2
+ *     events are 24 bytes; TraceEvent reads the same offsets).
+ *   ReadyThread (hook 0x0532, "ReadyThread class"): TThreadId @0,
+ *     AdjustReason i8 @4, AdjustIncrement i8 @5, Flag @6, Reserved @7.
  *   image (hook 0x030A load - logged in the process group -, 0x1402
  *     unload, 0x1403 DCStart, 0x1404 DCEnd): base P @0, size P @P, pid @2P,
  *     checksum @2P+4, TimeDateStamp @2P+8, default base P @2P+16, UTF-16
@@ -25,6 +36,10 @@
  *     8-bit PDB name @P+24.
  *   SampledProfile (hook 0x0F2E): ip P @0, tid @P, count u16 @P+4, a byte
  *     @P+6 (bit 0 DPC, bit 1 ISR, bits 3-7 priority), rank @P+7.
+ *   the sampling interval (hook 0x0F48 SetInterval, 0x0F49 CollectionStart,
+ *     0x0F4A CollectionEnd; TraceEvent's SampledProfileIntervalTraceData):
+ *     source @0 (0: the timer), new interval @4, old interval @8 (100 ns
+ *     units), then (version 3) the source's name.
  *   StackWalk (hook 0x1820): event timestamp u64 @0, pid @8, tid @12,
  *     frames (P each) @16, leaf first.
  *   stack key references (0x1825 kernel, 0x1826 user): timestamp @0, pid
@@ -97,6 +112,26 @@ typedef struct hs_etl_sample_ev {
     uint8_t priority, rank;
 } hs_etl_sample_ev;
 
+/* A context switch: the thread switched in, the one switched out, and why
+ * it left (hs_etl_sched has the meaning of each field). */
+typedef struct hs_etl_cswitch_ev {
+    uint32_t new_tid, old_tid;
+    hs_etl_switch_facts f;
+} hs_etl_cswitch_ev;
+
+/* A thread made ready to run. */
+typedef struct hs_etl_ready_ev {
+    uint32_t tid;                   /* TThreadId */
+    hs_etl_ready_facts f;
+} hs_etl_ready_ev;
+
+/* A sampling interval set, or in effect when a trace's collection started
+ * or ended. */
+typedef struct hs_etl_interval_ev {
+    uint32_t source;                /* 0: the timer (CPU samples); else a counter */
+    uint32_t new_interval, old_interval;   /* 100 ns units */
+} hs_etl_interval_ev;
+
 typedef struct hs_etl_stack_ev {
     uint64_t event_ts;              /* the timestamp of the event it belongs to */
     uint32_t pid, tid;
@@ -124,6 +159,9 @@ int hs_etl_view_image(const struct hs_etl_event *ev, hs_etl_image_ev *out, hs_et
 int hs_etl_view_imageid(const struct hs_etl_event *ev, hs_etl_imageid_ev *out, hs_etl_error *err);
 int hs_etl_view_dbgid(const struct hs_etl_event *ev, hs_etl_dbgid_ev *out, hs_etl_error *err);
 int hs_etl_view_sample(const struct hs_etl_event *ev, hs_etl_sample_ev *out, hs_etl_error *err);
+int hs_etl_view_interval(const struct hs_etl_event *ev, hs_etl_interval_ev *out, hs_etl_error *err);
+int hs_etl_view_cswitch(const struct hs_etl_event *ev, hs_etl_cswitch_ev *out, hs_etl_error *err);
+int hs_etl_view_ready(const struct hs_etl_event *ev, hs_etl_ready_ev *out, hs_etl_error *err);
 int hs_etl_view_stack(const struct hs_etl_event *ev, hs_etl_stack_ev *out, hs_etl_error *err);
 int hs_etl_view_stack_ref(const struct hs_etl_event *ev, hs_etl_stack_ref_ev *out, hs_etl_error *err);
 int hs_etl_view_stack_def(const struct hs_etl_event *ev, hs_etl_stack_def_ev *out, hs_etl_error *err);

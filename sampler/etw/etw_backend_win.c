@@ -1,11 +1,13 @@
 /*
  * sampler/etw/etw_backend_win.c - the ETW sampling backend (sampler.h).
  *
- * The live part is etw_win.c: a private kernel session records the
- * machine's CPU samples with their stacks, and process, thread and image
- * events, into an .etl file, from before the target resumes until it
- * ends. At stop the file is decoded by hookscope's own reader (etl.h) and
- * the target's samples go into the sample set like any backend's: every
+ * The live part is etw_session_win.c: a private kernel session records
+ * the machine's CPU samples, context switches and readied threads with
+ * their stacks, and process, thread and image events, into an .etl file,
+ * from before the target resumes until it ends. At stop the file is
+ * decoded by hookscope's own reader (etl.h) and the target's samples go
+ * into the sample set like any backend's, its threads' time off the CPU
+ * as ready and wait samples (etl_samples.h): every
  * frame as an address, leaf first, kernel frames included; the images as
  * modules (the trace's NT paths turned into this machine's paths, kernel
  * images marked, their PDB identities kept), so the naming pass and the
@@ -146,8 +148,13 @@ static void decode(hs_sampler *s, hs_sampler_stats *stats)
     }
     uint32_t index;
     char why[200];
+    /* the grid of the ready and wait samples is the run's interval: the
+     * trace's CollectionStart, written when the session started, shows the
+     * machine's interval from before hookscope set the run's */
+    if (s->etw.interval)
+        t.sample_interval = s->etw.interval;
     if (hs_etl_pick_process(&t, s->pid, NULL, &index, why, sizeof why) == 0)
-        hs_etl_samples(&t, index, own, local_path, NULL, s->out);
+        hs_etl_samples(&t, index, own, local_path, NULL, s->out, NULL);
     if (t.info.events_lost || t.info.buffers_lost)
         hs_sampleset_lost(s->out, t.info.events_lost);
     stats->events_lost = t.info.events_lost;

@@ -11,9 +11,14 @@
 
 #include "hook/base/util.h"
 
-/* PerfInfo's classic provider: SampledProfile is its event type 46. */
+/* The classic providers of the events whose stacks the kernel walks:
+ * PerfInfo's SampledProfile (type 46), Thread's CSwitch (36) and
+ * ReadyThread (50) ("CSwitch class", "ReadyThread class"). */
 static const GUID perfinfo_guid = { 0xce1dbfb4, 0x137e, 0x4da6, { 0x87, 0xb0, 0x3f, 0x59, 0xaa, 0x10, 0x2c, 0xbc } };
+static const GUID thread_guid = { 0x3d6fa8d1, 0xfe05, 0x11d0, { 0x9d, 0xda, 0x00, 0xc0, 0x4f, 0xd7, 0xba, 0x7c } };
 #define SAMPLED_PROFILE_TYPE 46
+#define CSWITCH_TYPE 36
+#define READY_THREAD_TYPE 50
 
 typedef struct profile_interval {   /* TRACE_PROFILE_INTERVAL */
     ULONG source;                   /* 0: the timer */
@@ -223,8 +228,10 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
     p->MaximumBuffers = 256;
     p->MaximumFileSize = s->max_file_mb;               /* MB: writing stops there */
     p->LogFileMode = EVENT_TRACE_SYSTEM_LOGGER_MODE | EVENT_TRACE_FILE_MODE_SEQUENTIAL;
+    /* context switches and readies: each thread's time running, ready and
+     * waiting (sampler/etl_samples.h) */
     p->EnableFlags = EVENT_TRACE_FLAG_PROCESS | EVENT_TRACE_FLAG_THREAD | EVENT_TRACE_FLAG_IMAGE_LOAD |
-                     EVENT_TRACE_FLAG_PROFILE;
+                     EVENT_TRACE_FLAG_PROFILE | EVENT_TRACE_FLAG_CSWITCH | EVENT_TRACE_FLAG_DISPATCHER;
     rc = api->start_trace(&s->handle, s->name, p);
     if (rc != ERROR_SUCCESS) {
         free(s->props);
@@ -243,14 +250,19 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
         return -1;
     }
     s->interval_changed = 1;
-    classic_event_id id;
-    memset(&id, 0, sizeof id);
-    id.guid = perfinfo_guid;
-    id.type = SAMPLED_PROFILE_TYPE;
-    rc = api->set_information(s->handle, HS_ETW_INFO_STACK_TRACING, &id, sizeof id);
+    /* one list: it replaces any earlier one */
+    classic_event_id ids[3];
+    memset(ids, 0, sizeof ids);
+    ids[0].guid = perfinfo_guid;
+    ids[0].type = SAMPLED_PROFILE_TYPE;
+    ids[1].guid = thread_guid;
+    ids[1].type = CSWITCH_TYPE;
+    ids[2].guid = thread_guid;
+    ids[2].type = READY_THREAD_TYPE;
+    rc = api->set_information(s->handle, HS_ETW_INFO_STACK_TRACING, ids, sizeof ids);
     if (rc != ERROR_SUCCESS) {
         hs_etw_stop(s, NULL, 0);
-        snprintf(err, errlen, "cannot ask ETW for the samples' stacks: %s", why(rc));
+        snprintf(err, errlen, "cannot ask ETW for the stacks of samples and context switches: %s", why(rc));
         return -1;
     }
     return 0;

@@ -1,6 +1,7 @@
 /*
  * sampler/etw/etw_session_win.h - the live ETW layer: a private system-logger session
- * that records the kernel's CPU samples (SampledProfile, with stack walks)
+ * that records the kernel's CPU samples (SampledProfile), context switches
+ * (CSwitch) and readied threads (ReadyThread), each with a stack walk,
  * and process, thread and image events into an .etl file, which
  * hookscope's own reader (etl.h) then decodes. Nothing else is live: no
  * real-time consumer, no OpenTrace.

@@ -46,6 +46,8 @@ static ULONG WINAPI fake_set(TRACEHANDLE h, int cls, void *info, ULONG len)
         if (fake->fail_set_interval)
             return fake->fail_set_interval;
         fake->machine_interval = ((ULONG *)info)[1];
+        if (fake->running && !fake->session_interval)
+            fake->session_interval = fake->machine_interval;
         return ERROR_SUCCESS;
     }
     if (cls == HS_ETW_INFO_STACK_TRACING) {
@@ -54,11 +56,19 @@ static ULONG WINAPI fake_set(TRACEHANDLE h, int cls, void *info, ULONG len)
             record("foreign", (unsigned long)h);
             return ERROR_INVALID_HANDLE;
         }
-        const uint8_t *id = info;
-        record("stack-tracing", len >= 17 ? id[16] : 0);   /* the event type after the GUID */
+        /* CLASSIC_EVENT_ID[]: a GUID, the event type, 7 reserved bytes */
         static const GUID perfinfo = { 0xce1dbfb4, 0x137e, 0x4da6, { 0x87, 0xb0, 0x3f, 0x59, 0xaa, 0x10, 0x2c, 0xbc } };
-        if (len != 24 || memcmp(id, &perfinfo, 16) != 0)
+        static const GUID thread = { 0x3d6fa8d1, 0xfe05, 0x11d0, { 0x9d, 0xda, 0x00, 0xc0, 0x4f, 0xd7, 0xba, 0x7c } };
+        record("stack-tracing", len / 24);   /* the number of classes */
+        if (len == 0 || len % 24 || len / 24 > FAKE_MAX_STACK_CLASSES)
             return ERROR_INVALID_PARAMETER;
+        fake->nstack_classes = 0;
+        for (const uint8_t *id = info; id < (const uint8_t *)info + len; id += 24) {
+            fake_stack_class *c = &fake->stack_classes[fake->nstack_classes++];
+            snprintf(c->provider, sizeof c->provider, "%s",
+                     !memcmp(id, &perfinfo, 16) ? "perfinfo" : !memcmp(id, &thread, 16) ? "thread" : "other");
+            c->type = id[16];
+        }
         return fake->fail_stack;
     }
     record("set-other", (unsigned long)cls);
@@ -82,13 +92,16 @@ static ULONG WINAPI fake_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERT
     wcsncpy(fake->log_file, (const wchar_t *)((const char *)p + p->LogFileNameOffset), 519);
     fake->max_file_mb = p->MaximumFileSize;
     fake->running = 1;
+    fake->start_interval = fake->machine_interval;
+    fake->session_interval = 0;
     *h = FAKE_HANDLE;
     return ERROR_SUCCESS;
 }
 
-/* The trace the kernel would have written: the scripted process, its
- * thread and exe, and each sample with its stack (the instruction and one
- * return address), as a system logger writes them (64-bit, QPC clock). */
+/* The trace the kernel would have written: the timer's interval, the
+ * scripted process, its thread and exe, each sample with its stack (the
+ * instruction and one return address), then the context switches and
+ * readies, as a system logger writes them (64-bit, QPC clock at 10 MHz). */
 static void write_trace(void)
 {
     etlb b;
@@ -97,6 +110,15 @@ static void write_trace(void)
     uint64_t ts = 100;
     etlb_init(&b, P, 1, 1024 * 1024);
     etlb_begin(&b, 0, 1);
+    /* the timer's interval as the kernel records it: in force when the
+     * session started (CollectionStart), then set for the run (SetInterval) */
+    etlb_p_interval(&pl, 0, fake->start_interval, fake->start_interval);
+    etlb_sys(&b, 0, 0x0F, 73, 2, 0, 0, ts, &pl), pl.n = 0;
+    const uint64_t first = ts;
+    if (fake->session_interval) {
+        etlb_p_interval(&pl, 0, fake->session_interval, fake->start_interval);
+        etlb_sys(&b, 0, 0x0F, 72, 2, 0, 0, ts, &pl), pl.n = 0;
+    }
     etlb_p_process(&pl, P, fake->pid, 1, 1, fake->process_name, fake->process_name);
     etlb_sys(&b, 0, 0x03, 3, 4, 0, fake->pid, ts++, &pl), pl.n = 0;
     etlb_p_thread(&pl, P, fake->pid, fake->tid);
@@ -125,6 +147,27 @@ static void write_trace(void)
             etlb_p_sample(&pl, P, frames[0], tid, 0);
             etlb_perf(&b, 0x0F, 46, 2, t, 0, 0, &pl), pl.n = 0;
             etlb_p_stack(&pl, P, t, pid, tid, frames, n);
+            etlb_perf(&b, 0x18, 32, 2, t, 0, 0, &pl), pl.n = 0;
+        }
+    }
+    for (int i = 0; i < fake->nsched; i++) {
+        const fake_sched *e = &fake->sched[i];
+        uint64_t t = first + (uint64_t)e->us * 10;
+        if (t < ts) {
+            t = ts;   /* after the samples: the trace stays in time order */
+        }
+        ts = t + 1;
+        uint32_t in = e->in == FAKE_MAIN ? fake->tid : e->in, out = e->out == FAKE_MAIN ? fake->tid : e->out;
+        uint32_t pid_in = in ? fake->pid : 0;
+        if (e->ready) {
+            etlb_p_ready(&pl, in, 1, 0, 0);
+            etlb_sys(&b, 0, 0x05, 50, 2, 0, 0, t, &pl), pl.n = 0;   /* readied from a DPC: no thread */
+            continue;
+        }
+        etlb_p_cswitch(&pl, in, out, 8, 8, e->state == 5 ? 6 : 0, 1, e->state, 0, 0);
+        etlb_sys(&b, 0, 0x05, 36, 2, in, pid_in, t, &pl), pl.n = 0;
+        if (e->nframes) {
+            etlb_p_stack(&pl, P, t, pid_in, in, e->frames, e->nframes);
             etlb_perf(&b, 0x18, 32, 2, t, 0, 0, &pl), pl.n = 0;
         }
     }

@@ -5,7 +5,9 @@
  * session ("NT Kernel Logger") that must never be touched, and when its
  * session is stopped writes a synthetic .etl file (tests/unit/etl_build.h,
  * the documented layouts) with the process, thread, image and sample
- * events the test scripted: what the kernel would have recorded.
+ * events, context switches and ReadyThread events the test scripted, and
+ * the timer's interval (a CollectionStart): what the kernel would have
+ * recorded.
  */
 #ifndef HS_TEST_ETW_FAKE_H
 #define HS_TEST_ETW_FAKE_H
@@ -26,6 +28,9 @@ typedef struct fake_call {
 
 #define FAKE_MAX_FRAMES 8
 #define FAKE_MAX_IMAGES 4
+#define FAKE_MAX_SCHED 32
+#define FAKE_MAX_STACK_CLASSES 8
+#define FAKE_MAIN 0xFFFFFFFFu      /* in a fake_sched: the scripted tid */
 
 typedef struct fake_sample {
     uint64_t ip, ret;              /* the sampled instruction and one return address */
@@ -37,6 +42,26 @@ typedef struct fake_sample {
     uint32_t nframes;
     uint32_t pid, tid;
 } fake_sample;
+
+/* A context switch (thread `in` replaces `out`, which leaves in state
+ * `state`, KTHREAD_STATE: 1 ready, 4 terminated, 5 waiting), with the
+ * stack walked for `in` (nframes 0: none); or a ReadyThread for `in`.
+ * Written after the samples, at us microseconds after the trace's first
+ * event; tid 0 is the idle thread. */
+typedef struct fake_sched {
+    int ready;
+    uint32_t us;
+    uint32_t in, out;
+    uint8_t state;
+    uint64_t frames[FAKE_MAX_FRAMES];
+    uint32_t nframes;
+} fake_sched;
+
+/* One class of events whose stacks were asked for (CLASSIC_EVENT_ID). */
+typedef struct fake_stack_class {
+    char provider[16];             /* "perfinfo", "thread", or "other" */
+    unsigned type;
+} fake_stack_class;
 
 typedef struct fake_image {
     uint32_t pid;                  /* 0: the kernel's (system-wide) */
@@ -66,8 +91,12 @@ typedef struct etw_fake {
     int nsamples;
     fake_image images[FAKE_MAX_IMAGES];   /* more images (kernel, other processes) */
     int nimages;
+    fake_sched sched[FAKE_MAX_SCHED];
+    int nsched;
     /* what happened */
     ULONG machine_interval;        /* the global interval (starts at 10000) */
+    ULONG start_interval;          /* the global interval when the session started */
+    ULONG session_interval;        /* the first one set while it ran (0: none) */
     fake_call calls[FAKE_MAX_CALLS];
     int ncalls;
     int running;                   /* our session runs */
@@ -76,6 +105,8 @@ typedef struct etw_fake {
     GUID session_guid;
     ULONG log_file_mode, enable_flags, client_context, max_file_mb;
     int flushes;
+    fake_stack_class stack_classes[FAKE_MAX_STACK_CLASSES];   /* the last list given */
+    int nstack_classes;
     wchar_t log_file[520];
     int wrote_trace;
 } etw_fake;

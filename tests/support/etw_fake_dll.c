@@ -28,6 +28,14 @@
  *                           time the thread used (its thread times when the
  *                           session stops, over the interval then set)
  *   kernel                  a kernel image ntoskrnl.exe at 0xfffff80000000000
+ *   switch MS IN OUT STATE FRAME...
+ *                           a context switch MS ms after the trace's first
+ *                           event (after the samples): thread IN replaces OUT,
+ *                           which leaves in STATE (ready, waiting or
+ *                           terminated), with the stack FRAME... walked for IN
+ *                           (none: no stack); a thread is main (the target's
+ *                           first) or idle
+ *   readied MS THREAD       a ReadyThread for THREAD
  * with FRAME one of
  *   exe+0xRVA               an address in the target's exe
  *   stub+0xRVA              where the hooked function at exe+RVA jumps to
@@ -36,7 +44,8 @@
  * HS_FAKE_ETW_LOG names a file that gets, at stop and at unload, what
  * happened: every call, the machine's interval, whether a foreign session
  * was touched, the session's name, flags, file and cap, the sessions of
- * others still running, the addresses used.
+ * others still running, the classes of events whose stacks were asked
+ * for, the addresses used.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +89,8 @@ static void log_state(const char *when)
     for (int i = 0; i < fake.nothers; i++)
         if (fake.other_running[i])
             fprintf(f, "other-running %ls\n", fake.others[i]);
+    for (int i = 0; i < fake.nstack_classes; i++)
+        fprintf(f, "stack-class %s %u\n", fake.stack_classes[i].provider, fake.stack_classes[i].type);
     for (int i = 0; i < fake.nsamples; i++) {
         fprintf(f, "sample %u", fake.samples[i].count);
         for (uint32_t k = 0; k < fake.samples[i].nframes; k++)
@@ -208,6 +219,51 @@ static void fail(const char *fmt, const char *arg)
         snprintf(script_error, sizeof script_error, fmt, arg);
 }
 
+static int parse_thread(const char *w, uint32_t *tid)
+{
+    if (w && !strcmp(w, "main"))
+        *tid = FAKE_MAIN;
+    else if (w && !strcmp(w, "idle"))
+        *tid = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* switch MS IN OUT STATE FRAME..., readied MS THREAD (after the directive) */
+static void read_sched(int ready)
+{
+    if (fake.nsched >= FAKE_MAX_SCHED) {
+        fail("more than %s switch and readied lines", "32");
+        return;
+    }
+    fake_sched *e = &fake.sched[fake.nsched];
+    memset(e, 0, sizeof *e);
+    e->ready = ready;
+    const char *ms = strtok(NULL, " \t\r\n");
+    e->us = ms ? (uint32_t)(strtod(ms, NULL) * 1000 + 0.5) : 0;
+    if (parse_thread(strtok(NULL, " \t\r\n"), &e->in) < 0) {
+        fail("a %s line names no thread (main or idle)", ready ? "readied" : "switch");
+        return;
+    }
+    if (!ready) {
+        const char *state = NULL;
+        if (parse_thread(strtok(NULL, " \t\r\n"), &e->out) < 0 || !(state = strtok(NULL, " \t\r\n"))) {
+            fail("a switch line needs MS IN OUT STATE%s", "");
+            return;
+        }
+        e->state = !strcmp(state, "ready") ? 1 : !strcmp(state, "terminated") ? 4 : !strcmp(state, "waiting") ? 5 : 0;
+        if (!e->state) {
+            fail("no such thread state: %s", state);
+            return;
+        }
+        for (char *fr; (fr = strtok(NULL, " \t\r\n")) && e->nframes < FAKE_MAX_FRAMES;)
+            if (parse_frame(fr, &e->frames[e->nframes++]) < 0)
+                fail("bad frame %s", fr);
+    }
+    fake.nsched++;
+}
+
 /* The script's fail lines (early: before the steps they fail), or the
  * rest (at start, when the target is known). */
 static void read_script(int early)
@@ -269,6 +325,8 @@ static void read_script(int early)
             im->size = 0x800000;
             im->timestamp = 0x5f000000;
             snprintf(im->path, sizeof im->path, "\\SystemRoot\\system32\\ntoskrnl.exe");
+        } else if (!strcmp(w, "switch") || !strcmp(w, "readied")) {
+            read_sched(!strcmp(w, "readied"));
         } else if (!strcmp(w, "sample") || !strcmp(w, "foreign") || !strcmp(w, "busy")) {
             if (fake.nsamples >= FAKE_MAX_SAMPLES) {
                 fail("more than %s sample lines", "16");

@@ -88,6 +88,24 @@ static void test_success(void)
     f.samples[0] = (fake_sample){ .ip = (uint64_t)(uintptr_t)&burn_a + 2, .ret = ret, .count = 30 };
     f.samples[1] = (fake_sample){ .ip = (uint64_t)(uintptr_t)&burn_b + 2, .ret = ret, .count = 70 };
     f.nsamples = 2;
+    /* the thread runs from 1 ms, blocks at 2, is readied at 4.5 and runs
+     * again at 6 where burn_b called it from test_success, is preempted at
+     * 7 and runs again at 9.5 in burn_a. The trace's CollectionStart has
+     * the 1 ms the machine sampled at when the session started (the run's
+     * 0.5 ms comes after, as a SetInterval): read as a recorded trace, on
+     * the 1 ms grid, waiting [2, 4.5) 3 samples, ready [4.5, 6) 1 and
+     * [7, 9.5) 3 (a run's backend uses the run's own interval:
+     * test_etw_run) */
+    uint64_t at_b[2] = { (uint64_t)(uintptr_t)&burn_b + 2, ret }, at_a[2] = { (uint64_t)(uintptr_t)&burn_a + 2, ret };
+    f.sched[0] = (fake_sched){ .us = 1000, .in = FAKE_MAIN, .out = 0, .state = 1 };
+    f.sched[1] = (fake_sched){ .us = 2000, .in = 0, .out = FAKE_MAIN, .state = 5 };
+    f.sched[2] = (fake_sched){ .ready = 1, .us = 4500, .in = FAKE_MAIN };
+    f.sched[3] = (fake_sched){ .us = 6000, .in = FAKE_MAIN, .out = 0, .state = 1, .nframes = 2 };
+    memcpy(f.sched[3].frames, at_b, sizeof at_b);
+    f.sched[4] = (fake_sched){ .us = 7000, .in = 0, .out = FAKE_MAIN, .state = 1 };
+    f.sched[5] = (fake_sched){ .us = 9500, .in = FAKE_MAIN, .out = 0, .state = 1, .nframes = 2 };
+    memcpy(f.sched[5].frames, at_a, sizeof at_a);
+    f.nsched = 6;
 
     hs_etw_session s;
     int na = 0;
@@ -108,8 +126,16 @@ static void test_success(void)
     check(f.log_file_mode == (EVENT_TRACE_SYSTEM_LOGGER_MODE | EVENT_TRACE_FILE_MODE_SEQUENTIAL),
           "a private system logger writing a file", "mode 0x%lx", f.log_file_mode);
     check(f.enable_flags == (EVENT_TRACE_FLAG_PROCESS | EVENT_TRACE_FLAG_THREAD | EVENT_TRACE_FLAG_IMAGE_LOAD |
-                             EVENT_TRACE_FLAG_PROFILE),
-          "process, thread, image and profile events", "flags 0x%lx", f.enable_flags);
+                             EVENT_TRACE_FLAG_PROFILE | EVENT_TRACE_FLAG_CSWITCH | EVENT_TRACE_FLAG_DISPATCHER) &&
+              f.enable_flags == 0x01000817,
+          "process, thread, image, profile, context switch and dispatcher (ReadyThread) events", "flags 0x%lx",
+          f.enable_flags);
+    char classes[200] = "";
+    for (int i = 0; i < f.nstack_classes; i++)
+        snprintf(classes + strlen(classes), sizeof classes - strlen(classes), "%s%s:%u", i ? " " : "",
+                 f.stack_classes[i].provider, f.stack_classes[i].type);
+    check(!strcmp(classes, "perfinfo:46 thread:36 thread:50"),
+          "stacks for SampledProfile, CSwitch and ReadyThread, in one list", "%s", classes);
     check(f.client_context == 1, "QPC timestamps", "ClientContext %lu", f.client_context);
     check(!wcscmp(f.log_file, etl_path()), "into the file asked for", "%ls", f.log_file);
     check(hs_etw_flush(&s) == 0 && f.wrote_trace && f.running, "a flush writes what there is, the session runs on",
@@ -119,7 +145,7 @@ static void test_success(void)
     check(!hs_etw_file_full(&s), "a small file is not at its cap", "full");
     char calls[512];
     call_line(&f, calls, sizeof calls);
-    check(!strcmp(calls, "privilege query-all query-interval start set-interval:5000 stack-tracing:46 flush "
+    check(!strcmp(calls, "privilege query-all query-interval start set-interval:5000 stack-tracing:3 flush "
                          "set-interval:10000 stop:1"),
           "the calls, in order (the interval put back before the session stops)", "%s", calls);
     check(f.machine_interval == 10000 && !f.foreign_touched, "the interval is put back, no foreign session touched",
@@ -142,6 +168,16 @@ static void test_success(void)
     hs_profile_resolve(p, NULL);
     hs_profile_count_samples(p);
     check(p->sampling.samples == 100, "every sample decoded", "%llu", (unsigned long long)p->sampling.samples);
+    const hs_prof_thread *th = p->nthreads_list == 1 ? &p->threads_list[0] : NULL;
+    check(th && !p->sampling.off_cpu_unknown && p->sampling.wait_samples == 3 && p->sampling.ready_samples == 4 &&
+              th->wait_samples == 3 && th->ready_samples == 4 && th->running_s == 0.0020 && th->wait_s == 0.0025 &&
+              th->ready_s == 0.0040 && p->sampling.wait_no_stack == 0 && p->sampling.ready_no_stack == 0,
+          "the context switches: 3 wait and 4 ready samples, 2 ms running, 2.5 ms waiting, 4 ms ready",
+          "%zu threads, unknown %d, wait %llu ready %llu, running %g wait %g ready %g s, no stack %llu/%llu",
+          p->nthreads_list, p->sampling.off_cpu_unknown, (unsigned long long)p->sampling.wait_samples,
+          (unsigned long long)p->sampling.ready_samples, th ? th->running_s : -1, th ? th->wait_s : -1,
+          th ? th->ready_s : -1, (unsigned long long)p->sampling.wait_no_stack,
+          (unsigned long long)p->sampling.ready_no_stack);
     uint64_t a = 0, b = 0, caller = 0;
     for (size_t i = 0; i < p->nfuncs; i++) {
         if (!strcmp(p->funcs[i].name, "burn_a"))
@@ -154,6 +190,17 @@ static void test_success(void)
     check(a == 30 && b == 70 && caller == 100, "samples named and counted: burn_a 30, burn_b 70, their caller 100",
           "burn_a %llu, burn_b %llu, caller %llu", (unsigned long long)a, (unsigned long long)b,
           (unsigned long long)caller);
+    uint64_t wait_b = 0, ready_a = 0, ready_b = 0;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        if (!strcmp(p->funcs[i].name, "burn_a"))
+            ready_a = p->funcs[i].ready_self;
+        if (!strcmp(p->funcs[i].name, "burn_b"))
+            ready_b = p->funcs[i].ready_self, wait_b = p->funcs[i].wait_self;
+    }
+    check(wait_b == 3 && ready_b == 1 && ready_a == 3,
+          "each stretch has the stack walked where it ended: burn_b 3 wait and 1 ready, burn_a 3 ready",
+          "burn_b wait %llu ready %llu, burn_a ready %llu", (unsigned long long)wait_b, (unsigned long long)ready_b,
+          (unsigned long long)ready_a);
     hs_profile_free(p);
     hs_etl_trace_free(&t);
     DeleteFileW(etl_path());
@@ -270,18 +317,18 @@ int main(void)
                  "privilege query-all query-interval start set-interval:10000 stop:1");
     test_failure("session refused", 3, ERROR_NO_SYSTEM_RESOURCES, 0, "privilege query-all query-interval start");
     test_failure("no stack walks", 4, ERROR_INVALID_PARAMETER, 0,
-                 "privilege query-all query-interval start set-interval:10000 stack-tracing:46 set-interval:10000 "
+                 "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 "
                  "stop:1");
     test_leftovers();
     test_stop("by handle", 0, 0, 0,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:46 set-interval:10000 stop:1");
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1");
     test_stop("says more data: stopped", ERROR_MORE_DATA, 0, 0,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:46 set-interval:10000 stop:1");
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1");
     test_stop("fails, then by name", ERROR_INVALID_HANDLE, 0, 0,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:46 set-interval:10000 stop:1 "
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1 "
               "stop-name:1");
     test_stop("fails both ways", ERROR_INVALID_HANDLE, ERROR_ACCESS_DENIED, -1,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:46 set-interval:10000 stop:1 "
+              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1 "
               "stop-name:1");
     test_cap();
     return failures ? 1 : 0;

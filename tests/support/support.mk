@@ -6,6 +6,7 @@
 #                                undecoration (tests/test_pdb_wine.py)
 #   build/tests/dbghelp_probe.exe  what the system's DbgHelp says about an
 #                                image (injector/symbols/FINDINGS.md)
+#   build/native/tools/etlgen    synthetic ETW traces (tests/test_report_etl.py)
 SYMDUMP_NAT := $(B)/native/tools/symdump
 SYMDUMP_WIN := $(B)/tests/symdump.exe
 PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
@@ -36,6 +37,14 @@ $(PROBE_WIN): tests/support/dbghelp_probe.c
 symbol-tools: $(SYMDUMP_NAT) $(SYMDUMP_WIN) $(PROBE_WIN)
 unit: $(SYMDUMP_NAT)
 test-targets: $(SYMDUMP_WIN) $(PROBE_WIN)
+
+# build/native/tools/etlgen: synthetic ETW traces for `report --etl`
+# (tests/test_report_etl.py), written with tests/unit/etl_build.h
+ETLGEN_NAT := $(B)/native/tools/etlgen
+$(ETLGEN_NAT): $(call nat_obj,tests/support/etlgen.c tests/unit/etl_build.c)
+	@mkdir -p $(dir $@)
+	$(NCC) -o $@ $^
+unit: $(ETLGEN_NAT)
 
 # build/tests/etwtest.exe: the live ETW layer against a fake of the system's
 # ETW functions (tests/test_etw.py)

@@ -584,3 +584,39 @@ void etlb_p_dbgid(etlb_bytes *o, unsigned P, uint64_t base, const uint8_t guid[1
     eb_u32(o, age);
     eb_str(o, pdb);
 }
+
+void etlb_p_cswitch(etlb_bytes *o, uint32_t new_tid, uint32_t old_tid, int8_t new_priority, int8_t old_priority,
+                    uint8_t old_wait_reason, uint8_t old_wait_mode, uint8_t old_state, uint32_t new_wait_time,
+                    size_t extra)
+{
+    eb_u32(o, new_tid);
+    eb_u32(o, old_tid);
+    eb_u8(o, (uint8_t)new_priority);
+    eb_u8(o, (uint8_t)old_priority);
+    eb_u8(o, 1);                                 /* PreviousCState */
+    eb_u8(o, 0);                                 /* SpareByte */
+    eb_u8(o, old_wait_reason);
+    eb_u8(o, old_wait_mode);
+    eb_u8(o, old_state);
+    eb_u8(o, 3);                                 /* OldThreadWaitIdealProcessor */
+    eb_u32(o, new_wait_time);
+    eb_u32(o, 0);                                /* Reserved */
+    for (size_t i = 0; i < extra; i++)
+        eb_u8(o, 0xEE);
+}
+
+void etlb_p_ready(etlb_bytes *o, uint32_t tid, int8_t adjust_reason, int8_t adjust_increment, uint8_t flags)
+{
+    eb_u32(o, tid);
+    eb_u8(o, (uint8_t)adjust_reason);
+    eb_u8(o, (uint8_t)adjust_increment);
+    eb_u8(o, flags);
+    eb_u8(o, 0);                                 /* Reserved */
+}
+
+void etlb_p_interval(etlb_bytes *o, uint32_t source, uint32_t new_interval, uint32_t old_interval)
+{
+    eb_u32(o, source);
+    eb_u32(o, new_interval);
+    eb_u32(o, old_interval);
+}

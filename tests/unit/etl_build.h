@@ -82,6 +82,14 @@ void etlb_p_thread(etlb_bytes *o, unsigned P, uint32_t pid, uint32_t tid);      
 void etlb_p_image(etlb_bytes *o, unsigned P, uint64_t base, uint64_t size, uint32_t pid, uint32_t checksum,
                   uint32_t timestamp, const char *path);  /* version 3 */
 void etlb_p_sample(etlb_bytes *o, unsigned P, uint64_t ip, uint32_t tid, uint8_t flags);
+/* CSwitch ("CSwitch class", 24 bytes; extra: more bytes after them, as a
+ * later version may have), ReadyThread (8 bytes), and a PerfInfo sampling
+ * interval event (12 bytes). */
+void etlb_p_cswitch(etlb_bytes *o, uint32_t new_tid, uint32_t old_tid, int8_t new_priority, int8_t old_priority,
+                    uint8_t old_wait_reason, uint8_t old_wait_mode, uint8_t old_state, uint32_t new_wait_time,
+                    size_t extra);
+void etlb_p_ready(etlb_bytes *o, uint32_t tid, int8_t adjust_reason, int8_t adjust_increment, uint8_t flags);
+void etlb_p_interval(etlb_bytes *o, uint32_t source, uint32_t new_interval, uint32_t old_interval);
 void etlb_p_stack(etlb_bytes *o, unsigned P, uint64_t ets, uint32_t pid, uint32_t tid, const uint64_t *frames,
                   uint32_t n);
 void etlb_p_keyref(etlb_bytes *o, unsigned P, uint64_t ets, uint32_t pid, uint32_t tid, uint64_t key);

@@ -166,15 +166,16 @@ static void test_ppt(void)
         "ntdll.dll+0x39ea5",
     };
     const hs_etl_sample *s = t.nsamples > 3890 ? &t.samples[3890] : NULL;
-    int ok = s && s->ts == 1321742005579ull && s->tid == 5984 && s->pid == 5100 && s->kern_depth == 7 &&
-             s->user_depth == 21 && s->flags == (HS_ETL_SAMPLE_KERNEL | HS_ETL_SAMPLE_STACK);
+    int ok = s && s->ts == 1321742005579ull && s->tid == 5984 && s->pid == 5100 && s->stack.kern_depth == 7 &&
+             s->stack.user_depth == 21 && s->flags == (HS_ETL_SAMPLE_KERNEL | HS_ETL_SAMPLE_STACK);
     char got[64] = "";
     for (uint32_t i = 0; ok && i < 28; i++) {
         frame_text(&t, s, i, got, sizeof got);
         ok = !strcmp(got, stack[i]);
     }
     tap_check(ok, "ppt/powerpnt/joined-stack", "sample 3890: ts %llu tid %u depth %u+%u, frame \"%s\"",
-              s ? (unsigned long long)s->ts : 0, s ? s->tid : 0, s ? s->kern_depth : 0, s ? s->user_depth : 0, got);
+              s ? (unsigned long long)s->ts : 0, s ? s->tid : 0, s ? s->stack.kern_depth : 0,
+              s ? s->stack.user_depth : 0, got);
     hs_etl_trace_free(&t);
 
     if (count_events(PPT) < 0) {
@@ -297,14 +298,14 @@ static void test_perfview(void)
         {15, "ntdll.dll+0x455b"}, {16, "wow64.dll+0x2aeb9"}, {26, "KernelTraceControl.dll+0x4a76"},
         {27, "0xa58abba"}, {42, "clr.dll+0xf237"}, {52, "kernel32.dll+0x28543"}, {54, "ntdll.dll+0x5ac3c"},
     };
-    int ok = s && s->kern_depth == 15 && s->user_depth == 40;
+    int ok = s && s->stack.kern_depth == 15 && s->stack.user_depth == 40;
     char got[64] = "";
     for (size_t i = 0; ok && i < sizeof fr / sizeof fr[0]; i++) {
         frame_text(&t, s, fr[i].i, got, sizeof got);
         ok = !strcmp(got, fr[i].text);
     }
-    tap_check(ok, "perfview/joined-key-stack", "depth %u+%u, frame \"%s\"", s ? s->kern_depth : 0,
-              s ? s->user_depth : 0, got);
+    tap_check(ok, "perfview/joined-key-stack", "depth %u+%u, frame \"%s\"", s ? s->stack.kern_depth : 0,
+              s ? s->stack.user_depth : 0, got);
 
     /* the same from memory */
     FILE *fp = fopen(PV, "rb");

@@ -164,7 +164,7 @@ static const char *one(const uint8_t *p, size_t n, int *decoded)
     const char *bad = NULL;
     for (uint32_t i = 0; i < t.nsamples && !bad; i++) {
         const hs_etl_sample *s = &t.samples[i];
-        if ((uint64_t)s->kern_frames + s->kern_depth > t.nframes || (uint64_t)s->user_frames + s->user_depth > t.nframes)
+        if ((uint64_t)s->stack.kern_frames + s->stack.kern_depth > t.nframes || (uint64_t)s->stack.user_frames + s->stack.user_depth > t.nframes)
             bad = "a stack outside the frame pool";
         else if (s->process != HS_ETL_NONE && s->process >= t.nprocs)
             bad = "a sample's process index out of range";

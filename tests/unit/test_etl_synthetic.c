@@ -360,9 +360,9 @@ static void test_model(unsigned P)
                       s[0].process == 0 && s[0].cpu == 0,
                   NAME("model/%u/user-stack", P), "flags %x depth %u", s[0].flags, hs_etl_depth(&s[0]));
         tap_check(s[1].flags == (HS_ETL_SAMPLE_KERNEL | HS_ETL_SAMPLE_STACK) && stack_is(&t, &s[1], w2, 4) &&
-                      s[1].kern_depth == 2 && s[1].user_depth == 2 && s[1].cpu == 1 &&
+                      s[1].stack.kern_depth == 2 && s[1].stack.user_depth == 2 && s[1].cpu == 1 &&
                       s[2].flags == (HS_ETL_SAMPLE_KERNEL | HS_ETL_SAMPLE_STACK) && stack_is(&t, &s[2], w3, 3) &&
-                      s[1].user_frames == s[2].user_frames,
+                      s[1].stack.user_frames == s[2].stack.user_frames,
                   NAME("model/%u/deferred-user-part", P), "depths %u, %u", hs_etl_depth(&s[1]),
                   hs_etl_depth(&s[2]));
         tap_check(s[3].pid == 4 && s[3].flags == (HS_ETL_SAMPLE_KERNEL | HS_ETL_SAMPLE_STACK) &&
@@ -476,9 +476,9 @@ static void test_stack_keys(unsigned P)
         const hs_etl_sample *s = t.samples;
         uint64_t a[] = {K + 0x10, K + 0x20, 0x401000, 0x402000}, bb[] = {0x401000, 0x402000}, c[] = {K + 0x30, 0x700},
                  d[] = {K + 0x10, K + 0x20}, f[] = {0x500, 0x600}, g[] = {K + 0x40};
-        tap_check(stack_is(&t, &s[0], a, 4) && s[0].kern_depth == 2, NAME("keys/%u/kernel-and-user-key", P),
+        tap_check(stack_is(&t, &s[0], a, 4) && s[0].stack.kern_depth == 2, NAME("keys/%u/kernel-and-user-key", P),
                   "depth %u", hs_etl_depth(&s[0]));
-        tap_check(stack_is(&t, &s[1], bb, 2) && s[1].user_frames == s[0].user_frames,
+        tap_check(stack_is(&t, &s[1], bb, 2) && s[1].stack.user_frames == s[0].stack.user_frames,
                   NAME("keys/%u/user-key-shared", P), "depth %u", hs_etl_depth(&s[1]));
         tap_check(stack_is(&t, &s[2], c, 2), NAME("keys/%u/user-part-of-the-next-exit", P), "depth %u",
                   hs_etl_depth(&s[2]));

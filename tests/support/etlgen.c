@@ -1,0 +1,152 @@
+/*
+ * tests/support/etlgen.c - build/native/tools/etlgen: writes the synthetic
+ * ETW traces that tests read through `hookscope report --etl`
+ * (tests/test_report_etl.py), built with tests/unit/etl_build.h to the
+ * documented layouts. The test holds the report to figures it computes by
+ * hand from the timeline below, never to what the code printed.
+ *
+ *   etlgen states OUT.etl           the timeline below
+ *   etlgen states-noready OUT.etl   the same without its ReadyThread event
+ *
+ * The timeline of "states": one CPU, a 10 MHz clock, the timer's interval
+ * 1 ms (a CollectionStart), everything at ms after the first event (T0).
+ * Process states.exe (pid 100) has threads A 11, B 12, C 13, D 14, E 15;
+ * other.exe (pid 200) has thread 21; thread 0 is the idle thread.
+ *
+ *    ms    event                                         stack walked (for the thread in)
+ *    1.0   CSwitch in A, out idle                        -
+ *    2.0   SampledProfile A at exe+0x1010                -
+ *    3.0   CSwitch in B, out A Waiting (UserRequest)     B: exe+0x1210 exe+0x1290
+ *    4.5   CSwitch in C, out B Ready (preempted)         -
+ *    5.0   CSwitch in D, out C Waiting                   -
+ *    5.5   CSwitch in E, out D Waiting                   -
+ *    6.0   CSwitch in idle, out E Waiting                -
+ *    7.25  ReadyThread A, by other.exe's 21              (21's: kernel+0x500)
+ *    8.0   CSwitch in B, out idle                        B: exe+0x1200 exe+0x1280
+ *    9.6   CSwitch in A, out B Terminated                A: exe+0x1100 exe+0x1180
+ *   10.0   SampledProfile A at exe+0x1020                -
+ *   12.3   CSwitch in C, out A Terminated                C: exe+0x1400 exe+0x1480
+ *   13.0   CSwitch in E, out C Terminated                none (no stack walk)
+ *   15.0   CSwitch in idle, out E Terminated             -
+ *   16.4   CSwitch in 21, out idle                       - (the trace's last event)
+ *
+ * So A waits, is readied, waits on the ready queue, runs; B is preempted;
+ * C waits and nothing readies it; D's wait is still open at the end; E's
+ * wait ends at a switch without a stack.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/unit/etl_build.h"
+
+#define T0 1000000ull             /* the first event, in 100 ns ticks */
+#define MS(x) (T0 + (uint64_t)((x) * 10000.0 + 0.5))
+#define EXE 0x140000000ull
+#define KERNEL 0xfffff80000000000ull
+#define P 8u
+
+enum { WAITING = 5, READY = 1, TERMINATED = 4, USER_REQUEST = 6 };
+
+static etlb b;
+static etlb_bytes pl;
+
+static void sys(uint8_t group, uint8_t type, uint16_t version, uint32_t tid, uint32_t pid, uint64_t ts)
+{
+    etlb_sys(&b, 0, group, type, version, tid, pid, ts, &pl);
+    pl.n = 0;
+}
+
+static void perf(uint8_t group, uint8_t type, uint64_t ts)
+{
+    etlb_perf(&b, group, type, 2, ts, 0, 0, &pl);
+    pl.n = 0;
+}
+
+static uint32_t pid_of(uint32_t tid)
+{
+    return tid == 0 ? 0 : tid == 21 ? 200 : 100;
+}
+
+/* A context switch at ts; a stack of n frames walked for the thread in. */
+static void cswitch(uint64_t ts, uint32_t in, uint32_t out, uint8_t state, const uint64_t *frames, uint32_t n)
+{
+    etlb_p_cswitch(&pl, in, out, 8, 8, state == WAITING ? USER_REQUEST : 0, 1, state, 0, 0);
+    sys(0x05, 36, 2, in, pid_of(in), ts);
+    if (n) {
+        etlb_p_stack(&pl, P, ts, pid_of(in), in, frames, n);
+        perf(0x18, 32, ts);
+    }
+}
+
+static void sample(uint64_t ts, uint32_t tid, uint64_t ip)
+{
+    etlb_p_sample(&pl, P, ip, tid, 0);
+    perf(0x0F, 46, ts);
+}
+
+static int states(const char *path, int with_ready)
+{
+    etlb_init(&b, P, 1, 64 * 1024);
+    etlb_begin(&b, 0, 1);
+    etlb_p_interval(&pl, 0, 10000, 10000);          /* CollectionStart: the timer at 1 ms */
+    sys(0x0F, 73, 2, 0, 0, T0);
+    etlb_p_process(&pl, P, 100, 4, 1, "states.exe", "states.exe");
+    sys(0x03, 3, 4, 0, 100, T0);
+    etlb_p_process(&pl, P, 200, 4, 1, "other.exe", "other.exe");
+    sys(0x03, 3, 4, 0, 200, T0);
+    for (uint32_t tid = 11; tid <= 15; tid++) {
+        etlb_p_thread(&pl, P, 100, tid);
+        sys(0x05, 3, 3, tid, 100, T0);
+    }
+    etlb_p_thread(&pl, P, 200, 21);
+    sys(0x05, 3, 3, 21, 200, T0);
+    etlb_p_image(&pl, P, EXE, 0x10000, 100, 0, 0x5000, "\\Device\\HarddiskVolume2\\t\\states.exe");
+    sys(0x14, 3, 3, 0, 100, T0);
+    etlb_p_image(&pl, P, KERNEL, 0x800000, 0, 0, 0x6000, "\\SystemRoot\\system32\\ntoskrnl.exe");
+    sys(0x14, 3, 3, 0, 0, T0);
+
+    static const uint64_t b0[] = { EXE + 0x1210, EXE + 0x1290 }, b1[] = { EXE + 0x1200, EXE + 0x1280 },
+                          a1[] = { EXE + 0x1100, EXE + 0x1180 }, c1[] = { EXE + 0x1400, EXE + 0x1480 },
+                          r[] = { KERNEL + 0x500 };
+    cswitch(MS(1.0), 11, 0, READY, NULL, 0);
+    sample(MS(2.0), 11, EXE + 0x1010);
+    cswitch(MS(3.0), 12, 11, WAITING, b0, 2);
+    cswitch(MS(4.5), 13, 12, READY, NULL, 0);
+    cswitch(MS(5.0), 14, 13, WAITING, NULL, 0);
+    cswitch(MS(5.5), 15, 14, WAITING, NULL, 0);
+    cswitch(MS(6.0), 0, 15, WAITING, NULL, 0);
+    if (with_ready) {
+        etlb_p_ready(&pl, 11, 1, 0, 0);
+        sys(0x05, 50, 2, 21, 200, MS(7.25));
+        etlb_p_stack(&pl, P, MS(7.25), 200, 21, r, 1);
+        perf(0x18, 32, MS(7.25));
+    }
+    cswitch(MS(8.0), 12, 0, READY, b1, 2);
+    cswitch(MS(9.6), 11, 12, TERMINATED, a1, 2);
+    sample(MS(10.0), 11, EXE + 0x1020);
+    cswitch(MS(12.3), 13, 11, TERMINATED, c1, 2);
+    cswitch(MS(13.0), 15, 13, TERMINATED, NULL, 0);
+    cswitch(MS(15.0), 0, 15, TERMINATED, NULL, 0);
+    cswitch(MS(16.4), 21, 0, READY, NULL, 0);
+    etlb_end(&b, ETLB_PLAIN);
+
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(b.file.p, 1, b.file.n, f) == b.file.n;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    eb_free(&pl);
+    etlb_free(&b);
+    if (!ok)
+        fprintf(stderr, "etlgen: cannot write %s\n", path);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "states"))
+        return states(argv[2], 1);
+    if (argc == 3 && !strcmp(argv[1], "states-noready"))
+        return states(argv[2], 0);
+    fprintf(stderr, "usage: etlgen states|states-noready OUT.etl\n");
+    return 2;
+}
