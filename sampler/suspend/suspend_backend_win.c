@@ -570,8 +570,6 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     }
     t->last_real = now;
     t->since_real = 0;
-    if (!t->have_prev)
-        t->active_until = now + ACTIVE_S;   /* new: watched closely at first */
     /* the clock after the suspension: what it cost the thread is not its running */
     t->after_cpu = cpu;
     if (s->cycles) {
