@@ -54,7 +54,10 @@ const hs_sampler_backend *hs_sampler_start(const char *name, const hs_sampler_co
             continue;
         hs_sampler_refusal why;
         memset(&why, 0, sizeof why);
-        hs_log("sampling process %u with the %s sampler at %g Hz", c->pid, b->name, c->rate_hz);
+        if (c->rate_hz > 0)
+            hs_log("sampling process %u with the %s sampler at %g Hz", c->pid, b->name, c->rate_hz);
+        else
+            hs_log("sampling process %u with the %s sampler at its default rate", c->pid, b->name);
         *s = b->start(c, out, &why);
         if (*s)
             return b;

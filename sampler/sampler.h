@@ -199,7 +199,9 @@ void hs_owncode_free(hs_owncode *o);
 
 typedef struct hs_sampler_config {
     uint32_t pid;
-    double rate_hz;            /* samples per second per thread */
+    double rate_hz;            /* samples per second per thread; 0: the backend's default
+                                  (suspend: chosen from what its suspensions cost, see
+                                  HS_RATE_*; etw: HS_ETW_DEFAULT_RATE) */
     /* Fills *o when hookscope's own code or threads in the target changed
      * since the last call (returns 1), else returns 0; NULL: no hooks. */
     int (*own)(void *ctx, hs_owncode *o);
@@ -211,6 +213,15 @@ typedef struct hs_sampler_config {
 } hs_sampler_config;
 
 /* What a backend measured besides its samples. */
+/* The default rate of the suspend backend: the highest up to HS_RATE_MAX
+ * whose cost keeps a CPU-bound thread within HS_RATE_COST of its speed
+ * (rate x the median time a suspension holds a thread), never below
+ * HS_RATE_MIN; ETW's samples cost the target nothing: HS_ETW_DEFAULT_RATE. */
+#define HS_RATE_MAX 1000.0
+#define HS_RATE_MIN 50.0
+#define HS_RATE_COST 0.05
+#define HS_ETW_DEFAULT_RATE 1000.0
+
 typedef struct hs_sampler_stats {
     double cpu_s;              /* the process's CPU time while sampled, -1 if unknown */
     uint32_t threads;          /* threads sampled */
@@ -219,6 +230,12 @@ typedef struct hs_sampler_stats {
      * (median, 99th percentile) and the unwind time per sample */
     double suspended_us_p50, suspended_us_p99, unwind_us_avg;
     bool cycle_clock;          /* CPU/wait from cycle counters (else thread times) */
+    double rate_hz;            /* the rate used (its mean over the run when it changed) */
+    char rate_reason[240];     /* why that rate: "--sample-rate", "chosen: ..." */
+    int64_t suspensions;       /* suspend backend: threads suspended for a sample (-1: not
+                                  this backend); the other samples reused a stack */
+    int64_t reused;            /* samples of threads whose CPU clock had not moved: their
+                                  last stack again, no suspension */
     const char *backend;       /* the backend that ran (NULL: the one started) */
     uint64_t events_lost, buffers_lost;   /* etw: what the session could not record */
     double held_s;             /* suspend backend: time the target's threads were held by it */
@@ -246,6 +263,9 @@ typedef struct hs_sampler_backend {
     hs_sampler *(*start)(const hs_sampler_config *c, hs_sampleset *out, hs_sampler_refusal *why);
     /* Stop, deliver every pending sample, fill stats, free the sampler. */
     void (*stop)(hs_sampler *s, hs_sampler_stats *stats);
+    /* The rate in force now (read from another thread, for a progress
+     * line); NULL: the configured one. */
+    double (*rate_now)(const hs_sampler *s);
 } hs_sampler_backend;
 
 /* The backends, in the order "auto" tries them; NULL-terminated. */

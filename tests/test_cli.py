@@ -212,5 +212,6 @@ def test_summary_counts_traced_modules():
     lines = err_lines(p)
     hs.eq(lines[-1], f"hookscope: {m['functions_hooked']} of {m['functions_found']} functions hooked in 1 module, "
                      f"{t.json['total_calls']} calls, {t.json['sampling']['samples']} CPU samples "
+                     f"at {t.json['sampling']['rate_hz']:.0f} Hz "
                      f"({t.json['sampling']['hookscope_samples']} more in hookscope's code); "
                      f"report in {out}\\report.txt", "the summary line")

@@ -103,7 +103,7 @@ foreign 11 exe+{fib + 4:#x}
     t, log = fake_run("etw_run_merge", script, ["--sampler", "etw"])
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
     hs.eq(t.stdout, stdout, "the target's output")
-    interval_set(log, 50, "run (the default rate)")
+    interval_set(log, 1000, "run (the ETW default rate, 1 kHz)")
     interval_put_back(log, "run")
     st = final(log)
     hs.check(st["file"][0].lower().endswith(os.path.join(t.out, "hookscope.etl").replace("/", "\\").lower()),
@@ -259,7 +259,7 @@ def test_interval_put_back_on_every_way_out():
             hs.check(t.rc != 0, f"{what}: a crash is not a success")
         interval_put_back(log, what)
         hs.eq(t.json["sampling"]["samples"], 3, f"{what}: the samples recorded")
-        interval_set(log, 50, what)
+        interval_set(log, 1000, what)
 
 
 def test_etw_rate_end_to_end():

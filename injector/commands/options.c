@@ -73,8 +73,10 @@ static const optdef options[] = {
       "do not sample where the CPU goes (sampling is on\n"
       "by default: CPU and wait stacks of every thread)" },
     { OPT_SAMPLE_RATE, L"--sample-rate", NULL, "HZ", 0, TRACE,
-      "samples per second of each thread (default 50,\n"
-      "from 1 to 10000)" },
+      "samples per second of each thread, from 1 to\n"
+      "10000 (default: etw 1000; suspend the highest up\n"
+      "to 1000 whose measured cost keeps a busy thread\n"
+      "within 5% of its speed, at least 50)" },
     { OPT_NO_HOOKS, L"--no-hooks", NULL, NULL, 0, TRACE,
       "hook nothing and inject nothing: CPU samples only" },
     { OPT_SAMPLER, L"--sampler", NULL, "NAME", 0, TRACE,

@@ -43,7 +43,7 @@ typedef struct hs_options {
     int threads;                /* report --threads */
     int sample;                 /* CPU sampling on (run, attach) */
     uint32_t sample_rate_hz;    /* samples per second per thread, 0: the sampler's default
-                                   (HS_DEFAULT_SAMPLE_RATE) */
+                                   (sampler.h, HS_RATE_*) */
     char *symbols;              /* --symbols PATH[;PATH...], UTF-8, or NULL */
     char *etl;                  /* report --etl FILE, UTF-8, or NULL */
     uint32_t etl_pid;           /* report --pid N */

@@ -25,12 +25,14 @@ static void group(char *buf, size_t len, uint64_t v)
     buf[w] = 0;
 }
 
-void hs_progress_text(char *buf, size_t len, double elapsed, uint64_t calls, uint64_t samples)
+void hs_progress_text(char *buf, size_t len, double elapsed, uint64_t calls, uint64_t samples, double rate_hz)
 {
-    char c[32], s[32];
+    char c[32], s[32], r[32] = "";
     group(c, sizeof c, calls);
     group(s, sizeof s, samples);
-    snprintf(buf, len, "hookscope: %.1f s, %s calls, %s samples", elapsed, c, s);
+    if (rate_hz > 0)
+        snprintf(r, sizeof r, " at %.0f Hz", rate_hz);
+    snprintf(buf, len, "hookscope: %.1f s, %s calls, %s samples%s", elapsed, c, s, r);
 }
 
 void hs_progress_start(hs_progress *pr, const hs_options *o)
@@ -43,13 +45,14 @@ void hs_progress_start(hs_progress *pr, const hs_options *o)
     pr->last = hs_now();
 }
 
-void hs_progress_update(hs_progress *pr, double now, double elapsed, uint64_t calls, uint64_t samples)
+void hs_progress_update(hs_progress *pr, double now, double elapsed, uint64_t calls, uint64_t samples,
+                        double rate_hz)
 {
     if (!pr->on || now - pr->last < 0.25)
         return;
     pr->last = now;
     char line[128];
-    hs_progress_text(line, sizeof line, elapsed, calls, samples);
+    hs_progress_text(line, sizeof line, elapsed, calls, samples, rate_hz);
     size_t n = strlen(line);
     /* spaces over what a longer line left */
     fprintf(stderr, "\r%s%*s", line, (int)(pr->width > n ? pr->width - n : 0), "");

@@ -23,10 +23,11 @@ typedef struct hs_progress {
 
 void hs_progress_start(hs_progress *pr, const hs_options *o);
 /* Redraw if 0.25 s passed since the last time (now: hs_now()). */
-void hs_progress_update(hs_progress *pr, double now, double elapsed, uint64_t calls, uint64_t samples);
+void hs_progress_update(hs_progress *pr, double now, double elapsed, uint64_t calls, uint64_t samples,
+                        double rate_hz);
 void hs_progress_end(hs_progress *pr);
 
 /* The line's text (without "\r"), for tests: "hookscope: 1.5 s, 12,345 calls, 0 samples". */
-void hs_progress_text(char *buf, size_t len, double elapsed, uint64_t calls, uint64_t samples);
+void hs_progress_text(char *buf, size_t len, double elapsed, uint64_t calls, uint64_t samples, double rate_hz);
 
 #endif

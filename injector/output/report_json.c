@@ -407,6 +407,13 @@ static void write_sampling(const hs_profile *p, FILE *out)
     seconds_field(out, "cpu_time_s", s->cpu_s);
     seconds_field(out, "held_s", s->held_s);
     seconds_field(out, "threads_s", s->threads_s);
+    if (s->rate_reason[0]) {
+        fprintf(out, ", \"rate_reason\": ");
+        hs_json_quote(out, s->rate_reason);
+    }
+    if (s->suspensions >= 0 && s->reused >= 0)
+        fprintf(out, ", \"suspensions\": %lld, \"reused_samples\": %lld", (long long)s->suspensions,
+                (long long)s->reused);
     if (s->etl_kept)
         fprintf(out, ", \"etl_file\": \"hookscope.etl\"");
     fprintf(out, "}");

@@ -391,6 +391,11 @@ static void write_sampling(const hs_profile *p, FILE *out)
         fprintf(out, "no stack   %llu wait and %llu ready samples: no stack was walked where their time off the "
                      "CPU ended\n",
                 (unsigned long long)sm->wait_no_stack, (unsigned long long)sm->ready_no_stack);
+    if (sm->rate_reason[0])
+        fprintf(out, "rate       %g Hz: %s\n", sm->rate_hz, sm->rate_reason);
+    if (sm->suspensions >= 0 && sm->reused >= 0)
+        fprintf(out, "suspended  %lld times; %lld samples reused the stack of a thread that had not run\n",
+                (long long)sm->suspensions, (long long)sm->reused);
     if (sm->cpu_s >= 0)
         fprintf(out, "cpu time   %.3f s\n", sm->cpu_s);
     if (sm->held_s >= 0 && sm->threads_s > 0)

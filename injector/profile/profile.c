@@ -88,6 +88,7 @@ hs_profile *hs_profile_new(void)
     b->p.stack_every = 1;
     b->p.crash_at = (hs_loc){ -1, -1, 0 };
     b->p.sampling.held_s = b->p.sampling.threads_s = -1;
+    b->p.sampling.suspensions = b->p.sampling.reused = -1;
     return &b->p;
 }
 

@@ -11,10 +11,6 @@
 
 #include "injector/symbols/modsyms.h"
 
-/* The default --sample-rate: the highest rate that keeps a CPU-bound
- * target within 5% of its untraced speed under Wine (bench/run.py sample). */
-#define HS_DEFAULT_SAMPLE_RATE 50.0
-
 #define HS_MAX_FILTERS 32
 
 typedef struct hs_trace_config {
@@ -35,7 +31,7 @@ typedef struct hs_trace_config {
     int sample;                 /* CPU sampling on */
     const char *sampler;        /* backend name; NULL: auto */
     int keep_etl;               /* keep the etw backend's trace */
-    uint32_t sample_rate_hz;    /* 0: HS_DEFAULT_SAMPLE_RATE */
+    uint32_t sample_rate_hz;    /* 0: the sampler's default (sampler.h, HS_RATE_*) */
     hs_symconf symbols;         /* where PDBs are looked for */
     int srcline;                /* source lines of functions and frames */
 } hs_trace_config;

@@ -42,7 +42,7 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
             hs_err("no sampler '%s' (there are: %s)", t->sampler_name, hs_sampler_names());
             return -1;
         }
-        t->rate_hz = o->sample_rate_hz ? o->sample_rate_hz : HS_DEFAULT_SAMPLE_RATE;
+        t->rate_hz = o->sample_rate_hz;   /* 0: the backend chooses */
     }
     t->outdir = o->outdir;
     t->keep_etl = o->keep_etl != 0;
@@ -182,7 +182,11 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         hs_profile_add_samples(p, t->samples);
         snprintf(p->sampling.backend, sizeof p->sampling.backend, "%s", t->stats.backend);
         p->sampling.etl_kept = t->keep_etl && !strcmp(t->stats.backend, "etw");
-        p->sampling.rate_hz = t->rate_hz;
+        p->sampling.rate_hz = t->stats.rate_hz > 0 ? t->stats.rate_hz : t->rate_hz;
+        snprintf(p->sampling.rate_reason, sizeof p->sampling.rate_reason, "%s",
+                 t->stats.rate_reason[0] ? t->stats.rate_reason : t->rate_hz > 0 ? "--sample-rate" : "");
+        p->sampling.suspensions = t->stats.suspensions;
+        p->sampling.reused = t->stats.reused;
         p->sampling.cpu_s = t->stats.cpu_s;
         p->sampling.held_s = t->stats.held_s;
         p->sampling.threads_s = t->stats.threads_s;
@@ -217,10 +221,10 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         rc = HS_EXIT_FAILED;
     }
     if (!o->quiet && !h) {
-        hs_err("%llu CPU, %llu ready and %llu wait samples of %u thread%s; report in %s\\report.txt",
+        hs_err("%llu CPU, %llu ready and %llu wait samples of %u thread%s at %.0f Hz (%s); report in %s\\report.txt",
                (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.ready_samples,
                (unsigned long long)p->sampling.wait_samples, p->sampling.threads,
-               p->sampling.threads == 1 ? "" : "s", o->outdir);
+               p->sampling.threads == 1 ? "" : "s", p->sampling.rate_hz, p->sampling.rate_reason, o->outdir);
     } else if (!o->quiet) {
         size_t hooked = 0, found = 0, nmods = 0;
         for (size_t m = 0; m < p->nmodules; m++) {
@@ -232,8 +236,9 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         }
         char samples[160] = "";
         if (p->sampling.on)
-            snprintf(samples, sizeof samples, ", %llu CPU samples (%llu more in hookscope's code)",
-                     (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.hookscope_samples);
+            snprintf(samples, sizeof samples, ", %llu CPU samples at %.0f Hz (%llu more in hookscope's code)",
+                     (unsigned long long)p->sampling.samples, p->sampling.rate_hz,
+                     (unsigned long long)p->sampling.hookscope_samples);
         hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls%s; report in %s\\report.txt",
                hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, samples,
                o->outdir);
@@ -253,6 +258,13 @@ uint64_t hs_trace_live_samples(const hs_trace *t)
     uint64_t counted = hs_sampleset_total(t->samples, HS_SAMPLE_CPU) + hs_sampleset_total(t->samples, HS_SAMPLE_WAIT);
     uint64_t taken = hs_sampleset_taken(t->samples);
     return taken > counted ? taken : counted;
+}
+
+double hs_trace_live_rate(const hs_trace *t)
+{
+    if (!t->sampler)
+        return 0;
+    return t->backend->rate_now ? t->backend->rate_now(t->sampler) : t->rate_hz;
 }
 
 uint64_t hs_trace_live_calls(const hs_trace *t)

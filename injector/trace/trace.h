@@ -29,7 +29,7 @@ typedef struct hs_trace {
     hs_sampleset *samples;
     hs_owncode_src own;
     hs_sampler_stats stats;
-    double rate_hz;
+    double rate_hz;                      /* --sample-rate, 0: the backend's default */
     const char *outdir;
     bool keep_etl;                       /* --keep-etl */
     char *etl_path;                      /* the etw backend's file: outdir\HS_ETL_FILE */
@@ -65,6 +65,8 @@ void hs_trace_sample_stop(hs_trace *t);
 uint64_t hs_trace_live_calls(const hs_trace *t);
 /* The samples taken so far (for the progress line). */
 uint64_t hs_trace_live_samples(const hs_trace *t);
+/* The sampling rate in force now (0: not sampling). */
+double hs_trace_live_rate(const hs_trace *t);
 
 /* Stop sampling; collect, name and write the reports; check that every
  * -m module was seen. A session the target corrupted gives the report of

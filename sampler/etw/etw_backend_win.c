@@ -35,6 +35,7 @@ struct hs_sampler {
     hs_sampleset *out;
     uint32_t pid;
     double rate_hz;
+    bool fixed;                /* --sample-rate */
     char *path;
     bool keep;
     int (*own)(void *ctx, hs_owncode *o);   /* hookscope's code and threads in the target */
@@ -210,7 +211,8 @@ static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out, hs_s
     hs_sampler *s = hs_xcalloc(1, sizeof *s);
     s->out = out;
     s->pid = c->pid;
-    s->rate_hz = c->rate_hz;
+    s->rate_hz = c->rate_hz > 0 ? c->rate_hz : HS_ETW_DEFAULT_RATE;
+    s->fixed = c->rate_hz > 0;
     s->keep = c->keep_etl;
     s->own = c->own;
     s->own_ctx = c->own_ctx;
@@ -223,7 +225,7 @@ static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out, hs_s
         free(rel);
     char err[400];
     int na = 0;
-    int rc = hs_etw_start(&s->etw, etw_api(), w, c->rate_hz, HS_ETW_MAX_FILE_MB, &na, err, sizeof err);
+    int rc = hs_etw_start(&s->etw, etw_api(), w, s->rate_hz, HS_ETW_MAX_FILE_MB, &na, err, sizeof err);
     free(w);
     if (rc == 0) {
         guard(&s->etw);
@@ -249,11 +251,24 @@ static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
     stats->cpu_s = -1;
     stats->held_s = stats->threads_s = -1;   /* the kernel samples without holding anything: none */
     stats->backend = "etw";
+    stats->suspensions = stats->reused = -1;
+    ULONG in_force = s->etw.interval_in_force ? s->etw.interval_in_force : s->etw.interval;
+    stats->rate_hz = in_force ? 1e7 / (double)in_force : s->rate_hz;
+    snprintf(stats->rate_reason, sizeof stats->rate_reason, "%s%s",
+             s->fixed ? "--sample-rate" : "the ETW default (the kernel's samples cost the target nothing)",
+             in_force && in_force != s->etw.interval ? " (as the kernel set it)" : "");
     /* not stopped by another way out meanwhile: stop it here */
     char err[400] = "";
     int stopped = 1;
     if (InterlockedCompareExchangePointer((void *volatile *)&running, NULL, &s->etw) == &s->etw)
         stopped = hs_etw_stop(&s->etw, err, sizeof err) == 0;
+    if (s->etw.interval_foreign) {
+        snprintf(stats->note, sizeof stats->note, "another tool changed the machine's sampling interval during the "
+                 "run (from %lu to %lu x 100 ns): samples after the change came at %.0f Hz; it was left as that tool "
+                 "set it", (unsigned long)in_force, (unsigned long)s->etw.interval_end,
+                 s->etw.interval_end ? 1e7 / (double)s->etw.interval_end : 0.0);
+        hs_err("%s", stats->note);
+    }
     if (!stopped) {
         /* its file is still being written: neither read nor removed */
         snprintf(stats->note, sizeof stats->note, "%s", err);
@@ -277,5 +292,5 @@ static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
 }
 
 const hs_sampler_backend hs_sampler_etw = {
-    "etw", "the kernel's CPU samples (administrator, Windows 8 or later)", etw_start, etw_stop,
+    "etw", "the kernel's CPU samples (administrator, Windows 8 or later)", etw_start, etw_stop, NULL,
 };

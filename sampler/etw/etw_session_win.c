@@ -69,6 +69,18 @@ static void put_back_interval(hs_etw_session *s)
 {
     if (!s->interval_changed)
         return;
+    /* read back first: another tool that changed it meanwhile keeps its own */
+    profile_interval now = { 0, 0 };
+    ULONG ret = 0;
+    if (s->interval_in_force &&
+        s->api->query_information(0, HS_ETW_INFO_PROFILE_INTERVAL, &now, sizeof now, &ret) == ERROR_SUCCESS) {
+        s->interval_end = now.interval;
+        if (now.interval != s->interval_in_force) {
+            s->interval_foreign = 1;
+            s->interval_changed = 0;
+            return;
+        }
+    }
     profile_interval pi = { 0, s->old_interval };
     s->api->set_information(0, HS_ETW_INFO_PROFILE_INTERVAL, &pi, sizeof pi);
     s->interval_changed = 0;
@@ -250,6 +262,11 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
         return -1;
     }
     s->interval_changed = 1;
+    /* read back: the interval in force (the kernel rounds it to what its timer can do) */
+    profile_interval back = { 0, 0 };
+    if (api->query_information(0, HS_ETW_INFO_PROFILE_INTERVAL, &back, sizeof back, &ret) == ERROR_SUCCESS &&
+        back.interval)
+        s->interval_in_force = back.interval;
     /* one list: it replaces any earlier one */
     classic_event_id ids[3];
     memset(ids, 0, sizeof ids);

@@ -65,6 +65,10 @@ typedef struct hs_etw_session {
     int interval_changed;        /* the global interval was set: hs_etw_stop puts it back */
     ULONG old_interval;          /* 100 ns units, as read before */
     ULONG interval;              /* as set for the run */
+    ULONG interval_in_force;     /* as read back after setting it (the kernel may round it), 0 unknown */
+    int interval_foreign;        /* at the end it was not what was in force: another tool changed
+                                    it during the run (it is then left as that tool set it) */
+    ULONG interval_end;          /* as read at the end */
     ULONG max_file_mb;           /* the .etl file's cap */
     wchar_t name[64];
     wchar_t path[MAX_PATH * 2];  /* the .etl file */

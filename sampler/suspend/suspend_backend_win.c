@@ -25,6 +25,27 @@
  * The CPU clock is the thread's cycle counter where the system has one
  * (QueryThreadCycleTime works on our own thread), else its user + kernel
  * time.
+ *
+ * Threads that do not run are not suspended: a thread whose CPU clock did
+ * not move since its last suspension has the same registers and stack,
+ * so its sample reuses that stack (a wait sample where it stood at a
+ * system-call return, else ready). With a cycle counter this is exact (a
+ * thread that ran less than RAN_US counts as not run); it is checked
+ * again by a real suspension every REVISIT_EXACT_S. With thread times
+ * that move in ticks (10 ms under Wine, whose QueryThreadCycleTime fails)
+ * a thread can run up to a tick unseen: there only a thread that stood at
+ * a system-call return and whose clock has not moved for ACTIVE_S is
+ * passed over, and it is suspended for real every REVISIT_PERIODS sample
+ * periods (at least a tick) anyway. A thread that ran less than a tick in
+ * a quiet spell loses those samples: at most one tick of CPU per ACTIVE_S
+ * (README, "Threads that do not run").
+ *
+ * The rate, unless --sample-rate fixed it, is chosen from what the first
+ * RATE_FIRST_N suspensions held their threads (median): the highest up to
+ * HS_RATE_MAX Hz at which a CPU-bound thread is held at most HS_RATE_COST
+ * of its time, never below HS_RATE_MIN; then every RATE_WINDOW_S from the
+ * suspensions of that window, lowered at once when the cost climbs, raised
+ * when it fell by a quarter.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +72,18 @@
                                       known module (see worth_listing) */
 #define MAX_WINDOW_S 2.0           /* a CPU/wait window closes after this without a clock move */
 #define YOUNG_MS 10                /* threads are sampled from this age on */
+#define RAN_US 20.0                /* cycle clock: a thread that ran less than this since its
+                                      last suspension (the suspension's own tail) did not run */
+#define REVISIT_EXACT_S 1.0        /* cycle clock: a thread not suspended for this long is */
+#define REVISIT_PERIODS 10         /* tick clock: suspended at every this many of its samples, */
+#define TICK_S 0.010               /* and no more often than a tick */
+#define ACTIVE_S 0.5               /* tick clock: a thread whose clock moved is suspended at
+                                      every sample for this long */
+#define RATE_FIRST_N 16            /* suspensions measured before the rate is chosen */
+#define RATE_WINDOW_S 1.0          /* the rate is looked at again this often, */
+#define RATE_WINDOW_N 8            /* from at least this many suspensions */
+#define ENV_SUSPEND_ALL "HOOKSCOPE_SUSPEND_ALL"   /* set (tests, bench): every thread is suspended
+                                                     at every sample, as before this method */
 
 typedef LONG(NTAPI *get_next_thread_fn)(HANDLE process, HANDLE thread, ACCESS_MASK access, ULONG attributes,
                                         ULONG flags, HANDLE *next);
@@ -82,6 +115,10 @@ typedef struct sthread {
                                   lives on, part of its end if it ends */
     bool seen;                 /* listed by the last enumeration */
     double first_at, last_at;  /* when it was sampled first and last (seconds) */
+    uint64_t after_cpu;        /* its CPU clock just after its last suspension */
+    double last_real;          /* when it was last suspended (seconds) */
+    uint32_t since_real;       /* its samples since then */
+    double active_until;       /* tick clock: suspended at every sample until then */
 } sthread;
 
 struct hs_sampler {
@@ -104,6 +141,20 @@ struct hs_sampler {
     double threads_s;          /* wall time of the threads finished so far, while sampled */
     LARGE_INTEGER qpf;
     double period_s;
+    bool suspend_all;          /* every thread at every sample (ENV_SUSPEND_ALL) */
+    double ran_units;          /* RAN_US in cycle-clock units */
+    /* the rate: chosen (cfg.rate_hz 0) or fixed */
+    bool auto_rate;
+    volatile double rate_live; /* read by rate_now from another thread */
+    double rate, rate_since, rate_sum, rate_t0, rate_lo, rate_hi;
+    unsigned rate_changes;
+    float *hold_us;            /* what each suspension but a thread's first held it (a first
+                                  context comes slowly under Wine): the rate's measure */
+    size_t nhold, cap_hold;
+    size_t adapt_from;         /* hold_us index where the rate's window began */
+    double adapt_at;
+    char reason[240];
+    uint64_t suspensions, reused;
     /* stats */
     float *stopped_us;
     size_t nstopped, cap_stopped;
@@ -181,6 +232,19 @@ static bool read_clock(hs_sampler *s, sthread *t, uint64_t *wall, uint64_t *cpu)
 static uint64_t wall_units(const hs_sampler *s, double seconds)
 {
     return (uint64_t)(seconds * (s->cycles ? s->tsc_hz : 1e7));
+}
+
+/* Has the thread not run since its last suspension (so that its
+ * registers and stack are what they were then)? See the file's comment. */
+static bool unmoved(const hs_sampler *s, const sthread *t, uint64_t cpu, double now)
+{
+    if (s->suspend_all || !t->have_prev || t->prev_own || t->failed)
+        return false;
+    if (s->cycles)
+        return now - t->last_real < REVISIT_EXACT_S && cpu <= t->after_cpu + (uint64_t)s->ran_units;
+    if (t->since_real + 1 >= REVISIT_PERIODS && now - t->last_real >= TICK_S)
+        return false;   /* its revisit: a sample every REVISIT_PERIODS, at most one a tick */
+    return cpu == t->after_cpu && t->prev_waiting && now >= t->active_until;
 }
 
 /* ---- classification into the set --------------------------------------------------- */
@@ -456,6 +520,21 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     double c0 = qpc_s(s);
     bool clock_ok = read_clock(s, t, &wall, &cpu);
     double c1 = qpc_s(s);
+    if (clock_ok && t->have_prev && !s->cycles && cpu != t->after_cpu)
+        t->active_until = now + ACTIVE_S;   /* it ran a tick since its last suspension */
+    if (clock_ok && unmoved(s, t, cpu, now)) {
+        /* it has not run: its last stack again, no suspension */
+        s->t_clock += c1 - c0;
+        s->reused++;
+        t->since_real++;
+        hs_sampleset_taken_add(s->out, 1);
+        t->last_at = now;
+        hs_cls_sample(&t->cls, wall, cpu, false, t->prev_waiting, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit,
+                      s->out);
+        if (cpu > t->last_cpu)
+            t->last_cpu = cpu;
+        return true;
+    }
     hs_grab g;
     int rc = hs_grab_thread(s->grab, s->process, t->h, t->stack_base, t->have_prev ? t->prev : NULL, &g);
     s->t_clock += c1 - c0;
@@ -484,6 +563,20 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     }
     hs_xgrow(&s->stopped_us, &s->cap_stopped, s->nstopped + 1, sizeof *s->stopped_us);
     s->stopped_us[s->nstopped++] = (float)((double)g.stopped_qpc * 1e6 / (double)s->qpf.QuadPart);
+    s->suspensions++;
+    if (t->have_prev) {
+        hs_xgrow(&s->hold_us, &s->cap_hold, s->nhold + 1, sizeof *s->hold_us);
+        s->hold_us[s->nhold++] = s->stopped_us[s->nstopped - 1];
+    }
+    t->last_real = now;
+    t->since_real = 0;
+    /* the clock after the suspension: what it cost the thread is not its running */
+    t->after_cpu = cpu;
+    if (s->cycles) {
+        ULONG64 c = 0;
+        if (QueryThreadCycleTime(t->h, &c))
+            t->after_cpu = c;
+    }
 
     bool moved = false;
     uint32_t id;
@@ -493,6 +586,8 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         t->prev_waiting = hs_codemap_at_syscall(s->map, g.ctx->Rip);
         double u0 = qpc_s(s);
         moved = t->have_prev;
+        if (moved && !s->cycles && !t->prev_waiting)
+            t->active_until = now + ACTIVE_S;   /* caught running: its clock may not show it yet */
         hs_uw_regs regs;
         regs_of(g.ctx, &regs);
         hs_grab_regs(g.ctx, t->prev);
@@ -558,6 +653,74 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     return true;
 }
 
+/* ---- the rate ---------------------------------------------------------------------------------------- */
+
+static int cmp_float(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void set_rate(hs_sampler *s, double rate, double now)
+{
+    s->rate_sum += s->rate * (now - s->rate_since);
+    s->rate_since = now;
+    s->rate = rate;
+    s->rate_live = rate;
+    s->period_s = 1.0 / rate;
+    if (rate < s->rate_lo || !s->rate_lo)
+        s->rate_lo = rate;
+    if (rate > s->rate_hi)
+        s->rate_hi = rate;
+}
+
+/* The rate that the suspensions since adapt_from allow: rate x their
+ * median hold within HS_RATE_COST of one CPU. */
+static double allowed_rate(hs_sampler *s, double *hold_us, double *raw)
+{
+    size_t n = s->nhold - s->adapt_from;
+    float *v = hs_xcalloc(n, sizeof *v);
+    memcpy(v, s->hold_us + s->adapt_from, n * sizeof *v);
+    hs_sort(v, n, sizeof *v, cmp_float, NULL);
+    *hold_us = v[n / 2] > 1 ? v[n / 2] : 1;
+    free(v);
+    *raw = HS_RATE_COST / (*hold_us * 1e-6);
+    double r = *raw < HS_RATE_MIN ? HS_RATE_MIN : *raw > HS_RATE_MAX ? HS_RATE_MAX : *raw;
+    return (double)(long)r;
+}
+
+static void adapt_rate(hs_sampler *s, double now)
+{
+    if (!s->auto_rate)
+        return;
+    size_t n = s->nhold - s->adapt_from;
+    bool first = !s->reason[0];
+    if (first ? n < RATE_FIRST_N : now - s->adapt_at < RATE_WINDOW_S || n < RATE_WINDOW_N)
+        return;
+    double hold, raw, r = allowed_rate(s, &hold, &raw);
+    if (first) {
+        snprintf(s->reason, sizeof s->reason, "chosen: a suspension held a thread %.0f us (median of the first %zu), "
+                 "%.0f%% of one CPU allows %.0f Hz%s", hold, n, HS_RATE_COST * 100, raw,
+                 raw > HS_RATE_MAX ? " (at most 1000 Hz)" : raw < HS_RATE_MIN ? " (never below 50 Hz)" : "");
+        set_rate(s, r, now);
+        s->rate_lo = s->rate_hi = r;   /* the range of the chosen rates */
+        hs_log("sampling rate %s", s->reason);
+    } else if (r < s->rate || r > s->rate * 1.25) {
+        hs_log("sampling rate %.0f -> %.0f Hz: a suspension held a thread %.0f us (median of %zu over %.1f s)",
+               s->rate, r, hold, n, now - s->adapt_at);
+        s->rate_changes++;
+        set_rate(s, r, now);
+    }
+    s->adapt_from = s->nhold;
+    s->adapt_at = now;
+}
+
+static double suspend_rate_now(const hs_sampler *s)
+{
+    return s->rate_live;
+}
+
 /* ---- the sampling thread ------------------------------------------------------------------------- */
 
 static DWORD WINAPI sampler_main(void *arg)
@@ -572,6 +735,7 @@ static DWORD WINAPI sampler_main(void *arg)
         Sleep(20);
         double q1 = qpc_s(s);
         s->tsc_hz = q1 > q0 ? (double)(rdtsc() - t0) / (q1 - q0) : 1e9;
+        s->ran_units = RAN_US * 1e-6 * s->tsc_hz;
     }
     /* the window: CPU spent before it (an attached process's) is not the
      * window's */
@@ -584,6 +748,7 @@ static DWORD WINAPI sampler_main(void *arg)
     refresh_own(s);
     refresh_modules(s, now);
     enumerate_threads(s);
+    s->rate_since = s->rate_t0 = s->adapt_at = qpc_s(s);
     SetEvent(s->ready);
     double next = now, next_enum = now + ENUM_MS / 1000.0, next_own = now + OWN_MS / 1000.0;
     double enum_gap = ENUM_MS / 1000.0;
@@ -622,6 +787,7 @@ static DWORD WINAPI sampler_main(void *arg)
         if (gone && WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0)
             break;
         s->ticks++;
+        adapt_rate(s, now);
         next += s->period_s;
         now = qpc_s(s);
         if (next < now)
@@ -649,7 +815,13 @@ static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out, 
     s->cfg = *c;
     s->out = out;
     QueryPerformanceFrequency(&s->qpf);
-    s->period_s = 1.0 / c->rate_hz;
+    s->auto_rate = !(c->rate_hz > 0);
+    s->rate = s->rate_live = s->auto_rate ? HS_RATE_MAX : c->rate_hz;   /* until the first suspensions tell */
+    s->rate_lo = s->rate_hi = s->rate;
+    s->period_s = 1.0 / s->rate;
+    wchar_t every[8] = L"";
+    GetEnvironmentVariableW(L"" ENV_SUSPEND_ALL, every, 8);
+    s->suspend_all = every[0] && wcscmp(every, L"0") != 0;
     HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
     s->next_thread = (get_next_thread_fn)(void (*)(void))GetProcAddress(ntdll, "NtGetNextThread");
     s->query_thread = (query_thread_fn)(void (*)(void))GetProcAddress(ntdll, "NtQueryInformationThread");
@@ -688,13 +860,6 @@ fail:
     return NULL;
 }
 
-static int cmp_float(const void *a, const void *b, void *ctx)
-{
-    (void)ctx;
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
 {
     SetEvent(s->stop_event);
@@ -727,6 +892,23 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     st->threads = (uint32_t)s->never;
     st->ticks = s->ticks;
     st->cycle_clock = s->cycles;
+    st->suspensions = (int64_t)s->suspensions;
+    st->reused = (int64_t)s->reused;
+    double end = qpc_s(s);
+    set_rate(s, s->rate, end);
+    st->rate_hz = end > s->rate_t0 ? s->rate_sum / (end - s->rate_t0) : s->rate;
+    if (!s->auto_rate) {
+        snprintf(st->rate_reason, sizeof st->rate_reason, "--sample-rate");
+    } else if (!s->reason[0]) {
+        snprintf(st->rate_reason, sizeof st->rate_reason, "the highest (%.0f Hz): too few suspensions (%zu) to "
+                 "measure their cost", HS_RATE_MAX, s->nhold);
+    } else if (s->rate_lo != s->rate_hi) {
+        snprintf(st->rate_reason, sizeof st->rate_reason, "%s; then %.0f to %.0f Hz as the cost changed (%u change%s, "
+                 "%.0f Hz at the end)", s->reason, s->rate_lo, s->rate_hi, s->rate_changes,
+                 s->rate_changes == 1 ? "" : "s", s->rate);
+    } else {
+        snprintf(st->rate_reason, sizeof st->rate_reason, "%s", s->reason);
+    }
     if (s->nstopped) {
         hs_sort(s->stopped_us, s->nstopped, sizeof *s->stopped_us, cmp_float, NULL);
         st->suspended_us_p50 = s->stopped_us[s->nstopped / 2];
@@ -738,6 +920,8 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
         held += s->stopped_us[i];
     st->held_s = held / 1e6;
     st->threads_s = s->threads_s;
+    hs_log("sampler: %llu suspensions, %llu samples reused a stack of a thread that did not run",
+           (unsigned long long)s->suspensions, (unsigned long long)s->reused);
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
            s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,
@@ -752,9 +936,10 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     free(s->unknown_pages);
     hs_owncode_free(&s->own);
     free(s->stopped_us);
+    free(s->hold_us);
     free(s);
 }
 
 const hs_sampler_backend hs_sampler_suspend = {
-    "suspend", "suspends each thread in turn (no privileges)", suspend_start, suspend_stop,
+    "suspend", "suspends each thread in turn (no privileges)", suspend_start, suspend_stop, suspend_rate_now,
 };

@@ -145,8 +145,8 @@ static void test_success(void)
     check(!hs_etw_file_full(&s), "a small file is not at its cap", "full");
     char calls[512];
     call_line(&f, calls, sizeof calls);
-    check(!strcmp(calls, "privilege query-all query-interval start set-interval:5000 stack-tracing:3 flush "
-                         "set-interval:10000 stop:1"),
+    check(!strcmp(calls, "privilege query-all query-interval start set-interval:5000 query-interval stack-tracing:3 "
+                         "flush query-interval set-interval:10000 stop:1"),
           "the calls, in order (the interval put back before the session stops)", "%s", calls);
     check(f.machine_interval == 10000 && !f.foreign_touched, "the interval is put back, no foreign session touched",
           "interval %lu, foreign %d", f.machine_interval, f.foreign_touched);
@@ -317,18 +317,18 @@ int main(void)
                  "privilege query-all query-interval start set-interval:10000 stop:1");
     test_failure("session refused", 3, ERROR_NO_SYSTEM_RESOURCES, 0, "privilege query-all query-interval start");
     test_failure("no stack walks", 4, ERROR_INVALID_PARAMETER, 0,
-                 "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 "
+                 "privilege query-all query-interval start set-interval:10000 query-interval stack-tracing:3 query-interval set-interval:10000 "
                  "stop:1");
     test_leftovers();
     test_stop("by handle", 0, 0, 0,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1");
+              "privilege query-all query-interval start set-interval:10000 query-interval stack-tracing:3 query-interval set-interval:10000 stop:1");
     test_stop("says more data: stopped", ERROR_MORE_DATA, 0, 0,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1");
+              "privilege query-all query-interval start set-interval:10000 query-interval stack-tracing:3 query-interval set-interval:10000 stop:1");
     test_stop("fails, then by name", ERROR_INVALID_HANDLE, 0, 0,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1 "
+              "privilege query-all query-interval start set-interval:10000 query-interval stack-tracing:3 query-interval set-interval:10000 stop:1 "
               "stop-name:1");
     test_stop("fails both ways", ERROR_INVALID_HANDLE, ERROR_ACCESS_DENIED, -1,
-              "privilege query-all query-interval start set-interval:10000 stack-tracing:3 set-interval:10000 stop:1 "
+              "privilege query-all query-interval start set-interval:10000 query-interval stack-tracing:3 query-interval set-interval:10000 stop:1 "
               "stop-name:1");
     test_cap();
     return failures ? 1 : 0;
