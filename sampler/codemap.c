@@ -49,6 +49,8 @@ struct hs_codemap {
     uint64_t wrap_begin, wrap_rsi, wrap_gone, wrap_end, wrap_ret;
     uint32_t tids[64];
     size_t ntids;
+    uint32_t quick_rva[8];       /* ntdll's system calls that never block (hs_codemap_set_quick) */
+    size_t nquick;
     page **pages;
     size_t npages;
     hs_map page_index;
@@ -405,6 +407,25 @@ static const hs_image *image_of(const hs_codemap *m, uint64_t pc)
     return pc - im->base < im->size ? im : NULL;
 }
 
+/* a system-call stub is at most this long (mov r10,rcx; mov eax,N; test; jne;
+ * syscall; ret; int 2e; ret: 24 bytes) */
+#define QUICK_STUB 32
+
+static bool is_ntdll(const hs_image *im)
+{
+    if (!im || !im->path)
+        return false;
+    const char *b = im->path;
+    for (const char *c = im->path; *c; c++)
+        if (*c == '\\' || *c == '/')
+            b = c + 1;
+    static const char name[] = "ntdll.dll";
+    for (size_t i = 0; i < sizeof name; i++)
+        if ((b[i] | (b[i] >= 'A' && b[i] <= 'Z' ? 0x20 : 0)) != name[i])
+            return false;
+    return true;
+}
+
 bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc)
 {
     uint8_t c[3];
@@ -412,7 +433,22 @@ bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc)
         return false;
     /* syscall ; ret  or  int 2e ; ret: the system-call stubs of ntdll and
      * win32u, where a thread blocked in the system stands */
-    return c[2] == 0xC3 && ((c[0] == 0x0F && c[1] == 0x05) || (c[0] == 0xCD && c[1] == 0x2E));
+    if (!(c[2] == 0xC3 && ((c[0] == 0x0F && c[1] == 0x05) || (c[0] == 0xCD && c[1] == 0x2E))))
+        return false;
+    /* ...unless the call is one that never blocks (NtContinue: a thread
+     * not yet started, or resuming after an exception or APC) */
+    const hs_image *im = image_of(m, pc);
+    if (m->nquick && is_ntdll(im))
+        for (size_t i = 0; i < m->nquick; i++)
+            if (pc - im->base - m->quick_rva[i] < QUICK_STUB)
+                return false;
+    return true;
+}
+
+void hs_codemap_set_quick(hs_codemap *m, const uint32_t *rvas, size_t n)
+{
+    m->nquick = n < 8 ? n : 8;
+    memcpy(m->quick_rva, rvas, m->nquick * sizeof *rvas);
 }
 
 bool hs_codemap_is_own(const hs_codemap *m, uint64_t addr)

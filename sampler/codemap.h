@@ -85,6 +85,10 @@ uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint6
  * `int 2e; ret`: ntdll's and win32u's system-call stubs), where a thread
  * blocked in the system is seen? */
 bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc);
+/* The rvas in ntdll of system calls that never block (NtContinue,
+ * NtYieldExecution, NtTestAlert: at most 8): a thread at their return is
+ * not waiting (hookscope's own ntdll is the target's). */
+void hs_codemap_set_quick(hs_codemap *m, const uint32_t *rvas, size_t n);
 
 /* Is addr hookscope's code (an arena or the agent)? */
 bool hs_codemap_is_own(const hs_codemap *m, uint64_t addr);

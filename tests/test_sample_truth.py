@@ -307,14 +307,14 @@ def test_lua_stacks_cost_is_hookscope_s():
 
 
 def test_demo_first_screen():
-    """What `make demo` shows (demo.exe 36 sampled at 1 kHz), three runs:
+    """What `make demo` shows (demo.exe 40 sampled at 1 kHz), three runs:
     no stack of the program cut short (every stack with its leaf in
     demo.exe reaches the thread's start in ntdll, and through main when
     the leaf is fib), fib in no wait stack (it never waits), and
     main's total within 1 point of fib's (every sample of fib is under
     main), in report.json and in report.txt's CPU table."""
     for k in range(3):
-        t = hs.trace(hs.need("build/examples/demo.exe"), ["36"], options=["--sample-rate", "1000"], name="demo_screen")
+        t = hs.trace(hs.need("build/examples/demo.exe"), ["40"], options=["--sample-rate", "1000"], name="demo_screen")
         hs.eq(t.rc, 0, f"run {k}: exit code ({t.stderr!r})")
         j = t.json
         for kind in ("sample_stacks", "ready_stacks", "wait_stacks", "hookscope_stacks"):

@@ -723,6 +723,24 @@ static double suspend_rate_now(const hs_sampler *s)
 
 /* ---- the sampling thread ------------------------------------------------------------------------- */
 
+/* ntdll's system calls that never block, by their rvas in hookscope's own
+ * ntdll (the same file as the target's): a thread at their return is not
+ * waiting. NtContinue is where a thread stands before it first runs
+ * (Wine's signal_start_thread) and after an exception or APC. */
+static void set_quick_calls(hs_codemap *m)
+{
+    static const char *const names[] = { "NtContinue", "NtYieldExecution", "NtTestAlert" };
+    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+    uint32_t rvas[3];
+    size_t n = 0;
+    for (size_t i = 0; nt && i < sizeof names / sizeof *names; i++) {
+        FARPROC f = GetProcAddress(nt, names[i]);
+        if (f)
+            rvas[n++] = (uint32_t)((uintptr_t)f - (uintptr_t)nt);
+    }
+    hs_codemap_set_quick(m, rvas, n);
+}
+
 static DWORD WINAPI sampler_main(void *arg)
 {
     hs_sampler *s = arg;
@@ -839,6 +857,7 @@ static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out, 
         goto fail;
     }
     s->map = hs_codemap_new(read_target, s);
+    set_quick_calls(s->map);
     s->stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->ready = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->thread = CreateThread(NULL, 0, sampler_main, s, 0, NULL);

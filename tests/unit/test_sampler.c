@@ -687,9 +687,51 @@ static void test_sampleset(void)
     hs_sampleset_free(s);
 }
 
+/* ---- system-call returns ------------------------------------------------------ */
+
+/* A thread right after `syscall; ret` is blocked in the system, unless the
+ * call is one of ntdll's that never block (NtContinue: a thread before it
+ * first runs): those are set by rva and hold only in ntdll. */
+static void test_at_syscall(void)
+{
+    static const uint8_t stub[] = { 0x4C, 0x8B, 0xD1, 0xB8, 0x42, 0, 0, 0, 0xF6, 0x04, 0x25, 0x08, 0x03, 0xFE,
+                                    0x7F, 0x01, 0x75, 0x03, 0x0F, 0x05, 0xC3, 0xCD, 0x2E, 0xC3 };
+    const uint64_t nt = 0x7FF800000000ull, other = 0x7FF900000000ull;
+    target t = { 0 };
+    uint32_t none[] = { 0, 0, 0 };
+    uint8_t *a = make_image(&t, nt, 0x4000, none, 0), *b = make_image(&t, other, 0x4000, none, 0);
+    for (uint32_t rva = 0x1000; rva <= 0x1040; rva += 0x20) {
+        memcpy(a + rva, stub, sizeof stub);
+        memcpy(b + rva, stub, sizeof stub);
+    }
+    hs_codemap *cm = hs_codemap_new(target_read, &t);
+    hs_codemap_add_image(cm, nt, 0x4000, "C:\\windows\\system32\\NTDLL.DLL", false);
+    hs_codemap_add_image(cm, other, 0x4000, "C:\\windows\\system32\\win32u.dll", false);
+    /* syscall at +18, int 2e at +21: the returns are +20 and +23 */
+    bool before[3], after[3], elsewhere = true;
+    for (int i = 0; i < 3; i++)
+        before[i] = hs_codemap_at_syscall(cm, nt + 0x1000 + 0x20 * (uint64_t)i + 20);
+    const uint32_t quick[] = { 0x1020 };
+    hs_codemap_set_quick(cm, quick, 1);
+    for (int i = 0; i < 3; i++) {
+        after[i] = hs_codemap_at_syscall(cm, nt + 0x1000 + 0x20 * (uint64_t)i + 20);
+        elsewhere = elsewhere && hs_codemap_at_syscall(cm, other + 0x1000 + 0x20 * (uint64_t)i + 20);
+    }
+    tap_check(before[0] && before[1] && before[2], "syscall/every-stub", "a stub's return not seen as a wait");
+    tap_check(after[0] && !after[1] && after[2], "syscall/quick-not-waiting",
+              "only the quick call's return is not a wait (%d %d %d)", after[0], after[1], after[2]);
+    tap_check(!hs_codemap_at_syscall(cm, nt + 0x1020 + 23) && hs_codemap_at_syscall(cm, nt + 0x1040 + 23),
+              "syscall/quick-int2e", "the int 2e return of the quick stub");
+    tap_check(elsewhere, "syscall/quick-only-in-ntdll", "the same rva in another image is still a wait");
+    tap_check(!hs_codemap_at_syscall(cm, nt + 0x1000 + 10), "syscall/not-after-syscall", "mid-stub");
+    hs_codemap_free(cm);
+    free_target(&t);
+}
+
 int main(void)
 {
     test_unwinder();
+    test_at_syscall();
     test_own_code();
     test_classifier();
     test_classifier_replay();
