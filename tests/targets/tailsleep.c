@@ -11,7 +11,10 @@
  *
  * The stack below main is filled with a pattern before each relay6 call,
  * so that a stack argument copied too short prints the pattern. Prints
- * "relay6 ..." three times and "slept"; exit 0.
+ * "relay6 ..." three times and "slept"; main measures parent(5) with the
+ * performance counter and prints "measured parent_us N" to stderr, so that
+ * a test can hold hookscope's durations against the program's own on a
+ * loaded machine. Exit 0.
  */
 #include <stdio.h>
 #include <windows.h>
@@ -50,7 +53,12 @@ int main(void)
         scribble();
         relay6(1 + i, 2, 3, 4, 50 + i, 600 + i);
     }
+    LARGE_INTEGER a, b, f;
+    QueryPerformanceCounter(&a);
     parent(5);
+    QueryPerformanceCounter(&b);
+    QueryPerformanceFrequency(&f);
     printf("slept\n");
+    fprintf(stderr, "measured parent_us %lld\n", (b.QuadPart - a.QuadPart) * 1000000 / f.QuadPart);
     return 0;
 }
