@@ -105,7 +105,10 @@ static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, i
         return HS_WRAP_RETURNS_TWICE;
     if (named == HS_FNE_STACK_PROBE || (p->flags & HS_FN_STACK_PROBE))
         return HS_WRAP_STACK_PROBE;
-    if (!(f->src & HS_SRC_PDATA) || !f->unwind_rva)
+    /* without unwind data a function must be a flat leaf (rsp never moves,
+     * no call): it runs with its return address, the wrapper's, at [rsp],
+     * and an unwind from it goes straight to the wrapper's frame */
+    if ((!(f->src & HS_SRC_PDATA) || !f->unwind_rva) && (p->flags & HS_FN_MOVES_RSP))
         return HS_WRAP_NO_UNWIND;
     if (entered_with_frame(pe, f))
         return HS_WRAP_NOT_A_FUNCTION;
@@ -411,7 +414,7 @@ static hs_skip_reason analyze_function(install_ctx *c, size_t i, size_t k)
         /* every function analyzed, hooked or not, may be jumped to */
         int32_t own = hs_tail_own(&c->plans[k]);
         if (by_name(c->fnflags, i, &c->syms, f->rva) || entered_with_frame(&c->pe, f))
-            own = -1;
+            own = HS_TAIL_NEVER;
         const hs_exit *x;
         size_t nx = hs_analyze_exits(g_hs.engine, &x);
         hs_tail_add(c->tails, c->inputs[k].addr, own, x, nx);
@@ -455,8 +458,10 @@ static void size_stubs(install_ctx *c)
         if (c->plans[k].reason != HS_OK)
             continue;
         if (c->timed && c->entry_only[k] == HS_WRAP_OK) {
-            int32_t need = c->tails ? hs_tail_need(c->tails, c->inputs[k].addr) : -1;
-            if (need < 0 || need > HS_WRAP_MAX_SLOTS)
+            int32_t need = c->tails ? hs_tail_need(c->tails, c->inputs[k].addr) : HS_TAIL_NEVER;
+            if (need == HS_TAIL_WIDE)
+                c->nslots[k] = HS_WRAP_MAX_SLOTS;   /* the widest copy, bounded by the stack base */
+            else if (need < 0 || need > HS_WRAP_MAX_SLOTS)
                 c->entry_only[k] = HS_WRAP_TAIL_JUMP;
             else
                 c->nslots[k] = need;

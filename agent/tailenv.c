@@ -103,13 +103,23 @@ static int part_at(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
     return 0;
 }
 
+/* Is addr inside a loaded image's mapping (not hookscope's arena or a heap)? */
+static int image_of(uint64_t addr)
+{
+    MEMORY_BASIC_INFORMATION mbi;
+    return VirtualQuery((const void *)(uintptr_t)addr, &mbi, sizeof mbi) == sizeof mbi && mbi.Type == MEM_IMAGE &&
+           (mbi.Protect & (PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE | PAGE_EXECUTE_WRITECOPY));
+}
+
 static int func_at(void *ctx, uint64_t addr, hs_func_input *fn, int *flags)
 {
     tail_ctx *c = ctx;
     *flags = 0;
     DWORD64 ib = 0;
     PRUNTIME_FUNCTION rf = RtlLookupFunctionEntry(addr, &ib, NULL);
-    if (!rf || ib + rf->BeginAddress != addr || rf->EndAddress <= rf->BeginAddress)
+    if (!rf)   /* no unwind data: leaf code, or not in an image at all */
+        return ib || image_of(addr) ? -2 : -1;
+    if (ib + rf->BeginAddress != addr || rf->EndAddress <= rf->BeginAddress)
         return -1;
     struct image *m = image_at(c, ib);   /* not an image: hookscope's own stubs */
     if (!m || rf->EndAddress > m->size)

@@ -92,8 +92,10 @@ def mask_json(text):
 
 
 def mask_weights(text):
-    """entry-time.folded: the stacks stay, their time weights vary."""
-    return mask_paths(re.sub(r"(?m) \d+$", " <ns>", text))
+    """entry-time.folded: the stacks stay, their time weights (and so
+    their order, heaviest first) vary."""
+    lines = re.sub(r"(?m) \d+$", " <ns>", text).split("\n")
+    return mask_paths("\n".join(sorted(l for l in lines if l) + [""]))
 
 
 MASKS = {"report.txt": mask_txt, "report.json": mask_json, "entry-stacks.folded": mask_paths,

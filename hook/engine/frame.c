@@ -50,6 +50,7 @@ typedef struct facts {
     int lea_home;        /* address of home slot 1..3 taken (va_start) */
     int uses_4k;         /* an immediate 0x1000 */
     int sub_rsp_reg;     /* rsp lowered by a register amount */
+    int moves_rsp;       /* rsp left its entry value, or a call was made */
 } facts;
 
 typedef struct work {
@@ -377,7 +378,7 @@ static int rax_is_input(const hs_engine *e)
 
 void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_plan *plan)
 {
-    facts f = { 0, -1, 0, 0, 0, 0, 0 };
+    facts f = { 0, -1, 0, 0, 0, 0, 0, 0 };
     size_t n = e->sw_n;
     e->exits_n = 0;
 
@@ -386,7 +387,7 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_p
     if (need > e->frame_cap) {
         void *p = realloc(e->frame_scratch, need);
         if (!p) {
-            plan->flags |= HS_FN_NO_FRAME_INFO;
+            plan->flags |= HS_FN_NO_FRAME_INFO | HS_FN_MOVES_RSP;
             plan->stack_arg_slots = -1;
             return;
         }
@@ -413,6 +414,9 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_p
             visited[k] = 1;
             const hs_insn *in = &e->sw[k].i;
             step(&e->sw[k], k + 1 < (int)n ? &e->sw[k + 1] : NULL, &w.st, &f);
+            if (in->kind == HS_I_CALL || in->kind == HS_I_CALL_IND ||
+                (in->kind != HS_I_RET && (w.st.r[HS_RSP].kind != V_STACK || w.st.r[HS_RSP].v != 0)))
+                f.moves_rsp = 1;
             note_exit(e, fn, k, &w.st, &f);
             /* branch targets inside the function get the state after the
              * branch (a relative branch does not change registers) */
@@ -448,6 +452,8 @@ void hs__frame_analyze(hs_engine *e, const hs_func_input *fn, int complete, hs_p
      * slots and the address of the first of them is taken */
     if (f.lea_home && f.spill_r9)
         plan->flags |= HS_FN_VARARGS;
+    if (f.moves_rsp || f.lost)
+        plan->flags |= HS_FN_MOVES_RSP;
     if (f.lost || !complete || (plan->flags & HS_FN_UNRESOLVED_TABLE)) {
         plan->flags |= HS_FN_NO_FRAME_INFO;
         plan->stack_arg_slots = -1;

@@ -83,6 +83,8 @@ enum {
                                             the hook again, so wrap it entry-only */
     HS_FN_JUMP_TABLE = 1u << 11,         /* has a jump table that was resolved */
     HS_FN_UNRESOLVED_TABLE = 1u << 12,   /* has a table-like indirect jmp that was not resolved */
+    HS_FN_MOVES_RSP = 1u << 13,          /* moves rsp or calls on some path (not a flat leaf,
+                                            which runs with its return address at [rsp]) */
 };
 
 /* How the entry of one function is to be redirected. */
@@ -156,11 +158,26 @@ typedef struct hs_tail hs_tail;
 /* What hs_tail_solve may ask about code outside the functions added. */
 enum { HS_TAIL_UNBOUNDED = 1 };   /* func_at flag: the function walks its caller's
                                      stack in a way the analysis cannot see (setjmp) */
+/* Slot counts that are not numbers (own and need):
+ *   HS_TAIL_WIDE   the extent is not known, but the code is a function
+ *                  entered as by a call (a function pointer, a varargs
+ *                  function, code without unwind data): a wrapper copies
+ *                  the widest area it copies (HS_WRAP_MAX_SLOTS, bounded
+ *                  by the stack base), which holds every argument a
+ *                  caller can pass in as many slots
+ *   HS_TAIL_NEVER  a jump reaches code that is no function's entry, or one
+ *                  that must run on its caller's own stack (setjmp, a
+ *                  stack probe): no wrapper
+ * NEVER absorbs WIDE, WIDE absorbs numbers. */
+enum { HS_TAIL_WIDE = -1, HS_TAIL_NEVER = -3 };
 typedef struct hs_tail_env {
     /* Describe the function whose entry is `addr` for hs_analyze (bytes as
      * they were before any patch, bounds, callbacks), valid until the next
-     * call; *flags may get HS_TAIL_UNBOUNDED. Returns 0, or -1 when no
-     * function entered by a call starts at `addr`. */
+     * call; *flags may get HS_TAIL_UNBOUNDED. Returns 0; -1 when `addr`
+     * is code that no call enters (the middle of a function, a part
+     * entered with its frame set up); -2 when nothing is known of it but
+     * that it has no unwind data (a leaf: it runs with its return
+     * address at [rsp], like a function called). */
     int (*func_at)(void *ctx, uint64_t addr, hs_func_input *fn, int *flags);
     /* The function pointer in `slot` if it is an entry of a loaded image's
      * import address table (bound by the loader, not a variable): 0, else -1. */
@@ -171,21 +188,24 @@ typedef struct hs_tail_env {
 hs_tail *hs_tail_new(void);
 void hs_tail_free(hs_tail *t);
 /* The slots a function reads itself, from its full analysis: >= 4 (the home
- * slots), or -1 when its use of the argument area is not bounded (varargs,
- * the area's address taken, a stack probe, frame not followed). */
+ * slots); HS_TAIL_WIDE when its use of the argument area is not bounded
+ * (varargs, the area's address taken, frame not followed); HS_TAIL_NEVER
+ * for a stack probe or an unresolved jump table. */
 int32_t hs_tail_own(const hs_plan *p);
-/* Add a function: its entry, hs_tail_own (or -1 for other reasons, such
- * as setjmp by name), and its exits (copied). 0, or -1 without memory. */
+/* Add a function: its entry, hs_tail_own (or HS_TAIL_NEVER for other
+ * reasons, such as setjmp by name), and its exits (copied). 0, or -1
+ * without memory. */
 int hs_tail_add(hs_tail *t, uint64_t entry, int32_t own, const hs_exit *x, size_t n);
 /* Resolve every exit, analyzing at most `budget` functions through `env`
  * (which may be NULL: then only the functions added are known), and
  * compute every function's need. */
 void hs_tail_solve(hs_tail *t, hs_engine *e, const hs_tail_env *env, int budget);
 /* The slots a wrapper around the function at `entry` must copy (>= its own
- * slots), -1 when that is unbounded, -2 when `entry` was never added. */
+ * slots), HS_TAIL_WIDE or HS_TAIL_NEVER, -2 when `entry` was never added. */
 int32_t hs_tail_need(const hs_tail *t, uint64_t entry);
 /* For tests: the functions known (added or analyzed on demand) and their
- * exits, with the index of the function each leads to (-1 unknown). */
+ * exits, with the index of the function each leads to (HS_TAIL_WIDE: a
+ * function not known; HS_TAIL_NEVER: code that is no function's entry). */
 size_t hs_tail_count(const hs_tail *t);
 void hs_tail_node(const hs_tail *t, size_t k, uint64_t *entry, int32_t *own, int32_t *need, size_t *n_exits);
 int hs_tail_exit(const hs_tail *t, size_t k, size_t j, hs_exit *x);

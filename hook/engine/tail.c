@@ -14,15 +14,17 @@
  *   jmp rel32 / jcc to a function's entry       that function
  *   jmp [rip+slot], slot in an import table     the function the slot is
  *                                               bound to (in any loaded image)
- *   anything else (a function pointer, a jump   unknown: the need is unbounded
- *     into the middle of code, rsp not back
- *     at its entry value)
+ *   an indirect jmp (a function pointer),      a function not known: the
+ *     a function that cannot be analyzed,      copy must be the widest
+ *     code without unwind data                 (HS_TAIL_WIDE)
+ *   a jump into the middle of code, or with    never wrapped
+ *     rsp not back at its entry value          (HS_TAIL_NEVER)
  *
- * and need(f) = max(own(f), need(g) for every g f jumps to), unbounded as
- * soon as any of them is, solved by iterating to the fixpoint (tail calls
- * may form cycles). Functions outside the set added (other modules, or
- * functions the caller did not analyze) are analyzed on demand through
- * the environment.
+ * and need(f) = max(own(f), need(g) for every g f jumps to), WIDE as soon
+ * as any of them is, NEVER as soon as any of them is, solved by iterating
+ * to the fixpoint (tail calls may form cycles). Functions outside the set
+ * added (other modules, or functions the caller did not analyze) are
+ * analyzed on demand through the environment.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,7 @@ typedef struct tnode {
 
 typedef struct texit {
     hs_exit x;
-    int32_t to;               /* node index, -1 unknown */
+    int32_t to;               /* node index, or HS_TAIL_WIDE / HS_TAIL_NEVER */
 } texit;
 
 struct hs_tail {
@@ -102,11 +104,21 @@ static int rehash(hs_tail *t, size_t cap)
 
 int32_t hs_tail_own(const hs_plan *p)
 {
-    if (p->stack_arg_slots < 0 ||
-        (p->flags & (HS_FN_VARARGS | HS_FN_ARGS_ADDRESS | HS_FN_STACK_PROBE | HS_FN_NO_FRAME_INFO |
-                     HS_FN_UNRESOLVED_TABLE)))
-        return -1;
+    if (p->flags & (HS_FN_STACK_PROBE | HS_FN_UNRESOLVED_TABLE))
+        return HS_TAIL_NEVER;
+    if (p->stack_arg_slots < 0 || (p->flags & (HS_FN_VARARGS | HS_FN_ARGS_ADDRESS | HS_FN_NO_FRAME_INFO)))
+        return HS_TAIL_WIDE;
     return p->stack_arg_slots < 4 ? 4 : p->stack_arg_slots;
+}
+
+/* The need of a function that reaches both a and b. */
+static int32_t join(int32_t a, int32_t b)
+{
+    if (a == HS_TAIL_NEVER || b == HS_TAIL_NEVER)
+        return HS_TAIL_NEVER;
+    if (a == HS_TAIL_WIDE || b == HS_TAIL_WIDE)
+        return HS_TAIL_WIDE;
+    return a > b ? a : b;
 }
 
 int hs_tail_add(hs_tail *t, uint64_t entry, int32_t own, const hs_exit *x, size_t n)
@@ -121,7 +133,7 @@ int hs_tail_add(hs_tail *t, uint64_t entry, int32_t own, const hs_exit *x, size_
         if (hs_grow(&t->ex, &t->cap_ex, t->n_ex + i, sizeof *t->ex) < 0)
             return -1;
         t->ex[t->n_ex + i].x = x[i];
-        t->ex[t->n_ex + i].to = -1;
+        t->ex[t->n_ex + i].to = HS_TAIL_WIDE;
     }
     tnode *d = &t->nodes[t->n_nodes];
     d->entry = entry;
@@ -139,25 +151,30 @@ int hs_tail_add(hs_tail *t, uint64_t entry, int32_t own, const hs_exit *x, size_
 }
 
 /* The node of the function at `entry`, analyzing it through the
- * environment when it is not known yet; -1 when there is none. */
+ * environment when it is not known yet; HS_TAIL_WIDE when nothing can be
+ * known of it but that a call may enter it, HS_TAIL_NEVER when no call
+ * enters it. */
 static int node_for(hs_tail *t, hs_engine *e, const hs_tail_env *env, uint64_t entry, int *budget)
 {
     int k = find(t, entry);
-    if (k >= 0 || !env || !env->func_at || *budget <= 0)
+    if (k >= 0)
         return k;
+    if (!env || !env->func_at || *budget <= 0)
+        return HS_TAIL_WIDE;
     (*budget)--;
     hs_func_input fn;
     memset(&fn, 0, sizeof fn);
     int flags = 0;
-    if (env->func_at(env->ctx, entry, &fn, &flags) < 0)
-        return -1;
+    int r = env->func_at(env->ctx, entry, &fn, &flags);
+    if (r < 0)
+        return r == -2 ? HS_TAIL_WIDE : HS_TAIL_NEVER;
     hs_plan p;
     hs_analyze(e, &fn, HS_ANALYZE_FULL, &p);
     const hs_exit *x;
     size_t n = hs_analyze_exits(e, &x);
-    int32_t own = (flags & HS_TAIL_UNBOUNDED) ? -1 : hs_tail_own(&p);
+    int32_t own = (flags & HS_TAIL_UNBOUNDED) ? HS_TAIL_NEVER : hs_tail_own(&p);
     if (hs_tail_add(t, entry, own, x, n) < 0)
-        return -1;
+        return HS_TAIL_NEVER;
     return find(t, entry);
 }
 
@@ -166,35 +183,32 @@ void hs_tail_solve(hs_tail *t, hs_engine *e, const hs_tail_env *env, int budget)
     /* resolve every exit; nodes added on the way are resolved in turn */
     for (size_t k = 0; k < t->n_nodes; k++) {
         for (uint32_t j = 0; j < t->nodes[k].n; j++) {
-            texit *x = &t->ex[t->nodes[k].first + j];
+            const hs_exit x = t->ex[t->nodes[k].first + j].x;
             uint64_t to = 0;
-            if (x->x.rsp != 0)
-                to = 0;
-            else if (x->x.target)
-                to = x->x.target;
-            else if (x->x.slot && env && env->import_at && env->import_at(env->ctx, x->x.slot, &to) < 0)
-                to = 0;
-            int r = to ? node_for(t, e, env, to, &budget) : -1;
+            int r;
+            if (x.rsp != 0)
+                r = HS_TAIL_NEVER;          /* not a tail call: its frame is still set up */
+            else if (x.target)
+                r = node_for(t, e, env, x.target, &budget);
+            else if (x.slot && env && env->import_at && env->import_at(env->ctx, x.slot, &to) == 0 && to)
+                r = node_for(t, e, env, to, &budget);
+            else
+                r = HS_TAIL_WIDE;           /* a function pointer */
             /* t->ex may have moved */
             t->ex[t->nodes[k].first + j].to = r;
         }
     }
-    /* need = max over what is reachable by tail jumps; -1 absorbs */
+    /* need = join over what is reachable by tail jumps */
     for (int changed = 1; changed;) {
         changed = 0;
         for (size_t k = 0; k < t->n_nodes; k++) {
             tnode *d = &t->nodes[k];
-            if (d->need < 0)
+            if (d->need == HS_TAIL_NEVER)
                 continue;
             for (uint32_t j = 0; j < d->n; j++) {
                 int32_t to = t->ex[d->first + j].to;
-                int32_t v = to < 0 ? -1 : t->nodes[to].need;
-                if (v < 0) {
-                    d->need = -1;
-                    changed = 1;
-                    break;
-                }
-                if (v > d->need) {
+                int32_t v = join(d->need, to < 0 ? to : t->nodes[to].need);
+                if (v != d->need) {
                     d->need = v;
                     changed = 1;
                 }

@@ -166,9 +166,34 @@ static void write_modules(const hs_profile *p, FILE *out)
     }
 }
 
+/* A timed function's "untimed_callees": the functions it called that are
+ * not timed, whose time is in its self time (module!function when in
+ * another module); left out when there are none. */
+static void write_untimed_callees(FILE *out, const hs_profile *p, const hs_untimed_callees *u, uint32_t func)
+{
+    size_t first, n = hs_untimed_of(p, u, func, &first);
+    if (!n)
+        return;
+    fprintf(out, ", \"untimed_callees\": [");
+    for (size_t j = 0; j < n; j++) {
+        uint32_t g = p->edges[u->edge[first + j]].callee;
+        char buf[1024];
+        if (p->funcs[g].module != p->funcs[func].module)
+            snprintf(buf, sizeof buf, "%s!%s", p->modules[p->funcs[g].module].name, hs_func_label(p, g));
+        else
+            snprintf(buf, sizeof buf, "%s", hs_func_label(p, g));
+        if (j)
+            fputs(", ", out);
+        hs_json_quote(out, buf);
+    }
+    fputc(']', out);
+}
+
 static void write_functions(const hs_profile *p, FILE *out)
 {
     fprintf(out, "],\n \"functions\": [");
+    hs_untimed_callees uc_store, *uc = &uc_store;
+    hs_untimed_collect(p, uc);
     int k = 0;
     for (size_t i = 0; i < p->nfuncs; i++) {
         const hs_prof_func *f = &p->funcs[i];
@@ -206,6 +231,7 @@ static void write_functions(const hs_profile *p, FILE *out)
                 fprintf(out, ", \"time\": ");
                 time_obj(out, t);
                 fprintf(out, ", \"unwinds\": %llu", (unsigned long long)t->unwinds);
+                write_untimed_callees(out, p, uc, (uint32_t)i);
             }
         }
         if (!f->in_plan)
@@ -218,6 +244,7 @@ static void write_functions(const hs_profile *p, FILE *out)
         func_samples(out, f);
         fputc('}', out);
     }
+    hs_untimed_free(uc);
     fprintf(out, "]");
 }
 

@@ -178,6 +178,58 @@ static uint64_t unseen_calls(const hs_profile *p, uint32_t i)
     return f->calls - t->calls - t->open;
 }
 
+static int cmp_calls_desc(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (p->funcs[x].calls != p->funcs[y].calls)
+        return p->funcs[x].calls > p->funcs[y].calls ? -1 : 1;
+    return strcmp(hs_func_label(p, x), hs_func_label(p, y));
+}
+
+/* The called functions with an entry probe only, by calls, each with why. */
+static void write_untimed(const hs_profile *p, FILE *out, size_t untimed)
+{
+    if (!untimed)
+        return;
+    uint32_t *idx = hs_xcalloc(untimed, sizeof *idx);
+    size_t n = 0;
+    for (size_t i = 0; i < p->nfuncs && n < untimed; i++) {
+        const hs_prof_func *f = &p->funcs[i];
+        if (f->hooked && f->calls && !f->wrapped)
+            idx[n++] = (uint32_t)i;
+    }
+    hs_sort(idx, n, sizeof *idx, cmp_calls_desc, (void *)p);
+    fprintf(out, "\n%12s  %-22s %s\n", "untimed", "why", "function");
+    for (size_t k = 0; k < n; k++)
+        fprintf(out, "%12llu  %-22s %s\n", (unsigned long long)p->funcs[idx[k]].calls,
+                hs_entry_only_name(p->funcs[idx[k]].entry_only), hs_func_label(p, idx[k]));
+    free(idx);
+}
+
+/* Beside a timed function's row: the functions it called that are not
+ * timed, whose time is in its self time (module!function when in another
+ * module; ten at most). */
+static void write_untimed_callees(const hs_profile *p, const hs_untimed_callees *u, uint32_t func, FILE *out)
+{
+    size_t first, n = hs_untimed_of(p, u, func, &first);
+    if (!n)
+        return;
+    fprintf(out, "  (self includes untimed callees:");
+    for (size_t j = 0; j < n; j++) {
+        if (j == 10) {
+            fprintf(out, " ...");
+            break;
+        }
+        uint32_t g = p->edges[u->edge[first + j]].callee;
+        if (p->funcs[g].module != p->funcs[func].module)
+            fprintf(out, "%s %s!%s", j ? "," : "", p->modules[p->funcs[g].module].name, hs_func_label(p, g));
+        else
+            fprintf(out, "%s %s", j ? "," : "", hs_func_label(p, g));
+    }
+    fputc(')', out);
+}
+
 static void write_time(const hs_profile *p, FILE *out)
 {
     uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
@@ -198,15 +250,19 @@ static void write_time(const hs_profile *p, FILE *out)
             open_funcs++;
     }
     hs_sort(idx, n, sizeof *idx, cmp_total, (void *)p);
+    hs_untimed_callees uc;
+    hs_untimed_collect(p, &uc);
 
     fprintf(out, "\ntime: each timed function by total (inclusive) time, which counts only its\n"
                  "outermost call on a thread (a recursive call is inside it already); self = its\n"
                  "calls' time less the timed functions they called; avg, min, max: per call;\n"
                  "unwinds = calls ended by an exception or longjmp. hookscope's own slow paths\n"
-                 "(entry stacks, new callers) are left out of every duration\n");
+                 "(entry stacks, new callers) are left out of every duration; a function's self\n"
+                 "time includes its calls of functions with an entry probe only, named beside it\n");
     if (untimed)
         fprintf(out, "(%zu called functions with %llu calls had an entry probe only and are not timed)\n",
                 untimed, (unsigned long long)untimed_calls);
+    write_untimed(p, out, untimed);
     if (p->time_dropped)
         fprintf(out, "(%llu calls were not timed: nested too deep for the shadow stack)\n",
                 (unsigned long long)p->time_dropped);
@@ -215,14 +271,17 @@ static void write_time(const hs_profile *p, FILE *out)
     for (size_t k = 0; k < n; k++) {
         const hs_prof_time *t = hs_prof_time_get(p, idx[k]);
         char a[32], b[32], c[32], d[32], e[32];
-        fprintf(out, "%12llu %11s %11s %11s %11s %11s %8llu  %s\n", (unsigned long long)t->calls,
+        fprintf(out, "%12llu %11s %11s %11s %11s %11s %8llu  %s", (unsigned long long)t->calls,
                 hs_fmt_duration((double)t->total_ns, a, sizeof a),
                 hs_fmt_duration((double)t->self_ns, b, sizeof b),
                 hs_fmt_duration((double)t->sum_ns / (double)t->calls, c, sizeof c),
                 hs_fmt_duration((double)t->min_ns, d, sizeof d),
                 hs_fmt_duration((double)t->max_ns, e, sizeof e), (unsigned long long)t->unwinds,
                 hs_func_label(p, idx[k]));
+        write_untimed_callees(p, &uc, idx[k], out);
+        fputc('\n', out);
     }
+    hs_untimed_free(&uc);
     if (open_funcs) {
         fprintf(out, "still running when the trace ended (not in the table):");
         for (size_t i = 0, k = 0; i < p->nfuncs; i++) {

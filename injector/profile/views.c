@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/search.h"
 #include "hook/base/util.h"
 
 /* ---- sort keys ---------------------------------------------------------------- */
@@ -250,4 +251,55 @@ hs_cpu_estimate hs_func_cpu_estimate(const hs_profile *p, uint32_t func)
 double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func)
 {
     return hs_func_cpu_estimate(p, func).per_call_ns;
+}
+
+/* ---- untimed callees ------------------------------------------------------------ */
+
+static int cmp_untimed(const void *a, const void *b, void *ctx)
+{
+    const hs_profile *p = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int32_t cx = p->edges[x].caller.func, cy = p->edges[y].caller.func;
+    if (cx != cy)
+        return cx < cy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+void hs_untimed_collect(const hs_profile *p, hs_untimed_callees *u)
+{
+    u->edge = NULL;
+    u->n = 0;
+    if (!p->time_on || !p->nedges)
+        return;
+    u->edge = hs_xcalloc(p->nedges, sizeof *u->edge);
+    for (size_t k = 0; k < p->nedges; k++) {
+        const hs_prof_edge *e = &p->edges[k];
+        const hs_prof_func *g = &p->funcs[e->callee];
+        if (e->caller.func >= 0 && e->calls && g->hooked && !g->wrapped)
+            u->edge[u->n++] = (uint32_t)k;
+    }
+    hs_sort(u->edge, u->n, sizeof *u->edge, cmp_untimed, (void *)p);
+}
+
+static bool untimed_before(const void *ctx, size_t i)
+{
+    const struct { const hs_profile *p; const hs_untimed_callees *u; int32_t caller; } *k = ctx;
+    return k->p->edges[k->u->edge[i]].caller.func < k->caller;
+}
+
+size_t hs_untimed_of(const hs_profile *p, const hs_untimed_callees *u, uint32_t caller, size_t *first)
+{
+    struct { const hs_profile *p; const hs_untimed_callees *u; int32_t caller; } k = { p, u, (int32_t)caller };
+    size_t lo = hs_partition_point(u->n, &k, untimed_before), hi = lo;
+    while (hi < u->n && p->edges[u->edge[hi]].caller.func == (int32_t)caller)
+        hi++;
+    *first = lo;
+    return hi - lo;
+}
+
+void hs_untimed_free(hs_untimed_callees *u)
+{
+    free(u->edge);
+    u->edge = NULL;
+    u->n = 0;
 }

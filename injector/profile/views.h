@@ -136,4 +136,21 @@ hs_cpu_estimate hs_func_cpu_estimate(const hs_profile *p, uint32_t func);
 /* Its CPU time per call, in ns; -1 when unknown (no samples, no calls). */
 double hs_cpu_per_call_ns(const hs_profile *p, uint32_t func);
 
+/* ---- untimed callees ------------------------------------------------------------ */
+
+/* With --time, the calls a function made to hooked functions that are not
+ * timed (an entry probe only) are part of its self time. The caller edges
+ * of such callees, by caller: */
+typedef struct hs_untimed_callees {
+    uint32_t *edge;              /* indices into p->edges, by caller function, then by edge */
+    size_t n;
+} hs_untimed_callees;
+
+/* Collect them (none without --time or edges); free with hs_untimed_free. */
+void hs_untimed_collect(const hs_profile *p, hs_untimed_callees *u);
+/* The callees of `caller` that are not timed: *first is the first of their
+ * edges in u->edge; returns how many follow. */
+size_t hs_untimed_of(const hs_profile *p, const hs_untimed_callees *u, uint32_t caller, size_t *first);
+void hs_untimed_free(hs_untimed_callees *u);
+
 #endif

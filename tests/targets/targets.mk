@@ -52,6 +52,8 @@ test-targets: $(patsubst %,$(TGT_DIR)/%.exe,$(ISSUE4_TARGETS))
 
 # tailcall.c needs its tail call: -O2 (with -foptimize-sibling-calls) after -O1
 TGT_EXTRA_tailcall := -O2 -foptimize-sibling-calls
+# tailsleep.c: functions that end in tail jumps to Sleep and through a pointer
+TGT_EXTRA_tailsleep := -O2 -foptimize-sibling-calls
 
 # latedll.dll: loaded by lateload.exe with LoadLibraryW after main starts
 # (not linked to it).

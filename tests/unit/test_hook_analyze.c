@@ -473,6 +473,50 @@ static void exit_cases(void)
               hs_tail_need(t, A - 0x200), hs_tail_need(t, A - 0x300));
     hs_tail_free(t);
 
+    /* unknown and never: m = `jmp rax` then reaches f too (still the widest
+     * copy); q leaves with its frame set up (rsp -8: never); r jumps to
+     * q; s reads a stack probe's need; u jumps to a setjmp-like node */
+    t = hs_tail_new();
+    static const hs_exit mx[] = { { 0, 0, 0, 3 }, { A + 0x8000, 0, 0, 9 } }, qx = { A + 0x9000, 0, -8, 5 },
+                         rx = { A - 0x500, 0, 0, 0 }, ux = { A + 0xA000, 0, 0, 0 };
+    hs_tail_add(t, A + 0x8000, 4, NULL, 0);
+    hs_tail_add(t, A + 0x9000, 4, NULL, 0);
+    hs_tail_add(t, A + 0xA000, HS_TAIL_NEVER, NULL, 0);
+    hs_tail_add(t, A - 0x400, 4, mx, 2);
+    hs_tail_add(t, A - 0x500, 5, &qx, 1);
+    hs_tail_add(t, A - 0x600, 4, &rx, 1);
+    hs_tail_add(t, A - 0x700, 4, &ux, 1);
+    hs_tail_solve(t, eng, NULL, 0);
+    tap_check(hs_tail_need(t, A - 0x400) == HS_TAIL_WIDE && hs_tail_need(t, A - 0x500) == HS_TAIL_NEVER &&
+                  hs_tail_need(t, A - 0x600) == HS_TAIL_NEVER && hs_tail_need(t, A - 0x700) == HS_TAIL_NEVER,
+              "exits/tail-wide-never", "need m %d, q %d, r %d, u %d", hs_tail_need(t, A - 0x400),
+              hs_tail_need(t, A - 0x500), hs_tail_need(t, A - 0x600), hs_tail_need(t, A - 0x700));
+    hs_tail_free(t);
+
+    /* own: a varargs function is read as wide, a stack probe never */
+    hs_plan vp = { 0 };
+    vp.stack_arg_slots = 4;
+    vp.flags = HS_FN_VARARGS;
+    int32_t own_va = hs_tail_own(&vp);
+    vp.flags = HS_FN_STACK_PROBE;
+    tap_check(own_va == HS_TAIL_WIDE && hs_tail_own(&vp) == HS_TAIL_NEVER, "exits/tail-own",
+              "varargs %d, stack probe %d", own_va, hs_tail_own(&vp));
+
+    /* a flat leaf (rsp never moves, no call) and functions that move rsp */
+    static const uint8_t flat[] = { 0x8b, 0x44, 0x24, 0x28, 0x01, 0xc8, 0xc3, 0xcc };        /* mov eax,[rsp+40]; add eax,ecx; ret */
+    static const uint8_t pushes[] = { 0x53, 0x89, 0xcb, 0x89, 0xd8, 0x5b, 0xc3, 0xcc };      /* push rbx; mov ebx,ecx; mov eax,ebx; pop rbx; ret */
+    static const uint8_t calls[] = { 0xe8, 0x00, 0x01, 0x00, 0x00, 0x90, 0x90, 0xc3 };       /* call +0x100; nop; nop; ret */
+    hs_func_input lf = mk(flat, 7, 0, 1);
+    hs_analyze(eng, &lf, HS_ANALYZE_FULL, &p);
+    int flat_ok = !(p.flags & HS_FN_MOVES_RSP) && p.stack_arg_slots == 5;
+    lf = mk(pushes, 7, 0, 1);
+    hs_analyze(eng, &lf, HS_ANALYZE_FULL, &p);
+    int push_ok = (p.flags & HS_FN_MOVES_RSP) != 0;
+    lf = mk(calls, 8, 0, 0);
+    hs_analyze(eng, &lf, HS_ANALYZE_FULL, &p);
+    tap_check(flat_ok && push_ok && (p.flags & HS_FN_MOVES_RSP), "exits/flat-leaf", "flat %d, push %d, call %#x",
+              flat_ok, push_ok, p.flags);
+
     /* a cycle of tail calls: a -> b -> c -> a; c reads 9 slots */
     t = hs_tail_new();
     static const hs_exit ab = { A + 0x10, 0, 0, 0 }, bc = { A + 0x20, 0, 0, 0 }, ca = { A, 0, 0, 0 };
