@@ -16,9 +16,13 @@
  *           files in a temporary directory
  *
  * Prints one line per step, "name seconds", then "merge_report S" (merge
- * through write) for bench/run.py; the goal is at most 2 s.
+ * through write) for bench/run.py; the goal is at most 1 s.
  *
- *   mergebench [samples [functions]]
+ *   mergebench [samples [functions [outdir]]]
+ *
+ * With outdir the files are written there and kept (to compare the
+ * writers' output before and after a change), else into a temporary
+ * directory that is removed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -118,8 +122,9 @@ int main(int argc, char **argv)
     double t3 = now_s();
     hs_profile_count_samples(p);
     double t4 = now_s();
-    char dir[] = "/tmp/hs-mergebench-XXXXXX";
-    if (!mkdtemp(dir)) {
+    char tmp[] = "/tmp/hs-mergebench-XXXXXX";
+    const char *dir = argc > 3 ? argv[3] : tmp;
+    if (argc <= 3 && !mkdtemp(tmp)) {
         perror("mkdtemp");
         return 1;
     }
@@ -128,7 +133,7 @@ int main(int argc, char **argv)
     for (int i = 0; hs_writers[i] && nw < 16; i++) {
         double a = now_s();
         if ((!hs_writers[i]->wanted || hs_writers[i]->wanted(p)) &&
-            hs_write_file(hs_writers[i], p, dir, hs_writers[i]->file) < 0)
+            hs_write_file(hs_writers[i], p, dir, hs_writers[i]->file ? hs_writers[i]->file : "dtrace.out") < 0)
             return 1;
         tw[nw++] = now_s() - a;
     }
@@ -139,12 +144,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < nw; i++)
         printf("write_%s %.3f\n", hs_writers[i]->format, tw[i]);
     printf("merge_report %.3f\n", t5 - t1);
-    for (int i = 0; hs_writers[i]; i++) {
+    for (int i = 0; argc <= 3 && hs_writers[i]; i++) {
         char path_[256];
-        snprintf(path_, sizeof path_, "%s/%s", dir, hs_writers[i]->file);
+        snprintf(path_, sizeof path_, "%s/%s", dir, hs_writers[i]->file ? hs_writers[i]->file : "dtrace.out");
         unlink(path_);
     }
-    rmdir(dir);
+    if (argc <= 3)
+        rmdir(dir);
     hs_sampleset_free(set);
     hs_profile_free(p);
     for (int k = 0; k < PATHS; k++)
