@@ -442,6 +442,7 @@ def sample():
               f"({t['unique_stacks']:,.0f} unique stacks), median of {ROUNDS}")
         print(f"  interning while sampling {t['set']:.3f} s (not counted); merge {t['merge']:.3f} s, "
               f"naming {t['resolve']:.3f} s, counting {t['count']:.3f} s, writing {t['write']:.3f} s")
+        print(f"  (CPU seconds; wall time of merge and report {t['merge_report_wall']:.3f} s)")
         print(f"  merge and report {t['merge_report']:.3f} s; goal <= {MERGE_GOAL_S:.0f} s: "
               f"{'met' if t['merge_report'] <= MERGE_GOAL_S else 'NOT met'}")
 
