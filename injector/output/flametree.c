@@ -55,6 +55,12 @@ void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
     memset(t, 0, sizeof *t);
     t->kind = kind;
     add_node(t, HS_FNONE, HS_FNONE);
+    /* each frame key is named once: keys[i]'s name is key_name[i] (two
+     * keys can share a name: a function in each of two modules of one
+     * name) */
+    hs_frametab keys = { 0 };
+    uint32_t *key_name = NULL;
+    size_t key_cap = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != kind || !st->nframes || !st->count)
@@ -62,17 +68,24 @@ void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
         uint32_t at = 0;
         t->nodes[0].value += st->count;
         for (uint32_t d = st->nframes; d-- > 0;) {
-            char buf[600];
             hs_loc key = hs_frame_key(st->frames[d]);
-            size_t before = t->names.n;
-            uint32_t name = hs_strtab_add(&t->names, frame_name(p, key, buf, sizeof buf));
-            if (t->names.n > before) {
-                size_t cap = t->names_cap;
-                hs_xgrow(&t->name_func, &cap, t->names.n, sizeof *t->name_func);
-                hs_xgrow(&t->name_module, &t->names_cap, t->names.n, sizeof *t->name_module);
-                t->name_func[name] = key.func;
-                t->name_module[name] = hs_loc_module(p, key);
+            size_t known = keys.n;
+            uint32_t ki = hs_frametab_add(&keys, key);
+            if (keys.n > known) {
+                char buf[600];
+                size_t before = t->names.n;
+                uint32_t name = hs_strtab_add(&t->names, frame_name(p, key, buf, sizeof buf));
+                if (t->names.n > before) {
+                    size_t cap = t->names_cap;
+                    hs_xgrow(&t->name_func, &cap, t->names.n, sizeof *t->name_func);
+                    hs_xgrow(&t->name_module, &t->names_cap, t->names.n, sizeof *t->name_module);
+                    t->name_func[name] = key.func;
+                    t->name_module[name] = hs_loc_module(p, key);
+                }
+                hs_xgrow(&key_name, &key_cap, keys.n, sizeof *key_name);
+                key_name[ki] = name;
             }
+            uint32_t name = key_name[ki];
             uint32_t k = find_kid(t, at, name);
             if (k == HS_FNONE)
                 k = add_node(t, at, name);
@@ -80,6 +93,8 @@ void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
             at = k;
         }
     }
+    hs_frametab_free(&keys);
+    free(key_name);
     t->total = t->nodes[0].value;
 }
 

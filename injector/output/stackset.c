@@ -16,8 +16,15 @@ static uint64_t loc_hash(hs_loc l)
     return h ^ (h >> 29);
 }
 
+static bool func_key(hs_loc key)
+{
+    return key.func >= 0 && key.module == -1 && key.off == 0;
+}
+
 int64_t hs_frametab_find(const hs_frametab *t, hs_loc key)
 {
+    if (func_key(key))
+        return (size_t)key.func < t->by_func_cap && t->by_func[key.func] ? (int64_t)t->by_func[key.func] - 1 : -1;
     size_t cursor = 0;
     uint32_t i;
     while (hs_map_next(&t->map, loc_hash(key), 0, &cursor, &i))
@@ -33,13 +40,21 @@ uint32_t hs_frametab_add(hs_frametab *t, hs_loc key)
         return (uint32_t)i;
     hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
     t->v[t->n] = key;
-    hs_map_xadd(&t->map, loc_hash(key), 0, (uint32_t)t->n);
+    if (func_key(key)) {
+        size_t old = t->by_func_cap;
+        hs_xgrow(&t->by_func, &t->by_func_cap, (size_t)key.func + 1, sizeof *t->by_func);
+        memset(t->by_func + old, 0, (t->by_func_cap - old) * sizeof *t->by_func);
+        t->by_func[key.func] = (uint32_t)t->n + 1;
+    } else {
+        hs_map_xadd(&t->map, loc_hash(key), 0, (uint32_t)t->n);
+    }
     return (uint32_t)t->n++;
 }
 
 void hs_frametab_free(hs_frametab *t)
 {
     free(t->v);
+    free(t->by_func);
     hs_map_free(&t->map);
     memset(t, 0, sizeof *t);
 }

@@ -16,11 +16,16 @@
 #include "injector/profile/profile.h"
 #include "injector/profile/views.h"
 
-/* A table of unique frame keys, in the order they were first added. */
+/* A table of unique frame keys, in the order they were first added. A
+ * function's frame key ({func, -1, 0}, hs_frame_key) is found by the
+ * function's index (by_func), other keys by hash: writers look up every
+ * frame of every stack, nearly all of them functions. */
 typedef struct hs_frametab {
     hs_loc *v;
     size_t n, cap;
     hs_map map;
+    uint32_t *by_func;           /* per function index: its key's index + 1, 0 if not added */
+    size_t by_func_cap;
 } hs_frametab;
 
 /* The index of the key (added if new). */
