@@ -42,12 +42,17 @@ typedef struct sbuf {
     size_t n, cap;
 } sbuf;
 
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    hs_xgrow(&b->s, &b->cap, b->n + n + 1, 1);
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
 static void sb_add(sbuf *b, const char *s)
 {
-    size_t n = strlen(s);
-    hs_xgrow(&b->s, &b->cap, b->n + n + 1, 1);
-    memcpy(b->s + b->n, s, n + 1);
-    b->n += n;
+    sb_put(b, s, strlen(s));
 }
 
 /* One frame as ustack() prints it. */
@@ -70,16 +75,52 @@ static void frame_text(const hs_profile *p, hs_loc l, char *buf, size_t len)
             *c = '?';
 }
 
-static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, sbuf *b)
+/* A function's frame up to its offset, "module`function", made once per
+ * function (hs_frametexts); 0 for a name so long that the offset would
+ * be cut (the frame is then made whole by frame_text). */
+static size_t func_text(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx)
 {
+    (void)ctx;
+    char t[700];
+    frame_text(p, key, t, sizeof t);
+    size_t n = strlen(t);
+    if (n + 20 >= sizeof t || n + 1 > cap)
+        return 0;
+    memcpy(buf, t, n + 1);
+    return n;
+}
+
+static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, sbuf *b, hs_frametexts *texts)
+{
+    static const char indent[] = "              ";
     uint32_t n = max && st->nframes > max ? max : st->nframes;
-    sb_add(b, "\n");
+    sb_put(b, "\n", 1);
     for (uint32_t d = 0; d < n; d++) {
-        char buf[700];
-        frame_text(p, st->frames[d], buf, sizeof buf);
-        sb_add(b, "              ");
-        sb_add(b, buf);
-        sb_add(b, "\n");
+        hs_loc l = st->frames[d];
+        size_t len = 0;
+        const char *text = l.func >= 0 ? hs_frametext(texts, p, hs_frame_key(l), &len) : NULL;
+        sb_put(b, indent, sizeof indent - 1);
+        if (!len) {
+            char buf[700];
+            frame_text(p, l, buf, sizeof buf);
+            sb_add(b, buf);
+        } else {
+            sb_put(b, text, len);
+            if (l.off) {
+                char tail[20];
+                size_t i = sizeof tail;
+                uint64_t v = l.off;
+                do {
+                    tail[--i] = "0123456789abcdef"[v & 15];
+                    v >>= 4;
+                } while (v);
+                tail[--i] = 'x';
+                tail[--i] = '0';
+                tail[--i] = '+';
+                sb_put(b, tail + i, sizeof tail - i);
+            }
+        }
+        sb_put(b, "\n", 1);
     }
 }
 
@@ -122,6 +163,7 @@ static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
         }
         return;
     }
+    hs_frametexts texts = { .make = func_text };
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != a->kind || !st->nframes || !st->count)
@@ -129,9 +171,10 @@ static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
         sbuf b = { 0 };
         if (a->key == HS_DKEY_FUNC_STACK)
             func_key(p->funcs[st->func].name, &b);
-        stack_text(p, st, a->frames, &b);
+        stack_text(p, st, a->frames, &b, &texts);
         add(r, b.s, st->count);
     }
+    hs_frametexts_free(&texts);
 }
 
 int hs_write_dtrace_agg(const hs_profile *p, const hs_dtrace_agg *a, FILE *out)

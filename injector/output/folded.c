@@ -53,17 +53,32 @@ static int cmp_line(const void *a, const void *b, void *ctx)
     return strcmp(((const line *)a)->text, ((const line *)b)->text);
 }
 
-/* Append text to a growing buffer; in a frame name (escape), ';' (the
- * separator) and control characters become '_'. */
-static void append(char **buf, size_t *len, size_t *cap, const char *s, int escape)
+/* Append n bytes to a growing buffer. */
+static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     hs_xgrow(buf, cap, *len + n + 2, 1);
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        (*buf)[(*len)++] = (escape && (c == ';' || (unsigned char)c < 0x20)) ? '_' : c;
-    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
     (*buf)[*len] = 0;
+}
+
+/* A frame as the folded format names it: module!function, with ';' (the
+ * separator) and control characters as '_', and "_[k]" after a frame in a
+ * kernel image. */
+static size_t frame_text(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx)
+{
+    (void)ctx;
+    hs_loc_format(p, key, true, false, buf, cap < 600 ? cap : 600);
+    size_t n = 0;
+    for (; buf[n]; n++)
+        if (buf[n] == ';' || (unsigned char)buf[n] < 0x20)
+            buf[n] = '_';
+    int32_t m = hs_loc_module(p, key);
+    if (m >= 0 && p->modules[m].kernel && n + 5 <= cap) {
+        memcpy(buf + n, "_[k]", 5);
+        n += 4;
+    }
+    return n;
 }
 
 /* Stacks of `kind` folded, each weighted by weight(p, stack, ctx); lines
@@ -72,6 +87,7 @@ static int write_kind(const hs_profile *p, FILE *out, uint8_t kind,
                       uint64_t (*weight)(const hs_profile *, size_t, void *), void *ctx)
 {
     line *lines = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *lines);
+    hs_frametexts names = { .make = frame_text };
     size_t n = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -83,27 +99,27 @@ static int write_kind(const hs_profile *p, FILE *out, uint8_t kind,
         char *buf = NULL;
         size_t len = 0, cap = 0;
         if (st->truncated)
-            append(&buf, &len, &cap, "[truncated]", 0);
+            append(&buf, &len, &cap, "[truncated]", 11);
         for (uint32_t k = st->nframes; k-- > 0;) {
-            char name[600];
+            size_t nlen;
+            const char *name = hs_frametext(&names, p, hs_frame_key(st->frames[k]), &nlen);
             if (len)
-                append(&buf, &len, &cap, ";", 0);
-            append(&buf, &len, &cap, hs_loc_format(p, st->frames[k], true, false, name, sizeof name), 1);
-            int32_t m = hs_loc_module(p, st->frames[k]);
-            if (m >= 0 && p->modules[m].kernel)
-                append(&buf, &len, &cap, "_[k]", 0);
+                append(&buf, &len, &cap, ";", 1);
+            append(&buf, &len, &cap, name, nlen);
         }
         lines[n].text = buf;
         lines[n].count = w;
         n++;
     }
+    hs_frametexts_free(&names);
     hs_sort(lines, n, sizeof *lines, cmp_line, NULL);
     for (size_t i = 0; i < n;) {
         uint64_t count = lines[i].count;
         size_t j = i + 1;
         while (j < n && strcmp(lines[j].text, lines[i].text) == 0)
             count += lines[j++].count;
-        fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
+        fputs(lines[i].text, out);
+        fprintf(out, " %llu\n", (unsigned long long)count);
         i = j;
     }
     for (size_t i = 0; i < n; i++)

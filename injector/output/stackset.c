@@ -59,6 +59,36 @@ void hs_frametab_free(hs_frametab *t)
     memset(t, 0, sizeof *t);
 }
 
+const char *hs_frametext(hs_frametexts *t, const hs_profile *p, hs_loc key, size_t *len)
+{
+    size_t known = t->keys.n;
+    uint32_t i = hs_frametab_add(&t->keys, key);
+    if (t->keys.n > known) {
+        char buf[1200];
+        size_t n = t->make(p, key, buf, sizeof buf, t->ctx);
+        hs_xgrow(&t->text, &t->cap, t->keys.n, sizeof *t->text);
+        hs_xgrow(&t->len, &t->len_cap, t->keys.n, sizeof *t->len);
+        t->text[i] = hs_xmalloc(n + 1);
+        memcpy(t->text[i], buf, n);
+        t->text[i][n] = 0;
+        t->len[i] = (uint32_t)n;
+    }
+    *len = t->len[i];
+    return t->text[i];
+}
+
+void hs_frametexts_free(hs_frametexts *t)
+{
+    for (size_t i = 0; i < t->keys.n; i++)
+        free(t->text[i]);
+    free(t->text);
+    free(t->len);
+    hs_frametab_free(&t->keys);
+    t->text = NULL;
+    t->len = NULL;
+    t->cap = t->len_cap = 0;
+}
+
 static uint64_t str_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull;

@@ -34,6 +34,23 @@ uint32_t hs_frametab_add(hs_frametab *t, hs_loc key);
 int64_t hs_frametab_find(const hs_frametab *t, hs_loc key);
 void hs_frametab_free(hs_frametab *t);
 
+/* Per frame key, the text a writer shows for it, made once (by `make`, into
+ * buf of cap bytes; it returns the text's length) and kept: writers name
+ * the same functions in every stack. */
+typedef size_t (*hs_frametext_fn)(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx);
+typedef struct hs_frametexts {
+    hs_frametab keys;
+    char **text;
+    uint32_t *len;
+    size_t cap, len_cap;
+    hs_frametext_fn make;
+    void *ctx;
+} hs_frametexts;
+
+/* The text of key (a frame key, hs_frame_key) and its length (*len). */
+const char *hs_frametext(hs_frametexts *t, const hs_profile *p, hs_loc key, size_t *len);
+void hs_frametexts_free(hs_frametexts *t);
+
 /* A table of unique strings, in the order they were first added. */
 typedef struct hs_strtab {
     char **v;
