@@ -333,23 +333,52 @@ static size_t func_frame_text(const hs_profile *p, hs_loc key, char *buf, size_t
     return n + 6 < cap ? n : 0;   /* else an escape may have been left out */
 }
 
-/* a stack's "frames" (leaf first) and what tells them apart */
-static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool modules_repeat,
-                   hs_frametexts *texts)
+/* What the frames of a list of stacks are written with: the functions'
+ * texts, and a buffer for one stack's list. */
+typedef struct frames_out {
+    hs_frametexts texts;
+    char *line;
+    size_t cap;
+} frames_out;
+
+static void frames_out_free(frames_out *o)
 {
-    fputs("\"frames\": [", out);
+    hs_frametexts_free(&o->texts);
+    free(o->line);
+}
+
+/* a stack's "frames" (leaf first) and what tells them apart; the list is
+ * put together in a buffer and written at once */
+static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool modules_repeat, frames_out *o)
+{
+    hs_frametexts *texts = &o->texts;
+    char *line = o->line;
+    size_t cap = o->cap, n = 0;
     for (uint32_t d = 0; d < st->nframes; d++) {
-        if (d)
-            fputs(", ", out);
-        size_t len;
+        size_t len = 0;
         hs_loc l = st->frames[d];
         const char *text = l.func >= 0 ? hs_frametext(texts, p, hs_frame_key(l), &len) : "";
-        if (l.func < 0 || !len) {
+        if (!len) {
+            fwrite(line, 1, n, out);
+            n = 0;
             char buf[600];
+            fputs(d ? ", " : "\"frames\": [", out);
             hs_json_quote(out, hs_loc_format_saved(p, l, true, true, buf, sizeof buf));
             continue;
         }
-        /* "text+0xoff" */
+        hs_xgrow(&line, &cap, n + len + 40, 1);
+        o->line = line;
+        o->cap = cap;
+        if (d) {
+            memcpy(line + n, ", \"", 3);
+            n += 3;
+        } else {
+            memcpy(line + n, "\"frames\": [\"", 12);
+            n += 12;
+        }
+        memcpy(line + n, text, len);
+        n += len;
+        /* +0xoff" */
         char tail[24];
         size_t i = sizeof tail;
         uint64_t v = l.off;
@@ -361,10 +390,12 @@ static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool
         tail[--i] = 'x';
         tail[--i] = '0';
         tail[--i] = '+';
-        fputc('"', out);
-        fwrite(text, 1, len, out);
-        fwrite(tail + i, 1, sizeof tail - i, out);
+        memcpy(line + n, tail + i, sizeof tail - i);
+        n += sizeof tail - i;
     }
+    fwrite(line, 1, n, out);
+    if (!st->nframes)
+        fputs("\"frames\": [", out);
     fputc(']', out);
     frame_lines(out, st);
     if (modules_repeat)
@@ -376,7 +407,7 @@ static void write_stacks(const hs_profile *p, FILE *out)
 {
     fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
     bool repeat = module_names_repeat(p);
-    hs_frametexts texts = { .make = func_frame_text };
+    frames_out fo = { .texts = { .make = func_frame_text } };
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -392,10 +423,10 @@ static void write_stacks(const hs_profile *p, FILE *out)
             fprintf(out, ", \"rva\": \"0x%x\"", f->rva);
         fprintf(out, ", \"count\": %llu, \"truncated\": %s, ", (unsigned long long)st->count,
                 st->truncated ? "true" : "false");
-        frames(p, out, st, repeat, &texts);
+        frames(p, out, st, repeat, &fo);
         fputc('}', out);
     }
-    hs_frametexts_free(&texts);
+    frames_out_free(&fo);
     fprintf(out, "]");
 }
 
@@ -406,7 +437,7 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
     fprintf(out, ",\n \"%s\": [", hs_stack_kind_key(kind));
     bool repeat = module_names_repeat(p);
-    hs_frametexts texts = { .make = func_frame_text };
+    frames_out fo = { .texts = { .make = func_frame_text } };
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -416,10 +447,10 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
                 (unsigned long long)st->count, st->tid);
         if (st->truncated)
             fprintf(out, "\"truncated\": true, ");
-        frames(p, out, st, repeat, &texts);
+        frames(p, out, st, repeat, &fo);
         fputc('}', out);
     }
-    hs_frametexts_free(&texts);
+    frames_out_free(&fo);
     fprintf(out, "]");
 }
 
