@@ -16,6 +16,12 @@ static uint64_t kid_hash(uint32_t parent, uint32_t name)
 
 static uint32_t find_kid(const hs_flametree *t, uint32_t parent, uint32_t name)
 {
+    if (t->nodes[parent].nkids <= HS_FKIDS_LISTED) {
+        for (uint32_t k = t->nodes[parent].first; k != HS_FNONE; k = t->nodes[k].next)
+            if (t->nodes[k].name == name)
+                return k;
+        return HS_FNONE;
+    }
     size_t cursor = 0;
     uint32_t k;
     while (hs_map_next(&t->kids, kid_hash(parent, name), 0, &cursor, &k))
@@ -36,10 +42,18 @@ static uint32_t add_node(hs_flametree *t, uint32_t parent, uint32_t name)
     if (parent != HS_FNONE) {
         d->depth = t->nodes[parent].depth + 1;
         d->next = t->nodes[parent].first;
-        t->nodes[parent].first = k;
+        hs_fnode *up = &t->nodes[parent];
+        up->first = k;
         if (d->depth > t->max_depth)
             t->max_depth = d->depth;
-        hs_map_xadd(&t->kids, kid_hash(parent, name), 0, k);
+        /* a parent's children go into the map once it has more than can
+         * be walked quickly, and from then on as they come */
+        if (++up->nkids == HS_FKIDS_LISTED + 1) {
+            for (uint32_t c = up->first; c != HS_FNONE; c = t->nodes[c].next)
+                hs_map_xadd(&t->kids, kid_hash(parent, t->nodes[c].name), 0, c);
+        } else if (up->nkids > HS_FKIDS_LISTED) {
+            hs_map_xadd(&t->kids, kid_hash(parent, name), 0, k);
+        }
     }
     return k;
 }
