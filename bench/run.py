@@ -52,7 +52,7 @@ here) measures another build, e.g. before and after a change.
            (build/bench/walkbench.exe: time per stack, frames, agreement);
            and the merge-and-report time
            of 1,000,000 synthetic samples over 100,000 functions
-           (build/native/bench/mergebench; goal: at most 2 s).
+           (build/native/bench/mergebench; goal: at most 1 s).
   sample-rates  the slowdown of spin.exe (1 thread) at rates from 25 Hz to
            1 kHz, for choosing the default: the highest rate within 5%.
 
@@ -358,7 +358,7 @@ def stacks():
 SPIN = "build/bench/spin.exe"
 SPIN_STEPS = "1500"         # million steps per thread: about 2-3 s per thread here
 SLOWDOWN_GOAL = 1.05
-MERGE_GOAL_S = 2.0
+MERGE_GOAL_S = 1.0
 SAMPLER_LINE = (r"a thread stayed suspended (\d+) us per sample \(median; (\d+) us at the 99th percentile\); "
                 r"unwinding took ([\d.]+) us per sample")
 
@@ -450,6 +450,7 @@ def sample():
               f"({t['unique_stacks']:,.0f} unique stacks), median of {ROUNDS}")
         print(f"  interning while sampling {t['set']:.3f} s (not counted); merge {t['merge']:.3f} s, "
               f"naming {t['resolve']:.3f} s, counting {t['count']:.3f} s, writing {t['write']:.3f} s")
+        print(f"  (CPU seconds; wall time of merge and report {t['merge_report_wall']:.3f} s)")
         print(f"  merge and report {t['merge_report']:.3f} s; goal <= {MERGE_GOAL_S:.0f} s: "
               f"{'met' if t['merge_report'] <= MERGE_GOAL_S else 'NOT met'}")
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/map.h"
 #include "hook/base/util.h"
 #include "injector/output/stackset.h"
 #include "injector/output/writers.h"
@@ -42,12 +43,17 @@ typedef struct sbuf {
     size_t n, cap;
 } sbuf;
 
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    hs_xgrow(&b->s, &b->cap, b->n + n + 1, 1);
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
 static void sb_add(sbuf *b, const char *s)
 {
-    size_t n = strlen(s);
-    hs_xgrow(&b->s, &b->cap, b->n + n + 1, 1);
-    memcpy(b->s + b->n, s, n + 1);
-    b->n += n;
+    sb_put(b, s, strlen(s));
 }
 
 /* One frame as ustack() prints it. */
@@ -70,16 +76,52 @@ static void frame_text(const hs_profile *p, hs_loc l, char *buf, size_t len)
             *c = '?';
 }
 
-static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, sbuf *b)
+/* A function's frame up to its offset, "module`function", made once per
+ * function (hs_frametexts); 0 for a name so long that the offset would
+ * be cut (the frame is then made whole by frame_text). */
+static size_t func_text(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx)
 {
+    (void)ctx;
+    char t[700];
+    frame_text(p, key, t, sizeof t);
+    size_t n = strlen(t);
+    if (n + 20 >= sizeof t || n + 1 > cap)
+        return 0;
+    memcpy(buf, t, n + 1);
+    return n;
+}
+
+static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, sbuf *b, hs_frametexts *texts)
+{
+    static const char indent[] = "              ";
     uint32_t n = max && st->nframes > max ? max : st->nframes;
-    sb_add(b, "\n");
+    sb_put(b, "\n", 1);
     for (uint32_t d = 0; d < n; d++) {
-        char buf[700];
-        frame_text(p, st->frames[d], buf, sizeof buf);
-        sb_add(b, "              ");
-        sb_add(b, buf);
-        sb_add(b, "\n");
+        hs_loc l = st->frames[d];
+        size_t len = 0;
+        const char *text = l.func >= 0 ? hs_frametext(texts, p, hs_frame_key(l), &len) : NULL;
+        sb_put(b, indent, sizeof indent - 1);
+        if (!len) {
+            char buf[700];
+            frame_text(p, l, buf, sizeof buf);
+            sb_add(b, buf);
+        } else {
+            sb_put(b, text, len);
+            if (l.off) {
+                char tail[20];
+                size_t i = sizeof tail;
+                uint64_t v = l.off;
+                do {
+                    tail[--i] = "0123456789abcdef"[v & 15];
+                    v >>= 4;
+                } while (v);
+                tail[--i] = 'x';
+                tail[--i] = '0';
+                tail[--i] = '+';
+                sb_put(b, tail + i, sizeof tail - i);
+            }
+        }
+        sb_put(b, "\n", 1);
     }
 }
 
@@ -108,6 +150,36 @@ static int cmp_count(const void *a, const void *b, void *ctx)
     return strcmp(x->key, y->key);
 }
 
+/* The frames of a stack that its record keeps (max 0: all). */
+static uint32_t kept(const hs_prof_stack *st, uint32_t max)
+{
+    return max && st->nframes > max ? max : st->nframes;
+}
+
+static uint64_t key_hash(const hs_prof_stack *st, uint32_t max, bool by_func)
+{
+    uint64_t h = by_func ? st->func * 0x9E3779B97F4A7C15ull : 0;
+    for (uint32_t d = 0; d < kept(st, max); d++) {
+        hs_loc l = st->frames[d];
+        h = (h ^ (uint64_t)(uint32_t)l.func) * 0x100000001B3ull;
+        h = (h ^ ((uint64_t)(uint32_t)l.module << 32 ^ l.off)) * 0xC2B2AE3D27D4EB4Full;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* The two stacks have one record: the same frames kept (and function). */
+static bool same_key(const hs_prof_stack *a, const hs_prof_stack *b, uint32_t max, bool by_func)
+{
+    uint32_t n = kept(a, max);
+    if (n != kept(b, max) || (by_func && a->func != b->func))
+        return false;
+    for (uint32_t d = 0; d < n; d++)
+        if (!hs_loc_same(a->frames[d], b->frames[d]))
+            return false;
+    return true;
+}
+
 /* The records of one profile. */
 static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
 {
@@ -122,16 +194,43 @@ static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
         }
         return;
     }
+    /* stacks with the same key (they differ in threads, or below the
+     * frames kept) are one record before their text is put together */
+    bool by_func = a->key == HS_DKEY_FUNC_STACK;
+    size_t start = r->n;
+    size_t *first = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *first);   /* per record: its first stack */
+    hs_map same = { 0 };
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != a->kind || !st->nframes || !st->count)
             continue;
-        sbuf b = { 0 };
-        if (a->key == HS_DKEY_FUNC_STACK)
-            func_key(p->funcs[st->func].name, &b);
-        stack_text(p, st, a->frames, &b);
-        add(r, b.s, st->count);
+        uint64_t h = key_hash(st, a->frames, by_func);
+        size_t cursor = 0;
+        uint32_t k;
+        bool found = false;
+        while (!found && hs_map_next(&same, h, 0, &cursor, &k))
+            if (same_key(&p->stacks[first[k]], st, a->frames, by_func)) {
+                r->v[start + k].count += st->count;
+                found = true;
+            }
+        if (found)
+            continue;
+        hs_map_xadd(&same, h, 0, (uint32_t)(r->n - start));
+        first[r->n - start] = i;
+        add(r, NULL, st->count);
     }
+    hs_map_free(&same);
+    hs_frametexts texts = { .make = func_text };
+    for (size_t k = start; k < r->n; k++) {
+        const hs_prof_stack *st = &p->stacks[first[k - start]];
+        sbuf b = { 0 };
+        if (by_func)
+            func_key(p->funcs[st->func].name, &b);
+        stack_text(p, st, a->frames, &b, &texts);
+        r->v[k].key = b.s;
+    }
+    hs_frametexts_free(&texts);
+    free(first);
 }
 
 int hs_write_dtrace_agg(const hs_profile *p, const hs_dtrace_agg *a, FILE *out)

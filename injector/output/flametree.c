@@ -16,6 +16,12 @@ static uint64_t kid_hash(uint32_t parent, uint32_t name)
 
 static uint32_t find_kid(const hs_flametree *t, uint32_t parent, uint32_t name)
 {
+    if (t->nodes[parent].nkids <= HS_FKIDS_LISTED) {
+        for (uint32_t k = t->nodes[parent].first; k != HS_FNONE; k = t->nodes[k].next)
+            if (t->nodes[k].name == name)
+                return k;
+        return HS_FNONE;
+    }
     size_t cursor = 0;
     uint32_t k;
     while (hs_map_next(&t->kids, kid_hash(parent, name), 0, &cursor, &k))
@@ -36,10 +42,18 @@ static uint32_t add_node(hs_flametree *t, uint32_t parent, uint32_t name)
     if (parent != HS_FNONE) {
         d->depth = t->nodes[parent].depth + 1;
         d->next = t->nodes[parent].first;
-        t->nodes[parent].first = k;
+        hs_fnode *up = &t->nodes[parent];
+        up->first = k;
         if (d->depth > t->max_depth)
             t->max_depth = d->depth;
-        hs_map_xadd(&t->kids, kid_hash(parent, name), 0, k);
+        /* a parent's children go into the map once it has more than can
+         * be walked quickly, and from then on as they come */
+        if (++up->nkids == HS_FKIDS_LISTED + 1) {
+            for (uint32_t c = up->first; c != HS_FNONE; c = t->nodes[c].next)
+                hs_map_xadd(&t->kids, kid_hash(parent, t->nodes[c].name), 0, c);
+        } else if (up->nkids > HS_FKIDS_LISTED) {
+            hs_map_xadd(&t->kids, kid_hash(parent, name), 0, k);
+        }
     }
     return k;
 }
@@ -55,6 +69,12 @@ void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
     memset(t, 0, sizeof *t);
     t->kind = kind;
     add_node(t, HS_FNONE, HS_FNONE);
+    /* each frame key is named once: keys[i]'s name is key_name[i] (two
+     * keys can share a name: a function in each of two modules of one
+     * name) */
+    hs_frametab keys = { 0 };
+    uint32_t *key_name = NULL;
+    size_t key_cap = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != kind || !st->nframes || !st->count)
@@ -62,17 +82,24 @@ void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
         uint32_t at = 0;
         t->nodes[0].value += st->count;
         for (uint32_t d = st->nframes; d-- > 0;) {
-            char buf[600];
             hs_loc key = hs_frame_key(st->frames[d]);
-            size_t before = t->names.n;
-            uint32_t name = hs_strtab_add(&t->names, frame_name(p, key, buf, sizeof buf));
-            if (t->names.n > before) {
-                size_t cap = t->names_cap;
-                hs_xgrow(&t->name_func, &cap, t->names.n, sizeof *t->name_func);
-                hs_xgrow(&t->name_module, &t->names_cap, t->names.n, sizeof *t->name_module);
-                t->name_func[name] = key.func;
-                t->name_module[name] = hs_loc_module(p, key);
+            size_t known = keys.n;
+            uint32_t ki = hs_frametab_add(&keys, key);
+            if (keys.n > known) {
+                char buf[600];
+                size_t before = t->names.n;
+                uint32_t name = hs_strtab_add(&t->names, frame_name(p, key, buf, sizeof buf));
+                if (t->names.n > before) {
+                    size_t cap = t->names_cap;
+                    hs_xgrow(&t->name_func, &cap, t->names.n, sizeof *t->name_func);
+                    hs_xgrow(&t->name_module, &t->names_cap, t->names.n, sizeof *t->name_module);
+                    t->name_func[name] = key.func;
+                    t->name_module[name] = hs_loc_module(p, key);
+                }
+                hs_xgrow(&key_name, &key_cap, keys.n, sizeof *key_name);
+                key_name[ki] = name;
             }
+            uint32_t name = key_name[ki];
             uint32_t k = find_kid(t, at, name);
             if (k == HS_FNONE)
                 k = add_node(t, at, name);
@@ -80,6 +107,8 @@ void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
             at = k;
         }
     }
+    hs_frametab_free(&keys);
+    free(key_name);
     t->total = t->nodes[0].value;
 }
 

@@ -18,11 +18,13 @@
 #include "injector/profile/profile.h"
 
 #define HS_FNONE UINT32_MAX
+#define HS_FKIDS_LISTED 8
 
 typedef struct hs_fnode {
     uint32_t name;               /* index into the tree's names; HS_FNONE: the root */
     uint32_t parent, first, next;/* HS_FNONE when none */
     uint32_t depth;              /* the root is 0 */
+    uint32_t nkids;              /* its children */
     uint64_t value;              /* stacks through this node */
     uint64_t base;               /* the baseline's stacks through the same path */
     uint64_t x;                  /* after hs_flametree_layout: the counts left of it */
@@ -35,7 +37,8 @@ typedef struct hs_flametree {
     int32_t *name_module;        /* per name: its module, or -1 */
     hs_fnode *nodes;             /* nodes[0] is the root */
     size_t n, cap, names_cap;
-    hs_map kids;                 /* (parent, name) -> node */
+    hs_map kids;                 /* (parent, name) -> node, for parents of many children
+                                    (HS_FKIDS_LISTED or fewer are found along their list) */
     uint64_t total, base_total;
     uint32_t max_depth;
 } hs_flametree;

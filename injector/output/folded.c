@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/map.h"
 #include "hook/base/util.h"
 #include "injector/output/stackset.h"
 #include "injector/output/writers.h"
@@ -53,25 +54,68 @@ static int cmp_line(const void *a, const void *b, void *ctx)
     return strcmp(((const line *)a)->text, ((const line *)b)->text);
 }
 
-/* Append text to a growing buffer; in a frame name (escape), ';' (the
- * separator) and control characters become '_'. */
-static void append(char **buf, size_t *len, size_t *cap, const char *s, int escape)
+/* Append n bytes to a growing buffer. */
+static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     hs_xgrow(buf, cap, *len + n + 2, 1);
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        (*buf)[(*len)++] = (escape && (c == ';' || (unsigned char)c < 0x20)) ? '_' : c;
-    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
     (*buf)[*len] = 0;
 }
 
+/* A frame as the folded format names it: module!function, with ';' (the
+ * separator) and control characters as '_', and "_[k]" after a frame in a
+ * kernel image. */
+static size_t frame_text(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx)
+{
+    (void)ctx;
+    hs_loc_format(p, key, true, false, buf, cap < 600 ? cap : 600);
+    size_t n = 0;
+    for (; buf[n]; n++)
+        if (buf[n] == ';' || (unsigned char)buf[n] < 0x20)
+            buf[n] = '_';
+    int32_t m = hs_loc_module(p, key);
+    if (m >= 0 && p->modules[m].kernel && n + 5 <= cap) {
+        memcpy(buf + n, "_[k]", 5);
+        n += 4;
+    }
+    return n;
+}
+
+static uint64_t frames_hash(const hs_prof_stack *st)
+{
+    uint64_t h = st->truncated ? 0x9E3779B97F4A7C15ull : 0;
+    for (uint32_t d = 0; d < st->nframes; d++) {
+        hs_loc k = hs_frame_key(st->frames[d]);
+        h = (h ^ (uint64_t)(uint32_t)k.func) * 0x100000001B3ull;
+        h = (h ^ ((uint64_t)(uint32_t)k.module << 32 ^ k.off)) * 0xC2B2AE3D27D4EB4Full;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* The two stacks are one line: the same frame keys, both truncated or not. */
+static bool same_line(const hs_prof_stack *a, const hs_prof_stack *b)
+{
+    if (a->nframes != b->nframes || a->truncated != b->truncated)
+        return false;
+    for (uint32_t d = 0; d < a->nframes; d++)
+        if (!hs_loc_same(hs_frame_key(a->frames[d]), hs_frame_key(b->frames[d])))
+            return false;
+    return true;
+}
+
 /* Stacks of `kind` folded, each weighted by weight(p, stack, ctx); lines
- * of weight 0 are left out. */
+ * of weight 0 are left out. Stacks with the same frame keys (they differ
+ * in threads or offsets only) are merged before their lines are put
+ * together; lines that are still the same text (two modules of one name)
+ * are merged after sorting. */
 static int write_kind(const hs_profile *p, FILE *out, uint8_t kind,
                       uint64_t (*weight)(const hs_profile *, size_t, void *), void *ctx)
 {
     line *lines = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *lines);
+    size_t *first = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *first);   /* per line: its first stack */
+    hs_map same = { 0 };
     size_t n = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -80,30 +124,48 @@ static int write_kind(const hs_profile *p, FILE *out, uint8_t kind,
         uint64_t w = weight(p, i, ctx);
         if (!w)
             continue;
+        uint64_t h = frames_hash(st);
+        size_t cursor = 0;
+        uint32_t k;
+        bool found = false;
+        while (!found && hs_map_next(&same, h, 0, &cursor, &k))
+            if (same_line(&p->stacks[first[k]], st)) {
+                lines[k].count += w;
+                found = true;
+            }
+        if (found)
+            continue;
+        hs_map_xadd(&same, h, 0, (uint32_t)n);
+        first[n] = i;
+        lines[n++].count = w;
+    }
+    hs_map_free(&same);
+    hs_frametexts names = { .make = frame_text };
+    for (size_t k = 0; k < n; k++) {
+        const hs_prof_stack *st = &p->stacks[first[k]];
         char *buf = NULL;
         size_t len = 0, cap = 0;
         if (st->truncated)
-            append(&buf, &len, &cap, "[truncated]", 0);
-        for (uint32_t k = st->nframes; k-- > 0;) {
-            char name[600];
+            append(&buf, &len, &cap, "[truncated]", 11);
+        for (uint32_t d = st->nframes; d-- > 0;) {
+            size_t nlen;
+            const char *name = hs_frametext(&names, p, hs_frame_key(st->frames[d]), &nlen);
             if (len)
-                append(&buf, &len, &cap, ";", 0);
-            append(&buf, &len, &cap, hs_loc_format(p, st->frames[k], true, false, name, sizeof name), 1);
-            int32_t m = hs_loc_module(p, st->frames[k]);
-            if (m >= 0 && p->modules[m].kernel)
-                append(&buf, &len, &cap, "_[k]", 0);
+                append(&buf, &len, &cap, ";", 1);
+            append(&buf, &len, &cap, name, nlen);
         }
-        lines[n].text = buf;
-        lines[n].count = w;
-        n++;
+        lines[k].text = buf;
     }
+    hs_frametexts_free(&names);
+    free(first);
     hs_sort(lines, n, sizeof *lines, cmp_line, NULL);
     for (size_t i = 0; i < n;) {
         uint64_t count = lines[i].count;
         size_t j = i + 1;
         while (j < n && strcmp(lines[j].text, lines[i].text) == 0)
             count += lines[j++].count;
-        fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
+        fputs(lines[i].text, out);
+        fprintf(out, " %llu\n", (unsigned long long)count);
         i = j;
     }
     for (size_t i = 0; i < n; i++)

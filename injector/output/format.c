@@ -8,23 +8,58 @@
 
 #include "hook/base/util.h"
 
+size_t hs_json_quoted(const char *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        char esc[8];
+        const char *e = esc;
+        size_t k = 2;
+        switch (*p) {
+        case '"': e = "\\\""; break;
+        case '\\': e = "\\\\"; break;
+        case '\n': e = "\\n"; break;
+        case '\r': e = "\\r"; break;
+        case '\t': e = "\\t"; break;
+        default:
+            if (*p < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", *p);
+                k = 6;
+            } else {
+                esc[0] = (char)*p;
+                k = 1;
+            }
+        }
+        if (n + k >= cap)
+            break;
+        memcpy(buf + n, e, k);
+        n += k;
+    }
+    if (cap)
+        buf[n] = 0;
+    return n;
+}
+
 void hs_json_quote(FILE *out, const char *s)
 {
+    const char *p = s ? s : "", *run = p;
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
+    for (; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        fwrite(run, 1, (size_t)(p - run), out);
+        switch (c) {
         case '"': fputs("\\\"", out); break;
         case '\\': fputs("\\\\", out); break;
         case '\n': fputs("\\n", out); break;
         case '\r': fputs("\\r", out); break;
         case '\t': fputs("\\t", out); break;
-        default:
-            if (*p < 0x20)
-                fprintf(out, "\\u%04x", *p);
-            else
-                fputc(*p, out);
+        default: fprintf(out, "\\u%04x", c);
         }
+        run = p + 1;
     }
+    fwrite(run, 1, (size_t)(p - run), out);
     fputc('"', out);
 }
 

@@ -16,6 +16,10 @@
 
 /* A JSON string literal of s (NULL as ""). */
 void hs_json_quote(FILE *out, const char *s);
+/* The inside of that literal (without its quotes) into buf (cap bytes,
+ * terminated; an escape that does not fit whole is left out, and what
+ * follows it); returns its length. */
+size_t hs_json_quoted(const char *s, char *buf, size_t cap);
 
 /* A duration with a unit that keeps 3-4 significant digits ("12.56 us"). */
 const char *hs_fmt_duration(double ns, char *buf, size_t len);

@@ -24,6 +24,7 @@
 #include "hook/base/util.h"
 #include "hookscope/skip.h"
 #include "injector/output/format.h"
+#include "injector/output/stackset.h"
 #include "injector/output/writers.h"
 
 static void counts_obj(FILE *out, const uint32_t *counts, int n, const char *(*name)(int))
@@ -344,15 +345,84 @@ static void frame_rvas(const hs_profile *p, FILE *out, const hs_prof_stack *st)
     fputc(']', out);
 }
 
-/* a stack's "frames" (leaf first) and what tells them apart */
-static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool modules_repeat)
+/* A function's frame as "frames" name it, up to its offset: the JSON
+ * string's inside of "module!function" (the saved name), made once per
+ * function; 0 (the frame is then written whole, hs_loc_format_saved)
+ * for a place in no function, or a name so long that the offset would be
+ * cut. */
+static size_t func_frame_text(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx)
 {
-    fprintf(out, "\"frames\": [");
+    (void)ctx;
+    char raw[600];
+    if (key.func < 0 || strlen(hs_loc_format_saved(p, key, true, false, raw, sizeof raw)) + 20 >= sizeof raw)
+        return 0;
+    size_t n = hs_json_quoted(raw, buf, cap);
+    return n + 6 < cap ? n : 0;   /* else an escape may have been left out */
+}
+
+/* What the frames of a list of stacks are written with: the functions'
+ * texts, and a buffer for one stack's list. */
+typedef struct frames_out {
+    hs_frametexts texts;
+    char *line;
+    size_t cap;
+} frames_out;
+
+static void frames_out_free(frames_out *o)
+{
+    hs_frametexts_free(&o->texts);
+    free(o->line);
+}
+
+/* a stack's "frames" (leaf first) and what tells them apart; the list is
+ * put together in a buffer and written at once */
+static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool modules_repeat, frames_out *o)
+{
+    hs_frametexts *texts = &o->texts;
+    char *line = o->line;
+    size_t cap = o->cap, n = 0;
     for (uint32_t d = 0; d < st->nframes; d++) {
-        char buf[600];
-        fprintf(out, "%s", d ? ", " : "");
-        hs_json_quote(out, hs_loc_format_saved(p, st->frames[d], true, true, buf, sizeof buf));
+        size_t len = 0;
+        hs_loc l = st->frames[d];
+        const char *text = l.func >= 0 ? hs_frametext(texts, p, hs_frame_key(l), &len) : "";
+        if (!len) {
+            fwrite(line, 1, n, out);
+            n = 0;
+            char buf[600];
+            fputs(d ? ", " : "\"frames\": [", out);
+            hs_json_quote(out, hs_loc_format_saved(p, l, true, true, buf, sizeof buf));
+            continue;
+        }
+        hs_xgrow(&line, &cap, n + len + 40, 1);
+        o->line = line;
+        o->cap = cap;
+        if (d) {
+            memcpy(line + n, ", \"", 3);
+            n += 3;
+        } else {
+            memcpy(line + n, "\"frames\": [\"", 12);
+            n += 12;
+        }
+        memcpy(line + n, text, len);
+        n += len;
+        /* +0xoff" */
+        char tail[24];
+        size_t i = sizeof tail;
+        uint64_t v = l.off;
+        tail[--i] = '"';
+        do {
+            tail[--i] = "0123456789abcdef"[v & 15];
+            v >>= 4;
+        } while (v);
+        tail[--i] = 'x';
+        tail[--i] = '0';
+        tail[--i] = '+';
+        memcpy(line + n, tail + i, sizeof tail - i);
+        n += sizeof tail - i;
     }
+    fwrite(line, 1, n, out);
+    if (!st->nframes)
+        fputs("\"frames\": [", out);
     fputc(']', out);
     frame_lines(out, st);
     if (modules_repeat)
@@ -364,6 +434,7 @@ static void write_stacks(const hs_profile *p, FILE *out)
 {
     fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
     bool repeat = module_names_repeat(p);
+    frames_out fo = { .texts = { .make = func_frame_text } };
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -379,9 +450,10 @@ static void write_stacks(const hs_profile *p, FILE *out)
             fprintf(out, ", \"rva\": \"0x%x\"", f->rva);
         fprintf(out, ", \"count\": %llu, \"truncated\": %s, ", (unsigned long long)st->count,
                 st->truncated ? "true" : "false");
-        frames(p, out, st, repeat);
+        frames(p, out, st, repeat, &fo);
         fputc('}', out);
     }
+    frames_out_free(&fo);
     fprintf(out, "]");
 }
 
@@ -392,6 +464,7 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
     fprintf(out, ",\n \"%s\": [", hs_stack_kind_key(kind));
     bool repeat = module_names_repeat(p);
+    frames_out fo = { .texts = { .make = func_frame_text } };
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -401,9 +474,10 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
                 (unsigned long long)st->count, st->tid);
         if (st->truncated)
             fprintf(out, "\"truncated\": true, ");
-        frames(p, out, st, repeat);
+        frames(p, out, st, repeat, &fo);
         fputc('}', out);
     }
+    frames_out_free(&fo);
     fprintf(out, "]");
 }
 

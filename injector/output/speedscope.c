@@ -88,10 +88,32 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != kind || !st->nframes || (by_thread && st->tid != tid))
             continue;
-        fprintf(out, "%s\n    [", k++ ? "," : "");
-        for (uint32_t d = st->nframes; d-- > 0;)
-            fprintf(out, "%u%s", hs_frametab_add(frames, hs_frame_key(st->frames[d])), d ? ", " : "");
-        fputc(']', out);
+        /* "[id, id, ...]" put together and written at once */
+        char buf[4096];
+        const char *open = k++ ? ",\n    [" : "\n    [";
+        size_t n = strlen(open);
+        memcpy(buf, open, n);
+        for (uint32_t d = st->nframes; d-- > 0;) {
+            if (n + 16 > sizeof buf) {
+                fwrite(buf, 1, n, out);
+                n = 0;
+            }
+            char t[12];
+            size_t i = sizeof t;
+            uint32_t v = hs_frametab_add(frames, hs_frame_key(st->frames[d]));
+            do {
+                t[--i] = (char)('0' + v % 10);
+                v /= 10;
+            } while (v);
+            memcpy(buf + n, t + i, sizeof t - i);
+            n += sizeof t - i;
+            if (d) {
+                buf[n++] = ',';
+                buf[n++] = ' ';
+            }
+        }
+        buf[n++] = ']';
+        fwrite(buf, 1, n, out);
     }
     fprintf(out, "],\n   \"weights\": [");
     k = 0;

@@ -16,8 +16,15 @@ static uint64_t loc_hash(hs_loc l)
     return h ^ (h >> 29);
 }
 
+static bool func_key(hs_loc key)
+{
+    return key.func >= 0 && key.module == -1 && key.off == 0;
+}
+
 int64_t hs_frametab_find(const hs_frametab *t, hs_loc key)
 {
+    if (func_key(key))
+        return (size_t)key.func < t->by_func_cap && t->by_func[key.func] ? (int64_t)t->by_func[key.func] - 1 : -1;
     size_t cursor = 0;
     uint32_t i;
     while (hs_map_next(&t->map, loc_hash(key), 0, &cursor, &i))
@@ -33,15 +40,53 @@ uint32_t hs_frametab_add(hs_frametab *t, hs_loc key)
         return (uint32_t)i;
     hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
     t->v[t->n] = key;
-    hs_map_xadd(&t->map, loc_hash(key), 0, (uint32_t)t->n);
+    if (func_key(key)) {
+        size_t old = t->by_func_cap;
+        hs_xgrow(&t->by_func, &t->by_func_cap, (size_t)key.func + 1, sizeof *t->by_func);
+        memset(t->by_func + old, 0, (t->by_func_cap - old) * sizeof *t->by_func);
+        t->by_func[key.func] = (uint32_t)t->n + 1;
+    } else {
+        hs_map_xadd(&t->map, loc_hash(key), 0, (uint32_t)t->n);
+    }
     return (uint32_t)t->n++;
 }
 
 void hs_frametab_free(hs_frametab *t)
 {
     free(t->v);
+    free(t->by_func);
     hs_map_free(&t->map);
     memset(t, 0, sizeof *t);
+}
+
+const char *hs_frametext(hs_frametexts *t, const hs_profile *p, hs_loc key, size_t *len)
+{
+    size_t known = t->keys.n;
+    uint32_t i = hs_frametab_add(&t->keys, key);
+    if (t->keys.n > known) {
+        char buf[1200];
+        size_t n = t->make(p, key, buf, sizeof buf, t->ctx);
+        hs_xgrow(&t->text, &t->cap, t->keys.n, sizeof *t->text);
+        hs_xgrow(&t->len, &t->len_cap, t->keys.n, sizeof *t->len);
+        t->text[i] = hs_xmalloc(n + 1);
+        memcpy(t->text[i], buf, n);
+        t->text[i][n] = 0;
+        t->len[i] = (uint32_t)n;
+    }
+    *len = t->len[i];
+    return t->text[i];
+}
+
+void hs_frametexts_free(hs_frametexts *t)
+{
+    for (size_t i = 0; i < t->keys.n; i++)
+        free(t->text[i]);
+    free(t->text);
+    free(t->len);
+    hs_frametab_free(&t->keys);
+    t->text = NULL;
+    t->len = NULL;
+    t->cap = t->len_cap = 0;
 }
 
 static uint64_t str_hash(const char *s)

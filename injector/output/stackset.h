@@ -16,11 +16,16 @@
 #include "injector/profile/profile.h"
 #include "injector/profile/views.h"
 
-/* A table of unique frame keys, in the order they were first added. */
+/* A table of unique frame keys, in the order they were first added. A
+ * function's frame key ({func, -1, 0}, hs_frame_key) is found by the
+ * function's index (by_func), other keys by hash: writers look up every
+ * frame of every stack, nearly all of them functions. */
 typedef struct hs_frametab {
     hs_loc *v;
     size_t n, cap;
     hs_map map;
+    uint32_t *by_func;           /* per function index: its key's index + 1, 0 if not added */
+    size_t by_func_cap;
 } hs_frametab;
 
 /* The index of the key (added if new). */
@@ -28,6 +33,23 @@ uint32_t hs_frametab_add(hs_frametab *t, hs_loc key);
 /* The index of the key, or -1. */
 int64_t hs_frametab_find(const hs_frametab *t, hs_loc key);
 void hs_frametab_free(hs_frametab *t);
+
+/* Per frame key, the text a writer shows for it, made once (by `make`, into
+ * buf of cap bytes; it returns the text's length) and kept: writers name
+ * the same functions in every stack. */
+typedef size_t (*hs_frametext_fn)(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx);
+typedef struct hs_frametexts {
+    hs_frametab keys;
+    char **text;
+    uint32_t *len;
+    size_t cap, len_cap;
+    hs_frametext_fn make;
+    void *ctx;
+} hs_frametexts;
+
+/* The text of key (a frame key, hs_frame_key) and its length (*len). */
+const char *hs_frametext(hs_frametexts *t, const hs_profile *p, hs_loc key, size_t *len);
+void hs_frametexts_free(hs_frametexts *t);
 
 /* A table of unique strings, in the order they were first added. */
 typedef struct hs_strtab {

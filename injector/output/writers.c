@@ -82,6 +82,9 @@ int hs_write_file(const hs_writer *w, const hs_profile *p, const char *dir, cons
     if (!f) {
         hs_err("cannot write %s: %s", path, why);
     } else {
+        /* writers put out many small pieces; a large buffer saves most of
+         * the write calls (report.json of a big profile is tens of MB) */
+        setvbuf(f, NULL, _IOFBF, 1 << 20);
         rc = w->write(p, f);
         if (fclose(f) != 0 || rc != 0) {
             hs_err("cannot write %s", path);

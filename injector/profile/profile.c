@@ -389,23 +389,67 @@ int64_t hs_profile_find_module(const hs_profile *p, const char *name)
     return -1;
 }
 
+/* A bounded string under construction: as snprintf fills buf, cut at
+ * len - 1 bytes and always terminated (len > 0). loc_format runs once per
+ * frame of every stack in every writer, so it copies instead of parsing a
+ * format. */
+typedef struct tbuf {
+    char *s;
+    size_t n, room;              /* room: bytes that still fit before the terminator */
+} tbuf;
+
+static void put_n(tbuf *b, const char *s, size_t k)
+{
+    if (k > b->room)
+        k = b->room;
+    memcpy(b->s + b->n, s, k);
+    b->n += k;
+    b->room -= k;
+}
+
+static void put(tbuf *b, const char *s)
+{
+    put_n(b, s ? s : "(null)", strlen(s ? s : "(null)"));
+}
+
+static void put_hex(tbuf *b, uint64_t v)   /* "0x" and lower-case digits, as %llx */
+{
+    char t[18];
+    size_t i = sizeof t;
+    do {
+        t[--i] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    t[--i] = 'x';
+    t[--i] = '0';
+    put_n(b, t + i, sizeof t - i);
+}
+
 static char *loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, bool label,
                         char *buf, size_t len)
 {
+    if (!len)
+        return buf;
+    tbuf b = { buf, 0, len - 1 };
     if (l.func >= 0) {
         const hs_prof_func *f = &p->funcs[l.func];
-        const char *mod = p->modules[f->module].name;
-        const char *name = label ? hs_func_label(p, (uint32_t)l.func) : f->name;
-        if (with_offset)
-            snprintf(buf, len, "%s%s%s+0x%llx", with_module ? mod : "", with_module ? "!" : "",
-                     name, (unsigned long long)l.off);
-        else
-            snprintf(buf, len, "%s%s%s", with_module ? mod : "", with_module ? "!" : "", name);
+        if (with_module) {
+            put(&b, p->modules[f->module].name);
+            put_n(&b, "!", 1);
+        }
+        put(&b, label ? hs_func_label(p, (uint32_t)l.func) : f->name);
+        if (with_offset) {
+            put_n(&b, "+", 1);
+            put_hex(&b, l.off);
+        }
     } else if (l.module >= 0) {
-        snprintf(buf, len, "%s+0x%llx", p->modules[l.module].name, (unsigned long long)l.off);
+        put(&b, p->modules[l.module].name);
+        put_n(&b, "+", 1);
+        put_hex(&b, l.off);
     } else {
-        snprintf(buf, len, "0x%llx", (unsigned long long)l.off);
+        put_hex(&b, l.off);
     }
+    buf[b.n] = 0;
     return buf;
 }
 

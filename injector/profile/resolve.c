@@ -22,6 +22,8 @@ typedef struct resolver {
     modsyms *ms;
     size_t *by_base;         /* module indices sorted by base */
     uint32_t *plan;          /* plan functions sorted by (module, rva) */
+    uint64_t *plan_key;      /* per plan function: module << 32 | rva (searched without
+                                reading the functions) */
     size_t nplan;
 } resolver;
 
@@ -108,8 +110,7 @@ static bool module_not_after(const void *ctx, size_t i)
 static bool func_not_after(const void *ctx, size_t i)
 {
     const sought *q = ctx;
-    const hs_prof_func *f = &q->r->p->funcs[q->r->plan[i]];
-    return f->module < q->module || (f->module == q->module && f->rva <= q->at);
+    return q->r->plan_key[i] <= ((uint64_t)q->module << 32 | q->at);
 }
 
 static int32_t module_of(const resolver *r, uint64_t addr)
@@ -265,6 +266,9 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
         if (p->funcs[i].in_plan)
             r.plan[r.nplan++] = (uint32_t)i;
     hs_sort(r.plan, r.nplan, sizeof *r.plan, cmp_plan, p);
+    r.plan_key = hs_xcalloc(r.nplan + 1, sizeof *r.plan_key);
+    for (size_t i = 0; i < r.nplan; i++)
+        r.plan_key[i] = (uint64_t)p->funcs[r.plan[i]].module << 32 | p->funcs[r.plan[i]].rva;
 
     resolve_edges(&r);
     resolve_stacks(&r);
@@ -278,4 +282,5 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
     free(r.ms);
     free(r.by_base);
     free(r.plan);
+    free(r.plan_key);
 }
