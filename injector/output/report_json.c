@@ -386,7 +386,8 @@ static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool
         hs_loc l = st->frames[d];
         const char *text = l.func >= 0 ? hs_frametext(texts, p, hs_frame_key(l), &len) : "";
         if (!len) {
-            fwrite(line, 1, n, out);
+            if (n)
+                fwrite(line, 1, n, out);
             n = 0;
             char buf[600];
             fputs(d ? ", " : "\"frames\": [", out);
@@ -420,7 +421,8 @@ static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool
         memcpy(line + n, tail + i, sizeof tail - i);
         n += sizeof tail - i;
     }
-    fwrite(line, 1, n, out);
+    if (n)
+        fwrite(line, 1, n, out);
     if (!st->nframes)
         fputs("\"frames\": [", out);
     fputc(']', out);

@@ -95,7 +95,8 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
         memcpy(buf, open, n);
         for (uint32_t d = st->nframes; d-- > 0;) {
             if (n + 16 > sizeof buf) {
-                fwrite(buf, 1, n, out);
+                if (n)
+                    fwrite(buf, 1, n, out);
                 n = 0;
             }
             char t[12];
@@ -113,7 +114,8 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
             }
         }
         buf[n++] = ']';
-        fwrite(buf, 1, n, out);
+        if (n)
+            fwrite(buf, 1, n, out);
     }
     fprintf(out, "],\n   \"weights\": [");
     k = 0;
