@@ -23,6 +23,26 @@ def test_include_exclude_exact():
     hs.eq(odd["skip_reason"], "filtered", "is_odd's skip reason")
 
 
+def test_exe_list_made_while_the_target_starts():
+    """run makes the exe's function list while the target starts and the
+    agent is injected (hs_fnservice_prefetch): the agent's request for it is
+    answered with that list, filters applied as ever; with -m (the exe
+    maybe not hooked) it is made on request."""
+    exe = hs.need("build/examples/demo.exe")
+    t = hs.trace(exe, options=["-v", "-f", "fib", "-f", "is_*", "-x", "is_odd"], name="filter_prefetch")
+    hs.eq(t.rc, 0, "exit code")
+    err = t.stderr.decode(errors="replace")
+    hs.check(re.search(r"function list of demo\.exe: \d+ functions \(made while the target started\)", err),
+             f"the exe's list was not made in advance:\n{err}")
+    hs.eq(hooked_names(t, "demo.exe"), {"fib", "is_even"}, "hooked functions (the filters on the list made early)")
+    hs.eq(t.calls("demo.exe")["fib"], 150049, "fib")
+    t = hs.trace(exe, modules=["demo.exe"], options=["-v"], name="filter_prefetch_m")
+    err = t.stderr.decode(errors="replace")
+    hs.check(re.search(r"function list of demo\.exe: \d+ functions\r?$", err, re.M),
+             f"with -m the exe's list is made on request:\n{err}")
+    hs.eq(t.calls("demo.exe")["fib"], 150049, "fib with -m")
+
+
 def test_module_qualified_patterns():
     exe = hs.need("build/examples/demo.exe")
     t = hs.trace(exe, modules=["demo.exe", "msvcrt.dll"],

@@ -13,6 +13,7 @@
 #include "injector/commands/progress.h"
 #include "injector/output/format.h"
 #include "injector/output/outdir.h"
+#include "injector/trace/fnservice.h"
 #include "injector/trace/inject.h"
 #include "injector/trace/outcome.h"
 #include "injector/trace/rights.h"
@@ -71,9 +72,14 @@ int hs_cmd_run(const hs_options *o)
         hs_log("the target's rights: %s", hs_fmt_rights(t.p->target_rights));
     }
     t.p->pid = pi.dwProcessId;
-    if ((!o->no_hooks && (hs_trace_session(&t, pi.dwProcessId, &tc, 0) < 0 ||
-                      hs_inject(pi.hProcess, &t.session) < 0 || hs_trace_check_filters(&t, &tc) < 0)) ||
-        hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
+    bool ready = true;
+    if (!o->no_hooks) {
+        ready = hs_trace_session(&t, pi.dwProcessId, &tc, 0) == 0;
+        if (ready && tc.nmodules == 0)
+            hs_fnservice_prefetch(t.fn, path);   /* the exe's list, made while the agent is injected */
+        ready = ready && hs_inject(pi.hProcess, &t.session) == 0 && hs_trace_check_filters(&t, &tc) == 0;
+    }
+    if (!ready || hs_trace_sample_start(&t, pi.dwProcessId) < 0) {
         TerminateProcess(pi.hProcess, HS_EXIT_FAILED);
         WaitForSingleObject(pi.hProcess, 5000);
         hs_trace_abandon(&t);

@@ -21,6 +21,16 @@ struct hs_fnservice {
     hs_symconf conf;
     char **told;                 /* modules whose symbols' problem was said */
     size_t ntold;
+    struct {                     /* the exe's list, made while the target starts */
+        HANDLE thread;
+        char *path;              /* UTF-8 */
+        hs_modsyms *syms;        /* NULL: not readable */
+        hs_modsyms_status st;
+        hs_fn_entry *list;
+        long n;                  /* -1: did not fit */
+        uint32_t matched;        /* the filters that matched */
+        size_t cap;
+    } pre;
 };
 
 /* Say a module's symbol problem (a PDB not found, of another build, no
@@ -33,6 +43,53 @@ static void tell(hs_fnservice *svc, const char *path, const char *msg)
     svc->told = hs_xrealloc(svc->told, (svc->ntold + 1) * sizeof *svc->told);
     svc->told[svc->ntold++] = hs_xstrdup(path);
     hs_err("%s", msg);
+}
+
+/* The exe's list, built while the target is being started and the agent
+ * injected (some 200 ms in which this thread would idle), so that the
+ * agent's first request, the largest, is a copy (hs_fnservice_prefetch). */
+static DWORD WINAPI prefetch(void *arg)
+{
+    hs_fnservice *svc = arg;
+    const char *why = NULL;
+    svc->pre.syms = hs_modsyms_open(svc->pre.path, 0, 0, 0, &svc->conf, &svc->pre.st, &why);
+    svc->pre.n = -1;
+    if (svc->pre.syms && svc->pre.st == HS_MODSYMS_OK) {
+        hs_filter flt = svc->flt;
+        flt.matched = 0;
+        svc->pre.list = hs_xcalloc(svc->pre.cap ? svc->pre.cap : 1, sizeof *svc->pre.list);
+        svc->pre.n = hs_fnlist_build(svc->pre.syms, &flt, hs_basename(svc->pre.path), svc->pre.list, svc->pre.cap);
+        svc->pre.matched = flt.matched;
+    }
+    return 0;
+}
+
+void hs_fnservice_prefetch(hs_fnservice *svc, const wchar_t *exe)
+{
+    if (!svc || svc->pre.thread)
+        return;
+    svc->pre.path = hs_utf8(exe);
+    svc->pre.cap = svc->s->layout.fn_list_cap;
+    svc->pre.thread = CreateThread(NULL, 0, prefetch, svc, 0, NULL);
+}
+
+/* The list made in advance, when the record is of that file as it is
+ * still (same path, size and time stamp): copied to list. Returns its
+ * length, or -1 (build it now). */
+static long prefetched(hs_fnservice *svc, const char *path, const hs_module_rec *m, hs_fn_entry *list, size_t cap)
+{
+    if (!svc->pre.syms || svc->pre.n < 0 || (size_t)svc->pre.n > cap || _stricmp(path, svc->pre.path) != 0)
+        return -1;
+    const hs_pe *pe = hs_modsyms_pe(svc->pre.syms);
+    if (pe->size_of_image != m->size || pe->timestamp != m->timestamp)
+        return -1;
+    memcpy(list, svc->pre.list, (size_t)svc->pre.n * sizeof *list);
+    svc->flt.matched = svc->pre.matched;
+    if (hs_modsyms_message(svc->pre.syms)[0])
+        tell(svc, path, hs_modsyms_message(svc->pre.syms));
+    long n = svc->pre.n;
+    svc->pre.n = -1;   /* once */
+    return n;
 }
 
 /* Answer the agent's request for the functions of a module record. The
@@ -50,6 +107,21 @@ static void answer(hs_fnservice *svc)
     h->fn_count = -1;
     if (i < hs_session_modules(&src) && hs_session_module_at(&src, i, &m)) {
         char *path = hs_utf8_n(m.path, HS_PATH_LEN);
+        hs_fn_entry *early = (hs_fn_entry *)((char *)svc->s->view + L->fn_list_off);
+        long n = -1;
+        if (svc->pre.thread && hs_session_commit_ok(early, (uint64_t)L->fn_list_cap * sizeof *early))
+            n = prefetched(svc, path, &m, early, L->fn_list_cap);
+        if (n >= 0) {
+            InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)svc->flt.matched);
+            h->fn_count = (int32_t)n;
+            hs_log("function list of %s: %ld functions (made while the target started)", hs_basename(path), n);
+            free(path);
+            MemoryBarrier();
+            h->fn_answered = req;
+            MemoryBarrier();
+            SetEvent(svc->s->fn_answer);
+            return;
+        }
         hs_modsyms_status st;
         const char *why = NULL;
         hs_modsyms *t = hs_modsyms_open(path, m.base, m.size, m.timestamp, &svc->conf, &st, &why);
@@ -86,6 +158,8 @@ static DWORD WINAPI serve(void *arg)
         DWORD w = WaitForMultipleObjects(2, wait, FALSE, INFINITE);
         if (w != WAIT_OBJECT_0 + 1)
             return 0;
+        if (svc->pre.thread)
+            WaitForSingleObject(svc->pre.thread, INFINITE);   /* its list may be the one asked for */
         answer(svc);
     }
 }
@@ -122,6 +196,13 @@ void hs_fnservice_stop(hs_fnservice *svc)
         WaitForSingleObject(svc->thread, INFINITE);
         CloseHandle(svc->thread);
     }
+    if (svc->pre.thread) {
+        WaitForSingleObject(svc->pre.thread, INFINITE);
+        CloseHandle(svc->pre.thread);
+    }
+    hs_modsyms_close(svc->pre.syms);
+    free(svc->pre.list);
+    free(svc->pre.path);
     if (svc->stop)
         CloseHandle(svc->stop);
     for (int i = 0; i < HS_FILTER_MAX; i++)

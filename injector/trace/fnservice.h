@@ -14,6 +14,7 @@
 #define HOOKSCOPE_FNSERVICE_H
 
 #include <stdint.h>
+#include <wchar.h>
 
 #include "injector/trace/config.h"
 #include "injector/trace/session_host.h"
@@ -23,6 +24,10 @@ typedef struct hs_fnservice hs_fnservice;
 /* Serve the requests of session s (its events). NULL (after printing
  * why) when the service cannot start. */
 hs_fnservice *hs_fnservice_start(hs_session_host *s, const hs_trace_config *o);
+/* Make the list of the exe's functions now, while the target starts: the
+ * agent's request for it is then answered with a copy, when the module it
+ * names is that file still. */
+void hs_fnservice_prefetch(hs_fnservice *svc, const wchar_t *exe);
 void hs_fnservice_stop(hs_fnservice *svc);
 
 #endif
