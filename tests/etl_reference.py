@@ -467,10 +467,13 @@ class Model:
         source, new, old = struct.unpack_from("<III", e.data, 0)
         if source != 0:
             return
-        if e.type == 73 and not self.interval_started:
+        if e.type not in (72, 73):
+            return
+        # the interval in force at the first sample (sampler/etl/collector.c)
+        if not self.samples:
             self.interval_started, self.interval = True, new
-        elif e.type == 72 and not self.interval_started and not self.interval:
-            self.interval = old
+        elif not self.interval_started:
+            self.interval_started, self.interval = True, (old if e.type == 72 else new)
 
     @staticmethod
     def untouched(o):

@@ -258,6 +258,7 @@ static int on_sample(void *ctx, const hs_etl_event *ev, const hs_etl_sample_ev *
 {
     hs_etl_collector *c = ctx;
     hs_etl_trace *t = c->t;
+    c->sampled = true;
     if (hs_grow(&t->samples, &c->cap_samples, t->nsamples, sizeof *t->samples) < 0)
         return oom(c);
     uint32_t i = t->nsamples++;
@@ -325,19 +326,23 @@ static int on_ready(void *ctx, const hs_etl_event *ev, const hs_etl_ready_ev *v)
     return ev->tid == HS_ETL_NONE ? 0 : inline_stack(c, ev, ev->tid);
 }
 
-/* The timer's interval: the first CollectionStart gives the one in effect
- * during the trace; without one, the old interval of the first
- * SetInterval (the one it replaced), as TraceLog does. */
+/* The timer's interval: the one in force at the trace's first sample. A
+ * CollectionStart or SetInterval before it gives its new interval (the
+ * last of them wins: hookscope sets the run's interval just after its
+ * session starts, so the CollectionStart shows the machine's interval
+ * from before); without any before it, the old interval of the first
+ * SetInterval after (the one it replaced), or a later CollectionStart's. */
 static int on_interval(void *ctx, const hs_etl_event *ev, const hs_etl_interval_ev *v)
 {
     hs_etl_collector *c = ctx;
-    if (v->source != 0)
+    if (v->source != 0 || (ev->type != 72 && ev->type != 73))
         return 0;
-    if (ev->type == 73 && !c->interval_started) {
+    if (!c->sampled) {
         c->interval_started = true;
         c->t->sample_interval = v->new_interval;
-    } else if (ev->type == 72 && !c->interval_started && !c->t->sample_interval) {
-        c->t->sample_interval = v->old_interval;
+    } else if (!c->interval_started) {
+        c->interval_started = true;
+        c->t->sample_interval = ev->type == 72 ? v->old_interval : v->new_interval;
     }
     return 0;
 }

@@ -78,7 +78,8 @@ typedef struct hs_etl_collector {
     hs_map id_now;              /* (pid, base) -> a pending ImageID/DbgID record */
     hs_etl_pending_id *ids;
     uint32_t nids;
-    bool interval_started;      /* the sampling interval came from a CollectionStart */
+    bool interval_started;      /* the sampling interval is known (on_interval) */
+    bool sampled;               /* a SampledProfile event was seen */
     /* stack joining */
     hs_etl_owner *owners;
     uint32_t nowners;

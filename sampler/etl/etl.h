@@ -272,9 +272,9 @@ typedef struct hs_etl_trace {
     hs_etl_sched *sched;                   /* context switches and ReadyThread events, in time order */
     uint32_t nsched;
     uint32_t nswitches, nreadies;          /* of each kind */
-    uint32_t sample_interval;              /* the CPU sampling interval (100 ns units) the trace's
-                                              PerfInfo CollectionStart or SetInterval events give
-                                              for the timer, 0 if it has none */
+    uint32_t sample_interval;              /* the CPU sampling interval (100 ns units) in force at
+                                              the first sample, from PerfInfo CollectionStart and
+                                              SetInterval events (collector.c), 0 if it has none */
     uint64_t *frames;                      /* the frame pool every stack points into */
     uint32_t nframes;
     hs_etl_stack_stats stacks;

@@ -149,9 +149,9 @@ static void decode(hs_sampler *s, hs_sampler_stats *stats)
     }
     uint32_t index;
     char why[200];
-    /* the grid of the ready and wait samples is the run's interval: the
-     * trace's CollectionStart, written when the session started, shows the
-     * machine's interval from before hookscope set the run's */
+    /* the grid of the ready and wait samples is the run's interval (the
+     * reader finds it too: the SetInterval after the session's
+     * CollectionStart, which shows the machine's interval from before) */
     if (s->etw.interval)
         t.sample_interval = s->etw.interval;
     if (hs_etl_pick_process(&t, s->pid, NULL, &index, why, sizeof why) == 0)

@@ -92,10 +92,11 @@ static void test_success(void)
      * again at 6 where burn_b called it from test_success, is preempted at
      * 7 and runs again at 9.5 in burn_a. The trace's CollectionStart has
      * the 1 ms the machine sampled at when the session started (the run's
-     * 0.5 ms comes after, as a SetInterval): read as a recorded trace, on
-     * the 1 ms grid, waiting [2, 4.5) 3 samples, ready [4.5, 6) 1 and
-     * [7, 9.5) 3 (a run's backend uses the run's own interval:
-     * test_etw_run) */
+     * 0.5 ms comes after, as a SetInterval, before the first sample): the
+     * reader takes the interval in force at the first sample, so even read
+     * as a recorded trace it is the 0.5 ms grid: waiting [2, 4.5) 5
+     * samples, ready [4.5, 6) 3 and [7, 9.5) 5 (the 1 ms of the
+     * CollectionStart alone, TraceLog's rule, gave 3, 1 and 3) */
     uint64_t at_b[2] = { (uint64_t)(uintptr_t)&burn_b + 2, ret }, at_a[2] = { (uint64_t)(uintptr_t)&burn_a + 2, ret };
     f.sched[0] = (fake_sched){ .us = 1000, .in = FAKE_MAIN, .out = 0, .state = 1 };
     f.sched[1] = (fake_sched){ .us = 2000, .in = 0, .out = FAKE_MAIN, .state = 5 };
@@ -169,10 +170,11 @@ static void test_success(void)
     hs_profile_count_samples(p);
     check(p->sampling.samples == 100, "every sample decoded", "%llu", (unsigned long long)p->sampling.samples);
     const hs_prof_thread *th = p->nthreads_list == 1 ? &p->threads_list[0] : NULL;
-    check(th && !p->sampling.off_cpu_unknown && p->sampling.wait_samples == 3 && p->sampling.ready_samples == 4 &&
-              th->wait_samples == 3 && th->ready_samples == 4 && th->running_s == 0.0020 && th->wait_s == 0.0025 &&
+    check(th && !p->sampling.off_cpu_unknown && p->sampling.wait_samples == 5 && p->sampling.ready_samples == 8 &&
+              th->wait_samples == 5 && th->ready_samples == 8 && th->running_s == 0.0020 && th->wait_s == 0.0025 &&
               th->ready_s == 0.0040 && p->sampling.wait_no_stack == 0 && p->sampling.ready_no_stack == 0,
-          "the context switches: 3 wait and 4 ready samples, 2 ms running, 2.5 ms waiting, 4 ms ready",
+          "the context switches on the run's 0.5 ms grid: 5 wait and 8 ready samples, 2 ms running, 2.5 ms waiting, "
+          "4 ms ready",
           "%zu threads, unknown %d, wait %llu ready %llu, running %g wait %g ready %g s, no stack %llu/%llu",
           p->nthreads_list, p->sampling.off_cpu_unknown, (unsigned long long)p->sampling.wait_samples,
           (unsigned long long)p->sampling.ready_samples, th ? th->running_s : -1, th ? th->wait_s : -1,
@@ -197,8 +199,8 @@ static void test_success(void)
         if (!strcmp(p->funcs[i].name, "burn_b"))
             ready_b = p->funcs[i].ready_self, wait_b = p->funcs[i].wait_self;
     }
-    check(wait_b == 3 && ready_b == 1 && ready_a == 3,
-          "each stretch has the stack walked where it ended: burn_b 3 wait and 1 ready, burn_a 3 ready",
+    check(wait_b == 5 && ready_b == 3 && ready_a == 5,
+          "each stretch has the stack walked where it ended: burn_b 5 wait and 3 ready, burn_a 5 ready",
           "burn_b wait %llu ready %llu, burn_a ready %llu", (unsigned long long)wait_b, (unsigned long long)ready_b,
           (unsigned long long)ready_a);
     hs_profile_free(p);
