@@ -17,7 +17,6 @@
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
-uint8_t hs_time_on;           /* --time: the thunks count their ticks as excluded */
 volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
 /* wrapper.S and the stubs hard-code these layouts */

@@ -18,11 +18,12 @@
  *   regs: rbx rbp rsi rdi r12 r13 r14 r15 as they were at the entry.
  *   The thunk returns the C result in rcx.
  *
- * With --time, the ticks from the thunk's entry to its return are added
- * to the thread's `excluded` (in the region header of the counters the C
- * side returns), which the timing wrapper takes out of every duration the
- * slow path falls in: a captured stack costs microseconds, which are
- * hookscope's and not the target's.
+ * The ticks from the thunk's entry to its return are added to the
+ * thread's `excluded` (in the region header of the counters the C side
+ * returns): the timing wrapper takes them out of every duration the slow
+ * path falls in (a captured stack costs microseconds, which are
+ * hookscope's and not the target's), and the injector weighs them against
+ * the program's own time. Two rdtsc on a path that costs far more.
  */
     .intel_syntax noprefix
     .text
@@ -47,14 +48,10 @@
     /* [rbp-8] flags */
     push rax
     push rdx
-    xor eax, eax
-    cmp byte ptr [rip + hs_time_on], 0
-    je 1f
     rdtsc
     shl rdx, 32
     or rax, rdx
-1:
-    push rax                      /* [rbp-32]: when the slow path began (0: not timing) */
+    push rax                      /* [rbp-32]: when the slow path began */
     push r8
     push r9
     push r10
@@ -98,8 +95,6 @@
     pop r10
     pop r9
     mov r8, [rbp-32]
-    test r8, r8
-    jz 2f
     test rcx, rcx
     jz 2f
     rdtsc
