@@ -22,15 +22,18 @@
  * thread's `excluded` (in the region header of the counters the C side
  * returns): the timing wrapper takes them out of every duration the slow
  * path falls in (a captured stack costs microseconds, which are
- * hookscope's and not the target's), and the injector weighs them against
- * the program's own time. Two rdtsc on a path that costs far more.
+ * hookscope's and not the target's). The stack thunk adds them to the
+ * thread's `stack_ticks` too, which the injector weighs against the
+ * program's own time. Two rdtsc on a path that costs far more.
  */
     .intel_syntax noprefix
     .text
 
     .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
+    .set HDR_STACK_TICKS, -4096 + 80 /* hs_region_hdr.stack_ticks */
 
-.macro PROBE_THUNK name, cfunc
+/* `also`: another field of the region header the ticks are added to (0: none) */
+.macro PROBE_THUNK name, cfunc, also=0
     .globl \name
     .def \name; .scl 2; .type 32; .endef
     .seh_proc \name
@@ -102,6 +105,9 @@
     or rax, rdx
     sub rax, r8
     add [rcx + HDR_EXCLUDED], rax
+    .if \also
+    add [rcx + \also], rax
+    .endif
 2:
     pop r8
     add rsp, 8
@@ -118,4 +124,4 @@ PROBE_THUNK hs_probe_slow, hs_on_slow
 /* a (call site, callee) pair the thread's edge table does not have */
 PROBE_THUNK hs_probe_edge, hs_on_edge
 /* capture the entry stack */
-PROBE_THUNK hs_probe_stack, hs_on_stack
+PROBE_THUNK hs_probe_stack, hs_on_stack, HDR_STACK_TICKS

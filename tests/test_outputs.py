@@ -801,7 +801,7 @@ def test_progress_line_on_a_terminal_only():
              and b"hooked in 1 module" in p.stderr, "no progress into a pipe: " + repr(p.stderr))
 
 
-PROBES_WARNING = r"hookscope's probes cost (\d+)x the program's own time \(([\d.]+) s in entry stacks"
+PROBES_WARNING = r"hookscope's probes cost (\d+)x the program's own time \(([\d.]+) s capturing entry stacks"
 
 
 def test_probes_costing_more_than_the_program_are_named():

@@ -174,7 +174,9 @@ typedef struct hs_region_hdr {
     uint64_t excluded;           /* rdtsc ticks this thread spent in hookscope's own slow
                                     paths (entry stacks, new edges, a region for a new
                                     thread): with --time taken out of every duration they
-                                    fall in; weighed against the program's own time */
+                                    fall in */
+    uint64_t stack_ticks;        /* the part of `excluded` spent capturing entry stacks:
+                                    weighed against the program's own time */
 } hs_region_hdr;
 
 /* A function's block in a thread's region: its call count, and with edges

@@ -187,13 +187,13 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             hs_profile_warn(p, "%s", corrupt);
             hs_err("%s", corrupt);
         }
-        double ratio = hs_trace_probe_ratio(t, p->slow_ticks, p->tsc_hz, p->wall_s);
+        double ratio = hs_trace_probe_ratio(t, p->stack_ticks, p->tsc_hz, p->wall_s);
         if (ratio > HS_PROBE_RATIO_WARN)
             hs_profile_warn(p,
-                            "hookscope's probes cost %.0fx the program's own time (%.1f s in entry stacks and "
-                            "its other slow paths): the run took that much longer than the program; capture "
-                            "fewer stacks (--stack-every N, a smaller --stacks depth) or hook fewer functions",
-                            ratio, (double)p->slow_ticks / p->tsc_hz);
+                            "hookscope's probes cost %.0fx the program's own time (%.1f s capturing entry "
+                            "stacks): the run took that much longer than the program; capture fewer stacks "
+                            "(--stack-every N, a smaller --stacks depth) or hook fewer functions",
+                            ratio, (double)p->stack_ticks / p->tsc_hz);
     }
     if (t->samples) {
         hs_profile_add_samples(p, t->samples);
@@ -296,11 +296,11 @@ static double target_cpu_s(const hs_trace *t)
     return (double)(kk.QuadPart + uu.QuadPart) * 1e-7;
 }
 
-double hs_trace_probe_ratio(const hs_trace *t, uint64_t slow_ticks, double tsc_hz, double elapsed)
+double hs_trace_probe_ratio(const hs_trace *t, uint64_t stack_ticks, double tsc_hz, double elapsed)
 {
     if (!(tsc_hz > 0))
         return 0;
-    double probes = (double)slow_ticks / tsc_hz;
+    double probes = (double)stack_ticks / tsc_hz;
     if (probes < 0.05)
         return 0;
     /* the probes' ticks are the time their threads spent in them, as the
@@ -322,12 +322,12 @@ uint64_t hs_trace_live_calls(const hs_trace *t, double *probe_ratio)
     if (!t->session.view)
         return 0;
     hs_session_src src = hs_session_host_src(&t->session);
-    uint64_t slow = 0;
-    uint64_t calls = hs_session_live_calls(&src, &slow);
+    uint64_t stacks = 0;
+    uint64_t calls = hs_session_live_calls(&src, &stacks);
     if (probe_ratio) {
         double now = hs_now();
         double hz = now > t->t0 + 0.1 ? (double)(rdtsc() - t->tsc0) / (now - t->t0) : 0;
-        *probe_ratio = hs_trace_probe_ratio(t, slow, hz, now - t->t_start);
+        *probe_ratio = hs_trace_probe_ratio(t, stacks, hz, now - t->t_start);
     }
     return calls;
 }

@@ -66,14 +66,15 @@ void hs_trace_sample_stop(hs_trace *t);
  * *probe_ratio (unless NULL): hs_trace_probe_ratio now. */
 uint64_t hs_trace_live_calls(const hs_trace *t, double *probe_ratio);
 /* What hookscope's probes cost against the program's own time: the ticks
- * the target's threads spent in hookscope's slow paths (entry stacks, new
- * edges, new threads; slow_ticks at the TSC's rate tsc_hz), against the
- * target's time less them: its CPU time, or its wall time `elapsed` when
+ * the target's threads spent capturing entry stacks (stack_ticks at the
+ * TSC's rate tsc_hz; the other slow paths, a new thread's region, a new
+ * edge, can wait on a lock or a freeze and are not the probes' CPU),
+ * against the target's time less them: its CPU time, or its wall time `elapsed` when
  * that is more (one thread; a CPU clock that cannot be read). 0 while the
  * probes have cost under 50 ms. The per-call fast path (a count, an edge,
  * two rdtsc with --time) is not in the probes' time: it is in the
  * program's. */
-double hs_trace_probe_ratio(const hs_trace *t, uint64_t slow_ticks, double tsc_hz, double elapsed);
+double hs_trace_probe_ratio(const hs_trace *t, uint64_t stack_ticks, double tsc_hz, double elapsed);
 /* Above this ratio the progress line and the report say so. */
 #define HS_PROBE_RATIO_WARN 10.0
 /* The samples taken so far (for the progress line). */
