@@ -238,7 +238,6 @@ extern void hs_wrapper_desc_rsi(void), hs_wrapper_desc_gone(void), hs_wrapper_en
 
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;
-extern uint8_t hs_time_on;         /* read by thunks.S */
 extern volatile int64_t hs_untimed_frames;
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);

@@ -101,7 +101,6 @@ static void calibrate_tsc(hs_session_header *h)
     h->tsc_hz = hz;
     h->tsc_ns_mult = (uint64_t)(1e9 / hz * 4294967296.0);
     hs_tsc_ns_mult = h->tsc_ns_mult;
-    hs_time_on = 1;
 }
 
 /* Serve the session whose section is `handle` (in this process): its TLS

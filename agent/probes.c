@@ -17,7 +17,6 @@
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
-uint8_t hs_time_on;           /* --time: the thunks count their ticks as excluded */
 volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
 /* wrapper.S and the stubs hard-code these layouts */
@@ -29,6 +28,7 @@ _Static_assert(offsetof(hs_region_hdr, excluded) == 72, "excluded");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
 _Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
 _Static_assert(offsetof(hs_shadow_rec, excluded) == 56, "shadow excluded");
+_Static_assert(offsetof(hs_region_hdr, stack_ticks) == 80, "stack_ticks");
 _Static_assert(offsetof(hs_time_rec, pending) == 48, "time pending");
 _Static_assert(offsetof(hs_time_rec, active) == 56, "time active");
 _Static_assert(offsetof(hs_time_rec, sum) == 64, "time sum");

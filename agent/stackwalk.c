@@ -114,6 +114,30 @@ static const uint8_t *live_view(void *ctx, uint64_t addr, size_t len)
     return (const uint8_t *)(uintptr_t)addr;
 }
 
+/* A step out of a timing wrapper frame from its return address
+ * (hs_wrapper_ret), without its unwind data: rbp is the wrapper's frame
+ * and its layout is fixed (wrapper.S: [rbp] r12, +8 rdi, +16 rsi, +24 rbx,
+ * +32 the caller's rbp, +40 the return address, +48 the caller's rsp), so
+ * the step is what undoing its unwind codes does (set_frame rbp, five
+ * pushes, the return), with no lookup and no interpretation: a timed call
+ * adds one such frame below each timed function. HS_UW_END (0), or
+ * HS_UW_BAD when the frame is not in the stack. */
+static int wrapper_step(hs_uw_regs *regs, uint64_t lo, uint64_t hi)
+{
+    uint64_t fr = regs->r[HS_RBP];
+    if (fr < lo || fr > hi || hi - fr < 48)
+        return HS_UW_BAD;
+    const uint64_t *f = (const uint64_t *)(uintptr_t)fr;
+    regs->r[HS_R12] = f[0];
+    regs->r[HS_RDI] = f[1];
+    regs->r[HS_RSI] = f[2];
+    regs->r[HS_RBX] = f[3];
+    regs->r[HS_RBP] = f[4];
+    regs->rip = f[5];
+    regs->r[HS_RSP] = fr + 48;
+    return 0;
+}
+
 int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
                  int max, int *truncated)
 {
@@ -148,9 +172,11 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
     /* at a function's entry nothing of its prologue has run: the step
      * pops its return address (or, for a part entered with a frame set up,
      * like gcc's .cold parts, undoes the codes at offset 0 first) */
+    const uint64_t wrapper_ret = (uint64_t)(uintptr_t)hs_wrapper_ret;
     for (;;) {
         uint64_t sp = regs.r[HS_RSP];
-        if (hs_unwind_step(&env, &st, &regs) != HS_UW_END)
+        int err = regs.rip == wrapper_ret ? wrapper_step(&regs, lo, hi) : hs_unwind_step(&env, &st, &regs);
+        if (err != HS_UW_END)
             break;
         /* Wine can leave junk after the last frame: stop at the first null
          * or at a stack pointer that does not move up */

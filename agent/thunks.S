@@ -18,18 +18,22 @@
  *   regs: rbx rbp rsi rdi r12 r13 r14 r15 as they were at the entry.
  *   The thunk returns the C result in rcx.
  *
- * With --time, the ticks from the thunk's entry to its return are added
- * to the thread's `excluded` (in the region header of the counters the C
- * side returns), which the timing wrapper takes out of every duration the
- * slow path falls in: a captured stack costs microseconds, which are
- * hookscope's and not the target's.
+ * The ticks from the thunk's entry to its return are added to the
+ * thread's `excluded` (in the region header of the counters the C side
+ * returns): the timing wrapper takes them out of every duration the slow
+ * path falls in (a captured stack costs microseconds, which are
+ * hookscope's and not the target's). The stack thunk adds them to the
+ * thread's `stack_ticks` too, which the injector weighs against the
+ * program's own time. Two rdtsc on a path that costs far more.
  */
     .intel_syntax noprefix
     .text
 
     .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
+    .set HDR_STACK_TICKS, -4096 + 80 /* hs_region_hdr.stack_ticks */
 
-.macro PROBE_THUNK name, cfunc
+/* `also`: another field of the region header the ticks are added to (0: none) */
+.macro PROBE_THUNK name, cfunc, also=0
     .globl \name
     .def \name; .scl 2; .type 32; .endef
     .seh_proc \name
@@ -47,14 +51,10 @@
     /* [rbp-8] flags */
     push rax
     push rdx
-    xor eax, eax
-    cmp byte ptr [rip + hs_time_on], 0
-    je 1f
     rdtsc
     shl rdx, 32
     or rax, rdx
-1:
-    push rax                      /* [rbp-32]: when the slow path began (0: not timing) */
+    push rax                      /* [rbp-32]: when the slow path began */
     push r8
     push r9
     push r10
@@ -98,8 +98,6 @@
     pop r10
     pop r9
     mov r8, [rbp-32]
-    test r8, r8
-    jz 2f
     test rcx, rcx
     jz 2f
     rdtsc
@@ -107,6 +105,9 @@
     or rax, rdx
     sub rax, r8
     add [rcx + HDR_EXCLUDED], rax
+    .if \also
+    add [rcx + \also], rax
+    .endif
 2:
     pop r8
     add rsp, 8
@@ -123,4 +124,4 @@ PROBE_THUNK hs_probe_slow, hs_on_slow
 /* a (call site, callee) pair the thread's edge table does not have */
 PROBE_THUNK hs_probe_edge, hs_on_edge
 /* capture the entry stack */
-PROBE_THUNK hs_probe_stack, hs_on_stack
+PROBE_THUNK hs_probe_stack, hs_on_stack, HDR_STACK_TICKS

@@ -2,7 +2,8 @@
 """Run hookscope's benchmarks and print each against an unhooked run.
 
   bench/run.py [calls] [overhead] [install] [report] [stacks] [etl] [sample] [sample-rates]
-                                          (default: all but sample-rates)
+               [lua-time-stacks]          (default: all but sample-rates; stacks
+                                          ends with lua-time-stacks)
 
   calls    ns per call: untraced vs `hookscope run` (entry counting).
            Every number is the best of several rounds inside one process;
@@ -30,7 +31,12 @@
            against the same run without --stacks; and --time --stacks
            against --time alone. Also how much of a timed call's duration
            the capture still adds (the demo's fib: self time with and
-           without --stacks).
+           without --stacks). And lua's workload (lua.exe hooked, 5 rounds,
+           about 27 million calls, no sampling) untraced, with --time, with
+           --stacks=8 (a stack at every call) and with both; goal: --time
+           --stacks <= --time + --stacks - untraced (one capture: the
+           timing wrapper's frames cost nearly nothing to walk), and the
+           probes warning of the --stacks runs.
 
   etl      decode time of hookscope's ETL reader (sampler/etl/, native):
            build/native/etlstat --bench on the two recorded traces (33 MB
@@ -350,6 +356,54 @@ def stacks():
         a, b = fib_self(["--time"], "fib_time"), fib_self(["--time", "--stacks=16"], "fib_time_stacks")
         print(f"demo fib self time: --time {a:.2f} ms, --time --stacks=16 {b:.2f} ms ({b / a:.2f}x; 150049 calls, "
               f"{(b - a) * 1e6 / 150049:.1f} ns per call left in)")
+    if need(os.path.join(LUA_DIR, "lua.exe"), "make fixtures"):
+        print()
+        lua_time_stacks()
+
+
+LUA_STACK_ROUNDS = "5"      # workload rounds: about 27 million hooked calls
+
+
+def lua_time_stacks():
+    print(f"== lua workload.lua {LUA_STACK_ROUNDS}, lua.exe hooked, no sampling: target wall time (report.json), "
+          f"median of {ROUNDS}, runs interleaved")
+    cwd = os.path.join(ROOT, LUA_DIR)
+    modes = [("untraced", None), ("count + edges", []), ("--time", ["--time"]),
+             ("--stacks=8", ["--stacks=8"]), ("--time --stacks=8", ["--time", "--stacks=8"])]
+    times = {label: [] for label, _ in modes}
+    warns = {label: [] for label, _ in modes}
+    calls = 0
+    for _ in range(ROUNDS):
+        for label, opts in modes:
+            if opts is None:
+                r = Run(["wine", "lua.exe", "workload.lua", LUA_STACK_ROUNDS], cwd)
+                if r.rc != 0:
+                    sys.exit(f"bench: lua.exe failed untraced ({r.rc})")
+                times[label].append(r.wall)
+                continue
+            out_abs = os.path.join(ROOT, OUT, "luastk_" + str(modes.index((label, opts))))
+            cmd = [HOOKSCOPE, "run", "-q", "--no-sample", "-o", os.path.relpath(out_abs, cwd), "-m", "lua.exe"]
+            r = Run(cmd + opts + ["--", "lua.exe", "workload.lua", LUA_STACK_ROUNDS], cwd)
+            if r.rc != 0:
+                sys.exit(f"bench: hookscope run lua.exe {' '.join(opts)} failed ({r.rc}): "
+                         f"{r.stderr.decode(errors='replace')}")
+            with open(os.path.join(out_abs, "report.json"), encoding="utf-8") as f:
+                j = json.load(f)
+            times[label].append(j["target"]["wall_time_s"])
+            calls = max(calls, j.get("total_calls", 0))
+            warns[label] += [w.split(" the program")[0].replace("hookscope's ", "") for w in j["warnings"]
+                             if "probes cost" in w]
+    t = {label: med(v) for label, v in times.items()}
+    base = t["untraced"]
+    print(f"{'run':<24}{'target s':>10}{'ratio':>9}   probes warning")
+    for label, _ in modes:
+        w = warns[label][0] if warns[label] else "-"
+        print(f"{label:<24}{t[label]:>10.3f}{t[label] / base:>8.2f}x   {w}")
+    goal = t["--time"] + t["--stacks=8"] - base
+    both = t["--time --stacks=8"]
+    print("untraced: the wall time of `wine lua.exe` (Wine's start, ~0.05 s, included)")
+    print(f"goal: --time --stacks=8 <= --time + --stacks=8 - untraced = {goal:.3f} s ({goal / base:.2f}x): "
+          f"{both:.3f} s ({both / base:.2f}x), {'met' if both <= goal else 'NOT MET'}; {calls:,} calls")
 
 
 

@@ -53,7 +53,9 @@ def check_attach(t, pid, what):
     hs.eq(j["target"]["pid"], pid, f"{what}: pid")
     hs.eq(j["target"]["exit_code"], None, f"{what}: no exit code (the target still runs)")
     hs.eq(j["tool"]["command"], "attach", f"{what}: tool.command")
-    hs.eq(j["warnings"], [], f"{what}: warnings")
+    # the attachee is nearly all calls: with a stack at every call the
+    # probes do cost more than 10x its own time, and the report says so
+    hs.eq([w for w in j["warnings"] if not w.startswith("hookscope's probes cost ")], [], f"{what}: warnings")
     m = t.module("attachee.exe")
     hs.eq(m["main"], True, f"{what}: attachee.exe is the main module")
     hs.check(m["functions_hooked"] >= 0.97 * m["functions_found"],

@@ -801,6 +801,30 @@ def test_progress_line_on_a_terminal_only():
              and b"hooked in 1 module" in p.stderr, "no progress into a pipe: " + repr(p.stderr))
 
 
+PROBES_WARNING = r"hookscope's probes cost (\d+)x the program's own time \(([\d.]+) s capturing entry stacks"
+
+
+def test_probes_costing_more_than_the_program_are_named():
+    """A program that is nearly all calls (callheavy: a million one-addition
+    calls, a few ms untraced), with an entry stack at every call: the
+    probes cost more than 10x the program's own time, and report.txt,
+    report.json and the progress line say so; counted only (no slow path
+    but the first call's), nothing is said."""
+    exe = hs.need(f"{T}/callheavy.exe")
+    t = hs.trace(exe, options=["--stacks"], name="probes-heavy")
+    warned = [w for w in t.json["warnings"] if re.match(PROBES_WARNING, w)]
+    hs.eq(len(warned), 1, f"the warning in report.json: {t.json['warnings']}")
+    ratio, secs = re.match(PROBES_WARNING, warned[0]).groups()
+    hs.check(int(ratio) > 10 and float(secs) > 0, warned[0])
+    with open(os.path.join(hs.ROOT, t.out, "report.txt"), encoding="utf-8") as f:
+        hs.check("warning    " + warned[0] in f.read(), "the warning in report.txt")
+    plain = hs.trace(exe, name="probes-plain")
+    hs.eq([w for w in plain.json["warnings"] if "probes cost" in w], [], "counting only: no warning")
+    text = run_on_pty(["run", "--stacks", "-o", hs.outdir("probes-progress"), "--", exe, "3000000"])
+    hs.check(re.search(r"probes ?\d+x ?the ?program", text),
+             "the progress line: " + repr(text[-400:]))
+
+
 def test_dtrace_several_pids():
     """dtrace -p A -p B: both processes are attached at once, and the one
     aggregation adds up their calls (each counted by its own attach)."""

@@ -171,9 +171,12 @@ typedef struct hs_region_hdr {
     uint64_t shadow_top;         /*   next free entry */
     uint64_t shadow_limit;       /*   end (0: no timing on this thread, e.g. the sink) */
     uint64_t time_dropped;       /* calls not timed: shadow stack full */
-    uint64_t excluded;           /* --time: rdtsc ticks this thread spent in hookscope's own
-                                    slow paths (entry stacks, new edges, a region for a new
-                                    thread); taken out of every duration they fall in */
+    uint64_t excluded;           /* rdtsc ticks this thread spent in hookscope's own slow
+                                    paths (entry stacks, new edges, a region for a new
+                                    thread): with --time taken out of every duration they
+                                    fall in */
+    uint64_t stack_ticks;        /* the part of `excluded` spent capturing entry stacks:
+                                    weighed against the program's own time */
 } hs_region_hdr;
 
 /* A function's block in a thread's region: its call count, and with edges

@@ -197,8 +197,10 @@ int hs_cmd_attach(const hs_options *o)
             break;
         }
         double now = hs_now();
-        hs_progress_update(&pr, now, now - t.t_start, hs_trace_live_calls(&t), hs_trace_live_samples(&t),
-                           hs_trace_live_rate(&t));
+        double ratio;
+        uint64_t calls = hs_trace_live_calls(&t, &ratio);
+        hs_progress_update(&pr, now, now - t.t_start, calls, hs_trace_live_samples(&t),
+                           hs_trace_live_rate(&t), ratio);
         if (hs_trace_interrupts() > 0)
             break;
         if (o->duration > 0 && now - t.t_start >= o->duration)

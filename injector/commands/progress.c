@@ -11,6 +11,7 @@
 #include <windows.h>
 
 #include "hook/base/util.h"
+#include "injector/trace/trace.h"
 
 static void group(char *buf, size_t len, uint64_t v)
 {
@@ -25,14 +26,17 @@ static void group(char *buf, size_t len, uint64_t v)
     buf[w] = 0;
 }
 
-void hs_progress_text(char *buf, size_t len, double elapsed, uint64_t calls, uint64_t samples, double rate_hz)
+void hs_progress_text(char *buf, size_t len, double elapsed, uint64_t calls, uint64_t samples, double rate_hz,
+                      double probe_ratio)
 {
-    char c[32], s[32], r[32] = "";
+    char c[32], s[32], r[32] = "", w[64] = "";
     group(c, sizeof c, calls);
     group(s, sizeof s, samples);
     if (rate_hz > 0)
         snprintf(r, sizeof r, " at %.0f Hz", rate_hz);
-    snprintf(buf, len, "hookscope: %.1f s, %s calls, %s samples%s", elapsed, c, s, r);
+    if (probe_ratio > HS_PROBE_RATIO_WARN)
+        snprintf(w, sizeof w, "; probes %.0fx the program", probe_ratio);
+    snprintf(buf, len, "hookscope: %.1f s, %s calls, %s samples%s%s", elapsed, c, s, r, w);
 }
 
 void hs_progress_start(hs_progress *pr, const hs_options *o)
@@ -46,13 +50,13 @@ void hs_progress_start(hs_progress *pr, const hs_options *o)
 }
 
 void hs_progress_update(hs_progress *pr, double now, double elapsed, uint64_t calls, uint64_t samples,
-                        double rate_hz)
+                        double rate_hz, double probe_ratio)
 {
     if (!pr->on || now - pr->last < 0.25)
         return;
     pr->last = now;
     char line[128];
-    hs_progress_text(line, sizeof line, elapsed, calls, samples, rate_hz);
+    hs_progress_text(line, sizeof line, elapsed, calls, samples, rate_hz, probe_ratio);
     size_t n = strlen(line);
     /* spaces over what a longer line left */
     fprintf(stderr, "\r%s%*s", line, (int)(pr->width > n ? pr->width - n : 0), "");

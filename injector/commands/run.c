@@ -99,8 +99,10 @@ int hs_cmd_run(const hs_options *o)
         if (WaitForSingleObject(pi.hProcess, 50) == WAIT_OBJECT_0)
             break;
         double now = hs_now();
-        hs_progress_update(&pr, now, now - t.t_start, hs_trace_live_calls(&t), hs_trace_live_samples(&t),
-                           hs_trace_live_rate(&t));
+        double ratio;
+        uint64_t calls = hs_trace_live_calls(&t, &ratio);
+        hs_progress_update(&pr, now, now - t.t_start, calls, hs_trace_live_samples(&t),
+                           hs_trace_live_rate(&t), ratio);
         int ints = hs_trace_interrupts();
         if (ints > 0 && interrupted_at == 0) {
             interrupted_at = now;

@@ -402,6 +402,7 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
         p->edges_lost += k < nregions ? 0 : rh.edges_overflowed;
         p->stacks_dropped += rh.stacks_dropped;
         p->time_dropped += rh.time_dropped;
+        p->stack_ticks += rh.stack_ticks;
     }
     for (uint32_t i = 0; i < r.nfuncs; i++)
         p->total_calls += p->funcs[i].calls;

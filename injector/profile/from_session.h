@@ -72,8 +72,9 @@ uint32_t hs_session_functions(const hs_session_src *s);
 bool hs_session_module_at(const hs_session_src *s, uint32_t i, hs_module_rec *out);
 
 /* The calls counted so far, summed over the regions (for the progress
- * line while the target runs). */
-uint64_t hs_session_live_calls(const hs_session_src *s);
+ * line while the target runs); *stack_ticks (unless NULL): the rdtsc ticks
+ * the threads spent capturing entry stacks so far (hs_region_hdr.stack_ticks). */
+uint64_t hs_session_live_calls(const hs_session_src *s, uint64_t *stack_ticks);
 
 /* hookscope's own code and threads in the target, for a sampler (sampler.h,
  * hs_owncode): fills *o and returns 1 when anything changed since the call

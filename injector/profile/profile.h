@@ -242,6 +242,9 @@ typedef struct hs_profile {
 
     /* losses */
     uint64_t edges_lost, stacks_dropped, time_dropped;
+    /* rdtsc ticks the threads spent capturing entry stacks (from the
+     * session only) */
+    uint64_t stack_ticks;
 
     hs_prof_module *modules;
     size_t nmodules;

@@ -292,7 +292,7 @@ bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64
 /* Bytes of counters one progress reading copies at most. */
 #define LIVE_BUDGET (64u << 20)
 
-uint64_t hs_session_live_calls(const hs_session_src *s)
+uint64_t hs_session_live_calls(const hs_session_src *s, uint64_t *stack_ticks)
 {
     const hs_session_header *L = s->layout;
     hs_session_header h;
@@ -301,12 +301,13 @@ uint64_t hs_session_live_calls(const hs_session_src *s)
     uint64_t calls = 0;
     uint8_t *buf = NULL;
     size_t per = CHUNK / L->region_fblock;
-    uint64_t budget = LIVE_BUDGET;
+    uint64_t budget = LIVE_BUDGET, stacks = 0;
     for (uint32_t k = 0; k <= nregions; k++) {
         uint64_t base;
         hs_region_hdr rh;
         if (!hs_sr_region(s, k, nregions, &base, &rh))
             continue;
+        stacks += rh.stack_ticks;
         uint32_t n = rh.committed_funcs < nfuncs ? rh.committed_funcs : nfuncs;
         if (n && !buf)
             buf = hs_xmalloc(per * L->region_fblock);
@@ -326,6 +327,8 @@ uint64_t hs_session_live_calls(const hs_session_src *s)
         }
     }
     free(buf);
+    if (stack_ticks)
+        *stack_ticks = stacks;
     return calls;
 }
 

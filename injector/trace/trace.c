@@ -116,7 +116,16 @@ int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32
         hs_session_close(&t->session);
         return -1;
     }
+    /* kept open to the end: the CPU time of a target that exited */
+    t->process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
     return 0;
+}
+
+static void close_process(hs_trace *t)
+{
+    if (t->process)
+        CloseHandle(t->process);
+    t->process = NULL;
 }
 
 void hs_trace_abandon(hs_trace *t)
@@ -124,6 +133,7 @@ void hs_trace_abandon(hs_trace *t)
     hs_fnservice_stop(t->fn);
     t->fn = NULL;
     hs_session_close(&t->session);
+    close_process(t);
 }
 
 int hs_trace_interrupts(void)
@@ -177,6 +187,13 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             hs_profile_warn(p, "%s", corrupt);
             hs_err("%s", corrupt);
         }
+        double ratio = hs_trace_probe_ratio(t, p->stack_ticks, p->tsc_hz, p->wall_s);
+        if (ratio > HS_PROBE_RATIO_WARN)
+            hs_profile_warn(p,
+                            "hookscope's probes cost %.0fx the program's own time (%.1f s capturing entry "
+                            "stacks): the run took that much longer than the program; capture fewer stacks "
+                            "(--stack-every N, a smaller --stacks depth) or hook fewer functions",
+                            ratio, (double)p->stack_ticks / p->tsc_hz);
     }
     if (t->samples) {
         hs_profile_add_samples(p, t->samples);
@@ -244,6 +261,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
                o->outdir);
     }
     hs_session_close(&t->session);
+    close_process(t);
     return rc;
 }
 
@@ -267,10 +285,49 @@ double hs_trace_live_rate(const hs_trace *t)
     return t->backend->rate_now ? t->backend->rate_now(t->sampler) : t->rate_hz;
 }
 
-uint64_t hs_trace_live_calls(const hs_trace *t)
+/* The target's CPU time (user and kernel) so far, or -1. */
+static double target_cpu_s(const hs_trace *t)
 {
+    FILETIME c, e, k, u;
+    if (!t->process || !GetProcessTimes(t->process, &c, &e, &k, &u))
+        return -1;
+    ULARGE_INTEGER kk = { .u = { k.dwLowDateTime, k.dwHighDateTime } };
+    ULARGE_INTEGER uu = { .u = { u.dwLowDateTime, u.dwHighDateTime } };
+    return (double)(kk.QuadPart + uu.QuadPart) * 1e-7;
+}
+
+double hs_trace_probe_ratio(const hs_trace *t, uint64_t stack_ticks, double tsc_hz, double elapsed)
+{
+    if (!(tsc_hz > 0))
+        return 0;
+    double probes = (double)stack_ticks / tsc_hz;
+    if (probes < 0.05)
+        return 0;
+    /* the probes' ticks are the time their threads spent in them, as the
+     * wall clock runs (preemption included): against the wall time of a
+     * single thread, the CPU time of several (under Wine a CPU clock
+     * short of the wall time and in 10-15 ms steps) */
+    double cpu = target_cpu_s(t);
+    double own = (cpu > elapsed ? cpu : elapsed) - probes;
+    /* the CPU clock moves in steps (10-15 ms under Wine): no less than one */
+    if (own < 0.015)
+        own = 0.015;
+    return probes / own;
+}
+
+uint64_t hs_trace_live_calls(const hs_trace *t, double *probe_ratio)
+{
+    if (probe_ratio)
+        *probe_ratio = 0;
     if (!t->session.view)
         return 0;
     hs_session_src src = hs_session_host_src(&t->session);
-    return hs_session_live_calls(&src);
+    uint64_t stacks = 0;
+    uint64_t calls = hs_session_live_calls(&src, &stacks);
+    if (probe_ratio) {
+        double now = hs_now();
+        double hz = now > t->t0 + 0.1 ? (double)(rdtsc() - t->tsc0) / (now - t->t0) : 0;
+        *probe_ratio = hs_trace_probe_ratio(t, stacks, hz, now - t->t_start);
+    }
+    return calls;
 }

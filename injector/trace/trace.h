@@ -33,6 +33,7 @@ typedef struct hs_trace {
     const char *outdir;
     bool keep_etl;                       /* --keep-etl */
     char *etl_path;                      /* the etw backend's file: outdir\HS_ETL_FILE */
+    void *process;                       /* the target, for its CPU time (NULL: not known) */
 } hs_trace;
 
 /* The file the etw backend records into, in the output directory (removed
@@ -61,8 +62,21 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid);
 void hs_trace_sample_stop(hs_trace *t);
 
 /* The calls counted so far, read from the live session while the target
- * runs (for the progress line; from_session.h). 0 without hooks. */
-uint64_t hs_trace_live_calls(const hs_trace *t);
+ * runs (for the progress line; from_session.h). 0 without hooks.
+ * *probe_ratio (unless NULL): hs_trace_probe_ratio now. */
+uint64_t hs_trace_live_calls(const hs_trace *t, double *probe_ratio);
+/* What hookscope's probes cost against the program's own time: the ticks
+ * the target's threads spent capturing entry stacks (stack_ticks at the
+ * TSC's rate tsc_hz; the other slow paths, a new thread's region, a new
+ * edge, can wait on a lock or a freeze and are not the probes' CPU),
+ * against the target's time less them: its CPU time, or its wall time `elapsed` when
+ * that is more (one thread; a CPU clock that cannot be read). 0 while the
+ * probes have cost under 50 ms. The per-call fast path (a count, an edge,
+ * two rdtsc with --time) is not in the probes' time: it is in the
+ * program's. */
+double hs_trace_probe_ratio(const hs_trace *t, uint64_t stack_ticks, double tsc_hz, double elapsed);
+/* Above this ratio the progress line and the report say so. */
+#define HS_PROBE_RATIO_WARN 10.0
 /* The samples taken so far (for the progress line). */
 uint64_t hs_trace_live_samples(const hs_trace *t);
 /* The sampling rate in force now (0: not sampling). */

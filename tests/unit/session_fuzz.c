@@ -279,7 +279,7 @@ static int read_all(bool clean, bool named, char *why, size_t len)
     if (!rc && (memchr(h.error_text, 0, sizeof h.error_text) == NULL || h.max_functions != layout.max_functions ||
                 h.regions_off != layout.regions_off))
         rc = fail(why, len, "%s", "the header copy is not hookscope's layout with a terminated text");
-    uint64_t calls = hs_session_live_calls(&src);
+    uint64_t calls = hs_session_live_calls(&src, NULL);
     if (!rc && clean && calls != 210)
         rc = fail(why, len, "live calls %llu", (unsigned long long)calls);
     hs_owncode o;
