@@ -108,17 +108,9 @@ static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t ma
         } else {
             sb_put(b, text, len);
             if (l.off) {
-                char tail[20];
-                size_t i = sizeof tail;
-                uint64_t v = l.off;
-                do {
-                    tail[--i] = "0123456789abcdef"[v & 15];
-                    v >>= 4;
-                } while (v);
-                tail[--i] = 'x';
-                tail[--i] = '0';
-                tail[--i] = '+';
-                sb_put(b, tail + i, sizeof tail - i);
+                char hex[HS_HEX_TEXT];
+                sb_put(b, "+", 1);
+                sb_put(b, hex, hs_hex_text(l.off, hex));
             }
         }
         sb_put(b, "\n", 1);

@@ -407,19 +407,9 @@ static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool
         memcpy(line + n, text, len);
         n += len;
         /* +0xoff" */
-        char tail[24];
-        size_t i = sizeof tail;
-        uint64_t v = l.off;
-        tail[--i] = '"';
-        do {
-            tail[--i] = "0123456789abcdef"[v & 15];
-            v >>= 4;
-        } while (v);
-        tail[--i] = 'x';
-        tail[--i] = '0';
-        tail[--i] = '+';
-        memcpy(line + n, tail + i, sizeof tail - i);
-        n += sizeof tail - i;
+        line[n++] = '+';
+        n += hs_hex_text(l.off, line + n);
+        line[n++] = '"';
     }
     if (n)
         fwrite(line, 1, n, out);

@@ -412,9 +412,9 @@ static void put(tbuf *b, const char *s)
     put_n(b, s ? s : "(null)", strlen(s ? s : "(null)"));
 }
 
-static void put_hex(tbuf *b, uint64_t v)   /* "0x" and lower-case digits, as %llx */
+size_t hs_hex_text(uint64_t v, char out[HS_HEX_TEXT])
 {
-    char t[18];
+    char t[HS_HEX_TEXT];
     size_t i = sizeof t;
     do {
         t[--i] = "0123456789abcdef"[v & 15];
@@ -422,7 +422,14 @@ static void put_hex(tbuf *b, uint64_t v)   /* "0x" and lower-case digits, as %ll
     } while (v);
     t[--i] = 'x';
     t[--i] = '0';
-    put_n(b, t + i, sizeof t - i);
+    memcpy(out, t + i, sizeof t - i);
+    return sizeof t - i;
+}
+
+static void put_hex(tbuf *b, uint64_t v)
+{
+    char t[HS_HEX_TEXT];
+    put_n(b, t, hs_hex_text(v, t));
 }
 
 static char *loc_format(const hs_profile *p, hs_loc l, bool with_module, bool with_offset, bool label,

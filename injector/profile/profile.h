@@ -338,6 +338,11 @@ int hs_caller_key_cmp(const hs_caller_key *a, const hs_caller_key *b);
  * of report.json. */
 void hs_profile_merge_edges(hs_profile *p);
 
+/* v as "0x" and lower-case hex digits (printf's "0x%llx"), not terminated,
+ * into out; returns its length. */
+#define HS_HEX_TEXT 18
+size_t hs_hex_text(uint64_t v, char out[HS_HEX_TEXT]);
+
 /* A location as text: "function" (with_module: "module!function") and
  * "+0xoff" when with_offset; "module+0xoff" or "0xaddr" when no function
  * is known. The function as writers show it (hs_func_label). Returns buf. */
