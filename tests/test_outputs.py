@@ -805,17 +805,20 @@ PROBES_WARNING = r"hookscope's probes cost (\d+)x the program's own time \(([\d.
 
 
 def test_probes_costing_more_than_the_program_are_named():
-    """A program that is nearly all calls (callheavy: a million one-addition
-    calls, a few ms untraced), with an entry stack at every call: the
+    """A program that is nearly all calls (callheavy: three million
+    one-addition calls, a few ms untraced), with an entry stack at every call: the
     probes cost more than 10x the program's own time, and report.txt,
     report.json and the progress line say so; counted only (no slow path
     but the first call's), nothing is said."""
     exe = hs.need(f"{T}/callheavy.exe")
-    t = hs.trace(exe, options=["--stacks"], name="probes-heavy")
+    # 3 million calls: 1.2 s of captures against the program's some 40 ms
+    # (its start and exit under Wine); a million gave a ratio of 10 to 21,
+    # at the threshold on a quiet machine
+    t = hs.trace(exe, ["3000000"], options=["--stacks"], name="probes-heavy")
     warned = [w for w in t.json["warnings"] if re.match(PROBES_WARNING, w)]
     hs.eq(len(warned), 1, f"the warning in report.json: {t.json['warnings']}")
     ratio, secs = re.match(PROBES_WARNING, warned[0]).groups()
-    hs.check(int(ratio) > 10 and float(secs) > 0, warned[0])
+    hs.check(int(ratio) >= 10 and float(secs) > 0, warned[0])   # said above 10x, shown rounded
     with open(os.path.join(hs.ROOT, t.out, "report.txt"), encoding="utf-8") as f:
         hs.check("warning    " + warned[0] in f.read(), "the warning in report.txt")
     plain = hs.trace(exe, name="probes-plain")
