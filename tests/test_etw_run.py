@@ -291,3 +291,22 @@ def test_etw_rate_end_to_end():
                  f"{rate} Hz: {got} CPU samples for the busy thread's {cpu_us / 1e6:.3f} s of CPU (want {want:.1f}; "
                  f"the fake read {final(log).get('busy-cpu')} x 100 ns)")
         hs.eq(t.json["sampling"]["samples"], got, f"{rate} Hz: every sample is the busy thread's")
+
+
+def test_interval_changed_by_another_tool():
+    """Another tool sets the machine's sampling interval while hookscope's
+    session runs (the fake's 'retune', at the session's flush): at the end
+    hookscope reads it back, says so in one line and in the report's
+    warnings, and leaves the interval as that tool set it (no put-back);
+    a run without it puts the machine's interval back."""
+    rva, _, _ = rvas("etw_run_retune")
+    script = f"sample 5 exe+{rva['fib'] + 4:#x} exe+{rva['main'] + 0x10:#x}\nretune 20000\n"
+    t, log = fake_run("etw_run_retune", script, ["--sampler", "etw", "--sample-rate", "250"])
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    sets = [c for c in final(log).get("call", []) if c.startswith("set-interval ")]
+    hs.eq(sets, ["set-interval 40000"], "the run's interval set, and not put back over the other tool's")
+    hs.eq(final(log)["interval"], ["20000"], "the machine's interval, as the other tool left it")
+    want = ("another tool changed the machine's sampling interval during the run (from 40000 to 20000 x 100 ns): "
+            "samples after the change came at 500 Hz; it was left as that tool set it")
+    hs.check(any(w == want for w in t.json["warnings"]), f"the warning: {t.json['warnings']}")
+    hs.check(want in t.stderr.decode(errors="replace"), f"the line on stderr: {t.stderr!r}")

@@ -236,6 +236,8 @@ static ULONG WINAPI fake_control(TRACEHANDLE h, LPCWSTR name, EVENT_TRACE_PROPER
     if (code == HS_ETW_CONTROL_FLUSH) {
         record("flush", code);
         fake->flushes++;
+        if (fake->retune)
+            fake->machine_interval = fake->retune;   /* another tool, while hookscope's session runs */
         write_trace();
         return ERROR_SUCCESS;
     }

@@ -77,6 +77,7 @@ typedef struct etw_fake {
     ULONG fail_stop, fail_stop_name;   /* the stop by handle, by name (ERROR_MORE_DATA: stopped) */
     int no_samples;                /* the machine records no samples at all */
     int no_samples_after;          /* ... in the trace written at stop (a flush's has them) */
+    unsigned long retune;          /* another tool sets the machine's interval to this at a flush */
     int fill;                      /* the file reaches its cap (MaximumFileSize) */
     /* sessions of others that run already (named; leftovers of hookscopes
      * among them), and whether each still runs */

@@ -20,6 +20,8 @@
  *                           pid): a hookscope's left by one that ended, or another's
  *   nosamples               the machine records no samples at all
  *   nosamples-after         a flush's trace has the samples, the final one none
+ *   retune N                another tool sets the machine's interval to N (100 ns) at
+ *                           a flush, while hookscope's session runs
  *   fill                    the file reaches its cap
  *   sample COUNT FRAME...   COUNT samples of the target's first thread, leaf first
  *   foreign COUNT FRAME...  samples of another process (pid 4242, tid 4243)
@@ -320,6 +322,9 @@ static void read_script(int early)
             fake.no_samples_after = 1;
         } else if (!strcmp(w, "fill")) {
             fake.fill = 1;
+        } else if (!strcmp(w, "retune")) {
+            const char *n = strtok(NULL, " \t\r\n");
+            fake.retune = n ? strtoul(n, NULL, 0) : 0;
         } else if (!strcmp(w, "kernel")) {
             fake_image *im = &fake.images[fake.nimages++];
             im->pid = 0;
