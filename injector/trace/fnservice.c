@@ -107,41 +107,32 @@ static void answer(hs_fnservice *svc)
     h->fn_count = -1;
     if (i < hs_session_modules(&src) && hs_session_module_at(&src, i, &m)) {
         char *path = hs_utf8_n(m.path, HS_PATH_LEN);
-        hs_fn_entry *early = (hs_fn_entry *)((char *)svc->s->view + L->fn_list_off);
-        long n = -1;
-        if (svc->pre.thread && hs_session_commit_ok(early, (uint64_t)L->fn_list_cap * sizeof *early))
-            n = prefetched(svc, path, &m, early, L->fn_list_cap);
+        hs_fn_entry *list = (hs_fn_entry *)((char *)svc->s->view + L->fn_list_off);
+        /* commit what a list of this module can need */
+        bool room = hs_session_commit_ok(list, (uint64_t)L->fn_list_cap * sizeof *list);
+        long n = room ? prefetched(svc, path, &m, list, L->fn_list_cap) : -1;
+        if (n >= 0) {
+            hs_log("function list of %s: %ld functions (made while the target started)", hs_basename(path), n);
+        } else {
+            hs_modsyms_status st;
+            const char *why = NULL;
+            hs_modsyms *t = hs_modsyms_open(path, m.base, m.size, m.timestamp, &svc->conf, &st, &why);
+            if (t && hs_modsyms_message(t)[0])
+                tell(svc, path, hs_modsyms_message(t));
+            if (t && st == HS_MODSYMS_OK && room) {
+                svc->flt.matched = 0;
+                n = hs_fnlist_build(t, &svc->flt, hs_basename(path), list, L->fn_list_cap);
+                hs_log("function list of %s: %ld functions", hs_basename(path), n);
+            } else {
+                hs_log("no function list for %s (%s): the agent reads the image", hs_basename(path),
+                       why ? why : "not the file that was loaded");
+            }
+            hs_modsyms_close(t);
+        }
         if (n >= 0) {
             InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)svc->flt.matched);
             h->fn_count = (int32_t)n;
-            hs_log("function list of %s: %ld functions (made while the target started)", hs_basename(path), n);
-            free(path);
-            MemoryBarrier();
-            h->fn_answered = req;
-            MemoryBarrier();
-            SetEvent(svc->s->fn_answer);
-            return;
         }
-        hs_modsyms_status st;
-        const char *why = NULL;
-        hs_modsyms *t = hs_modsyms_open(path, m.base, m.size, m.timestamp, &svc->conf, &st, &why);
-        if (t && hs_modsyms_message(t)[0])
-            tell(svc, path, hs_modsyms_message(t));
-        hs_fn_entry *list = (hs_fn_entry *)((char *)svc->s->view + L->fn_list_off);
-        /* commit what a list of this module can need */
-        if (t && st == HS_MODSYMS_OK && hs_session_commit_ok(list, (uint64_t)L->fn_list_cap * sizeof *list)) {
-            svc->flt.matched = 0;
-            long n = hs_fnlist_build(t, &svc->flt, hs_basename(path), list, L->fn_list_cap);
-            if (n >= 0) {
-                InterlockedOr((volatile LONG *)&h->filter_matched, (LONG)svc->flt.matched);
-                h->fn_count = (int32_t)n;
-            }
-            hs_log("function list of %s: %ld functions", hs_basename(path), n);
-        } else {
-            hs_log("no function list for %s (%s): the agent reads the image", hs_basename(path),
-                   why ? why : "not the file that was loaded");
-        }
-        hs_modsyms_close(t);
         free(path);
     }
     MemoryBarrier();
