@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hook/base/map.h"
 #include "hook/base/search.h"
@@ -413,17 +414,7 @@ static const hs_image *image_of(const hs_codemap *m, uint64_t pc)
 
 static bool is_ntdll(const hs_image *im)
 {
-    if (!im || !im->path)
-        return false;
-    const char *b = im->path;
-    for (const char *c = im->path; *c; c++)
-        if (*c == '\\' || *c == '/')
-            b = c + 1;
-    static const char name[] = "ntdll.dll";
-    for (size_t i = 0; i < sizeof name; i++)
-        if ((b[i] | (b[i] >= 'A' && b[i] <= 'Z' ? 0x20 : 0)) != name[i])
-            return false;
-    return true;
+    return im && im->path && !strcasecmp(hs_basename(im->path), "ntdll.dll");
 }
 
 bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc)
