@@ -49,6 +49,7 @@
  * others still running, the classes of events whose stacks were asked
  * for, the addresses used.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,19 @@ static int busy[FAKE_MAX_SAMPLES];    /* sample lines counted from the CPU time 
 static unsigned long long busy_cpu;   /* the first thread's CPU time at stop (100 ns) */
 static double busy_samples;           /* the busy lines' samples so far */
 static unsigned long long busy_last;  /* the first thread's CPU time when they were counted */
+
+
+/* The first thread's CPU time (user + kernel, 100 ns) into *cpu; false when
+ * it cannot be read. */
+static bool thread_cpu(unsigned long long *cpu)
+{
+    FILETIME c, e, k, u;
+    if (!first || !GetThreadTimes(first, &c, &e, &k, &u))
+        return false;
+    *cpu = ((unsigned long long)k.dwHighDateTime << 32 | k.dwLowDateTime) +
+           ((unsigned long long)u.dwHighDateTime << 32 | u.dwLowDateTime);
+    return true;
+}
 static uint64_t exe_base;
 static char script_error[300];
 
@@ -373,10 +387,7 @@ static ULONG WINAPI dll_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERTI
          * (Wine's start-up of a process held suspended runs on its first
          * thread: 9 ms of it on a loaded machine, counted at the old
          * interval, gave 50 samples where 41 were due) */
-        FILETIME c, e, k, u;
-        if (first && GetThreadTimes(first, &c, &e, &k, &u))
-            busy_last = ((unsigned long long)k.dwHighDateTime << 32 | k.dwLowDateTime) +
-                        ((unsigned long long)u.dwHighDateTime << 32 | u.dwLowDateTime);
+        thread_cpu(&busy_last);
         if (find_exe() < 0)
             fail("cannot read the target's exe%s", "");
         else
@@ -392,11 +403,8 @@ static ULONG WINAPI dll_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERTI
 
 static void count_busy(void)
 {
-    FILETIME c, e, k, u;
-    if (!first || !GetThreadTimes(first, &c, &e, &k, &u) || !fake.machine_interval)
+    if (!fake.machine_interval || !thread_cpu(&busy_cpu))
         return;
-    busy_cpu = ((unsigned long long)k.dwHighDateTime << 32 | k.dwLowDateTime) +
-               ((unsigned long long)u.dwHighDateTime << 32 | u.dwLowDateTime);
     busy_samples += (double)(busy_cpu - busy_last) / fake.machine_interval;
     busy_last = busy_cpu;
     for (int i = 0; i < fake.nsamples; i++)
