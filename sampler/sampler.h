@@ -231,7 +231,7 @@ typedef struct hs_sampler_stats {
     double suspended_us_p50, suspended_us_p99, unwind_us_avg;
     bool cycle_clock;          /* CPU/wait from cycle counters (else thread times) */
     double rate_hz;            /* the rate used (its mean over the run when it changed) */
-    char rate_reason[240];     /* why that rate: "--sample-rate", "chosen: ..." */
+    char rate_reason[320];     /* why that rate: "--sample-rate", "chosen: ..." */
     int64_t suspensions;       /* suspend backend: threads suspended for a sample (-1: not
                                   this backend); the other samples reused a stack */
     int64_t reused;            /* samples of threads whose CPU clock had not moved: their

@@ -46,6 +46,13 @@ def test_idle_pool_is_not_suspended():
     t, s = run(["pool", "32", "1000"], [], "scaling_pool")
     hs.check(s["rate_reason"].startswith("chosen: a suspension held a thread "), f"the reason: {s['rate_reason']!r}")
     hs.check(50 <= s["rate_hz"] <= 1000, f"the default rate {s['rate_hz']} is within 50..1000 Hz")
+    # rate_hz is the mean over the run: the chosen rate, and 1000 Hz while the first
+    # suspensions measured the cost; the reason says both, so the figures agree
+    m = re.search(r"allows (\d+) Hz.*; 1000 Hz in the first ([\d.]+) s, while measuring", s["rate_reason"])
+    hs.check(m is not None, f"the reason says the rate while measuring: {s['rate_reason']!r}")
+    if "then " not in s["rate_reason"]:
+        chosen = min(1000, max(50, int(m.group(1))))
+        hs.check(chosen - 1 <= s["rate_hz"] <= 1000, f"mean rate {s['rate_hz']} between the chosen {chosen} and 1000 Hz")
     hs.check(re.search(r"^rate +[\d.]+ Hz: chosen: a suspension held a thread \d+ us", t.txt, re.M) is not None,
              "report.txt says the rate and why")
     hs.check(s["suspensions"] * 4 < taken(s),

@@ -188,7 +188,7 @@ typedef struct hs_prof_sampling {
      * that was spent (wall time of each sampled thread, summed); -1 unknown */
     double held_s, threads_s;
     bool etl_kept;               /* etw: the run's trace is kept in the output directory */
-    char rate_reason[240];       /* why rate_hz: "--sample-rate", "chosen: ...", "" unknown */
+    char rate_reason[320];       /* why rate_hz: "--sample-rate", "chosen: ...", "" unknown */
     int64_t suspensions;         /* suspend sampler: threads suspended for a sample; the other
                                     samples reused the stack of a thread that had not run; -1 unknown */
     int64_t reused;

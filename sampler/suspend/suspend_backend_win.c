@@ -153,6 +153,7 @@ struct hs_sampler {
     size_t nhold, cap_hold;
     size_t adapt_from;         /* hold_us index where the rate's window began */
     double adapt_at;
+    double chosen_at;          /* when the first suspensions chose the rate (HS_RATE_MAX until then) */
     char reason[240];
     uint64_t suspensions, reused;
     /* stats */
@@ -715,6 +716,7 @@ static void adapt_rate(hs_sampler *s, double now)
                  raw > HS_RATE_MAX ? " (at most 1000 Hz)" : raw < HS_RATE_MIN ? " (never below 50 Hz)" : "");
         set_rate(s, r, now);
         s->rate_lo = s->rate_hi = r;   /* the range of the chosen rates */
+        s->chosen_at = now;
         hs_log("sampling rate %s", s->reason);
     } else if (r < s->rate || r > s->rate * 1.25) {
         hs_log("sampling rate %.0f -> %.0f Hz: a suspension held a thread %.0f us (median of %zu over %.1f s)",
@@ -931,12 +933,15 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     } else if (!s->reason[0]) {
         snprintf(st->rate_reason, sizeof st->rate_reason, "the highest (%.0f Hz): too few suspensions (%zu) to "
                  "measure their cost", HS_RATE_MAX, s->nhold);
-    } else if (s->rate_lo != s->rate_hi) {
-        snprintf(st->rate_reason, sizeof st->rate_reason, "%s; then %.0f to %.0f Hz as the cost changed (%u change%s, "
-                 "%.0f Hz at the end)", s->reason, s->rate_lo, s->rate_hi, s->rate_changes,
-                 s->rate_changes == 1 ? "" : "s", s->rate);
     } else {
-        snprintf(st->rate_reason, sizeof st->rate_reason, "%s", s->reason);
+        /* the mean over the run (rate_hz) takes in the first suspensions'
+         * HS_RATE_MAX: say so, or the two figures would contradict */
+        char then[96] = "";
+        if (s->rate_lo != s->rate_hi)
+            snprintf(then, sizeof then, "; then %.0f to %.0f Hz as the cost changed (%u change%s, %.0f Hz at the end)",
+                     s->rate_lo, s->rate_hi, s->rate_changes, s->rate_changes == 1 ? "" : "s", s->rate);
+        snprintf(st->rate_reason, sizeof st->rate_reason, "%s; %.0f Hz in the first %.3f s, while measuring%s",
+                 s->reason, HS_RATE_MAX, s->chosen_at - s->rate_t0, then);
     }
     if (s->nstopped) {
         hs_sort(s->stopped_us, s->nstopped, sizeof *s->stopped_us, cmp_float, NULL);
