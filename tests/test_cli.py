@@ -186,6 +186,18 @@ def test_help_per_command():
             hs.eq(sorted(help_options(args)), sorted(opts), f"options in {args}")
 
 
+def test_sort_help_per_command():
+    """--sort's keys are not the same for report and diff: each command's
+    help describes its own (diff: by the change of self, total, cpu or calls;
+    report: report.txt's order, with avg)."""
+    diff = hs.hookscope(["help", "diff"]).stdout.decode()
+    report = hs.hookscope(["help", "report"]).stdout.decode()
+    hs.check("order the rows by the largest change of: self" in diff and "total (inclusive time when both ran" in diff
+             and "report.txt" not in diff.split("--sort", 1)[1].split("--top", 1)[0], "help diff's --sort: " + diff)
+    hs.check("order report.txt's functions by calls, self," in report and "change of" not in report,
+             "help report's --sort: " + report)
+
+
 def test_readme_documents_every_option():
     """README.md's option table lists options `run` takes, and every option
     any command's help shows is named in README.md."""

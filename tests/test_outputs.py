@@ -582,9 +582,27 @@ def test_diff_finds_the_slower_function():
     p = hs.hookscope(["diff", ta.out, tb.out, "--sort", "calls"], timeout=120)
     hs.eq(p.returncode, 0, "diff --sort calls: " + p.stderr.decode())
     hs.check("by the largest change of calls first" in p.stdout.decode(), p.stdout.decode()[:400])
-    p = hs.hookscope(["diff", ta.out, tb.out, "--sort", "total"], timeout=60)
+    # --sort total: main grew through its callee as much as slow_part itself (inclusive time)
+    p = hs.hookscope(["diff", ta.out, tb.out, "--sort", "total"], timeout=120)
+    hs.eq(p.returncode, 0, "diff --sort total: " + p.stderr.decode())
+    text = p.stdout.decode()
+    hs.check("by the largest change of total time (inclusive) first" in text, text[:400])
+    hs.check(re.search(r"change +total A +total B +change +function", text), "the inclusive columns: " + text[:600])
+    rows = [line for line in text.splitlines() if re.match(r"^ +(\d+|-) ", line)]
+    hs.eq(sorted(r.split()[-2] for r in rows[:2]), ["main", "slow_part"], "the two largest total changes: " + text[:900])
+    p = hs.hookscope(["diff", ta.out, tb.out, "--sort", "avg"], timeout=60)
     hs.eq((p.returncode, p.stderr.decode().splitlines()[0]),
-          (2, "hookscope: diff orders by the change of calls, self or cpu, not total"), "diff --sort total")
+          (2, "hookscope: diff orders by the change of calls, self, total or cpu, not avg"), "diff --sort avg")
+    # two programs: matched by name alone, and said
+    other = "tests/unit/profiles/dupnames"
+    p = hs.hookscope(["diff", ta.out, other], timeout=60)
+    hs.eq(p.returncode, 0, "diff of two programs: " + p.stderr.decode())
+    hs.check(re.match(r"hookscope: warning: \S+ and \S+ are runs of two programs \(\d+ of \d+ functions in both\): "
+                      r"functions are matched by name alone$", p.stderr.decode().strip()), p.stderr.decode())
+    hs.check("\nwarning: A ran spin.exe and B ran fmt.exe, and only " in p.stdout.decode(), p.stdout.decode()[:500])
+    p = hs.hookscope(["diff", ta.out, tb.out], timeout=60)
+    hs.check("warning" not in p.stderr.decode() + p.stdout.decode(), "spin.exe and spin_slow.exe: one program, "
+             "two builds (most functions in both): " + p.stderr.decode())
     p = hs.hookscope(["diff", ta.out], timeout=60)
     hs.eq(p.returncode, 2, "diff needs two runs")
     p = hs.hookscope(["diff", ta.out, "build/test-out/no-such-run"], timeout=60)

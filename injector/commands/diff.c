@@ -1,7 +1,7 @@
 /*
  * injector/commands/diff.c - `hookscope diff A B`: two saved runs (their
  * report.json) side by side, function by function (profile/match.h),
- * ordered as --sort says (calls, cpu, or self: the best measure): the
+ * ordered as --sort says (calls, cpu, total, or self: the best measure): the
  * table on stdout; with -o DIR also DIR/diff.txt and, when both runs have
  * CPU samples (else entry stacks), DIR/diff-flamegraph.svg: B's stacks,
  * each frame red as its share grew from A, blue as it shrank.
@@ -61,8 +61,14 @@ int hs_cmd_diff(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     hs_diff d;
-    int by = o->sort == HS_SORT_CALLS ? HS_DIFF_BY_CALLS : o->sort == HS_SORT_CPU ? HS_DIFF_BY_SAMPLES : HS_DIFF_BY_BEST;
+    int by = o->sort == HS_SORT_CALLS ? HS_DIFF_BY_CALLS
+             : o->sort == HS_SORT_CPU   ? HS_DIFF_BY_SAMPLES
+             : o->sort == HS_SORT_TOTAL ? HS_DIFF_BY_TOTAL
+                                        : HS_DIFF_BY_BEST;
     hs_diff_build(a, b, by, &d);
+    if (d.other_program)
+        hs_err("warning: %s and %s are runs of two programs (%zu of %zu functions in both): functions are "
+               "matched by name alone", na, nb, d.both, d.n);
     int rc = 0;
     _setmode(_fileno(stdout), _O_BINARY);
     if (hs_write_diff(a, na, b, nb, &d, o->top, stdout) < 0 || fflush(stdout) != 0)

@@ -111,13 +111,19 @@ static const optdef options[] = {
       "write only this output: txt, json, folded, svg,\n"
       "speedscope, callgrind or dtrace; to stdout, or\n"
       "into the -o directory under its file name" },
-    { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT | HS_CMD_DIFF,
+    { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT,
       "order report.txt's functions by calls, self,\n"
       "total (time with --time, else CPU samples), cpu\n"
       "(self CPU samples) or avg (time per call, else\n"
-      "CPU time per call); implies --format txt.\n"
-      "diff: by the change of calls, self (the default)\n"
-      "or cpu" },
+      "CPU time per call); implies --format txt" },
+    { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_DIFF,
+      "order the rows by the largest change of: self\n"
+      "(the default: self time when both ran with\n"
+      "--time, else self CPU samples, else calls),\n"
+      "total (inclusive time when both ran with --time,\n"
+      "else inclusive CPU samples: a function made\n"
+      "slower through its callees), cpu (self CPU\n"
+      "samples) or calls" },
     { OPT_TOP, L"--top", NULL, "N", 0, HS_CMD_REPORT | HS_CMD_DIFF,
       "only the first N functions (report: implies\n"
       "--format txt)" },
@@ -245,18 +251,24 @@ static int parse_uint(const wchar_t *s, uint32_t lo, uint32_t hi, uint32_t *out)
     return 0;
 }
 
-/* The row of an option argument ("--name", "--name=value", "-x"). */
-static const optdef *find_option(const wchar_t *arg)
+/* The row of an option argument ("--name", "--name=value", "-x"): the
+ * one for command `cmd` where an option has a row per command (its help
+ * differs), else the first. */
+static const optdef *find_option(const wchar_t *arg, unsigned cmd)
 {
+    const optdef *first = NULL;
     for (size_t i = 0; i < NOPTIONS; i++) {
         const optdef *d = &options[i];
         size_t n = wcslen(d->lng);
-        if (wcsncmp(arg, d->lng, n) == 0 && (arg[n] == 0 || (arg[n] == L'=' && d->arg)))
-            return d;
-        if (d->shrt && !wcscmp(arg, d->shrt))
-            return d;
+        if ((wcsncmp(arg, d->lng, n) == 0 && (arg[n] == 0 || (arg[n] == L'=' && d->arg))) ||
+            (d->shrt && !wcscmp(arg, d->shrt))) {
+            if (d->cmds & cmd)
+                return d;
+            if (!first)
+                first = d;
+        }
     }
-    return NULL;
+    return first;
 }
 
 static int all_digits(const wchar_t *s)
@@ -409,7 +421,7 @@ static const wchar_t *given(int argc, wchar_t **argv, const hs_options *o, int i
             break;
         if (!wcscmp(argv[i], L"--"))
             break;
-        const optdef *d = argv[i][0] == L'-' ? find_option(argv[i]) : NULL;
+        const optdef *d = argv[i][0] == L'-' ? find_option(argv[i], o->cmd->bit) : NULL;
         if (d && d->id == id)
             return argv[i];
     }
@@ -544,7 +556,7 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
             continue;
         }
         if (a[0] == L'-' && a[1] != 0) {
-            const optdef *d = find_option(a);
+            const optdef *d = find_option(a, o->cmd->bit);
             if (!d)
                 return usage_error("unknown option '%s'", hs_utf8(a));
             if (!(d->cmds & o->cmd->bit)) {
@@ -615,8 +627,8 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         return usage_error("%s", "give --pid or --process, not both");
     if (o->cmd->bit == HS_CMD_DIFF && !o->file2)
         return usage_error("%s", "diff needs the directories of two runs (with their report.json)");
-    if (o->cmd->bit == HS_CMD_DIFF && (o->sort == HS_SORT_TOTAL || o->sort == HS_SORT_AVG))
-        return usage_error("diff orders by the change of calls, self or cpu, not %s", hs_sort_key_name(o->sort));
+    if (o->cmd->bit == HS_CMD_DIFF && o->sort == HS_SORT_AVG)
+        return usage_error("diff orders by the change of calls, self, total or cpu, not %s", hs_sort_key_name(o->sort));
     if (o->cmd->bit == HS_CMD_REPORT && (o->sort >= 0 || o->top || o->threads)) {
         if (o->format && strcmp(o->format, "txt") != 0)
             return usage_error("--sort, --top and --threads shape report.txt; not with --format %s", o->format);

@@ -55,9 +55,11 @@ static const hs_command diff = {
     "module and name), the calls, self CPU samples and self time of both runs\n"
     "and the change, the largest change first: of self time when both ran\n"
     "with --time (measured), else of self CPU samples when both have them,\n"
-    "else of calls (--sort self, the default; --sort cpu and --sort calls\n"
-    "choose). With -o DIR also DIR/diff.txt and DIR/diff-flamegraph.svg: B's\n"
-    "stacks, red where a frame's share grew since A, blue where it shrank.",
+    "else of calls (--sort self, the default; --sort total, cpu and calls\n"
+    "choose; total adds the inclusive columns). Two runs of different programs\n"
+    "are matched by name alone, with a warning. With -o DIR also DIR/diff.txt\n"
+    "and DIR/diff-flamegraph.svg: B's stacks, red where a frame's inclusive\n"
+    "share grew since A, blue where it shrank.",
     hs_cmd_diff,
 };
 

@@ -23,7 +23,9 @@
  * data-n indexes HS.fns ([name, module index, calls, CPU per call, calls
  * in the baseline]; -1 where unknown), data-x/data-v are the counts left
  * of the frame and in it, data-d its depth (the root "all" is 0), data-b
- * the baseline's count (diff only); a group of merged narrow frames has
+ * the baseline's count and data-s="1" on a frame whose share is of the
+ * stacks both runs reach, HS.stotal and HS.sbtotal (diff only); a group
+ * of merged narrow frames has
  * data-n="-1" and data-m="how many". The script (flamegraph_script.c)
  * zooms on click (hsZoom), resets (hsReset, Escape, "Reset Zoom"),
  * searches by regular expression (hsSearch; "Search", Ctrl+F or '/', or
@@ -74,6 +76,9 @@ typedef struct flame {
     size_t nfns;
     uint32_t max_depth;
     double max_delta;            /* diff: the largest change of share of a drawn node */
+    uint8_t *in_both;            /* diff, per node: its top frame (under the root) is reached by
+                                    both runs, so its share is of those stacks alone */
+    uint64_t both_total, both_base;   /* the stacks under such top frames, in each run */
 } flame;
 
 static double px(const flame *f, uint64_t v)
@@ -162,17 +167,46 @@ static void module_colour(const flame *f, uint32_t name, char *buf)
     hsl_hex(hue, 0.62, 0.56 + 0.14 * shade, buf);
 }
 
-static double delta(const flame *f, uint64_t v, uint64_t b)
+/* The change of a frame's inclusive share (B's minus A's). A frame under
+ * a top frame that both runs reach (in_both) takes its share of the
+ * stacks under such frames only: a stack that only one run has (an
+ * unrooted sample, a thread of its own) changes no other frame's colour,
+ * so one stray sample cannot paint main blue in a run that got slower.
+ * Other frames, and the root's narrow group, take their share of all. */
+static double delta(const flame *f, size_t node, uint64_t v, uint64_t b)
 {
-    double a = f->t->total ? (double)v / (double)f->t->total : 0;
-    double z = f->t->base_total ? (double)b / (double)f->t->base_total : 0;
+    bool both = node && f->in_both && f->in_both[node];
+    uint64_t tv = both ? f->both_total : f->t->total, tb = both ? f->both_base : f->t->base_total;
+    double a = tv ? (double)v / (double)tv : 0;
+    double z = tb ? (double)b / (double)tb : 0;
     return a - z;
 }
 
-/* grown: red, shrunk: blue, unchanged: grey; deeper for larger changes */
-static void diff_colour(const flame *f, uint64_t v, uint64_t b, char *buf)
+/* Which nodes stand under a top frame both runs reach, and how many
+ * stacks each run has under such frames (a child comes after its parent
+ * in the tree's node order). */
+static void mark_in_both(flame *f)
 {
-    double d = delta(f, v, b);
+    const hs_flametree *t = f->t;
+    f->in_both = hs_xcalloc(t->n + 1, 1);
+    for (size_t i = 1; i < t->n; i++) {
+        const hs_fnode *nd = &t->nodes[i];
+        if (nd->parent == 0) {
+            f->in_both[i] = nd->value > 0 && nd->base > 0;
+            if (f->in_both[i]) {
+                f->both_total += nd->value;
+                f->both_base += nd->base;
+            }
+        } else {
+            f->in_both[i] = f->in_both[nd->parent];
+        }
+    }
+}
+
+/* grown: red, shrunk: blue, unchanged: grey; deeper for larger changes */
+static void diff_colour(const flame *f, size_t node, uint64_t v, uint64_t b, char *buf)
+{
+    double d = delta(f, node, v, b);
     double k = f->max_delta > 0 ? fabs(d) / f->max_delta : 0;
     if (fabs(d) < 1e-12)
         k = 0;
@@ -220,7 +254,7 @@ static const char *display_name(const flame *f, uint32_t name, char *buf, size_t
     return hs_svg_clean(fi >= 0 ? hs_func_label(f->p, (uint32_t)fi) : t->names.v[name], buf, len);
 }
 
-static void box(flame *f, FILE *out, int32_t fn, uint64_t x, uint64_t v, uint64_t b, uint32_t depth,
+static void box(flame *f, FILE *out, size_t node, int32_t fn, uint64_t x, uint64_t v, uint64_t b, uint32_t depth,
                 uint32_t merged, const char *fill, const char *text)
 {
     double bx = PAD + px(f, x), bw = px(f, v);
@@ -231,7 +265,7 @@ static void box(flame *f, FILE *out, int32_t fn, uint64_t x, uint64_t v, uint64_
     fprintf(out, " data-x=\"%llu\" data-v=\"%llu\" data-d=\"%u\"", (unsigned long long)x,
             (unsigned long long)v, depth);
     if (f->base)
-        fprintf(out, " data-b=\"%llu\"", (unsigned long long)b);
+        fprintf(out, " data-b=\"%llu\"%s", (unsigned long long)b, node && f->in_both[node] ? " data-s=\"1\"" : "");
     fprintf(out, "><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">",
             bx, y, bw, FRAME_H - 1, fill, bx + 3, y + FRAME_H - 4);
     label(out, text, bw);
@@ -246,6 +280,9 @@ static void write_data(flame *f, FILE *out, const char *unit, const int64_t *bca
                  "\"diff\": %s, \"unit\": \"%s\",\n\"mods\": [",
             WIDTH, PAD, FRAME_H, (unsigned long long)t->total, (unsigned long long)t->base_total,
             f->base ? "true" : "false", unit);
+    if (f->base)   /* the stacks under top frames both runs reach (data-s frames' shares) */
+        fprintf(out, "\"stotal\": %llu, \"sbtotal\": %llu,\n", (unsigned long long)f->both_total,
+                (unsigned long long)f->both_base);
     /* the modules of the frames drawn, by name, in the order first named;
      * per frame name, the calls and CPU of every function of that name
      * (two modules of one name, loaded twice, are one frame name) */
@@ -331,9 +368,10 @@ static int write_svg(flame *f, FILE *out, const char *title, const int64_t *bcal
     /* the layout puts each frame's narrow children side by side after the
      * others: a group starts where its parent's wide children end */
     if (f->base) {
+        mark_in_both(f);
         for (size_t i = 0; i < n; i++) {
-            if (f->drawn[i] && fabs(delta(f, t->nodes[i].value, t->nodes[i].base)) > f->max_delta)
-                f->max_delta = fabs(delta(f, t->nodes[i].value, t->nodes[i].base));
+            if (f->drawn[i] && fabs(delta(f, i, t->nodes[i].value, t->nodes[i].base)) > f->max_delta)
+                f->max_delta = fabs(delta(f, i, t->nodes[i].value, t->nodes[i].base));
         }
     }
     int height = TOP + (int)(f->max_depth + 1) * FRAME_H + BOTTOM;
@@ -365,12 +403,12 @@ static int write_svg(flame *f, FILE *out, const char *title, const int64_t *bcal
             continue;
         int32_t fn = i == 0 ? fn_index(f, HS_FNONE) : fn_index(f, nd->name);
         if (f->base)
-            diff_colour(f, nd->value, nd->base, fill);
+            diff_colour(f, i, nd->value, nd->base, fill);
         else if (i == 0)
             snprintf(fill, sizeof fill, "#b4b4b4");
         else
             module_colour(f, nd->name, fill);
-        box(f, out, fn, nd->x, nd->value, nd->base, nd->depth, 0, fill,
+        box(f, out, i, fn, nd->x, nd->value, nd->base, nd->depth, 0, fill,
             i == 0 ? "all" : display_name(f, nd->name, buf, sizeof buf));
         if (f->group[i]) {
             uint64_t wide = 0, base = 0;
@@ -383,10 +421,10 @@ static int write_svg(flame *f, FILE *out, const char *title, const int64_t *bcal
             char text[64];
             snprintf(text, sizeof text, "%u narrower frames", f->groupn[i]);
             if (f->base)
-                diff_colour(f, f->group[i], base, fill);
+                diff_colour(f, i, f->group[i], base, fill);
             else
                 snprintf(fill, sizeof fill, "#dcdcdc");
-            box(f, out, -1, nd->x + wide, f->group[i], base, nd->depth + 1, f->groupn[i], fill, text);
+            box(f, out, i, -1, nd->x + wide, f->group[i], base, nd->depth + 1, f->groupn[i], fill, text);
         }
     }
     fprintf(out, "</g>\n");
@@ -399,6 +437,7 @@ static int write_svg(flame *f, FILE *out, const char *title, const int64_t *bcal
     fputs(hs_flamegraph_script, out);
     fprintf(out, "]]></script>\n</svg>\n");
     free(f->drawn);
+    free(f->in_both);
     free(f->group);
     free(f->groupn);
     free(f->fn_of_name);

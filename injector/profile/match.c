@@ -141,25 +141,40 @@ static void side(const hs_profile *p, int32_t i, hs_diff_side *s)
     const hs_prof_func *f = &p->funcs[i];
     s->calls = f->calls;
     s->cpu_self = f->cpu_self;
+    s->cpu_total = f->cpu_total;
     if (hs_func_timed(p, (uint32_t)i)) {
         s->self_ns = f->time->self_ns;
+        s->total_ns = f->time->total_ns;
         s->timed = true;
     }
 }
 
 /* The sort key (profile/views.h) of each measure: self CPU samples, self
- * time (with --time in both), calls. */
+ * time and total time (with --time in both), calls; total CPU samples is
+ * read from the function (the key "total" is time in a run with --time). */
 static const int measure_key[] = {
     [HS_DIFF_BY_SAMPLES] = HS_SORT_CPU,
     [HS_DIFF_BY_TIME] = HS_SORT_SELF,
     [HS_DIFF_BY_CALLS] = HS_SORT_CALLS,
+    [HS_DIFF_BY_TOTAL_TIME] = HS_SORT_TOTAL,
+    [HS_DIFF_BY_TOTAL_SAMPLES] = -1,
 };
 
 /* A side's value of the ordering measure (0 where it has none). */
 static double measure(const hs_diff *d, const hs_profile *p, const hs_diff_side *s)
 {
-    double v = s->func < 0 ? 0 : hs_sort_key_value(p, (uint32_t)s->func, measure_key[d->by]);
+    if (s->func < 0)
+        return 0;
+    if (measure_key[d->by] < 0)
+        return (double)s->cpu_total;
+    double v = hs_sort_key_value(p, (uint32_t)s->func, measure_key[d->by]);
     return v < 0 ? 0 : v;
+}
+
+/* The file name of a profile's target, without its folder. */
+static const char *target_name(const hs_profile *p)
+{
+    return p->target_path ? hs_basename(p->target_path) : "";
 }
 
 double hs_diff_change(const hs_diff *d, const hs_diff_row *r)
@@ -190,6 +205,8 @@ void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d)
     d->time = a->time_on && b->time_on;
     if (by == HS_DIFF_BY_CALLS || (by == HS_DIFF_BY_SAMPLES && d->samples))
         d->by = by;
+    else if (by == HS_DIFF_BY_TOTAL && (d->time || d->samples))
+        d->by = d->time ? HS_DIFF_BY_TOTAL_TIME : HS_DIFF_BY_TOTAL_SAMPLES;
     else
         d->by = d->time ? HS_DIFF_BY_TIME : d->samples ? HS_DIFF_BY_SAMPLES : HS_DIFF_BY_CALLS;
     /* match, then link: each of b's functions with a's of the same key */
@@ -220,6 +237,9 @@ void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d)
     }
     free(linked);
     free(a_of_b);
+    for (size_t i = 0; i < d->n; i++)
+        d->both += d->rows[i].a.func >= 0 && d->rows[i].b.func >= 0;
+    d->other_program = strcasecmp(target_name(a), target_name(b)) != 0 && d->both * 2 < d->n;
     hs_sort(d->rows, d->n, sizeof *d->rows, cmp_row, d);
 }
 

@@ -20,13 +20,20 @@
 
 #include "injector/profile/profile.h"
 
-enum { HS_DIFF_BY_SAMPLES = 0, HS_DIFF_BY_TIME, HS_DIFF_BY_CALLS, HS_DIFF_BY_BEST = -1 };
+/* The measures (hs_diff.by); BEST and TOTAL are requests: the best measure
+ * both have, and inclusive time when both ran with --time, else inclusive
+ * CPU samples. */
+enum {
+    HS_DIFF_BY_SAMPLES = 0, HS_DIFF_BY_TIME, HS_DIFF_BY_CALLS, HS_DIFF_BY_TOTAL_TIME, HS_DIFF_BY_TOTAL_SAMPLES,
+    HS_DIFF_BY_BEST = -1, HS_DIFF_BY_TOTAL = -2
+};
 
 typedef struct hs_diff_side {
     int32_t func;                /* index in that profile, -1: not there */
     uint64_t calls, cpu_self;    /* calls (hooks), self CPU samples */
-    uint64_t self_ns;            /* self time (--time) */
-    bool timed;                  /* self_ns is known */
+    uint64_t cpu_total;          /* CPU samples with it on the stack */
+    uint64_t self_ns, total_ns;  /* self and inclusive time (--time) */
+    bool timed;                  /* self_ns and total_ns are known */
 } hs_diff_side;
 
 typedef struct hs_diff_row {
@@ -42,11 +49,16 @@ typedef struct hs_diff {
     int by;                      /* HS_DIFF_BY_*: the measure, a sort key of profile/views.h
                                     (cpu, self with --time, calls) */
     bool samples, time;          /* both profiles have samples / durations */
+    bool other_program;          /* the targets' file names differ and fewer than half of
+                                    the rows are functions of both: two programs, not two
+                                    runs of one */
+    size_t both;                 /* rows with a function in both profiles */
 } hs_diff;
 
 /* Match a's and b's functions (those with calls, samples or durations)
  * and order the rows by the change of `by` (HS_DIFF_BY_*; BEST: the best
- * measure both have; one they do not both have falls back the same way).
+ * measure both have; TOTAL: inclusive time, else inclusive samples; one
+ * they do not both have falls back to BEST).
  * The rows point into a and b: keep them alive. */
 void hs_diff_build(const hs_profile *a, const hs_profile *b, int by, hs_diff *d);
 void hs_diff_free(hs_diff *d);

@@ -109,10 +109,36 @@ static void test_diff(void)
     tap_check(d.by == HS_DIFF_BY_CALLS && hs_diff_change(&d, &d.rows[0]) == 0, "diff --sort calls: calls order",
               "by %d first %s", d.by, d.rows[0].name);
     hs_diff_free(&d);
+    /* --sort total: main made slower through its callees (self unchanged,
+     * total 1 us -> 9 us) comes first, with the inclusive columns */
+    for (uint32_t i = 0; i < a->nfuncs; i++)
+        hs_prof_time_of(a, i)->total_ns = 1000;
+    for (uint32_t i = 0; i < b->nfuncs; i++)
+        hs_prof_time_of(b, i)->total_ns = b->funcs[i].name && !strcmp(b->funcs[i].name, "main") ? 9000 : 1000;
+    hs_diff_build(a, b, HS_DIFF_BY_TOTAL, &d);
+    out = NULL;
+    f = open_memstream(&out, &len);
+    hs_write_diff(a, "A", b, "B", &d, 1, f);
+    fclose(f);
+    tap_check(d.by == HS_DIFF_BY_TOTAL_TIME && !strcmp(d.rows[0].name, "main") &&
+                  hs_diff_change(&d, &d.rows[0]) == 8000 && strstr(out, "by the largest change of total time") &&
+                  strstr(out, "     total A     total B      change") && strstr(out, "    1.00 us     9.00 us    +8.00 us  main"),
+              "diff --sort total: inclusive time orders (main +8 us through its callees first)", "by %d first %s\n%s",
+              d.by, d.rows[0].name, out);
+    free(out);
+    hs_diff_free(&d);
     a->time_on = false;
+    hs_diff_build(a, b, HS_DIFF_BY_TOTAL, &d);
+    tap_check(d.by == HS_DIFF_BY_TOTAL_SAMPLES && hs_diff_change(&d, &d.rows[0]) == 100 &&
+                  d.rows[0].b.cpu_total - d.rows[0].a.cpu_total == 100,
+              "diff --sort total without --time in both: inclusive CPU samples order", "by %d first %s %+.0f",
+              d.by, d.rows[0].name, hs_diff_change(&d, &d.rows[0]));
+    hs_diff_free(&d);
     hs_diff_build(a, b, HS_DIFF_BY_BEST, &d);
     tap_check(d.by == HS_DIFF_BY_SAMPLES && !strcmp(d.rows[0].name, "burn_a"),
               "diff: without --time in both, samples order", "by %d first %s", d.by, d.rows[0].name);
+    tap_check(!d.other_program && d.both == d.n, "diff: two runs of one program are not told to be two programs",
+              "other %d both %zu of %zu", d.other_program, d.both, d.n);
     hs_diff_free(&d);
 
     /* the differential flame graph: burn_a grew (red), the others shrank or stayed */
@@ -177,6 +203,91 @@ static hs_profile *dupnames_rebuilt(void)
         tap_fail("dupnames rebuilt", "%s", l1 && l2 ? err : "no sprintf lines");
     free(text);
     return p;
+}
+
+/* Two programs (burn.exe, fmt.exe): only main is in both, so the rows are
+ * mostly "changed" by construction: the table says so before the rows. */
+static void test_diff_two_programs(void)
+{
+    hs_profile *a = load("sampled"), *b = load("dupnames");
+    if (!a || !b)
+        return;
+    hs_diff d;
+    hs_diff_build(a, b, HS_DIFF_BY_BEST, &d);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    hs_write_diff(a, "A", b, "B", &d, 0, f);
+    fclose(f);
+    char want[200];
+    snprintf(want, sizeof want, "\nwarning: A ran burn.exe and B ran fmt.exe, and only %zu of the %zu functions are in "
+             "both: two programs, matched by name alone\n", d.both, d.n);
+    tap_check(d.other_program && d.both == 1 && strstr(out, want), "diff: two programs are said to be two",
+              "other %d both %zu of %zu\n%s", d.other_program, d.both, d.n, out);
+    free(out);
+    hs_diff_free(&d);
+    hs_profile_free(a);
+    hs_profile_free(b);
+}
+
+/* The differential flame graph colours a frame by its share of the stacks
+ * under top frames both runs reach: B ran slower (main 100 -> 150 samples,
+ * work 20 -> 60 of them) and has one stray sample outside main; main keeps
+ * all of the shared stacks (grey, not blue), work grew (red). */
+static hs_profile *flame_run(uint64_t work, uint64_t rest, uint64_t stray)
+{
+    hs_profile *p = hs_profile_new();
+    p->target_path = hs_xstrdup("x.exe");
+    uint32_t m = hs_profile_add_module(p, "x.exe", 0x140000000ull, 0x10000);
+    uint32_t fmain = hs_profile_add_func(p, m, 0x1000, 16, "main");
+    uint32_t fwork = hs_profile_add_func(p, m, 0x2000, 16, "work");
+    uint32_t fstray = hs_profile_add_func(p, m, 0x3000, 16, "stray");
+    hs_prof_stack *st = hs_profile_add_stack(p, HS_STACK_CPU, 0, work, 2);
+    st->frames[0] = (hs_loc){ (int32_t)fwork, -1, 0 };
+    st->frames[1] = (hs_loc){ (int32_t)fmain, -1, 0 };
+    st = hs_profile_add_stack(p, HS_STACK_CPU, 0, rest, 1);
+    st->frames[0] = (hs_loc){ (int32_t)fmain, -1, 0 };
+    if (stray) {
+        st = hs_profile_add_stack(p, HS_STACK_CPU, 0, stray, 1);
+        st->frames[0] = (hs_loc){ (int32_t)fstray, -1, 0 };
+    }
+    p->sampling.on = true;
+    return p;
+}
+
+static void fill_of(const char *svg, const char *label, unsigned rgb[3], char *attrs, size_t n)
+{
+    const char *at = strstr(svg, label), *g = at;
+    while (g && g > svg && strncmp(g, "<g class", 8))
+        g--;
+    const char *fill = g ? strstr(g, "fill=\"#") : NULL;
+    rgb[0] = rgb[1] = rgb[2] = 0;
+    snprintf(attrs, n, "%.*s", g && at ? (int)(at - g) : 0, g ? g : "");
+    if (fill)
+        sscanf(fill + 7, "%2x%2x%2x", &rgb[0], &rgb[1], &rgb[2]);
+}
+
+static void test_diff_flame_stray_sample(void)
+{
+    hs_profile *a = flame_run(20, 80, 0), *b = flame_run(60, 90, 1);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    hs_write_flamegraph_diff(a, b, HS_STACK_CPU, f);
+    fclose(f);
+    unsigned mrgb[3], wrgb[3];
+    char mattrs[400], wattrs[400];
+    fill_of(out, ">main</text>", mrgb, mattrs, sizeof mattrs);
+    fill_of(out, ">work</text>", wrgb, wattrs, sizeof wattrs);
+    tap_check(mrgb[0] == 0xe0 && mrgb[1] == 0xe0 && mrgb[2] == 0xe0 && strstr(mattrs, "data-s=\"1\""),
+              "diff flame graph: one stray sample does not paint main blue (its share of the shared stacks is kept)",
+              "main #%02x%02x%02x %s", mrgb[0], mrgb[1], mrgb[2], mattrs);
+    tap_check(wrgb[0] > wrgb[2] && strstr(out, "\"stotal\": 150, \"sbtotal\": 100,"),
+              "diff flame graph: the callee that grew is red; the shared totals are in the data",
+              "work #%02x%02x%02x", wrgb[0], wrgb[1], wrgb[2]);
+    free(out);
+    hs_profile_free(a);
+    hs_profile_free(b);
 }
 
 static void test_diff_same_name(void)
@@ -675,6 +786,8 @@ int main(void)
 {
     test_diff();
     test_diff_same_name();
+    test_diff_two_programs();
+    test_diff_flame_stray_sample();
     test_view();
     test_cpu_bound();
     test_few_samples();
