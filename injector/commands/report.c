@@ -61,7 +61,7 @@ static int write_one(const hs_options *o, const hs_profile *p, const char *out)
             return HS_EXIT_USAGE;
         }
     }
-    hs_txt_view view = { sort, o->top, o->threads != 0 };
+    hs_txt_view view = { sort, o->top, o->threads != 0, o->sort >= 0 };
     bool shaped = !strcmp(w->format, "txt");
     if (!*out) {
         _setmode(_fileno(stdout), _O_BINARY);   /* the bytes as written, no CR added */

@@ -480,13 +480,61 @@ static void write_sampling(const hs_profile *p, FILE *out)
 
 /* ---- threads (--threads) ------------------------------------------------------ */
 
-static void write_threads(const hs_profile *p, FILE *out)
+/* A thread's value of --sort's key: calls; self and cpu: its CPU samples;
+ * total: all its samples; avg: its CPU time. */
+static double thread_key(const hs_prof_thread *t, int key)
 {
-    fprintf(out, "\nthreads: the calls the hooks counted and the samples of each kind on each thread\n");
+    switch (key) {
+    case HS_SORT_CALLS:
+        return (double)t->calls;
+    case HS_SORT_TOTAL:
+        return (double)(t->cpu_samples + t->ready_samples + t->wait_samples + t->hookscope_samples);
+    case HS_SORT_AVG:
+        return t->cpu_s;
+    default:
+        return (double)t->cpu_samples;
+    }
+}
+
+typedef struct thread_order {
+    const hs_profile *p;
+    int key;
+} thread_order;
+
+/* by the key (descending), then as listed */
+static int cmp_thread(const void *a, const void *b, void *ctx)
+{
+    const thread_order *o = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    double x = thread_key(&o->p->threads_list[i], o->key), y = thread_key(&o->p->threads_list[j], o->key);
+    if (x != y)
+        return x > y ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static void write_threads(const hs_profile *p, const hs_txt_view *v, FILE *out)
+{
+    static const char *const by[HS_SORT__COUNT] = {
+        [HS_SORT_CALLS] = "calls", [HS_SORT_SELF] = "CPU samples", [HS_SORT_CPU] = "CPU samples",
+        [HS_SORT_TOTAL] = "all samples", [HS_SORT_AVG] = "CPU time",
+    };
+    fprintf(out, "\nthreads: the calls the hooks counted and the samples of each kind on each thread");
+    if (v->sorted && p->nthreads_list)
+        fprintf(out, ", by %s", by[v->sort]);
+    fputc('\n', out);
     if (!p->nthreads_list) {
         fprintf(out, "(this run has no per-thread figures)\n");
         return;
     }
+    size_t nt = p->nthreads_list;
+    uint32_t *order = hs_xcalloc(nt, sizeof *order);
+    for (size_t i = 0; i < nt; i++)
+        order[i] = (uint32_t)i;
+    if (v->sorted) {
+        thread_order o = { p, v->sort };
+        hs_sort(order, nt, sizeof *order, cmp_thread, &o);
+    }
+    size_t rows = v->top && nt > v->top ? v->top : nt;
     bool states = false;   /* the times of each state, where measured (ETW's context switches) */
     for (size_t i = 0; i < p->nthreads_list; i++)
         states |= p->threads_list[i].running_s >= 0;
@@ -494,8 +542,8 @@ static void write_threads(const hs_profile *p, FILE *out)
     if (states)
         fprintf(out, " %10s %10s %10s", "running", "ready", "waiting");
     fputc('\n', out);
-    for (size_t i = 0; i < p->nthreads_list; i++) {
-        const hs_prof_thread *t = &p->threads_list[i];
+    for (size_t r = 0; r < rows; r++) {
+        const hs_prof_thread *t = &p->threads_list[order[r]];
         char cpu[32] = "-", ready[24] = "-", wait[24] = "-";
         if (t->cpu_s >= 0)
             hs_fmt_duration(t->cpu_s * 1e9, cpu, sizeof cpu);
@@ -516,11 +564,14 @@ static void write_threads(const hs_profile *p, FILE *out)
         }
         fputc('\n', out);
     }
+    if (rows < nt)
+        fprintf(out, "(the first %zu of %zu threads)\n", rows, nt);
+    free(order);
 }
 
 int hs_write_txt(const hs_profile *p, FILE *out)
 {
-    hs_txt_view v = { HS_SORT_CALLS, 0, false };
+    hs_txt_view v = { HS_SORT_CALLS, 0, false, false };
     return hs_write_txt_view(p, &v, out);
 }
 
@@ -558,9 +609,9 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     for (size_t i = 0; i < p->nwarnings; i++)
         fprintf(out, "warning    %s\n", p->warnings[i]);
     if (p->sampling.on) {
-        hs_write_txt_samples(p, out, hooks);
+        hs_write_txt_samples(p, v, out, hooks);
         if (!v->threads)
-            write_threads(p, out);
+            write_threads(p, v, out);
     }
     if (!hooks)
         return ferror(out) ? -1 : 0;
@@ -619,7 +670,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (v->top && called > v->top)
         fprintf(out, "(the tables show the first %u by %s)\n", v->top, hs_sort_key_name(v->sort));
     if (v->threads)
-        write_threads(p, out);
+        write_threads(p, v, out);
     if (p->edges_on) {
         size_t ng = 0;   /* the call graph: the functions with calls */
         for (size_t k = 0; k < n; k++)

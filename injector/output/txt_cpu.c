@@ -19,6 +19,10 @@
  *
  * (then txt.c adds the threads: calls, samples of each kind, CPU time)
  * Sorted with full tie-breaks, so that the same profile gives the same text.
+ * report --sort KEY orders both sections by the key first (calls; self and
+ * cpu: self samples; total: total samples, the wait section then listing
+ * every function on a waiting stack; avg: per call) and --top N sets how
+ * many rows they show.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +37,52 @@
 typedef struct by_samples {
     const hs_profile *p;
     bool cpu;
+    int key;                     /* --sort's key first (-1: none) */
 } by_samples;
 
-/* CPU: by self, total, then ready samples; wait: by self and total wait
- * samples; then name, module, rva */
+/* A function's value of --sort's key in a section: calls; self and cpu:
+ * its self samples of the section's kind; total: its total samples of
+ * that kind; avg: time (or CPU) per call, -1 where it has none. */
+static double key_value(const by_samples *k, uint32_t i)
+{
+    const hs_prof_func *f = &k->p->funcs[i];
+    switch (k->key) {
+    case HS_SORT_CALLS:
+        return (double)f->calls;
+    case HS_SORT_TOTAL:
+        return (double)(k->cpu ? f->cpu_total : f->wait_total);
+    case HS_SORT_AVG:
+        return hs_sort_key_value(k->p, i, HS_SORT_AVG);
+    default:
+        return (double)(k->cpu ? f->cpu_self : f->wait_self);
+    }
+}
+
+/* What --sort's key orders a section by, in words. */
+static const char *key_words(const hs_profile *p, int key)
+{
+    switch (key) {
+    case HS_SORT_CALLS:
+        return "calls";
+    case HS_SORT_TOTAL:
+        return "total samples";
+    case HS_SORT_AVG:
+        return p->time_on ? "time per call" : "CPU time per call";
+    default:
+        return "self samples";
+    }
+}
+
+/* --sort's key first (when given); then CPU: by self, total, then ready
+ * samples; wait: by self and total wait samples; then name, module, rva */
 static int cmp_samples(const void *a, const void *b, void *ctx)
 {
     const by_samples *k = ctx;
+    if (k->key >= 0) {
+        double kx = key_value(k, *(const uint32_t *)a), ky = key_value(k, *(const uint32_t *)b);
+        if (kx != ky)
+            return kx > ky ? -1 : 1;
+    }
     const hs_prof_func *x = &k->p->funcs[*(const uint32_t *)a], *y = &k->p->funcs[*(const uint32_t *)b];
     uint64_t xs = k->cpu ? x->cpu_self : x->wait_self, ys = k->cpu ? y->cpu_self : y->wait_self;
     uint64_t xt = k->cpu ? x->cpu_total : x->wait_total, yt = k->cpu ? y->cpu_total : y->wait_total;
@@ -91,7 +134,14 @@ static void put_wrapped(FILE *out, const char *text, size_t width)
     }
 }
 
-static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
+/* The rows a section shows: --top's N, else its own limit. */
+static size_t rows_of(const hs_txt_view *v, size_t n, size_t limit)
+{
+    size_t max = v->top ? v->top : limit;
+    return n < max ? n : max;
+}
+
+static void write_cpu(const hs_profile *p, const hs_txt_view *v, FILE *out, bool hooks)
 {
     const hs_prof_sampling *s = &p->sampling;
     uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
@@ -102,17 +152,19 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
             idx[n++] = (uint32_t)i;
         named += p->funcs[i].cpu_self;
     }
-    by_samples k = { p, true };
+    by_samples k = { p, true, v->sorted ? v->sort : -1 };
     hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
 
     char legend[1200];
     snprintf(legend, sizeof legend,
-             "CPU: where the program's CPU went, by self samples (the function at the leaf); total: "
+             "CPU: where the program's CPU went, by %s%s; total: "
              "samples with it on the stack (%% of all CPU samples); cpu: the process's CPU time x total / "
              "the running samples (hookscope's own included, so that its work is not charged here); "
              "ready: samples with it on the stack while its thread was runnable but not running "
              "(preempted, or held by the sampler): not CPU, in no estimate%s%s; ~: from fewer than %d "
              "samples%s",
+             v->sorted ? key_words(p, v->sort) : "self samples",
+             !v->sorted || v->sort == HS_SORT_SELF || v->sort == HS_SORT_CPU ? " (the function at the leaf)" : "",
              hooks ? "; per call: cpu / calls" : "",
              hooks && p->time_on ? "; wall/call: the measured inclusive time per call" : "", HS_FEW_SAMPLES,
              hooks && p->time_on ? "; <=: at most this, the measured wall time (the estimate was above it)" : "");
@@ -130,7 +182,7 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
     if (hooks && p->time_on)
         fprintf(out, " %9s", "wall/call");
     fprintf(out, "  %-20s %s\n", "function", "module");
-    size_t rows = n < CPU_ROWS ? n : CPU_ROWS;
+    size_t rows = rows_of(v, n, CPU_ROWS);
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
         char cpu[32] = "-", per[32] = "-", wall[32] = "-", calls[32] = "-";
@@ -163,18 +215,28 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
     free(idx);
 }
 
-static void write_wait(const hs_profile *p, FILE *out)
+static void write_wait(const hs_profile *p, const hs_txt_view *v, FILE *out)
 {
     const hs_prof_sampling *s = &p->sampling;
     uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
     size_t n = 0;
-    for (size_t i = 0; i < p->nfuncs; i++)
-        if (p->funcs[i].wait_self)
+    uint64_t named = 0;
+    /* by total: every function on a waiting stack; else those it waited in */
+    bool total = v->sorted && v->sort == HS_SORT_TOTAL;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        if (p->funcs[i].wait_self || (total && p->funcs[i].wait_total))
             idx[n++] = (uint32_t)i;
-    by_samples k = { p, false };
+        named += p->funcs[i].wait_self;
+    }
+    by_samples k = { p, false, v->sorted ? v->sort : -1 };
     hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
-    fprintf(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O), by self\n"
-                 "wait samples; the stacks are in wait-stacks.folded\n\n");
+    if (v->sorted && v->sort != HS_SORT_SELF && v->sort != HS_SORT_CPU)
+        fprintf(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O),\n"
+                     "by %s (self: the function it waited in); stacks in wait-stacks.folded\n\n",
+                key_words(p, v->sort));
+    else
+        fprintf(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O), by self\n"
+                     "wait samples; the stacks are in wait-stacks.folded\n\n");
     if (s->off_cpu_unknown) {
         fprintf(out, "wait samples unknown: the trace has no context switches\n");
         free(idx);
@@ -185,15 +247,18 @@ static void write_wait(const hs_profile *p, FILE *out)
         free(idx);
         return;
     }
-    uint64_t named = 0;
-    for (size_t r = 0; r < n; r++)
-        named += p->funcs[idx[r]].wait_self;
-    if (n)
-        fprintf(out, "%8s %6s  %-32s %s\n", "self", "self%", "function", "module");
-    size_t rows = n < WAIT_ROWS ? n : WAIT_ROWS;
+    if (n) {
+        fprintf(out, "%8s %6s", "self", "self%");
+        if (total)
+            fprintf(out, " %8s %6s", "total", "total%");
+        fprintf(out, "  %-32s %s\n", "function", "module");
+    }
+    size_t rows = rows_of(v, n, WAIT_ROWS);
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_func *f = &p->funcs[idx[r]];
         fprintf(out, "%8llu %5.1f%%", (unsigned long long)f->wait_self, pct(f->wait_self, s->wait_samples));
+        if (total)
+            fprintf(out, " %8llu %5.1f%%", (unsigned long long)f->wait_total, pct(f->wait_total, s->wait_samples));
         name_module(out, f->name ? hs_func_label(p, idx[r]) : "?", p->modules[f->module].name, 32);
     }
     if (n > rows)
@@ -207,8 +272,8 @@ static void write_wait(const hs_profile *p, FILE *out)
     free(idx);
 }
 
-void hs_write_txt_samples(const hs_profile *p, FILE *out, bool hooks)
+void hs_write_txt_samples(const hs_profile *p, const hs_txt_view *v, FILE *out, bool hooks)
 {
-    write_cpu(p, out, hooks);
-    write_wait(p, out);
+    write_cpu(p, v, out, hooks);
+    write_wait(p, v, out);
 }

@@ -58,6 +58,8 @@ typedef struct hs_txt_view {
                                     (and the call graph's) */
     uint32_t top;                /* only the first N functions of those; 0: all */
     bool threads;                /* a table of the threads' calls and samples */
+    bool sorted;                 /* --sort was given: the CPU and wait sections and the threads
+                                    table follow `sort` too (else each keeps its own order) */
 } hs_txt_view;
 
 int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out);   /* output/txt.c */
@@ -82,6 +84,6 @@ int hs_write_folded_ready(const hs_profile *p, FILE *out);
 int hs_write_folded_hookscope(const hs_profile *p, FILE *out);
 
 /* report.txt's sections on samples (txt_cpu.c); hooks: calls are known */
-void hs_write_txt_samples(const hs_profile *p, FILE *out, bool hooks);
+void hs_write_txt_samples(const hs_profile *p, const hs_txt_view *v, FILE *out, bool hooks);
 
 #endif

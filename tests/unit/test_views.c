@@ -346,7 +346,7 @@ static void test_view(void)
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
-    hs_txt_view v = { HS_SORT_CPU, 3, true };
+    hs_txt_view v = { HS_SORT_CPU, 3, true, true };
     hs_write_txt_view(p, &v, f);
     fclose(f);
     const char *t = strstr(out, "               calls    cpu samples  function");
@@ -356,6 +356,48 @@ static void test_view(void)
                   strstr(out, "5 of 5 hooked functions were called.\n(the tables show the first 3 by cpu)") &&
                   strstr(out, "        10           1110       195         0         0         0  195.00 ms"),
               "--sort cpu --top 3 --threads", "%s", out);
+    tap_check(strstr(out, "CPU: where the program's CPU went, by self samples (the function at the leaf);") &&
+                  strstr(out, "\n 50.0%     120  60.0%    120 ms      0       1000    120 us  burn_b  ") &&
+                  strstr(out, "\n 30.0%      60  30.0%   60.0 ms      0        100    600 us  burn_a  ") &&
+                  strstr(out, "\n 10.0%      20  10.0%   20.0 ms      0          -         -  memcpy  ") &&
+                  strstr(out, "\n(4 more functions with CPU or ready samples: report.json)\n"),
+              "--sort cpu --top 3: the CPU section's first 3 by self samples", "%s", out);
+    free(out);
+
+    /* --sort total --top 2: every section by its total, two rows each */
+    out = NULL;
+    f = open_memstream(&out, &len);
+    hs_txt_view vt = { HS_SORT_TOTAL, 2, true, true };
+    hs_write_txt_view(p, &vt, f);
+    fclose(f);
+    const char *cpu = strstr(out, "CPU: where the program's CPU went, by total samples; total:");
+    const char *wait = strstr(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O),\n"
+                                   "by total samples (self: the function it waited in); stacks in wait-stacks.folded\n");
+    tap_check(cpu && strstr(cpu, "\n  0.0%     195  97.5%    195 ms      0          -         -  BaseThreadInitThunk  ") &&
+                  strstr(cpu, "\n  0.0%     195  97.5%    195 ms      0          1    195 ms  main  ") &&
+                  strstr(cpu, "\n(5 more functions with CPU or ready samples: report.json)\n"),
+              "--sort total --top 2: the CPU section by total samples", "%s", out);
+    tap_check(wait && strstr(wait, "    self  self%    total total%  function") &&
+                  strstr(wait, "\n      50 100.0%       50 100.0%  NtWaitForSingleObject  ") &&
+                  strstr(wait, "\n       0   0.0%       50 100.0%  WaitForSingleObjectEx  ") && strstr(wait, "\n(1 more)\n"),
+              "--sort total --top 2: the wait section lists the functions on waiting stacks by total", "%s", out);
+    tap_check(strstr(out, "on each thread, by all samples\n") &&
+                  strstr(out, "\n        10           1110       195         0         0         0  195.00 ms\n"
+                              "        11              1         5         0        50         0          -\n"),
+              "--sort total: the threads by all their samples", "%s", out);
+    free(out);
+
+    /* --sort calls --top 1: the busiest thread by calls, the most called function first */
+    out = NULL;
+    f = open_memstream(&out, &len);
+    hs_txt_view vc = { HS_SORT_CALLS, 1, true, true };
+    hs_write_txt_view(p, &vc, f);
+    fclose(f);
+    cpu = strstr(out, "CPU: where the program's CPU went, by calls; total:");
+    tap_check(cpu && strstr(cpu, "\n 50.0%     120  60.0%    120 ms      0       1000    120 us  burn_b  ") &&
+                  !strstr(cpu, "  burn_a  ") && strstr(out, "on each thread, by calls\n") &&
+                  strstr(out, "195.00 ms\n(the first 1 of 2 threads)\n"),
+              "--sort calls --top 1: the CPU section and the threads by calls", "%s", out);
     free(out);
     tap_check(hs_sort_unavailable(p, HS_SORT_CPU) == NULL && hs_sort_unavailable(p, HS_SORT_SELF) == NULL,
               "sort keys available with samples", "?");
@@ -367,7 +409,7 @@ static void test_view(void)
               "sort keys that need samples or --time are refused without them", "?");
     out = NULL;
     f = open_memstream(&out, &len);
-    hs_txt_view plain = { HS_SORT_CALLS, 0, false };
+    hs_txt_view plain = { HS_SORT_CALLS, 0, false, false };
     hs_write_txt_view(p, &plain, f);
     fclose(f);
     size_t glen;
