@@ -268,12 +268,12 @@ def annotate(path):
     return int(total.group(1).replace(",", "")) if total else None, calls
 
 
-def annotate_self(path):
-    """callgrind_annotate's self cost per function: {(object, function): samples}."""
+def annotate_self(path, inclusive=False):
+    """callgrind_annotate's self (or inclusive) cost per function: {(object, function): samples}."""
     if not shutil.which("callgrind_annotate"):
         raise hs.Skip("callgrind_annotate is not installed (make deps installs valgrind)")
-    p = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", path], capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run(["callgrind_annotate", "--inclusive=" + ("yes" if inclusive else "no"), "--threshold=100", path],
+                       capture_output=True, text=True, timeout=120)
     hs.eq(p.returncode, 0, "callgrind_annotate: " + p.stderr)
     got = {}
     for line in p.stdout.splitlines():
@@ -296,6 +296,20 @@ def leaf_self(report):
     return got
 
 
+def check_inclusive(path, report, exact, what):
+    """callgrind_annotate's inclusive cost of each function is at most the
+    samples with it on the stack (report.json's total, recursion counted
+    once per stack), and equal for the functions in `exact` (whose callees
+    on every stack have call lines)."""
+    inc = annotate_self(path, inclusive=True)
+    for f in report["functions"]:
+        total = (f.get("samples") or {}).get("total", 0)
+        got = inc.get((f["module"], f["name"]), 0)
+        hs.check(got <= total, f"{what}: {f['name']}'s inclusive cost {got} is above its {total} samples on the stack")
+        if f["name"] in exact:
+            hs.eq(got, total, f"{what}: {f['name']}'s inclusive cost = its samples on the stack")
+
+
 def edges_by_name(report):
     d = {}
     for e in report["edges"]:
@@ -310,7 +324,8 @@ def test_callgrind_read_by_callgrind_annotate():
     hooks' edges; every function's self cost is its samples as leaf frame
     of report.json's stacks (the saved sampled profiles); and a real
     sampled run's, with every edge's count, its samples as the total and
-    each function's self cost."""
+    each function's self cost; inclusive costs count a recursive function
+    once per stack (fib's inclusive cost is its samples on the stack)."""
     total, calls = annotate(os.path.join(PROFILES, "sampled", "callgrind.out"))
     hs.eq(total, 200, "PROGRAM TOTALS = the CPU samples")
     report = json.loads(read(os.path.join(PROFILES, "sampled", "report.json")))
@@ -319,6 +334,7 @@ def test_callgrind_read_by_callgrind_annotate():
         report = json.loads(read(os.path.join(PROFILES, d, "report.json")))
         hs.eq(annotate_self(os.path.join(PROFILES, d, "callgrind.out")), leaf_self(report),
               f"{d}: self costs = the samples by leaf frame of report.json's stacks")
+        check_inclusive(os.path.join(PROFILES, d, "callgrind.out"), report, {"main", "fib", "burn_a"}, d)
     hs.need(DEMO)
     # fib(38): 0.3 s of CPU hooked, about 300 running samples, most of them
     # in hookscope's entry stubs (fib is a leaf that costs less than its
@@ -333,6 +349,7 @@ def test_callgrind_read_by_callgrind_annotate():
     hs.eq(total, t.json["sampling"]["samples"], "a real run's PROGRAM TOTALS = its CPU samples")
     hs.eq(annotate_self(os.path.join(hs.ROOT, t.out, "callgrind.out")), leaf_self(t.json),
           "a real run's self costs = its samples by leaf frame")
+    check_inclusive(os.path.join(hs.ROOT, t.out, "callgrind.out"), t.json, {"fib"}, "fib(38), recursive")
 
 
 # --- speedscope and dtrace against the folded stacks ----------------------------------

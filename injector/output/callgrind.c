@@ -33,8 +33,12 @@
  *
  * Call lines: one per caller edge the hooks counted (calls=N, N > 0),
  * with the CPU samples whose stack holds that caller directly above that
- * callee (each stack counted once per edge, however often recursion
- * repeats the pair). A caller/callee pair seen in samples whose calls
+ * callee at the caller's outermost place in the stack: a reader's
+ * inclusive cost of a function (self plus its call lines) then counts a
+ * stack once however often recursion repeats the function, as report.json's
+ * total does (f -> g -> f -> h gives f -> g the sample, not f -> h too;
+ * in f -> g -> f the leaf f has it as self cost, so f -> g has none).
+ * A caller/callee pair seen in samples whose calls
  * were not counted (the callee was not hooked, or edges were off) gets
  * no call line: the format has no way to say "calls unknown" (calls=0
  * reads as self cost to callgrind_annotate), so those samples are in the
@@ -128,8 +132,8 @@ static void scan(cg *c)
     for (size_t i = 0; i < p->nedges; i++)
         if (p->edges[i].calls)
             hs_frametab_add(&c->frames, hs_frame_key(p->edges[i].caller));
-    size_t *in_stack = NULL;     /* indices: pair_of may move the pairs */
-    size_t in_cap = 0;
+    uint32_t *callers = NULL;    /* the callers whose pair a stack has counted */
+    size_t callers_cap = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != HS_STACK_CPU || !st->nframes)
@@ -137,22 +141,24 @@ static void scan(cg *c)
         uint32_t leaf = hs_frametab_add(&c->frames, hs_frame_key(st->frames[0]));
         grow_self(c, &self_cap);
         c->self[leaf] += st->count;
+        /* root first: each caller's outermost pair in the stack; the leaf's
+         * function has the sample as self cost, so none of its pairs */
         size_t n = 0;
-        hs_xgrow(&in_stack, &in_cap, st->nframes, sizeof *in_stack);
-        for (uint32_t d = 0; d + 1 < st->nframes; d++) {
-            uint32_t callee = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d]));
-            uint32_t caller = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d + 1]));
-            size_t pc = (size_t)(pair_of(c, caller, callee, 1) - c->pairs);
+        hs_xgrow(&callers, &callers_cap, st->nframes, sizeof *callers);
+        callers[n++] = leaf;
+        for (uint32_t d = st->nframes - 1; d > 0; d--) {
+            uint32_t caller = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d]));
             size_t k = 0;
-            while (k < n && in_stack[k] != pc)
+            while (k < n && callers[k] != caller)
                 k++;
-            if (k == n)
-                in_stack[n++] = pc;
+            if (k < n)
+                continue;
+            callers[n++] = caller;
+            uint32_t callee = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d - 1]));
+            pair_of(c, caller, callee, 1)->cost += st->count;
         }
-        for (size_t k = 0; k < n; k++)
-            c->pairs[in_stack[k]].cost += st->count;
     }
-    free(in_stack);
+    free(callers);
     grow_self(c, &self_cap);
 }
 
