@@ -364,7 +364,7 @@ def folded(text):
     return out
 
 
-def fold_speedscope(doc):
+def fold_speedscope(doc, rate_hz):
     """Each sampled profile of a speedscope file folded back, root first,
     frames as module!function (an address: as named), weighted; profiles
     of one kind (CPU samples, wait samples, hooked calls by entry stack)
@@ -382,9 +382,17 @@ def fold_speedscope(doc):
         hs.eq(prof["type"], "sampled", f"profile {prof['name']}")
         kind = re.split(r",| \(", prof["name"])[0]
         d = out.setdefault(kind, {})
+        # samples weigh the sampling interval each (milliseconds); entry stacks their counts
+        timed = kind in ("CPU samples", "wait samples") and rate_hz > 0
+        per = 1000.0 / rate_hz if timed else 1
+        hs.eq(prof["unit"], "milliseconds" if timed else "none", f"profile {prof['name']}'s unit")
         for sample, w in zip(prof["samples"], prof["weights"]):
             k = ";".join(name(i) for i in sample)
-            d[k] = d.get(k, 0) + w
+            n = w / per
+            hs.check(abs(n - round(n)) < 1e-6, f"{prof['name']}: weight {w} is a whole number of {per} ms intervals")
+            d[k] = d.get(k, 0) + round(n)
+        hs.check(abs(prof["endValue"] - sum(prof["weights"])) < 1e-6 * max(1, prof["endValue"]),
+                 f"{prof['name']}: endValue {prof['endValue']} is the sum of its weights")
     return out
 
 
@@ -422,7 +430,7 @@ def check_against_folded(d, report, what):
     """Directory d's speedscope profiles and `report --format dtrace`
     against its .folded files."""
     doc = json.loads(read(os.path.join(d, "profile.speedscope.json")))
-    got = fold_speedscope(doc)
+    got = fold_speedscope(doc, report.get("sampling", {}).get("rate_hz", 0))
     files = {"CPU samples": "cpu-stacks.folded", "wait samples": "wait-stacks.folded",
              "hooked calls by entry stack": "entry-stacks.folded"}
     for kind, name in files.items():

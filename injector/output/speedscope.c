@@ -9,7 +9,7 @@
  *    "activeProfileIndex": 0,
  *    "shared": {"frames": [{"name": "main", "file": "burn.exe"}, ...]},
  *    "profiles": [
- *     {"type": "sampled", "name": "CPU samples, thread 10", "unit": "none",
+ *     {"type": "sampled", "name": "CPU samples, thread 10", "unit": "milliseconds",
  *      "startValue": 0, "endValue": 195,
  *      "samples": [[0, 1, 2], ...], "weights": [60, ...]}, ...]}
  *
@@ -22,8 +22,10 @@
  * sequence of entries and exits in time, so an evented profile would
  * have to invent an order and durations; a sampled profile with weights
  * holds exactly what is known, and speedscope's Left Heavy and Sandwich
- * views sum the weights as they should. Weights are counts, so the unit
- * is "none".
+ * views sum the weights as they should. A sample stands for the sampling
+ * interval, so CPU and wait samples weigh count x 1000 / rate_hz in
+ * "milliseconds" (speedscope then shows times; "none", counts, where the
+ * rate is unknown); entry stacks weigh their counts of calls ("none").
  *
  * Frames are functions (hs_frame_key): name the function as hs_func_label
  * names it ("module+0xoff" or "0xaddr" in no known function), file its
@@ -61,9 +63,28 @@ static uint32_t *threads_of(const hs_profile *p, int kind, size_t *n)
     return t;
 }
 
+/* A weight: a count, or ms_per x the count (in milliseconds). */
+static void weight(FILE *out, uint64_t count, double ms_per)
+{
+    if (ms_per > 0)
+        fprintf(out, "%.9g", (double)count * ms_per);
+    else
+        fprintf(out, "%llu", (unsigned long long)count);
+}
+
 static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kind, bool by_thread,
                     uint32_t tid, const char *name, int *nprof)
 {
+    /* samples stand for the sampling interval each (where it is known);
+     * entry stacks are counts of calls */
+    double ms_per = 0;
+    if (kind != HS_STACK_ENTRY && p->sampling.rate_hz > 0) {
+        /* the rate as report.json keeps it (%.6g), so that `report DIR`
+         * writes the same weights again */
+        char kept[32];
+        snprintf(kept, sizeof kept, "%.6g", p->sampling.rate_hz);
+        ms_per = 1000.0 / strtod(kept, NULL);
+    }
     uint64_t total = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -81,8 +102,9 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
     }
     fprintf(out, "%s\n  {\"type\": \"sampled\", \"name\": ", (*nprof)++ ? "," : "");
     hs_json_quote(out, name);
-    fprintf(out, ", \"unit\": \"none\", \"startValue\": 0, \"endValue\": %llu,\n   \"samples\": [",
-            (unsigned long long)total);
+    fprintf(out, ", \"unit\": \"%s\", \"startValue\": 0, \"endValue\": ", ms_per > 0 ? "milliseconds" : "none");
+    weight(out, total, ms_per);
+    fprintf(out, ",\n   \"samples\": [");
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -121,8 +143,11 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
     k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
-        if (st->kind == kind && st->nframes && (!by_thread || st->tid == tid))
-            fprintf(out, "%s%llu", k++ ? ", " : "", (unsigned long long)st->count);
+        if (st->kind == kind && st->nframes && (!by_thread || st->tid == tid)) {
+            if (k++)
+                fputs(", ", out);
+            weight(out, st->count, ms_per);
+        }
     }
     fprintf(out, "]}");
 }
