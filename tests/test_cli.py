@@ -226,4 +226,4 @@ def test_summary_counts_traced_modules():
                      f"{t.json['total_calls']} calls, {t.json['sampling']['samples']} CPU samples "
                      f"at {t.json['sampling']['rate_hz']:.0f} Hz "
                      f"({t.json['sampling']['hookscope_samples']} more in hookscope's code); "
-                     f"report in {out}\\report.txt", "the summary line")
+                     f"report in {out}/report.txt", "the summary line")

@@ -95,10 +95,14 @@ def test_report_errors():
     os.makedirs(os.path.join(hs.ROOT, out))
     p = hs.hookscope(["report", out])
     hs.eq(p.returncode, 125, "no report.json")
-    hs.check(p.stderr.decode().startswith(f"hookscope: cannot read {out}\\report.json: "), p.stderr.decode())
+    hs.check(p.stderr.decode().startswith(f"hookscope: cannot read {out}/report.json: "), p.stderr.decode())
+    # a printed path keeps the separator style it was given in
+    back = out.replace("/", "\\")
+    p = hs.hookscope(["report", back + "\\"])
+    hs.check(p.stderr.decode().startswith(f"hookscope: cannot read {back}\\report.json: "), p.stderr.decode())
     with open(os.path.join(hs.ROOT, out, "report.json"), "w") as f:
         f.write('{"version": 1,\n "tool": [')
     p = hs.hookscope(["report", out])
     hs.eq(p.returncode, 125, "broken report.json")
-    hs.eq(p.stderr.decode().strip(), f"hookscope: {out}\\report.json: not valid JSON: line 2 column 11: "
+    hs.eq(p.stderr.decode().strip(), f"hookscope: {out}/report.json: not valid JSON: line 2 column 11: "
           "unexpected end of the text")

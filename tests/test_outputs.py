@@ -632,7 +632,7 @@ def test_diff_finds_the_slower_function():
     hs.eq(p.returncode, 2, "diff needs two runs")
     p = hs.hookscope(["diff", ta.out, "build/test-out/no-such-run"], timeout=60)
     hs.eq(p.returncode, 125, "diff of a missing run")
-    hs.check(p.stderr.decode().startswith("hookscope: cannot read build/test-out/no-such-run\\report.json"),
+    hs.check(p.stderr.decode().startswith("hookscope: cannot read build/test-out/no-such-run/report.json"),
              p.stderr.decode())
 
 

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,18 @@ const char *hs_basename(const char *path)
         if (*p == '\\' || *p == '/')
             b = p + 1;
     return b;
+}
+
+char *hs_path_join(const char *dir, const char *name)
+{
+#ifdef _WIN32
+    char sep = strchr(dir, '/') && !strchr(dir, '\\') ? '/' : '\\';
+#else
+    char sep = '/';
+#endif
+    size_t n = strlen(dir);
+    bool ends = n && (dir[n - 1] == '/' || dir[n - 1] == '\\');
+    return hs_xasprintf("%s%.*s%s", dir, n && !ends ? 1 : 0, &sep, name);
 }
 
 static void merge_pass(char *src, char *dst, size_t n, size_t size, size_t width,

@@ -47,6 +47,12 @@ void hs_xgrow(void *v, size_t *cap, size_t need, size_t size);
 /* File name part of a path (either separator). */
 const char *hs_basename(const char *path);
 
+/* dir and name joined by the separator dir itself uses ('/' when it has
+ * one and no '\\', else the platform's), so a printed path has one style;
+ * no separator is added after one that ends dir, nor to an empty dir.
+ * malloc'd. */
+char *hs_path_join(const char *dir, const char *name);
+
 /* Stable sort (a merge sort) with a context for the comparator: no globals.
  * Never fails: without memory for the merge it sorts in place, slowly. */
 void hs_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *),

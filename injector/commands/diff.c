@@ -22,7 +22,7 @@
 static hs_profile *load_dir(const wchar_t *d, char **name)
 {
     *name = hs_utf8(d);
-    char *path = hs_xasprintf("%s\\report.json", *name);
+    char *path = hs_path_join(*name, "report.json");
     char err[600];
     hs_profile *p = hs_profile_load(path, err, sizeof err);
     if (!p)
@@ -33,7 +33,7 @@ static hs_profile *load_dir(const wchar_t *d, char **name)
 
 static int write_to(const char *dir, const char *file, FILE **f, char **path)
 {
-    *path = hs_xasprintf("%s\\%s", dir, file);
+    *path = hs_path_join(dir, file);
     const char *why = NULL;
     *f = hs_fopen_out(*path, &why);
     if (!*f) {

@@ -199,7 +199,7 @@ static int print_aggregation(const hs_dcli *c, const hs_profile *const *ps, size
 
 static hs_profile *load_run(const wchar_t *dir)
 {
-    char *d = hs_utf8(dir), *json = hs_xasprintf("%s\\report.json", d), err[700];
+    char *d = hs_utf8(dir), *json = hs_path_join(d, "report.json"), err[700];
     hs_profile *p = hs_profile_load(json, err, sizeof err);
     free(json);
     free(d);

@@ -77,7 +77,7 @@ static int write_one(const hs_options *o, const hs_profile *p, const char *out)
     char *name = w->file ? hs_xstrdup(w->file) : hs_xasprintf("%s.txt", w->format);
     int rc;
     if (shaped) {
-        char *path = hs_xasprintf("%s\\%s", out, name);
+        char *path = hs_path_join(out, name);
         const char *why = NULL;
         FILE *f = hs_fopen_out(path, &why);
         rc = f && hs_write_txt_view(p, &view, f) == 0 ? 0 : -1;
@@ -164,7 +164,7 @@ int hs_cmd_report(const hs_options *o)
     if (o->etl)
         return report_etl(o);
     char *dir = hs_utf8(o->file);
-    char *path = hs_xasprintf("%s\\report.json", dir);
+    char *path = hs_path_join(dir, "report.json");
     char err[600];
     hs_profile *p = hs_profile_load(path, err, sizeof err);
     if (!p) {

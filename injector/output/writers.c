@@ -63,19 +63,9 @@ const hs_writer *hs_writer_find(const char *format)
     return NULL;
 }
 
-static char *join(const char *dir, const char *name)
-{
-#ifdef _WIN32
-    const char *sep = "\\";
-#else
-    const char *sep = "/";
-#endif
-    return hs_xasprintf("%s%s%s", dir, *dir ? sep : "", name);
-}
-
 int hs_write_file(const hs_writer *w, const hs_profile *p, const char *dir, const char *name)
 {
-    char *path = join(dir, name);
+    char *path = hs_path_join(dir, name);
     const char *why = NULL;
     FILE *f = hs_fopen_out(path, &why);
     int rc = -1;
@@ -107,7 +97,7 @@ int hs_write_all(const hs_profile *p, const char *dir)
             continue;
         }
         /* a file of an earlier run into the same directory */
-        char *path = join(dir, w->file);
+        char *path = hs_path_join(dir, w->file);
         const char *why = NULL;
         int rc = hs_remove_file(path, &why);
         if (rc < 0)

@@ -69,7 +69,7 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
         c.own_ctx = &t->own;
     }
     /* the etw backend records into the output directory */
-    t->etl_path = hs_xasprintf("%s\\%s", t->outdir, HS_ETL_FILE);
+    t->etl_path = hs_path_join(t->outdir, HS_ETL_FILE);
     c.etl_path = t->etl_path;
     c.keep_etl = t->keep_etl;
     t->samples = hs_sampleset_new();
@@ -237,11 +237,12 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         hs_err("%s", h->error_text);
         rc = HS_EXIT_FAILED;
     }
+    char *txt = hs_path_join(o->outdir, "report.txt");
     if (!o->quiet && !h) {
-        hs_err("%llu CPU, %llu ready and %llu wait samples of %u thread%s at %.0f Hz (%s); report in %s\\report.txt",
+        hs_err("%llu CPU, %llu ready and %llu wait samples of %u thread%s at %.0f Hz (%s); report in %s",
                (unsigned long long)p->sampling.samples, (unsigned long long)p->sampling.ready_samples,
                (unsigned long long)p->sampling.wait_samples, p->sampling.threads,
-               p->sampling.threads == 1 ? "" : "s", p->sampling.rate_hz, p->sampling.rate_reason, o->outdir);
+               p->sampling.threads == 1 ? "" : "s", p->sampling.rate_hz, p->sampling.rate_reason, txt);
     } else if (!o->quiet) {
         size_t hooked = 0, found = 0, nmods = 0;
         for (size_t m = 0; m < p->nmodules; m++) {
@@ -256,10 +257,10 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             snprintf(samples, sizeof samples, ", %llu CPU samples at %.0f Hz (%llu more in hookscope's code)",
                      (unsigned long long)p->sampling.samples, p->sampling.rate_hz,
                      (unsigned long long)p->sampling.hookscope_samples);
-        hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls%s; report in %s\\report.txt",
-               hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, samples,
-               o->outdir);
+        hs_err("%zu of %zu functions hooked in %zu module%s, %llu calls%s; report in %s",
+               hooked, found, nmods, nmods == 1 ? "" : "s", (unsigned long long)p->total_calls, samples, txt);
     }
+    free(txt);
     hs_session_close(&t->session);
     close_process(t);
     return rc;
