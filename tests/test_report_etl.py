@@ -73,6 +73,55 @@ def test_perfview_by_name_compressed_with_stack_keys():
         hs.eq(got.get(name), n, f"self samples of {name}")
 
 
+def txt_modules(text):
+    """report.txt's modules table: [(module, self, total)], and its unnamed
+    places: {place: self}."""
+    mods, places = [], {}
+    part = text.split("\nmodules: the CPU samples by module", 1)[1].split("\nwait: ", 1)[0]
+    table, _, rest = part.partition("\ncode no function name covers")
+    for line in table.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0].isdigit() and f[1].endswith("%"):
+            mods.append((f[4], int(f[0]), int(f[2])))
+    for line in rest.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0].isdigit() and f[1].endswith("%"):
+            places[f[2]] = int(f[0])
+    return mods, places
+
+
+def test_foreign_trace_by_module():
+    """A trace whose code has no names (no images, no PDBs here): report.txt
+    shows the CPU samples by module, self (leaf frame) and total (stacks
+    through it, once per stack), equal to report.json's modules and
+    stacks, and the unnamed leaf places by samples, adding up to the
+    samples no function name covers."""
+    hs.need(PERFVIEW)
+    out = hs.outdir("etl-perfview-modules")
+    p = hs.hookscope(["report", "-q", "--etl", PERFVIEW, "--process", "perfview.exe", "-o", out])
+    hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+    j = load(out)
+    p = hs.hookscope(["report", out, "--top", "1000"])
+    hs.eq(p.returncode, 0, f"report --top ({p.stderr.decode(errors='replace')})")
+    mods, places = txt_modules(p.stdout.decode())
+    names = {m["id"]: m["name"] for m in j["modules"] + j["loaded_modules"]}
+    selfs = {m["id"]: m.get("samples", {}).get("self", 0) for m in j["modules"] + j["loaded_modules"]}
+    totals, leaves = {}, {}
+    for st in j["sample_stacks"]:
+        for m in set(st["frame_modules"]) - {-1, None}:
+            totals[m] = totals.get(m, 0) + st["count"]
+        if "!" not in st["frames"][0]:
+            leaves[st["frames"][0]] = leaves.get(st["frames"][0], 0) + st["count"]
+    want = sorted((names[m], selfs[m], t) for m, t in totals.items())
+    hs.eq(sorted(mods), want, "module rows (name, self, total) = report.json's")
+    no_module = sum(st["count"] for st in j["sample_stacks"] if st["frame_modules"][0] in (None, -1))
+    hs.check(no_module > 0, "leaves in no module (kernel addresses outside the images)")
+    hs.eq(sum(s for _, s, _ in mods), 637 - no_module, "the module rows' self samples: every leaf in a module")
+    hs.eq(places, leaves, "unnamed places = report.json's stacks by leaf frame")
+    unnamed = int(p.stdout.decode().split(" samples in code no function name covers")[0].rsplit("(", 1)[1])
+    hs.eq(sum(places.values()), unnamed, "the places add up to the samples no function name covers")
+
+
 def test_report_writes_an_etl_profile_again():
     hs.need(PERFVIEW)
     out = hs.outdir("etl-again")

@@ -13,6 +13,10 @@
  *            from few samples is marked "~"; one above the measured wall
  *            time of the same calls is that time, marked "<="
  *            (profile/views.h, hs_cpu_estimate).
+ *   modules  where not every CPU sample's function is named (a foreign
+ *            trace, code without symbols): the samples by module (self:
+ *            the leaf frame in it; total: stacks through it), then the
+ *            unnamed leaf places (module+offset) by samples
  *   wait     the functions threads were found blocked in (a system call:
  *            sleep, wait, I/O), by self wait samples; ready samples are
  *            not waits
@@ -141,6 +145,66 @@ static size_t rows_of(const hs_txt_view *v, size_t n, size_t limit)
     return n < max ? n : max;
 }
 
+typedef struct module_order {
+    const hs_profile *p;
+    const uint64_t *total;
+} module_order;
+
+/* by self samples, total samples, then name */
+static int cmp_module(const void *a, const void *b, void *ctx)
+{
+    const module_order *o = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const hs_prof_module *x = &o->p->modules[i], *y = &o->p->modules[j];
+    if (x->cpu_self != y->cpu_self)
+        return x->cpu_self > y->cpu_self ? -1 : 1;
+    if (o->total[i] != o->total[j])
+        return o->total[i] > o->total[j] ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+/* Where not every CPU sample's function is named (a foreign trace, code
+ * without symbols): the samples by module, and the unnamed leaf places. */
+static void write_modules(const hs_profile *p, const hs_txt_view *v, FILE *out)
+{
+    const hs_prof_sampling *s = &p->sampling;
+    uint64_t *total = hs_module_totals(p, HS_STACK_CPU);
+    uint32_t *idx = hs_xcalloc(p->nmodules ? p->nmodules : 1, sizeof *idx);
+    size_t n = 0;
+    for (size_t m = 0; m < p->nmodules; m++)
+        if (total[m])
+            idx[n++] = (uint32_t)m;
+    module_order o = { p, total };
+    hs_sort(idx, n, sizeof *idx, cmp_module, &o);
+    fprintf(out, "\nmodules: the CPU samples by module, as not every sample's function has a name\n"
+                 "(self: the leaf frame in it; total: the stacks through it)\n\n");
+    fprintf(out, "%8s %6s %8s %6s  %s\n", "self", "self%", "total", "total%", "module");
+    size_t rows = rows_of(v, n, CPU_ROWS);
+    for (size_t r = 0; r < rows; r++) {
+        const hs_prof_module *m = &p->modules[idx[r]];
+        fprintf(out, "%8llu %5.1f%% %8llu %5.1f%%  %s\n", (unsigned long long)m->cpu_self, pct(m->cpu_self, s->samples),
+                (unsigned long long)total[idx[r]], pct(total[idx[r]], s->samples), m->name);
+    }
+    if (n > rows)
+        fprintf(out, "(%zu more modules)\n", n - rows);
+    size_t np;
+    hs_place_count *pl = hs_unnamed_leaves(p, HS_STACK_CPU, &np);
+    fprintf(out, "\ncode no function name covers, by self samples (the leaf's module and offset)\n\n");
+    fprintf(out, "%8s %6s  %s\n", "self", "self%", "place");
+    rows = rows_of(v, np, WAIT_ROWS);
+    for (size_t r = 0; r < rows; r++) {
+        char buf[600];
+        fprintf(out, "%8llu %5.1f%%  %s\n", (unsigned long long)pl[r].count, pct(pl[r].count, s->samples),
+                hs_loc_format(p, pl[r].loc, true, false, buf, sizeof buf));
+    }
+    if (np > rows)
+        fprintf(out, "(%zu more places)\n", np - rows);
+    free(pl);
+    free(idx);
+    free(total);
+}
+
 static void write_cpu(const hs_profile *p, const hs_txt_view *v, FILE *out, bool hooks)
 {
     const hs_prof_sampling *s = &p->sampling;
@@ -210,8 +274,10 @@ static void write_cpu(const hs_profile *p, const hs_txt_view *v, FILE *out, bool
     }
     if (n > rows)
         fprintf(out, "(%zu more functions with CPU or ready samples: report.json)\n", n - rows);
-    if (named < s->samples)
+    if (named < s->samples) {
         fprintf(out, "(%llu samples in code no function name covers)\n", (unsigned long long)(s->samples - named));
+        write_modules(p, v, out);
+    }
     free(idx);
 }
 

@@ -192,6 +192,69 @@ uint64_t *hs_leaf_counts(const hs_profile *p, int kind)
     return n;
 }
 
+uint64_t *hs_module_totals(const hs_profile *p, int kind)
+{
+    uint64_t *n = hs_xcalloc(p->nmodules ? p->nmodules : 1, sizeof *n);
+    int32_t *seen = hs_xcalloc(p->nmodules ? p->nmodules : 1, sizeof *seen);   /* last stack index + 1 */
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != kind)
+            continue;
+        for (uint32_t d = 0; d < st->nframes; d++) {
+            int32_t m = hs_loc_module(p, st->frames[d]);
+            if (m >= 0 && (size_t)m < p->nmodules && seen[m] != (int32_t)i + 1) {
+                seen[m] = (int32_t)i + 1;
+                n[m] += st->count;
+            }
+        }
+    }
+    free(seen);
+    return n;
+}
+
+static int cmp_place(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const hs_place_count *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    if (x->loc.module != y->loc.module)
+        return x->loc.module < y->loc.module ? -1 : 1;
+    return x->loc.off < y->loc.off ? -1 : x->loc.off > y->loc.off;
+}
+
+static int cmp_place_loc(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const hs_place_count *x = a, *y = b;
+    if (x->loc.module != y->loc.module)
+        return x->loc.module < y->loc.module ? -1 : 1;
+    return x->loc.off < y->loc.off ? -1 : x->loc.off > y->loc.off;
+}
+
+hs_place_count *hs_unnamed_leaves(const hs_profile *p, int kind, size_t *n)
+{
+    size_t k = 0;
+    hs_place_count *v = hs_xcalloc(p->nstacks + 1, sizeof *v);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind == kind && st->nframes && st->frames[0].func < 0)
+            v[k++] = (hs_place_count){ st->frames[0], st->count };
+    }
+    /* merge the stacks of one leaf place, then order by samples */
+    hs_sort(v, k, sizeof *v, cmp_place_loc, NULL);
+    size_t w = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (w && !cmp_place_loc(&v[w - 1], &v[i], NULL))
+            v[w - 1].count += v[i].count;
+        else
+            v[w++] = v[i];
+    }
+    hs_sort(v, w, sizeof *v, cmp_place, NULL);
+    *n = w;
+    return v;
+}
+
 int hs_flame_kind(const hs_profile *p)
 {
     if (hs_stacks_total(p, HS_STACK_CPU))

@@ -85,6 +85,20 @@ uint64_t hs_stacks_total(const hs_profile *p, int kind);
  * malloc'd, p->nfuncs of them. */
 uint64_t *hs_leaf_counts(const hs_profile *p, int kind);
 
+/* Per module, the samples of a kind with a frame in it, each stack
+ * counted once however many of its frames are there; malloc'd,
+ * p->nmodules of them. */
+uint64_t *hs_module_totals(const hs_profile *p, int kind);
+
+/* The leaf places in no named function of the samples of a kind, merged
+ * by place (module and offset, or address), most samples first (then by
+ * module and offset): a foreign trace's code without symbols. */
+typedef struct hs_place_count {
+    hs_loc loc;
+    uint64_t count;
+} hs_place_count;
+hs_place_count *hs_unnamed_leaves(const hs_profile *p, int kind, size_t *n);
+
 /* The stacks a flame graph of p shows: HS_STACK_CPU when p has CPU
  * samples, else HS_STACK_ENTRY when it has entry stacks; -1 if neither. */
 int hs_flame_kind(const hs_profile *p);
