@@ -67,8 +67,8 @@ size_t hs_etl_process_table(const hs_etl_trace *t, hs_etl_proc_row **rows)
     return n;
 }
 
-int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, uint32_t *index, char *err,
-                        size_t errlen)
+int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, uint32_t *index, uint32_t *matched,
+                        char *err, size_t errlen)
 {
     uint64_t *samples = hs_xcalloc(t->nprocs ? t->nprocs : 1, sizeof *samples);
     uint64_t *with_stack = hs_xcalloc(t->nprocs ? t->nprocs : 1, sizeof *with_stack);
@@ -80,8 +80,10 @@ int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, u
             continue;
         if (!found || samples[i] > samples[*index])
             *index = i;
-        found = 1;
+        found++;
     }
+    if (matched)
+        *matched = (uint32_t)found;
     free(samples);
     free(with_stack);
     if (found)

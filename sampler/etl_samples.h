@@ -61,9 +61,10 @@ size_t hs_etl_process_table(const hs_etl_trace *t, hs_etl_proc_row **rows);
 
 /* The process instance to profile: by pid (pid != 0) or by image name
  * (case ignored); when several instances match, the one with the most
- * samples. Returns 0, or -1 with one line in err naming what exists. */
-int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, uint32_t *index, char *err,
-                        size_t errlen);
+ * samples (*matched, if not NULL: how many matched). Returns 0, or -1
+ * with one line in err naming what exists. */
+int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, uint32_t *index, uint32_t *matched,
+                        char *err, size_t errlen);
 
 /* What hs_etl_samples made of a process. */
 typedef struct hs_etl_sample_stats {

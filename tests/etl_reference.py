@@ -229,7 +229,7 @@ def read_file(path, misread=False):
     hdr, hsize = parse_event(data, h0["off"] + 72, h0["off"] + h0["end"])
     d = hdr.data
     P = struct.unpack_from("<I", d, 44)[0]
-    (info["buffer_size"], _ver, info["provider_version"], info["ncpus"], info["end_time"],
+    (info["buffer_size"], info["version"], info["provider_version"], info["ncpus"], info["end_time"],
      _res, _max, info["log_file_mode"], info["buffers_written"], _sb, info["pointer_size"],
      info["events_lost"], info["cpu_mhz"]) = struct.unpack_from("<IIIIQIIIIIIII", d, 0)
     (_boot, perf_freq, info["start_time"], clock, info["buffers_lost"]) = struct.unpack_from(

@@ -5,6 +5,7 @@ holds against an independent decoder (tests/etl_reference.py) and
 PerfView's own baseline; each thread's time running, ready and waiting
 from the context switches is held against the same independent decoder
 here."""
+import datetime
 import json
 import os
 import subprocess
@@ -120,6 +121,47 @@ def test_foreign_trace_by_module():
     hs.eq(places, leaves, "unnamed places = report.json's stacks by leaf frame")
     unnamed = int(p.stdout.decode().split(" samples in code no function name covers")[0].rsplit("(", 1)[1])
     hs.eq(sum(places.values()), unnamed, "the places add up to the samples no function name covers")
+
+
+def test_trace_header():
+    """report.txt's header says what the trace's own header says: the
+    machine (OS version and build, CPUs), when it began, how long its
+    events span; report.json keeps it (and report DIR writes it again);
+    a process name several processes have says which one was taken and
+    how to list them."""
+    hs.need(PPT)
+    hs.need(PERFVIEW)
+    cases = [(PPT, ["--pid", "5100"], "Windows 6.1 build 7601, 8 CPUs", "2011-08-30 04:56:58 UTC", 1),
+             (PERFVIEW, ["--process", "svchost.exe"], "Windows 6.2 build 9200, 8 CPUs", "2020-07-29 00:06:19 UTC", 11)]
+    for trace, pick, machine, start, named in cases:
+        out = hs.outdir("etl-header")
+        p = hs.hookscope(["report", "-q", "--etl", trace] + pick + ["-o", out])
+        hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+        j = load(out)
+        tr = j["trace"]
+        hs.eq((tr["file"], tr["machine"], tr["start"], tr["processes_named"]), (trace, machine, start, named),
+              f"{trace}: report.json's trace")
+        # the independent decoder's header and first and last events
+        info = etl_reference.build(os.path.join(hs.ROOT, trace)).info
+        ver = info["version"]
+        hs.eq(machine, f"Windows {ver & 0xff}.{(ver >> 8) & 0xff} build {info['provider_version']}, {info['ncpus']} CPUs",
+              f"{trace}: the machine as the independent decoder reads the header")
+        began = datetime.datetime(1601, 1, 1) + datetime.timedelta(microseconds=info["start_time"] // 10)
+        hs.eq(start, began.strftime("%Y-%m-%d %H:%M:%S UTC"), f"{trace}: the start as Python reads the FILETIME")
+        span = (info["last_ts"] - info["first_ts"]) / info["clock_hz"]
+        hs.check(abs(tr["span_s"] - span) < 1e-6, f"{trace}: span {tr['span_s']} vs {span}")
+        with open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8") as f:
+            txt = f.read()
+        hs.check(f"\ntrace      {trace} (its header: {machine}; began {start}, {tr['span_s']:.3f} s of events)\n" in txt,
+                 txt[:700])
+        line = (f"\nprocess    the one with the most samples of the {named} named svchost.exe ('hookscope report "
+                f"--etl {trace}' lists them; --pid N takes another)\n")
+        hs.eq(line in txt, named > 1, f"{trace}: the process line")
+        hs.check(f"read from {trace}" not in txt, "the trace is not a warning")
+        again = hs.outdir("etl-header-again")
+        p = hs.hookscope(["report", "-q", "-o", again, out])
+        with open(os.path.join(hs.ROOT, again, "report.txt"), encoding="utf-8") as f:
+            hs.eq(f.read(), txt, f"{trace}: report DIR writes the header again")
 
 
 def test_report_writes_an_etl_profile_again():

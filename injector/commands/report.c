@@ -140,15 +140,16 @@ static int report_etl(const hs_options *o)
         hs_etl_trace_free(&t);
         return 0;
     }
-    uint32_t index;
+    uint32_t index, named = 0;
     char msg[300];
-    if (hs_etl_pick_process(&t, o->etl_pid, o->etl_process, &index, msg, sizeof msg) < 0) {
+    if (hs_etl_pick_process(&t, o->etl_pid, o->etl_process, &index, &named, msg, sizeof msg) < 0) {
         hs_err("%s", msg);
         hs_etl_trace_free(&t);
         return HS_EXIT_FAILED;
     }
     hs_profile *p = hs_profile_new();
     hs_profile_from_etl(&t, index, o->etl, local_file, NULL, p);
+    p->trace.named = o->etl_pid ? 1 : named;
     hs_etl_trace_free(&t);
     hs_symconf conf = hs_options_symconf(o);
     p->srcline_on = o->srcline != 0;

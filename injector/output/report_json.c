@@ -541,6 +541,15 @@ int hs_write_json(const hs_profile *p, FILE *out)
     hs_json_quote(out, p->command);
     fprintf(out, ", \"agent_tls_index\": %u},\n", p->agent_tls_index);
     write_target(p, out);
+    if (p->trace.file) {
+        fprintf(out, " \"trace\": {\"file\": ");
+        hs_json_quote(out, p->trace.file);
+        fprintf(out, ", \"machine\": ");
+        hs_json_quote(out, p->trace.machine);
+        fprintf(out, ", \"start\": ");
+        hs_json_quote(out, p->trace.start);
+        fprintf(out, ", \"span_s\": %.6f, \"processes_named\": %u},\n", p->trace.span_s, p->trace.named);
+    }
     fprintf(out, " \"threads\": %u, \"regions_reused\": %u, \"total_calls\": %llu, \"overflow_calls\": %lld,\n",
             p->threads, p->regions_reused, (unsigned long long)p->total_calls, (long long)p->overflow_calls);
     fprintf(out, " \"warnings\": [");

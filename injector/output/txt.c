@@ -587,6 +587,15 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (p->target_rights)
         fprintf(out, "rights     %s\n", hs_fmt_rights(p->target_rights));
     fprintf(out, "end        %s\n", stop);
+    if (p->trace.file) {
+        const hs_prof_trace *tr = &p->trace;
+        fprintf(out, "trace      %s (its header: %s%s%s, %.3f s of events)\n", tr->file,
+                tr->machine[0] ? tr->machine : "machine unknown", tr->start[0] ? "; began " : "", tr->start, tr->span_s);
+        if (tr->named > 1)
+            fprintf(out, "process    the one with the most samples of the %u named %s ('hookscope report --etl %s' "
+                         "lists them; --pid N takes another)\n", tr->named, p->target_path ? p->target_path : "?",
+                    tr->file);
+    }
     if (p->exited)
         fprintf(out, "exit code  %u (0x%X)\n", p->exit_code, p->exit_code);
     fprintf(out, "wall time  %.3f s\n", p->wall_s);

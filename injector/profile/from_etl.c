@@ -9,6 +9,38 @@
 #include "hook/base/util.h"
 #include "injector/profile/from_samples.h"
 
+/* "2016-03-01 10:20:30 UTC" from a FILETIME (100 ns since 1601), or "". */
+static void utc_text(uint64_t ft, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (!ft)
+        return;
+    int64_t secs = (int64_t)(ft / 10000000u) - 11644473600LL;   /* since 1970 */
+    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400, rem = secs - days * 86400;
+    /* the civil date of a day count (Howard Hinnant's days_from_civil, inverted) */
+    int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9, y = yoe + era * 400 + (m <= 2);
+    /* a FILETIME's year is below 60,000: every field fits its width */
+    snprintf(buf, len, "%04d-%02d-%02d %02d:%02d:%02d UTC", (int)y, (int)m, (int)d, (int)(rem / 3600),
+             (int)(rem / 60 % 60), (int)(rem % 60));
+}
+
+/* What the trace's header says of the machine and when it ran. */
+static void trace_facts(const hs_etl_trace *t, const char *path, hs_prof_trace *tr)
+{
+    tr->file = hs_xstrdup(path);
+    uint32_t major = t->info.version & 0xff, minor = (t->info.version >> 8) & 0xff;
+    char os[48] = "";
+    if (major)
+        snprintf(os, sizeof os, "Windows %u.%u build %u, ", major, minor, t->info.provider_version);
+    if (t->info.ncpus)
+        snprintf(tr->machine, sizeof tr->machine, "%s%u CPU%s", os, t->info.ncpus, t->info.ncpus == 1 ? "" : "s");
+    utc_text(t->info.start_time, tr->start, sizeof tr->start);
+    tr->span_s = hs_etl_seconds(t, t->info.last_ts) - hs_etl_seconds(t, t->info.first_ts);
+}
+
 void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trace_path,
                          char *(*map_path)(void *ctx, const char *nt_path), void *map_ctx, hs_profile *p)
 {
@@ -22,7 +54,7 @@ void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trac
     uint64_t t0 = pr->start ? pr->start : t->info.first_ts;
     uint64_t t1 = pr->end != HS_ETL_NEVER ? pr->end : t->info.last_ts;
     p->wall_s = hs_etl_seconds(t, t1) - hs_etl_seconds(t, t0);
-    hs_profile_warn(p, "read from %s", trace_path);
+    trace_facts(t, trace_path, &p->trace);
     if (t->info.events_lost || t->info.buffers_lost || t->info.buffers_events_lost || t->info.buffers_buffer_lost)
         hs_profile_warn(p, "the trace lost events: %u events and %u buffers by its header; %u buffers flagged "
                            "events lost, %u flagged buffers lost",

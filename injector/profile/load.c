@@ -159,6 +159,14 @@ static void load_run(loader *l, const hs_json *root)
     p->regions_reused = (uint32_t)hs_json_u64(hs_json_get(root, "regions_reused"), 0);
     p->total_calls = hs_json_u64(hs_json_get(root, "total_calls"), 0);
     p->overflow_calls = hs_json_i64(hs_json_get(root, "overflow_calls"), 0);
+    const hs_json *tr = hs_json_get(root, "trace");
+    if (hs_json_is(tr, HS_JOBJ)) {
+        p->trace.file = hs_xstrdup(hs_json_str(hs_json_get(tr, "file"), "?"));
+        snprintf(p->trace.machine, sizeof p->trace.machine, "%s", hs_json_str(hs_json_get(tr, "machine"), ""));
+        snprintf(p->trace.start, sizeof p->trace.start, "%s", hs_json_str(hs_json_get(tr, "start"), ""));
+        p->trace.span_s = hs_json_num(hs_json_get(tr, "span_s"), 0);
+        p->trace.named = (uint32_t)hs_json_u64(hs_json_get(tr, "processes_named"), 0);
+    }
     const hs_json *w = hs_json_get(root, "warnings");
     for (size_t i = 0; hs_json_is(w, HS_JARR) && i < w->n; i++)
         hs_profile_warn(p, "%s", hs_json_str(&w->v[i], ""));

@@ -106,6 +106,7 @@ void hs_profile_free(hs_profile *p)
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);
     free(p->warnings);
+    free(p->trace.file);
     for (size_t i = 0; i < p->nmodules; i++) {
         free(p->modules[i].name);
         free(p->modules[i].path);

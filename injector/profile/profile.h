@@ -194,6 +194,16 @@ typedef struct hs_prof_sampling {
     int64_t reused;
 } hs_prof_sampling;
 
+/* The recorded trace a profile was read from (report --etl). */
+typedef struct hs_prof_trace {
+    char *file;                  /* as given; NULL: not from a trace */
+    char machine[96];            /* "Windows 6.1 build 7601, 4 CPUs" (its header), "" unknown */
+    char start[64];              /* when it began, "2016-03-01 10:20:30 UTC", "" unknown */
+    double span_s;               /* its first to its last event */
+    uint32_t named;              /* processes of the name asked for (--process): more than 1,
+                                    the one with the most samples was taken */
+} hs_prof_trace;
+
 /* One thread of the target. */
 typedef struct hs_prof_thread {
     uint32_t tid;
@@ -233,6 +243,7 @@ typedef struct hs_profile {
     double tsc_hz;
     char **warnings;
     size_t nwarnings;
+    hs_prof_trace trace;         /* report --etl: the trace's facts */
 
     /* options in effect */
     bool edges_on, time_on;

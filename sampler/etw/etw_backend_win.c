@@ -154,7 +154,7 @@ static void decode(hs_sampler *s, hs_sampler_stats *stats)
      * CollectionStart, which shows the machine's interval from before) */
     if (s->etw.interval)
         t.sample_interval = s->etw.interval;
-    if (hs_etl_pick_process(&t, s->pid, NULL, &index, why, sizeof why) == 0)
+    if (hs_etl_pick_process(&t, s->pid, NULL, &index, NULL, why, sizeof why) == 0)
         hs_etl_samples(&t, index, own, local_path, NULL, s->out, NULL);
     if (t.info.events_lost || t.info.buffers_lost)
         hs_sampleset_lost(s->out, t.info.events_lost);

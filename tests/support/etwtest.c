@@ -163,7 +163,7 @@ static void test_success(void)
         return;
     uint32_t index = 0;
     char msg[256];
-    check(hs_etl_pick_process(&t, f.pid, NULL, &index, msg, sizeof msg) == 0, "the process is in it", "%s", msg);
+    check(hs_etl_pick_process(&t, f.pid, NULL, &index, NULL, msg, sizeof msg) == 0, "the process is in it", "%s", msg);
     hs_profile *p = hs_profile_new();
     hs_profile_from_etl(&t, index, path8, NULL, NULL, p);
     hs_profile_resolve(p, NULL);
