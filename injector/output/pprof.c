@@ -36,7 +36,8 @@
  * stacks' frames (the sampled instruction, the return addresses; address
  * = module base + rva + offset in the traced modules, see address()) with
  * their mapping (the module: its address range, path, and the PE
- * timestamp and size as a symbol server names the image) and, with
+ * timestamp and size as a symbol server names the image; the exe's
+ * first, as pprof takes the first for the program's) and, with
  * --srcline, the frame's line. Every mapping has has_functions set: the
  * names are here, pprof has nothing to look up.
  *
@@ -525,6 +526,9 @@ int hs_write_pprof(const hs_profile *p, FILE *out)
     w.has[V_WALL] = p->time_on;
     w.period = p->sampling.rate_hz > 0 ? (uint64_t)(1e9 / p->sampling.rate_hz + 0.5) : 0;
     w.mapping = hs_xcalloc(p->nmodules + 1, sizeof *w.mapping);
+    for (size_t i = 0; i < p->nmodules && !w.nmappings; i++)
+        if (p->modules[i].main)
+            w.mapping[i] = ++w.nmappings;   /* pprof takes the first mapping for the program */
     hs_pb m = { 0 };
     encode(&w, &m);
     int rc = gzip_to(out, m.b, m.n);
