@@ -127,7 +127,7 @@ $(B)/win/delay/lib%.a:
 $(HOOKSCOPE_EXE): $(call win_obj,$(INJ_C) $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN)) $(CAPSTONE_LIB) $(DELAY_LIBS)
 	@mkdir -p $(dir $@)
 	$(WCXX) -municode -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) $(DELAY_LIBS) \
-	    -static-libgcc -static-libstdc++ -static -lpsapi -lshell32 -lntdll
+	    -static-libgcc -static-libstdc++ -static -lz -lpsapi -lshell32 -lntdll
 
 # hookscope-dtrace.exe: `hookscope dtrace` under a name of its own, for DTRACE=
 $(DTRACE_EXE): $(B)/win/injector/launcher/dtrace_main.o
@@ -152,7 +152,7 @@ NATIVE_LIB := $(call nat_obj,$(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C) $(UNIT_SUPPO
 
 $(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -I$(B)/inc/tests -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
+	$(NCC) $(NCFLAGS) -I$(B)/inc/tests -o $@ $< $(NATIVE_LIB) -lcapstone -lz -lstdc++ -lm
 
 unit: $(UNIT_BIN)
 
@@ -199,7 +199,7 @@ $(B)/native-asan/%.o: %.c | $(INC_FARMS)
 
 $(B)/native-asan/unit/%: tests/unit/%.c $(ASAN_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) $(ASAN_FLAGS) -I$(B)/inc/tests -o $@ $< $(ASAN_LIB) -lcapstone -lstdc++ -lm
+	$(NCC) $(NCFLAGS) $(ASAN_FLAGS) -I$(B)/inc/tests -o $@ $< $(ASAN_LIB) -lcapstone -lz -lstdc++ -lm
 
 .SECONDARY: $(ASAN_LIB)
 .PHONY: unit-asan-build unit-asan

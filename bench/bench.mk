@@ -58,7 +58,7 @@ bench-build: $(BENCH_DIR)/spin.exe
 # the same portable code a run uses after the target ends
 $(B)/native/bench/mergebench: bench/mergebench.c $(NATIVE_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(NCFLAGS) -I$(B)/inc/bench -o $@ $< $(NATIVE_LIB) -lcapstone -lstdc++ -lm
+	$(NCC) $(NCFLAGS) -I$(B)/inc/bench -o $@ $< $(NATIVE_LIB) -lcapstone -lz -lstdc++ -lm
 
 bench-build: $(B)/native/bench/mergebench
 

@@ -3,12 +3,15 @@
 #
 #   - mingw-w64 C/C++ cross compilers (win32 and posix thread models), wine
 #   - libcapstone-dev (native, for the engine's unit tests) and python3
+#   - zlib: mingw's (libz-mingw-w64-dev, linked statically into
+#     hookscope.exe for profile.pb.gz) and the host's (zlib1g-dev, for the
+#     native unit tests of the same writer)
 #   - capstone for Windows: Debian's capstone source package, cross-built
 #     with only the x86 architecture into build/deps/capstone-win/
 #   - the programs the tests open hookscope's outputs with: chromium
 #     (flamegraph.svg, headless), valgrind (callgrind_annotate),
-#     python3-jsonschema, and the speedscope npm package (its file-format
-#     schema) in build/npm/
+#     python3-jsonschema, golang-go (`go tool pprof`, profile.pb.gz), and
+#     the speedscope npm package (its file-format schema) in build/npm/
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +27,8 @@ packages=(
     gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix
     binutils-mingw-w64-x86-64 mingw-w64-x86-64-dev
     wine wine64 libcapstone-dev
-    chromium valgrind python3-jsonschema
+    libz-mingw-w64-dev zlib1g-dev
+    chromium valgrind python3-jsonschema golang-go
 )
 # npm, for the speedscope package (Debian's, unless a node is there already)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

@@ -23,12 +23,13 @@ def test_rerun_leaves_only_its_own_files():
     p = hs.hookscope(["run", "-q", "-o", out, "--time", "--stacks=4", "--", exe])
     hs.eq(p.returncode, 0, "first run")
     hs.eq(listing(out), ["callgrind.out", "cpu-stacks.folded", "entry-stacks.folded", "entry-time.folded",
-                         "flamegraph.svg", "hookscope-stacks.folded", "notes.txt", "profile.speedscope.json",
-                         "ready-stacks.folded", "report.json", "report.txt", "wait-stacks.folded"],
+                         "flamegraph.svg", "hookscope-stacks.folded", "notes.txt", "profile.pb.gz",
+                         "profile.speedscope.json", "ready-stacks.folded", "report.json", "report.txt",
+                         "wait-stacks.folded"],
           "files of a run with --time --stacks (and samples)")
     p = hs.hookscope(["run", "-q", "-o", out, "--no-edges", "--no-sample", "--", exe])
     hs.eq(p.returncode, 0, "second run")
-    hs.eq(listing(out), ["notes.txt", "report.json", "report.txt"],
+    hs.eq(listing(out), ["notes.txt", "profile.pb.gz", "report.json", "report.txt"],
           "files after a run without stacks, edges or samples")
     t = hs.Trace(p, out)
     hs.eq(t.json["options"]["stacks"], None, "report.json is the second run's")

@@ -25,7 +25,7 @@ def victim(root):
     v = os.path.join(root, "victim")
     os.makedirs(v)
     for name in ("report.txt", "report.json", "callgrind.out", "flamegraph.svg", "cpu-stacks.folded",
-                 "profile.speedscope.json", "entry-stacks.folded"):
+                 "profile.speedscope.json", "profile.pb.gz", "entry-stacks.folded"):
         with open(os.path.join(v, name), "w") as f:
             f.write("not hookscope's\n")
     return v, fingerprint(v)

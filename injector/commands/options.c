@@ -109,8 +109,9 @@ static const optdef options[] = {
       "no summary line, no progress line" },
     { OPT_FORMAT, L"--format", NULL, "NAME", 0, HS_CMD_REPORT,
       "write only this output: txt, json, folded, svg,\n"
-      "speedscope, callgrind or dtrace; to stdout, or\n"
-      "into the -o directory under its file name" },
+      "speedscope, callgrind, pprof or dtrace; to\n"
+      "stdout, or into the -o directory under its file\n"
+      "name" },
     { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT,
       "order report.txt's functions by calls, self,\n"
       "total (time with --time, else CPU samples), cpu\n"
@@ -382,7 +383,7 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     case OPT_FORMAT: {
         char *f = hs_utf8(val);
         if (!hs_writer_find(f))
-            return usage_error("--format needs one of txt, json, folded, svg, speedscope, callgrind, dtrace, "
+            return usage_error("--format needs one of txt, json, folded, svg, speedscope, callgrind, pprof, dtrace, "
                                "not '%s'", f);
         free(o->format);
         o->format = f;

@@ -77,14 +77,7 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
 {
     /* samples stand for the sampling interval each (where it is known);
      * entry stacks are counts of calls */
-    double ms_per = 0;
-    if (kind != HS_STACK_ENTRY && p->sampling.rate_hz > 0) {
-        /* the rate as report.json keeps it (%.6g), so that `report DIR`
-         * writes the same weights again */
-        char kept[32];
-        snprintf(kept, sizeof kept, "%.6g", p->sampling.rate_hz);
-        ms_per = 1000.0 / strtod(kept, NULL);
-    }
+    double ms_per = kind != HS_STACK_ENTRY && p->sampling.rate_hz > 0 ? 1000.0 / p->sampling.rate_hz : 0;
     uint64_t total = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];

@@ -47,13 +47,16 @@ static const hs_writer speedscope = { "speedscope", "profile.speedscope.json",
 static const hs_writer callgrind = { "callgrind", "callgrind.out",
                                      "for KCachegrind: CPU samples as cost, the hooks' call counts",
                                      hs_callgrind_wanted, hs_write_callgrind };
+static const hs_writer pprof = { "pprof", "profile.pb.gz",
+                                 "for pprof and profile stores: CPU and wait samples, exact calls, --time's self time",
+                                 hs_pprof_wanted, hs_write_pprof };
 static const hs_writer dtrace = { "dtrace", NULL,
                                   "@[ustack()] = count() as DTrace prints it (CPU samples, else entry stacks)",
                                   hs_flamegraph_wanted, hs_write_dtrace };
 
 const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, &folded_cpu, &folded_wait,
                                         &folded_ready, &folded_hookscope, &svg, &speedscope, &callgrind,
-                                        &dtrace, NULL };
+                                        &pprof, &dtrace, NULL };
 
 const hs_writer *hs_writer_find(const char *format)
 {

@@ -47,9 +47,11 @@ int hs_write_flamegraph(const hs_profile *p, FILE *out);   /* output/flamegraph.
 int hs_write_speedscope(const hs_profile *p, FILE *out);   /* output/speedscope.c */
 int hs_write_callgrind(const hs_profile *p, FILE *out);    /* output/callgrind.c */
 int hs_write_dtrace(const hs_profile *p, FILE *out);       /* output/dtrace_agg.c */
+int hs_write_pprof(const hs_profile *p, FILE *out);        /* output/pprof.c */
 bool hs_flamegraph_wanted(const hs_profile *p);
 bool hs_speedscope_wanted(const hs_profile *p);
 bool hs_callgrind_wanted(const hs_profile *p);
+bool hs_pprof_wanted(const hs_profile *p);
 
 /* How report.txt is shaped (`hookscope report --sort --top --threads`);
  * a run writes it with the defaults (all zero). */

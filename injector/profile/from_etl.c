@@ -71,7 +71,7 @@ void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trac
                            "until it runs");
     hs_prof_sampling *sp = &p->sampling;
     snprintf(sp->backend, sizeof sp->backend, "etw");
-    sp->rate_hz = 1e7 / st.interval;
+    sp->rate_hz = hs_rate_as_saved(1e7 / st.interval);
     sp->cpu_s = -1;
     sp->lost = t->info.events_lost;
 }

@@ -369,6 +369,13 @@ int64_t hs_profile_func_at(const hs_profile *p, uint32_t module, uint32_t rva)
     return first;
 }
 
+double hs_rate_as_saved(double hz)
+{
+    char kept[40];
+    snprintf(kept, sizeof kept, "%.6g", hz);
+    return strtod(kept, NULL);
+}
+
 int32_t hs_loc_module(const hs_profile *p, hs_loc l)
 {
     return l.func >= 0 ? (int32_t)p->funcs[l.func].module : l.module;

@@ -327,6 +327,12 @@ static inline const char *hs_func_label(const hs_profile *p, uint32_t func)
 }
 /* The module a location is in, or -1. */
 int32_t hs_loc_module(const hs_profile *p, hs_loc l);
+
+/* A sampling rate as report.json keeps it (6 significant digits): the
+ * profile holds that value, so that every figure made from it (CPU time
+ * of samples, speedscope's and pprof's weights) is the same when `report
+ * DIR` writes the run again. */
+double hs_rate_as_saved(double hz);
 /* The module named `name` (case-insensitive), or -1. */
 int64_t hs_profile_find_module(const hs_profile *p, const char *name);
 

@@ -199,7 +199,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         hs_profile_add_samples(p, t->samples);
         snprintf(p->sampling.backend, sizeof p->sampling.backend, "%s", t->stats.backend);
         p->sampling.etl_kept = t->keep_etl && !strcmp(t->stats.backend, "etw");
-        p->sampling.rate_hz = t->stats.rate_hz > 0 ? t->stats.rate_hz : t->rate_hz;
+        p->sampling.rate_hz = hs_rate_as_saved(t->stats.rate_hz > 0 ? t->stats.rate_hz : t->rate_hz);
         snprintf(p->sampling.rate_reason, sizeof p->sampling.rate_reason, "%s",
                  t->stats.rate_reason[0] ? t->stats.rate_reason : t->rate_hz > 0 ? "--sample-rate" : "");
         p->sampling.suspensions = t->stats.suspensions;

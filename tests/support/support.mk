@@ -54,7 +54,7 @@ ETWTEST_OBJ := $(call win_obj,tests/support/etwtest.c tests/support/etw_fake.c t
                  $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN))
 $(ETWTEST_WIN): $(ETWTEST_OBJ) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
-	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -ldbghelp -lpsapi -lntdll -lwinmm
+	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -lz -ldbghelp -lpsapi -lntdll -lwinmm
 test-targets: $(ETWTEST_WIN)
 
 # build/tests/etw_fake.dll: the same fake as a DLL that hookscope loads
@@ -76,7 +76,7 @@ FUZZ_SESSION := $(B)/native/fuzz/fuzz_session
 $(FUZZ_SESSION): tests/support/fuzz_session_main.c $(SESSION_FUZZ_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-strict-aliasing \
-	    -DHOOKSCOPE_VERSION=\"$(VERSION)\" -I$(B)/inc/tests -o $@ $(filter %.c,$^) -lcapstone -lstdc++ -lm
+	    -DHOOKSCOPE_VERSION=\"$(VERSION)\" -I$(B)/inc/tests -o $@ $(filter %.c,$^) -lcapstone -lz -lstdc++ -lm
 .PHONY: fuzz-session
 fuzz-session: $(FUZZ_SESSION)
 
