@@ -8,6 +8,7 @@ here."""
 import datetime
 import json
 import os
+import re
 import subprocess
 
 import etl_reference
@@ -82,7 +83,7 @@ def txt_modules(text):
     table, _, rest = part.partition("\ncode no function name covers")
     for line in table.splitlines():
         f = line.split()
-        if len(f) == 5 and f[0].isdigit() and f[1].endswith("%"):
+        if len(f) in (5, 6) and f[0].isdigit() and f[1].endswith("%"):
             mods.append((f[4], int(f[0]), int(f[2])))
     for line in rest.splitlines():
         f = line.split()
@@ -119,6 +120,9 @@ def test_foreign_trace_by_module():
     hs.check(no_module > 0, "leaves in no module (kernel addresses outside the images)")
     hs.eq(sum(s for _, s, _ in mods), 637 - no_module, "the module rows' self samples: every leaf in a module")
     hs.eq(places, leaves, "unnamed places = report.json's stacks by leaf frame")
+    hs.check(re.search(r"  ntdll\.dll \(SysWOW64\)\n", p.stdout.decode()) and
+             re.search(r"  ntdll\.dll \(System32\)\n", p.stdout.decode()),
+             "a 32-bit program's two ntdll.dll told apart by their folders")
     unnamed = int(p.stdout.decode().split(" samples in code no function name covers")[0].rsplit("(", 1)[1])
     hs.eq(sum(places.values()), unnamed, "the places add up to the samples no function name covers")
 

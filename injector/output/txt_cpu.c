@@ -183,8 +183,21 @@ static void write_modules(const hs_profile *p, const hs_txt_view *v, FILE *out)
     size_t rows = rows_of(v, n, CPU_ROWS);
     for (size_t r = 0; r < rows; r++) {
         const hs_prof_module *m = &p->modules[idx[r]];
-        fprintf(out, "%8llu %5.1f%% %8llu %5.1f%%  %s\n", (unsigned long long)m->cpu_self, pct(m->cpu_self, s->samples),
+        fprintf(out, "%8llu %5.1f%% %8llu %5.1f%%  %s", (unsigned long long)m->cpu_self, pct(m->cpu_self, s->samples),
                 (unsigned long long)total[idx[r]], pct(total[idx[r]], s->samples), m->name);
+        /* two modules of one name (a 32-bit program's two ntdll.dll): their folders tell them apart */
+        bool twin = false;
+        for (size_t k = 0; k < n && !twin; k++)
+            twin = k != r && !strcasecmp(p->modules[idx[k]].name, m->name);
+        const char *base = twin && m->path ? hs_basename(m->path) : NULL;
+        if (base && base > m->path) {
+            const char *end = base - 1, *start = end;   /* the folder it is in */
+            while (start > m->path && start[-1] != '\\' && start[-1] != '/')
+                start--;
+            if (end > start)
+                fprintf(out, " (%.*s)", (int)(end - start), start);
+        }
+        fputc('\n', out);
     }
     if (n > rows)
         fprintf(out, "(%zu more modules)\n", n - rows);
