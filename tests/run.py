@@ -89,6 +89,8 @@ def unit_tests():
     for sub, prefix, env in (("native", "unit/", {}), ("native-asan", "asan/", ASAN_ENV)):
         d = os.path.join(ROOT, "build", sub, "unit")
         if not os.path.isdir(d):
+            # not built: a failure, not a run that quietly has no such tests
+            jobs.append((prefix + "*", (None, os.path.relpath(d, ROOT))))
             continue
         for f in sorted(os.listdir(d)):
             p = os.path.join(d, f)
@@ -122,6 +124,8 @@ def run_killable(cmd, limit, env=None):
 
 def run_unit(name, arg, limit):
     path, env = arg
+    if path is None:
+        return [Result(name, "FAIL", f"{env} is missing: `make test-build` builds the unit tests there")]
     start = time.time()
     rc, stdout, stderr = run_killable([path], limit, env)
     if rc is None:
