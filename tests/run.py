@@ -2,8 +2,10 @@
 """Run every hookscope test and print one line per test, then the total.
 
 Two kinds of tests:
-  - native unit test programs (build/native/unit/test_*), which print one
-    line per case: "ok - NAME" or "not ok - NAME: why";
+  - native unit test programs (build/native/unit/test_*, and the same
+    built with ASan and UBSan in build/native-asan/unit, run as asan/*),
+    which print one line per case: "ok - NAME" or "not ok - NAME: why"; a
+    missing build directory of either is a failure ("unit/*", "asan/*");
   - Python tests: functions named test_* in tests/test_*.py, which run
     hookscope under Wine and check exact outcomes. A test passes when it
     returns, is skipped when it raises hs.Skip, and fails otherwise.
