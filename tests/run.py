@@ -2,8 +2,10 @@
 """Run every hookscope test and print one line per test, then the total.
 
 Two kinds of tests:
-  - native unit test programs (build/native/unit/test_*), which print one
-    line per case: "ok - NAME" or "not ok - NAME: why";
+  - native unit test programs (build/native/unit/test_*, and the same
+    built with ASan and UBSan in build/native-asan/unit, run as asan/*),
+    which print one line per case: "ok - NAME" or "not ok - NAME: why"; a
+    missing build directory of either is a failure ("unit/*", "asan/*");
   - Python tests: functions named test_* in tests/test_*.py, which run
     hookscope under Wine and check exact outcomes. A test passes when it
     returns, is skipped when it raises hs.Skip, and fails otherwise.
@@ -89,6 +91,8 @@ def unit_tests():
     for sub, prefix, env in (("native", "unit/", {}), ("native-asan", "asan/", ASAN_ENV)):
         d = os.path.join(ROOT, "build", sub, "unit")
         if not os.path.isdir(d):
+            # not built: a failure, not a run that quietly has no such tests
+            jobs.append((prefix + "*", (None, os.path.relpath(d, ROOT))))
             continue
         for f in sorted(os.listdir(d)):
             p = os.path.join(d, f)
@@ -122,6 +126,8 @@ def run_killable(cmd, limit, env=None):
 
 def run_unit(name, arg, limit):
     path, env = arg
+    if path is None:
+        return [Result(name, "FAIL", f"{env} is missing: `make test-build` builds the unit tests there")]
     start = time.time()
     rc, stdout, stderr = run_killable([path], limit, env)
     if rc is None:

@@ -63,8 +63,15 @@ def interval_set(log, rate, what):
 
 
 def interval_put_back(log, what):
+    """The machine's interval is back as the run found it, by a call of
+    hookscope's after the run's own (the run's interval can be the
+    machine's: 1 kHz, the ETW default, is the fake machine's, and then the
+    state alone cannot tell whether it was put back)."""
     st = final(log)
     hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's sampling interval afterwards")
+    sets = [c for c in st.get("call", []) if c.startswith("set-interval ")]
+    hs.eq((len(sets), sets[-1:]), (2, [f"set-interval {MACHINE_INTERVAL}"]),
+          f"{what}: the interval set for the run, then put back ({sets})")
     hs.eq(st["foreign"], ["0"], f"{what}: a session hookscope did not start was touched")
     hs.eq(st["running"], ["0"], f"{what}: hookscope's session still runs")
     hs.check(st.get("script-error") is None, f"{what}: the script: {st.get('script-error')}")

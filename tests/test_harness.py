@@ -1,6 +1,8 @@
 """The test harness itself: a hung test is killed with what it started, and
-Wine's service processes hold none of the pipes tests read (that hung CI)."""
+Wine's service processes hold none of the pipes tests read (that hung CI);
+README's two commands set up what they need."""
 import os
+import subprocess
 import time
 
 import hs
@@ -143,3 +145,18 @@ def test_crashing_program_leaves_no_pipe_open():
             # (how Wine's debugger ends the untraced program varies; hookscope
             # exits with the code the target ended with)
             hs.eq(p.returncode & 0xFF, 0xC0000005 & 0xFF, f"{cmd[0]}: exit status")
+
+
+def test_demo_and_test_bring_their_dependencies():
+    """`make demo` and `make test` are the whole setup on a fresh machine
+    (README): where the dependencies' stamp is missing, the first thing
+    each does is scripts/deps.sh (a dry run, `make -n`, with the stamp
+    named somewhere that does not exist)."""
+    stamp = os.path.join(hs.OUT, "no-deps-stamp", ".ready")
+    hs.check(not os.path.exists(stamp), f"{stamp} exists")
+    for target in ("demo", "test"):
+        p = subprocess.run(["make", "-n", target, "DEPS_STAMP=" + stamp], cwd=hs.ROOT, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=300)
+        hs.eq(p.returncode, 0, f"make -n {target}: {p.stderr[-500:]}")
+        lines = p.stdout.splitlines()
+        hs.eq(lines[:1], ["./scripts/deps.sh"], f"the first command of `make {target}` on a fresh machine")

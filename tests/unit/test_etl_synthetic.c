@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "sampler/etl/etl.h"
+#include "sampler/etl/internal.h"
 #include "sampler/etl/reader.h"
 #include "tests/unit/etl_build.h"
 #include "tests/unit/tap.h"
@@ -678,6 +679,50 @@ static void test_errors(void)
               err.msg);
 }
 
+/* Each header kind's event whose size is exactly the data left is read,
+ * one byte more is refused: in a buffer allocated to that size, so that
+ * the sanitizer build also sees a read past it. (The whole-file errors
+ * above only try a size far past the data.) */
+static void test_event_size_edges(void)
+{
+    static const struct {
+        const char *what;
+        uint8_t kind, marker, size_at;
+        uint32_t header;
+    } kinds[] = {
+        { "system64", HS_ETL_HDR_SYSTEM64, 0xC0, 4, 32 },
+        { "compact64", HS_ETL_HDR_COMPACT64, 0xC0, 4, 24 },
+        { "perfinfo64", HS_ETL_HDR_PERFINFO64, 0xC0, 4, 16 },
+        { "full64", HS_ETL_HDR_FULL64, 0xC0, 0, 48 },
+        { "instance64", HS_ETL_HDR_INSTANCE64, 0xC0, 0, 72 },
+        { "event64", HS_ETL_HDR_EVENT64, 0xC0, 0, 80 },
+        { "timed", HS_ETL_HDR_TIMED, 0xC0, 0, 4 },
+        { "message", 0, 0x80, 0, 4 },
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        uint32_t size = kinds[k].header + 16;
+        for (uint32_t avail = size; avail >= size - 1; avail--) {
+            uint8_t *p = calloc(1, avail);
+            p[kinds[k].size_at] = (uint8_t)size;
+            p[2] = kinds[k].kind;
+            p[3] = kinds[k].marker;
+            hs_etl_event ev;
+            int has_ts;
+            const char *why = "";
+            int rc = hs_etl_hdr_parse(p, avail, &ev, &has_ts, &why);
+            if (avail == size)
+                tap_check(rc == 0 && ev.total == size, NAME("edges/%s-fits", kinds[k].what),
+                          "a %u-byte event in %u bytes: rc %d, total %u (%s)", size, avail, rc, rc ? 0 : ev.total,
+                          why);
+            else
+                tap_check(rc == -1 && strstr(why, "runs past the buffer's data"),
+                          NAME("edges/%s-one-byte-past", kinds[k].what), "a %u-byte event in %u bytes: rc %d (%s)",
+                          size, avail, rc, why);
+            free(p);
+        }
+    }
+}
+
 int main(void)
 {
     test_header_kinds(8);
@@ -688,5 +733,6 @@ int main(void)
     test_stack_keys(4);
     test_merge();
     test_errors();
+    test_event_size_edges();
     return tap_status();
 }
