@@ -158,20 +158,6 @@ uint32_t *hs_funcs_sorted(const hs_profile *p, int key, size_t *n)
 
 /* ---- stacks ------------------------------------------------------------------- */
 
-hs_loc hs_frame_key(hs_loc l)
-{
-    if (l.func >= 0) {
-        l.module = -1;
-        l.off = 0;
-    }
-    return l;
-}
-
-bool hs_loc_same(hs_loc a, hs_loc b)
-{
-    return a.func == b.func && a.module == b.module && a.off == b.off;
-}
-
 uint64_t hs_stacks_total(const hs_profile *p, int kind)
 {
     uint64_t n = 0;
