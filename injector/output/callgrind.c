@@ -55,12 +55,12 @@ typedef struct names {
 /* "(id) name" the first time, "(id)" after */
 static void put_name(FILE *out, const char *key, names *t, const char *name)
 {
-    int64_t i = hs_strtab_find(&t->seen, name);
-    if (i >= 0) {
-        fprintf(out, "%s=(%lld)\n", key, (long long)i + 1);
+    size_t known = t->seen.n;
+    uint32_t id = hs_strtab_add(&t->seen, name);
+    if (t->seen.n == known) {
+        fprintf(out, "%s=(%u)\n", key, id + 1);
         return;
     }
-    uint32_t id = hs_strtab_add(&t->seen, name);
     fprintf(out, "%s=(%u) ", key, id + 1);
     for (const char *c = name; *c; c++)
         fputc(*c == '\n' || *c == '\r' ? '?' : *c, out);
@@ -114,7 +114,9 @@ static void grow_self(cg *c, size_t *cap)
         memset(c->self + old, 0, (*cap - old) * sizeof *c->self);
 }
 
-/* Frames, self costs and pair costs from the CPU stacks. */
+/* Frames, self costs and pair costs from the CPU stacks. Only the pairs
+ * that can have a call line are costed: a counted edge's caller directly
+ * above its callee (per callee function, the frames of its callers). */
 static void scan(cg *c)
 {
     const hs_profile *p = c->p;
@@ -125,24 +127,46 @@ static void scan(cg *c)
             hs_loc l = { (int32_t)i, -1, 0 };
             hs_frametab_add(&c->frames, l);
         }
+    size_t *callers_first = hs_xcalloc(p->nfuncs + 1, sizeof *callers_first);
     for (size_t i = 0; i < p->nedges; i++)
-        if (p->edges[i].calls)
+        if (p->edges[i].calls) {
             hs_frametab_add(&c->frames, hs_frame_key(p->edges[i].caller));
+            callers_first[p->edges[i].callee + 1]++;
+        }
+    for (size_t f = 0; f < p->nfuncs; f++)
+        callers_first[f + 1] += callers_first[f];
+    uint32_t *callers = hs_xcalloc(callers_first[p->nfuncs] + 1, sizeof *callers);
+    size_t *fill = hs_xcalloc(p->nfuncs + 1, sizeof *fill);
+    for (size_t i = 0; i < p->nedges; i++)
+        if (p->edges[i].calls) {
+            uint32_t f = p->edges[i].callee;
+            callers[callers_first[f] + fill[f]++] = hs_frametab_add(&c->frames, hs_frame_key(p->edges[i].caller));
+        }
+    free(fill);
     size_t *in_stack = NULL;     /* indices: pair_of may move the pairs */
-    size_t in_cap = 0;
+    uint32_t *at = NULL;         /* the stack's frames' indices */
+    size_t in_cap = 0, at_cap = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != HS_STACK_CPU || !st->nframes)
             continue;
-        uint32_t leaf = hs_frametab_add(&c->frames, hs_frame_key(st->frames[0]));
+        hs_xgrow(&at, &at_cap, st->nframes, sizeof *at);
+        for (uint32_t d = 0; d < st->nframes; d++)
+            at[d] = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d]));
         grow_self(c, &self_cap);
-        c->self[leaf] += st->count;
+        c->self[at[0]] += st->count;
         size_t n = 0;
         hs_xgrow(&in_stack, &in_cap, st->nframes, sizeof *in_stack);
         for (uint32_t d = 0; d + 1 < st->nframes; d++) {
-            uint32_t callee = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d]));
-            uint32_t caller = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d + 1]));
-            size_t pc = (size_t)(pair_of(c, caller, callee, 1) - c->pairs);
+            int32_t f = st->frames[d].func;
+            if (f < 0 || callers_first[f] == callers_first[f + 1])
+                continue;
+            size_t j = callers_first[f];
+            while (j < callers_first[f + 1] && callers[j] != at[d + 1])
+                j++;
+            if (j == callers_first[f + 1])
+                continue;
+            size_t pc = (size_t)(pair_of(c, at[d + 1], at[d], 1) - c->pairs);
             size_t k = 0;
             while (k < n && in_stack[k] != pc)
                 k++;
@@ -153,6 +177,9 @@ static void scan(cg *c)
             c->pairs[in_stack[k]].cost += st->count;
     }
     free(in_stack);
+    free(at);
+    free(callers);
+    free(callers_first);
     grow_self(c, &self_cap);
 }
 
