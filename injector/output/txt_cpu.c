@@ -103,7 +103,7 @@ static void write_cpu(const hs_profile *p, FILE *out, bool hooks)
         named += p->funcs[i].cpu_self;
     }
     by_samples k = { p, true };
-    hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
+    hs_sort_top(idx, n, sizeof *idx, CPU_ROWS, cmp_samples, &k);   /* the rows shown */
 
     char legend[1200];
     snprintf(legend, sizeof legend,
@@ -172,7 +172,7 @@ static void write_wait(const hs_profile *p, FILE *out)
         if (p->funcs[i].wait_self)
             idx[n++] = (uint32_t)i;
     by_samples k = { p, false };
-    hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
+    hs_sort_top(idx, n, sizeof *idx, WAIT_ROWS, cmp_samples, &k);
     fprintf(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O), by self\n"
                  "wait samples; the stacks are in wait-stacks.folded\n\n");
     if (s->off_cpu_unknown) {

@@ -97,14 +97,21 @@ double hs_sort_key_value(const hs_profile *p, uint32_t func, int key)
     return hs_sort_keys[key].value(p, func);
 }
 
+/* What functions are ordered by calls by, side by side (not read from
+ * the functions at each comparison). */
+typedef struct calls_key {
+    uint64_t calls;
+    const char *name;
+    uint32_t module, rva, func;
+} calls_key;
+
 static int cmp_calls(const void *a, const void *b, void *ctx)
 {
-    const hs_profile *p = ctx;
-    const hs_prof_func *x = &p->funcs[*(const uint32_t *)a];
-    const hs_prof_func *y = &p->funcs[*(const uint32_t *)b];
+    (void)ctx;
+    const calls_key *x = a, *y = b;
     if (x->calls != y->calls)
         return x->calls > y->calls ? -1 : 1;
-    int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
+    int c = strcmp(x->name, y->name);
     if (c)
         return c;
     return x->module != y->module ? (x->module < y->module ? -1 : 1) : (x->rva < y->rva ? -1 : x->rva > y->rva);
@@ -112,12 +119,18 @@ static int cmp_calls(const void *a, const void *b, void *ctx)
 
 uint32_t *hs_funcs_by_calls(const hs_profile *p, size_t *n)
 {
-    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    calls_key *keys = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *keys);
     size_t k = 0;
-    for (size_t i = 0; i < p->nfuncs; i++)
-        if (p->funcs[i].calls > 0)
-            idx[k++] = (uint32_t)i;
-    hs_sort(idx, k, sizeof *idx, cmp_calls, (void *)p);
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const hs_prof_func *f = &p->funcs[i];
+        if (f->calls > 0)
+            keys[k++] = (calls_key){ f->calls, f->name ? f->name : "", f->module, f->rva, (uint32_t)i };
+    }
+    hs_sort(keys, k, sizeof *keys, cmp_calls, NULL);
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    for (size_t i = 0; i < k; i++)
+        idx[i] = keys[i].func;
+    free(keys);
     *n = k;
     return idx;
 }
