@@ -244,6 +244,7 @@ static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
     }
     hs_map_free(&same);
     hs_frametexts texts = { .make = func_text };
+    hs_frametexts_premake(&texts, p, a->kind, a->frames);
     for (size_t k = start; k < r->n; k++) {
         const hs_prof_stack *st = &p->stacks[first[k - start]];
         r->v[k].at = r->text.n;

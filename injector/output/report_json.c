@@ -427,6 +427,7 @@ static void write_stacks(const hs_profile *p, FILE *out)
     fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
     bool repeat = module_names_repeat(p);
     frames_out fo = { .texts = { .make = func_frame_text } };
+    hs_frametexts_premake(&fo.texts, p, HS_STACK_ENTRY, 0);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -457,6 +458,7 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
     fprintf(out, ",\n \"%s\": [", hs_stack_kind_key(kind));
     bool repeat = module_names_repeat(p);
     frames_out fo = { .texts = { .make = func_frame_text } };
+    hs_frametexts_premake(&fo.texts, p, kind, 0);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];

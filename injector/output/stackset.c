@@ -90,6 +90,26 @@ const char *hs_frametext_make(hs_frametexts *t, const hs_profile *p, hs_loc key,
     return t->buf + at->at - 1;
 }
 
+void hs_frametexts_premake(hs_frametexts *t, const hs_profile *p, int kind, uint32_t max)
+{
+    uint8_t *used = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, 1);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != kind)
+            continue;
+        uint32_t n = max && st->nframes > max ? max : st->nframes;
+        for (uint32_t d = 0; d < n; d++)
+            if (st->frames[d].func >= 0)
+                used[st->frames[d].func] = 1;
+    }
+    for (size_t f = 0; f < p->nfuncs; f++)
+        if (used[f]) {
+            size_t len;
+            hs_frametext(t, p, (hs_loc){ (int32_t)f, -1, 0 }, &len);
+        }
+    free(used);
+}
+
 void hs_frametexts_free(hs_frametexts *t)
 {
     free(t->key_text);

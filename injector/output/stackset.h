@@ -75,6 +75,10 @@ static inline const char *hs_frametext(hs_frametexts *t, const hs_profile *p, hs
     }
     return hs_frametext_make(t, p, key, len);
 }
+/* Make now, in the functions' order, the texts of the functions in the
+ * first `max` frames (0: all) of p's stacks of `kind`: their names are then
+ * read one after another, not in the stacks' order. */
+void hs_frametexts_premake(hs_frametexts *t, const hs_profile *p, int kind, uint32_t max);
 void hs_frametexts_free(hs_frametexts *t);
 
 /* A table of unique strings, in the order they were first added. */
