@@ -50,13 +50,24 @@
 
 typedef struct names {
     hs_strtab seen;              /* names given an id (id = index + 1) */
+    const char *last;            /* the last name that stays where it is (a module's), and its id */
+    uint32_t last_id;
 } names;
 
-/* "(id) name" the first time, "(id)" after */
-static void put_name(FILE *out, const char *key, names *t, const char *name)
+/* "(id) name" the first time, "(id)" after; `kept`: name stays where it
+ * is while the file is written (the same place is then the same name) */
+static void put_name(FILE *out, const char *key, names *t, const char *name, bool kept)
 {
+    if (kept && t->last == name) {
+        fprintf(out, "%s=(%u)\n", key, t->last_id + 1);
+        return;
+    }
     size_t known = t->seen.n;
     uint32_t id = hs_strtab_add(&t->seen, name);
+    if (kept) {
+        t->last = name;
+        t->last_id = id;
+    }
     if (t->seen.n == known) {
         fprintf(out, "%s=(%u)\n", key, id + 1);
         return;
@@ -186,7 +197,7 @@ static void scan(cg *c)
 static void object_of(cg *c, FILE *out, const char *key, hs_loc l)
 {
     int32_t m = hs_loc_module(c->p, l);
-    put_name(out, key, &c->obs, m >= 0 ? c->p->modules[m].name : "???");
+    put_name(out, key, &c->obs, m >= 0 ? c->p->modules[m].name : "???", true);
 }
 
 static int cmp_edge_callee(const void *a, const void *b, void *ctx)
@@ -252,8 +263,8 @@ int hs_write_callgrind(const hs_profile *p, FILE *out)
         hs_loc l = c.frames.v[f];
         fputc('\n', out);
         object_of(&c, out, "ob", l);
-        put_name(out, "fl", &c.fls, "???");
-        put_name(out, "fn", &c.fns, hs_loc_format(p, l, false, false, buf, sizeof buf));
+        put_name(out, "fl", &c.fls, "???", true);
+        put_name(out, "fn", &c.fns, hs_loc_format(p, l, false, false, buf, sizeof buf), false);
         fprintf(out, "0 %llu\n", (unsigned long long)c.self[f]);
         for (size_t k = first[f]; k < first[f + 1]; k++) {
             const hs_prof_edge *e = by[k];
@@ -261,7 +272,7 @@ int hs_write_callgrind(const hs_profile *p, FILE *out)
             int64_t ci = hs_frametab_find(&c.frames, callee);
             pair_cost *pc = ci >= 0 ? pair_of(&c, (uint32_t)f, (uint32_t)ci, 0) : NULL;
             object_of(&c, out, "cob", callee);
-            put_name(out, "cfn", &c.fns, hs_loc_format(p, callee, false, false, cbuf, sizeof cbuf));
+            put_name(out, "cfn", &c.fns, hs_loc_format(p, callee, false, false, cbuf, sizeof cbuf), false);
             fprintf(out, "calls=%llu 0\n0 %llu\n", (unsigned long long)e->calls,
                     (unsigned long long)(pc ? pc->cost : 0));
         }

@@ -139,21 +139,43 @@ int64_t hs_strtab_find(const hs_strtab *t, const char *s)
     return -1;
 }
 
+/* A copy of s in the table's blocks (of 64 KB, or one of its own for a
+ * longer string). */
+static char *strtab_copy(hs_strtab *t, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (n > t->left) {
+        size_t size = n > 65536 ? n : 65536;
+        hs_xgrow(&t->blocks, &t->blocks_cap, t->nblocks + 1, sizeof *t->blocks);
+        t->blocks[t->nblocks++] = t->next = hs_xmalloc(size);
+        t->left = size;
+    }
+    char *d = t->next;
+    memcpy(d, s, n);
+    t->next += n;
+    t->left -= n;
+    return d;
+}
+
 uint32_t hs_strtab_add(hs_strtab *t, const char *s)
 {
-    int64_t i = hs_strtab_find(t, s);
-    if (i >= 0)
-        return (uint32_t)i;
+    uint64_t h = str_hash(s);
+    size_t cursor = 0;
+    uint32_t i;
+    while (hs_map_next(&t->map, h, 0, &cursor, &i))
+        if (!strcmp(t->v[i], s))
+            return i;
     hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
-    t->v[t->n] = hs_xstrdup(s);
-    hs_map_xadd(&t->map, str_hash(s), 0, (uint32_t)t->n);
+    t->v[t->n] = strtab_copy(t, s);
+    hs_map_xadd(&t->map, h, 0, (uint32_t)t->n);
     return (uint32_t)t->n++;
 }
 
 void hs_strtab_free(hs_strtab *t)
 {
-    for (size_t i = 0; i < t->n; i++)
-        free(t->v[i]);
+    for (size_t i = 0; i < t->nblocks; i++)
+        free(t->blocks[i]);
+    free(t->blocks);
     free(t->v);
     hs_map_free(&t->map);
     memset(t, 0, sizeof *t);

@@ -81,11 +81,16 @@ static inline const char *hs_frametext(hs_frametexts *t, const hs_profile *p, hs
 void hs_frametexts_premake(hs_frametexts *t, const hs_profile *p, int kind, uint32_t max);
 void hs_frametexts_free(hs_frametexts *t);
 
-/* A table of unique strings, in the order they were first added. */
+/* A table of unique strings, in the order they were first added; the
+ * strings are copied into blocks of the table's own. */
 typedef struct hs_strtab {
     char **v;
     size_t n, cap;
     hs_map map;
+    char **blocks;
+    size_t nblocks, blocks_cap;
+    char *next;                  /* the last block's free bytes: left of them */
+    size_t left;
 } hs_strtab;
 
 uint32_t hs_strtab_add(hs_strtab *t, const char *s);
