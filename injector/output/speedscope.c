@@ -94,20 +94,12 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
         size_t n = strlen(open);
         memcpy(buf, open, n);
         for (uint32_t d = st->nframes; d-- > 0;) {
-            if (n + 16 > sizeof buf) {
+            if (n + HS_DEC_TEXT + 2 > sizeof buf) {
                 if (n)
                     fwrite(buf, 1, n, out);
                 n = 0;
             }
-            char t[12];
-            size_t i = sizeof t;
-            uint32_t v = hs_frametab_add(frames, hs_frame_key(st->frames[d]));
-            do {
-                t[--i] = (char)('0' + v % 10);
-                v /= 10;
-            } while (v);
-            memcpy(buf + n, t + i, sizeof t - i);
-            n += sizeof t - i;
+            n += hs_dec_text(hs_frametab_add(frames, hs_frame_key(st->frames[d])), buf + n);
             if (d) {
                 buf[n++] = ',';
                 buf[n++] = ' ';
