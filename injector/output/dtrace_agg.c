@@ -19,20 +19,6 @@
 #include "injector/output/stackset.h"
 #include "injector/output/writers.h"
 
-/* The records' texts lie one after another in one buffer. */
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static inline void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->n + n > b->cap)
-        hs_xgrow(&b->s, &b->cap, b->n + n, 1);
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-}
-
 typedef struct rec {
     size_t at, len;              /* the record's text before the value, in the texts */
     uint64_t count;
@@ -41,7 +27,7 @@ typedef struct rec {
 typedef struct recs {
     rec *v;
     size_t n, cap;
-    sbuf text;
+    hs_textbuf text;             /* the records' texts, one after another */
 } recs;
 
 /* A record whose text is what was put into r->text since `at`. */
@@ -97,11 +83,11 @@ static size_t func_text(const hs_profile *p, hs_loc key, char *buf, size_t cap, 
     return n;
 }
 
-static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, sbuf *b, hs_frametexts *texts)
+static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, hs_textbuf *b, hs_frametexts *texts)
 {
     static const char indent[] = "              ";
     uint32_t n = max && st->nframes > max ? max : st->nframes;
-    sb_put(b, "\n", 1);
+    hs_textbuf_put(b, "\n", 1);
     for (uint32_t d = 0; d < n; d++) {
         hs_loc l = st->frames[d];
         size_t len = 0;
@@ -109,15 +95,13 @@ static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t ma
         if (!len) {
             char buf[700];
             frame_text(p, l, buf, sizeof buf);
-            sb_put(b, indent, sizeof indent - 1);
-            sb_put(b, buf, strlen(buf));
-            sb_put(b, "\n", 1);
+            hs_textbuf_put(b, indent, sizeof indent - 1);
+            hs_textbuf_put(b, buf, strlen(buf));
+            hs_textbuf_put(b, "\n", 1);
             continue;
         }
         /* indent, text, +0xoff, newline */
-        if (b->n + sizeof indent + len + HS_HEX_TEXT + 2 > b->cap)
-            hs_xgrow(&b->s, &b->cap, b->n + sizeof indent + len + HS_HEX_TEXT + 2, 1);
-        char *w = b->s + b->n;
+        char *w = hs_textbuf_room(b, sizeof indent + len + HS_HEX_TEXT + 2);
         memcpy(w, indent, sizeof indent - 1);
         w += sizeof indent - 1;
         memcpy(w, text, len);
@@ -131,14 +115,14 @@ static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t ma
     }
 }
 
-static void func_key(const char *name, sbuf *b)
+static void func_key(const char *name, hs_textbuf *b)
 {
     char buf[600];
     snprintf(buf, sizeof buf, "  %-50s", name);
     for (char *c = buf; *c; c++)
         if (*c == '\n' || *c == '\r')
             *c = '?';
-    sb_put(b, buf, strlen(buf));
+    hs_textbuf_put(b, buf, strlen(buf));
 }
 
 /* Records' texts compared as strcmp compares them (they hold no NUL). */

@@ -29,30 +29,19 @@
 
 /* A line put together before it is written (the functions' and stacks'
  * many small fields, without a format walk each). */
-typedef struct jline {
-    char *s;
-    size_t n, cap;
-} jline;
+typedef hs_textbuf jline;
 
-static inline void jl_put(jline *l, const char *s, size_t n)
-{
-    if (l->n + n > l->cap)
-        hs_xgrow(&l->s, &l->cap, l->n + n, 1);
-    memcpy(l->s + l->n, s, n);
-    l->n += n;
-}
-
-#define JL_LIT(l, lit) jl_put((l), (lit), sizeof(lit) - 1)
+#define JL_LIT(l, lit) hs_textbuf_put((l), (lit), sizeof(lit) - 1)
 
 static void jl_str(jline *l, const char *s)
 {
-    jl_put(l, s, strlen(s));
+    hs_textbuf_put(l, s, strlen(s));
 }
 
 static void jl_dec(jline *l, uint64_t v)
 {
     char t[HS_DEC_TEXT];
-    jl_put(l, t, hs_dec_text(v, t));
+    hs_textbuf_put(l, t, hs_dec_text(v, t));
 }
 
 /* "0x..." in quotes */
@@ -61,15 +50,14 @@ static void jl_hex(jline *l, uint64_t v)
     char t[HS_HEX_TEXT + 2];
     size_t n = hs_hex_text(v, t + 1);
     t[0] = t[n + 1] = '"';
-    jl_put(l, t, n + 2);
+    hs_textbuf_put(l, t, n + 2);
 }
 
 /* s as hs_json_quote writes it */
 static void jl_quote(jline *l, const char *s)
 {
     size_t need = 6 * strlen(s ? s : "") + 3;
-    if (l->n + need > l->cap)
-        hs_xgrow(&l->s, &l->cap, l->n + need, 1);
+    hs_textbuf_room(l, need);
     l->s[l->n++] = '"';
     l->n += hs_json_quoted(s, l->s + l->n, need - 1);
     l->s[l->n++] = '"';

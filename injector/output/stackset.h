@@ -11,8 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "hook/base/map.h"
+#include "hook/base/util.h"
 #include "injector/profile/profile.h"
 #include "injector/profile/views.h"
 
@@ -96,6 +98,26 @@ typedef struct hs_strtab {
 uint32_t hs_strtab_add(hs_strtab *t, const char *s);
 int64_t hs_strtab_find(const hs_strtab *t, const char *s);
 void hs_strtab_free(hs_strtab *t);
+
+/* A growing run of bytes: texts put together before they are written. */
+typedef struct hs_textbuf {
+    char *s;
+    size_t n, cap;
+} hs_textbuf;
+
+/* Where `more` bytes can go after the n there are (room made for them). */
+static inline char *hs_textbuf_room(hs_textbuf *b, size_t more)
+{
+    if (b->n + more > b->cap)
+        hs_xgrow(&b->s, &b->cap, b->n + more, 1);
+    return b->s + b->n;
+}
+
+static inline void hs_textbuf_put(hs_textbuf *b, const char *s, size_t n)
+{
+    memcpy(hs_textbuf_room(b, n), s, n);
+    b->n += n;
+}
 
 /* "samples" for sampled stacks, "captures" for entry stacks. */
 const char *hs_stack_unit(int kind);
