@@ -142,6 +142,20 @@ char *hs_path_join(const char *dir, const char *name)
     return hs_xasprintf("%s%.*s%s", dir, n && !ends ? 1 : 0, &sep, name);
 }
 
+/* One element: the usual sizes (indices, pointers, small records) copied
+ * without a call. */
+static inline void copy_elem(char *dst, const char *src, size_t size)
+{
+    if (size == 4)
+        memcpy(dst, src, 4);
+    else if (size == 8)
+        memcpy(dst, src, 8);
+    else if (size == 16)
+        memcpy(dst, src, 16);
+    else
+        memcpy(dst, src, size);
+}
+
 static void merge_pass(char *src, char *dst, size_t n, size_t size, size_t width,
                        int (*cmp)(const void *, const void *, void *), void *ctx)
 {
@@ -151,9 +165,9 @@ static void merge_pass(char *src, char *dst, size_t n, size_t size, size_t width
         size_t i = lo, j = mid, k = lo;
         while (i < mid && j < hi) {
             if (cmp(src + j * size, src + i * size, ctx) < 0)
-                memcpy(dst + k++ * size, src + j++ * size, size);
+                copy_elem(dst + k++ * size, src + j++ * size, size);
             else
-                memcpy(dst + k++ * size, src + i++ * size, size);
+                copy_elem(dst + k++ * size, src + i++ * size, size);
         }
         if (i < mid)
             memcpy(dst + k * size, src + i * size, (mid - i) * size), k += mid - i;
@@ -200,6 +214,45 @@ void hs_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
     if (src != base)
         memcpy(base, src, n * size);
     free(tmp);
+}
+
+size_t hs_sort_top(void *base, size_t n, size_t size, size_t top,
+                   int (*cmp)(const void *, const void *, void *), void *ctx)
+{
+    if (top >= n || size > 256) {
+        hs_sort(base, n, size, cmp, ctx);
+        return n;
+    }
+    /* base[0..k) holds the first k of those seen, in order; an element
+     * goes after every one that is not after it, as a stable sort puts it */
+    char *v = base, t[256];
+    size_t k = 0;
+    for (size_t i = 0; i < n && top; i++) {
+        char *e = v + i * size;
+        if (k == top && cmp(e, v + (k - 1) * size, ctx) >= 0)
+            continue;
+        size_t lo = 0, hi = k;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cmp(e, v + mid * size, ctx) < 0)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        memcpy(t, e, size);
+        if (k < top) {
+            /* base[k] (where e may be) goes to e's place, and base[k] is free */
+            if (i != k)
+                memcpy(e, v + k * size, size);
+            k++;
+        } else {
+            /* the last one leaves: it goes to e's place */
+            memcpy(e, v + (k - 1) * size, size);
+        }
+        memmove(v + (lo + 1) * size, v + lo * size, (k - 1 - lo) * size);
+        memcpy(v + lo * size, t, size);
+    }
+    return top < n ? top : n;
 }
 
 uint8_t *hs_load_file(const char *path, size_t *size, const char **why)

@@ -57,6 +57,11 @@ char *hs_path_join(const char *dir, const char *name);
  * Never fails: without memory for the merge it sorts in place, slowly. */
 void hs_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *),
              void *ctx);
+/* The first `top` elements of what hs_sort would give, in order, at the
+ * start of base (the others after them, in no order); returns how many
+ * that is (top, or n when there are fewer). */
+size_t hs_sort_top(void *base, size_t n, size_t size, size_t top,
+                   int (*cmp)(const void *, const void *, void *), void *ctx);
 
 /* Read a whole file named by a UTF-8 path; malloc'd bytes (NUL-terminated,
  * not counted in *size), or NULL with a one-line reason in *why (static). */

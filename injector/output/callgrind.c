@@ -54,17 +54,28 @@
 
 typedef struct names {
     hs_strtab seen;              /* names given an id (id = index + 1) */
+    const char *last;            /* the last name that stays where it is (a module's), and its id */
+    uint32_t last_id;
 } names;
 
-/* "(id) name" the first time, "(id)" after */
-static void put_name(FILE *out, const char *key, names *t, const char *name)
+/* "(id) name" the first time, "(id)" after; `kept`: name stays where it
+ * is while the file is written (the same place is then the same name) */
+static void put_name(FILE *out, const char *key, names *t, const char *name, bool kept)
 {
-    int64_t i = hs_strtab_find(&t->seen, name);
-    if (i >= 0) {
-        fprintf(out, "%s=(%lld)\n", key, (long long)i + 1);
+    if (kept && t->last == name) {
+        fprintf(out, "%s=(%u)\n", key, t->last_id + 1);
         return;
     }
+    size_t known = t->seen.n;
     uint32_t id = hs_strtab_add(&t->seen, name);
+    if (kept) {
+        t->last = name;
+        t->last_id = id;
+    }
+    if (t->seen.n == known) {
+        fprintf(out, "%s=(%u)\n", key, id + 1);
+        return;
+    }
     fprintf(out, "%s=(%u) ", key, id + 1);
     for (const char *c = name; *c; c++)
         fputc(*c == '\n' || *c == '\r' ? '?' : *c, out);
@@ -118,7 +129,9 @@ static void grow_self(cg *c, size_t *cap)
         memset(c->self + old, 0, (*cap - old) * sizeof *c->self);
 }
 
-/* Frames, self costs and pair costs from the CPU stacks. */
+/* Frames, self costs and pair costs from the CPU stacks. Only the pairs
+ * that can have a call line are costed: a counted edge's caller directly
+ * above its callee (per callee function, the frames of its callers). */
 static void scan(cg *c)
 {
     const hs_profile *p = c->p;
@@ -129,43 +142,68 @@ static void scan(cg *c)
             hs_loc l = { (int32_t)i, -1, 0 };
             hs_frametab_add(&c->frames, l);
         }
+    size_t *callers_first = hs_xcalloc(p->nfuncs + 1, sizeof *callers_first);
     for (size_t i = 0; i < p->nedges; i++)
-        if (p->edges[i].calls)
+        if (p->edges[i].calls) {
             hs_frametab_add(&c->frames, hs_frame_key(p->edges[i].caller));
-    uint32_t *callers = NULL;    /* the callers whose pair a stack has counted */
-    size_t callers_cap = 0;
+            callers_first[p->edges[i].callee + 1]++;
+        }
+    for (size_t f = 0; f < p->nfuncs; f++)
+        callers_first[f + 1] += callers_first[f];
+    uint32_t *callers = hs_xcalloc(callers_first[p->nfuncs] + 1, sizeof *callers);
+    size_t *fill = hs_xcalloc(p->nfuncs + 1, sizeof *fill);
+    for (size_t i = 0; i < p->nedges; i++)
+        if (p->edges[i].calls) {
+            uint32_t f = p->edges[i].callee;
+            callers[callers_first[f] + fill[f]++] = hs_frametab_add(&c->frames, hs_frame_key(p->edges[i].caller));
+        }
+    free(fill);
+    uint32_t *seen = NULL;       /* the callers whose outermost place a stack has passed */
+    uint32_t *at = NULL;         /* the stack's frames' indices */
+    size_t seen_cap = 0, at_cap = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != HS_STACK_CPU || !st->nframes)
             continue;
-        uint32_t leaf = hs_frametab_add(&c->frames, hs_frame_key(st->frames[0]));
+        hs_xgrow(&at, &at_cap, st->nframes, sizeof *at);
+        for (uint32_t d = 0; d < st->nframes; d++)
+            at[d] = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d]));
         grow_self(c, &self_cap);
-        c->self[leaf] += st->count;
-        /* root first: each caller's outermost pair in the stack; the leaf's
-         * function has the sample as self cost, so none of its pairs */
+        c->self[at[0]] += st->count;
+        /* root first: each caller's outermost pair in the stack, costed
+         * where a counted edge gives it a call line; the leaf's function
+         * has the sample as self cost, so none of its pairs */
         size_t n = 0;
-        hs_xgrow(&callers, &callers_cap, st->nframes, sizeof *callers);
-        callers[n++] = leaf;
+        hs_xgrow(&seen, &seen_cap, st->nframes, sizeof *seen);
+        seen[n++] = at[0];
         for (uint32_t d = st->nframes - 1; d > 0; d--) {
-            uint32_t caller = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d]));
             size_t k = 0;
-            while (k < n && callers[k] != caller)
+            while (k < n && seen[k] != at[d])
                 k++;
             if (k < n)
                 continue;
-            callers[n++] = caller;
-            uint32_t callee = hs_frametab_add(&c->frames, hs_frame_key(st->frames[d - 1]));
-            pair_of(c, caller, callee, 1)->cost += st->count;
+            seen[n++] = at[d];
+            int32_t f = st->frames[d - 1].func;
+            if (f < 0 || callers_first[f] == callers_first[f + 1])
+                continue;
+            size_t j = callers_first[f];
+            while (j < callers_first[f + 1] && callers[j] != at[d])
+                j++;
+            if (j < callers_first[f + 1])
+                pair_of(c, at[d], at[d - 1], 1)->cost += st->count;
         }
     }
+    free(seen);
+    free(at);
     free(callers);
+    free(callers_first);
     grow_self(c, &self_cap);
 }
 
 static void object_of(cg *c, FILE *out, const char *key, hs_loc l)
 {
     int32_t m = hs_loc_module(c->p, l);
-    put_name(out, key, &c->obs, m >= 0 ? c->p->modules[m].name : "???");
+    put_name(out, key, &c->obs, m >= 0 ? c->p->modules[m].name : "???", true);
 }
 
 static int cmp_edge_callee(const void *a, const void *b, void *ctx)
@@ -231,8 +269,8 @@ int hs_write_callgrind(const hs_profile *p, FILE *out)
         hs_loc l = c.frames.v[f];
         fputc('\n', out);
         object_of(&c, out, "ob", l);
-        put_name(out, "fl", &c.fls, "???");
-        put_name(out, "fn", &c.fns, hs_loc_format(p, l, false, false, buf, sizeof buf));
+        put_name(out, "fl", &c.fls, "???", true);
+        put_name(out, "fn", &c.fns, hs_loc_format(p, l, false, false, buf, sizeof buf), false);
         fprintf(out, "0 %llu\n", (unsigned long long)c.self[f]);
         for (size_t k = first[f]; k < first[f + 1]; k++) {
             const hs_prof_edge *e = by[k];
@@ -240,7 +278,7 @@ int hs_write_callgrind(const hs_profile *p, FILE *out)
             int64_t ci = hs_frametab_find(&c.frames, callee);
             pair_cost *pc = ci >= 0 ? pair_of(&c, (uint32_t)f, (uint32_t)ci, 0) : NULL;
             object_of(&c, out, "cob", callee);
-            put_name(out, "cfn", &c.fns, hs_loc_format(p, callee, false, false, cbuf, sizeof cbuf));
+            put_name(out, "cfn", &c.fns, hs_loc_format(p, callee, false, false, cbuf, sizeof cbuf), false);
             fprintf(out, "calls=%llu 0\n0 %llu\n", (unsigned long long)e->calls,
                     (unsigned long long)(pc ? pc->cost : 0));
         }

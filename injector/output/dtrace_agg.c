@@ -20,40 +20,24 @@
 #include "injector/output/writers.h"
 
 typedef struct rec {
-    char *key;                   /* the record's text before the value */
+    size_t at, len;              /* the record's text before the value, in the texts */
     uint64_t count;
 } rec;
 
 typedef struct recs {
     rec *v;
     size_t n, cap;
+    hs_textbuf text;             /* the records' texts, one after another */
 } recs;
 
-static void add(recs *r, char *key, uint64_t count)
+/* A record whose text is what was put into r->text since `at`. */
+static void add(recs *r, size_t at, uint64_t count)
 {
     hs_xgrow(&r->v, &r->cap, r->n + 1, sizeof *r->v);
-    r->v[r->n].key = key;
+    r->v[r->n].at = at;
+    r->v[r->n].len = r->text.n - at;
     r->v[r->n].count = count;
     r->n++;
-}
-
-/* A growing string. */
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    hs_xgrow(&b->s, &b->cap, b->n + n + 1, 1);
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-
-static void sb_add(sbuf *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
 }
 
 /* One frame as ustack() prints it. */
@@ -82,64 +66,95 @@ static void frame_text(const hs_profile *p, hs_loc l, char *buf, size_t len)
 static size_t func_text(const hs_profile *p, hs_loc key, char *buf, size_t cap, void *ctx)
 {
     (void)ctx;
-    char t[700];
-    frame_text(p, key, t, sizeof t);
-    size_t n = strlen(t);
-    if (n + 20 >= sizeof t || n + 1 > cap)
+    const char *mod = p->modules[p->funcs[key.func].module].name, *name = hs_func_label(p, (uint32_t)key.func);
+    if (!name)
         return 0;
-    memcpy(buf, t, n + 1);
+    /* frame_text's snprintf into 700 bytes, without it */
+    size_t ml = strlen(mod), nl = strlen(name), n = ml + 1 + nl;
+    if (n + 20 >= 700 || n + 1 > cap)
+        return 0;
+    memcpy(buf, mod, ml);
+    buf[ml] = '`';
+    memcpy(buf + ml + 1, name, nl);
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\n' || buf[i] == '\r')
+            buf[i] = '?';
+    buf[n] = 0;
     return n;
 }
 
-static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, sbuf *b, hs_frametexts *texts)
+static void stack_text(const hs_profile *p, const hs_prof_stack *st, uint32_t max, hs_textbuf *b, hs_frametexts *texts)
 {
     static const char indent[] = "              ";
     uint32_t n = max && st->nframes > max ? max : st->nframes;
-    sb_put(b, "\n", 1);
+    hs_textbuf_put(b, "\n", 1);
     for (uint32_t d = 0; d < n; d++) {
         hs_loc l = st->frames[d];
         size_t len = 0;
         const char *text = l.func >= 0 ? hs_frametext(texts, p, hs_frame_key(l), &len) : NULL;
-        sb_put(b, indent, sizeof indent - 1);
         if (!len) {
             char buf[700];
             frame_text(p, l, buf, sizeof buf);
-            sb_add(b, buf);
-        } else {
-            sb_put(b, text, len);
-            if (l.off) {
-                char hex[HS_HEX_TEXT];
-                sb_put(b, "+", 1);
-                sb_put(b, hex, hs_hex_text(l.off, hex));
-            }
+            hs_textbuf_put(b, indent, sizeof indent - 1);
+            hs_textbuf_put(b, buf, strlen(buf));
+            hs_textbuf_put(b, "\n", 1);
+            continue;
         }
-        sb_put(b, "\n", 1);
+        /* indent, text, +0xoff, newline */
+        char *w = hs_textbuf_room(b, sizeof indent + len + HS_HEX_TEXT + 2);
+        memcpy(w, indent, sizeof indent - 1);
+        w += sizeof indent - 1;
+        memcpy(w, text, len);
+        w += len;
+        if (l.off) {
+            *w++ = '+';
+            w += hs_hex_text(l.off, w);
+        }
+        *w++ = '\n';
+        b->n = (size_t)(w - b->s);
     }
 }
 
-static void func_key(const char *name, sbuf *b)
+static void func_key(const char *name, hs_textbuf *b)
 {
     char buf[600];
     snprintf(buf, sizeof buf, "  %-50s", name);
     for (char *c = buf; *c; c++)
         if (*c == '\n' || *c == '\r')
             *c = '?';
-    sb_add(b, buf);
+    hs_textbuf_put(b, buf, strlen(buf));
 }
 
-static int cmp_key(const void *a, const void *b, void *ctx)
+/* Records' texts compared as strcmp compares them (they hold no NUL). */
+static int cmp_text(const char *base, const rec *x, const rec *y)
 {
-    (void)ctx;
-    return strcmp(((const rec *)a)->key, ((const rec *)b)->key);
+    int c = memcmp(base + x->at, base + y->at, x->len < y->len ? x->len : y->len);
+    if (c)
+        return c;
+    return x->len < y->len ? -1 : x->len > y->len;
 }
 
 static int cmp_count(const void *a, const void *b, void *ctx)
 {
-    (void)ctx;
     const rec *x = a, *y = b;
     if (x->count != y->count)
         return x->count < y->count ? -1 : 1;
-    return strcmp(x->key, y->key);
+    return cmp_text(ctx, x, y);
+}
+
+static uint64_t text_hash(const char *s, size_t n)
+{
+    uint64_t h = n * 0x9E3779B97F4A7C15ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xC2B2AE3D27D4EB4Full;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001B3ull;
+    return h;
 }
 
 /* The frames of a stack that its record keeps (max 0: all). */
@@ -180,9 +195,9 @@ static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
             const hs_prof_func *f = &p->funcs[i];
             if (!f->calls)
                 continue;
-            sbuf b = { 0 };
-            func_key(f->name, &b);
-            add(r, b.s, f->calls);
+            size_t at = r->text.n;
+            func_key(f->name, &r->text);
+            add(r, at, f->calls);
         }
         return;
     }
@@ -209,17 +224,18 @@ static void collect(const hs_profile *p, const hs_dtrace_agg *a, recs *r)
             continue;
         hs_map_xadd(&same, h, 0, (uint32_t)(r->n - start));
         first[r->n - start] = i;
-        add(r, NULL, st->count);
+        add(r, r->text.n, st->count);
     }
     hs_map_free(&same);
     hs_frametexts texts = { .make = func_text };
+    hs_frametexts_premake(&texts, p, a->kind, a->frames);
     for (size_t k = start; k < r->n; k++) {
         const hs_prof_stack *st = &p->stacks[first[k - start]];
-        sbuf b = { 0 };
+        r->v[k].at = r->text.n;
         if (by_func)
-            func_key(p->funcs[st->func].name, &b);
-        stack_text(p, st, a->frames, &b, &texts);
-        r->v[k].key = b.s;
+            func_key(p->funcs[st->func].name, &r->text);
+        stack_text(p, st, a->frames, &r->text, &texts);
+        r->v[k].len = r->text.n - r->v[k].at;
     }
     hs_frametexts_free(&texts);
     free(first);
@@ -236,25 +252,36 @@ int hs_write_dtrace_aggs(const hs_profile *const *ps, size_t np, const hs_dtrace
     for (size_t i = 0; i < np; i++)
         collect(ps[i], a, &r);
     /* the same key (stacks cut to the same frames, functions of the same
-     * name): one record */
-    hs_sort(r.v, r.n, sizeof *r.v, cmp_key, NULL);
+     * name): one record, at the first one's place */
+    const char *text = r.text.s;
+    hs_map same = { 0 };
     size_t w = 0;
     for (size_t i = 0; i < r.n; i++) {
-        if (w && !strcmp(r.v[w - 1].key, r.v[i].key)) {
-            r.v[w - 1].count += r.v[i].count;
-            free(r.v[i].key);
-        } else {
-            r.v[w++] = r.v[i];
-        }
+        rec *x = &r.v[i];
+        uint64_t h = text_hash(text + x->at, x->len);
+        size_t cursor = 0;
+        uint32_t k;
+        bool found = false;
+        while (!found && hs_map_next(&same, h, 0, &cursor, &k))
+            if (!cmp_text(text, &r.v[k], x)) {
+                r.v[k].count += x->count;
+                found = true;
+            }
+        if (found)
+            continue;
+        hs_map_xadd(&same, h, 0, (uint32_t)w);
+        r.v[w++] = *x;
     }
+    hs_map_free(&same);
     r.n = w;
-    hs_sort(r.v, r.n, sizeof *r.v, cmp_count, NULL);
+    hs_sort(r.v, r.n, sizeof *r.v, cmp_count, (void *)text);
     fputc('\n', out);
     for (size_t i = 0; i < r.n; i++) {
-        fprintf(out, "%s %16llu\n", r.v[i].key, (unsigned long long)r.v[i].count);
-        free(r.v[i].key);
+        fwrite(text + r.v[i].at, 1, r.v[i].len, out);
+        fprintf(out, " %16llu\n", (unsigned long long)r.v[i].count);
     }
     free(r.v);
+    free(r.text.s);
     return ferror(out) ? -1 : 0;
 }
 

@@ -294,9 +294,13 @@ static void write_data(flame *f, FILE *out, const char *unit, const int64_t *bca
         const hs_prof_func *pf = &p->funcs[i];
         if (!pf->hooked && !pf->calls && !pf->cpu_total)
             continue;
-        char key[600];
-        hs_loc l = { (int32_t)i, -1, 0 };
-        int64_t k = hs_strtab_find(&t->names, hs_loc_format(p, l, true, false, key, sizeof key));
+        /* its name in the tree, or one another function there has */
+        int64_t k = t->func_name[i];
+        if (k < 0) {
+            char key[600];
+            hs_loc l = { (int32_t)i, -1, 0 };
+            k = hs_strtab_find(&t->names, hs_loc_format(p, l, true, false, key, sizeof key));
+        }
         if (k < 0)
             continue;
         calls[k] += pf->calls;

@@ -64,51 +64,85 @@ static const char *frame_name(const hs_profile *p, hs_loc l, char *buf, size_t l
     return hs_loc_format(p, hs_frame_key(l), true, false, buf, len);
 }
 
+/* The name of a frame key, given on its first sight (in the stacks'
+ * order, so that a name's function and module are its first key's). */
+static uint32_t key_name(hs_flametree *t, const hs_profile *p, hs_loc key, hs_frametab *keys, uint32_t **names,
+                         size_t *cap)
+{
+    if (key.func >= 0 && t->func_name[key.func] >= 0)
+        return (uint32_t)t->func_name[key.func];
+    size_t known = keys->n;
+    uint32_t ki = key.func >= 0 ? 0 : hs_frametab_add(keys, key);
+    if (key.func < 0 && keys->n == known)
+        return (*names)[ki];
+    char buf[600];
+    size_t before = t->names.n;
+    uint32_t name = hs_strtab_add(&t->names, frame_name(p, key, buf, sizeof buf));
+    if (t->names.n > before) {
+        size_t ncap = t->names_cap;
+        hs_xgrow(&t->name_func, &ncap, t->names.n, sizeof *t->name_func);
+        hs_xgrow(&t->name_module, &t->names_cap, t->names.n, sizeof *t->name_module);
+        t->name_func[name] = key.func;
+        t->name_module[name] = hs_loc_module(p, key);
+    }
+    if (key.func >= 0) {
+        t->func_name[key.func] = (int32_t)name;
+    } else {
+        hs_xgrow(names, cap, keys->n, sizeof **names);
+        (*names)[ki] = name;
+    }
+    return name;
+}
+
 void hs_flametree_build(hs_flametree *t, const hs_profile *p, int kind)
 {
     memset(t, 0, sizeof *t);
     t->kind = kind;
     add_node(t, HS_FNONE, HS_FNONE);
-    /* each frame key is named once: keys[i]'s name is key_name[i] (two
-     * keys can share a name: a function in each of two modules of one
-     * name) */
+    /* each frame key is named once: a function's name is func_name[func],
+     * another key's (keys[i]) key_names[i] (two keys can share a name: a
+     * function in each of two modules of one name) */
+    t->nfuncs = p->nfuncs;
+    t->func_name = hs_xmalloc((p->nfuncs ? p->nfuncs : 1) * sizeof *t->func_name);
+    for (size_t f = 0; f < p->nfuncs; f++)
+        t->func_name[f] = -1;
     hs_frametab keys = { 0 };
-    uint32_t *key_name = NULL;
+    uint32_t *key_names = NULL;
     size_t key_cap = 0;
+    /* the nodes of the last stack, root first: the next one, sorted beside
+     * it, often shares its first frames, whose nodes are then known */
+    const hs_prof_stack *prev = NULL;
+    uint32_t *path = NULL;
+    size_t path_cap = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != kind || !st->nframes || !st->count)
             continue;
-        uint32_t at = 0;
+        hs_xgrow(&path, &path_cap, st->nframes, sizeof *path);
+        uint32_t same = 0;
+        if (prev)
+            while (same < st->nframes && same < prev->nframes &&
+                   hs_loc_same(hs_frame_key(st->frames[st->nframes - 1 - same]),
+                               hs_frame_key(prev->frames[prev->nframes - 1 - same])))
+                same++;
         t->nodes[0].value += st->count;
-        for (uint32_t d = st->nframes; d-- > 0;) {
-            hs_loc key = hs_frame_key(st->frames[d]);
-            size_t known = keys.n;
-            uint32_t ki = hs_frametab_add(&keys, key);
-            if (keys.n > known) {
-                char buf[600];
-                size_t before = t->names.n;
-                uint32_t name = hs_strtab_add(&t->names, frame_name(p, key, buf, sizeof buf));
-                if (t->names.n > before) {
-                    size_t cap = t->names_cap;
-                    hs_xgrow(&t->name_func, &cap, t->names.n, sizeof *t->name_func);
-                    hs_xgrow(&t->name_module, &t->names_cap, t->names.n, sizeof *t->name_module);
-                    t->name_func[name] = key.func;
-                    t->name_module[name] = hs_loc_module(p, key);
-                }
-                hs_xgrow(&key_name, &key_cap, keys.n, sizeof *key_name);
-                key_name[ki] = name;
-            }
-            uint32_t name = key_name[ki];
+        for (uint32_t j = 0; j < same; j++)
+            t->nodes[path[j]].value += st->count;
+        uint32_t at = same ? path[same - 1] : 0;
+        for (uint32_t j = same; j < st->nframes; j++) {
+            uint32_t name = key_name(t, p, hs_frame_key(st->frames[st->nframes - 1 - j]), &keys, &key_names, &key_cap);
             uint32_t k = find_kid(t, at, name);
             if (k == HS_FNONE)
                 k = add_node(t, at, name);
             t->nodes[k].value += st->count;
+            path[j] = k;
             at = k;
         }
+        prev = st;
     }
     hs_frametab_free(&keys);
-    free(key_name);
+    free(key_names);
+    free(path);
     t->total = t->nodes[0].value;
 }
 
@@ -182,6 +216,7 @@ void hs_flametree_free(hs_flametree *t)
     hs_strtab_free(&t->names);
     free(t->name_func);
     free(t->name_module);
+    free(t->func_name);
     free(t->nodes);
     hs_map_free(&t->kids);
     memset(t, 0, sizeof *t);

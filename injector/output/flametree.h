@@ -35,6 +35,8 @@ typedef struct hs_flametree {
     hs_strtab names;             /* frame names, "module!function" */
     int32_t *name_func;          /* per name: a function of the profile with it, or -1 */
     int32_t *name_module;        /* per name: its module, or -1 */
+    int32_t *func_name;          /* per function of the profile: its name, -1 when in no stack */
+    size_t nfuncs;
     hs_fnode *nodes;             /* nodes[0] is the root */
     size_t n, cap, names_cap;
     hs_map kids;                 /* (parent, name) -> node, for parents of many children

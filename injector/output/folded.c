@@ -141,6 +141,7 @@ static int write_kind(const hs_profile *p, FILE *out, uint8_t kind,
     }
     hs_map_free(&same);
     hs_frametexts names = { .make = frame_text };
+    hs_frametexts_premake(&names, p, kind, 0);
     for (size_t k = 0; k < n; k++) {
         const hs_prof_stack *st = &p->stacks[first[k]];
         char *buf = NULL;

@@ -27,6 +27,49 @@
 #include "injector/output/stackset.h"
 #include "injector/output/writers.h"
 
+/* A line put together before it is written (the functions' and stacks'
+ * many small fields, without a format walk each). */
+typedef hs_textbuf jline;
+
+#define JL_LIT(l, lit) hs_textbuf_put((l), (lit), sizeof(lit) - 1)
+
+static void jl_str(jline *l, const char *s)
+{
+    hs_textbuf_put(l, s, strlen(s));
+}
+
+static void jl_dec(jline *l, uint64_t v)
+{
+    char t[HS_DEC_TEXT];
+    hs_textbuf_put(l, t, hs_dec_text(v, t));
+}
+
+/* "0x..." in quotes */
+static void jl_hex(jline *l, uint64_t v)
+{
+    char t[HS_HEX_TEXT + 2];
+    size_t n = hs_hex_text(v, t + 1);
+    t[0] = t[n + 1] = '"';
+    hs_textbuf_put(l, t, n + 2);
+}
+
+/* s as hs_json_quote writes it */
+static void jl_quote(jline *l, const char *s)
+{
+    size_t need = 6 * strlen(s ? s : "") + 3;
+    hs_textbuf_room(l, need);
+    l->s[l->n++] = '"';
+    l->n += hs_json_quoted(s, l->s + l->n, need - 1);
+    l->s[l->n++] = '"';
+}
+
+static void jl_flush(jline *l, FILE *out)
+{
+    if (l->n)
+        fwrite(l->s, 1, l->n, out);
+    l->n = 0;
+}
+
 static void counts_obj(FILE *out, const uint32_t *counts, int n, const char *(*name)(int))
 {
     int any = 0;
@@ -62,30 +105,38 @@ static void time_obj(FILE *out, const hs_prof_time *t)
 }
 
 /* ', "KEY": {"self": N, "total": N}' when either is nonzero */
-static void kind_field(FILE *out, const char *key, uint64_t self, uint64_t total, bool totals)
+static void kind_field(jline *l, const char *key, uint64_t self, uint64_t total, bool totals)
 {
     if (!self && !total)
         return;
-    fprintf(out, ", \"%s\": {\"self\": %llu", key, (unsigned long long)self);
-    if (totals)
-        fprintf(out, ", \"total\": %llu", (unsigned long long)total);
-    fputc('}', out);
+    JL_LIT(l, ", \"");
+    jl_str(l, key);
+    JL_LIT(l, "\": {\"self\": ");
+    jl_dec(l, self);
+    if (totals) {
+        JL_LIT(l, ", \"total\": ");
+        jl_dec(l, total);
+    }
+    JL_LIT(l, "}");
 }
 
 /* a function's "samples" (CPU), "wait_samples" and "ready_samples" */
-static void func_samples(FILE *out, const hs_prof_func *f)
+static void func_samples(jline *l, const hs_prof_func *f)
 {
-    kind_field(out, "samples", f->cpu_self, f->cpu_total, true);
-    kind_field(out, "wait_samples", f->wait_self, f->wait_total, true);
-    kind_field(out, "ready_samples", f->ready_self, f->ready_total, true);
+    kind_field(l, "samples", f->cpu_self, f->cpu_total, true);
+    kind_field(l, "wait_samples", f->wait_self, f->wait_total, true);
+    kind_field(l, "ready_samples", f->ready_self, f->ready_total, true);
 }
 
 /* a module's: self samples only */
 static void module_samples(FILE *out, const hs_prof_module *m)
 {
-    kind_field(out, "samples", m->cpu_self, 0, false);
-    kind_field(out, "wait_samples", m->wait_self, 0, false);
-    kind_field(out, "ready_samples", m->ready_self, 0, false);
+    jline l = { 0 };
+    kind_field(&l, "samples", m->cpu_self, 0, false);
+    kind_field(&l, "wait_samples", m->wait_self, 0, false);
+    kind_field(&l, "ready_samples", m->ready_self, 0, false);
+    jl_flush(&l, out);
+    free(l.s);
 }
 
 static void bool_field(FILE *out, const char *name, bool v)
@@ -195,33 +246,47 @@ static void write_functions(const hs_profile *p, FILE *out)
     fprintf(out, "],\n \"functions\": [");
     hs_untimed_callees uc_store, *uc = &uc_store;
     hs_untimed_collect(p, uc);
+    jline l = { 0 };
     int k = 0;
     for (size_t i = 0; i < p->nfuncs; i++) {
         const hs_prof_func *f = &p->funcs[i];
         bool sampled = f->cpu_total || f->wait_total || f->ready_total;
         if (!f->in_plan && !sampled)
             continue;
-        fprintf(out, "%s\n  {\"module\": ", k++ ? "," : "");
-        hs_json_quote(out, p->modules[f->module].name);
-        fprintf(out, ", \"name\": ");
-        hs_json_quote(out, f->name);
-        if (f->rva == HS_RVA_NONE)
-            fprintf(out, ", \"rva\": null");
+        if (k++)
+            JL_LIT(&l, ",\n  {\"module\": ");
         else
-            fprintf(out, ", \"rva\": \"0x%x\"", f->rva);
-        fprintf(out, ", \"size\": %u, \"hooked\": %s, \"skip_reason\": ", f->size, f->hooked ? "true" : "false");
-        if (f->hooked || !f->in_plan)
-            fprintf(out, "null");
-        else
-            hs_json_quote(out, hs_skip_reason_name(f->skip));
-        fprintf(out, ", \"patch\": ");
+            JL_LIT(&l, "\n  {\"module\": ");
+        jl_quote(&l, p->modules[f->module].name);
+        JL_LIT(&l, ", \"name\": ");
+        jl_quote(&l, f->name);
+        if (f->rva == HS_RVA_NONE) {
+            JL_LIT(&l, ", \"rva\": null");
+        } else {
+            JL_LIT(&l, ", \"rva\": ");
+            jl_hex(&l, f->rva);
+        }
+        JL_LIT(&l, ", \"size\": ");
+        jl_dec(&l, f->size);
         if (f->hooked)
-            hs_json_quote(out, hs_patch_kind_name(f->patch));
+            JL_LIT(&l, ", \"hooked\": true, \"skip_reason\": ");
         else
-            fprintf(out, "null");
-        fprintf(out, ", \"calls\": %llu, \"module_id\": %u", (unsigned long long)f->calls,
-                p->modules[f->module].id);
+            JL_LIT(&l, ", \"hooked\": false, \"skip_reason\": ");
+        if (f->hooked || !f->in_plan)
+            JL_LIT(&l, "null");
+        else
+            jl_quote(&l, hs_skip_reason_name(f->skip));
+        JL_LIT(&l, ", \"patch\": ");
+        if (f->hooked)
+            jl_quote(&l, hs_patch_kind_name(f->patch));
+        else
+            JL_LIT(&l, "null");
+        JL_LIT(&l, ", \"calls\": ");
+        jl_dec(&l, f->calls);
+        JL_LIT(&l, ", \"module_id\": ");
+        jl_dec(&l, p->modules[f->module].id);
         if (p->time_on && f->hooked) {
+            jl_flush(&l, out);
             fprintf(out, ", \"entry_only\": ");
             if (f->wrapped)
                 fprintf(out, "null");
@@ -236,15 +301,20 @@ static void write_functions(const hs_profile *p, FILE *out)
             }
         }
         if (!f->in_plan)
-            fprintf(out, ", \"traced\": false");
+            JL_LIT(&l, ", \"traced\": false");
         if (f->file) {
-            fprintf(out, ", \"file\": ");
-            hs_json_quote(out, f->file);
-            fprintf(out, ", \"line\": %u", f->line);
+            JL_LIT(&l, ", \"file\": ");
+            jl_quote(&l, f->file);
+            JL_LIT(&l, ", \"line\": ");
+            jl_dec(&l, f->line);
         }
-        func_samples(out, f);
-        fputc('}', out);
+        func_samples(&l, f);
+        JL_LIT(&l, "}");
+        if (l.n > 65536)
+            jl_flush(&l, out);
     }
+    jl_flush(&l, out);
+    free(l.s);
     hs_untimed_free(uc);
     fprintf(out, "]");
 }
@@ -327,10 +397,10 @@ static void frame_modules(const hs_profile *p, FILE *out, const hs_prof_stack *s
  * are then ambiguous, and a stack with such a frame says the rva of each
  * frame's function ("frame_rvas": "0x..." where the name is shared, else
  * null). */
-static void frame_rvas(const hs_profile *p, FILE *out, const hs_prof_stack *st)
+static void frame_rvas(const hs_profile *p, FILE *out, const hs_prof_stack *st, const uint8_t *labelled)
 {
     uint32_t d = 0;
-    while (d < st->nframes && (st->frames[d].func < 0 || !p->funcs[st->frames[d].func].label))
+    while (d < st->nframes && (st->frames[d].func < 0 || !labelled[st->frames[d].func]))
         d++;
     if (d == st->nframes)
         return;
@@ -366,12 +436,25 @@ typedef struct frames_out {
     hs_frametexts texts;
     char *line;
     size_t cap;
+    uint8_t *labelled;           /* per function: it has a label (its name is shared) */
 } frames_out;
+
+/* For the stacks of `kind`. */
+static void frames_out_init(frames_out *o, const hs_profile *p, int kind)
+{
+    memset(o, 0, sizeof *o);
+    o->texts.make = func_frame_text;
+    hs_frametexts_premake(&o->texts, p, kind, 0);
+    o->labelled = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, 1);
+    for (size_t f = 0; f < p->nfuncs; f++)
+        o->labelled[f] = p->funcs[f].label != NULL;
+}
 
 static void frames_out_free(frames_out *o)
 {
     hs_frametexts_free(&o->texts);
     free(o->line);
+    free(o->labelled);
 }
 
 /* a stack's "frames" (leaf first) and what tells them apart; the list is
@@ -419,14 +502,15 @@ static void frames(const hs_profile *p, FILE *out, const hs_prof_stack *st, bool
     frame_lines(out, st);
     if (modules_repeat)
         frame_modules(p, out, st);
-    frame_rvas(p, out, st);
+    frame_rvas(p, out, st, o->labelled);
 }
 
 static void write_stacks(const hs_profile *p, FILE *out)
 {
     fprintf(out, ",\n \"stacks_dropped\": %llu,\n \"stacks\": [", (unsigned long long)p->stacks_dropped);
     bool repeat = module_names_repeat(p);
-    frames_out fo = { .texts = { .make = func_frame_text } };
+    frames_out fo;
+    frames_out_init(&fo, p, HS_STACK_ENTRY);
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
@@ -456,19 +540,29 @@ static void write_sample_stacks(const hs_profile *p, FILE *out, uint8_t kind)
 {
     fprintf(out, ",\n \"%s\": [", hs_stack_kind_key(kind));
     bool repeat = module_names_repeat(p);
-    frames_out fo = { .texts = { .make = func_frame_text } };
+    frames_out fo;
+    frames_out_init(&fo, p, kind);
+    jline head = { 0 };
     int k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
         const hs_prof_stack *st = &p->stacks[i];
         if (st->kind != kind)
             continue;
-        fprintf(out, "%s\n  {\"count\": %llu, \"thread\": %u, ", k++ ? "," : "",
-                (unsigned long long)st->count, st->tid);
+        if (k++)
+            JL_LIT(&head, ",\n  {\"count\": ");
+        else
+            JL_LIT(&head, "\n  {\"count\": ");
+        jl_dec(&head, st->count);
+        JL_LIT(&head, ", \"thread\": ");
+        jl_dec(&head, st->tid);
+        JL_LIT(&head, ", ");
         if (st->truncated)
-            fprintf(out, "\"truncated\": true, ");
+            JL_LIT(&head, "\"truncated\": true, ");
+        jl_flush(&head, out);
         frames(p, out, st, repeat, &fo);
         fputc('}', out);
     }
+    free(head.s);
     frames_out_free(&fo);
     fprintf(out, "]");
 }

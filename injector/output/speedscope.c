@@ -63,6 +63,49 @@ static uint32_t *threads_of(const hs_profile *p, int kind, size_t *n)
     return t;
 }
 
+/* The stacks the profiles show, found once: those with frames, by kind
+ * (CPU, wait, entry), CPU and wait by thread, each profile's in the
+ * profile's order; and their frame ids, named in the order they are
+ * written. */
+typedef struct stack_lists {
+    uint32_t *order;
+    size_t n, at;                /* at: the next profile's first stack in order */
+    uint32_t *ids;
+    size_t nids, ids_cap, next_id;
+} stack_lists;
+
+typedef struct keyed_stack {
+    uint64_t key;                /* kind's place << 32 | thread (0 for entry stacks) */
+    uint32_t stack;
+} keyed_stack;
+
+static int cmp_keyed(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint64_t x = ((const keyed_stack *)a)->key, y = ((const keyed_stack *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+static void lists_make(const hs_profile *p, stack_lists *l)
+{
+    memset(l, 0, sizeof *l);
+    keyed_stack *k = hs_xcalloc(p->nstacks + 1, sizeof *k);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (!st->nframes)
+            continue;
+        if (st->kind == HS_STACK_CPU || st->kind == HS_STACK_WAIT)
+            k[l->n++] = (keyed_stack){ (uint64_t)(st->kind == HS_STACK_WAIT) << 32 | st->tid, (uint32_t)i };
+        else if (st->kind == HS_STACK_ENTRY)
+            k[l->n++] = (keyed_stack){ 2ull << 32, (uint32_t)i };
+    }
+    hs_sort(k, l->n, sizeof *k, cmp_keyed, NULL);
+    l->order = hs_xcalloc(l->n + 1, sizeof *l->order);
+    for (size_t i = 0; i < l->n; i++)
+        l->order[i] = k[i].stack;
+    free(k);
+}
+
 /* A weight: a count, or ms_per x the count (in milliseconds). */
 static void weight(FILE *out, uint64_t count, double ms_per)
 {
@@ -72,24 +115,27 @@ static void weight(FILE *out, uint64_t count, double ms_per)
         fprintf(out, "%llu", (unsigned long long)count);
 }
 
-static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kind, bool by_thread,
-                    uint32_t tid, const char *name, int *nprof)
+static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, stack_lists *l, int kind,
+                    bool by_thread, uint32_t tid, const char *name, int *nprof)
 {
     /* samples stand for the sampling interval each (where it is known);
      * entry stacks are counts of calls */
     double ms_per = kind != HS_STACK_ENTRY && p->sampling.rate_hz > 0 ? 1000.0 / p->sampling.rate_hz : 0;
+    /* this profile's stacks: order[first, end) */
+    size_t first = l->at, end = first;
+    while (end < l->n && p->stacks[l->order[end]].kind == kind &&
+           (!by_thread || p->stacks[l->order[end]].tid == tid))
+        end++;
+    l->at = end;
     uint64_t total = 0;
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const hs_prof_stack *st = &p->stacks[i];
-        if (st->kind == kind && st->nframes && (!by_thread || st->tid == tid))
-            total += st->count;
-    }
+    for (size_t i = first; i < end; i++)
+        total += p->stacks[l->order[i]].count;
     if (!out) {
-        for (size_t i = 0; i < p->nstacks; i++) {
-            const hs_prof_stack *st = &p->stacks[i];
-            if (st->kind == kind && (!by_thread || st->tid == tid))
-                for (uint32_t d = st->nframes; d-- > 0;)
-                    hs_frametab_add(frames, hs_frame_key(st->frames[d]));
+        for (size_t i = first; i < end; i++) {
+            const hs_prof_stack *st = &p->stacks[l->order[i]];
+            hs_xgrow(&l->ids, &l->ids_cap, l->nids + st->nframes, sizeof *l->ids);
+            for (uint32_t d = st->nframes; d-- > 0;)
+                l->ids[l->nids++] = hs_frametab_add(frames, hs_frame_key(st->frames[d]));
         }
         return;
     }
@@ -98,31 +144,20 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
     fprintf(out, ", \"unit\": \"%s\", \"startValue\": 0, \"endValue\": ", ms_per > 0 ? "milliseconds" : "none");
     weight(out, total, ms_per);
     fprintf(out, ",\n   \"samples\": [");
-    int k = 0;
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const hs_prof_stack *st = &p->stacks[i];
-        if (st->kind != kind || !st->nframes || (by_thread && st->tid != tid))
-            continue;
+    for (size_t i = first; i < end; i++) {
+        const hs_prof_stack *st = &p->stacks[l->order[i]];
         /* "[id, id, ...]" put together and written at once */
         char buf[4096];
-        const char *open = k++ ? ",\n    [" : "\n    [";
+        const char *open = i > first ? ",\n    [" : "\n    [";
         size_t n = strlen(open);
         memcpy(buf, open, n);
         for (uint32_t d = st->nframes; d-- > 0;) {
-            if (n + 16 > sizeof buf) {
+            if (n + HS_DEC_TEXT + 2 > sizeof buf) {
                 if (n)
                     fwrite(buf, 1, n, out);
                 n = 0;
             }
-            char t[12];
-            size_t i = sizeof t;
-            uint32_t v = hs_frametab_add(frames, hs_frame_key(st->frames[d]));
-            do {
-                t[--i] = (char)('0' + v % 10);
-                v /= 10;
-            } while (v);
-            memcpy(buf + n, t + i, sizeof t - i);
-            n += sizeof t - i;
+            n += hs_dec_text(l->ids[l->next_id++], buf + n);
             if (d) {
                 buf[n++] = ',';
                 buf[n++] = ' ';
@@ -133,14 +168,10 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, int kin
             fwrite(buf, 1, n, out);
     }
     fprintf(out, "],\n   \"weights\": [");
-    k = 0;
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const hs_prof_stack *st = &p->stacks[i];
-        if (st->kind == kind && st->nframes && (!by_thread || st->tid == tid)) {
-            if (k++)
-                fputs(", ", out);
-            weight(out, st->count, ms_per);
-        }
+    for (size_t i = first; i < end; i++) {
+        if (i > first)
+            fputs(", ", out);
+        weight(out, p->stacks[l->order[i]].count, ms_per);
     }
     fprintf(out, "]}");
 }
@@ -153,16 +184,17 @@ bool hs_speedscope_wanted(const hs_profile *p)
 
 /* The profiles, in order; with out NULL only the frames are named (in
  * the order the profiles use them). */
-static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames)
+static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames, stack_lists *l)
 {
     int nprof = 0;
+    l->at = 0;
     for (int kind = HS_STACK_CPU; kind <= HS_STACK_WAIT; kind++) {
         size_t nt;
         uint32_t *tids = threads_of(p, kind, &nt);
         for (size_t i = 0; i < nt; i++) {
             char name[64];
             snprintf(name, sizeof name, "%s samples, thread %u", kind == HS_STACK_CPU ? "CPU" : "wait", tids[i]);
-            profile(p, out, frames, kind, true, tids[i], name, &nprof);
+            profile(p, out, frames, l, kind, true, tids[i], name, &nprof);
         }
         free(tids);
     }
@@ -170,14 +202,16 @@ static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames)
         char policy[128], name[200];
         hs_fmt_stack_policy(p, policy, sizeof policy);
         snprintf(name, sizeof name, "hooked calls by entry stack (captured at %s)", policy);
-        profile(p, out, frames, HS_STACK_ENTRY, false, 0, name, &nprof);
+        profile(p, out, frames, l, HS_STACK_ENTRY, false, 0, name, &nprof);
     }
 }
 
 int hs_write_speedscope(const hs_profile *p, FILE *out)
 {
     hs_frametab frames = { 0 };
-    profiles(p, NULL, &frames);
+    stack_lists lists;
+    lists_make(p, &lists);
+    profiles(p, NULL, &frames, &lists);
     fprintf(out, "{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
                  " \"exporter\": \"hookscope %s\", \"name\": ",
             HOOKSCOPE_VERSION);
@@ -196,8 +230,10 @@ int hs_write_speedscope(const hs_profile *p, FILE *out)
         fputc('}', out);
     }
     fprintf(out, "]},\n \"profiles\": [");
-    profiles(p, out, &frames);
+    profiles(p, out, &frames, &lists);
     fprintf(out, "]}\n");
     hs_frametab_free(&frames);
+    free(lists.order);
+    free(lists.ids);
     return ferror(out) ? -1 : 0;
 }

@@ -33,7 +33,7 @@ int64_t hs_frametab_find(const hs_frametab *t, hs_loc key)
     return -1;
 }
 
-uint32_t hs_frametab_add(hs_frametab *t, hs_loc key)
+uint32_t hs_frametab_add_key(hs_frametab *t, hs_loc key)
 {
     int64_t i = hs_frametab_find(t, key);
     if (i >= 0)
@@ -59,34 +59,66 @@ void hs_frametab_free(hs_frametab *t)
     memset(t, 0, sizeof *t);
 }
 
-const char *hs_frametext(hs_frametexts *t, const hs_profile *p, hs_loc key, size_t *len)
+const char *hs_frametext_make(hs_frametexts *t, const hs_profile *p, hs_loc key, size_t *len)
 {
-    size_t known = t->keys.n;
-    uint32_t i = hs_frametab_add(&t->keys, key);
-    if (t->keys.n > known) {
+    hs_frametext_at *at;
+    if (func_key(key)) {
+        size_t old = t->func_cap;
+        hs_xgrow(&t->func_text, &t->func_cap, (size_t)key.func + 1, sizeof *t->func_text);
+        memset(t->func_text + old, 0, (t->func_cap - old) * sizeof *t->func_text);
+        at = &t->func_text[key.func];
+    } else {
+        size_t known = t->keys.n;
+        uint32_t i = hs_frametab_add_key(&t->keys, key);
+        if (t->keys.n > known) {
+            hs_xgrow(&t->key_text, &t->key_cap, t->keys.n, sizeof *t->key_text);
+            t->key_text[i].at = 0;
+        }
+        at = &t->key_text[i];
+    }
+    if (!at->at) {
         char buf[1200];
         size_t n = t->make(p, key, buf, sizeof buf, t->ctx);
-        hs_xgrow(&t->text, &t->cap, t->keys.n, sizeof *t->text);
-        hs_xgrow(&t->len, &t->len_cap, t->keys.n, sizeof *t->len);
-        t->text[i] = hs_xmalloc(n + 1);
-        memcpy(t->text[i], buf, n);
-        t->text[i][n] = 0;
-        t->len[i] = (uint32_t)n;
+        hs_xgrow(&t->buf, &t->buf_cap, t->used + n + 1, 1);
+        memcpy(t->buf + t->used, buf, n);
+        t->buf[t->used + n] = 0;
+        at->at = (uint32_t)t->used + 1;
+        at->len = (uint32_t)n;
+        t->used += n + 1;
     }
-    *len = t->len[i];
-    return t->text[i];
+    *len = at->len;
+    return t->buf + at->at - 1;
+}
+
+void hs_frametexts_premake(hs_frametexts *t, const hs_profile *p, int kind, uint32_t max)
+{
+    uint8_t *used = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, 1);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *st = &p->stacks[i];
+        if (st->kind != kind)
+            continue;
+        uint32_t n = max && st->nframes > max ? max : st->nframes;
+        for (uint32_t d = 0; d < n; d++)
+            if (st->frames[d].func >= 0)
+                used[st->frames[d].func] = 1;
+    }
+    for (size_t f = 0; f < p->nfuncs; f++)
+        if (used[f]) {
+            size_t len;
+            hs_frametext(t, p, (hs_loc){ (int32_t)f, -1, 0 }, &len);
+        }
+    free(used);
 }
 
 void hs_frametexts_free(hs_frametexts *t)
 {
-    for (size_t i = 0; i < t->keys.n; i++)
-        free(t->text[i]);
-    free(t->text);
-    free(t->len);
+    free(t->key_text);
+    free(t->func_text);
+    free(t->buf);
     hs_frametab_free(&t->keys);
-    t->text = NULL;
-    t->len = NULL;
-    t->cap = t->len_cap = 0;
+    t->key_text = t->func_text = NULL;
+    t->buf = NULL;
+    t->key_cap = t->func_cap = t->used = t->buf_cap = 0;
 }
 
 static uint64_t str_hash(const char *s)
@@ -107,21 +139,43 @@ int64_t hs_strtab_find(const hs_strtab *t, const char *s)
     return -1;
 }
 
+/* A copy of s in the table's blocks (of 64 KB, or one of its own for a
+ * longer string). */
+static char *strtab_copy(hs_strtab *t, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (n > t->left) {
+        size_t size = n > 65536 ? n : 65536;
+        hs_xgrow(&t->blocks, &t->blocks_cap, t->nblocks + 1, sizeof *t->blocks);
+        t->blocks[t->nblocks++] = t->next = hs_xmalloc(size);
+        t->left = size;
+    }
+    char *d = t->next;
+    memcpy(d, s, n);
+    t->next += n;
+    t->left -= n;
+    return d;
+}
+
 uint32_t hs_strtab_add(hs_strtab *t, const char *s)
 {
-    int64_t i = hs_strtab_find(t, s);
-    if (i >= 0)
-        return (uint32_t)i;
+    uint64_t h = str_hash(s);
+    size_t cursor = 0;
+    uint32_t i;
+    while (hs_map_next(&t->map, h, 0, &cursor, &i))
+        if (!strcmp(t->v[i], s))
+            return i;
     hs_xgrow(&t->v, &t->cap, t->n + 1, sizeof *t->v);
-    t->v[t->n] = hs_xstrdup(s);
-    hs_map_xadd(&t->map, str_hash(s), 0, (uint32_t)t->n);
+    t->v[t->n] = strtab_copy(t, s);
+    hs_map_xadd(&t->map, h, 0, (uint32_t)t->n);
     return (uint32_t)t->n++;
 }
 
 void hs_strtab_free(hs_strtab *t)
 {
-    for (size_t i = 0; i < t->n; i++)
-        free(t->v[i]);
+    for (size_t i = 0; i < t->nblocks; i++)
+        free(t->blocks[i]);
+    free(t->blocks);
     free(t->v);
     hs_map_free(&t->map);
     memset(t, 0, sizeof *t);

@@ -658,6 +658,11 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (v->top && n > v->top)
         n = v->top;
     for (size_t k = 0; k < n; k++) {
+        /* the rows' functions lie anywhere: ask for the next ones early */
+        if (k + 8 < n)
+            __builtin_prefetch(&p->funcs[idx[k + 8]]);
+        if (k + 4 < n)
+            __builtin_prefetch(hs_func_label(p, idx[k + 4]));
         const hs_prof_func *f = &p->funcs[idx[k]];
         if (v->sort == HS_SORT_CALLS) {
             fprintf(out, "%20llu  %-40s %s", (unsigned long long)f->calls, hs_func_label(p, idx[k]),

@@ -230,7 +230,7 @@ static void write_cpu(const hs_profile *p, const hs_txt_view *v, FILE *out, bool
         named += p->funcs[i].cpu_self;
     }
     by_samples k = { p, true, v->sorted ? v->sort : -1 };
-    hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
+    hs_sort_top(idx, n, sizeof *idx, rows_of(v, n, CPU_ROWS), cmp_samples, &k);   /* the rows shown */
 
     char legend[1200];
     snprintf(legend, sizeof legend,
@@ -308,7 +308,7 @@ static void write_wait(const hs_profile *p, const hs_txt_view *v, FILE *out)
         named += p->funcs[i].wait_self;
     }
     by_samples k = { p, false, v->sorted ? v->sort : -1 };
-    hs_sort(idx, n, sizeof *idx, cmp_samples, &k);
+    hs_sort_top(idx, n, sizeof *idx, rows_of(v, n, WAIT_ROWS), cmp_samples, &k);   /* the rows shown */
     if (v->sorted && v->sort != HS_SORT_SELF && v->sort != HS_SORT_CPU)
         fprintf(out, "\nwait: where threads were blocked in a system call (sleep, wait, I/O),\n"
                      "by %s (self: the function it waited in); stacks in wait-stacks.folded\n\n",

@@ -36,6 +36,25 @@ static int cmp_stack(const void *a, const void *b, void *ctx)
     return (int)x->truncated - (int)y->truncated;
 }
 
+/* A stack's place in that order, for the sort: its thread and leaf
+ * frame beside it decide most comparisons without reading its frames. */
+typedef struct stack_key {
+    uint32_t tid;
+    uint32_t stack;              /* its index */
+    uint64_t leaf;               /* frames[0]; 0 when it has no frames */
+} stack_key;
+
+static int cmp_stack_key(const void *a, const void *b, void *ctx)
+{
+    const stack_key *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    const hs_sample_stack *st = ctx;
+    if (x->leaf != y->leaf && st[x->stack].nframes && st[y->stack].nframes)
+        return x->leaf < y->leaf ? -1 : 1;
+    return cmp_stack(&x->stack, &y->stack, ctx);
+}
+
 static int cmp_tid(const void *a, const void *b, void *ctx)
 {
     (void)ctx;
@@ -95,12 +114,16 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
 {
     size_t n = hs_sampleset_nstacks(s);
     hs_sample_stack *st = hs_xcalloc(n ? n : 1, sizeof *st);
-    uint32_t *order = hs_xcalloc(n ? n : 1, sizeof *order);
+    stack_key *keys = hs_xcalloc(n ? n : 1, sizeof *keys);
     for (size_t i = 0; i < n; i++) {
         st[i] = hs_sampleset_stack_at(s, i);
-        order[i] = (uint32_t)i;
+        keys[i] = (stack_key){ st[i].tid, (uint32_t)i, st[i].nframes ? st[i].frames[0] : 0 };
     }
-    hs_sort(order, n, sizeof *order, cmp_stack, st);
+    hs_sort(keys, n, sizeof *keys, cmp_stack_key, st);
+    uint32_t *order = hs_xcalloc(n ? n : 1, sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        order[i] = keys[i].stack;
+    free(keys);
     for (int kind = HS_SAMPLE_CPU; kind < HS_SAMPLE__KINDS; kind++) {
         for (size_t k = 0; k < n; k++) {
             const hs_sample_stack *x = &st[order[k]];

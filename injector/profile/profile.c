@@ -434,6 +434,18 @@ size_t hs_hex_text(uint64_t v, char out[HS_HEX_TEXT])
     return sizeof t - i;
 }
 
+size_t hs_dec_text(uint64_t v, char out[HS_DEC_TEXT])
+{
+    char t[HS_DEC_TEXT];
+    size_t i = sizeof t;
+    do {
+        t[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    memcpy(out, t + i, sizeof t - i);
+    return sizeof t - i;
+}
+
 static void put_hex(tbuf *b, uint64_t v)
 {
     char t[HS_HEX_TEXT];

@@ -359,6 +359,9 @@ void hs_profile_merge_edges(hs_profile *p);
  * into out; returns its length. */
 #define HS_HEX_TEXT 18
 size_t hs_hex_text(uint64_t v, char out[HS_HEX_TEXT]);
+/* v in decimal (printf's "%llu"), not terminated; returns its length. */
+#define HS_DEC_TEXT 20
+size_t hs_dec_text(uint64_t v, char out[HS_DEC_TEXT]);
 
 /* A location as text: "function" (with_module: "module!function") and
  * "+0xoff" when with_offset; "module+0xoff" or "0xaddr" when no function

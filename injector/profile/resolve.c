@@ -24,6 +24,7 @@ typedef struct resolver {
     uint32_t *plan;          /* plan functions sorted by (module, rva) */
     uint64_t *plan_key;      /* per plan function: module << 32 | rva (searched without
                                 reading the functions) */
+    uint32_t *plan_end;      /* per plan function: rva + size */
     size_t nplan;
 } resolver;
 
@@ -141,13 +142,10 @@ static hs_loc locate(resolver *r, uint64_t at, uint64_t addr, int32_t hint)
     if (mod->funcs_found) {
         sought q = { r, (uint32_t)m, rva };
         size_t lo = hs_partition_point(r->nplan, &q, func_not_after);
-        if (lo > 0) {
-            const hs_prof_func *f = &p->funcs[r->plan[lo - 1]];
-            if (f->module == (uint32_t)m && rva < f->rva + f->size) {
-                l.func = (int32_t)r->plan[lo - 1];
-                l.off = addr - (mod->base + f->rva);
-                return l;
-            }
+        if (lo > 0 && r->plan_key[lo - 1] >> 32 == (uint32_t)m && rva < r->plan_end[lo - 1]) {
+            l.func = (int32_t)r->plan[lo - 1];
+            l.off = addr - (mod->base + (uint32_t)r->plan_key[lo - 1]);
+            return l;
         }
     }
     hs_modsyms *t = symbols_of(r, (size_t)m);
@@ -215,9 +213,22 @@ static void function_lines(resolver *r)
     }
 }
 
+/* What the last frame at a depth was found to be: a frame at the same
+ * depth with the same address (and module hint) is the same place, and
+ * stacks come sorted by their frames, so that the next one shares most. */
+typedef struct prev_frame {
+    uint64_t addr;
+    int32_t hint;
+    bool own;                    /* in hookscope's agent: left out */
+    hs_loc l;
+} prev_frame;
+
 static void resolve_stacks(resolver *r)
 {
     hs_profile *p = r->p;
+    prev_frame *prev = NULL;
+    size_t prev_cap = 0;
+    uint32_t filled = 0;         /* prev[0, filled) hold a frame */
     for (size_t i = 0; i < p->nstacks; i++) {
         hs_prof_stack *s = &p->stacks[i];
         if (!s->addrs)
@@ -225,27 +236,37 @@ static void resolve_stacks(resolver *r)
         uint32_t w = 0;
         if (p->srcline_on)
             s->src = hs_xcalloc(s->nframes ? s->nframes : 1, sizeof *s->src);
+        hs_xgrow(&prev, &prev_cap, s->nframes, sizeof *prev);
         for (uint32_t d = 0; d < s->nframes; d++) {
             uint64_t addr = s->addrs[d];
             /* a return address points after the call: name the call
              * instruction (a call to a noreturn function can end its function) */
             uint64_t at = d ? addr - 1 : addr;
             int32_t hint = s->addr_modules ? s->addr_modules[d] : -1;
-            hs_loc l = locate(r, at, addr, hint);
-            if (l.module >= 0 && p->modules[l.module].agent)
-                continue;
-            if (l.func >= 0 && p->modules[p->funcs[l.func].module].agent)
+            prev_frame *pf = &prev[d];
+            if (d >= filled || pf->addr != addr || pf->hint != hint) {
+                hs_loc l = locate(r, at, addr, hint);
+                pf->addr = addr;
+                pf->hint = hint;
+                pf->l = l;
+                pf->own = (l.module >= 0 && p->modules[l.module].agent) ||
+                          (l.func >= 0 && p->modules[p->funcs[l.func].module].agent);
+            }
+            if (pf->own)
                 continue;
             if (s->src)
                 s->src[w] = position(r, at, hint, false);
-            s->frames[w++] = l;
+            s->frames[w++] = pf->l;
         }
+        if (s->nframes > filled)
+            filled = s->nframes;
         s->nframes = w;
         free(s->addrs);
         s->addrs = NULL;
         free(s->addr_modules);
         s->addr_modules = NULL;
     }
+    free(prev);
 }
 
 void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
@@ -267,8 +288,12 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
             r.plan[r.nplan++] = (uint32_t)i;
     hs_sort(r.plan, r.nplan, sizeof *r.plan, cmp_plan, p);
     r.plan_key = hs_xcalloc(r.nplan + 1, sizeof *r.plan_key);
-    for (size_t i = 0; i < r.nplan; i++)
-        r.plan_key[i] = (uint64_t)p->funcs[r.plan[i]].module << 32 | p->funcs[r.plan[i]].rva;
+    r.plan_end = hs_xcalloc(r.nplan + 1, sizeof *r.plan_end);
+    for (size_t i = 0; i < r.nplan; i++) {
+        const hs_prof_func *f = &p->funcs[r.plan[i]];
+        r.plan_key[i] = (uint64_t)f->module << 32 | f->rva;
+        r.plan_end[i] = f->rva + f->size;
+    }
 
     resolve_edges(&r);
     resolve_stacks(&r);
@@ -283,4 +308,5 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
     free(r.by_base);
     free(r.plan);
     free(r.plan_key);
+    free(r.plan_end);
 }

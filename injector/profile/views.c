@@ -97,14 +97,27 @@ double hs_sort_key_value(const hs_profile *p, uint32_t func, int key)
     return hs_sort_keys[key].value(p, func);
 }
 
+/* What functions are ordered by calls by, side by side (not read from
+ * the functions at each comparison): the name's first 16 bytes as two
+ * big-endian numbers (zeros after its end) order it as strcmp does, and
+ * only names that share them are compared past them. */
+typedef struct calls_key {
+    uint64_t calls;
+    uint64_t head[2];
+    const char *name;
+    uint32_t module, rva, func;
+    bool longer;                 /* the name is 16 bytes or more */
+} calls_key;
+
 static int cmp_calls(const void *a, const void *b, void *ctx)
 {
-    const hs_profile *p = ctx;
-    const hs_prof_func *x = &p->funcs[*(const uint32_t *)a];
-    const hs_prof_func *y = &p->funcs[*(const uint32_t *)b];
+    (void)ctx;
+    const calls_key *x = a, *y = b;
     if (x->calls != y->calls)
         return x->calls > y->calls ? -1 : 1;
-    int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
+    int c = x->head[0] != y->head[0] ? (x->head[0] < y->head[0] ? -1 : 1)
+            : x->head[1] != y->head[1] ? (x->head[1] < y->head[1] ? -1 : 1)
+            : x->longer ? strcmp(x->name + 16, y->name + 16) : 0;
     if (c)
         return c;
     return x->module != y->module ? (x->module < y->module ? -1 : 1) : (x->rva < y->rva ? -1 : x->rva > y->rva);
@@ -112,12 +125,31 @@ static int cmp_calls(const void *a, const void *b, void *ctx)
 
 uint32_t *hs_funcs_by_calls(const hs_profile *p, size_t *n)
 {
-    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    calls_key *keys = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *keys);
     size_t k = 0;
-    for (size_t i = 0; i < p->nfuncs; i++)
-        if (p->funcs[i].calls > 0)
-            idx[k++] = (uint32_t)i;
-    hs_sort(idx, k, sizeof *idx, cmp_calls, (void *)p);
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const hs_prof_func *f = &p->funcs[i];
+        if (!f->calls)
+            continue;
+        calls_key *e = &keys[k++];
+        e->calls = f->calls;
+        e->name = f->name ? f->name : "";
+        e->module = f->module;
+        e->rva = f->rva;
+        e->func = (uint32_t)i;
+        size_t len = 0;
+        for (int j = 0; j < 16; j++) {
+            unsigned char ch = len == (size_t)j ? (unsigned char)e->name[j] : 0;
+            len += ch != 0;
+            e->head[j / 8] = e->head[j / 8] << 8 | ch;
+        }
+        e->longer = len == 16;
+    }
+    hs_sort(keys, k, sizeof *keys, cmp_calls, NULL);
+    uint32_t *idx = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *idx);
+    for (size_t i = 0; i < k; i++)
+        idx[i] = keys[i].func;
+    free(keys);
     *n = k;
     return idx;
 }
@@ -157,20 +189,6 @@ uint32_t *hs_funcs_sorted(const hs_profile *p, int key, size_t *n)
 }
 
 /* ---- stacks ------------------------------------------------------------------- */
-
-hs_loc hs_frame_key(hs_loc l)
-{
-    if (l.func >= 0) {
-        l.module = -1;
-        l.off = 0;
-    }
-    return l;
-}
-
-bool hs_loc_same(hs_loc a, hs_loc b)
-{
-    return a.func == b.func && a.module == b.module && a.off == b.off;
-}
 
 uint64_t hs_stacks_total(const hs_profile *p, int kind)
 {

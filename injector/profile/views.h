@@ -74,8 +74,19 @@ bool hs_func_timed(const hs_profile *p, uint32_t func);
 /* A frame as a function: {func, -1, 0} when the function is known; frames
  * in no known function keep their module and offset (or address), so each
  * such place is a frame of its own. */
-hs_loc hs_frame_key(hs_loc l);
-bool hs_loc_same(hs_loc a, hs_loc b);
+static inline hs_loc hs_frame_key(hs_loc l)
+{
+    if (l.func >= 0) {
+        l.module = -1;
+        l.off = 0;
+    }
+    return l;
+}
+
+static inline bool hs_loc_same(hs_loc a, hs_loc b)
+{
+    return a.func == b.func && a.module == b.module && a.off == b.off;
+}
 
 /* The sum of the counts of p's stacks of a kind (with frames). */
 uint64_t hs_stacks_total(const hs_profile *p, int kind);

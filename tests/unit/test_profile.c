@@ -543,6 +543,37 @@ static void test_sort(void)
     tap_check(ok, "stable sort with a context", "out of order");
 }
 
+/* hs_sort_top: the first `top` of hs_sort's order, ties (17 keys over 1000
+ * elements) in their first order, for tops below, at and above n */
+static void test_sort_top(void)
+{
+    static const size_t tops[] = { 0, 1, 15, 40, 999, 1000, 2000 };
+    int bad = 0;
+    for (size_t t = 0; t < sizeof tops / sizeof *tops; t++) {
+        pair all[1000], top[1000];
+        uint32_t s = 777;
+        for (int i = 0; i < 1000; i++) {
+            s = s * 1103515245u + 12345u;
+            all[i].key = (int)(s >> 16) % 17;
+            all[i].seq = i;
+        }
+        memcpy(top, all, sizeof all);
+        int dir = -1;
+        hs_sort(all, 1000, sizeof *all, cmp_pair, &dir);
+        size_t k = hs_sort_top(top, 1000, sizeof *top, tops[t], cmp_pair, &dir);
+        size_t want = tops[t] < 1000 ? tops[t] : 1000;
+        if (k != want || memcmp(top, all, want * sizeof *top))
+            bad++;
+        /* the elements left after the first k are the others, each once */
+        int seen[1000] = { 0 };
+        for (size_t i = 0; i < 1000; i++)
+            seen[top[i].seq]++;
+        for (size_t i = 0; i < 1000; i++)
+            bad += seen[i] != 1;
+    }
+    tap_check(!bad, "the first elements of a stable sort, picked", "not hs_sort's first elements");
+}
+
 /* ---- fuzz ---------------------------------------------------------------------- */
 
 static void test_fuzz_loader(void)
@@ -605,6 +636,7 @@ int main(void)
     test_load_errors();
     test_profile_basics();
     test_sort();
+    test_sort_top();
     test_same_name();
     test_same_name_old_report();
     test_truncated_samples();

@@ -824,8 +824,54 @@ static void test_sample_kinds(void)
     hs_profile_free(p);
 }
 
+/* report.txt's order by calls: calls (descending), then the name as
+ * strcmp orders it, then module and rva; names that differ before, at and
+ * after their 16th byte, end there, hold bytes above 0x7f, are the same */
+static int by_calls_ref(const hs_profile *p, uint32_t a, uint32_t b)
+{
+    const hs_prof_func *x = &p->funcs[a], *y = &p->funcs[b];
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
+    if (c)
+        return c;
+    return x->module != y->module ? (x->module < y->module ? -1 : 1) : (x->rva < y->rva ? -1 : x->rva > y->rva);
+}
+
+static void test_by_calls_order(void)
+{
+    static const char *const names[] = {
+        "", "a", "abcdefghijklmno", "abcdefghijklmnop", "abcdefghijklmnoq", "abcdefghijklmnopq",
+        "abcdefghijklmnopr", "abcdefghijklmnop\xc3\xa9", "abcdefghijklmno\xc3\xa9", "\xc3\xa9t\xc3\xa9",
+        "abcdefgh", "abcdefgg", "abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyy", "zz",
+    };
+    size_t nn = sizeof names / sizeof *names;
+    hs_profile *p = hs_profile_new();
+    uint32_t m0 = hs_profile_add_module(p, "C:\\a.exe", 0x140000000ull, 0x100000);
+    uint32_t m1 = hs_profile_add_module(p, "C:\\b.dll", 0x180000000ull, 0x100000);
+    uint32_t s = 99;
+    for (uint32_t i = 0; i < 300; i++) {
+        s = s * 1103515245u + 12345u;
+        uint32_t f = hs_profile_add_func(p, (s >> 8) % 3 ? m0 : m1, 0x1000 + ((s >> 4) % 50) * 16 + i * 0x1000, 16,
+                                         names[(s >> 16) % nn]);
+        p->funcs[f].calls = (s >> 12) % 4;
+    }
+    size_t n;
+    uint32_t *idx = hs_funcs_by_calls(p, &n);
+    size_t want = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        want += p->funcs[i].calls > 0;
+    int bad = n != want;
+    for (size_t k = 1; k < n; k++)
+        bad += by_calls_ref(p, idx[k - 1], idx[k]) > 0;
+    tap_check(!bad, "functions by calls: names ordered as strcmp orders them", "%d out of order (of %zu)", bad, n);
+    free(idx);
+    hs_profile_free(p);
+}
+
 int main(void)
 {
+    test_by_calls_order();
     test_diff();
     test_diff_same_name();
     test_diff_two_programs();
