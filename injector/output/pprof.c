@@ -7,7 +7,8 @@
  * Sample types, each present when the run has it (the columns of every
  * sample's values, in this order):
  *
- *   samples/count       CPU samples (HS_STACK_CPU), per stack and thread
+ *   samples/count       CPU samples (HS_STACK_CPU), per stack (threads merged:
+ *                       report.json, speedscope and the folded files keep them)
  *   cpu/nanoseconds     the same samples times the sampling interval
  *                       (1e9 / rate, rounded to the ns: `period`)
  *   wait/count          wait samples (HS_STACK_WAIT)
@@ -32,14 +33,17 @@
  * functions by name, so the module keeps two modules' functions of one
  * name apart), with the undecorated name as system_name and, with
  * --srcline, the source file and line. A place in no known function is a
- * function of its own named "module+0xoff" or "0xaddr". Locations are the
- * stacks' frames (the sampled instruction, the return addresses; address
- * = module base + rva + offset in the traced modules, see address()) with
- * their mapping (the module: its address range, path, and the PE
- * timestamp and size as a symbol server names the image; the exe's
- * first, as pprof takes the first for the program's) and, with
- * --srcline, the frame's line. Every mapping has has_functions set: the
- * names are here, pprof has nothing to look up.
+ * function of its own named "module+0xoff" or "0xaddr". A location is a
+ * function and, with --srcline, a line of it (pprof's views are by
+ * function and line; the frames' own return addresses are in report.json:
+ * a location per return address made the file and its writing three
+ * times larger for a million samples), at the function's start address
+ * (module base + rva in the traced modules, see address()), with its
+ * mapping (the module: its address range, path, and the PE timestamp and
+ * size as a symbol server names the image; the exe's first, as pprof
+ * takes the first for the program's). Stacks that differ only in their
+ * return addresses within functions are one sample. Every mapping has
+ * has_functions set: the names are here, pprof has nothing to look up.
  *
  * Deterministic: no time of day (time_nanos is left out: a saved run does
  * not keep when it started), duration_nanos from the run's wall time as
@@ -123,6 +127,8 @@ static hs_loc canon(hs_loc l)
 static uint64_t location(pp *w, hs_loc l, const hs_srcpos *src)
 {
     l = canon(l);
+    if (l.func >= 0)
+        l.off = src && src->file ? src->line : 0;   /* a function's location: one per line */
     size_t n = w->locs.n;
     uint32_t i = hs_frametab_add(&w->locs, l);
     if (i == n) {
@@ -137,8 +143,8 @@ static uint64_t location(pp *w, hs_loc l, const hs_srcpos *src)
 }
 
 /* One Sample: the locations (leaf first), the values of the present
- * types, the thread as a label (0: none). Nothing when every value is 0. */
-static void sample(pp *w, const uint64_t *ids, size_t n, const uint64_t v[V__COUNT], uint32_t tid)
+ * types. Nothing when every value is 0. */
+static void sample(pp *w, const uint64_t *ids, size_t n, const uint64_t v[V__COUNT])
 {
     uint64_t vals[V__COUNT];
     size_t nv = 0;
@@ -153,12 +159,6 @@ static void sample(pp *w, const uint64_t *ids, size_t n, const uint64_t v[V__COU
     hs_pb_clear(&w->sub);
     hs_pb_packed(&w->sub, 1, ids, n);
     hs_pb_packed(&w->sub, 2, vals, nv);
-    if (tid) {
-        hs_pb_clear(&w->sub2);
-        hs_pb_uint(&w->sub2, 1, str(w, "thread"));
-        hs_pb_uint(&w->sub2, 3, tid);
-        hs_pb_message(&w->sub, 3, &w->sub2);
-    }
     hs_pb_message(w->msg, PROFILE_SAMPLE, &w->sub);
 }
 
@@ -175,7 +175,7 @@ static uint64_t *ids_of(pp *w, const hs_prof_stack *st)
  * loaded from report.json by kind, and a stack the run kept twice (two
  * raw stacks that resolve alike) is one there. So the writer takes the
  * stacks it writes sorted (CPU, then wait, then entry stacks by hooked
- * function, whose order report.json keeps; then by thread and frames,
+ * function, whose order report.json keeps; then by frames,
  * cmp_frame) and merges the equal ones. */
 
 typedef struct one_stack {
@@ -200,37 +200,103 @@ static int cmp_str(const char *a, const char *b)
 
 /* Frames in an order that a saved run keeps: by module (name, then base),
  * function (as writers name it), offset; not by the indices of functions
- * and modules, which a run and its report.json give in different orders. */
-static int cmp_frame(const hs_profile *p, hs_loc a, hs_loc b)
+ * and modules, which a run and its report.json give in different orders.
+ * The names are compared once, into ranks (equal keys, equal ranks):
+ * mrank[module + 1] (index 0: no module), frank[function]. */
+typedef struct frame_order {
+    const hs_profile *p;
+    uint32_t *mrank, *frank;
+} frame_order;
+
+static int cmp_module_key(const hs_profile *p, int32_t ma, int32_t mb)
 {
-    int32_t ma = hs_loc_module(p, a), mb = hs_loc_module(p, b);
     int c = cmp_str(ma >= 0 ? p->modules[ma].name : NULL, mb >= 0 ? p->modules[mb].name : NULL);
-    if (!c)
-        c = cmp_u64(ma >= 0 ? p->modules[ma].base : 0, mb >= 0 ? p->modules[mb].base : 0);
-    if (!c)
-        c = (a.func >= 0) - (b.func >= 0);
-    if (!c && a.func >= 0)
-        c = cmp_str(hs_func_label(p, (uint32_t)a.func), hs_func_label(p, (uint32_t)b.func));
-    return c ? c : cmp_u64(a.off, b.off);
+    return c ? c : cmp_u64(ma >= 0 ? p->modules[ma].base : 0, mb >= 0 ? p->modules[mb].base : 0);
+}
+
+static int cmp_module_idx(const void *a, const void *b, void *ctx)
+{
+    return cmp_module_key(ctx, *(const int32_t *)a, *(const int32_t *)b);
+}
+
+static int cmp_func_idx(const void *a, const void *b, void *ctx)
+{
+    const frame_order *o = ctx;
+    const hs_prof_func *x = &o->p->funcs[*(const uint32_t *)a], *y = &o->p->funcs[*(const uint32_t *)b];
+    uint32_t mx = o->mrank[x->module + 1], my = o->mrank[y->module + 1];
+    if (mx != my)
+        return mx < my ? -1 : 1;
+    return cmp_str(hs_func_label(o->p, *(const uint32_t *)a), hs_func_label(o->p, *(const uint32_t *)b));
+}
+
+static void frame_order_make(const hs_profile *p, frame_order *o)
+{
+    o->p = p;
+    int32_t *mi = hs_xcalloc(p->nmodules + 1, sizeof *mi);
+    for (size_t i = 0; i <= p->nmodules; i++)
+        mi[i] = (int32_t)i - 1;
+    hs_sort(mi, p->nmodules + 1, sizeof *mi, cmp_module_idx, (void *)p);
+    o->mrank = hs_xcalloc(p->nmodules + 1, sizeof *o->mrank);
+    for (size_t i = 0, r = 0; i <= p->nmodules; i++) {
+        if (i && cmp_module_key(p, mi[i - 1], mi[i]))
+            r++;
+        o->mrank[mi[i] + 1] = (uint32_t)r;
+    }
+    free(mi);
+    uint32_t *fi = hs_xcalloc(p->nfuncs + 1, sizeof *fi);
+    for (size_t i = 0; i < p->nfuncs; i++)
+        fi[i] = (uint32_t)i;
+    hs_sort(fi, p->nfuncs, sizeof *fi, cmp_func_idx, o);
+    o->frank = hs_xcalloc(p->nfuncs + 1, sizeof *o->frank);
+    for (size_t i = 0, r = 0; i < p->nfuncs; i++) {
+        if (i && cmp_func_idx(&fi[i - 1], &fi[i], o))
+            r++;
+        o->frank[fi[i]] = (uint32_t)r;
+    }
+    free(fi);
+}
+
+/* What tells a frame's locations apart in a function: its line (0 without
+ * one); outside a function, its offset. */
+static uint64_t frame_off(const hs_prof_stack *st, uint32_t d)
+{
+    if (st->frames[d].func < 0)
+        return st->frames[d].off;
+    return st->src && st->src[d].file ? st->src[d].line : 0;
+}
+
+/* A frame's place in the order but for its offset: module rank, then a
+ * function's frames after the module's unnamed places, by function rank. */
+static inline uint64_t frame_key(const frame_order *o, hs_loc l)
+{
+    if (l.func >= 0)
+        return (uint64_t)o->mrank[o->p->funcs[l.func].module + 1] << 33 | 1ull << 32 | o->frank[l.func];
+    return (uint64_t)o->mrank[l.module + 1] << 33;
+}
+
+static int cmp_frame(const frame_order *o, hs_loc a, hs_loc b, uint64_t offa, uint64_t offb)
+{
+    int c = cmp_u64(frame_key(o, a), frame_key(o, b));
+    return c ? c : cmp_u64(offa, offb);
 }
 
 static int cmp_stack(const void *a, const void *b, void *ctx)
 {
-    const hs_profile *p = ctx;
+    const frame_order *o = ctx;
     const hs_prof_stack *x = ((const one_stack *)a)->st, *y = ((const one_stack *)b)->st;
     int c = kind_rank(x->kind) - kind_rank(y->kind);
     if (!c && x->kind == HS_STACK_ENTRY)
         c = cmp_u64(x->func, y->func);
-    if (!c)
-        c = cmp_u64(x->tid, y->tid);
     for (uint32_t d = 0; !c && d < x->nframes && d < y->nframes; d++)
-        c = cmp_frame(p, x->frames[d], y->frames[d]);
+        c = cmp_frame(o, x->frames[d], y->frames[d], frame_off(x, d), frame_off(y, d));
     return c ? c : cmp_u64(x->nframes, y->nframes);
 }
 
 /* The CPU, wait and entry stacks with frames, sorted and merged; *n of them. */
 static one_stack *stacks_in_order(const hs_profile *p, size_t *n)
 {
+    frame_order o;
+    frame_order_make(p, &o);
     one_stack *v = hs_xcalloc(p->nstacks + 1, sizeof *v);
     size_t k = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
@@ -238,14 +304,16 @@ static one_stack *stacks_in_order(const hs_profile *p, size_t *n)
         if (st->nframes && (st->kind == HS_STACK_CPU || st->kind == HS_STACK_WAIT || st->kind == HS_STACK_ENTRY))
             v[k++] = (one_stack){ st, st->count };
     }
-    hs_sort(v, k, sizeof *v, cmp_stack, (void *)p);
+    hs_sort(v, k, sizeof *v, cmp_stack, &o);
     size_t m = 0;
     for (size_t i = 0; i < k; i++) {
-        if (m && !cmp_stack(&v[m - 1], &v[i], (void *)p))
+        if (m && !cmp_stack(&v[m - 1], &v[i], &o))
             v[m - 1].count += v[i].count;
         else
             v[m++] = v[i];
     }
+    free(o.mrank);
+    free(o.frank);
     *n = m;
     return v;
 }
@@ -263,7 +331,7 @@ static void sampled_stacks(pp *w, const one_stack *v, size_t n)
         } else {
             continue;
         }
-        sample(w, ids_of(w, st), st->nframes, val, st->tid);
+        sample(w, ids_of(w, st), st->nframes, val);
     }
 }
 
@@ -326,7 +394,7 @@ static void called(pp *w, const one_stack *v, size_t n)
                 val[V_CALLS] = share(calls, done, upto, sum);
                 val[V_WALL] = share(self, done, upto, sum);
                 done = upto;
-                sample(w, ids_of(w, v[s].st), v[s].st->nframes, val, 0);
+                sample(w, ids_of(w, v[s].st), v[s].st->nframes, val);
             }
             continue;
         }
@@ -344,13 +412,13 @@ static void called(pp *w, const one_stack *v, size_t n)
             val[V_WALL] = share(self, done, upto, add_sat(sum, rest));
             done = upto;
             uint64_t ids[2] = { location(w, fn, NULL), location(w, e->caller, NULL) };
-            sample(w, ids, 2, val, 0);
+            sample(w, ids, 2, val);
         }
         if (rest) {
             val[V_CALLS] = share(calls, done, add_sat(done, rest), add_sat(sum, rest));
             val[V_WALL] = share(self, done, add_sat(done, rest), add_sat(sum, rest));
             uint64_t id = location(w, fn, NULL);
-            sample(w, &id, 1, val, 0);
+            sample(w, &id, 1, val);
         }
     }
     free(efirst);
@@ -389,17 +457,16 @@ static void mappings(pp *w, hs_pb *m)
     }
 }
 
-/* A location's address: its function's start plus its offset, for a
- * function of a traced module (report.json keeps their rvas); 0 in
- * functions of other modules, whose rvas a saved run does not keep (pprof
- * then takes a function's frames there as one location). */
+/* A location's address: its function's start, for a function of a
+ * traced module (report.json keeps their rvas); 0 in functions of other
+ * modules, whose rvas a saved run does not keep. */
 static uint64_t address(const hs_profile *p, hs_loc l)
 {
     if (l.func >= 0) {
         const hs_prof_func *f = &p->funcs[l.func];
         if (!f->in_plan || f->rva == HS_RVA_NONE)
             return 0;
-        return p->modules[f->module].base + f->rva + l.off;
+        return p->modules[f->module].base + f->rva;
     }
     return l.module >= 0 ? p->modules[l.module].base + l.off : l.off;
 }
@@ -488,7 +555,7 @@ static int gzip_to(FILE *out, const uint8_t *data, size_t n)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return -1;
     gz_header h;
     memset(&h, 0, sizeof h);
