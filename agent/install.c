@@ -604,25 +604,45 @@ static void install_end(install_ctx *c)
     hs_pe_close(&c->pe);
 }
 
+/* Add the ticks since *t to step `step`'s sum; *t becomes now. */
+static void step_done(uint64_t *t, int step)
+{
+    uint64_t now = hs_rdtsc();
+    g_hs.hdr->install_step_ticks[step] += now - *t;
+    *t = now;
+}
+
 int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int pattern)
 {
     const uint64_t t0 = hs_rdtsc();
+    uint64_t t = t0;
     install_ctx c;
     int rc = -1;
     install_begin(&c, module, path);
-    if (open_image(&c) < 0 || add_module_record(&c, flags, pattern) < 0 || find_functions(&c) < 0 ||
-        add_function_records(&c) < 0 || alloc_per_function(&c) < 0)
+    if (open_image(&c) < 0 || add_module_record(&c, flags, pattern) < 0)
         goto out;
+    step_done(&t, HS_STEP_OPEN);
+    if (find_functions(&c) < 0)
+        goto out;
+    step_done(&t, HS_STEP_LIST);
+    if (add_function_records(&c) < 0 || alloc_per_function(&c) < 0)
+        goto out;
+    step_done(&t, HS_STEP_RECORDS);
     analyze_functions(&c);
+    step_done(&t, HS_STEP_ANALYZE);
     size_stubs(&c);
+    step_done(&t, HS_STEP_SIZE);
     emit_stubs(&c);
     free_analysis(&c);
+    step_done(&t, HS_STEP_EMIT);
     if (build_mod_state(&c) < 0)
         goto out;
     register_arena(&c);
-    c.mrec->install_ticks = hs_rdtsc() - t0;
+    step_done(&t, HS_STEP_UNWIND);
+    c.mrec->install_ticks = t - t0;
     g_hs.hdr->install_ticks_total += c.mrec->install_ticks;
     patch_entries(&c);
+    step_done(&t, HS_STEP_PATCH);
     rc = 0;
 out:
     install_end(&c);
