@@ -170,7 +170,8 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     size_t slot_fix[P__COUNT] = { 0 };
 
     asm_ctx a;
-    memset(&a, 0, sizeof a);
+    a.nfix = 0;   /* (the fixups are not cleared: only the first nfix are read) */
+    a.bad = 0;
     for (int i = 0; i < MAX_LABELS; i++)
         a.label[i] = -1;
     hs_emit_init(&a.e, buf, cap, addr);
