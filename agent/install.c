@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/base/vec.h"
 #include "hook/engine/filter.h"
 #include "hook/engine/names.h"
 #include "hook/pe/functions.h"
@@ -231,6 +232,9 @@ typedef struct install_ctx {
     hs_func_input *inputs;
     hs_plan *plans;
     uint32_t *unwind;
+    hs_insn *windows;          /* the window instructions of every plan made, as analyzed */
+    size_t n_windows, cap_windows;
+    uint32_t *window_at;       /* record k's first in windows */
     uint8_t *entry_only;       /* HS_WRAP_* (timed) */
     int32_t *nslots;           /* slots a wrapped copy needs for its tail jumps */
     hs_tail *tails;            /* timed: the module's tail jumps */
@@ -325,10 +329,12 @@ static int alloc_per_function(install_ctx *c)
     c->plans = calloc(n, sizeof *c->plans);
     c->inputs = calloc(n, sizeof *c->inputs);
     c->entry_only = calloc(n, 1);
+    c->window_at = calloc(n, sizeof *c->window_at);
     c->unwind = calloc(n, sizeof *c->unwind);
     c->nslots = calloc(n, sizeof *c->nslots);
     c->tails = c->timed ? hs_tail_new() : NULL;
-    if (!c->plans || !c->inputs || !c->entry_only || !c->unwind || !c->nslots || (c->timed && !c->tails))
+    if (!c->plans || !c->inputs || !c->entry_only || !c->window_at || !c->unwind || !c->nslots ||
+        (c->timed && !c->tails))
         return -1;
     return 0;
 }
@@ -339,12 +345,17 @@ static void free_analysis(install_ctx *c)
     free(c->plans);
     free(c->inputs);
     free(c->entry_only);
+    free(c->windows);
+    free(c->window_at);
     free(c->unwind);
     free(c->nslots);
     hs_tail_free(c->tails);
     c->plans = NULL;
     c->inputs = NULL;
     c->entry_only = NULL;
+    c->windows = NULL;
+    c->n_windows = c->cap_windows = 0;
+    c->window_at = NULL;
     c->unwind = NULL;
     c->nslots = NULL;
     c->tails = NULL;
@@ -405,11 +416,27 @@ static hs_skip_reason filter_reason(install_ctx *c, size_t i)
     return r;
 }
 
+/* Keep record k's window as analyzed, for its trampoline (when there is
+ * no memory for it, the trampoline decodes the window again). */
+static void keep_window(install_ctx *c, size_t k)
+{
+    const hs_insn *w = hs_analyze_window(g_hs.engine);
+    const size_t n = c->plans[k].n_insns;
+    c->window_at[k] = UINT32_MAX;
+    if (c->n_windows + n > UINT32_MAX || hs_grow(&c->windows, &c->cap_windows, c->n_windows + n, sizeof *w) < 0)
+        return;
+    memcpy(c->windows + c->n_windows, w, n * sizeof *w);
+    c->window_at[k] = (uint32_t)c->n_windows;
+    c->n_windows += n;
+}
+
 /* Analyze function i (record k) and note its tail jumps (timed). */
 static hs_skip_reason analyze_function(install_ctx *c, size_t i, size_t k)
 {
     const hs_pe_func *f = &c->funcs[i];
     hs_skip_reason r = hs_analyze(g_hs.engine, &c->inputs[k], c->timed ? HS_ANALYZE_FULL : 0, &c->plans[k]);
+    if (r == HS_OK)
+        keep_window(c, k);
     if (c->tails) {
         /* every function analyzed, hooked or not, may be jumped to */
         int32_t own = hs_tail_own(&c->plans[k]);
@@ -494,8 +521,9 @@ static hs_skip_reason emit_function(install_ctx *c, size_t k, hs_func_rec *rec, 
         hk->desc = (uint64_t)(uintptr_t)desc;
         at += DESC_SPACE;
     }
+    const hs_insn *window = c->window_at[k] != UINT32_MAX ? c->windows + c->window_at[k] : NULL;
     size_t len = hs_stub_emit(at, (uint64_t)(uintptr_t)at, cap - (size_t)(at - slot),
-                              c->first + (uint32_t)k, &c->inputs[k], &c->plans[k], hk, &why);
+                              c->first + (uint32_t)k, &c->inputs[k], &c->plans[k], window, hk, &why);
     if (!len)
         return why == HS_OK ? HS_SKIP_NO_ARENA : why;
     /* packed at the stub's real length (16-aligned), not its worst case:
