@@ -45,6 +45,32 @@ static void tell(hs_fnservice *svc, const char *path, const char *msg)
     hs_err("%s", msg);
 }
 
+/* Read the pages of [p, p + len) of the session, committed first. */
+static void touch(char *p, uint64_t len)
+{
+    if (!hs_session_commit_ok(p, len))
+        return;
+    for (uint64_t off = 0; off < len; off += HS_PAGE)
+        (void)*(volatile char *)(p + off);
+    (void)*(volatile char *)(p + len - 1);
+}
+
+/* Under Wine a section is a file, and the first touch of its pages reads
+ * them in, with the disk's readahead (8 MB with this machine's
+ * read_ahead_kb): a few ms per range, paid by whichever process touches
+ * it first. Touched here, while the target starts, the ranges the agent's
+ * install writes first are in memory when it does: the records of the
+ * exe's `n` functions and the overflow region's first page, which the
+ * agent sets up as the function table first grows. */
+static void warm(const hs_session_host *s, long n)
+{
+    const hs_session_header *L = &s->layout;
+    char *view = s->view;
+    if (n > 0 && (uint64_t)n <= L->max_functions)
+        touch(view + L->funcs_off, (uint64_t)n * L->func_rec_size);
+    touch(view + L->regions_off + (uint64_t)L->max_threads * L->region_size, HS_PAGE);
+}
+
 /* The exe's list, built while the target is being started and the agent
  * injected (some 200 ms in which this thread would idle), so that the
  * agent's first request, the largest, is a copy (hs_fnservice_prefetch). */
@@ -61,6 +87,7 @@ static DWORD WINAPI prefetch(void *arg)
         svc->pre.n = hs_fnlist_build(svc->pre.syms, &flt, hs_basename(svc->pre.path), svc->pre.list, svc->pre.cap);
         svc->pre.matched = flt.matched;
     }
+    warm(svc->s, svc->pre.n);
     return 0;
 }
 
