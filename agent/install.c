@@ -258,22 +258,25 @@ static void install_begin(install_ctx *c, HMODULE module, const wchar_t *path)
     c->timed = (g_hs.hdr->options & HS_OPT_TIME) != 0;
 }
 
-/* Open the module's PE, with its file's COFF symbols if that file is what was mapped. */
+/* Open the module's PE. */
 static int open_image(install_ctx *c)
 {
     if (hs_pe_open_mapped(&c->pe, c->module, c->image_size) != HS_PE_OK) {
         hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: its PE headers cannot be read", hs_file_name(c->path));
         return -1;
     }
-    if (map_file(c->path, &c->fv) == 0) {
-        hs_pe file_pe;
-        if (hs_pe_load_file(&file_pe, c->fv.data, c->fv.size) == HS_PE_OK) {
-            if (file_pe.timestamp == c->pe.timestamp && file_pe.size_of_image == c->pe.size_of_image)
-                hs_pe_attach_file(&c->pe, c->fv.data, c->fv.size);
-            hs_pe_close(&file_pe);
-        }
-    }
     return 0;
+}
+
+/* Give the PE its file's COFF symbols if that file is what was mapped
+ * (the same time stamp and SizeOfImage in the headers, which a file has
+ * as its mapping does): only needed without the injector's list. */
+static void attach_file(install_ctx *c)
+{
+    uint32_t timestamp = 0;
+    if (map_file(c->path, &c->fv) == 0 && c->fv.size >= HS_PE_HEADER_PAGE &&
+        hs_pe_mapped_size(c->fv.data, &timestamp) == c->pe.size_of_image && timestamp == c->pe.timestamp)
+        hs_pe_attach_file(&c->pe, c->fv.data, c->fv.size);
 }
 
 /* Add the module's record to the session. */
@@ -289,12 +292,15 @@ static int add_module_record(install_ctx *c, uint32_t flags, int pattern)
     return 0;
 }
 
-/* List the module's functions: the injector's list, else the image's. */
+/* List the module's functions: the injector's list, else the image's
+ * (with its file's COFF symbols). */
 static int find_functions(install_ctx *c)
 {
-    if (listed_functions(c->mi, &c->funcs, &c->fnflags, &c->nfuncs) < 0 &&
-        hs_pe_functions(&c->pe, &c->funcs, &c->nfuncs) < 0)
-        return -1;
+    if (listed_functions(c->mi, &c->funcs, &c->fnflags, &c->nfuncs) < 0) {
+        attach_file(c);
+        if (hs_pe_functions(&c->pe, &c->funcs, &c->nfuncs) < 0)
+            return -1;
+    }
     for (size_t i = 0; i < c->nfuncs; i++)
         if (!(c->funcs[i].src & HS_SRC_FRAGMENT))
             c->n++;
