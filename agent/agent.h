@@ -220,9 +220,11 @@ int hs_tail_solve_module(hs_tail *t, uint64_t base);
 /* stubs.c */
 size_t hs_stub_size_max(const hs_plan *plan);
 /* Emit the entry stub for function `fidx` followed by its trampoline, at
- * buf (which runs at `addr`). Returns bytes written or 0 (*why set). */
+ * buf (which runs at `addr`); `window`: the plan's instructions as
+ * analyzed (hs_analyze_window), or NULL. Returns bytes written or 0 (*why
+ * set). */
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
-                    const hs_func_input *fn, const hs_plan *plan, hs_hooked *out,
+                    const hs_func_input *fn, const hs_plan *plan, const hs_insn *window, hs_hooked *out,
                     hs_skip_reason *why);
 
 /* thunks.S: thunks from the stubs into C (all registers saved) */

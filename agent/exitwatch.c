@@ -278,8 +278,8 @@ static int prepare(detour *d)
     hs_skip_reason why = HS_OK;
     hs_hooked *h = &d->hook;
     memset(h, 0, sizeof *h);
-    size_t len = hs_emit_trampoline(g_hs.engine, &in, &plan, (uint64_t)(uintptr_t)tramp, tramp, plan.tramp_max,
-                                    h->tramp_off, &why);
+    size_t len = hs_emit_trampoline(g_hs.engine, &in, &plan, hs_analyze_window(g_hs.engine),
+                                    (uint64_t)(uintptr_t)tramp, tramp, plan.tramp_max, h->tramp_off, &why);
     hs_arena_protect(&g_hs.arena, 0);
     if (!len)
         goto out;

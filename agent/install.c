@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/base/vec.h"
 #include "hook/engine/filter.h"
 #include "hook/engine/names.h"
 #include "hook/pe/functions.h"
@@ -231,6 +232,9 @@ typedef struct install_ctx {
     hs_func_input *inputs;
     hs_plan *plans;
     uint32_t *unwind;
+    hs_insn *windows;          /* the window instructions of every plan made, as analyzed */
+    size_t n_windows, cap_windows;
+    uint32_t *window_at;       /* record k's first in windows */
     uint8_t *entry_only;       /* HS_WRAP_* (timed) */
     int32_t *nslots;           /* slots a wrapped copy needs for its tail jumps */
     hs_tail *tails;            /* timed: the module's tail jumps */
@@ -254,22 +258,25 @@ static void install_begin(install_ctx *c, HMODULE module, const wchar_t *path)
     c->timed = (g_hs.hdr->options & HS_OPT_TIME) != 0;
 }
 
-/* Open the module's PE, with its file's COFF symbols if that file is what was mapped. */
+/* Open the module's PE. */
 static int open_image(install_ctx *c)
 {
     if (hs_pe_open_mapped(&c->pe, c->module, c->image_size) != HS_PE_OK) {
         hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: its PE headers cannot be read", hs_file_name(c->path));
         return -1;
     }
-    if (map_file(c->path, &c->fv) == 0) {
-        hs_pe file_pe;
-        if (hs_pe_load_file(&file_pe, c->fv.data, c->fv.size) == HS_PE_OK) {
-            if (file_pe.timestamp == c->pe.timestamp && file_pe.size_of_image == c->pe.size_of_image)
-                hs_pe_attach_file(&c->pe, c->fv.data, c->fv.size);
-            hs_pe_close(&file_pe);
-        }
-    }
     return 0;
+}
+
+/* Give the PE its file's COFF symbols if that file is what was mapped
+ * (the same time stamp and SizeOfImage in the headers, which a file has
+ * as its mapping does): only needed without the injector's list. */
+static void attach_file(install_ctx *c)
+{
+    uint32_t timestamp = 0;
+    if (map_file(c->path, &c->fv) == 0 && c->fv.size >= HS_PE_HEADER_PAGE &&
+        hs_pe_mapped_size(c->fv.data, &timestamp) == c->pe.size_of_image && timestamp == c->pe.timestamp)
+        hs_pe_attach_file(&c->pe, c->fv.data, c->fv.size);
 }
 
 /* Add the module's record to the session. */
@@ -285,12 +292,15 @@ static int add_module_record(install_ctx *c, uint32_t flags, int pattern)
     return 0;
 }
 
-/* List the module's functions: the injector's list, else the image's. */
+/* List the module's functions: the injector's list, else the image's
+ * (with its file's COFF symbols). */
 static int find_functions(install_ctx *c)
 {
-    if (listed_functions(c->mi, &c->funcs, &c->fnflags, &c->nfuncs) < 0 &&
-        hs_pe_functions(&c->pe, &c->funcs, &c->nfuncs) < 0)
-        return -1;
+    if (listed_functions(c->mi, &c->funcs, &c->fnflags, &c->nfuncs) < 0) {
+        attach_file(c);
+        if (hs_pe_functions(&c->pe, &c->funcs, &c->nfuncs) < 0)
+            return -1;
+    }
     for (size_t i = 0; i < c->nfuncs; i++)
         if (!(c->funcs[i].src & HS_SRC_FRAGMENT))
             c->n++;
@@ -325,10 +335,12 @@ static int alloc_per_function(install_ctx *c)
     c->plans = calloc(n, sizeof *c->plans);
     c->inputs = calloc(n, sizeof *c->inputs);
     c->entry_only = calloc(n, 1);
+    c->window_at = calloc(n, sizeof *c->window_at);
     c->unwind = calloc(n, sizeof *c->unwind);
     c->nslots = calloc(n, sizeof *c->nslots);
     c->tails = c->timed ? hs_tail_new() : NULL;
-    if (!c->plans || !c->inputs || !c->entry_only || !c->unwind || !c->nslots || (c->timed && !c->tails))
+    if (!c->plans || !c->inputs || !c->entry_only || !c->window_at || !c->unwind || !c->nslots ||
+        (c->timed && !c->tails))
         return -1;
     return 0;
 }
@@ -339,12 +351,17 @@ static void free_analysis(install_ctx *c)
     free(c->plans);
     free(c->inputs);
     free(c->entry_only);
+    free(c->windows);
+    free(c->window_at);
     free(c->unwind);
     free(c->nslots);
     hs_tail_free(c->tails);
     c->plans = NULL;
     c->inputs = NULL;
     c->entry_only = NULL;
+    c->windows = NULL;
+    c->n_windows = c->cap_windows = 0;
+    c->window_at = NULL;
     c->unwind = NULL;
     c->nslots = NULL;
     c->tails = NULL;
@@ -405,11 +422,27 @@ static hs_skip_reason filter_reason(install_ctx *c, size_t i)
     return r;
 }
 
+/* Keep record k's window as analyzed, for its trampoline (when there is
+ * no memory for it, the trampoline decodes the window again). */
+static void keep_window(install_ctx *c, size_t k)
+{
+    const hs_insn *w = hs_analyze_window(g_hs.engine);
+    const size_t n = c->plans[k].n_insns;
+    c->window_at[k] = UINT32_MAX;
+    if (c->n_windows + n > UINT32_MAX || hs_grow(&c->windows, &c->cap_windows, c->n_windows + n, sizeof *w) < 0)
+        return;
+    memcpy(c->windows + c->n_windows, w, n * sizeof *w);
+    c->window_at[k] = (uint32_t)c->n_windows;
+    c->n_windows += n;
+}
+
 /* Analyze function i (record k) and note its tail jumps (timed). */
 static hs_skip_reason analyze_function(install_ctx *c, size_t i, size_t k)
 {
     const hs_pe_func *f = &c->funcs[i];
     hs_skip_reason r = hs_analyze(g_hs.engine, &c->inputs[k], c->timed ? HS_ANALYZE_FULL : 0, &c->plans[k]);
+    if (r == HS_OK)
+        keep_window(c, k);
     if (c->tails) {
         /* every function analyzed, hooked or not, may be jumped to */
         int32_t own = hs_tail_own(&c->plans[k]);
@@ -494,8 +527,9 @@ static hs_skip_reason emit_function(install_ctx *c, size_t k, hs_func_rec *rec, 
         hk->desc = (uint64_t)(uintptr_t)desc;
         at += DESC_SPACE;
     }
+    const hs_insn *window = c->window_at[k] != UINT32_MAX ? c->windows + c->window_at[k] : NULL;
     size_t len = hs_stub_emit(at, (uint64_t)(uintptr_t)at, cap - (size_t)(at - slot),
-                              c->first + (uint32_t)k, &c->inputs[k], &c->plans[k], hk, &why);
+                              c->first + (uint32_t)k, &c->inputs[k], &c->plans[k], window, hk, &why);
     if (!len)
         return why == HS_OK ? HS_SKIP_NO_ARENA : why;
     /* packed at the stub's real length (16-aligned), not its worst case:
@@ -604,25 +638,45 @@ static void install_end(install_ctx *c)
     hs_pe_close(&c->pe);
 }
 
+/* Add the ticks since *t to step `step`'s sum; *t becomes now. */
+static void step_done(uint64_t *t, int step)
+{
+    uint64_t now = hs_rdtsc();
+    g_hs.hdr->install_step_ticks[step] += now - *t;
+    *t = now;
+}
+
 int hs_install_module(HMODULE module, const wchar_t *path, uint32_t flags, int pattern)
 {
     const uint64_t t0 = hs_rdtsc();
+    uint64_t t = t0;
     install_ctx c;
     int rc = -1;
     install_begin(&c, module, path);
-    if (open_image(&c) < 0 || add_module_record(&c, flags, pattern) < 0 || find_functions(&c) < 0 ||
-        add_function_records(&c) < 0 || alloc_per_function(&c) < 0)
+    if (open_image(&c) < 0 || add_module_record(&c, flags, pattern) < 0)
         goto out;
+    step_done(&t, HS_STEP_OPEN);
+    if (find_functions(&c) < 0)
+        goto out;
+    step_done(&t, HS_STEP_LIST);
+    if (add_function_records(&c) < 0 || alloc_per_function(&c) < 0)
+        goto out;
+    step_done(&t, HS_STEP_RECORDS);
     analyze_functions(&c);
+    step_done(&t, HS_STEP_ANALYZE);
     size_stubs(&c);
+    step_done(&t, HS_STEP_SIZE);
     emit_stubs(&c);
     free_analysis(&c);
+    step_done(&t, HS_STEP_EMIT);
     if (build_mod_state(&c) < 0)
         goto out;
     register_arena(&c);
-    c.mrec->install_ticks = hs_rdtsc() - t0;
+    step_done(&t, HS_STEP_UNWIND);
+    c.mrec->install_ticks = t - t0;
     g_hs.hdr->install_ticks_total += c.mrec->install_ticks;
     patch_entries(&c);
+    step_done(&t, HS_STEP_PATCH);
     rc = 0;
 out:
     install_end(&c);

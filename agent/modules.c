@@ -203,9 +203,11 @@ int hs_modules_init(void)
             count = HS_MAX_RECORDED;
         for (size_t i = 0; i < count; i++)
             list[i] = &g_hs.mods[first + i];
+        uint64_t t0 = hs_rdtsc();
         rc = hs_patch_modules(list, count, 1);
         for (size_t i = 0; i < count; i++)
             hs_install_mark(list[i], rc);
+        g_hs.hdr->install_step_ticks[HS_STEP_PATCH] += hs_rdtsc() - t0;
     }
     LeaveCriticalSection(&g_hs.install_lock);
     if (rc < 0)

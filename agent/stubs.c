@@ -153,7 +153,7 @@ static void thunk_arg(asm_ctx *a, uint32_t fidx, uint8_t pushed)
 enum { P_SLOW, P_EDGE, P_STACK, P_WRAPPER, P_WRAPPER_RET, P_WRAPPER_RET2, P__COUNT };
 
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
-                    const hs_func_input *fn, const hs_plan *plan, hs_hooked *out,
+                    const hs_func_input *fn, const hs_plan *plan, const hs_insn *window, hs_hooked *out,
                     hs_skip_reason *why)
 {
     const hs_session_header *h = g_hs.hdr;
@@ -170,7 +170,8 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     size_t slot_fix[P__COUNT] = { 0 };
 
     asm_ctx a;
-    memset(&a, 0, sizeof a);
+    a.nfix = 0;   /* (the fixups are not cleared: only the first nfix are read) */
+    a.bad = 0;
     for (int i = 0; i < MAX_LABELS; i++)
         a.label[i] = -1;
     hs_emit_init(&a.e, buf, cap, addr);
@@ -349,7 +350,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         return 0;
     }
     uint64_t tramp = hs_emit_pc(&a.e);
-    size_t tlen = hs_emit_trampoline(g_hs.engine, fn, plan, tramp, buf + a.e.len, cap - a.e.len,
+    size_t tlen = hs_emit_trampoline(g_hs.engine, fn, plan, window, tramp, buf + a.e.len, cap - a.e.len,
                                      out->tramp_off, why);
     if (tlen == 0)
         return 0;

@@ -197,6 +197,12 @@ void hs_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
 {
     if (n < 2)
         return;
+    /* already in order (tables built in the order of their key): done */
+    size_t k = 1;
+    while (k < n && cmp((char *)base + (k - 1) * size, (char *)base + k * size, ctx) <= 0)
+        k++;
+    if (k == n)
+        return;
     char *tmp = n <= SIZE_MAX / size ? malloc(n * size) : NULL;
     if (!tmp) {
         insertion_sort(base, n, size, cmp, ctx);

@@ -184,8 +184,9 @@ static hs_skip_reason sweep_refusal(const hs_engine *e, int swept_ok, const hs_i
     return HS_OK;
 }
 
-static void finish_plan(const hs_func_input *fn, hs_plan *plan, const hs_insn *w, window win)
+static void finish_plan(hs_engine *e, const hs_func_input *fn, hs_plan *plan, const hs_insn *w, window win)
 {
+    memcpy(e->win, w, (size_t)win.n * sizeof *w);
     plan->window_len = (uint8_t)win.len;
     plan->n_insns = (uint8_t)win.n;
     int tmax = 0;
@@ -203,6 +204,11 @@ static void finish_plan(const hs_func_input *fn, hs_plan *plan, const hs_insn *w
     if (plan->patch_off + plan->patch_len > win.len && plan->kind == HS_PATCH_JMP32)
         plan->flags |= HS_FN_USES_PADDING;
     memcpy(plan->orig, fn->code + plan->patch_off, plan->patch_len);
+}
+
+const hs_insn *hs_analyze_window(const hs_engine *e)
+{
+    return e->win;
 }
 
 hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, hs_plan *plan)
@@ -306,7 +312,7 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
         plan->kind = HS_PATCH_JMP32;
         plan->patch_off = 0;
         plan->patch_len = JMP32_LEN;
-        finish_plan(fn, plan, w, wa);
+        finish_plan(e, fn, plan, w, wa);
         return plan->reason = HS_OK;
     }
 
@@ -330,7 +336,7 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
             plan->patch_off = slot < 0 ? slot : 0;
             int32_t end = slot < 0 ? JMP8_LEN : slot + JMP32_LEN;
             plan->patch_len = (uint8_t)(end - plan->patch_off);
-            finish_plan(fn, plan, w, wb);
+            finish_plan(e, fn, plan, w, wb);
             return plan->reason = HS_OK;
         }
     }
@@ -340,7 +346,7 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
         plan->kind = HS_PATCH_INT3;
         plan->patch_off = 0;
         plan->patch_len = 1;
-        finish_plan(fn, plan, w, wi);
+        finish_plan(e, fn, plan, w, wi);
         return plan->reason = HS_OK;
     }
 

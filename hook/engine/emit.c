@@ -3,8 +3,6 @@
  */
 #include "hook/engine/emit.h"
 
-#include <string.h>
-
 void hs_emit_init(hs_emit *e, uint8_t *buf, size_t cap, uint64_t base)
 {
     e->buf = buf;
@@ -18,36 +16,6 @@ int hs_rel32_fits(uint64_t next, uint64_t target)
 {
     int64_t d = (int64_t)(target - next);
     return d >= INT32_MIN && d <= INT32_MAX;
-}
-
-void hs_emit_bytes(hs_emit *e, const void *p, size_t n)
-{
-    if (e->overflow || n > e->cap - e->len) {
-        e->overflow = 1;
-        return;
-    }
-    memcpy(e->buf + e->len, p, n);
-    e->len += n;
-}
-
-void hs_emit_u8(hs_emit *e, uint8_t v) { hs_emit_bytes(e, &v, 1); }
-
-void hs_emit_u16(hs_emit *e, uint16_t v)
-{
-    uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
-    hs_emit_bytes(e, b, 2);
-}
-
-void hs_emit_u32(hs_emit *e, uint32_t v)
-{
-    uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
-    hs_emit_bytes(e, b, 4);
-}
-
-void hs_emit_u64(hs_emit *e, uint64_t v)
-{
-    hs_emit_u32(e, (uint32_t)v);
-    hs_emit_u32(e, (uint32_t)(v >> 32));
 }
 
 int hs_emit_jmp_rel32(hs_emit *e, uint64_t target)

@@ -37,11 +37,38 @@ static inline uint64_t hs_emit_pc(const hs_emit *e) { return e->base + e->len; }
  * reach `target`? */
 int hs_rel32_fits(uint64_t next, uint64_t target);
 
-void hs_emit_bytes(hs_emit *e, const void *p, size_t n);
-void hs_emit_u8(hs_emit *e, uint8_t v);
-void hs_emit_u16(hs_emit *e, uint16_t v);
-void hs_emit_u32(hs_emit *e, uint32_t v);
-void hs_emit_u64(hs_emit *e, uint64_t v);
+/* Inline, so that an append of a constant size is a few stores: a stub
+ * is written an instruction at a time, tens of thousands of them per
+ * module (a call to memcpy for each cost a third of writing them). */
+static inline void hs_emit_bytes(hs_emit *e, const void *p, size_t n)
+{
+    if (e->overflow || n > e->cap - e->len) {
+        e->overflow = 1;
+        return;
+    }
+    __builtin_memcpy(e->buf + e->len, p, n);
+    e->len += n;
+}
+
+static inline void hs_emit_u8(hs_emit *e, uint8_t v) { hs_emit_bytes(e, &v, 1); }
+
+static inline void hs_emit_u16(hs_emit *e, uint16_t v)
+{
+    const uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+    hs_emit_bytes(e, b, 2);
+}
+
+static inline void hs_emit_u32(hs_emit *e, uint32_t v)
+{
+    const uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+    hs_emit_bytes(e, b, 4);
+}
+
+static inline void hs_emit_u64(hs_emit *e, uint64_t v)
+{
+    hs_emit_u32(e, (uint32_t)v);
+    hs_emit_u32(e, (uint32_t)(v >> 32));
+}
 
 /* jmp rel32 (5 bytes). */
 int hs_emit_jmp_rel32(hs_emit *e, uint64_t target);

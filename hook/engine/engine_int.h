@@ -20,35 +20,6 @@
 #include "hook/engine/emit.h"
 #include "hook/engine/hook.h"
 
-/* How an instruction moves control or needs fixing when it runs elsewhere. */
-enum hs_ikind {
-    HS_I_PLAIN = 0,   /* position independent: copied as is */
-    HS_I_RIPREL,      /* memory operand [rip+disp32]: copied, disp rewritten */
-    HS_I_JMP,         /* jmp rel8/rel32 */
-    HS_I_JCC,         /* jcc rel8/rel32 */
-    HS_I_JCXZ_LOOP,   /* jrcxz/jecxz/loop/loope/loopne: rel8 only */
-    HS_I_CALL,        /* call rel32 */
-    HS_I_CALL_IND,    /* call reg / call [mem] (FF /2) */
-    HS_I_JMP_IND,     /* jmp reg / jmp [mem] (FF /4) */
-    HS_I_RET,         /* ret, ret imm16 */
-    HS_I_TRAP,        /* int3, ud2, hlt, int n: ends the flow, never relocated */
-    HS_I_BAD,         /* cannot run elsewhere (xbegin, far transfers, eip-relative, rel16...) */
-};
-
-/* What the engine keeps of one decoded instruction. */
-typedef struct hs_insn {
-    uint32_t off;        /* entry-relative offset */
-    uint8_t len;
-    uint8_t kind;        /* enum hs_ikind */
-    uint8_t cc;          /* condition code for HS_I_JCC */
-    uint8_t riprel;      /* has a [rip+disp32] operand (also for CALL_IND/JMP_IND) */
-    uint8_t disp_off;    /* offset of that disp32 within the instruction */
-    uint8_t modrm_off;   /* offset of the ModRM byte (0 if none) */
-    uint8_t rsp_mem;     /* an operand is rsp or addresses memory through rsp */
-    uint16_t id;         /* capstone x86_insn */
-    uint64_t target;     /* absolute branch target, or rip-relative operand address */
-} hs_insn;
-
 /* One linearly decoded instruction with the operand facts the jump-table
  * resolver and the frame tracker need (a compact copy of cs_x86). */
 typedef struct hs_op {
@@ -93,6 +64,7 @@ struct hs_engine {
     size_t work_n, work_cap, weak_n, weak_cap, data_n, data_cap;
     hs_exit *exits;          /* jumps out of the function (frame.c) */
     size_t exits_n, exits_cap;
+    hs_insn win[HS_MAX_WINDOW_INSNS]; /* the window of the last plan (hs_analyze_window) */
 };
 
 /* Decode one instruction at entry-relative `off`, reading no byte at or

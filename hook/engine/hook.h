@@ -147,6 +147,42 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
  * Returns their number and sets *out. */
 size_t hs_analyze_exits(const hs_engine *e, const hs_exit **out);
 
+/* How an instruction moves control or needs fixing when it runs elsewhere. */
+enum hs_ikind {
+    HS_I_PLAIN = 0,   /* position independent: copied as is */
+    HS_I_RIPREL,      /* memory operand [rip+disp32]: copied, disp rewritten */
+    HS_I_JMP,         /* jmp rel8/rel32 */
+    HS_I_JCC,         /* jcc rel8/rel32 */
+    HS_I_JCXZ_LOOP,   /* jrcxz/jecxz/loop/loope/loopne: rel8 only */
+    HS_I_CALL,        /* call rel32 */
+    HS_I_CALL_IND,    /* call reg / call [mem] (FF /2) */
+    HS_I_JMP_IND,     /* jmp reg / jmp [mem] (FF /4) */
+    HS_I_RET,         /* ret, ret imm16 */
+    HS_I_TRAP,        /* int3, ud2, hlt, int n: ends the flow, never relocated */
+    HS_I_BAD,         /* cannot run elsewhere (xbegin, far transfers, eip-relative, rel16...) */
+};
+
+/* What the engine keeps of one decoded instruction. */
+typedef struct hs_insn {
+    uint32_t off;        /* entry-relative offset */
+    uint8_t len;
+    uint8_t kind;        /* enum hs_ikind */
+    uint8_t cc;          /* condition code for HS_I_JCC */
+    uint8_t riprel;      /* has a [rip+disp32] operand (also for CALL_IND/JMP_IND) */
+    uint8_t disp_off;    /* offset of that disp32 within the instruction */
+    uint8_t modrm_off;   /* offset of the ModRM byte (0 if none) */
+    uint8_t rsp_mem;     /* an operand is rsp or addresses memory through rsp */
+    uint16_t id;         /* capstone x86_insn */
+    uint64_t target;     /* absolute branch target, or rip-relative operand address */
+} hs_insn;
+
+/* The window instructions of the last hs_analyze on this engine that
+ * planned a patch (plan->n_insns of them, as it decoded them), valid until
+ * the next hs_analyze. A caller that keeps a copy hands it to
+ * hs_emit_trampoline, which then decodes nothing: a decode costs more than
+ * the rest of a trampoline. */
+const hs_insn *hs_analyze_window(const hs_engine *e);
+
 /* ---- tail jumps and the timing wrapper (tail.c) ----------------------------
  *
  * A timed function runs on a copy of its argument area; a function it
@@ -210,6 +246,12 @@ size_t hs_tail_count(const hs_tail *t);
 void hs_tail_node(const hs_tail *t, size_t k, uint64_t *entry, int32_t *own, int32_t *need, size_t *n_exits);
 int hs_tail_exit(const hs_tail *t, size_t k, size_t j, hs_exit *x);
 
+/* The length of a trampoline's relocated instructions alone, without the
+ * jump back to `back` (the entry + window_len) that hs_emit_trampoline
+ * appends when the window does not end in a jump, return or call: the
+ * trampoline's `len` bytes at tramp, placed at tramp_addr. */
+size_t hs_tramp_body_len(const uint8_t *tramp, uint64_t tramp_addr, size_t len, uint64_t back);
+
 /* Emit the trampoline for `plan`, to run at `tramp_addr`: the window's
  * instructions relocated, then a jump back to addr + window_len (none when
  * the window ends in ret/jmp, or in a call, which is emitted as "push the
@@ -218,15 +260,11 @@ int hs_tail_exit(const hs_tail *t, size_t k, size_t j, hs_exit *x);
  * `cap` is too small.
  * tramp_off[i] receives the trampoline offset where original instruction i
  * starts (i < n_insns) and tramp_off[n_insns] the total length.
+ * `window`: the plan's instructions as hs_analyze_window gave them after
+ * the plan was made, or NULL: they are decoded again.
  * Returns the length written (<= cap), or 0 and sets *why
  * (HS_SKIP_OUT_OF_RANGE when a target does not reach from tramp_addr). */
-/* The length of a trampoline's relocated instructions alone, without the
- * jump back to `back` (the entry + window_len) that hs_emit_trampoline
- * appends when the window does not end in a jump, return or call: the
- * trampoline's `len` bytes at tramp, placed at tramp_addr. */
-size_t hs_tramp_body_len(const uint8_t *tramp, uint64_t tramp_addr, size_t len, uint64_t back);
-
-size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *plan,
+size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *plan, const hs_insn *window,
                           uint64_t tramp_addr, uint8_t *buf, size_t cap,
                           uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1], hs_skip_reason *why);
 

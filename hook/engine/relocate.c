@@ -86,31 +86,33 @@ static int emit_copy_rip(hs_emit *em, const hs_func_input *fn, const hs_insn *in
 }
 
 /* `lea r, [rip+x]` whose x does not reach from the trampoline: load the
- * address as a constant instead (same result, no flags touched). */
-static int emit_lea_abs(hs_emit *em, const hs_sinsn *s)
+ * address as a constant instead (same result, no flags touched). Its
+ * operands are decoded here (rarely needed: a window carries none). */
+static int emit_lea_abs(hs_emit *em, hs_engine *e, const hs_func_input *fn, const hs_insn *in)
 {
-    if (s->nops != 2 || s->op[0].type != X86_OP_REG)
+    hs_sinsn s;
+    if (hs__decode(e, fn, (int32_t)in->off, (int32_t)(in->off + in->len), &s.i, &s) < 0 || s.nops != 2 ||
+        s.op[0].type != X86_OP_REG)
         return -1;
-    int r = hs__gpr(s->op[0].reg);
+    int r = hs__gpr(s.op[0].reg);
     if (r < 0)
         return -1;
-    if (s->op[0].size == 8) {
-        hs_emit_mov_reg_imm64(em, r, s->i.target);
-    } else if (s->op[0].size == 4) {
+    if (s.op[0].size == 8) {
+        hs_emit_mov_reg_imm64(em, r, in->target);
+    } else if (s.op[0].size == 4) {
         if (r >= 8)
             hs_emit_u8(em, 0x41);
         hs_emit_u8(em, (uint8_t)(0xB8 | (r & 7)));
-        hs_emit_u32(em, (uint32_t)s->i.target);
+        hs_emit_u32(em, (uint32_t)in->target);
     } else {
         return -1;
     }
     return 0;
 }
 
-static int emit_one(hs_emit *em, const hs_func_input *fn, const hs_plan *plan,
-                    const hs_sinsn *s, const uint16_t *toff, hs_skip_reason *why)
+static int emit_one(hs_emit *em, hs_engine *e, const hs_func_input *fn, const hs_plan *plan,
+                    const hs_insn *in, const uint16_t *toff, hs_skip_reason *why)
 {
-    const hs_insn *in = &s->i;
     int64_t t = (int64_t)(in->target - fn->addr);
     int ti = (t >= 0 && t < plan->window_len) ? window_index(plan, t) : -1;
     int internal = ti >= 0;
@@ -129,7 +131,7 @@ static int emit_one(hs_emit *em, const hs_func_input *fn, const hs_plan *plan,
     case HS_I_JMP_IND:
         if (emit_copy_rip(em, fn, in, -1) == 0)
             return 0;
-        if (in->id == X86_INS_LEA && emit_lea_abs(em, s) == 0)
+        if (in->id == X86_INS_LEA && emit_lea_abs(em, e, fn, in) == 0)
             return 0;
         *why = HS_SKIP_OUT_OF_RANGE;
         return -1;
@@ -173,7 +175,7 @@ static int emit_one(hs_emit *em, const hs_func_input *fn, const hs_plan *plan,
     }
 }
 
-size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *plan,
+size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *plan, const hs_insn *window,
                           uint64_t tramp_addr, uint8_t *buf, size_t cap,
                           uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1], hs_skip_reason *why)
 {
@@ -186,11 +188,13 @@ size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *
         return 0;
     }
 
-    hs_sinsn ins[HS_MAX_WINDOW_INSNS];
+    hs_insn ins[HS_MAX_WINDOW_INSNS];
     int n = plan->n_insns;
     for (int i = 0; i < n; i++) {
         int32_t off = plan->insn_off[i], end = plan->insn_off[i + 1];
-        if (hs__decode(e, fn, off, end, &ins[i].i, &ins[i]) < 0 || ins[i].i.len != end - off) {
+        if (window && window[i].off == (uint32_t)off && window[i].len == end - off)
+            ins[i] = window[i];
+        else if (hs__decode(e, fn, off, end, &ins[i], NULL) < 0 || ins[i].len != end - off) {
             *why = HS_SKIP_UNDECODABLE;
             return 0;
         }
@@ -203,10 +207,10 @@ size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *
         hs_emit_init(&em, buf, cap, tramp_addr);
         for (int i = 0; i < n; i++) {
             toff[i] = (uint16_t)em.len;
-            if (emit_one(&em, fn, plan, &ins[i], toff, why) < 0)
+            if (emit_one(&em, e, fn, plan, &ins[i], toff, why) < 0)
                 return 0;
         }
-        const hs_insn *last = &ins[n - 1].i;
+        const hs_insn *last = &ins[n - 1];
         int ends = last->kind == HS_I_JMP || last->kind == HS_I_JMP_IND || last->kind == HS_I_RET ||
                    last->kind == HS_I_CALL || last->kind == HS_I_CALL_IND;
         if (!ends)

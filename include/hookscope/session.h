@@ -386,7 +386,23 @@ typedef struct hs_session_header {
      * function's descriptor, [wrap_rsi, wrap_gone) rsi does, [wrap_gone,
      * wrap_end) neither; wrap_ret is its call's return address */
     uint64_t wrap_begin, wrap_rsi, wrap_gone, wrap_end, wrap_ret;
+    /* rdtsc ticks of each step of installing hooks, summed over modules
+     * (HS_STEP_*; agent/install.c), for -v */
+    uint64_t install_step_ticks[16];
 } hs_session_header;
+
+/* install_step_ticks: the steps of hooking a module, in their order */
+enum {
+    HS_STEP_OPEN,       /* its PE, its file, its module record */
+    HS_STEP_LIST,       /* its functions: the injector's list (asked and waited for) or the image's */
+    HS_STEP_RECORDS,    /* the function records and per-function arrays */
+    HS_STEP_ANALYZE,    /* names, filters, analysis of every function */
+    HS_STEP_SIZE,       /* tail jump slots, stub sizes */
+    HS_STEP_EMIT,       /* the arena chunk, stubs and trampolines */
+    HS_STEP_UNWIND,     /* the module's state, the stubs' unwind data registered */
+    HS_STEP_PATCH,      /* the entries patched, the other threads frozen (not in install_ticks) */
+    HS_STEPS
+};
 
 /* end_watch: the detours in place */
 enum {

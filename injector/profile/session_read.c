@@ -149,6 +149,7 @@ void hs_session_header_copy(const hs_session_src *s, hs_session_header *out)
     AGENT(tsc_start);
     AGENT(stop_requested);
     AGENT(install_ticks_total);
+    AGENT(install_step_ticks);
     AGENT(overflow_calls);
     AGENT(threads_moved);
     AGENT(freezes);

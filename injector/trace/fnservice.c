@@ -28,6 +28,8 @@ struct hs_fnservice {
         hs_modsyms_status st;
         hs_fn_entry *list;
         long n;                  /* -1: did not fit */
+        long made;               /* n as made (n is -1 once the list was used) */
+        HANDLE warm;             /* warm_session */
         uint32_t matched;        /* the filters that matched */
         size_t cap;
     } pre;
@@ -43,6 +45,40 @@ static void tell(hs_fnservice *svc, const char *path, const char *msg)
     svc->told = hs_xrealloc(svc->told, (svc->ntold + 1) * sizeof *svc->told);
     svc->told[svc->ntold++] = hs_xstrdup(path);
     hs_err("%s", msg);
+}
+
+/* Read the pages of [p, p + len) of the session, committed first. */
+static void touch(char *p, uint64_t len)
+{
+    if (!hs_session_commit_ok(p, len))
+        return;
+    for (uint64_t off = 0; off < len; off += HS_PAGE)
+        (void)*(volatile char *)(p + off);
+    (void)*(volatile char *)(p + len - 1);
+}
+
+/* Under Wine a section is a file, and the first touch of its pages reads
+ * them in, with the disk's readahead (8 MB with this machine's
+ * read_ahead_kb): a few ms per range, paid by whichever process touches
+ * it first. Touched here, while the target starts, the ranges the agent
+ * writes first are in memory when it does: the overflow region's first
+ * page, which the install sets up as the function table first grows, the
+ * first page of region 0, which the first thread to call a hooked
+ * function (the target's main thread) sets up in that call, and, once the
+ * list made early is there, the records of its functions. A thread of its
+ * own, which nothing but hs_fnservice_stop waits for. */
+static DWORD WINAPI warm_session(void *arg)
+{
+    hs_fnservice *svc = arg;
+    const hs_session_header *L = &svc->s->layout;
+    char *view = svc->s->view;
+    touch(view + L->regions_off + (uint64_t)L->max_threads * L->region_size, HS_PAGE);
+    touch(view + L->regions_off, HS_PAGE);
+    WaitForSingleObject(svc->pre.thread, INFINITE);
+    long n = svc->pre.made;
+    if (n > 0 && (uint64_t)n <= L->max_functions)
+        touch(view + L->funcs_off, (uint64_t)n * L->func_rec_size);
+    return 0;
 }
 
 /* The exe's list, built while the target is being started and the agent
@@ -61,6 +97,7 @@ static DWORD WINAPI prefetch(void *arg)
         svc->pre.n = hs_fnlist_build(svc->pre.syms, &flt, hs_basename(svc->pre.path), svc->pre.list, svc->pre.cap);
         svc->pre.matched = flt.matched;
     }
+    svc->pre.made = svc->pre.n;
     return 0;
 }
 
@@ -71,6 +108,8 @@ void hs_fnservice_prefetch(hs_fnservice *svc, const wchar_t *exe)
     svc->pre.path = hs_utf8(exe);
     svc->pre.cap = svc->s->layout.fn_list_cap;
     svc->pre.thread = CreateThread(NULL, 0, prefetch, svc, 0, NULL);
+    if (svc->pre.thread)
+        svc->pre.warm = CreateThread(NULL, 0, warm_session, svc, 0, NULL);
 }
 
 /* The list made in advance, when the record is of that file as it is
@@ -186,6 +225,10 @@ void hs_fnservice_stop(hs_fnservice *svc)
         SetEvent(svc->stop);
         WaitForSingleObject(svc->thread, INFINITE);
         CloseHandle(svc->thread);
+    }
+    if (svc->pre.warm) {
+        WaitForSingleObject(svc->pre.warm, INFINITE);
+        CloseHandle(svc->pre.warm);
     }
     if (svc->pre.thread) {
         WaitForSingleObject(svc->pre.thread, INFINITE);

@@ -157,6 +157,21 @@ int hs_trace_check_filters(hs_trace *t, const hs_trace_config *o)
     return rc;
 }
 
+/* -v: how long each step of installing the hooks took, over all modules. */
+static void log_install_steps(const hs_session_header *h, double tsc_hz)
+{
+    static const char *const names[HS_STEPS] = { "open", "function list", "records", "analyze", "size",
+                                                 "emit", "unwind", "patch" };
+    char line[400];
+    size_t n = 0;
+    if (!(tsc_hz > 0))
+        return;
+    for (int i = 0; i < HS_STEPS && n < sizeof line; i++)
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.1f ms", i ? ", " : "", names[i],
+                              1e3 * (double)h->install_step_ticks[i] / tsc_hz);
+    hs_log("install steps: %s", line);
+}
+
 int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
 {
     /* the run's end, before the sampler's own wind-down; the counter and
@@ -177,6 +192,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
     if (t->session.view) {
         h = &hcopy;
         hs_session_host_header(&t->session, &hcopy);
+        log_install_steps(h, p->tsc_hz);
         if (h->error_text[0])
             hs_profile_warn(p, "%s", h->error_text);
         hs_session_src src = hs_session_host_src(&t->session);

@@ -30,7 +30,8 @@ static void hexs(char *out, const uint8_t *b, size_t n)
         sprintf(out + 3 * i, "%02x ", b[i]);
 }
 
-/* analyze + emit at `tramp`, compare with `want` */
+/* analyze + emit at `tramp`, compare with `want`: from the window the
+ * analysis kept (as the agent emits), and decoded again (NULL) */
 static void tramp_case(const char *name, const uint8_t *code, uint32_t size, uint64_t tramp,
                        int want_win, const uint8_t *want, size_t want_len)
 {
@@ -43,13 +44,18 @@ static void tramp_case(const char *name, const uint8_t *code, uint32_t size, uin
         tap_fail(name, "not hooked: %s", hs_skip_reason_name(p.reason));
         return;
     }
-    size_t n = hs_emit_trampoline(eng, &f, &p, tramp, buf, sizeof buf, toff, &why);
-    char got[160], exp[160];
-    hexs(got, buf, n);
-    hexs(exp, want, want_len);
-    tap_check(p.kind == HS_PATCH_JMP32 && p.window_len == want_win && n == want_len &&
-                  memcmp(buf, want, n) == 0 && n <= p.tramp_max && toff[p.n_insns] == n,
-              name, "window %d, got [%s] want [%s]", p.window_len, got, exp);
+    for (int kept = 1; kept >= 0; kept--) {
+        memset(buf, 0, sizeof buf);
+        size_t n = hs_emit_trampoline(eng, &f, &p, kept ? hs_analyze_window(eng) : NULL, tramp, buf, sizeof buf,
+                                      toff, &why);
+        char got[160], exp[160], nm[120];
+        hexs(got, buf, n);
+        hexs(exp, want, want_len);
+        snprintf(nm, sizeof nm, "%s%s", name, kept ? "" : "/decoded");
+        tap_check(p.kind == HS_PATCH_JMP32 && p.window_len == want_win && n == want_len &&
+                      memcmp(buf, want, n) == 0 && n <= p.tramp_max && toff[p.n_insns] == n,
+                  nm, "window %d, got [%s] want [%s]", p.window_len, got, exp);
+    }
 }
 
 static void relocation_cases(void)
@@ -125,7 +131,7 @@ static void relocation_cases(void)
     uint8_t buf[HS_TRAMP_MAX];
     hs_skip_reason why = HS_OK;
     hs_analyze(eng, &f, 0, &p);
-    size_t n = hs_emit_trampoline(eng, &f, &p, TFAR, buf, sizeof buf, NULL, &why);
+    size_t n = hs_emit_trampoline(eng, &f, &p, hs_analyze_window(eng), TFAR, buf, sizeof buf, NULL, &why);
     tap_check(n == 0 && why == HS_SKIP_OUT_OF_RANGE, "reloc/rip-load-out-of-range", "len %zu why %s", n,
               hs_skip_reason_name(why));
 }
@@ -168,7 +174,7 @@ static void patch_cases(void)
     hs_analyze(eng, &f3, 0, &p);
     uint16_t toff[HS_MAX_WINDOW_INSNS + 1];
     uint8_t buf[HS_TRAMP_MAX];
-    size_t n = hs_emit_trampoline(eng, &f3, &p, T, buf, sizeof buf, toff, NULL);
+    size_t n = hs_emit_trampoline(eng, &f3, &p, hs_analyze_window(eng), T, buf, sizeof buf, toff, NULL);
     tap_check(n == 26 && toff[0] == 0 && toff[1] == 1 && toff[2] == 26 && hs_orig_to_tramp(&p, toff, 0) == 0 &&
                   hs_orig_to_tramp(&p, toff, 1) == 1 && hs_orig_to_tramp(&p, toff, 3) == -1 &&
                   hs_tramp_to_orig(&p, toff, 1) == 1 && hs_tramp_to_orig(&p, toff, 5) == -1 &&

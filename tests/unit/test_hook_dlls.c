@@ -186,7 +186,7 @@ static void scan_module(hs_engine *e, const char *path)
         double t1 = now_us();
         size_t tl = 0;
         if (plan.reason == HS_OK) {
-            tl = hs_emit_trampoline(e, &fn, &plan, tramp_base, tbuf, sizeof tbuf, toff, &why);
+            tl = hs_emit_trampoline(e, &fn, &plan, hs_analyze_window(e), tramp_base, tbuf, sizeof tbuf, toff, &why);
             if (tl && hs_emit_patch(&fn, &plan, tramp_base, patch) < 0)
                 tl = 0;
         }

@@ -541,6 +541,19 @@ static void test_sort(void)
         if (v[i - 1].key > v[i].key || (v[i - 1].key == v[i].key && v[i - 1].seq > v[i].seq))
             ok = 0;
     tap_check(ok, "stable sort with a context", "out of order");
+    /* in order but for the last element (the check for an array already
+     * in order runs to its end), then in order already: left as it is */
+    for (int i = 0; i < 1000; i++) {
+        v[i].key = i / 3;
+        v[i].seq = i;
+    }
+    v[999].key = 1;
+    hs_sort(v, 1000, sizeof *v, cmp_pair, &dir);
+    ok = v[6].key == 1 && v[6].seq == 999 && v[5].seq == 5 && v[7].seq == 6 && v[999].seq == 998;
+    hs_sort(v, 1000, sizeof *v, cmp_pair, &dir);
+    ok &= v[6].seq == 999 && v[7].seq == 6;
+    tap_check(ok, "stable sort: the last out of order, then all in order", "got seq %d %d %d at 5..7", v[5].seq,
+              v[6].seq, v[7].seq);
 }
 
 /* hs_sort_top: the first `top` of hs_sort's order, ties (17 keys over 1000

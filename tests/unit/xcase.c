@@ -141,8 +141,21 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         snprintf(why, n, "not hooked: %s", hs_skip_reason_name(plan->reason));
         return XC_NOT_HOOKED;
     }
-    out->tramp_len = hs_emit_trampoline(e, &fn, plan, T, out->tramp, sizeof out->tramp,
+    /* from the window the analysis kept, as the agent emits; decoded again,
+     * the same trampoline */
+    uint8_t again[HS_TRAMP_MAX];
+    uint16_t again_off[HS_MAX_WINDOW_INSNS + 1];
+    hs_skip_reason again_why;
+    out->tramp_len = hs_emit_trampoline(e, &fn, plan, hs_analyze_window(e), T, out->tramp, sizeof out->tramp,
                                         out->tramp_off, &out->tramp_why);
+    size_t again_len = hs_emit_trampoline(e, &fn, plan, NULL, T, again, sizeof again, again_off, &again_why);
+    if (again_len != out->tramp_len || again_why != out->tramp_why || memcmp(again, out->tramp, again_len) ||
+        (again_len && memcmp(again_off, out->tramp_off, sizeof again_off))) {
+        snprintf(why, n, "the trampoline from the analyzed window (%zu bytes, %s) is not the one decoded "
+                 "again (%zu bytes, %s)", out->tramp_len, hs_skip_reason_name(out->tramp_why), again_len,
+                 hs_skip_reason_name(again_why));
+        return XC_DIFFERENT;
+    }
     if (out->tramp_len == 0) {
         snprintf(why, n, "no trampoline: %s", hs_skip_reason_name(out->tramp_why));
         return XC_NO_TRAMP;
