@@ -164,6 +164,40 @@ def test_trace_header():
             hs.eq(f.read(), txt, f"{trace}: report DIR writes the header again")
 
 
+def jit_self(j):
+    """[(module, function, self samples)] of the functions of JIT modules with self samples."""
+    jit = {m["id"] for m in j["modules"] + j["loaded_modules"] if m.get("jit")}
+    return sorted((f["module"], f["name"], f["samples"]["self"]) for f in j["functions"]
+                  if f["module_id"] in jit and f.get("samples", {}).get("self"))
+
+
+def test_jit_names_against_the_independent_decoder():
+    """Test.x86.exe's methods come from MethodLoadVerbose events (and their
+    unloads), PerfView's from the rundown's MethodDCEndVerbose alone: both
+    named per method, self samples exactly as the independent decoder counts
+    leaves in each method's range at the sample's time."""
+    hs.need(PERFVIEW)
+    for process, methods, samples in (("Test.x86.exe", 28, 2502), ("perfview.exe", 30, 36)):
+        out = hs.outdir("etl-jit-" + process)
+        p = hs.hookscope(["report", "-q", "--etl", PERFVIEW, "--process", process, "-o", out])
+        hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+        j = load(out)
+        want = sorted(((mod or "") + "[jit]", name, n)
+                      for (mod, name, _start), n in etl_reference.jit_samples(os.path.join(hs.ROOT, PERFVIEW),
+                                                                              process).items())
+        got = jit_self(j)
+        hs.eq(got, want, f"{process}: JIT methods' self samples")
+        hs.eq((len(got), sum(n for _m, _f, n in got)), (methods, samples), f"{process}: methods and samples")
+        if process == "Test.x86.exe":
+            test_out = out
+    # every output names them: the folded stacks and the report
+    folded = open(os.path.join(hs.ROOT, test_out, "cpu-stacks.folded")).read()
+    hs.check("clr.dll+0x2552;Test.x86.exe[jit]!Test.Program.Main;" in folded, "Main under the CLR in the folded stacks")
+    txt = open(os.path.join(hs.ROOT, test_out, "report.txt")).read()
+    top = txt.split(" self%   total")[1].splitlines()[1].split()
+    hs.eq(top[-2:], ["System.DateTime.GetDatePart", "mscorlib.dll[jit]"], "report.txt's top function")
+
+
 def test_report_writes_an_etl_profile_again():
     hs.need(PERFVIEW)
     out = hs.outdir("etl-again")
