@@ -620,3 +620,34 @@ void etlb_p_interval(etlb_bytes *o, uint32_t source, uint32_t new_interval, uint
     eb_u32(o, new_interval);
     eb_u32(o, old_interval);
 }
+
+void etlb_p_clr_method(etlb_bytes *o, unsigned version, uint64_t method_id, uint64_t module_id, uint64_t start,
+                       uint32_t size, const char *ns, const char *name, const char *sig, uint64_t rejit_id)
+{
+    eb_u64(o, method_id);
+    eb_u64(o, module_id);
+    eb_u64(o, start);
+    eb_u32(o, size);
+    eb_u32(o, 0x06000001);            /* MethodToken */
+    eb_u32(o, 0);                     /* MethodFlags */
+    eb_wstr(o, ns);
+    eb_wstr(o, name);
+    eb_wstr(o, sig);
+    if (version >= 1)
+        eb_u16(o, 9);                 /* ClrInstanceID */
+    if (version >= 2)
+        eb_u64(o, rejit_id);
+}
+
+void etlb_p_clr_module(etlb_bytes *o, unsigned version, uint64_t module_id, const char *il_path,
+                       const char *native_path)
+{
+    eb_u64(o, module_id);
+    eb_u64(o, 0x5000 + module_id);    /* AssemblyID */
+    eb_u32(o, 8);                     /* ModuleFlags */
+    eb_u32(o, 0);
+    eb_wstr(o, il_path);
+    eb_wstr(o, native_path);
+    if (version >= 1)
+        eb_u16(o, 9);
+}
