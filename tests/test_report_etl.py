@@ -308,14 +308,14 @@ def test_trace_without_context_switches_says_unknown():
     hs.check(rows and all(r[3] == "-" and r[4] == "-" for r in rows), f"the threads table shows - : {rows[:3]}")
 
 
-def synthetic(kind, name):
+def synthetic(kind, name, process="states.exe"):
     """A trace of tests/support/etlgen.c's timeline, reported: (report.json, report.txt lines)."""
     hs.need(ETLGEN)
     out = hs.outdir(name)
     os.makedirs(os.path.join(hs.ROOT, out))
     etl = os.path.join(out, kind + ".etl")
     subprocess.run([os.path.join(hs.ROOT, ETLGEN), kind, os.path.join(hs.ROOT, etl)], check=True)
-    p = hs.hookscope(["report", "-q", "--etl", etl, "--process", "states.exe", "-o", out + "/report"])
+    p = hs.hookscope(["report", "-q", "--etl", etl, "--process", process, "-o", out + "/report"])
     hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
     txt = open(os.path.join(hs.ROOT, out, "report", "report.txt"), encoding="utf-8").read().splitlines()
     return load(out + "/report"), txt
@@ -397,3 +397,21 @@ def test_synthetic_without_ready_thread():
                                        (13, 8, ["states.exe+0x1400", "states.exe+0x1480"])], "wait stacks")
     hs.check("warning    the trace has no ReadyThread events: a thread woken from a wait counts as waiting until "
              "it runs" in txt, "report.txt says so")
+
+
+def test_synthetic_jit_range_reused():
+    """etlgen's "jit" timeline: one range holds App.Cache.Fill, nothing
+    after its unload, then App.Cache.Reused; each sample there is named by
+    what held it at its time. The reused range's method is in a module of
+    its own ("#2"), so that no module has two functions at one address."""
+    j, _txt = synthetic("jit", "etl-jit-synthetic", "jit.exe")
+    hs.eq(jit_self(j), [("App.dll[jit]", "App.Cache.Fill", 1), ("App.dll[jit]#2", "App.Cache.Reused", 2)],
+          "JIT methods' self samples")
+    folded = open(os.path.join(hs.OUT, "etl-jit-synthetic", "report", "cpu-stacks.folded")).read()
+    hs.eq(sorted(folded.splitlines()),
+          ["jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;0x7ff000030010 1",
+           "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]!App.Cache.Fill 1",
+           "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]#2!App.Cache.Reused 2"], "the folded stacks")
+    mods = {m["name"]: m for m in j["modules"] + j["loaded_modules"]}
+    hs.eq((mods["App.dll[jit]"]["path"], mods["App.dll[jit]"].get("jit")), ("C:\\app\\App.dll", True),
+          "the assembly's module: its path as logged, marked jit")

@@ -123,7 +123,9 @@ static int32_t module_of(const resolver *r, uint64_t addr)
     if (lo == 0)
         return -1;
     size_t m = r->by_base[lo - 1];
-    return addr < p->modules[m].base + p->modules[m].size ? (int32_t)m : -1;
+    /* JIT code is a module only where the trace said so at the sample's
+     * time (the frame's hint): its range may have held nothing then */
+    return addr < p->modules[m].base + p->modules[m].size && !p->modules[m].jit ? (int32_t)m : -1;
 }
 
 /* Where `at` is (the function and its start), as a location whose offset

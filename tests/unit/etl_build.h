@@ -110,5 +110,7 @@ void etlb_p_clr_module(etlb_bytes *o, unsigned version, uint64_t module_id, cons
 /* The GUIDs of the kernel groups and of KernelTraceControl's ImageID, as stored. */
 extern const uint8_t etlb_guid_process[16], etlb_guid_thread[16], etlb_guid_image[16], etlb_guid_perfinfo[16],
     etlb_guid_stackwalk[16], etlb_guid_imageid[16], etlb_guid_other[16];
+/* The CLR's runtime and rundown providers and its classic MethodGuid task. */
+extern const uint8_t etlb_guid_clr_runtime[16], etlb_guid_clr_rundown[16], etlb_guid_clr_method[16];
 
 #endif

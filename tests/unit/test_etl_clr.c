@@ -23,14 +23,6 @@
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
 static char name[160];
 
-/* As stored (Data1..3 little-endian). */
-static const uint8_t runtime[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
-                                    0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
-static const uint8_t rundown[16] = {0x1c, 0x02, 0x69, 0xa6, 0x50, 0xc4, 0x09, 0x46,
-                                    0xa0, 0x35, 0x5a, 0xf5, 0x9a, 0xf4, 0xdf, 0x18};
-static const uint8_t method_mof[16] = {0x1a, 0xf6, 0x44, 0x30, 0xb0, 0x99, 0x21, 0x4c,
-                                       0xb2, 0x03, 0xd3, 0x94, 0x23, 0xc7, 0x3b, 0x00};
-
 enum { PID = 100, TID = 7 };
 
 static void method(etlb *b, const uint8_t *guid, uint16_t id, uint8_t opcode, unsigned version, uint64_t ts,
@@ -61,20 +53,20 @@ static void test_methods(unsigned P)
     etlb_bytes pl = {0};
     etlb_init(&b, P, 1, 4096);
     etlb_begin(&b, 0, 1);
-    method(&b, runtime, 143, 37, 0, 100, 1, 7, 0x10000, 0x100, "App.Parser", "Parse");          /* V0 */
-    method(&b, runtime, 143, 37, 1, 110, 2, 0, 0x20000, 0x80, "", "JIT_Stub");                   /* V1 */
-    method(&b, runtime, 143, 37, 2, 120, 3, 7, 0x30000, 0x40, "App.Cache", "Fill");              /* V2 */
+    method(&b, etlb_guid_clr_runtime, 143, 37, 0, 100, 1, 7, 0x10000, 0x100, "App.Parser", "Parse");          /* V0 */
+    method(&b, etlb_guid_clr_runtime, 143, 37, 1, 110, 2, 0, 0x20000, 0x80, "", "JIT_Stub");                   /* V1 */
+    method(&b, etlb_guid_clr_runtime, 143, 37, 2, 120, 3, 7, 0x30000, 0x40, "App.Cache", "Fill");              /* V2 */
     etlb_end(&b, ETLB_PLAIN);
     etlb_begin(&b, 0, 2);
     etlb_p_clr_method(&pl, 0, 6, 7, 0x50000, 0x20, "Old.Style", "Mof", "", 0);
-    etlb_classic(&b, 0, method_mof, 37, 0, TID, PID, 135, &pl);
-    method(&b, runtime, 144, 38, 2, 200, 3, 7, 0x30000, 0x40, "App.Cache", "Fill");              /* unload */
-    method(&b, runtime, 143, 37, 2, 300, 4, 7, 0x30000, 0x40, "App.Cache", "Reused");            /* same range */
-    method(&b, rundown, 144, 40, 1, 400, 1, 7, 0x10000, 0x100, "App.Parser", "Parse");           /* DCEnd, loaded */
-    method(&b, rundown, 144, 40, 1, 401, 5, 7, 0x40000, 0x10, "App.Main", "Run");                /* DCEnd only */
+    etlb_classic(&b, 0, etlb_guid_clr_method, 37, 0, TID, PID, 135, &pl);
+    method(&b, etlb_guid_clr_runtime, 144, 38, 2, 200, 3, 7, 0x30000, 0x40, "App.Cache", "Fill");              /* unload */
+    method(&b, etlb_guid_clr_runtime, 143, 37, 2, 300, 4, 7, 0x30000, 0x40, "App.Cache", "Reused");            /* same range */
+    method(&b, etlb_guid_clr_rundown, 144, 40, 1, 400, 1, 7, 0x10000, 0x100, "App.Parser", "Parse");           /* DCEnd, loaded */
+    method(&b, etlb_guid_clr_rundown, 144, 40, 1, 401, 5, 7, 0x40000, 0x10, "App.Main", "Run");                /* DCEnd only */
     pl.n = 0;
     etlb_p_clr_module(&pl, 1, 7, "C:\\app\\App.dll", "");
-    etlb_evh(&b, rundown, 154, 36, 1, TID, PID, 402, NULL, 0, &pl);
+    etlb_evh(&b, etlb_guid_clr_rundown, 154, 36, 1, TID, PID, 402, NULL, 0, &pl);
     etlb_end(&b, ETLB_PLAIN);
 
     hs_etl_trace t;
@@ -118,7 +110,7 @@ static void test_short_event(void)
     etlb_begin(&b, 0, 1);
     for (int i = 0; i < 20; i++)
         eb_u8(&pl, 0);
-    etlb_evh(&b, runtime, 143, 37, 1, TID, PID, 100, NULL, 0, &pl);
+    etlb_evh(&b, etlb_guid_clr_runtime, 143, 37, 1, TID, PID, 100, NULL, 0, &pl);
     etlb_end(&b, ETLB_PLAIN);
     hs_etl_trace t;
     hs_etl_error err;
