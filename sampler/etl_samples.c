@@ -135,14 +135,15 @@ static int32_t module_of(builder *b, uint32_t i)
     return (int32_t)m;
 }
 
-/* Methods k and i are of one process, assembly and generation: how many
- * methods of the process had the same start before (a range reused after
+/* Methods k and i are of one process, assembly, generation (how many
+ * methods of the process had the same start before: a range reused after
  * an unload; each reuse goes into a module of its own, so that two
- * functions never share an address in one module). */
+ * functions never share an address in one module) and 4 GiB window (a
+ * function's rva is 32-bit). */
 static bool jit_same_module(const builder *b, uint32_t k, uint32_t i)
 {
     const hs_etl_jit *x = &b->t->jits[k], *y = &b->t->jits[i];
-    return x->pid == y->pid && b->jit_gen[k] == b->jit_gen[i] &&
+    return x->pid == y->pid && b->jit_gen[k] == b->jit_gen[i] && x->start >> 32 == y->start >> 32 &&
            (x->module && y->module ? !strcmp(x->module, y->module) : x->module == y->module);
 }
 

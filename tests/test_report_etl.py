@@ -405,13 +405,16 @@ def test_synthetic_jit_range_reused():
     what held it at its time. The reused range's method is in a module of
     its own ("#2"), so that no module has two functions at one address."""
     j, _txt = synthetic("jit", "etl-jit-synthetic", "jit.exe")
-    hs.eq(jit_self(j), [("App.dll[jit]", "App.Cache.Fill", 1), ("App.dll[jit]#2", "App.Cache.Reused", 2)],
-          "JIT methods' self samples")
+    hs.eq(jit_self(j), [("App.dll[jit]", "App.Cache.Fill", 1), ("App.dll[jit]", "App.Far.Away", 1),
+                        ("App.dll[jit]#2", "App.Cache.Reused", 2)], "JIT methods' self samples")
     folded = open(os.path.join(hs.OUT, "etl-jit-synthetic", "report", "cpu-stacks.folded")).read()
     hs.eq(sorted(folded.splitlines()),
           ["jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;0x7ff000030010 1",
            "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]!App.Cache.Fill 1",
+           "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]!App.Far.Away 1",
            "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]#2!App.Cache.Reused 2"], "the folded stacks")
     mods = {m["name"]: m for m in j["modules"] + j["loaded_modules"]}
+    hs.eq(sorted(int(m["base"], 16) for m in j["modules"] + j["loaded_modules"] if m["name"] == "App.dll[jit]"),
+          [0x7ff000010000, 0x7ff100030000], "a module per 4 GiB of JIT code")
     hs.eq((mods["App.dll[jit]"]["path"], mods["App.dll[jit]"].get("jit")), ("C:\\app\\App.dll", True),
           "the assembly's module: its path as logged, marked jit")

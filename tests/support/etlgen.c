@@ -164,6 +164,9 @@ static int write_file(const char *path)
  *    5.0   MethodLoadVerbose V0 App.Cache.Reused  [JIT+0x30000, +0x40)
  *    6.0   sample at JIT+0x30010                  Reused
  *    7.0   sample at JIT+0x30010                  Reused
+ *    8.0   MethodLoadVerbose V1 App.Far.Away      [JIT+0x100030000, +0x10): 4 GiB
+ *          past the others, in a module of its own (a function's rva is 32-bit)
+ *    9.0   sample at JIT+0x100030004              Away
  */
 #define JIT 0x7ff000000000ull
 
@@ -206,6 +209,8 @@ static int jit(const char *path)
     jit_method(143, 0, 5.0, 4, JIT + 0x30000, 0x40, "App.Cache", "Reused");
     jit_sample(6.0, JIT + 0x30010);
     jit_sample(7.0, JIT + 0x30010);
+    jit_method(143, 1, 8.0, 5, JIT + 0x100030000ull, 0x10, "App.Far", "Away");
+    jit_sample(9.0, JIT + 0x100030004ull);
     etlb_end(&b, ETLB_PLAIN);
     return write_file(path);
 }
