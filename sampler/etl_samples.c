@@ -108,6 +108,9 @@ typedef struct builder {
     hs_sampleset *out;
     hs_etl_sample_stats *st;
     int32_t *image_module;       /* trace image -> the set's module, -1: not added yet */
+    int32_t *jit_module;         /* trace JIT method -> the set's module, -1: not added yet */
+    uint32_t *jit_gen;           /* trace JIT method -> earlier methods of its process at its start */
+    bool *jit_used;              /* trace JIT method -> a function of its module already */
     uint64_t *frames;
     int32_t *mods;
     uint32_t cap;
@@ -130,6 +133,68 @@ static int32_t module_of(builder *b, uint32_t i)
     free(local);
     b->image_module[i] = (int32_t)m;
     return (int32_t)m;
+}
+
+/* Methods k and i are of one process, assembly, generation (how many
+ * methods of the process had the same start before: a range reused after
+ * an unload; each reuse goes into a module of its own, so that two
+ * functions never share an address in one module) and 4 GiB window (a
+ * function's rva is 32-bit). */
+static bool jit_same_module(const builder *b, uint32_t k, uint32_t i)
+{
+    const hs_etl_jit *x = &b->t->jits[k], *y = &b->t->jits[i];
+    return x->pid == y->pid && b->jit_gen[k] == b->jit_gen[i] && x->start >> 32 == y->start >> 32 &&
+           (x->module && y->module ? !strcmp(x->module, y->module) : x->module == y->module);
+}
+
+/* The set's module of JIT method i: one per assembly (named by its file
+ * name and "[jit]", e.g. "mscorlib.dll[jit]", beside the NGen or IL image
+ * of the same name; its path the assembly's as logged; "[jit]" alone for
+ * code no module event names, the runtime's stubs), spanning its methods
+ * in the process, each of which is one of its functions; "#2" and on for
+ * the methods of a range reused after an unload. */
+static int32_t jit_module_of(builder *b, uint32_t i)
+{
+    if (b->jit_module[i] >= 0)
+        return b->jit_module[i];
+    const hs_etl_trace *t = b->t;
+    const hs_etl_jit *j = &t->jits[i];
+    uint32_t gen = b->jit_gen[i];
+    uint64_t lo = j->start, hi = j->start + j->size;
+    for (uint32_t k = 0; k < t->njits; k++) {
+        const hs_etl_jit *o = &t->jits[k];
+        if (jit_same_module(b, k, i)) {
+            lo = o->start < lo ? o->start : lo;
+            hi = o->start + o->size > hi ? o->start + o->size : hi;
+        }
+    }
+    char path[600], name[300];
+    const char *file = j->module ? hs_basename(j->module) : "";
+    snprintf(path, sizeof path, "%s%s%.0u", j->module ? j->module : "[jit]", gen ? "#" : "", gen ? gen + 1 : 0);
+    snprintf(name, sizeof name, "%s[jit]%s%.0u", file, gen ? "#" : "", gen ? gen + 1 : 0);
+    uint32_t m = hs_sampleset_module(b->out, path, lo, (uint32_t)(hi - lo > UINT32_MAX ? UINT32_MAX : hi - lo), 0,
+                                     false, false);
+    hs_sampleset_module_identity(b->out, m, name, false, NULL, 0, NULL);
+    for (uint32_t k = 0; k < t->njits; k++)
+        if (jit_same_module(b, k, i))
+            b->jit_module[k] = (int32_t)m;
+    return (int32_t)m;
+}
+
+/* The set's module of JIT method i, which becomes one of its functions
+ * when a frame first falls in it (as a function a symbol file names is
+ * added where a frame falls in it: two methods of one name are told apart
+ * among those sampled). */
+static int32_t jit_frame_module(builder *b, uint32_t i)
+{
+    int32_t m = jit_module_of(b, i);
+    if (!b->jit_used[i]) {
+        const hs_etl_jit *j = &b->t->jits[i];
+        const hs_sample_module mod = hs_sampleset_module_at(b->out, (size_t)m);
+        b->jit_used[i] = true;
+        hs_sampleset_module_func(b->out, (uint32_t)m, (uint32_t)(j->start - mod.base), j->size, j->name);
+    }
+    return m;
 }
 
 /* Count n samples of this kind on thread tid with the stack st (NULL or
@@ -159,7 +224,9 @@ static uint64_t add(builder *b, uint32_t tid, uint64_t ts, const hs_etl_stack *s
     for (uint32_t d = 0; d < depth; d++) {
         /* a return address points after its call */
         const hs_etl_image *img = hs_etl_image_at(b->t, b->pid, d ? b->frames[d] - 1 : b->frames[d], ts);
-        b->mods[d] = img ? module_of(b, (uint32_t)(img - b->t->images)) : -1;
+        const hs_etl_jit *jit = img ? NULL : hs_etl_jit_at(b->t, b->pid, d ? b->frames[d] - 1 : b->frames[d], ts);
+        b->mods[d] = img ? module_of(b, (uint32_t)(img - b->t->images))
+                         : jit ? jit_frame_module(b, (uint32_t)(jit - b->t->jits)) : -1;
     }
     uint32_t id = hs_sampleset_stack_in(b->out, tid, false, b->frames, b->mods, depth);
     uint8_t k = attr == HS_ATTR_HOOKSCOPE ? HS_SAMPLE_HOOKSCOPE : kind;
@@ -345,10 +412,21 @@ uint64_t hs_etl_samples(const hs_etl_trace *t, uint32_t index, const hs_codemap 
     stats->interval = t->sample_interval ? t->sample_interval : 10000;
     if (index >= t->nprocs)
         return 0;
-    builder b = { t, t->procs[index].pid, own, map_path, map_ctx, out, stats, NULL, NULL, NULL, 256 };
+    builder b = { t, t->procs[index].pid, own, map_path, map_ctx, out, stats, NULL, NULL, NULL, NULL, NULL, NULL, 256 };
     b.image_module = hs_xmalloc((t->nimages ? t->nimages : 1) * sizeof *b.image_module);
     for (uint32_t i = 0; i < t->nimages; i++)
         b.image_module[i] = -1;
+    b.jit_module = hs_xmalloc((t->njits ? t->njits : 1) * sizeof *b.jit_module);
+    b.jit_gen = hs_xcalloc(t->njits ? t->njits : 1, sizeof *b.jit_gen);
+    b.jit_used = hs_xcalloc(t->njits ? t->njits : 1, sizeof *b.jit_used);
+    hs_map starts = {0};
+    for (uint32_t i = 0; i < t->njits; i++) {
+        b.jit_module[i] = -1;
+        uint32_t n = hs_map_get(&starts, t->jits[i].start, t->jits[i].pid);
+        b.jit_gen[i] = n == HS_MAP_NONE ? 0 : n + 1;
+        hs_map_put(&starts, t->jits[i].start, t->jits[i].pid, b.jit_gen[i]);
+    }
+    hs_map_free(&starts);
     b.frames = hs_xmalloc(b.cap * sizeof *b.frames);
     b.mods = hs_xmalloc(b.cap * sizeof *b.mods);
     uint64_t added = 0;
@@ -367,5 +445,8 @@ uint64_t hs_etl_samples(const hs_etl_trace *t, uint32_t index, const hs_codemap 
     free(b.frames);
     free(b.mods);
     free(b.image_module);
+    free(b.jit_module);
+    free(b.jit_gen);
+    free(b.jit_used);
     return added;
 }

@@ -82,7 +82,12 @@ typedef struct hs_etl_sample_stats {
  * frame with its module, the image mapped there at the sample's time
  * (a return address is looked up one byte back, in its call); the images
  * used as the set's modules, with their names, kernel flag and PDB
- * identity (DbgID_RSDS). Then the ready and wait samples of its threads
+ * identity (DbgID_RSDS). A frame no image holds, in a JIT-compiled
+ * method's code at that time (hs_etl_jit_at), is in a module of the set
+ * per assembly ("mscorlib.dll[jit]", no file) whose functions are the
+ * methods frames fell in (hs_sampleset_module_func), named
+ * "Namespace.Type.Method"; a range reused after an unload puts the later
+ * method in another module ("...[jit]#2"). Then the ready and wait samples of its threads
  * (above), and each thread's time waiting and ready
  * (hs_sampleset_thread_states); a trace without context switches makes
  * the set's ready and wait unknown (hs_sampleset_off_cpu_unknown).

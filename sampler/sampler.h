@@ -93,6 +93,10 @@ uint32_t hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, u
  * its file is not here. */
 void hs_sampleset_module_identity(hs_sampleset *s, uint32_t module, const char *name, bool kernel,
                                   const uint8_t guid[16], uint32_t age, const char *pdb_name);
+/* A function the backend itself names in a module that has no file (code
+ * JIT-compiled at run time, named by the runtime's events): rva and size
+ * from the module's base; the name is copied. */
+void hs_sampleset_module_func(hs_sampleset *s, uint32_t module, uint32_t rva, uint32_t size, const char *name);
 /* A thread's CPU time in seconds (-1 unknown); threads are known from
  * their samples too. */
 void hs_sampleset_thread(hs_sampleset *s, uint32_t tid, double cpu_s);
@@ -120,6 +124,11 @@ typedef struct hs_sample_stack {
     uint64_t count[HS_SAMPLE__KINDS];   /* by hs_sample_kind */
 } hs_sample_stack;
 
+typedef struct hs_sample_func {
+    uint32_t rva, size;
+    const char *name;
+} hs_sample_func;
+
 typedef struct hs_sample_module {
     const char *path;
     const char *name;          /* NULL: the path's file name */
@@ -130,6 +139,8 @@ typedef struct hs_sample_module {
     uint8_t pdb_guid[16];
     uint32_t pdb_age;
     const char *pdb_name;
+    const hs_sample_func *funcs;   /* hs_sampleset_module_func: a module of named code, no file */
+    size_t nfuncs;
 } hs_sample_module;
 
 typedef struct hs_sample_thread {

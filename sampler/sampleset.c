@@ -34,6 +34,8 @@ typedef struct set_module {
     uint8_t pdb_guid[16];
     uint32_t pdb_age;
     char *pdb_name;
+    hs_sample_func *funcs;     /* hs_sampleset_module_func */
+    size_t nfuncs, cap_funcs;
 } set_module;
 
 typedef struct set_thread {
@@ -79,6 +81,9 @@ void hs_sampleset_free(hs_sampleset *s)
         free(s->modules[i].path);
         free(s->modules[i].name);
         free(s->modules[i].pdb_name);
+        for (size_t f = 0; f < s->modules[i].nfuncs; f++)
+            free((char *)s->modules[i].funcs[f].name);
+        free(s->modules[i].funcs);
     }
     free(s->modules);
     free(s->threads);
@@ -199,6 +204,15 @@ uint32_t hs_sampleset_module(hs_sampleset *s, const char *path, uint64_t base, u
     return (uint32_t)(s->nmodules - 1);
 }
 
+void hs_sampleset_module_func(hs_sampleset *s, uint32_t module, uint32_t rva, uint32_t size, const char *name)
+{
+    if (module >= s->nmodules)
+        return;
+    set_module *m = &s->modules[module];
+    hs_xgrow(&m->funcs, &m->cap_funcs, m->nfuncs + 1, sizeof *m->funcs);
+    m->funcs[m->nfuncs++] = (hs_sample_func){rva, size, hs_xstrdup(name)};
+}
+
 void hs_sampleset_module_identity(hs_sampleset *s, uint32_t module, const char *name, bool kernel,
                                   const uint8_t guid[16], uint32_t age, const char *pdb_name)
 {
@@ -301,6 +315,8 @@ hs_sample_module hs_sampleset_module_at(const hs_sampleset *s, size_t i)
     memcpy(r.pdb_guid, m->pdb_guid, 16);
     r.pdb_age = m->pdb_age;
     r.pdb_name = m->pdb_name;
+    r.funcs = m->funcs;
+    r.nfuncs = m->nfuncs;
     return r;
 }
 

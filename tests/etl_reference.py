@@ -14,6 +14,10 @@ sampler/etl_samples.h, as `hookscope report --etl` must give them
   tests/etl_reference.py FILE --threads NAME  the threads of process NAME:
                                               CPU, wait and ready samples,
                                               wait and ready seconds
+  tests/etl_reference.py FILE --jit NAME     the JIT-compiled methods of
+                                              process NAME with CPU samples
+                                              whose leaf is in them: module,
+                                              name, samples
   tests/etl_reference.py FILE --misread-event-headers
         the same, as a decoder gets it that takes the size of an EVENT_HEADER
         record (kinds 0x12, 0x13) from offset 4, as for system and perfinfo
@@ -154,7 +158,8 @@ def lznt1(inp, want):
 # --- buffers and events -----------------------------------------------------
 
 class Event:
-    __slots__ = ("kind", "group", "type", "version", "ptr", "pid", "tid", "ts", "data", "cpu", "ext_stack")
+    __slots__ = ("kind", "group", "type", "version", "ptr", "pid", "tid", "ts", "data", "cpu", "ext_stack", "guid",
+                 "event_id")
 
 
 def parse_event(buf, p, end):
@@ -165,6 +170,7 @@ def parse_event(buf, p, end):
     e = Event()
     e.ext_stack = None
     e.pid = e.tid = NONE
+    e.guid, e.event_id = None, 0
     if not marker & 0x40:
         return None, struct.unpack_from("<H", buf, p)[0]
     if kind in (1, 2, 3, 4):
@@ -182,12 +188,15 @@ def parse_event(buf, p, end):
         size, e.type, _lvl, e.version, e.tid, e.pid, e.ts = struct.unpack_from("<H2xBBHIIQ", buf, p)
         hs = 72 if kind in (0x0B, 0x15) else 48
         e.group = guid_group(buf[p + 24:p + 40])
+        e.guid = bytes(buf[p + 24:p + 40])
         e.ptr = 4 if kind in (0x0A, 0x0B) else 8
         body = (p + hs, p + size)
     elif kind in (0x12, 0x13):
         size, flags, _prop, e.tid, e.pid, e.ts = struct.unpack_from("<H2xHHIIQ", buf, p)
         e.version, e.type = buf[p + 42], buf[p + 45]
         e.group = guid_group(buf[p + 24:p + 40])
+        e.guid = bytes(buf[p + 24:p + 40])
+        e.event_id = struct.unpack_from("<H", buf, p + 40)[0]
         e.ptr = 4 if kind == 0x12 else 8
         at = p + 80
         if flags & 1:
@@ -277,6 +286,7 @@ def read_file(path, misread=False):
                 if e is None:
                     e = Event()
                     e.kind, e.group, e.ts, e.data, e.ext_stack = 0, 0xFF, last_ts, b"", None
+                    e.guid, e.event_id = None, 0
                     e.pid = e.tid = NONE
                 last_ts = e.ts
                 e.cpu = cpu
@@ -902,12 +912,129 @@ def off_cpu(path, name):
     return out
 
 
+# --- the CLR's JIT-compiled methods -------------------------------------------
+
+# provider or classic task GUID (as text) -> {event id (manifest) or opcode (classic): (what, kind)}
+# what: "load", "unload", "rundown"; kind: "method" or "module" (ClrTraceEventParser.cs,
+# ClrRundownTraceEventParser.cs)
+CLR_EVENTS = {
+    "e13c0d23-ccbc-4e12-931b-d9cc2eee27e4": {143: ("load", "method"), 144: ("unload", "method"),
+                                             152: ("load", "module"), 153: ("unload", "module")},
+    "a669021c-c450-4609-a035-5af59af4df18": {143: ("rundown", "method"), 144: ("rundown", "method"),
+                                             153: ("rundown", "module"), 154: ("rundown", "module")},
+    "3044f61a-99b0-4c21-b203-d39423c73b00": {37: ("load", "method"), 38: ("unload", "method")},
+    "0bcd91db-f943-454a-a662-6edbcfbb76d2": {39: ("rundown", "method"), 40: ("rundown", "method")},
+    "d00792da-07b7-40f5-97eb-5d974e054740": {33: ("load", "module"), 34: ("unload", "module")},
+    "5a54f4df-d302-4fee-a211-6c2c0c1dcb1a": {35: ("rundown", "module"), 36: ("rundown", "module")},
+}
+
+
+def guid_text(b):
+    d1, d2, d3 = struct.unpack_from("<IHH", b, 0)
+    return "%08x-%04x-%04x-%s-%s" % (d1, d2, d3, b[8:10].hex(), b[10:16].hex())
+
+
+def u16_fields(b, off, n):
+    out = []
+    for _ in range(n):
+        s = u16z(b, off)
+        out.append(s)
+        off += len(s.encode("utf-16-le")) + 2
+    return out
+
+
+def clr_event(e):
+    """-> (what, kind) for a CLR method or module event, else None."""
+    if e.guid is None:
+        return None
+    table = CLR_EVENTS.get(guid_text(e.guid))
+    if table is None:
+        return None
+    return table.get(e.event_id if e.kind in (0x12, 0x13) else e.type)
+
+
+def jit_methods(path):
+    """The model of a file and its JIT methods: dicts with pid, start, size,
+    load, unload (ticks; 0 / NEVER: before / after the trace), name
+    ("Namespace.Method") and module (the assembly's file name, or None)."""
+    info, events = read_file(path)
+    m = Model(info)
+    methods, live, modules = [], {}, {}
+    first = None
+    for e in events:
+        first = e.ts if first is None else min(first, e.ts)
+        if e.group != 0xFF:
+            m.event(e)
+            continue
+        ce = clr_event(e)
+        if ce is None:
+            continue
+        what, kind = ce
+        pid = 0 if e.pid == NONE else e.pid
+        if kind == "module":
+            mod_id = struct.unpack_from("<Q", e.data, 0)[0]
+            il = u16z(e.data, 24)
+            if il and (pid, mod_id) not in modules:
+                modules[(pid, mod_id)] = il
+            continue
+        mid, mod_id, start, size = struct.unpack_from("<QQQI", e.data, 0)
+        ns, name = u16_fields(e.data, 36, 2)
+        rec = live.get((pid, mid))
+        if rec is not None and what == "load" and rec["start"] != start:
+            rec = None
+        if rec is None:
+            rec = {"pid": pid, "start": start, "size": size, "load": e.ts if what == "load" else 0,
+                   "unload": NEVER, "mod_id": mod_id, "name": ns + "." + name if ns else name}
+            methods.append(rec)
+            live[(pid, mid)] = rec
+        if what == "unload":
+            rec["unload"] = e.ts
+            del live[(pid, mid)]
+    m.finish()
+    m.index()
+    for r in methods:
+        il = modules.get((r["pid"], r["mod_id"])) if r["mod_id"] else None
+        r["module"] = il.replace("\\", "/").split("/")[-1] if il else None
+    return m, methods
+
+
+def jit_samples(path, name):
+    """{(module, method name, start): CPU samples whose leaf is in it} for the
+    process NAME (the instance with the most samples): a leaf no image
+    holds, in the method whose range held it at the sample's time (the
+    one loaded last)."""
+    m, methods = jit_methods(path)
+    counts = collections.Counter(s["pid"] for s in m.samples
+                                 if m.proc_at(s["pid"], s["ts"]) and
+                                 m.proc_at(s["pid"], s["ts"])["name"].lower() == name.lower())
+    pid = max(counts, key=lambda p: (counts[p], -p))
+    ours = sorted((r for r in methods if r["pid"] == pid), key=lambda r: r["start"])
+    starts = [r["start"] for r in ours]
+    out = collections.Counter()
+    for s in m.samples:
+        if s["pid"] != pid or m.module_of(s) != "?":
+            continue
+        ip, best = s["ip"], None
+        for r in ours[:bisect.bisect_right(starts, ip)]:
+            if r["start"] <= ip < r["start"] + r["size"] and r["load"] <= s["ts"] < r["unload"]:
+                if best is None or r["load"] > best["load"]:
+                    best = r
+        if best is not None:
+            out[(best["module"], best["name"], best["start"])] += 1
+    return out
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     misread = "--misread-event-headers" in args
     if misread:
         args.remove("--misread-event-headers")
-    if "--threads" in args:
+    if "--jit" in args:
+        i = args.index("--jit")
+        got = jit_samples(args[0], args[i + 1])
+        for (mod, name, start), n in sorted(got.items(), key=lambda kv: (-kv[1], kv[0][1], kv[0][2])):
+            print("%6d  %s  %s" % (n, mod or "-", name))
+    elif "--threads" in args:
         i = args.index("--threads")
         name = args[i + 1]
         del args[i:i + 2]

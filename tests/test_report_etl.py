@@ -168,6 +168,40 @@ def test_trace_header():
             hs.eq(f.read(), txt, f"{trace}: report DIR writes the header again")
 
 
+def jit_self(j):
+    """[(module, function, self samples)] of the functions of JIT modules with self samples."""
+    jit = {m["id"] for m in j["modules"] + j["loaded_modules"] if m.get("jit")}
+    return sorted((f["module"], f["name"], f["samples"]["self"]) for f in j["functions"]
+                  if f["module_id"] in jit and f.get("samples", {}).get("self"))
+
+
+def test_jit_names_against_the_independent_decoder():
+    """Test.x86.exe's methods come from MethodLoadVerbose events (and their
+    unloads), PerfView's from the rundown's MethodDCEndVerbose alone: both
+    named per method, self samples exactly as the independent decoder counts
+    leaves in each method's range at the sample's time."""
+    hs.need(PERFVIEW)
+    for process, methods, samples in (("Test.x86.exe", 28, 2502), ("perfview.exe", 30, 36)):
+        out = hs.outdir("etl-jit-" + process)
+        p = hs.hookscope(["report", "-q", "--etl", PERFVIEW, "--process", process, "-o", out])
+        hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+        j = load(out)
+        want = sorted(((mod or "") + "[jit]", name, n)
+                      for (mod, name, _start), n in etl_reference.jit_samples(os.path.join(hs.ROOT, PERFVIEW),
+                                                                              process).items())
+        got = jit_self(j)
+        hs.eq(got, want, f"{process}: JIT methods' self samples")
+        hs.eq((len(got), sum(n for _m, _f, n in got)), (methods, samples), f"{process}: methods and samples")
+        if process == "Test.x86.exe":
+            test_out = out
+    # every output names them: the folded stacks and the report
+    folded = open(os.path.join(hs.ROOT, test_out, "cpu-stacks.folded")).read()
+    hs.check("clr.dll+0x2552;Test.x86.exe[jit]!Test.Program.Main;" in folded, "Main under the CLR in the folded stacks")
+    txt = open(os.path.join(hs.ROOT, test_out, "report.txt")).read()
+    top = txt.split(" self%   total")[1].splitlines()[1].split()
+    hs.eq(top[-2:], ["System.DateTime.GetDatePart", "mscorlib.dll[jit]"], "report.txt's top function")
+
+
 def test_report_writes_an_etl_profile_again():
     hs.need(PERFVIEW)
     out = hs.outdir("etl-again")
@@ -278,14 +312,14 @@ def test_trace_without_context_switches_says_unknown():
     hs.check(rows and all(r[3] == "-" and r[4] == "-" for r in rows), f"the threads table shows - : {rows[:3]}")
 
 
-def synthetic(kind, name):
+def synthetic(kind, name, process="states.exe"):
     """A trace of tests/support/etlgen.c's timeline, reported: (report.json, report.txt lines)."""
     hs.need(ETLGEN)
     out = hs.outdir(name)
     os.makedirs(os.path.join(hs.ROOT, out))
     etl = os.path.join(out, kind + ".etl")
     subprocess.run([os.path.join(hs.ROOT, ETLGEN), kind, os.path.join(hs.ROOT, etl)], check=True)
-    p = hs.hookscope(["report", "-q", "--etl", etl, "--process", "states.exe", "-o", out + "/report"])
+    p = hs.hookscope(["report", "-q", "--etl", etl, "--process", process, "-o", out + "/report"])
     hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
     txt = open(os.path.join(hs.ROOT, out, "report", "report.txt"), encoding="utf-8").read().splitlines()
     return load(out + "/report"), txt
@@ -367,3 +401,24 @@ def test_synthetic_without_ready_thread():
                                        (13, 8, ["states.exe+0x1400", "states.exe+0x1480"])], "wait stacks")
     hs.check("warning    the trace has no ReadyThread events: a thread woken from a wait counts as waiting until "
              "it runs" in txt, "report.txt says so")
+
+
+def test_synthetic_jit_range_reused():
+    """etlgen's "jit" timeline: one range holds App.Cache.Fill, nothing
+    after its unload, then App.Cache.Reused; each sample there is named by
+    what held it at its time. The reused range's method is in a module of
+    its own ("#2"), so that no module has two functions at one address."""
+    j, _txt = synthetic("jit", "etl-jit-synthetic", "jit.exe")
+    hs.eq(jit_self(j), [("App.dll[jit]", "App.Cache.Fill", 1), ("App.dll[jit]", "App.Far.Away", 1),
+                        ("App.dll[jit]#2", "App.Cache.Reused", 2)], "JIT methods' self samples")
+    folded = open(os.path.join(hs.OUT, "etl-jit-synthetic", "report", "cpu-stacks.folded")).read()
+    hs.eq(sorted(folded.splitlines()),
+          ["jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;0x7ff000030010 1",
+           "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]!App.Cache.Fill 1",
+           "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]!App.Far.Away 1",
+           "jit.exe+0x1010;App.dll[jit]!App.Parser.Parse;App.dll[jit]#2!App.Cache.Reused 2"], "the folded stacks")
+    mods = {m["name"]: m for m in j["modules"] + j["loaded_modules"]}
+    hs.eq(sorted(int(m["base"], 16) for m in j["modules"] + j["loaded_modules"] if m["name"] == "App.dll[jit]"),
+          [0x7ff000010000, 0x7ff100030000], "a module per 4 GiB of JIT code")
+    hs.eq((mods["App.dll[jit]"]["path"], mods["App.dll[jit]"].get("jit")), ("C:\\app\\App.dll", True),
+          "the assembly's module: its path as logged, marked jit")

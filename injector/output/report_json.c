@@ -690,6 +690,8 @@ int hs_write_json(const hs_profile *p, FILE *out)
                 (unsigned long long)mod->base, mod->size, mod->timestamp);
         if (mod->kernel)
             fprintf(out, ", \"kernel\": true");
+        if (mod->jit)
+            fprintf(out, ", \"jit\": true");
         module_samples(out, mod);
         fputc('}', out);
     }

@@ -98,6 +98,9 @@ static uint32_t *add_modules(hs_profile *p, const hs_sampleset *s)
         d->unloaded = m.unloaded;
         d->agent = m.agent;
         d->kernel = m.kernel;
+        d->jit = m.nfuncs > 0;
+        for (size_t f = 0; f < m.nfuncs; f++)
+            hs_profile_add_func(p, k, m.funcs[f].rva, m.funcs[f].size, m.funcs[f].name);
         if (m.pdb_known) {
             d->pdb_known = true;
             memcpy(d->pdb_guid, m.pdb_guid, 16);

@@ -231,6 +231,7 @@ static void load_modules(loader *l, const hs_json *traced, const hs_json *loaded
         m->timestamp = (uint32_t)hs_json_u64(hs_json_get(o, "timestamp"), 0);
         m->traced = rows[k].traced;
         m->kernel = hs_json_bool(hs_json_get(o, "kernel"), false);
+        m->jit = hs_json_bool(hs_json_get(o, "jit"), false);
         if (!m->traced)
             continue;
         m->funcs_found = (uint32_t)hs_json_u64(hs_json_get(o, "functions_found"), 0);

@@ -58,6 +58,8 @@ typedef struct hs_prof_module {
     bool traced;                 /* hooked or asked for (-m); else only loaded */
     bool main, late, unloaded, agent;
     bool kernel;                 /* kernel-mode image (ETW traces) */
+    bool jit;                    /* JIT-compiled code of an assembly (ETW traces): no file, its
+                                    functions named by the runtime's events */
     /* the PDB it names, for an image whose file is not here (ETW traces:
      * DbgID_RSDS); not saved */
     bool pdb_known;

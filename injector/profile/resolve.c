@@ -54,6 +54,8 @@ static hs_modsyms *symbols_of(resolver *r, size_t m)
         return s->t;
     s->tried = 1;
     const hs_prof_module *mod = &r->p->modules[m];
+    if (mod->jit)                  /* no file: its functions came with it */
+        return NULL;
     hs_modsyms_status st;
     const char *why = NULL;
     s->t = hs_modsyms_open(mod->path, mod->base, mod->size, mod->timestamp, r->conf, &st, &why);
@@ -122,7 +124,9 @@ static int32_t module_of(const resolver *r, uint64_t addr)
     if (lo == 0)
         return -1;
     size_t m = r->by_base[lo - 1];
-    return addr < p->modules[m].base + p->modules[m].size ? (int32_t)m : -1;
+    /* JIT code is a module only where the trace said so at the sample's
+     * time (the frame's hint): its range may have held nothing then */
+    return addr < p->modules[m].base + p->modules[m].size && !p->modules[m].jit ? (int32_t)m : -1;
 }
 
 /* Where `at` is (the function and its start), as a location whose offset
@@ -139,7 +143,7 @@ static hs_loc locate(resolver *r, uint64_t at, uint64_t addr, int32_t hint)
     uint32_t rva = (uint32_t)(at - mod->base);
     l.module = m;
     l.off = addr - mod->base;
-    if (mod->funcs_found) {
+    if (mod->funcs_found || mod->jit) {
         sought q = { r, (uint32_t)m, rva };
         size_t lo = hs_partition_point(r->nplan, &q, func_not_after);
         if (lo > 0 && r->plan_key[lo - 1] >> 32 == (uint32_t)m && rva < r->plan_end[lo - 1]) {
@@ -284,7 +288,7 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
     hs_sort(r.by_base, p->nmodules, sizeof *r.by_base, cmp_base, p);
     r.plan = hs_xcalloc(p->nfuncs, sizeof *r.plan);
     for (size_t i = 0; i < p->nfuncs; i++)
-        if (p->funcs[i].in_plan)
+        if (p->funcs[i].in_plan || p->modules[p->funcs[i].module].jit)
             r.plan[r.nplan++] = (uint32_t)i;
     hs_sort(r.plan, r.nplan, sizeof *r.plan, cmp_plan, p);
     r.plan_key = hs_xcalloc(r.nplan + 1, sizeof *r.plan_key);

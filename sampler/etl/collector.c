@@ -382,7 +382,7 @@ hs_etl_observer hs_etl_collector_observer(hs_etl_collector *c)
         .ctx = c, .info = on_info, .process = on_process, .thread = on_thread, .image = on_image,
         .image_id = on_image_id, .dbg_id = on_dbg_id, .sample = on_sample, .interval = on_interval,
         .cswitch = on_cswitch, .ready = on_ready, .stack = on_stack, .stack_ref = on_stack_ref,
-        .stack_def = on_stack_def,
+        .stack_def = on_stack_def, .clr_method = hs_etl_on_clr_method, .clr_module = hs_etl_on_clr_module,
     };
 }
 
@@ -408,6 +408,9 @@ void hs_etl_collector_free(hs_etl_collector *c)
     hs_map_free(&c->tid_now);
     hs_map_free(&c->img_now);
     hs_map_free(&c->id_now);
+    hs_map_free(&c->jit_now);
+    hs_map_free(&c->clr_modules);
+    free(c->clr_paths);
     hs_map_free(&c->tstate_of);
     hs_map_free(&c->kkeys);
     hs_map_free(&c->ukeys);

@@ -65,6 +65,8 @@ typedef struct hs_etl_priv {
     uint32_t n_kimg_sorted;
     uint64_t max_image_size;
     uint32_t *proc_sorted;          /* processes by (pid, start) */
+    uint32_t *jit_sorted;           /* JIT methods by (pid, start) */
+    uint32_t max_jit_size;
 } hs_etl_priv;
 
 typedef struct hs_etl_collector {
@@ -76,6 +78,11 @@ typedef struct hs_etl_collector {
     hs_map tid_now;             /* tid -> its current thread record */
     hs_map img_now;             /* (pid, base) -> the image mapped there now */
     hs_map id_now;              /* (pid, base) -> a pending ImageID/DbgID record */
+    hs_map jit_now;             /* (pid, MethodID) -> the method's current record */
+    hs_map clr_modules;         /* (pid, ModuleID) -> index into clr_paths */
+    const char **clr_paths;     /* the assemblies' files (arena strings) */
+    uint32_t nclr_paths;
+    size_t cap_jits, cap_clr_paths;
     hs_etl_pending_id *ids;
     uint32_t nids;
     bool interval_started;      /* the sampling interval is known (on_interval) */
@@ -111,6 +118,12 @@ int hs_etl_join_ref(hs_etl_collector *c, const hs_etl_event *ev, const hs_etl_st
 int hs_etl_join_def(hs_etl_collector *c, const hs_etl_event *ev, const hs_etl_stack_def_ev *d);
 /* At the end of the trace: kernel stacks still waiting get an empty user part. */
 int hs_etl_join_finish(hs_etl_collector *c);
+
+/* clr.c: the observer's CLR callbacks, and the assemblies of the methods
+ * once the trace is read. */
+int hs_etl_on_clr_method(void *ctx, const hs_etl_event *ev, int what, const hs_etl_clr_method_ev *v);
+int hs_etl_on_clr_module(void *ctx, const hs_etl_event *ev, int what, const hs_etl_clr_module_ev *v);
+void hs_etl_clr_finish(hs_etl_collector *c);
 
 /* model.c: resolve what only the whole trace tells (pids of samples and
  * scheduling events on threads seen later, process indices) and build the

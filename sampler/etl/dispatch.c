@@ -13,8 +13,49 @@
  *   stackwalk:     32 stack, 34/35/36 key create/delete/rundown,
  *                  37/38 StackKeyKernel/StackKeyUser
  *   ImageID:       0 ImageID, 36 DbgID_RSDS
+ *   CLR:           methods and modules (views.h): manifest events by
+ *                  their event id, classic ones by opcode
  */
 #include "sampler/etl/internal.h"
+
+/* A CLR event: 1 a method event, 2 a module event, 0 neither; *what is
+ * HS_ETL_CLR_*. */
+static int clr_kind(const hs_etl_event *ev, int *what)
+{
+    int id = ev->event_id, op = ev->type;
+    switch (ev->group) {
+    case HS_ETL_GROUP_CLR:
+        if (id == 143 || id == 144)
+            return *what = id == 143 ? HS_ETL_CLR_LOAD : HS_ETL_CLR_UNLOAD, 1;
+        if (id == 152 || id == 153)
+            return *what = id == 152 ? HS_ETL_CLR_LOAD : HS_ETL_CLR_UNLOAD, 2;
+        return 0;
+    case HS_ETL_GROUP_CLR_RUNDOWN:
+        if (id == 143 || id == 144)
+            return *what = id == 143 ? HS_ETL_CLR_DCSTART : HS_ETL_CLR_DCEND, 1;
+        if (id == 153 || id == 154)
+            return *what = id == 153 ? HS_ETL_CLR_DCSTART : HS_ETL_CLR_DCEND, 2;
+        return 0;
+    case HS_ETL_GROUP_CLR_METHOD:
+        if (op == 37 || op == 38)
+            return *what = op == 37 ? HS_ETL_CLR_LOAD : HS_ETL_CLR_UNLOAD, 1;
+        return 0;
+    case HS_ETL_GROUP_CLR_METHOD_RUNDOWN:
+        if (op == 39 || op == 40)
+            return *what = op == 39 ? HS_ETL_CLR_DCSTART : HS_ETL_CLR_DCEND, 1;
+        return 0;
+    case HS_ETL_GROUP_CLR_LOADER:
+        if (op == 33 || op == 34)
+            return *what = op == 33 ? HS_ETL_CLR_LOAD : HS_ETL_CLR_UNLOAD, 2;
+        return 0;
+    case HS_ETL_GROUP_CLR_LOADER_RUNDOWN:
+        if (op == 35 || op == 36)
+            return *what = op == 35 ? HS_ETL_CLR_DCSTART : HS_ETL_CLR_DCEND, 2;
+        return 0;
+    default:
+        return 0;
+    }
+}
 
 int hs_etl_dispatch(const hs_etl_event *ev, const hs_etl_observer *o, hs_etl_error *err)
 {
@@ -83,8 +124,18 @@ int hs_etl_dispatch(const hs_etl_event *ev, const hs_etl_observer *o, hs_etl_err
         }
         return 0;
     default:
-        return 0;
+        break;
     }
+    int what = 0, kind = clr_kind(ev, &what);
+    if (kind == 1 && o->clr_method) {
+        hs_etl_clr_method_ev v;
+        return hs_etl_view_clr_method(ev, &v, err) < 0 ? -1 : o->clr_method(c, ev, what, &v);
+    }
+    if (kind == 2 && o->clr_module) {
+        hs_etl_clr_module_ev v;
+        return hs_etl_view_clr_module(ev, &v, err) < 0 ? -1 : o->clr_module(c, ev, what, &v);
+    }
+    return 0;
 image:
     if (o->image) {
         hs_etl_image_ev v;

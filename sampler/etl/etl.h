@@ -7,7 +7,8 @@
  * threads and images (with their ImageID / DbgID_RSDS records), every
  * CPU sample (PerfInfo SampledProfile) and every context switch (CSwitch)
  * and ReadyThread event, each with its stack if one was walked, leaf
- * first, the kernel part joined to its deferred user part. It reads kernel traces
+ * first, the kernel part joined to its deferred user part; and the CLR's
+ * JIT-compiled methods with their names and assemblies (hs_etl_jit). It reads kernel traces
  * written by xperf, WPR, UIforETW, PerfView and a private system-logger
  * session: 32- and 64-bit, uncompressed or compressed (XPRESS, LZNT1),
  * with full StackWalk events or stack keys.
@@ -144,6 +145,27 @@ typedef struct hs_etl_image {
     const char *pdb_name;                  /* DbgID_RSDS PDB file name, or NULL */
 } hs_etl_image;
 
+/* One JIT-compiled method's code in one process, from the CLR's method
+ * events (MethodLoadVerbose, MethodUnloadVerbose, and the rundown's
+ * MethodDCStartVerbose / MethodDCEndVerbose): its range [start, start +
+ * size) is its code from load (0: before the trace) to unload
+ * (HS_ETL_NEVER: still there when the trace ended). A method known only
+ * from a rundown record is taken to have been there since the trace
+ * began; a range reused after an unload gives two records. */
+typedef struct hs_etl_jit {
+    uint32_t pid;
+    uint32_t size;
+    uint64_t start;
+    uint64_t load, unload;
+    uint64_t method_id, module_id;
+    uint32_t token;
+    const char *name;                      /* "Namespace.Method" (the namespace is the type's full
+                                              name), or the method's name alone (UTF-8) */
+    const char *signature;                 /* UTF-8, as logged */
+    const char *module;                    /* the assembly's file as its module event logged it
+                                              (ModuleILPath), or NULL: no module event for it */
+} hs_etl_jit;
+
 /* A stack walked for an event: kern_depth frames at frames[kern_frames]
  * followed by user_depth frames at frames[user_frames] of the trace's
  * frame pool, leaf first; hs_etl_stack_frame() reads it as one array. */
@@ -275,6 +297,8 @@ typedef struct hs_etl_trace {
     uint32_t sample_interval;              /* the CPU sampling interval (100 ns units) in force at
                                               the first sample, from PerfInfo CollectionStart and
                                               SetInterval events (collector.c), 0 if it has none */
+    hs_etl_jit *jits;                      /* JIT-compiled methods, in the order they came */
+    uint32_t njits;
     uint64_t *frames;                      /* the frame pool every stack points into */
     uint32_t nframes;
     hs_etl_stack_stats stacks;
@@ -319,6 +343,9 @@ static inline int hs_etl_is_kernel(const hs_etl_trace *t, uint64_t addr)
 /* The image containing addr at time ts: for a kernel address one of the
  * kernel images, else one mapped into process pid. NULL if none. */
 const hs_etl_image *hs_etl_image_at(const hs_etl_trace *t, uint32_t pid, uint64_t addr, uint64_t ts);
+/* The JIT-compiled method of process pid whose code held addr at time ts
+ * (of several, the one loaded last), or NULL. */
+const hs_etl_jit *hs_etl_jit_at(const hs_etl_trace *t, uint32_t pid, uint64_t addr, uint64_t ts);
 /* The process record pid had at time ts, or NULL. */
 const hs_etl_process *hs_etl_process_at(const hs_etl_trace *t, uint32_t pid, uint64_t ts);
 /* Seconds from the first event to ts (0 if the clock is unknown). */

@@ -66,7 +66,8 @@ int hs_etl_hdr_event(const uint8_t *p, size_t avail, hs_etl_event *ev, const cha
 
 /* The kernel group whose events a provider GUID carries (process, thread,
  * image, perfinfo, stackwalk), HS_ETL_GROUP_IMAGEID for KernelTraceControl's
- * image identity events, else HS_ETL_GROUP_NONE. */
+ * image identity events, the HS_ETL_GROUP_CLR* groups for the CLR's, else
+ * HS_ETL_GROUP_NONE. */
 uint8_t hs_etl_guid_group(const uint8_t *guid);
 
 /* Call the observer for one event: its event callback, then its view's. */

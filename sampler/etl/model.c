@@ -133,6 +133,42 @@ const hs_etl_image *hs_etl_image_at(const hs_etl_trace *t, uint32_t pid, uint64_
     return best;
 }
 
+static bool jit_not_after(const void *ctx, size_t i)
+{
+    const sought *q = ctx;
+    const hs_etl_jit *j = &q->t->jits[q->ix[i]];
+    return j->pid < q->id || (j->pid == q->id && j->start <= q->at);
+}
+
+const hs_etl_jit *hs_etl_jit_at(const hs_etl_trace *t, uint32_t pid, uint64_t addr, uint64_t ts)
+{
+    const hs_etl_priv *pv = t->priv;
+    if (!pv || !pv->jit_sorted)
+        return NULL;
+    sought q = { t, pv->jit_sorted, pid, addr, 0 };
+    uint32_t lo = (uint32_t)hs_partition_point(t->njits, &q, jit_not_after);   /* first method after (pid, addr) */
+    const hs_etl_jit *best = NULL;
+    for (uint32_t k = lo; k-- > 0;) {
+        const hs_etl_jit *j = &t->jits[pv->jit_sorted[k]];
+        if (j->pid != pid || addr - j->start >= pv->max_jit_size)
+            break;
+        if (addr - j->start < j->size && j->load <= ts && ts < j->unload && (!best || j->load > best->load))
+            best = j;
+    }
+    return best;
+}
+
+static int cmp_jit(const void *pa, const void *pb, void *ctx)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    const hs_etl_jit *j = ctx;
+    if (j[a].pid != j[b].pid)
+        return j[a].pid < j[b].pid ? -1 : 1;
+    if (j[a].start != j[b].start)
+        return j[a].start < j[b].start ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
 double hs_etl_seconds(const hs_etl_trace *t, uint64_t ts)
 {
     if (!t->info.clock_hz || ts < t->info.first_ts)
@@ -239,6 +275,13 @@ int hs_etl_model_finish(hs_etl_collector *c)
     }
     hs_sort(pv->img_sorted, pv->n_img_sorted, sizeof *pv->img_sorted, cmp_image, t->images);
     hs_sort(pv->kimg_sorted, pv->n_kimg_sorted, sizeof *pv->kimg_sorted, cmp_kimage, t->images);
+    hs_etl_clr_finish(c);
+    if (!(pv->jit_sorted = identity(t->njits)))
+        goto oom;
+    hs_sort(pv->jit_sorted, t->njits, sizeof *pv->jit_sorted, cmp_jit, t->jits);
+    for (uint32_t i = 0; i < t->njits; i++)
+        if (t->jits[i].size > pv->max_jit_size)
+            pv->max_jit_size = t->jits[i].size;
     return 0;
 oom:
     hs_etl_fail(c->err, 0, 0, "out of memory");
@@ -307,11 +350,13 @@ void hs_etl_trace_free(hs_etl_trace *t)
         free(pv->img_sorted);
         free(pv->kimg_sorted);
         free(pv->proc_sorted);
+        free(pv->jit_sorted);
         free(pv);
     }
     free(t->procs);
     free(t->threads);
     free(t->images);
+    free(t->jits);
     free(t->samples);
     free(t->sched);
     free(t->frames);

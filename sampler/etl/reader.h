@@ -50,6 +50,12 @@ enum {
     HS_ETL_GROUP_IMAGE = 0x14,
     HS_ETL_GROUP_STACKWALK = 0x18,
     HS_ETL_GROUP_IMAGEID = 0xF0,            /* not a kernel group: KernelTraceControl's ImageID events */
+    HS_ETL_GROUP_CLR = 0xF1,                /* the CLR runtime provider (manifest: by event id) */
+    HS_ETL_GROUP_CLR_RUNDOWN = 0xF2,        /* its rundown provider (manifest: by event id) */
+    HS_ETL_GROUP_CLR_METHOD = 0xF3,         /* classic MOF events of the CLR (by opcode): methods, */
+    HS_ETL_GROUP_CLR_LOADER = 0xF4,         /* modules, */
+    HS_ETL_GROUP_CLR_METHOD_RUNDOWN = 0xF5, /* methods' rundown, */
+    HS_ETL_GROUP_CLR_LOADER_RUNDOWN = 0xF6, /* modules' rundown */
     HS_ETL_GROUP_NONE = 0xFF,               /* any other provider */
 };
 
@@ -88,6 +94,15 @@ typedef struct hs_etl_event {
     uint64_t ext_stack_key;                 /* STACK_KEY32/64 (0 if none) */
 } hs_etl_event;
 
+/* What a CLR method or module event says happened (the observer's
+ * clr_method and clr_module get it). */
+enum {
+    HS_ETL_CLR_LOAD = 1,                    /* loaded (JIT-compiled) during the trace */
+    HS_ETL_CLR_UNLOAD = 2,
+    HS_ETL_CLR_DCSTART = 3,                 /* rundown: there when the trace began */
+    HS_ETL_CLR_DCEND = 4,                   /* rundown: there when it ended */
+};
+
 /* What the decoder calls. Every member may be NULL. A callback returns 0
  * to go on, or -1 to stop the decode (having filled the error it was
  * given in its context, if it can say why). Views point into the buffer
@@ -106,6 +121,8 @@ typedef struct hs_etl_observer {
     int (*cswitch)(void *ctx, const hs_etl_event *ev, const hs_etl_cswitch_ev *cs);
     int (*ready)(void *ctx, const hs_etl_event *ev, const hs_etl_ready_ev *r);
     int (*stack)(void *ctx, const hs_etl_event *ev, const hs_etl_stack_ev *s);
+    int (*clr_method)(void *ctx, const hs_etl_event *ev, int what, const hs_etl_clr_method_ev *m);
+    int (*clr_module)(void *ctx, const hs_etl_event *ev, int what, const hs_etl_clr_module_ev *m);
     int (*stack_ref)(void *ctx, const hs_etl_event *ev, const hs_etl_stack_ref_ev *r);
     int (*stack_def)(void *ctx, const hs_etl_event *ev, const hs_etl_stack_def_ev *d);
 } hs_etl_observer;

@@ -40,6 +40,23 @@
  *     0x0F4A CollectionEnd; TraceEvent's SampledProfileIntervalTraceData):
  *     source @0 (0: the timer), new interval @4, old interval @8 (100 ns
  *     units), then (version 3) the source's name.
+ *   CLR method events (Microsoft-Windows-DotNETRuntime e13c0d23-...: ids
+ *     143 MethodLoadVerbose, 144 MethodUnloadVerbose; its rundown provider
+ *     a669021c-...: 143 MethodDCStartVerbose, 144 MethodDCEndVerbose; the
+ *     classic MOF forms under the CLR's MethodGuid 3044f61a-... opcodes 37
+ *     load / 38 unload verbose and MethodRundown 0bcd91db-... opcodes 39
+ *     DCStart / 40 DCEnd verbose; TraceEvent ClrTraceEventParser.cs
+ *     MethodLoadUnloadVerboseTraceData): MethodID u64 @0, ModuleID u64 @8,
+ *     MethodStartAddress u64 @16, MethodSize u32 @24, MethodToken u32 @28,
+ *     MethodFlags u32 @32, then the UTF-16 MethodNamespace (the type's full
+ *     name), MethodName, MethodSignature; v1 adds ClrInstanceID u16, v2
+ *     ReJITID u64. Every version keeps 64-bit fields in a 32-bit process.
+ *   CLR module events (runtime 152 ModuleLoad, 153 ModuleUnload; rundown
+ *     153 ModuleDCStart, 154 ModuleDCEnd; classic: LoaderGuid d00792da-...
+ *     opcodes 33/34, LoaderRundown 5a54f4df-... opcodes 35/36
+ *     DCStart/DCEnd): ModuleID u64 @0, AssemblyID u64 @8, ModuleFlags u32
+ *     @16, Reserved u32 @20, then the UTF-16 ModuleILPath (the assembly's
+ *     file) and ModuleNativePath (its NGen image, may be empty).
  *   StackWalk (hook 0x1820): event timestamp u64 @0, pid @8, tid @12,
  *     frames (P each) @16, leaf first.
  *   stack key references (0x1825 kernel, 0x1826 user): timestamp @0, pid
@@ -151,6 +168,24 @@ typedef struct hs_etl_stack_def_ev {
     hs_etl_frames frames;
 } hs_etl_stack_def_ev;
 
+/* A CLR method's code (load, unload or rundown: see hs_etl_event's
+ * clr_kind in reader.h). */
+typedef struct hs_etl_clr_method_ev {
+    uint64_t method_id, module_id, start;
+    uint32_t size, token, flags;
+    const uint8_t *ns, *name, *sig;  /* UTF-16LE: MethodNamespace, MethodName, MethodSignature */
+    uint32_t ns_len, name_len, sig_len;
+    uint64_t rejit_id;               /* v2, else 0 */
+} hs_etl_clr_method_ev;
+
+/* A CLR module (an assembly's module) loaded, unloaded or in a rundown. */
+typedef struct hs_etl_clr_module_ev {
+    uint64_t module_id, assembly_id;
+    uint32_t flags;
+    const uint8_t *il_path, *native_path;   /* UTF-16LE */
+    uint32_t il_path_len, native_path_len;
+} hs_etl_clr_module_ev;
+
 /* Each returns 0, or -1 with err naming the event when its payload is too
  * short for its layout. */
 int hs_etl_view_process(const struct hs_etl_event *ev, hs_etl_process_ev *out, hs_etl_error *err);
@@ -164,6 +199,8 @@ int hs_etl_view_cswitch(const struct hs_etl_event *ev, hs_etl_cswitch_ev *out, h
 int hs_etl_view_ready(const struct hs_etl_event *ev, hs_etl_ready_ev *out, hs_etl_error *err);
 int hs_etl_view_stack(const struct hs_etl_event *ev, hs_etl_stack_ev *out, hs_etl_error *err);
 int hs_etl_view_stack_ref(const struct hs_etl_event *ev, hs_etl_stack_ref_ev *out, hs_etl_error *err);
+int hs_etl_view_clr_method(const struct hs_etl_event *ev, hs_etl_clr_method_ev *out, hs_etl_error *err);
+int hs_etl_view_clr_module(const struct hs_etl_event *ev, hs_etl_clr_module_ev *out, hs_etl_error *err);
 int hs_etl_view_stack_def(const struct hs_etl_event *ev, hs_etl_stack_def_ev *out, hs_etl_error *err);
 
 #endif

@@ -7,6 +7,8 @@
  *
  *   etlgen states OUT.etl           the timeline below
  *   etlgen states-noready OUT.etl   the same without its ReadyThread event
+ *   etlgen jit OUT.etl              JIT-compiled methods, one range reused
+ *                                   (the second timeline, at the end)
  *
  * The timeline of "states": one CPU, a 10 MHz clock, the timer's interval
  * 1 ms (a CollectionStart), everything at ms after the first event (T0).
@@ -84,6 +86,8 @@ static void sample(uint64_t ts, uint32_t tid, uint64_t ip)
     perf(0x0F, 46, ts);
 }
 
+static int write_file(const char *path);
+
 static int states(const char *path, int with_ready)
 {
     etlb_init(&b, P, 1, 64 * 1024);
@@ -129,7 +133,12 @@ static int states(const char *path, int with_ready)
     cswitch(MS(15.0), 0, 15, TERMINATED, NULL, 0);
     cswitch(MS(16.4), 21, 0, READY, NULL, 0);
     etlb_end(&b, ETLB_PLAIN);
+    return write_file(path);
+}
 
+/* Write the trace built, and free it. */
+static int write_file(const char *path)
+{
     FILE *f = fopen(path, "wb");
     int ok = f && fwrite(b.file.p, 1, b.file.n, f) == b.file.n;
     if (f && fclose(f) != 0)
@@ -141,12 +150,79 @@ static int states(const char *path, int with_ready)
     return ok ? 0 : 1;
 }
 
+/* The timeline of "jit": process jit.exe (pid 300, thread 31, its exe
+ * at EXE), assembly App.dll (ModuleID 7), its JIT code at JIT; each sample
+ * has the stack [leaf, JIT+0x10020 (in Parse), EXE+0x1010].
+ *
+ *    ms    event
+ *    0.5   ModuleLoad App.dll
+ *    1.0   MethodLoadVerbose V2 App.Cache.Fill    [JIT+0x30000, +0x40)
+ *    1.1   MethodLoadVerbose V1 App.Parser.Parse  [JIT+0x10000, +0x100)
+ *    2.0   sample at JIT+0x30010                  Fill
+ *    3.0   MethodUnloadVerbose V2 App.Cache.Fill
+ *    4.0   sample at JIT+0x30010                  no method there
+ *    5.0   MethodLoadVerbose V0 App.Cache.Reused  [JIT+0x30000, +0x40)
+ *    6.0   sample at JIT+0x30010                  Reused
+ *    7.0   sample at JIT+0x30010                  Reused
+ *    8.0   MethodLoadVerbose V1 App.Far.Away      [JIT+0x100030000, +0x10): 4 GiB
+ *          past the others, in a module of its own (a function's rva is 32-bit)
+ *    9.0   sample at JIT+0x100030004              Away
+ */
+#define JIT 0x7ff000000000ull
+
+static void jit_method(uint16_t id, unsigned version, double ms, uint64_t mid, uint64_t start, uint32_t size,
+                       const char *ns, const char *name)
+{
+    etlb_p_clr_method(&pl, version, mid, 7, start, size, ns, name, "void  ()", 0);
+    etlb_evh(&b, etlb_guid_clr_runtime, id, id == 143 ? 37 : 38, (uint8_t)version, 31, 300, MS(ms), NULL, 0, &pl);
+    pl.n = 0;
+}
+
+static void jit_sample(double ms, uint64_t ip)
+{
+    const uint64_t frames[] = { ip, JIT + 0x10020, EXE + 0x1010 };
+    sample(MS(ms), 31, ip);
+    etlb_p_stack(&pl, P, MS(ms), 300, 31, frames, 3);
+    perf(0x18, 32, MS(ms));
+}
+
+static int jit(const char *path)
+{
+    etlb_init(&b, P, 1, 64 * 1024);
+    etlb_begin(&b, 0, 1);
+    etlb_p_interval(&pl, 0, 10000, 10000);
+    sys(0x0F, 73, 2, 0, 0, T0);
+    etlb_p_process(&pl, P, 300, 4, 1, "jit.exe", "jit.exe");
+    sys(0x03, 3, 4, 0, 300, T0);
+    etlb_p_thread(&pl, P, 300, 31);
+    sys(0x05, 3, 3, 31, 300, T0);
+    etlb_p_image(&pl, P, EXE, 0x10000, 300, 0, 0x5000, "\\Device\\HarddiskVolume2\\t\\jit.exe");
+    sys(0x14, 3, 3, 0, 300, T0);
+    etlb_p_clr_module(&pl, 2, 7, "C:\\app\\App.dll", "");
+    etlb_evh(&b, etlb_guid_clr_runtime, 152, 33, 2, 31, 300, MS(0.5), NULL, 0, &pl);
+    pl.n = 0;
+    jit_method(143, 2, 1.0, 3, JIT + 0x30000, 0x40, "App.Cache", "Fill");
+    jit_method(143, 1, 1.1, 1, JIT + 0x10000, 0x100, "App.Parser", "Parse");
+    jit_sample(2.0, JIT + 0x30010);
+    jit_method(144, 2, 3.0, 3, JIT + 0x30000, 0x40, "App.Cache", "Fill");
+    jit_sample(4.0, JIT + 0x30010);
+    jit_method(143, 0, 5.0, 4, JIT + 0x30000, 0x40, "App.Cache", "Reused");
+    jit_sample(6.0, JIT + 0x30010);
+    jit_sample(7.0, JIT + 0x30010);
+    jit_method(143, 1, 8.0, 5, JIT + 0x100030000ull, 0x10, "App.Far", "Away");
+    jit_sample(9.0, JIT + 0x100030004ull);
+    etlb_end(&b, ETLB_PLAIN);
+    return write_file(path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "states"))
         return states(argv[2], 1);
     if (argc == 3 && !strcmp(argv[1], "states-noready"))
         return states(argv[2], 0);
-    fprintf(stderr, "usage: etlgen states|states-noready OUT.etl\n");
+    if (argc == 3 && !strcmp(argv[1], "jit"))
+        return jit(argv[2]);
+    fprintf(stderr, "usage: etlgen states|states-noready|jit OUT.etl\n");
     return 2;
 }

@@ -236,6 +236,12 @@ const uint8_t etlb_guid_stackwalk[16] = {0x46, 0xfe, 0xf2, 0xde, 0xd6, 0x7b, 0x8
                                          0xbd, 0x94, 0xf5, 0x7f, 0xe2, 0x0d, 0x0c, 0xe3};
 const uint8_t etlb_guid_imageid[16] = {0xd7, 0x75, 0xe6, 0xb3, 0x54, 0x25, 0x18, 0x4f,
                                        0x83, 0x0b, 0x27, 0x62, 0x73, 0x25, 0x60, 0xde};
+const uint8_t etlb_guid_clr_runtime[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
+                                           0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
+const uint8_t etlb_guid_clr_rundown[16] = {0x1c, 0x02, 0x69, 0xa6, 0x50, 0xc4, 0x09, 0x46,
+                                           0xa0, 0x35, 0x5a, 0xf5, 0x9a, 0xf4, 0xdf, 0x18};
+const uint8_t etlb_guid_clr_method[16] = {0x1a, 0xf6, 0x44, 0x30, 0xb0, 0x99, 0x21, 0x4c,
+                                          0xb2, 0x03, 0xd3, 0x94, 0x23, 0xc7, 0x3b, 0x00};
 const uint8_t etlb_guid_other[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 static void buffer_header(uint8_t *h, uint32_t size, uint32_t saved, uint64_t seq, uint16_t cpu, int proc_index,
@@ -619,4 +625,35 @@ void etlb_p_interval(etlb_bytes *o, uint32_t source, uint32_t new_interval, uint
     eb_u32(o, source);
     eb_u32(o, new_interval);
     eb_u32(o, old_interval);
+}
+
+void etlb_p_clr_method(etlb_bytes *o, unsigned version, uint64_t method_id, uint64_t module_id, uint64_t start,
+                       uint32_t size, const char *ns, const char *name, const char *sig, uint64_t rejit_id)
+{
+    eb_u64(o, method_id);
+    eb_u64(o, module_id);
+    eb_u64(o, start);
+    eb_u32(o, size);
+    eb_u32(o, 0x06000001);            /* MethodToken */
+    eb_u32(o, 0);                     /* MethodFlags */
+    eb_wstr(o, ns);
+    eb_wstr(o, name);
+    eb_wstr(o, sig);
+    if (version >= 1)
+        eb_u16(o, 9);                 /* ClrInstanceID */
+    if (version >= 2)
+        eb_u64(o, rejit_id);
+}
+
+void etlb_p_clr_module(etlb_bytes *o, unsigned version, uint64_t module_id, const char *il_path,
+                       const char *native_path)
+{
+    eb_u64(o, module_id);
+    eb_u64(o, 0x5000 + module_id);    /* AssemblyID */
+    eb_u32(o, 8);                     /* ModuleFlags */
+    eb_u32(o, 0);
+    eb_wstr(o, il_path);
+    eb_wstr(o, native_path);
+    if (version >= 1)
+        eb_u16(o, 9);
 }

@@ -97,8 +97,20 @@ void etlb_p_keydef(etlb_bytes *o, unsigned P, uint64_t key, const uint64_t *fram
 void etlb_p_imageid(etlb_bytes *o, unsigned P, uint64_t base, uint64_t size, uint32_t timestamp, const char *name);
 void etlb_p_dbgid(etlb_bytes *o, unsigned P, uint64_t base, const uint8_t guid[16], uint32_t age, const char *pdb);
 
+/* The CLR's method and module events (views.h's layouts): MethodID,
+ * ModuleID, start, size, token, flags, the three UTF-16 names; version 1
+ * adds ClrInstanceID, version 2 ReJITID. Module: ModuleID, AssemblyID,
+ * flags, reserved, the IL and native paths (then ClrInstanceID from
+ * version 1). */
+void etlb_p_clr_method(etlb_bytes *o, unsigned version, uint64_t method_id, uint64_t module_id, uint64_t start,
+                       uint32_t size, const char *ns, const char *name, const char *sig, uint64_t rejit_id);
+void etlb_p_clr_module(etlb_bytes *o, unsigned version, uint64_t module_id, const char *il_path,
+                       const char *native_path);
+
 /* The GUIDs of the kernel groups and of KernelTraceControl's ImageID, as stored. */
 extern const uint8_t etlb_guid_process[16], etlb_guid_thread[16], etlb_guid_image[16], etlb_guid_perfinfo[16],
     etlb_guid_stackwalk[16], etlb_guid_imageid[16], etlb_guid_other[16];
+/* The CLR's runtime and rundown providers and its classic MethodGuid task. */
+extern const uint8_t etlb_guid_clr_runtime[16], etlb_guid_clr_rundown[16], etlb_guid_clr_method[16];
 
 #endif
