@@ -62,15 +62,16 @@ def interval_set(log, rate, what):
           f"{what}: the intervals set, for the run at {rate} Hz and after it")
 
 
-def interval_put_back(log, what):
+def interval_put_back(log, what, sets_before=0):
     """The machine's interval is back as the run found it, by a call of
     hookscope's after the run's own (the run's interval can be the
     machine's: 1 kHz, the ETW default, is the fake machine's, and then the
-    state alone cannot tell whether it was put back)."""
+    state alone cannot tell whether it was put back). sets_before: the
+    intervals set before the run's (a clean-up's)."""
     st = final(log)
     hs.eq(st["interval"], [str(MACHINE_INTERVAL)], f"{what}: the machine's sampling interval afterwards")
     sets = [c for c in st.get("call", []) if c.startswith("set-interval ")]
-    hs.eq((len(sets), sets[-1:]), (2, [f"set-interval {MACHINE_INTERVAL}"]),
+    hs.eq((len(sets), sets[-1:]), (sets_before + 2, [f"set-interval {MACHINE_INTERVAL}"]),
           f"{what}: the interval set for the run, then put back ({sets})")
     hs.eq(st["foreign"], ["0"], f"{what}: a session hookscope did not start was touched")
     hs.eq(st["running"], ["0"], f"{what}: hookscope's session still runs")
