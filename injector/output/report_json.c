@@ -533,6 +533,44 @@ static void write_threads(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
+/* --timeline: its file (by name, in the run's directory), clock, the
+ * functions its events name (module id and rva, in the events' numbers),
+ * and what each thread kept and dropped. */
+static void write_timeline(const hs_profile *p, FILE *out)
+{
+    const hs_prof_timeline *t = p->timeline;
+    const char *name = t->file, *sep = strrchr(name, '\\');
+    if (sep)
+        name = sep + 1;
+    fprintf(out, ",\n \"timeline\": {\"file\": ");
+    hs_json_quote(out, name);
+    fprintf(out, ", \"bytes\": %llu, \"max_bytes\": %llu, \"tsc_start\": %llu, \"tsc_hz\": %.0f, \"qpc_start\": %lld, "
+                 "\"qpc_hz\": %lld,\n  \"functions\": [",
+            (unsigned long long)t->bytes, (unsigned long long)t->max_bytes, (unsigned long long)t->tsc_start,
+            t->tsc_hz, (long long)t->qpc_start, (long long)t->qpc_hz);
+    for (uint32_t i = 0; i < t->nfunc_map; i++) {
+        const hs_prof_func *f = t->func_map[i] < p->nfuncs ? &p->funcs[t->func_map[i]] : NULL;
+        if (f && f->rva != HS_RVA_NONE)
+            fprintf(out, "%s[%u, %u]", i ? ", " : "", p->modules[f->module].id, f->rva);
+        else
+            fprintf(out, "%snull", i ? ", " : "");
+    }
+    fprintf(out, "],\n  \"threads\": [");
+    for (size_t i = 0; i < t->nthreads; i++) {
+        const hs_prof_tl_thread *th = &t->threads[i];
+        fprintf(out, "%s\n   {\"tid\": %u, \"events\": %llu, \"dropped_buffer\": %llu, \"dropped_file\": %llu",
+                i ? "," : "", th->tid, (unsigned long long)th->events, (unsigned long long)th->dropped_buffer,
+                (unsigned long long)th->dropped_file);
+        if (th->dropped_buffer + th->dropped_file)
+            fprintf(out, ", \"dropped_from_us\": %.3f, \"dropped_to_us\": %.3f, \"drop_first\": %llu, "
+                         "\"drop_last\": %llu",
+                    hs_timeline_us(t, th->drop_first), hs_timeline_us(t, th->drop_last),
+                    (unsigned long long)th->drop_first, (unsigned long long)th->drop_last);
+        fputc('}', out);
+    }
+    fprintf(out, "]}");
+}
+
 int hs_write_json(const hs_profile *p, FILE *out)
 {
     fprintf(out, "{\"version\": 1,\n \"tool\": {\"name\": \"hookscope\", \"version\": ");
@@ -573,6 +611,8 @@ int hs_write_json(const hs_profile *p, FILE *out)
         write_sampling(p, out);
     if (p->nthreads_list)
         write_threads(p, out);
+    if (p->timeline)
+        write_timeline(p, out);
     fprintf(out, ",\n \"loaded_modules\": [");
     int k = 0;
     for (size_t m = 0; m < p->nmodules; m++) {

@@ -289,6 +289,74 @@ bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64
 
 /* ---- while the target runs ------------------------------------------------------------------- */
 
+size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_tl *st, hs_tl_event *out,
+                                size_t max, hs_session_trust *t)
+{
+    const hs_session_header *L = s->layout;
+    hs_session_header h;
+    hs_session_header_copy(s, &h);
+    uint32_t nregions = hs_sr_regions(&h), nfuncs = n_functions(s, NULL);
+    uint64_t base;
+    hs_region_hdr rh;
+    if (!(L->options & HS_OPT_TIMELINE) || !L->region_timeline_cap || k >= nregions ||
+        !hs_sr_region(s, k, nregions, &base, &rh))
+        return 0;
+    st->dropped = rh.tl_dropped;
+    st->drop_first = rh.tl_drop_first;
+    st->drop_last = rh.tl_drop_last;
+    if (!rh.tl_base)
+        return 0;   /* not timed yet */
+    uint64_t cap = L->region_timeline_cap, head = rh.tl_head;
+    if (head < st->tail || head - st->tail > cap) {
+        hs_sr_problem(t, "region %u's timeline has %llu events written and %llu taken, in a ring of %llu", k,
+                      (unsigned long long)head, (unsigned long long)st->tail, (unsigned long long)cap);
+        if (head < st->tail)
+            return 0;
+        st->tail = head - cap;   /* the ring holds the last cap at most */
+    }
+    size_t n = 0;
+    while (st->tail < head && n < max) {
+        /* the ring's part from the tail to its end or the head */
+        uint64_t at = st->tail & (cap - 1);
+        uint64_t run = head - st->tail;
+        if (run > cap - at)
+            run = cap - at;
+        if (run > max - n)
+            run = max - n;
+        if (!hs_sr_read(s, base + L->region_timeline_off + at * sizeof(hs_tl_event), out + n,
+                        run * sizeof(hs_tl_event)))
+            break;
+        size_t kept = n;
+        uint64_t used = 0;
+        bool stop = false;
+        for (; used < run; used++) {
+            const hs_tl_event e = out[n + used];   /* (kept <= n + used: read before written) */
+            if (e.func == HS_TL_THREAD) {
+                if (kept > 0) {
+                    stop = true;   /* the next take is the named thread's */
+                    break;
+                }
+                st->tid = (uint32_t)e.t0;
+                continue;
+            }
+            if (e.func >= nfuncs || e.t1 < e.t0 || e.ticks > e.t1 - e.t0 || e.depth >= L->region_shadow_cap) {
+                hs_sr_problem(t, "region %u's timeline event %llu (function %u, depth %u) cannot be a call", k,
+                              (unsigned long long)(st->tail + used), e.func, e.depth);
+                continue;
+            }
+            out[kept++] = e;
+        }
+        st->tail += used;
+        n = kept;
+        if (stop)
+            break;
+    }
+    /* the room taken back: the agent writes over it from now on */
+    volatile uint64_t *tail = (volatile uint64_t *)((char *)s->view + base + offsetof(hs_region_hdr, tl_tail));
+    *tail = st->tail;
+    return n;
+}
+
 /* Bytes of counters one progress reading copies at most. */
 #define LIVE_BUDGET (64u << 20)
 

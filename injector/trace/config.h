@@ -28,6 +28,9 @@ typedef struct hs_trace_config {
     uint32_t stacks;            /* entry stack depth, 0: off */
     uint32_t stack_every;       /* capture every Nth call per function */
     int time;                   /* return probes with durations */
+    int timeline;               /* every timed call as an event, drained into a file */
+    uint64_t timeline_max;      /* bytes the timeline's file may take */
+    uint32_t timeline_buffer;   /* events per thread's ring (a power of two) */
     int sample;                 /* CPU sampling on */
     const char *sampler;        /* backend name; NULL: auto */
     int keep_etl;               /* keep the etw backend's trace */

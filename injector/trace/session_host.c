@@ -53,12 +53,16 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, u
         options |= HS_OPT_STACKS;
     if (o->time)
         options |= HS_OPT_TIME;
+    if (o->timeline)
+        options |= HS_OPT_TIMELINE;
     wchar_t test[8];
     if (GetEnvironmentVariableW(L"HOOKSCOPE_TEST_STUCK_FREEZE", test, 8) && !wcscmp(test, L"1"))
         options |= HS_OPT_TEST_STUCK_FREEZE;
     memset(s, 0, sizeof *s);
     hs_session_header *L = &s->layout;
     hs_capacity cap = hs_default_capacity(o->max_functions, o->max_threads, options);
+    if (o->timeline && o->timeline_buffer)
+        cap.timeline = o->timeline_buffer;
     uint64_t total = hs_session_layout(L, &cap);
     L->magic = HS_SESSION_MAGIC;
     L->version = HS_SESSION_VERSION;

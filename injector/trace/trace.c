@@ -116,9 +116,28 @@ int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32
         hs_session_close(&t->session);
         return -1;
     }
+    if (o->timeline) {
+        t->drain = hs_tl_drain_start(&t->session, o->outdir, o->timeline_max);
+        if (!t->drain) {
+            hs_fnservice_stop(t->fn);
+            t->fn = NULL;
+            hs_session_close(&t->session);
+            return -1;
+        }
+    }
     /* kept open to the end: the CPU time of a target that exited */
     t->process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
     return 0;
+}
+
+/* Stop the timeline's drain: its description, or NULL without one. */
+static hs_prof_timeline *stop_drain(hs_trace *t, hs_session_trust *trust)
+{
+    if (!t->drain)
+        return NULL;
+    hs_prof_timeline *tl = hs_tl_drain_stop(t->drain, trust);
+    t->drain = NULL;
+    return tl;
 }
 
 static void close_process(hs_trace *t)
@@ -130,6 +149,7 @@ static void close_process(hs_trace *t)
 
 void hs_trace_abandon(hs_trace *t)
 {
+    hs_timeline_free(stop_drain(t, NULL));
     hs_fnservice_stop(t->fn);
     t->fn = NULL;
     hs_session_close(&t->session);
@@ -157,6 +177,29 @@ int hs_trace_check_filters(hs_trace *t, const hs_trace_config *o)
     return rc;
 }
 
+/* Calls the timeline could not keep: one warning (report and stderr). */
+static void timeline_losses(hs_profile *p, const hs_prof_timeline *tl)
+{
+    uint64_t buffer = 0, file = 0;
+    uint32_t threads = 0;
+    for (size_t i = 0; i < tl->nthreads; i++) {
+        buffer += tl->threads[i].dropped_buffer;
+        file += tl->threads[i].dropped_file;
+        threads += tl->threads[i].dropped_buffer + tl->threads[i].dropped_file > 0;
+    }
+    if (!buffer && !file)
+        return;
+    char line[300];
+    snprintf(line, sizeof line,
+             "the timeline dropped %llu calls of %u thread%s: %llu found its buffer full (a larger "
+             "--timeline-buffer), %llu did not fit in --timeline-max; report.json's timeline has each thread's "
+             "and when; the counts and times of every call are exact",
+             (unsigned long long)(buffer + file), threads, threads == 1 ? "" : "s", (unsigned long long)buffer,
+             (unsigned long long)file);
+    hs_profile_warn(p, "%s", line);
+    hs_err("%s", line);
+}
+
 int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
 {
     /* the run's end, before the sampler's own wind-down; the counter and
@@ -181,7 +224,19 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             hs_profile_warn(p, "%s", h->error_text);
         hs_session_src src = hs_session_host_src(&t->session);
         hs_session_trust trust = { 0, "" };
+        hs_prof_timeline *tl = stop_drain(t, &trust);
         hs_profile_from_session(p, &src, &trust);
+        if (tl) {
+            /* the events' function numbers are the session's, which are
+             * the profile's first functions */
+            tl->nfunc_map = (uint32_t)p->nfuncs;
+            tl->func_map = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *tl->func_map);
+            for (uint32_t i = 0; i < tl->nfunc_map; i++)
+                tl->func_map[i] = i;
+            tl->tsc_hz = (double)(uint64_t)(p->tsc_hz + 0.5);
+            p->timeline = tl;
+            timeline_losses(p, tl);
+        }
         hs_session_trust_line(&trust, corrupt, sizeof corrupt);
         if (corrupt[0]) {
             hs_profile_warn(p, "%s", corrupt);
@@ -219,6 +274,14 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
     }
     free(t->etl_path);
     t->etl_path = NULL;
+    if (!p->timeline) {
+        /* an earlier run's timeline */
+        char *tlpath = hs_xasprintf("%s\\%s", o->outdir, HS_TIMELINE_FILE);
+        const char *why = NULL;
+        if (hs_remove_file(tlpath, &why) < 0)
+            hs_err("cannot remove %s: %s", tlpath, why);
+        free(tlpath);
+    }
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
     hs_symconf conf = o->symbols;
     p->srcline_on = o->srcline != 0;

@@ -1,0 +1,124 @@
+/*
+ * injector/output/trace_json.c - trace.json: the timeline (--timeline) in
+ * the Chrome trace event format, which Perfetto, chrome://tracing and
+ * speedscope's importer open.
+ *
+ * One process (process_name metadata), one track per thread (thread_name
+ * metadata), and every call the timeline kept as a complete event ("X")
+ * with its start and duration in microseconds from the run's start, its
+ * function as the name and its module as the category. Start and end are
+ * each rounded to the nanosecond first, so a call nests inside its caller
+ * exactly as the clock saw it; where hookscope's own slow paths ran inside
+ * a call (entry stacks, a new edge), args.timed_us is the time --time
+ * counted for it. Calls a thread dropped (a full buffer, the file's size
+ * limit) are one instant event ("i") on its track at the first of them,
+ * with their count and time range: a gap in a track is never silent.
+ * Events come in the file's order (per thread, as the calls ended), which
+ * the format allows for complete events.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "hook/base/util.h"
+#include "injector/output/format.h"
+#include "injector/output/writers.h"
+
+typedef struct trace_out {
+    const hs_profile *p;
+    FILE *out;
+    bool first;
+} trace_out;
+
+/* Nanoseconds from the run's start to tsc, rounded (negative: 0). */
+static uint64_t at_ns(const hs_prof_timeline *t, uint64_t tsc)
+{
+    double us = hs_timeline_us(t, tsc);
+    return us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0;
+}
+
+static void sep(trace_out *o)
+{
+    fputs(o->first ? "\n" : ",\n", o->out);
+    o->first = false;
+}
+
+static void ns_as_us(FILE *out, uint64_t ns)
+{
+    fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+static int put_events(void *ctx, uint32_t tid, const hs_tl_rec *ev, uint32_t n)
+{
+    trace_out *o = ctx;
+    const hs_prof_timeline *t = o->p->timeline;
+    for (uint32_t i = 0; i < n; i++) {
+        const hs_tl_rec *e = &ev[i];
+        uint32_t f = t->func_map[e->func];
+        uint64_t start = at_ns(t, e->t0), end = at_ns(t, e->t1);
+        sep(o);
+        fputs("{\"name\": ", o->out);
+        hs_json_quote(o->out, hs_func_label(o->p, f));
+        fputs(", \"cat\": ", o->out);
+        hs_json_quote(o->out, o->p->modules[o->p->funcs[f].module].name);
+        fputs(", \"ph\": \"X\", \"ts\": ", o->out);
+        ns_as_us(o->out, start);
+        fputs(", \"dur\": ", o->out);
+        ns_as_us(o->out, end - start);
+        fprintf(o->out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"depth\": %u", o->p->pid, tid, e->depth);
+        if (e->ticks != e->t1 - e->t0) {
+            fputs(", \"timed_us\": ", o->out);
+            ns_as_us(o->out, (uint64_t)((double)e->ticks * 1e9 / t->tsc_hz + 0.5));
+        }
+        fputs("}}", o->out);
+    }
+    return ferror(o->out) ? -1 : 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = path;
+    for (const char *c = path; *c; c++)
+        if (*c == '\\' || *c == '/')
+            s = c + 1;
+    return s;
+}
+
+int hs_write_trace_json(const hs_profile *p, FILE *out)
+{
+    const hs_prof_timeline *t = p->timeline;
+    trace_out o = { p, out, true };
+    fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
+    sep(&o);
+    fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": 0, \"args\": {\"name\": ", p->pid);
+    hs_json_quote(out, p->target_path ? base_name(p->target_path) : "target");
+    fputs("}}", out);
+    for (size_t i = 0; i < t->nthreads; i++) {
+        const hs_prof_tl_thread *th = &t->threads[i];
+        sep(&o);
+        fprintf(out,
+                "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"thread "
+                "%u\"}}",
+                p->pid, th->tid, th->tid);
+        uint64_t dropped = th->dropped_buffer + th->dropped_file;
+        if (!dropped)
+            continue;
+        sep(&o);
+        fprintf(out, "{\"name\": \"hookscope dropped %" PRIu64 " calls\", \"cat\": \"hookscope\", \"ph\": \"i\", "
+                     "\"s\": \"t\", \"ts\": ", dropped);
+        ns_as_us(out, at_ns(t, th->drop_first));
+        fprintf(out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"dropped\": %" PRIu64 ", \"buffer_full\": %" PRIu64
+                     ", \"file_full\": %" PRIu64 ", \"from_us\": ",
+                p->pid, th->tid, dropped, th->dropped_buffer, th->dropped_file);
+        ns_as_us(out, at_ns(t, th->drop_first));
+        fputs(", \"to_us\": ", out);
+        ns_as_us(out, at_ns(t, th->drop_last));
+        fputs("}}", out);
+    }
+    char err[400];
+    if (hs_timeline_read(t, p->nfuncs, put_events, &o, err, sizeof err) != 0) {
+        hs_err("%s", err);
+        return -1;
+    }
+    fputs("\n]}\n", out);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,233 @@
+"""--timeline: every timed call of every thread on a time axis, drained
+from per-thread buffers in the session into timeline.bin while the target
+runs, and written as trace.json (Chrome trace event format).
+
+The truth is the hooks' own: on the demo program (every function of the
+exe hooked and timed) the timeline's calls per function equal the hook
+counts, its durations add up to --time's sums, and every call lies inside
+the call around it on its thread, one level deeper. What the timeline
+cannot keep (a full buffer, --timeline-max) is counted, reported and
+shown; a damaged timeline file is refused in one line by `report DIR`.
+"""
+import json
+import os
+import shutil
+import struct
+
+import hs
+
+DEMO = "build/examples/demo.exe"
+EVENT = struct.Struct("<QQQII")
+BLOCK = struct.Struct("<IIII")
+
+
+def calls_of(trace):
+    """{name: [X events]} of a trace.json, and its other events."""
+    by_name, other = {}, []
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X":
+            by_name.setdefault(e["name"], []).append(e)
+        else:
+            other.append(e)
+    return by_name, other
+
+
+def ns(us):
+    """trace.json's microseconds (three decimals) as whole nanoseconds."""
+    return round(us * 1000)
+
+
+def load(t):
+    return json.loads(t.file("trace.json"))
+
+
+def test_calls_nest_and_add_up():
+    """demo.exe with a buffer that holds every call: nothing dropped; each
+    function's X events are exactly its calls (report.json, hooks); their
+    durations (args.timed_us where hookscope's own slow paths ran inside
+    the call) add up to --time's sum_ns within the rounding of each event
+    to the nanosecond; every call lies inside the call enclosing it and
+    is one level deeper; the outermost calls are as deep as the calls
+    still open at the end (the C runtime's start, which calls exit()); a
+    process and a thread name; `report DIR -o OTHER` writes trace.json
+    again byte for byte, with the timeline's file beside it."""
+    plain = hs.wine([DEMO])
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "262144", "--no-sample"], name="tl_demo")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    hs.eq(t.stdout, plain.stdout, "the demo's output as untraced")
+    tl = t.json["timeline"]
+    hs.eq([(th["dropped_buffer"], th["dropped_file"]) for th in tl["threads"]], [(0, 0)],
+          "one thread, nothing dropped")
+    hs.check(not any("timeline" in w for w in t.json["warnings"]), f"no warning: {t.json['warnings']}")
+    trace = load(t)
+    by_name, other = calls_of(trace)
+    tid = tl["threads"][0]["tid"]
+    hs.eq(sorted((e["name"], e["args"]["name"]) for e in other),
+          sorted([("process_name", "demo.exe"), ("thread_name", f"thread {tid}")]), "metadata events")
+    hs.eq(tl["threads"][0]["events"], sum(len(v) for v in by_name.values()), "events kept = X events")
+    open_calls = 0
+    timed = 0
+    for f in t.functions("demo.exe"):
+        tm = f.get("time")
+        evs = by_name.get(f["name"], [])
+        if not tm:
+            hs.eq(evs, [], f"{f['name']} is not timed: no events")
+            continue
+        hs.eq(len(evs), tm["calls"], f"{f['name']}: events = timed calls")
+        if not tm["open"]:
+            hs.eq(len(evs), f["calls"], f"{f['name']}: events = hook count")
+        open_calls += tm["open"]
+        timed += len(evs)
+        got = sum(ns(e["args"].get("timed_us", e["dur"])) for e in evs)
+        hs.check(abs(got - tm["sum_ns"]) <= len(evs) + 1,
+                 f"{f['name']}: durations add up to sum_ns {tm['sum_ns']}: {got} ({len(evs)} calls)")
+    hs.check(timed > 100000 and by_name["fib"], f"the demo's calls are there ({timed})")
+    # nesting, on the one thread
+    evs = sorted((e for v in by_name.values() for e in v), key=lambda e: (ns(e["ts"]), -ns(e["dur"])))
+    stack, roots = [], []
+    for e in evs:
+        start, end = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+        while stack and stack[-1][1] <= start:
+            stack.pop()
+        if stack:
+            hs.check(end <= stack[-1][1], f"{e} ends inside {stack[-1][2]}")
+            hs.eq(e["args"]["depth"], stack[-1][2]["args"]["depth"] + 1, f"depth of {e} inside {stack[-1][2]}")
+        else:
+            roots.append(e["args"]["depth"])
+        stack.append((start, end, e))
+    # the outermost calls lie inside the calls still open at the end (the
+    # C runtime's start and exit(), which never return), as deep as those
+    # that had started: never shallower than an earlier one, at most all
+    hs.eq(roots, sorted(roots), "the outermost calls' depths rise with time")
+    hs.eq(roots[-1], open_calls, "the last outermost calls are inside every call open at the end")
+    # report DIR into another directory: trace.json again, the timeline beside it
+    again = hs.outdir("tl_demo_again")
+    p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
+    hs.eq(p.returncode, 0, "report -o: " + p.stderr.decode(errors="replace"))
+    for name in ("trace.json", "report.json", "timeline.bin"):
+        with open(os.path.join(hs.ROOT, t.out, name), "rb") as a, open(os.path.join(hs.ROOT, again, name), "rb") as b:
+            hs.check(a.read() == b.read(), f"{name} written again byte for byte")
+
+
+def test_full_buffer_drops_are_counted():
+    """A 16-call buffer cannot keep the demo's bursts: the calls kept and
+    dropped add up to the timed calls exactly; report.txt, report.json's
+    warnings and stderr say how many; trace.json marks them on the thread
+    with an instant event at the first dropped call; the kept ones still
+    nest."""
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "16", "--no-sample"], name="tl_drops")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    hs.check(t.json, "report.json: " + t.stderr.decode(errors="replace"))
+    (th,) = t.json["timeline"]["threads"]
+    timed = sum(f["time"]["calls"] for f in t.functions("demo.exe") if f.get("time"))
+    hs.check(th["dropped_buffer"] > 0 and th["dropped_file"] == 0, f"drops counted: {th}")
+    hs.eq(th["events"] + th["dropped_buffer"], timed, "kept + dropped = timed calls")
+    hs.check(0 <= th["dropped_from_us"] <= th["dropped_to_us"], f"the drops' time range: {th}")
+    line = f"the timeline dropped {th['dropped_buffer']} calls of 1 thread: {th['dropped_buffer']} found its buffer full"
+    hs.check(any(w.startswith(line) for w in t.json["warnings"]), f"report.json warns: {t.json['warnings']}")
+    hs.check(line in t.txt, "report.txt says so")
+    hs.check(("hookscope: " + line) in t.stderr.decode(), "stderr says so: " + t.stderr.decode())
+    by_name, other = calls_of(load(t))
+    hs.eq(sum(len(v) for v in by_name.values()), th["events"], "X events = events kept")
+    marks = [e for e in other if e["ph"] == "i"]
+    hs.eq([(e["name"], e["tid"], e["args"]["dropped"], e["ts"]) for e in marks],
+          [(f"hookscope dropped {th['dropped_buffer']} calls", th["tid"], th["dropped_buffer"], th["dropped_from_us"])],
+          "one instant event marks the drops")
+
+
+def test_timeline_max_bounds_the_file():
+    """--timeline-max 4K: the file stays within 4096 bytes; the calls that
+    did not fit are counted as dropped for the file; kept + dropped = the
+    timed calls."""
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-max", "4K", "--timeline-buffer", "262144", "--no-sample"],
+                 name="tl_max")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    size = os.path.getsize(os.path.join(hs.ROOT, t.out, "timeline.bin"))
+    tl = t.json["timeline"]
+    (th,) = tl["threads"]
+    hs.check(size <= 4096 and size == tl["bytes"], f"timeline.bin is {size} bytes (report: {tl['bytes']})")
+    timed = sum(f["time"]["calls"] for f in t.functions("demo.exe") if f.get("time"))
+    hs.check(th["dropped_file"] > 0 and th["dropped_buffer"] == 0, f"dropped for the file: {th}")
+    hs.eq(th["events"] + th["dropped_file"], timed, "kept + dropped = timed calls")
+    with open(os.path.join(hs.ROOT, t.out, "timeline.bin"), "rb") as f:
+        data = f.read()
+    at, kept = 16, 0
+    while at < len(data):
+        magic, tid, n, _ = BLOCK.unpack_from(data, at)
+        hs.eq((magic, tid), (0x42544C48, th["tid"]), f"a block of the thread at byte {at}")
+        kept += n
+        at += BLOCK.size + n * EVENT.size
+    hs.eq((at, kept), (size, th["events"]), "the file's blocks hold the events kept")
+    hs.check(4096 - size < BLOCK.size + EVENT.size, f"no room was left for one more call ({size} bytes)")
+    hs.check(f"{th['dropped_file']} did not fit in --timeline-max" in t.txt, "report.txt says so")
+
+
+def corrupt_copy(src, name, change):
+    dst = hs.outdir(name)
+    shutil.copytree(os.path.join(hs.ROOT, src), os.path.join(hs.ROOT, dst))
+    path = os.path.join(hs.ROOT, dst, "timeline.bin")
+    with open(path, "rb") as f:
+        data = f.read()
+    data = change(data)
+    if data is None:
+        os.remove(path)
+    else:
+        with open(path, "wb") as f:
+            f.write(data)
+    return dst
+
+
+def test_damaged_timeline_is_refused_in_one_line():
+    """report DIR with a timeline.bin that is missing, not a timeline, cut
+    short, names a function that does not exist, or has an event ending
+    before it starts: one line naming the file and why, exit 125, nothing
+    written."""
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "262144", "--no-sample"], name="tl_src")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    first = 16 + BLOCK.size   # the first event
+
+    def bad_func(d):
+        t0, t1, ticks, func, depth = EVENT.unpack_from(d, first)
+        return d[:first] + EVENT.pack(t0, t1, ticks, 1 << 30, depth) + d[first + EVENT.size:]
+
+    def backwards(d):
+        t0, t1, ticks, func, depth = EVENT.unpack_from(d, first)
+        return d[:first] + EVENT.pack(t1 + 10, t1, 0, func, depth) + d[first + EVENT.size:]
+
+    cases = [
+        ("missing", lambda d: None, "cannot read "),
+        ("magic", lambda d: b"NOTATIME" + d[8:], "is not a hookscope timeline"),
+        ("cut", lambda d: d[:len(d) - 7], "is cut short at byte "),
+        ("func", bad_func, f": the event at byte {first} is not a call of a known function"),
+        ("backwards", backwards, f": the event at byte {first} is not a call of a known function"),
+        ("block", lambda d: d[:16] + b"\0" * 16 + d[32:], ": no block of events at byte 16"),
+    ]
+    for name, change, why in cases:
+        d = corrupt_copy(t.out, "tl_bad_" + name, change)
+        before = sorted(os.listdir(os.path.join(hs.ROOT, d)))
+        mtimes = {n: os.path.getmtime(os.path.join(hs.ROOT, d, n)) for n in before}
+        p = hs.hookscope(["report", "-q", d], timeout=120)
+        err = p.stderr.decode()
+        hs.eq(p.returncode, 125, f"{name}: exit code ({err})")
+        hs.eq(len(err.splitlines()), 1, f"{name}: one line: {err!r}")
+        hs.check(err.startswith("hookscope: ") and "timeline.bin" in err and why in err, f"{name}: {err!r}")
+        hs.eq({n: os.path.getmtime(os.path.join(hs.ROOT, d, n)) for n in sorted(os.listdir(os.path.join(hs.ROOT, d)))},
+              mtimes, f"{name}: nothing written")
+
+
+def test_usage_errors():
+    """The timeline's options without --timeline, a bad size or buffer,
+    and --timeline without hooks: a line saying so (then the usage, as
+    every usage error), exit 2."""
+    for args, line in [
+        (["--timeline-max", "1M"], "option '--timeline-max' needs --timeline"),
+        (["--timeline-buffer", "64"], "option '--timeline-buffer' needs --timeline"),
+        (["--timeline", "--timeline-max", "10X"], "--timeline-max needs a size from 4K to 1024G"),
+        (["--timeline", "--timeline-max", "100"], "--timeline-max needs a size from 4K to 1024G"),
+        (["--timeline", "--timeline-buffer", "100"], "--timeline-buffer needs a power of two from 16 to 16777216"),
+        (["--no-hooks", "--timeline"], "option '--timeline' needs the hooks, which --no-hooks turns off"),
+    ]:
+        p = hs.hookscope(["run", "-o", hs.outdir("tl_usage")] + args + ["--", DEMO], timeout=60)
+        err = p.stderr.decode()
+        hs.eq(p.returncode, 2, f"{args}: exit code ({err})")
+        hs.check(err.splitlines()[0].startswith("hookscope: " + line), f"{args}: {err!r}")
