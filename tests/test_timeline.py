@@ -109,6 +109,46 @@ def test_calls_nest_and_add_up():
             hs.check(a.read() == b.read(), f"{name} written again byte for byte")
 
 
+def test_samples_fall_inside_their_calls():
+    """cpusplit.exe 1 (burn_a, burn_b, burn_c in short calls on the main
+    thread, a waiter and a sleeper) sampled with --timeline: every sample
+    whose leaf frame is a timed function lies inside a call of that
+    function on its thread (the sampler's performance counter, read while
+    the thread stood still, on the calls' TSC through the pair read at the
+    run's start); every thread with samples or calls is named; report DIR
+    writes trace.json again byte for byte, samples included."""
+    t = hs.trace("build/tests/cpusplit.exe", ["1"], options=["--timeline", "--sample-rate", "1000"],
+                 name="tl_samples")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    trace = load(t)
+    by_name, other = calls_of(trace)
+    samples = [e for e in other if e.get("cat") == "sample"]
+    hs.eq(len(samples) + sum(1 for e in other if e.get("cat") == "hookscope-sample"),
+          len(t.json["timeline"]["samples"]), "one instant event a sample")
+    timed = {f["name"] for f in t.functions("cpusplit.exe") if f.get("time")}
+    inside, margins = 0, []
+    for s in samples:
+        hs.eq(s["args"]["stack"][-1].split("!")[-1], s["name"], "the stack's leaf names the sample")
+        if s["name"] not in timed:
+            continue
+        at = ns(s["ts"])
+        around = [e for e in by_name.get(s["name"], []) if e["tid"] == s["tid"]
+                  and ns(e["ts"]) <= at <= ns(e["ts"]) + ns(e["dur"])]
+        hs.eq(len(around), 1, f"the sample {s} lies inside one call of {s['name']} on thread {s['tid']}")
+        margins.append(min(at - ns(around[0]["ts"]), ns(around[0]["ts"]) + ns(around[0]["dur"]) - at))
+        inside += 1
+    hs.check(inside >= 10, f"samples in the burners: {inside}")
+    names = {e["tid"] for e in other if e["name"] == "thread_name"}
+    hs.eq(names, {e["tid"] for e in trace["traceEvents"] if e["ph"] in "Xi"}, "every thread on the timeline is named")
+    print(f"{inside} samples inside their calls, the nearest {min(margins) / 1000:.1f} us from a call's edge")
+    again = hs.outdir("tl_samples_again")
+    p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
+    hs.eq(p.returncode, 0, "report -o: " + p.stderr.decode(errors="replace"))
+    with open(os.path.join(hs.ROOT, t.out, "trace.json"), "rb") as a, \
+            open(os.path.join(hs.ROOT, again, "trace.json"), "rb") as b:
+        hs.check(a.read() == b.read(), "trace.json written again byte for byte")
+
+
 def test_full_buffer_drops_are_counted():
     """A 16-call buffer cannot keep the demo's bursts: the calls kept and
     dropped add up to the timed calls exactly; report.txt, report.json's

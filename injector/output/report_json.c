@@ -568,6 +568,18 @@ static void write_timeline(const hs_profile *p, FILE *out)
                     (unsigned long long)th->drop_first, (unsigned long long)th->drop_last);
         fputc('}', out);
     }
+    /* samples: [kind, the stack's place among the report's stacks of its
+     * kind, the performance counter] */
+    fprintf(out, "],\n  \"samples_dropped\": %llu, \"samples\": [", (unsigned long long)t->samples_dropped);
+    uint32_t *pos = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *pos), seen[HS_STACK_HOOKSCOPE + 1] = { 0 };
+    for (size_t i = 0; i < p->nstacks; i++)
+        pos[i] = p->stacks[i].kind <= HS_STACK_HOOKSCOPE ? seen[p->stacks[i].kind]++ : 0;
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const hs_prof_tl_sample *sm = &t->samples[i];
+        fprintf(out, "%s[%u, %u, %lld]", i ? (i % 8 ? ", " : ",\n   ") : "", p->stacks[sm->stack].kind,
+                pos[sm->stack], (long long)sm->qpc);
+    }
+    free(pos);
     fprintf(out, "]}");
 }
 

@@ -13,6 +13,14 @@
  * counted for it. Calls a thread dropped (a full buffer, the file's size
  * limit) are one instant event ("i") on its track at the first of them,
  * with their count and time range: a gap in a track is never silent.
+ * Each sample the sampler took with its time is an instant event on its
+ * thread's track, named by its leaf frame, with its whole stack (root
+ * first, "module!function" frames) in args.stack: read while the thread
+ * was stopped, on the performance counter, which the run read together
+ * with the TSC at its start (report.json: qpc_start, tsc_start), so a
+ * sample stands inside the calls it interrupted. A sample in hookscope's
+ * own code (category "hookscope-sample") is named by the hooked function
+ * that code served, whose call may not have begun or may have ended.
  * Events come in the file's order (per thread, as the calls ended), which
  * the format allows for complete events.
  */
@@ -83,6 +91,64 @@ static const char *base_name(const char *path)
     return s;
 }
 
+static void thread_name(trace_out *o, uint32_t tid)
+{
+    sep(o);
+    fprintf(o->out,
+            "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"thread "
+            "%u\"}}",
+            o->p->pid, tid, tid);
+}
+
+/* Names for the threads that have samples and no calls. */
+static void sampled_thread_names(trace_out *o)
+{
+    const hs_prof_timeline *t = o->p->timeline;
+    uint32_t *named = hs_xcalloc(t->nthreads + t->nsamples + 1, sizeof *named);
+    size_t n = 0;
+    for (size_t i = 0; i < t->nthreads; i++)
+        named[n++] = t->threads[i].tid;
+    for (size_t i = 0; i < t->nsamples; i++) {
+        uint32_t tid = o->p->stacks[t->samples[i].stack].tid;
+        size_t k = 0;
+        while (k < n && named[k] != tid)
+            k++;
+        if (k == n) {
+            named[n++] = tid;
+            thread_name(o, tid);
+        }
+    }
+    free(named);
+}
+
+/* The samples, as instant events. */
+static void put_samples(trace_out *o)
+{
+    const hs_prof_timeline *t = o->p->timeline;
+    char buf[600];
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const hs_prof_stack *st = &o->p->stacks[t->samples[i].stack];
+        if (!st->nframes)
+            continue;
+        double us = hs_timeline_qpc_us(t, t->samples[i].qpc);
+        sep(o);
+        fputs("{\"name\": ", o->out);
+        hs_json_quote(o->out, hs_loc_format(o->p, st->frames[0], false, false, buf, sizeof buf));
+        /* a sample in hookscope's own code (its probes, the wrapper) is its
+         * cost, named by the hooked function it served */
+        fprintf(o->out, ", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ",
+                st->kind == HS_STACK_HOOKSCOPE ? "hookscope-sample" : "sample");
+        ns_as_us(o->out, us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0);
+        fprintf(o->out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"stack\": [", o->p->pid, st->tid);
+        for (uint32_t f = st->nframes; f-- > 0;) {
+            hs_json_quote(o->out, hs_loc_format(o->p, st->frames[f], true, false, buf, sizeof buf));
+            if (f)
+                fputs(", ", o->out);
+        }
+        fputs("]}}", o->out);
+    }
+}
+
 int hs_write_trace_json(const hs_profile *p, FILE *out)
 {
     const hs_prof_timeline *t = p->timeline;
@@ -94,11 +160,7 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
     fputs("}}", out);
     for (size_t i = 0; i < t->nthreads; i++) {
         const hs_prof_tl_thread *th = &t->threads[i];
-        sep(&o);
-        fprintf(out,
-                "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"thread "
-                "%u\"}}",
-                p->pid, th->tid, th->tid);
+        thread_name(&o, th->tid);
         uint64_t dropped = th->dropped_buffer + th->dropped_file;
         if (!dropped)
             continue;
@@ -114,6 +176,8 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
         ns_as_us(out, at_ns(t, th->drop_last));
         fputs("}}", out);
     }
+    sampled_thread_names(&o);
+    put_samples(&o);
     char err[400];
     if (hs_timeline_read(t, p->nfuncs, put_events, &o, err, sizeof err) != 0) {
         hs_err("%s", err);

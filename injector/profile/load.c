@@ -521,6 +521,38 @@ static void load_timeline(loader *l, const hs_json *o)
         if (fi >= 0)
             t->func_map[i] = (uint32_t)fi;
     }
+    t->samples_dropped = hs_json_u64(hs_json_get(o, "samples_dropped"), 0);
+    const hs_json *sms = hs_json_get(o, "samples");
+    size_t ns = hs_json_is(sms, HS_JARR) ? sms->n : 0;
+    if (ns) {
+        /* [kind, place among the stacks of the kind, counter] */
+        size_t *count = hs_xcalloc(HS_STACK_HOOKSCOPE + 1, sizeof *count);
+        uint32_t **of = hs_xcalloc(HS_STACK_HOOKSCOPE + 1, sizeof *of);
+        for (size_t i = 0; i < l->p->nstacks; i++) {
+            uint8_t k = l->p->stacks[i].kind;
+            if (k > HS_STACK_HOOKSCOPE)
+                continue;
+            of[k] = hs_xrealloc(of[k], (count[k] + 1) * sizeof **of);
+            of[k][count[k]++] = (uint32_t)i;
+        }
+        t->samples = hs_xcalloc(ns, sizeof *t->samples);
+        for (size_t i = 0; i < ns && !l->failed; i++) {
+            const hs_json *x = &sms->v[i];
+            uint64_t k = hs_json_is(x, HS_JARR) && x->n == 3 ? hs_json_u64(&x->v[0], 0) : 0;
+            uint64_t at = k ? hs_json_u64(&x->v[1], UINT64_MAX) : UINT64_MAX;
+            if (k < HS_STACK_CPU || k > HS_STACK_HOOKSCOPE || at >= count[k]) {
+                failf(l, "%s", "a timeline sample names a stack that is not in the report");
+                break;
+            }
+            t->samples[t->nsamples].stack = of[k][at];
+            t->samples[t->nsamples].qpc = hs_json_i64(&x->v[2], 0);
+            t->nsamples++;
+        }
+        for (int k = 0; k <= HS_STACK_HOOKSCOPE; k++)
+            free(of[k]);
+        free(of);
+        free(count);
+    }
     const hs_json *ths = hs_json_get(o, "threads");
     for (size_t i = 0; hs_json_is(ths, HS_JARR) && i < ths->n; i++) {
         const hs_json *j = &ths->v[i];

@@ -21,6 +21,7 @@ void hs_timeline_free(hs_prof_timeline *t)
     free(t->file);
     free(t->func_map);
     free(t->threads);
+    free(t->samples);
     free(t);
 }
 
@@ -43,6 +44,13 @@ double hs_timeline_us(const hs_prof_timeline *t, uint64_t tsc)
         return 0;
     double d = tsc >= t->tsc_start ? (double)(tsc - t->tsc_start) : -(double)(t->tsc_start - tsc);
     return d * 1e6 / t->tsc_hz;
+}
+
+double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc)
+{
+    if (t->qpc_hz <= 0)
+        return 0;
+    return (double)(qpc - t->qpc_start) * 1e6 / (double)t->qpc_hz;
 }
 
 /* Events read at a time. */

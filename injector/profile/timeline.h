@@ -57,6 +57,14 @@ typedef struct hs_prof_tl_thread {
     uint64_t drop_first, drop_last;
 } hs_prof_tl_thread;
 
+/* A sample on the timeline: its stack (an index of the profile's stacks:
+ * a sampled stack of its thread) and when it was taken, on the
+ * performance counter. */
+typedef struct hs_prof_tl_sample {
+    uint32_t stack;
+    int64_t qpc;
+} hs_prof_tl_sample;
+
 typedef struct hs_prof_timeline {
     char *file;                /* the events' file, where it is now (its run's directory) */
     uint64_t tsc_start;        /* rdtsc at the run's start: time 0 */
@@ -68,6 +76,9 @@ typedef struct hs_prof_timeline {
     uint32_t nfunc_map;
     hs_prof_tl_thread *threads;
     size_t nthreads;
+    hs_prof_tl_sample *samples;  /* in the order they were taken */
+    size_t nsamples;
+    uint64_t samples_dropped;    /* samples whose time was not kept */
 } hs_prof_timeline;
 
 void hs_timeline_free(hs_prof_timeline *t);
@@ -75,8 +86,10 @@ void hs_timeline_free(hs_prof_timeline *t);
 /* The thread tid's entry (added when new). */
 hs_prof_tl_thread *hs_timeline_thread(hs_prof_timeline *t, uint32_t tid);
 
-/* Microseconds from the run's start to rdtsc value `tsc`. */
+/* Microseconds from the run's start to rdtsc value `tsc`; to performance
+ * counter value `qpc` (read by the sampler). */
 double hs_timeline_us(const hs_prof_timeline *t, uint64_t tsc);
+double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc);
 
 /* Read the events' file of t: calls fn for each block (its thread, its
  * events, already checked: a known function, t0 <= t1, the duration

@@ -45,6 +45,7 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
         t->rate_hz = o->sample_rate_hz;   /* 0: the backend chooses */
     }
     t->outdir = o->outdir;
+    t->timeline = o->timeline != 0;
     t->keep_etl = o->keep_etl != 0;
     t->p = hs_profile_new();
     t->p->command = hs_xstrdup(o->command);
@@ -73,6 +74,8 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
     c.etl_path = t->etl_path;
     c.keep_etl = t->keep_etl;
     t->samples = hs_sampleset_new();
+    if (t->timeline)
+        hs_sampleset_keep_times(t->samples, HS_TL_MAX_SAMPLES);
     t->backend = hs_sampler_start(t->sampler_name, &c, t->samples, &t->sampler);
     if (!t->backend) {
         hs_sampleset_free(t->samples);

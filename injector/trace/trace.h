@@ -36,7 +36,11 @@ typedef struct hs_trace {
     char *etl_path;                      /* the etw backend's file: outdir\HS_ETL_FILE */
     void *process;                       /* the target, for its CPU time (NULL: not known) */
     hs_tl_drain *drain;                  /* --timeline: the rings into the timeline's file */
+    bool timeline;                       /* --timeline: the samples keep their times too */
 } hs_trace;
+
+/* --timeline: the samples whose times are kept at most (32 MiB). */
+#define HS_TL_MAX_SAMPLES (1u << 21)
 
 /* The file the etw backend records into, in the output directory (removed
  * once decoded unless --keep-etl). */
