@@ -9,6 +9,7 @@ the call around it on its thread, one level deeper. What the timeline
 cannot keep (a full buffer, --timeline-max) is counted, reported and
 shown; a damaged timeline file is refused in one line by `report DIR`.
 """
+import bisect
 import json
 import os
 import shutil
@@ -107,6 +108,38 @@ def test_calls_nest_and_add_up():
     for name in ("trace.json", "report.json", "timeline.bin"):
         with open(os.path.join(hs.ROOT, t.out, name), "rb") as a, open(os.path.join(hs.ROOT, again, name), "rb") as b:
             hs.check(a.read() == b.read(), f"{name} written again byte for byte")
+
+
+def test_threads_one_region_after_another():
+    """tlthreads.exe: six threads one after another, thread k making
+    1000 * k calls of outer() with two of inner() in each; with
+    --max-threads 2 each passes its region on to the next (5 reused):
+    every call is on the track of the thread that made it (the ids the
+    program prints), exactly as many as it made, each inner() inside an
+    outer() inside the thread's worker() on that thread."""
+    exe = "build/tests/tlthreads.exe"
+    t = hs.trace(exe, options=["--timeline", "--no-sample", "--max-threads", "2"], name="tl_threads")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    tids = {int(k): int(tid) for k, tid in
+            (line.split()[1:] for line in t.stdout.decode().splitlines() if line.startswith("thread "))}
+    hs.eq(sorted(tids), [1, 2, 3, 4, 5, 6], "the program's threads")
+    hs.eq(t.json["regions_reused"], 5, "each thread had the region of the one before")
+    by_name, _ = calls_of(load(t))
+    for k, tid in tids.items():
+        got = {n: [e for e in by_name[n] if e["tid"] == tid] for n in ("worker", "outer", "inner")}
+        hs.eq({n: len(v) for n, v in got.items()}, {"worker": 1, "outer": 1000 * k, "inner": 2000 * k},
+              f"thread {k} ({tid}): its calls")
+        (w,) = got["worker"]
+        span = lambda e: (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
+        outers = sorted(span(e) for e in got["outer"])
+        hs.check(all(span(w)[0] <= a and b <= span(w)[1] for a, b in outers), f"thread {k}: outer() inside worker()")
+        starts = [a for a, _ in outers]
+        for e in got["inner"]:
+            a, b = span(e)
+            i = bisect.bisect_right(starts, a) - 1
+            hs.check(i >= 0 and outers[i][0] <= a and b <= outers[i][1], f"thread {k}: {e} inside an outer()")
+    others = {th["tid"] for th in t.json["timeline"]["threads"]} - set(tids.values())
+    hs.eq(len(others), 1, f"besides them only the main thread: {others}")
 
 
 def test_samples_fall_inside_their_calls():
