@@ -55,6 +55,11 @@ static int region_init(char *r, commit_fn commit, int timed)
             uint64_t tl = (uint64_t)h->region_timeline_cap * sizeof(hs_tl_event);
             if (commit(r + h->region_timeline_off, tl) < 0)
                 return -1;
+            /* every page touched once now (its first write faults), so that
+             * no call pays for that (a region passed on is touched already) */
+            if (!rh->tl_base)
+                for (uint64_t off = 0; off < tl; off += HS_PAGE)
+                    ((volatile char *)(r + h->region_timeline_off))[off] = 0;
             rh->tl_cap = h->region_timeline_cap;
             rh->tl_base = (uint64_t)(uintptr_t)(r + h->region_timeline_off);
         }
