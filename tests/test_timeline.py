@@ -12,10 +12,15 @@ shown; a damaged timeline file is refused in one line by `report DIR`.
 import bisect
 import json
 import os
+import re
 import shutil
 import struct
+import sys
+import time
 
 import hs
+
+sys.path.insert(0, os.path.join(hs.ROOT, "tests", "support"))
 
 DEMO = "build/examples/demo.exe"
 EVENT = struct.Struct("<QQQII")
@@ -42,18 +47,36 @@ def load(t):
     return json.loads(t.file("trace.json"))
 
 
+def read_timeline(path):
+    """timeline.bin as {tid: [(t0, t1, ticks, func, depth)]}."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"HSTIMEL1", data[:16]
+    out, at = {}, 16
+    while at < len(data):
+        magic, tid, n, _ = BLOCK.unpack_from(data, at)
+        assert magic == 0x42544C48, (at, magic)
+        at += BLOCK.size
+        out.setdefault(tid, []).extend(EVENT.unpack_from(data, at + i * EVENT.size) for i in range(n))
+        at += n * EVENT.size
+    return out
+
+
 def test_calls_nest_and_add_up():
-    """demo.exe with a buffer that holds every call: nothing dropped; each
-    function's X events are exactly its calls (report.json, hooks); their
-    durations (args.timed_us where hookscope's own slow paths ran inside
-    the call) add up to --time's sum_ns within the rounding of each event
-    to the nanosecond; every call lies inside the call enclosing it and
-    is one level deeper; the outermost calls are as deep as the calls
-    still open at the end (the C runtime's start, which calls exit()); a
-    process and a thread name; `report DIR -o OTHER` writes trace.json
-    again byte for byte, with the timeline's file beside it."""
+    """demo.exe with a buffer that holds every call (and --no-edges: no
+    slow path of hookscope's inside a call, so a call's extent is its
+    --time duration): nothing dropped; each function's X events are
+    exactly its calls (report.json, hooks); their durations add up to
+    --time's sum_ns within the rounding of each end to the nanosecond;
+    in timeline.bin (the raw TSC) every call lies inside the call
+    enclosing it and is one level deeper, the outermost ones as deep as
+    the calls open around them at the end (the C runtime's start and
+    exit(), which never return) had reached; a process and a thread name;
+    `report DIR -o OTHER` writes trace.json again byte for byte, with the
+    timeline's file beside it."""
     plain = hs.wine([DEMO])
-    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "262144", "--no-sample"], name="tl_demo")
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "262144", "--no-sample", "--no-edges"],
+                 name="tl_demo")
     hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
     hs.eq(t.stdout, plain.stdout, "the demo's output as untraced")
     tl = t.json["timeline"]
@@ -79,26 +102,23 @@ def test_calls_nest_and_add_up():
             hs.eq(len(evs), f["calls"], f"{f['name']}: events = hook count")
         open_calls += tm["open"]
         timed += len(evs)
-        got = sum(ns(e["args"].get("timed_us", e["dur"])) for e in evs)
+        got = sum(ns(e["dur"]) for e in evs)
         hs.check(abs(got - tm["sum_ns"]) <= len(evs) + 1,
                  f"{f['name']}: durations add up to sum_ns {tm['sum_ns']}: {got} ({len(evs)} calls)")
     hs.check(timed > 100000 and by_name["fib"], f"the demo's calls are there ({timed})")
-    # nesting, on the one thread
-    evs = sorted((e for v in by_name.values() for e in v), key=lambda e: (ns(e["ts"]), -ns(e["dur"])))
+    # nesting and depth on the raw clock
+    (events,) = read_timeline(os.path.join(hs.ROOT, t.out, "timeline.bin")).values()
+    hs.check(all(e[2] == e[1] - e[0] for e in events), "no slow path inside a call: ticks = t1 - t0")
     stack, roots = [], []
-    for e in evs:
-        start, end = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
-        while stack and stack[-1][1] <= start:
+    for t0, t1, _, func, depth in sorted(events, key=lambda e: (e[0], -e[1])):
+        while stack and stack[-1][1] < t0:
             stack.pop()
         if stack:
-            hs.check(end <= stack[-1][1], f"{e} ends inside {stack[-1][2]}")
-            hs.eq(e["args"]["depth"], stack[-1][2]["args"]["depth"] + 1, f"depth of {e} inside {stack[-1][2]}")
+            hs.check(t1 < stack[-1][1], f"call {func} ({t0}, {t1}) ends inside ({stack[-1]})")
+            hs.eq(depth, stack[-1][4] + 1, f"depth of call {func} at {t0} inside {stack[-1]}")
         else:
-            roots.append(e["args"]["depth"])
-        stack.append((start, end, e))
-    # the outermost calls lie inside the calls still open at the end (the
-    # C runtime's start and exit(), which never return), as deep as those
-    # that had started: never shallower than an earlier one, at most all
+            roots.append(depth)
+        stack.append((t0, t1, 0, func, depth))
     hs.eq(roots, sorted(roots), "the outermost calls' depths rise with time")
     hs.eq(roots[-1], open_calls, "the last outermost calls are inside every call open at the end")
     # report DIR into another directory: trace.json again, the timeline beside it
@@ -108,6 +128,42 @@ def test_calls_nest_and_add_up():
     for name in ("trace.json", "report.json", "timeline.bin"):
         with open(os.path.join(hs.ROOT, t.out, name), "rb") as a, open(os.path.join(hs.ROOT, again, name), "rb") as b:
             hs.check(a.read() == b.read(), f"{name} written again byte for byte")
+
+
+def test_speedscope_opens_the_trace():
+    """speedscope's own app (the npm package's release build) in headless
+    Chromium imports tlthreads.exe's trace.json: no console error, the
+    process and its seven threads as profiles, and its sandwich view of
+    the first (the main thread) lists its calls by function, one row
+    each."""
+    import cdp
+    index = os.path.join(hs.BUILD, "npm", "node_modules", "speedscope", "dist", "release", "index.html")
+    if not cdp.available() or not os.path.exists(index):
+        raise hs.Skip("chromium or the speedscope npm package is missing (make deps installs them)")
+    t = hs.trace("build/tests/tlthreads.exe", options=["--timeline", "--no-sample"], name="tl_speedscope")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    with cdp.Browser() as b:
+        b.open("file://" + index)
+        doc = b.call("DOM.getDocument")
+        q = b.call("DOM.querySelector", {"nodeId": doc["root"]["nodeId"], "selector": "input[type=file]"})
+        b.call("DOM.setFileInputFiles", {"files": [os.path.join(hs.ROOT, t.out, "trace.json")], "nodeId": q["nodeId"]})
+        deadline = time.monotonic() + 30
+        while "trace.json" not in b.evaluate("document.title") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        hs.eq(b.evaluate("document.title"), "trace.json - speedscope", "speedscope loaded the file")
+        text = b.evaluate("document.body.innerText")
+        hs.check(re.search(r"tlthreads\.exe \(pid %d\), thread \d+ \(tid \d+\) \(1/7\)" % t.json["target"]["pid"], text),
+                 "the first of seven threads: " + text[:300])
+        b.evaluate("[...document.querySelectorAll('div')].filter(e => e.textContent.endsWith('Sandwich')"
+                   " && e.children.length <= 1).pop().click()")
+        deadline = time.monotonic() + 10
+        while "Symbol Name" not in b.evaluate("document.body.innerText") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        rows = b.evaluate("document.body.innerText").split("Symbol Name", 1)[1].split("\n")
+        names = [r.strip() for r in rows if r.startswith("\t") and not re.match(r"\t[\d.]+[nµm]?s ", r)]
+        hs.check("main" in names and "__main" in names, f"the main thread's functions: {names}")
+        hs.eq(len(names), len(set(names)), f"one row a function (calls are not told apart by args): {names}")
+        hs.eq(b.errors, [], "no console errors")
 
 
 def test_threads_one_region_after_another():

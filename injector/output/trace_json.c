@@ -8,9 +8,12 @@
  * with its start and duration in microseconds from the run's start, its
  * function as the name and its module as the category. Start and end are
  * each rounded to the nanosecond first, so a call nests inside its caller
- * exactly as the clock saw it; where hookscope's own slow paths ran inside
- * a call (entry stacks, a new edge), args.timed_us is the time --time
- * counted for it. Calls a thread dropped (a full buffer, the file's size
+ * exactly as the clock saw it: a call's extent on the wall clock, where
+ * --time's durations take out hookscope's own slow paths inside it (entry
+ * stacks, a new edge). Complete events carry no args: speedscope's
+ * importer tells frames apart by name and args together, so args that
+ * differ from call to call would make every call a frame of its own (the
+ * depth is in the nesting, and in timeline.bin). Calls a thread dropped (a full buffer, the file's size
  * limit) are one instant event ("i") on its track at the first of them,
  * with their count and time range: a gap in a track is never silent.
  * Each sample the sampler took with its time is an instant event on its
@@ -72,12 +75,7 @@ static int put_events(void *ctx, uint32_t tid, const hs_tl_rec *ev, uint32_t n)
         ns_as_us(o->out, start);
         fputs(", \"dur\": ", o->out);
         ns_as_us(o->out, end - start);
-        fprintf(o->out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"depth\": %u", o->p->pid, tid, e->depth);
-        if (e->ticks != e->t1 - e->t0) {
-            fputs(", \"timed_us\": ", o->out);
-            ns_as_us(o->out, (uint64_t)((double)e->ticks * 1e9 / t->tsc_hz + 0.5));
-        }
-        fputs("}}", o->out);
+        fprintf(o->out, ", \"pid\": %u, \"tid\": %u}", o->p->pid, tid);
     }
     return ferror(o->out) ? -1 : 0;
 }
