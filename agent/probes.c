@@ -43,6 +43,9 @@ _Static_assert(offsetof(hs_region_hdr, tl_dropped) == 112, "tl_dropped");
 _Static_assert(offsetof(hs_region_hdr, tl_drop_first) == 120, "tl_drop_first");
 _Static_assert(offsetof(hs_region_hdr, tl_drop_last) == 128, "tl_drop_last");
 _Static_assert(offsetof(hs_region_hdr, tl_tail) == 192, "tl_tail");
+_Static_assert(offsetof(hs_region_hdr, tl_min_ticks) == 136, "tl_min_ticks");
+_Static_assert(offsetof(hs_region_hdr, tl_depths) == 144, "tl_depths");
+_Static_assert(offsetof(hs_region_hdr, tl_filtered) == 152, "tl_filtered");
 _Static_assert(sizeof(hs_tl_event) == 32, "timeline event");
 _Static_assert(offsetof(hs_shadow_rec, save_rax) == 32, "shadow save_rax");
 
@@ -150,11 +153,16 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
 
 /* --timeline: the call of shadow record s, which ended at t1 after `ticks`
  * of its own, into region r's ring (as wrapper.S writes it), or counted
- * dropped when the ring is full. */
+ * dropped when the ring is full, or filtered (too short, too deep). */
 static void timeline_event(hs_region_hdr *r, const hs_shadow_rec *s, uint64_t t1, uint64_t ticks)
 {
     if (!r->tl_base)
         return;
+    uint32_t depth = (uint32_t)(s - (const hs_shadow_rec *)(uintptr_t)r->shadow_base);
+    if (ticks < r->tl_min_ticks || depth >= r->tl_depths) {
+        r->tl_filtered++;
+        return;
+    }
     if (r->tl_head - r->tl_tail >= r->tl_cap) {
         if (r->tl_dropped++ == 0 || s->t0 < r->tl_drop_first)
             r->tl_drop_first = s->t0;
@@ -167,7 +175,7 @@ static void timeline_event(hs_region_hdr *r, const hs_shadow_rec *s, uint64_t t1
     e->t1 = t1;
     e->ticks = ticks;
     e->func = s->func;
-    e->depth = (uint32_t)(s - (const hs_shadow_rec *)(uintptr_t)r->shadow_base);
+    e->depth = depth;
     MemoryBarrier();
     r->tl_head++;
 }

@@ -28,8 +28,9 @@
  *      counted once) and to the parent record's children; with --timeline
  *      (the region's tl_base set) write the call into the thread's ring
  *      as an hs_tl_event (raw entry and exit, the duration, function,
- *      depth), or when the ring is full count it dropped with its times;
- *      pop.
+ *      depth), or when the ring is full count it dropped with its times,
+ *      unless the filters leave it out (shorter than tl_min_ticks, at
+ *      tl_depths or deeper: counted in tl_filtered); pop.
  *
  * No C is called here. Registers: rbx/rsi/rdi/r12 are saved and used
  * (rbx: counters, rsi: descriptor, rdi: shadow record);
@@ -63,6 +64,9 @@
     .set HDR_TL_DROPPED, -4096 + 112
     .set HDR_TL_DROP_FIRST, -4096 + 120
     .set HDR_TL_DROP_LAST, -4096 + 128
+    .set HDR_TL_MIN_TICKS, -4096 + 136
+    .set HDR_TL_DEPTHS, -4096 + 144
+    .set HDR_TL_FILTERED, -4096 + 152
     .set HDR_TL_TAIL, -4096 + 192
     /* hs_shadow_rec */
     .set SH_DESC, 0
@@ -209,6 +213,15 @@ hs_wrapper_ret:
      * (head - tail >= cap: the injector has not taken the events yet) */
     cmp qword ptr [rbx + HDR_TL_BASE], 0
     je .Ltl_done
+    /* the filters, decided now that the duration is known: too short or
+     * too deep leaves no event (its time stays in its parent's) */
+    cmp r12, [rbx + HDR_TL_MIN_TICKS]
+    jb .Ltl_filtered
+    mov rax, rdi
+    sub rax, [rbx + HDR_SHADOW_BASE]
+    shr rax, 6
+    cmp rax, [rbx + HDR_TL_DEPTHS]
+    jae .Ltl_filtered
     mov rax, [rbx + HDR_TL_HEAD]
     mov rdx, rax
     sub rdx, [rbx + HDR_TL_TAIL]
@@ -232,6 +245,9 @@ hs_wrapper_ret:
     mov [rdx + 28], eax
     /* the event before the head that publishes it (x86 keeps stores in order) */
     add qword ptr [rbx + HDR_TL_HEAD], 1
+    jmp .Ltl_done
+.Ltl_filtered:
+    add qword ptr [rbx + HDR_TL_FILTERED], 1
     jmp .Ltl_done
 .Ltl_full:
     add qword ptr [rbx + HDR_TL_DROPPED], 1

@@ -291,6 +291,37 @@ def test_timeline_max_bounds_the_file():
     hs.check(f"{th['dropped_file']} did not fit in --timeline-max" in t.txt, "report.txt says so")
 
 
+def test_filters_decide_at_the_exit():
+    """--timeline-min-duration 1us keeps only calls of at least a
+    microsecond (their durations in timeline.bin, at the agent's clock
+    rate, within its calibration); --timeline-depth 3 only calls of the
+    three outermost timed levels; in both, the calls kept and left out add
+    up to the timed calls exactly, and report.txt's timeline line says so;
+    the aggregate report is as without the filters (every call counted,
+    durations and all)."""
+    for opts, name in ((["--timeline-min-duration", "1us"], "tl_min"), (["--timeline-depth", "3"], "tl_depth")):
+        t = hs.trace(DEMO, options=["--timeline", "--no-sample", "--no-edges"] + opts, name=name)
+        hs.eq(t.rc, 0, f"{opts}: exit code: " + t.stderr.decode(errors="replace"))
+        (th,) = t.json["timeline"]["threads"]
+        timed = sum(f["time"]["calls"] for f in t.functions("demo.exe") if f.get("time"))
+        hs.eq(sum(f["calls"] for f in t.functions("demo.exe") if f["name"] == "fib"), 150049,
+              f"{opts}: fib(24)'s calls, 2 * F(25) - 1")
+        hs.check(th["events"] > 0 and th["filtered"] > 0 and th["dropped_buffer"] == 0, f"{opts}: {th}")
+        hs.eq(th["events"] + th["filtered"], timed, f"{opts}: kept + left out = timed calls")
+        (events,) = read_timeline(os.path.join(hs.ROOT, t.out, "timeline.bin")).values()
+        hs.eq(len(events), th["events"], f"{opts}: the file holds the calls kept")
+        if name == "tl_min":
+            shortest = min(e[2] for e in events) * 1e9 / t.json["timeline"]["tsc_hz"]
+            hs.check(999 <= shortest, f"the shortest call kept: {shortest:.1f} ns")
+            hs.eq(t.json["timeline"]["min_duration_ns"], 1000, "report.json: the filter")
+            what = "(shorter than 1000 ns)"
+        else:
+            hs.eq(max(e[4] for e in events), 2, "the deepest call kept: depth 2")
+            what = "(deeper than 3 levels)"
+        line = f"timeline   {th['events']} calls kept on 1 thread, {th['filtered']} left out by the filters {what}, 0 dropped"
+        hs.check(line in t.txt, f"report.txt: {line}")
+
+
 def corrupt_copy(src, name, change):
     dst = hs.outdir(name)
     shutil.copytree(os.path.join(hs.ROOT, src), os.path.join(hs.ROOT, dst))
@@ -355,6 +386,9 @@ def test_usage_errors():
         (["--timeline", "--timeline-max", "100"], "--timeline-max needs a size from 4K to 1024G"),
         (["--timeline", "--timeline-buffer", "100"], "--timeline-buffer needs a power of two from 16 to 16777216"),
         (["--no-hooks", "--timeline"], "option '--timeline' needs the hooks, which --no-hooks turns off"),
+        (["--timeline-depth", "2"], "option '--timeline-depth' needs --timeline"),
+        (["--timeline", "--timeline-min-duration", "5"], "--timeline-min-duration needs a duration with its unit"),
+        (["--timeline", "--timeline-depth", "0"], "--timeline-depth needs a number from 1 to 65536"),
     ]:
         p = hs.hookscope(["run", "-o", hs.outdir("tl_usage")] + args + ["--", DEMO], timeout=60)
         err = p.stderr.decode()

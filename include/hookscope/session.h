@@ -188,7 +188,10 @@ typedef struct hs_region_hdr {
     uint64_t tl_dropped;
     uint64_t tl_drop_first;      /* rdtsc: the earliest start of a dropped call */
     uint64_t tl_drop_last;       /*   the latest end */
-    uint64_t tl_reserved[7];
+    uint64_t tl_min_ticks;       /* calls shorter than this leave no event (--timeline-min-duration) */
+    uint64_t tl_depths;          /* calls at this depth or deeper leave no event (--timeline-depth) */
+    uint64_t tl_filtered;        /* calls the two left out */
+    uint64_t tl_reserved[4];
     uint64_t tl_tail;            /* written by the injector only (a cache line of its own) */
 } hs_region_hdr;
 
@@ -415,7 +418,8 @@ typedef struct hs_session_header {
     /* --timeline: each region's ring of hs_tl_event (layout) */
     uint64_t region_timeline_off;
     uint32_t region_timeline_cap;     /* events, a power of two */
-    uint32_t reserved_tl;
+    uint32_t timeline_depths;         /* --timeline-depth N (0: every depth) */
+    uint64_t timeline_min_ns;         /* --timeline-min-duration (0: every call) */
 } hs_session_header;
 
 /* end_watch: the detours in place */

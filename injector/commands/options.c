@@ -23,7 +23,7 @@ enum opt_id {
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
     OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER, OPT_KEEP_ETL, OPT_ELEVATED_TARGET,
     OPT_SYMBOLS, OPT_SRCLINE, OPT_ETL, OPT_PID, OPT_PROCESS, OPT_FORMAT, OPT_SORT, OPT_TOP, OPT_THREADS,
-    OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER,
+    OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN, OPT_TIMELINE_DEPTH,
 };
 
 #define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
@@ -83,6 +83,13 @@ static const optdef options[] = {
       "hookscope takes them (a power of two from 16 to\n"
       "16777216, default 262144); a call that finds it\n"
       "full is dropped and counted" },
+    { OPT_TIMELINE_MIN, L"--timeline-min-duration", NULL, "T", 0, TRACE,
+      "a call shorter than T (ns, us, ms or s, e.g. 1us)\n"
+      "leaves no event on the timeline (its time stays\n"
+      "in its caller's; the report counts it as ever)" },
+    { OPT_TIMELINE_DEPTH, L"--timeline-depth", NULL, "N", 0, TRACE,
+      "only the calls of the N outermost timed levels of\n"
+      "each thread leave events on the timeline" },
     { OPT_NO_SAMPLE, L"--no-sample", NULL, NULL, 0, TRACE,
       "do not sample where the CPU goes (sampling is on\n"
       "by default: CPU and wait stacks of every thread)" },
@@ -281,6 +288,19 @@ static int parse_size(const wchar_t *s, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
+/* T: a duration with its unit (ns, us, ms, s), as nanoseconds up to hi. */
+static int parse_duration_ns(const wchar_t *s, uint64_t hi, uint64_t *out)
+{
+    wchar_t *end;
+    double v = wcstod(s, &end);
+    double unit = !wcscmp(end, L"ns") ? 1 : !wcscmp(end, L"us") ? 1e3 : !wcscmp(end, L"ms") ? 1e6
+                : !wcscmp(end, L"s")  ? 1e9 : 0;
+    if (!*s || end == s || !unit || !(v >= 0) || v * unit > (double)hi)
+        return -1;
+    *out = (uint64_t)(v * unit + 0.5);
+    return 0;
+}
+
 /* The row of an option argument ("--name", "--name=value", "-x"). */
 static const optdef *find_option(const wchar_t *arg)
 {
@@ -433,6 +453,15 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
             return usage_error("--timeline-max needs a size from 4K to 1024G (bytes, or with K, M or G), not '%s'",
                                hs_utf8(val));
         break;
+    case OPT_TIMELINE_MIN:
+        if (parse_duration_ns(val, 3600ull * 1000000000, &o->timeline_min_ns) < 0)
+            return usage_error("--timeline-min-duration needs a duration with its unit (ns, us, ms or s) up to "
+                               "1 hour, not '%s'", hs_utf8(val));
+        break;
+    case OPT_TIMELINE_DEPTH:
+        if (parse_uint(val, 1, 65536, &o->timeline_depth) < 0)
+            return usage_error("--timeline-depth needs a number from 1 to 65536, not '%s'", hs_utf8(val));
+        break;
     case OPT_TIMELINE_BUFFER:
         if (parse_uint(val, 16, 1u << 24, &o->timeline_buffer) < 0 || (o->timeline_buffer & (o->timeline_buffer - 1)))
             return usage_error("--timeline-buffer needs a power of two from 16 to 16777216, not '%s'", hs_utf8(val));
@@ -471,7 +500,8 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
     if (o->no_hooks) {
         static const int needs_hooks[] = { OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_NO_EDGES, OPT_STACKS,
                                            OPT_STACK_EVERY, OPT_TIME, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS,
-                                           OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER };
+                                           OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN,
+                                           OPT_TIMELINE_DEPTH };
         for (size_t i = 0; i < sizeof needs_hooks / sizeof *needs_hooks; i++) {
             const wchar_t *a = given(argc, argv, o, needs_hooks[i]);
             if (a)
@@ -479,7 +509,8 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
         }
     }
     if (!o->timeline) {
-        static const int needs_timeline[] = { OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER };
+        static const int needs_timeline[] = { OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN,
+                                              OPT_TIMELINE_DEPTH };
         for (size_t i = 0; i < sizeof needs_timeline / sizeof *needs_timeline; i++) {
             const wchar_t *a = given(argc, argv, o, needs_timeline[i]);
             if (a)
@@ -532,6 +563,8 @@ hs_trace_config hs_options_trace(const hs_options *o)
     c.timeline = o->timeline;
     c.timeline_max = o->timeline_max;
     c.timeline_buffer = o->timeline_buffer;
+    c.timeline_min_ns = o->timeline_min_ns;
+    c.timeline_depth = o->timeline_depth;
     c.sample = o->sample;
     c.sampler = o->sampler;
     c.keep_etl = o->keep_etl;

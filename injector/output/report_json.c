@@ -544,6 +544,7 @@ static void write_timeline(const hs_profile *p, FILE *out)
         name = sep + 1;
     fprintf(out, ",\n \"timeline\": {\"file\": ");
     hs_json_quote(out, name);
+    fprintf(out, ", \"min_duration_ns\": %llu, \"depth\": %u", (unsigned long long)t->min_ns, t->depths);
     fprintf(out, ", \"bytes\": %llu, \"max_bytes\": %llu, \"tsc_start\": %llu, \"tsc_hz\": %.0f, \"qpc_start\": %lld, "
                  "\"qpc_hz\": %lld,\n  \"functions\": [",
             (unsigned long long)t->bytes, (unsigned long long)t->max_bytes, (unsigned long long)t->tsc_start,
@@ -558,9 +559,10 @@ static void write_timeline(const hs_profile *p, FILE *out)
     fprintf(out, "],\n  \"threads\": [");
     for (size_t i = 0; i < t->nthreads; i++) {
         const hs_prof_tl_thread *th = &t->threads[i];
-        fprintf(out, "%s\n   {\"tid\": %u, \"events\": %llu, \"dropped_buffer\": %llu, \"dropped_file\": %llu",
-                i ? "," : "", th->tid, (unsigned long long)th->events, (unsigned long long)th->dropped_buffer,
-                (unsigned long long)th->dropped_file);
+        fprintf(out, "%s\n   {\"tid\": %u, \"events\": %llu, \"filtered\": %llu, \"dropped_buffer\": %llu, "
+                     "\"dropped_file\": %llu",
+                i ? "," : "", th->tid, (unsigned long long)th->events, (unsigned long long)th->filtered,
+                (unsigned long long)th->dropped_buffer, (unsigned long long)th->dropped_file);
         if (th->dropped_buffer + th->dropped_file)
             fprintf(out, ", \"dropped_from_us\": %.3f, \"dropped_to_us\": %.3f, \"drop_first\": %llu, "
                          "\"drop_last\": %llu",

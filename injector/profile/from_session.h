@@ -83,6 +83,7 @@ uint64_t hs_session_live_calls(const hs_session_src *s, uint64_t *stack_ticks);
 typedef struct hs_session_tl {
     uint64_t tail;
     uint32_t tid;
+    uint64_t filtered;           /* the region's tl_filtered as last read */
     uint64_t dropped;            /* the region's tl_dropped as last read, */
     uint64_t drop_first, drop_last; /*   and its range of times */
 } hs_session_tl;

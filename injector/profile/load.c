@@ -501,6 +501,8 @@ static void load_timeline(loader *l, const hs_json *o)
     t->file = hs_xstrdup(name);
     t->bytes = hs_json_u64(hs_json_get(o, "bytes"), 0);
     t->max_bytes = hs_json_u64(hs_json_get(o, "max_bytes"), 0);
+    t->min_ns = hs_json_u64(hs_json_get(o, "min_duration_ns"), 0);
+    t->depths = (uint32_t)hs_json_u64(hs_json_get(o, "depth"), 0);
     t->tsc_start = hs_json_u64(hs_json_get(o, "tsc_start"), 0);
     t->tsc_hz = hs_json_num(hs_json_get(o, "tsc_hz"), 0);
     t->qpc_start = hs_json_i64(hs_json_get(o, "qpc_start"), 0);
@@ -558,6 +560,7 @@ static void load_timeline(loader *l, const hs_json *o)
         const hs_json *j = &ths->v[i];
         hs_prof_tl_thread *th = hs_timeline_thread(t, (uint32_t)hs_json_u64(hs_json_get(j, "tid"), 0));
         th->events = hs_json_u64(hs_json_get(j, "events"), 0);
+        th->filtered = hs_json_u64(hs_json_get(j, "filtered"), 0);
         th->dropped_buffer = hs_json_u64(hs_json_get(j, "dropped_buffer"), 0);
         th->dropped_file = hs_json_u64(hs_json_get(j, "dropped_file"), 0);
         th->drop_first = hs_json_u64(hs_json_get(j, "drop_first"), UINT64_MAX);

@@ -302,6 +302,7 @@ size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_
         !hs_sr_region(s, k, nregions, &base, &rh))
         return 0;
     st->dropped = rh.tl_dropped;
+    st->filtered = rh.tl_filtered;
     st->drop_first = rh.tl_drop_first;
     st->drop_last = rh.tl_drop_last;
     if (!rh.tl_base)

@@ -54,6 +54,7 @@ typedef struct hs_prof_tl_thread {
     uint32_t tid;
     uint64_t events;
     uint64_t dropped_buffer, dropped_file;
+    uint64_t filtered;         /* calls the filters left out (too short, too deep) */
     uint64_t drop_first, drop_last;
 } hs_prof_tl_thread;
 
@@ -72,6 +73,8 @@ typedef struct hs_prof_timeline {
     int64_t qpc_start;         /* QueryPerformanceCounter read with tsc_start, */
     int64_t qpc_hz;            /*   and its rate: a QPC time t is tsc_start + (t - qpc_start) * tsc_hz / qpc_hz */
     uint64_t bytes, max_bytes; /* the file's size, and --timeline-max */
+    uint64_t min_ns;           /* --timeline-min-duration (0: none) */
+    uint32_t depths;           /* --timeline-depth (0: none) */
     uint32_t *func_map;        /* the events' function number -> the profile's function (UINT32_MAX: none) */
     uint32_t nfunc_map;
     hs_prof_tl_thread *threads;

@@ -31,6 +31,8 @@ typedef struct hs_trace_config {
     int timeline;               /* every timed call as an event, drained into a file */
     uint64_t timeline_max;      /* bytes the timeline's file may take */
     uint32_t timeline_buffer;   /* events per thread's ring (a power of two) */
+    uint64_t timeline_min_ns;   /* shorter calls leave no event (0: every call) */
+    uint32_t timeline_depth;    /* only the N outermost timed levels leave events (0: all) */
     int sample;                 /* CPU sampling on */
     const char *sampler;        /* backend name; NULL: auto */
     int keep_etl;               /* keep the etw backend's trace */

@@ -41,6 +41,7 @@ struct hs_tl_drain {
     hs_prof_timeline *tl;
     hs_session_tl *rings;       /* per region (the layout's max_threads) */
     uint64_t *seen_dropped;     /* the ring's drops already given to a thread */
+    uint64_t *seen_filtered;    /* the same of the calls the filters left out */
     hs_tl_event *buf;           /* one ring's worth */
     size_t cap;
     hs_session_trust trust;
@@ -137,6 +138,10 @@ static void pass(hs_tl_drain *d)
         for (;;) {
             uint32_t tid = st->tid;
             size_t n = hs_session_timeline_take(&src, k, st, d->buf, d->cap, &d->trust);
+            if (st->filtered > d->seen_filtered[k]) {
+                hs_timeline_thread(d->tl, tid ? tid : st->tid)->filtered += st->filtered - d->seen_filtered[k];
+                d->seen_filtered[k] = st->filtered;
+            }
             if (st->dropped > d->seen_dropped[k]) {
                 /* (before the events that follow the drops: the thread they were counted for) */
                 hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid ? tid : st->tid);
@@ -188,6 +193,8 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
     d->tl->file = hs_xstrdup(d->path);
     d->tl->bytes = sizeof fh;
     d->tl->max_bytes = max_bytes;
+    d->tl->min_ns = s->layout.timeline_min_ns;
+    d->tl->depths = s->layout.timeline_depths;
     LARGE_INTEGER q, qf;
     QueryPerformanceFrequency(&qf);
     QueryPerformanceCounter(&q);
@@ -198,6 +205,7 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
     uint32_t regions = s->layout.max_threads ? s->layout.max_threads : 1;
     d->rings = hs_xcalloc(regions, sizeof *d->rings);
     d->seen_dropped = hs_xcalloc(regions, sizeof *d->seen_dropped);
+    d->seen_filtered = hs_xcalloc(regions, sizeof *d->seen_filtered);
     d->cap = s->layout.region_timeline_cap ? s->layout.region_timeline_cap : 1;
     d->buf = hs_xmalloc(d->cap * sizeof *d->buf);
     InitializeSRWLock(&d->lock);
@@ -244,6 +252,7 @@ hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
     hs_prof_timeline *tl = d->tl;
     free(d->rings);
     free(d->seen_dropped);
+    free(d->seen_filtered);
     free(d->buf);
     free(d->path);
     free(d);
