@@ -43,14 +43,12 @@ static int check_timeline(const hs_profile *p)
 {
     if (!p->timeline)
         return 0;
-    uint64_t n = 0, want = 0;
+    uint64_t n = 0, want = hs_timeline_totals(p->timeline).events;
     char err[600];
     if (hs_timeline_read(p->timeline, p->nfuncs, count_events, &n, err, sizeof err) < 0) {
         hs_err("%s", err);
         return -1;
     }
-    for (size_t i = 0; i < p->timeline->nthreads; i++)
-        want += p->timeline->threads[i].events;
     if (n != want) {
         hs_err("%s holds %llu calls, report.json says %llu", p->timeline->file, (unsigned long long)n,
                (unsigned long long)want);

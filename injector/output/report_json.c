@@ -539,11 +539,8 @@ static void write_threads(const hs_profile *p, FILE *out)
 static void write_timeline(const hs_profile *p, FILE *out)
 {
     const hs_prof_timeline *t = p->timeline;
-    const char *name = t->file, *sep = strrchr(name, '\\');
-    if (sep)
-        name = sep + 1;
     fprintf(out, ",\n \"timeline\": {\"file\": ");
-    hs_json_quote(out, name);
+    hs_json_quote(out, hs_basename(t->file));
     fprintf(out, ", \"min_duration_ns\": %llu, \"depth\": %u", (unsigned long long)t->min_ns, t->depths);
     fprintf(out, ", \"bytes\": %llu, \"max_bytes\": %llu, \"tsc_start\": %llu, \"tsc_hz\": %.0f, \"qpc_start\": %lld, "
                  "\"qpc_hz\": %lld,\n  \"functions\": [",

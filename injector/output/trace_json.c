@@ -80,15 +80,6 @@ static int put_events(void *ctx, uint32_t tid, const hs_tl_rec *ev, uint32_t n)
     return ferror(o->out) ? -1 : 0;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *s = path;
-    for (const char *c = path; *c; c++)
-        if (*c == '\\' || *c == '/')
-            s = c + 1;
-    return s;
-}
-
 static void thread_name(trace_out *o, uint32_t tid)
 {
     sep(o);
@@ -154,7 +145,7 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
     fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
     sep(&o);
     fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": 0, \"args\": {\"name\": ", p->pid);
-    hs_json_quote(out, p->target_path ? base_name(p->target_path) : "target");
+    hs_json_quote(out, p->target_path ? hs_basename(p->target_path) : "target");
     fputs("}}", out);
     for (size_t i = 0; i < t->nthreads; i++) {
         const hs_prof_tl_thread *th = &t->threads[i];

@@ -482,12 +482,8 @@ static void write_sampling(const hs_profile *p, FILE *out)
 static void write_timeline(const hs_profile *p, FILE *out)
 {
     const hs_prof_timeline *t = p->timeline;
-    uint64_t kept = 0, filtered = 0, dropped = 0;
-    for (size_t i = 0; i < t->nthreads; i++) {
-        kept += t->threads[i].events;
-        filtered += t->threads[i].filtered;
-        dropped += t->threads[i].dropped_buffer + t->threads[i].dropped_file;
-    }
+    hs_prof_tl_thread sum = hs_timeline_totals(t);
+    uint64_t kept = sum.events, filtered = sum.filtered, dropped = sum.dropped_buffer + sum.dropped_file;
     fprintf(out, "timeline   %llu calls kept on %zu thread%s, %llu left out by the filters", (unsigned long long)kept,
             t->nthreads, t->nthreads == 1 ? "" : "s", (unsigned long long)filtered);
     if (t->min_ns || t->depths) {

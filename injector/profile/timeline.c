@@ -38,6 +38,25 @@ hs_prof_tl_thread *hs_timeline_thread(hs_prof_timeline *t, uint32_t tid)
     return th;
 }
 
+hs_prof_tl_thread hs_timeline_totals(const hs_prof_timeline *t)
+{
+    hs_prof_tl_thread sum;
+    memset(&sum, 0, sizeof sum);
+    sum.drop_first = UINT64_MAX;
+    for (size_t i = 0; i < t->nthreads; i++) {
+        const hs_prof_tl_thread *th = &t->threads[i];
+        sum.events += th->events;
+        sum.filtered += th->filtered;
+        sum.dropped_buffer += th->dropped_buffer;
+        sum.dropped_file += th->dropped_file;
+        if (th->drop_first < sum.drop_first)
+            sum.drop_first = th->drop_first;
+        if (th->drop_last > sum.drop_last)
+            sum.drop_last = th->drop_last;
+    }
+    return sum;
+}
+
 double hs_timeline_us(const hs_prof_timeline *t, uint64_t tsc)
 {
     if (!(t->tsc_hz > 0))

@@ -89,6 +89,9 @@ void hs_timeline_free(hs_prof_timeline *t);
 /* The thread tid's entry (added when new). */
 hs_prof_tl_thread *hs_timeline_thread(hs_prof_timeline *t, uint32_t tid);
 
+/* Every thread's figures summed (tid 0; the drops' range the widest). */
+hs_prof_tl_thread hs_timeline_totals(const hs_prof_timeline *t);
+
 /* Microseconds from the run's start to rdtsc value `tsc`; to performance
  * counter value `qpc` (read by the sampler). */
 double hs_timeline_us(const hs_prof_timeline *t, uint64_t tsc);

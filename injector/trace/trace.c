@@ -183,13 +183,11 @@ int hs_trace_check_filters(hs_trace *t, const hs_trace_config *o)
 /* Calls the timeline could not keep: one warning (report and stderr). */
 static void timeline_losses(hs_profile *p, const hs_prof_timeline *tl)
 {
-    uint64_t buffer = 0, file = 0;
+    hs_prof_tl_thread sum = hs_timeline_totals(tl);
+    uint64_t buffer = sum.dropped_buffer, file = sum.dropped_file;
     uint32_t threads = 0;
-    for (size_t i = 0; i < tl->nthreads; i++) {
-        buffer += tl->threads[i].dropped_buffer;
-        file += tl->threads[i].dropped_file;
+    for (size_t i = 0; i < tl->nthreads; i++)
         threads += tl->threads[i].dropped_buffer + tl->threads[i].dropped_file > 0;
-    }
     if (!buffer && !file)
         return;
     char line[300];
