@@ -99,6 +99,12 @@ typedef struct hs_session_tl {
 size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_tl *st, hs_tl_event *out,
                                 size_t max, hs_session_trust *t);
 
+/* The timeline's counts of calls (kept, left out, dropped: the agent's
+ * counts of its rings) against the timed calls p counted: more than those
+ * cannot be, and are a problem; the counts of the calls not kept are then
+ * set to 0 (the calls kept are the checked events themselves). */
+void hs_session_timeline_check(const hs_profile *p, hs_prof_timeline *tl, hs_session_trust *t);
+
 /* hookscope's own code and threads in the target, for a sampler (sampler.h,
  * hs_owncode): fills *o and returns 1 when anything changed since the call
  * that returned *signature, else 0 (o untouched). */

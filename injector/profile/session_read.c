@@ -340,6 +340,10 @@ size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_
                 st->tid = (uint32_t)e.t0;
                 continue;
             }
+            if (!st->tid) {
+                hs_sr_problem(t, "region %u's timeline has calls before it names its thread", k);
+                continue;
+            }
             if (e.func >= nfuncs || e.t1 < e.t0 || e.ticks > e.t1 - e.t0 || e.depth >= L->region_shadow_cap) {
                 hs_sr_problem(t, "region %u's timeline event %llu (function %u, depth %u) cannot be a call", k,
                               (unsigned long long)(st->tail + used), e.func, e.depth);

@@ -138,13 +138,21 @@ static void pass(hs_tl_drain *d)
         for (;;) {
             uint32_t tid = st->tid;
             size_t n = hs_session_timeline_take(&src, k, st, d->buf, d->cap, &d->trust);
+            if (!tid)
+                tid = st->tid;
+            if (!tid) {
+                /* no thread named (the agent names it first): no figure is anyone's */
+                d->seen_filtered[k] = st->filtered;
+                d->seen_dropped[k] = st->dropped;
+                break;
+            }
             if (st->filtered > d->seen_filtered[k]) {
-                hs_timeline_thread(d->tl, tid ? tid : st->tid)->filtered += st->filtered - d->seen_filtered[k];
+                hs_timeline_thread(d->tl, tid)->filtered += st->filtered - d->seen_filtered[k];
                 d->seen_filtered[k] = st->filtered;
             }
             if (st->dropped > d->seen_dropped[k]) {
                 /* (before the events that follow the drops: the thread they were counted for) */
-                hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid ? tid : st->tid);
+                hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
                 th->dropped_buffer += st->dropped - d->seen_dropped[k];
                 widen(th, st->drop_first, st->drop_last);
                 d->seen_dropped[k] = st->dropped;

@@ -235,6 +235,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             for (uint32_t i = 0; i < tl->nfunc_map; i++)
                 tl->func_map[i] = i;
             tl->tsc_hz = (double)(uint64_t)(p->tsc_hz + 0.5);
+            hs_session_timeline_check(p, tl, &trust);
             p->timeline = tl;
             timeline_losses(p, tl);
         }
