@@ -322,6 +322,20 @@ def test_filters_decide_at_the_exit():
         hs.check(line in t.txt, f"report.txt: {line}")
 
 
+def test_a_run_without_timeline_leaves_none():
+    """A run into a directory that holds an earlier run's timeline:
+    without --timeline, timeline.bin and trace.json are gone after it (a
+    directory holds one run's files)."""
+    t = hs.trace(DEMO, options=["--timeline", "--no-sample"], name="tl_then_none")
+    hs.eq(t.rc, 0, "the first run")
+    hs.check(t.file("trace.json") and os.path.exists(os.path.join(hs.ROOT, t.out, "timeline.bin")), "its timeline")
+    p = hs.hookscope(["run", "-q", "--no-sample", "-o", t.out, "--", DEMO], timeout=120)
+    hs.eq(p.returncode, 0, "the second run: " + p.stderr.decode(errors="replace"))
+    left = sorted(os.listdir(os.path.join(hs.ROOT, t.out)))
+    hs.check("report.json" in left and "timeline.bin" not in left and "trace.json" not in left,
+             f"the second run's files only: {left}")
+
+
 def corrupt_copy(src, name, change):
     dst = hs.outdir(name)
     shutil.copytree(os.path.join(hs.ROOT, src), os.path.join(hs.ROOT, dst))
