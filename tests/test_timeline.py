@@ -325,7 +325,8 @@ def test_filters_decide_at_the_exit():
 def test_a_run_without_timeline_leaves_none():
     """A run into a directory that holds an earlier run's timeline:
     without --timeline, timeline.bin and trace.json are gone after it (a
-    directory holds one run's files)."""
+    directory holds one run's files); a --timeline run that fails before
+    the target runs leaves none."""
     t = hs.trace(DEMO, options=["--timeline", "--no-sample"], name="tl_then_none")
     hs.eq(t.rc, 0, "the first run")
     hs.check(t.file("trace.json") and os.path.exists(os.path.join(hs.ROOT, t.out, "timeline.bin")), "its timeline")
@@ -334,6 +335,12 @@ def test_a_run_without_timeline_leaves_none():
     left = sorted(os.listdir(os.path.join(hs.ROOT, t.out)))
     hs.check("report.json" in left and "timeline.bin" not in left and "trace.json" not in left,
              f"the second run's files only: {left}")
+    # a run that fails before the target runs (a filter that matches
+    # nothing) leaves no timeline either
+    failed = hs.outdir("tl_failed")
+    p = hs.hookscope(["run", "-q", "--timeline", "-f", "nosuchfunc*", "-o", failed, "--", DEMO], timeout=120)
+    hs.eq(p.returncode, 125, "the failed run: " + p.stderr.decode(errors="replace"))
+    hs.eq(os.listdir(os.path.join(hs.ROOT, failed)), [], "the failed run's directory is empty")
 
 
 def corrupt_copy(src, name, change):

@@ -152,7 +152,14 @@ static void close_process(hs_trace *t)
 
 void hs_trace_abandon(hs_trace *t)
 {
-    hs_timeline_free(stop_drain(t, NULL));
+    hs_prof_timeline *tl = stop_drain(t, NULL);
+    if (tl) {
+        /* no run, no file of it */
+        const char *why = NULL;
+        if (hs_remove_file(tl->file, &why) < 0)
+            hs_err("cannot remove %s: %s", tl->file, why);
+        hs_timeline_free(tl);
+    }
     hs_fnservice_stop(t->fn);
     t->fn = NULL;
     hs_session_close(&t->session);
