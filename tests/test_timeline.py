@@ -47,17 +47,19 @@ def load(t):
     return json.loads(t.file("trace.json"))
 
 
-def read_timeline(path):
-    """timeline.bin as {tid: [(t0, t1, ticks, func, depth)]}."""
+def read_timeline(path, open_calls=False):
+    """timeline.bin as {tid: [(t0, t1, ticks, func, depth)]}: the calls
+    that ended, or with open_calls those still open at the end."""
     with open(path, "rb") as f:
         data = f.read()
     assert data[:8] == b"HSTIMEL1", data[:16]
     out, at = {}, 16
     while at < len(data):
-        magic, tid, n, _ = BLOCK.unpack_from(data, at)
-        assert magic == 0x42544C48, (at, magic)
+        magic, tid, n, flags = BLOCK.unpack_from(data, at)
+        assert magic == 0x42544C48 and flags in (0, 1), (at, magic, flags)
         at += BLOCK.size
-        out.setdefault(tid, []).extend(EVENT.unpack_from(data, at + i * EVENT.size) for i in range(n))
+        if flags == open_calls:
+            out.setdefault(tid, []).extend(EVENT.unpack_from(data, at + i * EVENT.size) for i in range(n))
         at += n * EVENT.size
     return out
 
@@ -69,9 +71,10 @@ def test_calls_nest_and_add_up():
     exactly its calls (report.json, hooks); their durations add up to
     --time's sum_ns within the rounding of each end to the nanosecond;
     in timeline.bin (the raw TSC) every call lies inside the call
-    enclosing it and is one level deeper, the outermost ones as deep as
-    the calls open around them at the end (the C runtime's start and
-    exit(), which never return) had reached; a process and a thread name;
+    enclosing it and is one level deeper, the outermost at depth 0; the
+    calls still open at the end (the C runtime's start and exit(), which
+    never return) are there too, one a level, up to the end; a process and
+    a thread name;
     `report DIR -o OTHER` writes trace.json again byte for byte, with the
     timeline's file beside it."""
     plain = hs.wine([DEMO])
@@ -88,7 +91,8 @@ def test_calls_nest_and_add_up():
     tid = tl["threads"][0]["tid"]
     hs.eq(sorted((e["name"], e["args"]["name"]) for e in other),
           sorted([("process_name", "demo.exe"), ("thread_name", f"thread {tid}")]), "metadata events")
-    hs.eq(tl["threads"][0]["events"], sum(len(v) for v in by_name.values()), "events kept = X events")
+    th = tl["threads"][0]
+    hs.eq(th["events"] + th["open"], sum(len(v) for v in by_name.values()), "X events = calls kept and open")
     open_calls = 0
     timed = 0
     for f in t.functions("demo.exe"):
@@ -97,30 +101,37 @@ def test_calls_nest_and_add_up():
         if not tm:
             hs.eq(evs, [], f"{f['name']} is not timed: no events")
             continue
-        hs.eq(len(evs), tm["calls"], f"{f['name']}: events = timed calls")
-        if not tm["open"]:
-            hs.eq(len(evs), f["calls"], f"{f['name']}: events = hook count")
+        hs.eq(len(evs), tm["calls"] + tm["open"], f"{f['name']}: events = timed calls, and those open at the end")
+        hs.eq(len(evs), f["calls"], f"{f['name']}: events = hook count")
         open_calls += tm["open"]
         timed += len(evs)
+        if tm["open"]:
+            continue   # (an open call has no --time duration)
         got = sum(ns(e["dur"]) for e in evs)
         hs.check(abs(got - tm["sum_ns"]) <= len(evs) + 1,
                  f"{f['name']}: durations add up to sum_ns {tm['sum_ns']}: {got} ({len(evs)} calls)")
     hs.check(timed > 100000 and by_name["fib"], f"the demo's calls are there ({timed})")
     # nesting and depth on the raw clock
-    (events,) = read_timeline(os.path.join(hs.ROOT, t.out, "timeline.bin")).values()
+    path = os.path.join(hs.ROOT, t.out, "timeline.bin")
+    (events,) = read_timeline(path).values()
+    (opened,) = read_timeline(path, open_calls=True).values()
     hs.check(all(e[2] == e[1] - e[0] for e in events), "no slow path inside a call: ticks = t1 - t0")
+    hs.eq((len(opened), sorted(e[4] for e in opened)), (open_calls, list(range(open_calls))),
+          "the calls open at the end, one a level from the outermost")
+    end = max(e[1] for e in opened)
+    hs.check(all(e[1] == end for e in opened) and all(e[1] < end for e in events),
+             "the open calls last to the end, after every call that ended")
     stack, roots = [], []
-    for t0, t1, _, func, depth in sorted(events, key=lambda e: (e[0], -e[1])):
+    for t0, t1, _, func, depth in sorted(events + opened, key=lambda e: (e[0], -e[1])):
         while stack and stack[-1][1] < t0:
             stack.pop()
         if stack:
-            hs.check(t1 < stack[-1][1], f"call {func} ({t0}, {t1}) ends inside ({stack[-1]})")
+            hs.check(t1 <= stack[-1][1], f"call {func} ({t0}, {t1}) ends inside ({stack[-1]})")
             hs.eq(depth, stack[-1][4] + 1, f"depth of call {func} at {t0} inside {stack[-1]}")
         else:
             roots.append(depth)
         stack.append((t0, t1, 0, func, depth))
-    hs.eq(roots, sorted(roots), "the outermost calls' depths rise with time")
-    hs.eq(roots[-1], open_calls, "the last outermost calls are inside every call open at the end")
+    hs.eq(set(roots), {0}, "every call outside all others is at depth 0")
     # report DIR into another directory: trace.json again, the timeline beside it
     again = hs.outdir("tl_demo_again")
     p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
@@ -257,7 +268,7 @@ def test_full_buffer_drops_are_counted():
     hs.check(line in t.txt, "report.txt says so")
     hs.check(("hookscope: " + line) in t.stderr.decode(), "stderr says so: " + t.stderr.decode())
     by_name, other = calls_of(load(t))
-    hs.eq(sum(len(v) for v in by_name.values()), th["events"], "X events = events kept")
+    hs.eq(sum(len(v) for v in by_name.values()), th["events"] + th["open"], "X events = calls kept and open")
     marks = [e for e in other if e["ph"] == "i"]
     hs.eq([(e["name"], e["tid"], e["args"]["dropped"], e["ts"]) for e in marks],
           [(f"hookscope dropped {th['dropped_buffer']} calls", th["tid"], th["dropped_buffer"], th["dropped_from_us"])],
@@ -282,9 +293,9 @@ def test_timeline_max_bounds_the_file():
         data = f.read()
     at, kept = 16, 0
     while at < len(data):
-        magic, tid, n, _ = BLOCK.unpack_from(data, at)
+        magic, tid, n, flags = BLOCK.unpack_from(data, at)
         hs.eq((magic, tid), (0x42544C48, th["tid"]), f"a block of the thread at byte {at}")
-        kept += n
+        kept += n if not flags else 0
         at += BLOCK.size + n * EVENT.size
     hs.eq((at, kept), (size, th["events"]), "the file's blocks hold the events kept")
     hs.check(4096 - size < BLOCK.size + EVENT.size, f"no room was left for one more call ({size} bytes)")
@@ -318,7 +329,8 @@ def test_filters_decide_at_the_exit():
         else:
             hs.eq(max(e[4] for e in events), 2, "the deepest call kept: depth 2")
             what = "(deeper than 3 levels)"
-        line = f"timeline   {th['events']} calls kept on 1 thread, {th['filtered']} left out by the filters {what}, 0 dropped"
+        line = (f"timeline   {th['events']} calls kept on 1 thread (and {th['open']} open at the end), "
+                f"{th['filtered']} left out by the filters {what}, 0 dropped")
         hs.check(line in t.txt, f"report.txt: {line}")
 
 

@@ -29,11 +29,11 @@
 #include "injector/profile/resolve.h"
 #include "sampler/etl/etl.h"
 
-static int count_events(void *ctx, uint32_t tid, const hs_tl_rec *ev, uint32_t n)
+static int count_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
 {
     (void)tid;
     (void)ev;
-    *(uint64_t *)ctx += n;
+    ((uint64_t *)ctx)[open] += n;
     return 0;
 }
 
@@ -43,15 +43,16 @@ static int check_timeline(const hs_profile *p)
 {
     if (!p->timeline)
         return 0;
-    uint64_t n = 0, want = hs_timeline_totals(p->timeline).events;
+    hs_prof_tl_thread sum = hs_timeline_totals(p->timeline);
+    uint64_t n[2] = { 0, 0 }, unknown = 0;
     char err[600];
-    if (hs_timeline_read(p->timeline, p->nfuncs, count_events, &n, err, sizeof err) < 0) {
+    if (hs_timeline_read(p->timeline, p->nfuncs, count_events, n, &unknown, err, sizeof err) < 0) {
         hs_err("%s", err);
         return -1;
     }
-    if (n != want) {
-        hs_err("%s holds %llu calls, report.json says %llu", p->timeline->file, (unsigned long long)n,
-               (unsigned long long)want);
+    if (n[0] + n[1] + unknown != sum.events + sum.open) {
+        hs_err("%s holds %llu calls, report.json says %llu", p->timeline->file,
+               (unsigned long long)(n[0] + n[1] + unknown), (unsigned long long)(sum.events + sum.open));
         return -1;
     }
     return 0;

@@ -556,10 +556,11 @@ static void write_timeline(const hs_profile *p, FILE *out)
     fprintf(out, "],\n  \"threads\": [");
     for (size_t i = 0; i < t->nthreads; i++) {
         const hs_prof_tl_thread *th = &t->threads[i];
-        fprintf(out, "%s\n   {\"tid\": %u, \"events\": %llu, \"filtered\": %llu, \"dropped_buffer\": %llu, "
-                     "\"dropped_file\": %llu",
-                i ? "," : "", th->tid, (unsigned long long)th->events, (unsigned long long)th->filtered,
-                (unsigned long long)th->dropped_buffer, (unsigned long long)th->dropped_file);
+        fprintf(out, "%s\n   {\"tid\": %u, \"events\": %llu, \"open\": %llu, \"filtered\": %llu, "
+                     "\"dropped_buffer\": %llu, \"dropped_file\": %llu",
+                i ? "," : "", th->tid, (unsigned long long)th->events, (unsigned long long)th->open,
+                (unsigned long long)th->filtered, (unsigned long long)th->dropped_buffer,
+                (unsigned long long)th->dropped_file);
         if (th->dropped_buffer + th->dropped_file)
             fprintf(out, ", \"dropped_from_us\": %.3f, \"dropped_to_us\": %.3f, \"drop_first\": %llu, "
                          "\"drop_last\": %llu",

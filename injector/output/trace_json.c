@@ -24,8 +24,9 @@
  * sample stands inside the calls it interrupted. A sample in hookscope's
  * own code (category "hookscope-sample") is named by the hooked function
  * that code served, whose call may not have begun or may have ended.
- * Events come in the file's order (per thread, as the calls ended), which
- * the format allows for complete events.
+ * Events come in the file's order (per thread, as the calls ended, then
+ * the calls still open at the end, up to the end), which the format
+ * allows for complete events.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -58,8 +59,9 @@ static void ns_as_us(FILE *out, uint64_t ns)
     fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
 
-static int put_events(void *ctx, uint32_t tid, const hs_tl_rec *ev, uint32_t n)
+static int put_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
 {
+    (void)open;   /* (shown as any call, up to the end: report.json counts them) */
     trace_out *o = ctx;
     const hs_prof_timeline *t = o->p->timeline;
     for (uint32_t i = 0; i < n; i++) {
@@ -168,7 +170,7 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
     sampled_thread_names(&o);
     put_samples(&o);
     char err[400];
-    if (hs_timeline_read(t, p->nfuncs, put_events, &o, err, sizeof err) != 0) {
+    if (hs_timeline_read(t, p->nfuncs, put_events, &o, NULL, err, sizeof err) != 0) {
         hs_err("%s", err);
         return -1;
     }

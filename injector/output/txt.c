@@ -484,8 +484,9 @@ static void write_timeline(const hs_profile *p, FILE *out)
     const hs_prof_timeline *t = p->timeline;
     hs_prof_tl_thread sum = hs_timeline_totals(t);
     uint64_t kept = sum.events, filtered = sum.filtered, dropped = sum.dropped_buffer + sum.dropped_file;
-    fprintf(out, "timeline   %llu calls kept on %zu thread%s, %llu left out by the filters", (unsigned long long)kept,
-            t->nthreads, t->nthreads == 1 ? "" : "s", (unsigned long long)filtered);
+    fprintf(out, "timeline   %llu calls kept on %zu thread%s (and %llu open at the end), %llu left out by the filters",
+            (unsigned long long)kept, t->nthreads, t->nthreads == 1 ? "" : "s", (unsigned long long)sum.open,
+            (unsigned long long)filtered);
     if (t->min_ns || t->depths) {
         fputs(" (", out);
         if (t->min_ns)

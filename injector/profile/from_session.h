@@ -99,6 +99,12 @@ typedef struct hs_session_tl {
 size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_tl *st, hs_tl_event *out,
                                 size_t max, hs_session_trust *t);
 
+/* The calls open on region k's shadow stack now (outermost first), as
+ * events with t1 and ticks 0, checked (a function of the session, the
+ * depth its place), at most max; problems into *t. */
+size_t hs_session_timeline_open(const hs_session_src *s, uint32_t k, hs_tl_event *out, size_t max,
+                                hs_session_trust *t);
+
 /* The timeline's counts of calls (kept, left out, dropped: the agent's
  * counts of its rings) against the timed calls p counted: more than those
  * cannot be, and are a problem; the counts of the calls not kept are then

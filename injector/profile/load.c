@@ -561,6 +561,7 @@ static void load_timeline(loader *l, const hs_json *o)
         hs_prof_tl_thread *th = hs_timeline_thread(t, (uint32_t)hs_json_u64(hs_json_get(j, "tid"), 0));
         th->events = hs_json_u64(hs_json_get(j, "events"), 0);
         th->filtered = hs_json_u64(hs_json_get(j, "filtered"), 0);
+        th->open = hs_json_u64(hs_json_get(j, "open"), 0);
         th->dropped_buffer = hs_json_u64(hs_json_get(j, "dropped_buffer"), 0);
         th->dropped_file = hs_json_u64(hs_json_get(j, "dropped_file"), 0);
         th->drop_first = hs_json_u64(hs_json_get(j, "drop_first"), UINT64_MAX);

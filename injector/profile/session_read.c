@@ -289,6 +289,45 @@ bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64
 
 /* ---- while the target runs ------------------------------------------------------------------- */
 
+size_t hs_session_timeline_open(const hs_session_src *s, uint32_t k, hs_tl_event *out, size_t max,
+                                hs_session_trust *t)
+{
+    const hs_session_header *L = s->layout;
+    hs_session_header h;
+    hs_session_header_copy(s, &h);
+    uint32_t nregions = hs_sr_regions(&h), nfuncs = n_functions(s, NULL);
+    uint64_t base;
+    hs_region_hdr rh;
+    if (!(L->options & HS_OPT_TIMELINE) || k >= nregions || !hs_sr_region(s, k, nregions, &base, &rh) ||
+        !rh.shadow_limit || rh.shadow_top <= rh.shadow_base)
+        return 0;
+    uint64_t n = (rh.shadow_top - rh.shadow_base) / sizeof(hs_shadow_rec);
+    if (n > L->region_shadow_cap) {
+        hs_sr_problem(t, "region %u has %llu timed calls open, its shadow stack holds %u", k, (unsigned long long)n,
+                      L->region_shadow_cap);
+        n = L->region_shadow_cap;
+    }
+    size_t kept = 0;
+    hs_sr_table sh = { 0 };
+    hs_sr_table_open(&sh, s, base + L->region_shadow_off, sizeof(hs_shadow_rec), (uint32_t)n);
+    for (uint32_t i = 0; i < n && kept < max; i++) {
+        const hs_shadow_rec *o = hs_sr_table_at(&sh, i);
+        if (!o)
+            break;
+        if (o->func >= nfuncs) {
+            hs_sr_problem(t, "region %u's open call %u is of function %u, which does not exist", k, i, o->func);
+            continue;
+        }
+        out[kept].t0 = o->t0;
+        out[kept].t1 = out[kept].ticks = 0;
+        out[kept].func = o->func;
+        out[kept].depth = i;
+        kept++;
+    }
+    hs_sr_table_close(&sh);
+    return kept;
+}
+
 size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_tl *st, hs_tl_event *out,
                                 size_t max, hs_session_trust *t)
 {

@@ -47,6 +47,7 @@ hs_prof_tl_thread hs_timeline_totals(const hs_prof_timeline *t)
         const hs_prof_tl_thread *th = &t->threads[i];
         sum.events += th->events;
         sum.filtered += th->filtered;
+        sum.open += th->open;
         sum.dropped_buffer += th->dropped_buffer;
         sum.dropped_file += th->dropped_file;
         if (th->drop_first < sum.drop_first)
@@ -75,8 +76,8 @@ double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc)
 /* Events read at a time. */
 #define CHUNK 8192u
 
-int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, char *err,
-                     size_t errlen)
+int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, uint64_t *unknown,
+                     char *err, size_t errlen)
 {
     FILE *f = hs_fopen(t->file, "rb");
     if (!f) {
@@ -96,7 +97,7 @@ int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn
         size_t got = fread(&b, 1, sizeof b, f);
         if (got == 0 && feof(f))
             break;
-        if (got != sizeof b || b.magic != HS_TL_BLOCK_MAGIC) {
+        if (got != sizeof b || b.magic != HS_TL_BLOCK_MAGIC || (b.flags & ~HS_TL_BLOCK_OPEN)) {
             snprintf(err, errlen, "%s: no block of events at byte %llu", t->file, (unsigned long long)off);
             rc = -1;
             break;
@@ -110,18 +111,26 @@ int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn
                 rc = -1;
                 break;
             }
+            uint32_t kept = 0;
             for (uint32_t i = 0; i < n; i++) {
-                const hs_tl_rec *e = &buf[i];
-                if (e->func >= t->nfunc_map || t->func_map[e->func] >= nfuncs || e->t1 < e->t0 ||
-                    e->ticks > e->t1 - e->t0) {
+                const hs_tl_rec e = buf[i];
+                uint32_t f = e.func < t->nfunc_map ? t->func_map[e.func] : 0;
+                if (e.func >= t->nfunc_map || (f >= nfuncs && f != UINT32_MAX) || e.t1 < e.t0 ||
+                    e.ticks > e.t1 - e.t0) {
                     snprintf(err, errlen, "%s: the event at byte %llu is not a call of a known function",
-                             t->file, (unsigned long long)(off + (uint64_t)i * sizeof *e));
+                             t->file, (unsigned long long)(off + (uint64_t)i * sizeof e));
                     rc = -1;
                     break;
                 }
+                if (f == UINT32_MAX) {
+                    if (unknown)
+                        ++*unknown;
+                    continue;
+                }
+                buf[kept++] = e;
             }
-            if (!rc)
-                rc = fn(ctx, b.tid, buf, n);
+            if (!rc && kept)
+                rc = fn(ctx, b.tid, (b.flags & HS_TL_BLOCK_OPEN) != 0, buf, kept);
             off += (uint64_t)n * sizeof *buf;
             done += n;
         }

@@ -7,7 +7,9 @@
  * numbers to the profile's functions, what each thread kept and dropped.
  *
  * The file: a header (HS_TL_FILE_MAGIC, the event size), then blocks,
- * each a block header (HS_TL_BLOCK_MAGIC, the thread id, the count) and
+ * each a block header (HS_TL_BLOCK_MAGIC, the thread id, the count, its
+ * flags: HS_TL_BLOCK_OPEN for the calls still open when the trace ended,
+ * whose t1 is that end, written last) and
  * that many events (hs_tl_rec: the layout of the session's hs_tl_rec,
  * as the agent wrote them) of one thread, in the order the calls ended.
  * Plain C: built and tested natively too.
@@ -43,8 +45,9 @@ typedef struct hs_tl_block {
     uint32_t magic;
     uint32_t tid;
     uint32_t count;
-    uint32_t reserved;
+    uint32_t flags;            /* HS_TL_BLOCK_* */
 } hs_tl_block;
+#define HS_TL_BLOCK_OPEN 1u
 
 /* What one thread's timeline kept and lost. Drops: calls the thread's
  * buffer had no room for (the injector had not taken the earlier ones
@@ -55,6 +58,7 @@ typedef struct hs_prof_tl_thread {
     uint64_t events;
     uint64_t dropped_buffer, dropped_file;
     uint64_t filtered;         /* calls the filters left out (too short, too deep) */
+    uint64_t open;             /* calls still open at the end (events too, ending there) */
     uint64_t drop_first, drop_last;
 } hs_prof_tl_thread;
 
@@ -76,6 +80,7 @@ typedef struct hs_prof_timeline {
     uint64_t min_ns;           /* --timeline-min-duration (0: none) */
     uint32_t depths;           /* --timeline-depth (0: none) */
     uint32_t *func_map;        /* the events' function number -> the profile's function (UINT32_MAX: none) */
+    uint32_t funcs_named;      /* (a run's drain) the highest function number in the file + 1 */
     uint32_t nfunc_map;
     hs_prof_tl_thread *threads;
     size_t nthreads;
@@ -98,13 +103,16 @@ double hs_timeline_us(const hs_prof_timeline *t, uint64_t tsc);
 double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc);
 
 /* Read the events' file of t: calls fn for each block (its thread, its
- * events, already checked: a known function, t0 <= t1, the duration
- * within them), in the file's order. 0; or -1 with a one-line reason in
+ * events, already checked: a function of the map, t0 <= t1, the duration
+ * within them), in the file's order; the events of a function the map
+ * has but the profile does not (UINT32_MAX: the session named it, and
+ * what it said of it could not be trusted) are left out and counted in
+ * *unknown (unless NULL). 0; or -1 with a one-line reason in
  * err naming the file (it cannot be read, is not a timeline, is cut
  * short, or holds an event that cannot be); fn returning nonzero stops
  * the read and is returned. nfuncs: the profile's functions. */
-typedef int (*hs_tl_block_fn)(void *ctx, uint32_t tid, const hs_tl_rec *ev, uint32_t n);
-int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, char *err,
-                     size_t errlen);
+typedef int (*hs_tl_block_fn)(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n);
+int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, uint64_t *unknown,
+                     char *err, size_t errlen);
 
 #endif

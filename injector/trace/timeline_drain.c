@@ -95,8 +95,9 @@ static int committed_cached(const void *p, uint64_t *run)
     return ok;
 }
 
-/* Append one block of thread tid's events, as far as --timeline-max lets. */
-static void put_block(hs_tl_drain *d, uint32_t tid, const hs_tl_event *ev, size_t n)
+/* Append one block of thread tid's events (flags: HS_TL_BLOCK_*), as far
+ * as --timeline-max lets. */
+static void put_block(hs_tl_drain *d, uint32_t tid, uint32_t flags, const hs_tl_event *ev, size_t n)
 {
     hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
     uint64_t room = d->tl->bytes + sizeof(hs_tl_block) < d->max_bytes
@@ -104,17 +105,25 @@ static void put_block(hs_tl_drain *d, uint32_t tid, const hs_tl_event *ev, size_
                         : 0;
     size_t fit = n < room ? n : (size_t)room;
     if (fit && !d->write_failed) {
-        hs_tl_block b = { HS_TL_BLOCK_MAGIC, tid, (uint32_t)fit, 0 };
+        hs_tl_block b = { HS_TL_BLOCK_MAGIC, tid, (uint32_t)fit, flags };
         if (fwrite(&b, sizeof b, 1, d->f) != 1 || fwrite(ev, sizeof *ev, fit, d->f) != fit) {
             hs_err("cannot write %s: the timeline stops here", d->path);
             d->write_failed = true;
         } else {
             d->tl->bytes += sizeof b + fit * sizeof *ev;
-            th->events += fit;
+            for (size_t i = 0; i < fit; i++)
+                if (ev[i].func >= d->tl->funcs_named)
+                    d->tl->funcs_named = ev[i].func + 1;
+            if (flags & HS_TL_BLOCK_OPEN)
+                th->open += fit;
+            else
+                th->events += fit;
         }
     }
     if (d->write_failed)
         fit = 0;
+    if (flags & HS_TL_BLOCK_OPEN)
+        return;   /* (not calls that ended: the report counts them as open) */
     for (size_t i = fit; i < n; i++)
         widen(th, ev[i].t0, ev[i].t1);
     th->dropped_file += n - fit;
@@ -160,13 +169,41 @@ static void pass(hs_tl_drain *d)
             if (!n)
                 break;
             double tw = hs_now();
-            put_block(d, st->tid, d->buf, n);
+            put_block(d, st->tid, 0, d->buf, n);
             d->write_s += hs_now() - tw;
         }
     }
     d->passes++;
     d->pass_s += hs_now() - t0;
     ReleaseSRWLockExclusive(&d->lock);
+}
+
+/* The calls still open on each thread at the end (a main that called
+ * exit(), a thread ended inside a call, a call running at a detach), up
+ * to now: one block a thread, after all its other events. */
+static void open_calls(hs_tl_drain *d)
+{
+    hs_session_src src = hs_session_host_src(d->s);
+    hs_session_header h;
+    hs_session_header_copy(&src, &h);
+    uint64_t end = rdtsc();
+    uint32_t max = d->s->layout.max_threads;
+    uint32_t nregions = h.threads_used < 0 ? 0 : (uint32_t)h.threads_used < max ? (uint32_t)h.threads_used : max;
+    for (uint32_t k = 0; k < nregions; k++) {
+        if (!d->rings[k].tid)
+            continue;
+        size_t n = hs_session_timeline_open(&src, k, d->buf, d->cap, &d->trust), kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (d->buf[i].t0 > end)
+                continue;   /* (its t0 was written by the target: it cannot have begun after now) */
+            d->buf[kept] = d->buf[i];
+            d->buf[kept].t1 = d->buf[kept].ticks = end;
+            d->buf[kept].ticks -= d->buf[kept].t0;
+            kept++;
+        }
+        if (kept)
+            put_block(d, d->rings[k].tid, HS_TL_BLOCK_OPEN, d->buf, kept);
+    }
 }
 
 static DWORD WINAPI drain_main(void *arg)
@@ -240,6 +277,7 @@ hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
         WaitForSingleObject(d->thread, INFINITE);
         CloseHandle(d->thread);
         pass(d);   /* what the rings still hold */
+        open_calls(d);
         if (fclose(d->f) != 0 && !d->write_failed)
             hs_err("cannot write %s", d->path);
     }

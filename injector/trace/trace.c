@@ -237,10 +237,10 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         if (tl) {
             /* the events' function numbers are the session's, which are
              * the profile's first functions */
-            tl->nfunc_map = (uint32_t)p->nfuncs;
-            tl->func_map = hs_xcalloc(p->nfuncs ? p->nfuncs : 1, sizeof *tl->func_map);
+            tl->nfunc_map = tl->funcs_named > p->nfuncs ? tl->funcs_named : (uint32_t)p->nfuncs;
+            tl->func_map = hs_xcalloc(tl->nfunc_map ? tl->nfunc_map : 1, sizeof *tl->func_map);
             for (uint32_t i = 0; i < tl->nfunc_map; i++)
-                tl->func_map[i] = i;
+                tl->func_map[i] = i < p->nfuncs ? i : UINT32_MAX;   /* (a function the session lost) */
             tl->tsc_hz = (double)(uint64_t)(p->tsc_hz + 0.5);
             hs_session_timeline_check(p, tl, &trust);
             p->timeline = tl;

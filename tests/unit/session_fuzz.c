@@ -304,7 +304,7 @@ static int read_all(bool clean, bool named, char *why, size_t len)
         size_t got = 0, n;
         for (int take = 0; take < 4 && (n = hs_session_timeline_take(&src, k, &st, ev, TL_CAP, &tt)) > 0; take++) {
             for (size_t i = 0; i < n && !rc; i++)
-                if (ev[i].func >= NFUNCS || ev[i].t1 < ev[i].t0 || ev[i].ticks > ev[i].t1 - ev[i].t0 ||
+                if (ev[i].func >= layout.max_functions || ev[i].t1 < ev[i].t0 || ev[i].ticks > ev[i].t1 - ev[i].t0 ||
                     ev[i].depth >= layout.region_shadow_cap)
                     rc = fail(why, len, "region %u's timeline event %zu: function %u, depth %u", k, i, ev[i].func,
                               ev[i].depth);
@@ -314,6 +314,16 @@ static int read_all(bool clean, bool named, char *why, size_t len)
             rc = fail(why, len, "region %u's timeline gave %zu events", k, got);
         if (!rc && clean && (got != 3 || st.tid != 100 + k || tt.problems))
             rc = fail(why, len, "clean timeline of region %u read wrong: %zu events, thread %u", k, got, st.tid);
+        /* the calls open at the end */
+        n = hs_session_timeline_open(&src, k, ev, TL_CAP, &tt);
+        for (size_t i = 0; i < n && !rc; i++)
+            if (ev[i].func >= layout.max_functions || ev[i].depth >= layout.region_shadow_cap ||
+                (i && ev[i].depth <= ev[i - 1].depth))
+                rc = fail(why, len, "region %u's open call %zu: function %u, depth %u", k, i, ev[i].func, ev[i].depth);
+        if (!rc && n > layout.region_shadow_cap)
+            rc = fail(why, len, "region %u: %zu open calls", k, n);
+        if (!rc && clean && n != (k == 0 ? 1u : 0u))
+            rc = fail(why, len, "clean region %u has %zu open calls", k, n);
     }
     hs_owncode o;
     memset(&o, 0, sizeof o);
