@@ -289,17 +289,26 @@ bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64
 
 /* ---- while the target runs ------------------------------------------------------------------- */
 
+/* --timeline: region k (of those in use) of a session with timelines:
+ * the functions the session has now, the region's offset and its header
+ * (copied); false when there is no such region. */
+static bool timeline_region(const hs_session_src *s, uint32_t k, uint32_t *nfuncs, uint64_t *base, hs_region_hdr *rh)
+{
+    hs_session_header h;
+    hs_session_header_copy(s, &h);
+    uint32_t nregions = hs_sr_regions(&h);
+    *nfuncs = n_functions(s, NULL);
+    return (s->layout->options & HS_OPT_TIMELINE) && k < nregions && hs_sr_region(s, k, nregions, base, rh);
+}
+
 size_t hs_session_timeline_open(const hs_session_src *s, uint32_t k, hs_tl_event *out, size_t max,
                                 hs_session_trust *t)
 {
     const hs_session_header *L = s->layout;
-    hs_session_header h;
-    hs_session_header_copy(s, &h);
-    uint32_t nregions = hs_sr_regions(&h), nfuncs = n_functions(s, NULL);
+    uint32_t nfuncs;
     uint64_t base;
     hs_region_hdr rh;
-    if (!(L->options & HS_OPT_TIMELINE) || k >= nregions || !hs_sr_region(s, k, nregions, &base, &rh) ||
-        !rh.shadow_limit || rh.shadow_top <= rh.shadow_base)
+    if (!timeline_region(s, k, &nfuncs, &base, &rh) || !rh.shadow_limit || rh.shadow_top <= rh.shadow_base)
         return 0;
     uint64_t n = (rh.shadow_top - rh.shadow_base) / sizeof(hs_shadow_rec);
     if (n > L->region_shadow_cap) {
@@ -332,13 +341,10 @@ size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_
                                 size_t max, hs_session_trust *t)
 {
     const hs_session_header *L = s->layout;
-    hs_session_header h;
-    hs_session_header_copy(s, &h);
-    uint32_t nregions = hs_sr_regions(&h), nfuncs = n_functions(s, NULL);
+    uint32_t nfuncs;
     uint64_t base;
     hs_region_hdr rh;
-    if (!(L->options & HS_OPT_TIMELINE) || !L->region_timeline_cap || k >= nregions ||
-        !hs_sr_region(s, k, nregions, &base, &rh))
+    if (!L->region_timeline_cap || !timeline_region(s, k, &nfuncs, &base, &rh))
         return 0;
     st->dropped = rh.tl_dropped;
     st->filtered = rh.tl_filtered;

@@ -95,6 +95,15 @@ static int committed_cached(const void *p, uint64_t *run)
     return ok;
 }
 
+/* The regions in use now (threads_used, at most the capacity). */
+static uint32_t regions_in_use(const hs_tl_drain *d, const hs_session_src *src)
+{
+    hs_session_header h;
+    hs_session_header_copy(src, &h);
+    uint32_t max = d->s->layout.max_threads;
+    return h.threads_used < 0 ? 0 : (uint32_t)h.threads_used < max ? (uint32_t)h.threads_used : max;
+}
+
 /* Append one block of thread tid's events (flags: HS_TL_BLOCK_*), as far
  * as --timeline-max lets. */
 static void put_block(hs_tl_drain *d, uint32_t tid, uint32_t flags, const hs_tl_event *ev, size_t n)
@@ -138,10 +147,7 @@ static void pass(hs_tl_drain *d)
     host_committed = src.committed;
     if (src.committed)
         src.committed = committed_cached;
-    hs_session_header h;
-    hs_session_header_copy(&src, &h);
-    uint32_t max = d->s->layout.max_threads;
-    uint32_t nregions = h.threads_used < 0 ? 0 : (uint32_t)h.threads_used < max ? (uint32_t)h.threads_used : max;
+    uint32_t nregions = regions_in_use(d, &src);
     for (uint32_t k = 0; k < nregions; k++) {
         hs_session_tl *st = &d->rings[k];
         for (;;) {
@@ -184,11 +190,8 @@ static void pass(hs_tl_drain *d)
 static void open_calls(hs_tl_drain *d)
 {
     hs_session_src src = hs_session_host_src(d->s);
-    hs_session_header h;
-    hs_session_header_copy(&src, &h);
     uint64_t end = rdtsc();
-    uint32_t max = d->s->layout.max_threads;
-    uint32_t nregions = h.threads_used < 0 ? 0 : (uint32_t)h.threads_used < max ? (uint32_t)h.threads_used : max;
+    uint32_t nregions = regions_in_use(d, &src);
     for (uint32_t k = 0; k < nregions; k++) {
         if (!d->rings[k].tid)
             continue;
