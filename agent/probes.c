@@ -36,6 +36,18 @@ _Static_assert(offsetof(hs_time_rec, hist) == 72, "time hist");
 _Static_assert(offsetof(hs_wrap_desc, nslots) == 20, "desc");
 _Static_assert(sizeof(hs_edge_rec) == 32, "edge rec");
 _Static_assert(sizeof(hs_region_hdr) <= HS_REGION_AGENT_OFF, "region header");
+_Static_assert(offsetof(hs_region_hdr, tl_base) == 88, "tl_base");
+_Static_assert(offsetof(hs_region_hdr, tl_cap) == 96, "tl_cap");
+_Static_assert(offsetof(hs_region_hdr, tl_head) == 104, "tl_head");
+_Static_assert(offsetof(hs_region_hdr, tl_dropped) == 112, "tl_dropped");
+_Static_assert(offsetof(hs_region_hdr, tl_drop_first) == 120, "tl_drop_first");
+_Static_assert(offsetof(hs_region_hdr, tl_drop_last) == 128, "tl_drop_last");
+_Static_assert(offsetof(hs_region_hdr, tl_tail) == 192, "tl_tail");
+_Static_assert(offsetof(hs_region_hdr, tl_min_ticks) == 136, "tl_min_ticks");
+_Static_assert(offsetof(hs_region_hdr, tl_depths) == 144, "tl_depths");
+_Static_assert(offsetof(hs_region_hdr, tl_filtered) == 152, "tl_filtered");
+_Static_assert(sizeof(hs_tl_event) == 32, "timeline event");
+_Static_assert(offsetof(hs_shadow_rec, save_rax) == 32, "shadow save_rax");
 
 /* Is this thread one that hookscope.exe started in the target? Its calls
  * (the exe's TLS callbacks run on it before its start routine) would not
@@ -139,6 +151,35 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
 
 /* ---- the wrapper's unwind handler -------------------------------------------- */
 
+/* --timeline: the call of shadow record s, which ended at t1 after `ticks`
+ * of its own, into region r's ring (as wrapper.S writes it), or counted
+ * dropped when the ring is full, or filtered (too short, too deep). */
+static void timeline_event(hs_region_hdr *r, const hs_shadow_rec *s, uint64_t t1, uint64_t ticks)
+{
+    if (!r->tl_base)
+        return;
+    uint32_t depth = (uint32_t)(s - (const hs_shadow_rec *)(uintptr_t)r->shadow_base);
+    if (ticks < r->tl_min_ticks || depth >= r->tl_depths) {
+        r->tl_filtered++;
+        return;
+    }
+    if (r->tl_head - r->tl_tail >= r->tl_cap) {
+        if (r->tl_dropped++ == 0 || s->t0 < r->tl_drop_first)
+            r->tl_drop_first = s->t0;
+        if (t1 > r->tl_drop_last)
+            r->tl_drop_last = t1;
+        return;
+    }
+    hs_tl_event *e = (hs_tl_event *)(uintptr_t)r->tl_base + (r->tl_head & (r->tl_cap - 1));
+    e->t0 = s->t0;
+    e->t1 = t1;
+    e->ticks = ticks;
+    e->func = s->func;
+    e->depth = depth;
+    MemoryBarrier();
+    r->tl_head++;
+}
+
 /* If the wrapper frame `fr` is on the shadow stack of region r (counters
  * c), record its end by unwind and pop it; 1 when it was there. */
 static int unwind_frame(hs_region_hdr *r, uint64_t *c, uint64_t fr)
@@ -149,7 +190,9 @@ static int unwind_frame(hs_region_hdr *r, uint64_t *c, uint64_t fr)
     hs_shadow_rec *top = (hs_shadow_rec *)(uintptr_t)r->shadow_top;
     for (hs_shadow_rec *s = top - 1; s >= base; s--) {
         if (s->frame == fr) {
-            uint64_t dt = hs_rdtsc() - s->t0 - (r->excluded - s->excluded);
+            uint64_t t1 = hs_rdtsc();
+            uint64_t dt = t1 - s->t0 - (r->excluded - s->excluded);
+            timeline_event(r, s, t1, dt);
             /* records above were left by a longjmp that did not unwind */
             for (hs_shadow_rec *a = s + 1; a < top; a++)
                 ((hs_time_rec *)((char *)c + ((const hs_wrap_desc *)(uintptr_t)a->desc)->time_rel))->active--;

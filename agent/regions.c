@@ -51,8 +51,47 @@ static int region_init(char *r, commit_fn commit, int timed)
             return -1;
         rh->shadow_base = rh->shadow_top = (uint64_t)(uintptr_t)(r + h->region_shadow_off);
         rh->shadow_limit = rh->shadow_base + len;
+        if ((h->options & HS_OPT_TIMELINE) && h->region_timeline_cap) {
+            uint64_t tl = (uint64_t)h->region_timeline_cap * sizeof(hs_tl_event);
+            if (commit(r + h->region_timeline_off, tl) < 0)
+                return -1;
+            /* every page touched once now (its first write faults), so that
+             * no call pays for that (a region passed on is touched already) */
+            if (!rh->tl_base)
+                for (uint64_t off = 0; off < tl; off += HS_PAGE)
+                    ((volatile char *)(r + h->region_timeline_off))[off] = 0;
+            rh->tl_cap = h->region_timeline_cap;
+            rh->tl_min_ticks = (uint64_t)((double)h->timeline_min_ns * h->tsc_hz / 1e9);
+            rh->tl_depths = h->timeline_depths ? h->timeline_depths : UINT64_MAX;
+            rh->tl_base = (uint64_t)(uintptr_t)(r + h->region_timeline_off);
+        }
     }
     return 0;
+}
+
+/* --timeline: name the thread in its region's ring: the events after the
+ * name are its own. A region passed on from a thread that is gone may
+ * still hold that thread's events, which the injector takes within
+ * milliseconds; after a second without room, every event of the new
+ * thread is dropped (and counted). Called with layout_lock held. */
+static void timeline_thread(hs_region_hdr *rh, uint32_t tid)
+{
+    if (!rh->tl_base)
+        return;
+    for (int waited = 0; rh->tl_head - rh->tl_tail >= rh->tl_cap; waited++) {
+        if (waited == 1000) {
+            rh->tl_cap = 0;
+            return;
+        }
+        Sleep(1);
+    }
+    hs_tl_event *e = (hs_tl_event *)(uintptr_t)rh->tl_base + (rh->tl_head & (rh->tl_cap - 1));
+    e->t0 = tid;
+    e->t1 = e->ticks = 0;
+    e->func = HS_TL_THREAD;
+    e->depth = 0;
+    MemoryBarrier();
+    rh->tl_head++;
 }
 
 /* Commit the per-function parts of a region for functions [0, n). */
@@ -148,6 +187,7 @@ uint64_t *hs_region_acquire(void)
             hs_region_hdr *rh = (hs_region_hdr *)r;
             rh->tid = tid;
             rh->slot = k;
+            timeline_thread(rh, tid);
             hs_thread_slot *s = hs_session_slot(g_hs.view, k);
             s->tid = tid;
             s->state = HS_SLOT_LIVE;

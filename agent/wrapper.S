@@ -25,7 +25,12 @@
  *      function's time record (exits, sum, self = duration - timed
  *      children, min, max, log2 histogram in ns; total only when this is
  *      the function's outermost activation on the thread, so recursion is
- *      counted once) and to the parent record's children; pop.
+ *      counted once) and to the parent record's children; with --timeline
+ *      (the region's tl_base set) write the call into the thread's ring
+ *      as an hs_tl_event (raw entry and exit, the duration, function,
+ *      depth), or when the ring is full count it dropped with its times,
+ *      unless the filters leave it out (shorter than tl_min_ticks, at
+ *      tl_depths or deeper: counted in tl_filtered); pop.
  *
  * No C is called here. Registers: rbx/rsi/rdi/r12 are saved and used
  * (rbx: counters, rsi: descriptor, rdi: shadow record);
@@ -53,11 +58,22 @@
     .set HDR_SHADOW_LIMIT, -4096 + 56
     .set HDR_TIME_DROPPED, -4096 + 64
     .set HDR_EXCLUDED, -4096 + 72
+    .set HDR_TL_BASE, -4096 + 88
+    .set HDR_TL_CAP, -4096 + 96
+    .set HDR_TL_HEAD, -4096 + 104
+    .set HDR_TL_DROPPED, -4096 + 112
+    .set HDR_TL_DROP_FIRST, -4096 + 120
+    .set HDR_TL_DROP_LAST, -4096 + 128
+    .set HDR_TL_MIN_TICKS, -4096 + 136
+    .set HDR_TL_DEPTHS, -4096 + 144
+    .set HDR_TL_FILTERED, -4096 + 152
+    .set HDR_TL_TAIL, -4096 + 192
     /* hs_shadow_rec */
     .set SH_DESC, 0
     .set SH_T0, 8
     .set SH_CHILD, 16
     .set SH_FRAME, 24
+    .set SH_T1, 32              /* (save_rax) the raw rdtsc at exit, for --timeline */
     .set SH_FUNC, 48
     .set SH_EXCLUDED, 56
     .set SH_SIZE, 64
@@ -188,10 +204,66 @@ hs_wrapper_ret:
     rdtsc
     shl rdx, 32
     or rax, rdx
+    mov [rdi + SH_T1], rax
     sub rax, [rdi + SH_T0]
     sub rax, [rbx + HDR_EXCLUDED]
     add rax, [rdi + SH_EXCLUDED]
     mov r12, rax                /* r12 = duration in ticks, hookscope's slow paths taken out */
+    /* --timeline: the call into the ring, [head & (cap - 1)], unless full
+     * (head - tail >= cap: the injector has not taken the events yet) */
+    cmp qword ptr [rbx + HDR_TL_BASE], 0
+    je .Ltl_done
+    /* the filters, decided now that the duration is known: too short or
+     * too deep leaves no event (its time stays in its parent's) */
+    cmp r12, [rbx + HDR_TL_MIN_TICKS]
+    jb .Ltl_filtered
+    mov rax, rdi
+    sub rax, [rbx + HDR_SHADOW_BASE]
+    shr rax, 6
+    cmp rax, [rbx + HDR_TL_DEPTHS]
+    jae .Ltl_filtered
+    mov rax, [rbx + HDR_TL_HEAD]
+    mov rdx, rax
+    sub rdx, [rbx + HDR_TL_TAIL]
+    cmp rdx, [rbx + HDR_TL_CAP]
+    jae .Ltl_full
+    mov rdx, [rbx + HDR_TL_CAP]
+    dec rdx
+    and rdx, rax
+    shl rdx, 5
+    add rdx, [rbx + HDR_TL_BASE]
+    mov rax, [rdi + SH_T0]
+    mov [rdx], rax
+    mov rax, [rdi + SH_T1]
+    mov [rdx + 8], rax
+    mov [rdx + 16], r12
+    mov eax, [rdi + SH_FUNC]
+    mov [rdx + 24], eax
+    mov rax, rdi
+    sub rax, [rbx + HDR_SHADOW_BASE]
+    shr rax, 6
+    mov [rdx + 28], eax
+    /* the event before the head that publishes it (x86 keeps stores in order) */
+    add qword ptr [rbx + HDR_TL_HEAD], 1
+    jmp .Ltl_done
+.Ltl_filtered:
+    add qword ptr [rbx + HDR_TL_FILTERED], 1
+    jmp .Ltl_done
+.Ltl_full:
+    add qword ptr [rbx + HDR_TL_DROPPED], 1
+    mov rax, [rdi + SH_T0]
+    cmp qword ptr [rbx + HDR_TL_DROPPED], 1
+    je 16f
+    cmp rax, [rbx + HDR_TL_DROP_FIRST]
+    jae 17f
+16:
+    mov [rbx + HDR_TL_DROP_FIRST], rax
+17:
+    mov rax, [rdi + SH_T1]
+    cmp rax, [rbx + HDR_TL_DROP_LAST]
+    jbe .Ltl_done
+    mov [rbx + HDR_TL_DROP_LAST], rax
+.Ltl_done:
     /* records above ours were left by a longjmp that did not unwind: those
      * activations are over (before ours is counted: it may be one of them) */
     lea rdx, [rdi + SH_SIZE]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run hookscope's benchmarks and print each against an unhooked run.
 
-  bench/run.py [calls] [overhead] [install] [report] [stacks] [etl] [sample] [sample-rates]
+  bench/run.py [calls] [overhead] [timeline-overhead] [install] [report] [stacks] [etl] [sample] [sample-rates]
                [lua-time-stacks]          (default: all but sample-rates; stacks
                                           ends with lua-time-stacks)
 
@@ -13,7 +13,14 @@
   overhead ns per call added by each probe: entry count only (--no-edges),
            with caller edges (the default), with --time, and per captured
            stack (--stacks=16), each against the same code untraced; checks
-           the targets (--time <= 25 ns per call, a stack <= 1 us)
+           the targets (--time <= 25 ns per call, a stack <= 1 us); then
+           timeline-overhead
+  timeline-overhead
+           ns per call --timeline adds over --time (the event written into
+           the thread's ring; target <= 8 ns), with the ring full (the
+           call dropped and counted), and with a --timeline-min-duration
+           that leaves every call out (target <= 2 ns); and the drain's
+           throughput from the rings to timeline.bin (target >= 50 M calls/s)
   install  hooks put in per second: build/bench/manyfuncs.exe (20,000
            generated functions, bench/gen_manyfuncs.py) under `hookscope
            run`: functions_hooked / install_s from report.json; and the
@@ -70,6 +77,7 @@ of ROUNDS runs.
 """
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -265,6 +273,9 @@ def etl():
 
 TIME_TARGET_NS = 25.0
 STACK_TARGET_NS = 1000.0
+TIMELINE_TARGET_NS = 8.0
+TIMELINE_FILTERED_NS = 2.0
+DRAIN_TARGET_M = 50.0
 
 
 def overhead():
@@ -311,6 +322,63 @@ def overhead():
     print("stack row's added time minus the edges row's (every call is captured, edges are on in both).")
     print("noise: the same change for the same code in a DLL that is never hooked, in the same runs.")
     print(f"reference: two rdtsc (what a timed call reads) cost {sbase['rdtsc2']:.2f} ns here.")
+    timeline_overhead()
+
+
+def timeline_overhead():
+    """--timeline over --time per call: callbench with rounds of 20,000
+    calls of each kind, so that one thread's ring (--timeline-buffer
+    1048576) holds every call of the run and the best round is the event
+    write itself, whatever the drain does; and the path of a call that
+    finds the ring full (--timeline-buffer 16: nearly every call)."""
+    cb = "build/bench/callbench.exe"
+    out = os.path.join(ROOT, OUT, "timeline")
+
+    def traced(*opts):
+        r = run([HOOKSCOPE, "run", "-q", "--no-sample", "-o", out] + list(opts) + ["--", cb, "20000"])
+        with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+            tl = json.load(f).get("timeline")
+        dropped = sum(t["dropped_buffer"] + t["dropped_file"] for t in tl["threads"]) if tl else 0
+        return r, dropped
+
+    t_time, _ = traced("--time")
+    t_line, dropped = traced("--timeline", "--timeline-buffer", "1048576")
+    t_full, full = traced("--timeline", "--timeline-buffer", "16")
+    t_min, _ = traced("--timeline", "--timeline-min-duration", "1s")
+    print("== ns per call --timeline adds over --time (best of 7 rounds x 20,000 calls; one run each)")
+    print(f"{'call':<8}{'--time':>10}{'timeline':>10}{'added':>8}{'ring full':>11}{'added':>8}{'filtered':>10}"
+          f"{'added':>8}  targets")
+    for k in ("chain", "empty"):
+        added, filtered = t_line[k] - t_time[k], t_min[k] - t_time[k]
+        met = added <= TIMELINE_TARGET_NS and filtered <= TIMELINE_FILTERED_NS
+        print(f"{k:<8}{t_time[k]:>10.2f}{t_line[k]:>10.2f}{added:>8.2f}{t_full[k]:>11.2f}{t_full[k] - t_time[k]:>8.2f}"
+              f"{t_min[k]:>10.2f}{filtered:>8.2f}  <= {TIMELINE_TARGET_NS:.0f} ns, filtered <= "
+              f"{TIMELINE_FILTERED_NS:.0f} ns: {'met' if met else 'NOT MET'}")
+    print("filtered: --timeline-min-duration 1s, every call left out at its exit")
+    print(f"calls dropped: {dropped} with the large ring (0: every round wrote its events), {full} with the full one")
+    timeline_drain()
+
+
+def timeline_drain():
+    """The drain's throughput: callbench's 4.2 million timed calls (rounds of
+    300,000) into a ring that holds them all, so that nothing is dropped
+    whatever the drain does; from hookscope's -v line: events taken per
+    second of the drain's passes, and of those the file's writing."""
+    out = os.path.join(ROOT, OUT, "timeline")
+    p = subprocess.run([HOOKSCOPE, "run", "-v", "--no-sample", "-o", out, "--timeline", "--timeline-buffer", "4194304",
+                        "--", "build/bench/callbench.exe", "300000"], cwd=ROOT, env=ENV, capture_output=True,
+                       text=True, timeout=900)
+    m = re.search(r"timeline: (\d+) calls in (\d+) bytes, taken in (\d+) passes of [\d.]+ us on average "
+                  r"\(([\d.]+) ms in all, ([\d.]+) ms writing the file\)", p.stderr)
+    if p.returncode != 0 or not m:
+        sys.exit(f"bench: the timeline's drain did not report: {p.stderr[-500:]}")
+    events, size, passes, all_ms, write_ms = (int(m[1]), int(m[2]), int(m[3]), float(m[4]), float(m[5]))
+    rate = events / (all_ms / 1e3) / 1e6
+    met = rate >= DRAIN_TARGET_M
+    print(f"== the timeline's drain: {events} calls, {size / 1e6:.0f} MB, {passes} passes: {rate:.1f} M calls/s "
+          f"({(all_ms - write_ms):.0f} ms taking them from the rings, {write_ms:.0f} ms writing timeline.bin: "
+          f"{size / 1e6 / (write_ms / 1e3):.0f} MB/s); >= {DRAIN_TARGET_M:.0f} M calls/s: "
+          f"{'met' if met else 'NOT MET'}")
 
 
 SYS_DLLS = ["jscript.dll", "oleaut32.dll", "ole32.dll", "combase.dll", "kernelbase.dll", "msvcrt.dll",

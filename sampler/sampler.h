@@ -110,6 +110,21 @@ void hs_sampleset_thread_states(hs_sampleset *s, uint32_t tid, double running_s,
 void hs_sampleset_off_cpu_unknown(hs_sampleset *s);
 bool hs_sampleset_off_cpu_known(const hs_sampleset *s);
 
+/* Samples with their times (--timeline): once asked for (at most max
+ * of them; the rest are counted in hs_sampleset_times_dropped), a backend
+ * gives each sample it takes its time: a QueryPerformanceCounter value
+ * read while the thread stood where its stack shows it, and the stack's
+ * id (hs_sampleset_stack). */
+void hs_sampleset_keep_times(hs_sampleset *s, size_t max);
+void hs_sampleset_time(hs_sampleset *s, uint32_t stack, int64_t qpc);
+typedef struct hs_sample_time {
+    uint32_t stack;            /* index of hs_sampleset_stack_at */
+    int64_t qpc;
+} hs_sample_time;
+size_t hs_sampleset_ntimes(const hs_sampleset *s);
+hs_sample_time hs_sampleset_time_at(const hs_sampleset *s, size_t i);
+uint64_t hs_sampleset_times_dropped(const hs_sampleset *s);
+
 /* Totals so far. */
 uint64_t hs_sampleset_total(const hs_sampleset *s, uint8_t kind);
 size_t hs_sampleset_unique(const hs_sampleset *s);

@@ -62,6 +62,9 @@ struct hs_sampleset {
     volatile uint64_t taken;   /* hs_sampleset_taken_add */
     uint64_t lost;
     bool off_cpu_unknown;      /* hs_sampleset_off_cpu_unknown */
+    hs_sample_time *times;     /* hs_sampleset_keep_times: [0, ntimes) of at most max_times */
+    size_t ntimes, cap_times, max_times;
+    uint64_t times_dropped;
 };
 
 hs_sampleset *hs_sampleset_new(void)
@@ -87,8 +90,43 @@ void hs_sampleset_free(hs_sampleset *s)
     }
     free(s->modules);
     free(s->threads);
+    free(s->times);
     hs_map_free(&s->thread_index);
     free(s);
+}
+
+void hs_sampleset_keep_times(hs_sampleset *s, size_t max)
+{
+    s->max_times = max;
+}
+
+void hs_sampleset_time(hs_sampleset *s, uint32_t stack, int64_t qpc)
+{
+    if (!s->max_times || stack >= s->nstacks)
+        return;
+    if (s->ntimes == s->max_times) {
+        s->times_dropped++;
+        return;
+    }
+    hs_xgrow(&s->times, &s->cap_times, s->ntimes + 1, sizeof *s->times);
+    s->times[s->ntimes].stack = stack;
+    s->times[s->ntimes].qpc = qpc;
+    s->ntimes++;
+}
+
+size_t hs_sampleset_ntimes(const hs_sampleset *s)
+{
+    return s->ntimes;
+}
+
+hs_sample_time hs_sampleset_time_at(const hs_sampleset *s, size_t i)
+{
+    return s->times[i];
+}
+
+uint64_t hs_sampleset_times_dropped(const hs_sampleset *s)
+{
+    return s->times_dropped;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)

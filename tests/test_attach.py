@@ -7,6 +7,7 @@ line arrives on stdin; it prints "pid N code-matches 1" at start and
 equal the file's). The tests also look from outside, through /proc/PID
 of the Wine process: the code bytes (mem) while hooked and after each
 detach, and whether the agent DLL is mapped (maps). Every wait has a timeout, so a hang fails the test."""
+import json
 import re
 import threading
 import time
@@ -161,3 +162,35 @@ def test_attach_with_expansion_tls_slot():
         bad, calls, matches = finish(p)
         hs.eq(bad, 0, "wrong results")
         hs.eq(matches, 1, "code bytes equal the file's at the end")
+
+
+def test_attach_with_timeline():
+    """attach --timeline: the two workers' calls of work() from the attach
+    to the detach are on the timeline, each on its own thread's track, the
+    calls kept and dropped (a 4,096-call ring: the workers call work() far
+    faster than the drain takes them here) add up to the timed calls
+    exactly; the detach leaves the code as in the file, the agent gone and
+    the target's results right."""
+    hs.need(EXE)
+    p, pid = start()
+    with p:
+        t = hs.attach(pid, ["--duration", "2", "--timeline", "--timeline-buffer", "4096", "--no-sample"],
+                      name="attach_timeline", timeout=60)
+        hs.eq(t.rc, 0, "hookscope's exit code: " + t.stderr.decode(errors="replace"))
+        tl = t.json["timeline"]
+        timed = sum(f["time"]["calls"] for f in t.functions("attachee.exe") if f.get("time"))
+        hs.eq(sum(th["events"] + th["dropped_buffer"] + th["dropped_file"] for th in tl["threads"]), timed,
+              f"kept + dropped = timed calls: {tl['threads']}")
+        works = [th for th in tl["threads"] if th["events"] > 100]
+        hs.eq(len(works), 2, f"the two workers: {tl['threads']}")
+        hs.check(all(th["dropped_buffer"] > 0 for th in works), f"the workers' rings overflowed: {works}")
+        trace = t.file("trace.json")
+        hs.check(trace is not None, "trace.json written")
+        evs = [e for e in json.loads(trace)["traceEvents"] if e["ph"] == "X"]
+        hs.eq({e["tid"] for e in evs if e["name"] == "work"}, {th["tid"] for th in works},
+              "work() on the workers' tracks")
+        linux_pid = p.proc.pid
+        hs.eq(hs.code_differences(linux_pid, EXE, 0x140000000), 0, "code bytes after the detach")
+        hs.eq(hs.agent_mappings(linux_pid), [], "the agent DLL is gone after the detach")
+        bad, calls, matches = finish(p)
+        hs.eq((bad, matches), (0, 1), "the target's results and code after the detach")

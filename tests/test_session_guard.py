@@ -10,7 +10,8 @@ and a target that scribbles over its session cannot hurt hookscope.
 - tests/targets/scribble.c overwrites its own session with random and
   adversarial values, at random moments and at its end (also when it
   crashes): over many runs and thousands of scribbles, with and without
-  --time and --stacks, by run and by attach (scribbling on through the
+  --time, --stacks and --timeline (its rings drained while the target
+  scribbles on them), by run and by attach (scribbling on through the
   detach), hookscope never faults or hangs, writes its reports, writes
   nothing outside its output directory, and says in one line that the
   session was corrupted whenever the last scribble came.
@@ -28,7 +29,7 @@ SCRIBBLE = "build/tests/scribble.exe"
 PROBE = "build/tests/objprobe.exe"
 OUTPUTS = {"report.txt", "report.json", "cpu-stacks.folded", "wait-stacks.folded", "entry-stacks.folded",
            "entry-time.folded", "flamegraph.svg", "profile.speedscope.json", "callgrind.out",
-           "ready-stacks.folded", "hookscope-stacks.folded", "profile.pb.gz"}
+           "ready-stacks.folded", "hookscope-stacks.folded", "profile.pb.gz", "trace.json", "timeline.bin"}
 LINE = "hookscope: session corrupted by the target: "
 
 
@@ -96,9 +97,10 @@ def check_scribbled(p, cwd, stdout, what):
 
 def test_scribbling_target_run():
     exe = os.path.join(hs.ROOT, hs.need(SCRIBBLE))
-    variants = [[], ["--time"], ["--stacks=8"], ["--time", "--stacks=4", "--stack-every", "2"], ["--no-sample"]]
+    variants = [[], ["--time"], ["--stacks=8"], ["--time", "--stacks=4", "--stack-every", "2"], ["--no-sample"],
+                ["--timeline", "--timeline-buffer", "64"]]
     blown = 0
-    runs = 15
+    runs = 18
     for seed in range(1, runs + 1):
         cwd = os.path.join(hs.OUT, f"guard-scribble-{seed}")
         shutil.rmtree(cwd, ignore_errors=True)

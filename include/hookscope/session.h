@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define HS_SESSION_MAGIC 0x315353455353484Bull /* "KHSSESS1" */
-#define HS_SESSION_VERSION 2
+#define HS_SESSION_VERSION 3
 
 #define HS_MAX_PATTERNS 32
 #define HS_PATTERN_LEN 260
@@ -50,6 +50,7 @@ enum {
      * HOOKSCOPE_TEST_STUCK_FREEZE=1): the freeze that puts the modules'
      * hooks in behaves as if a thread never stopped */
     HS_OPT_TEST_STUCK_FREEZE = 1u << 4,
+    HS_OPT_TIMELINE = 1u << 5, /* --timeline: every timed call as an event (hs_tl_event) */
 };
 
 /* agent states */
@@ -177,7 +178,35 @@ typedef struct hs_region_hdr {
                                     fall in */
     uint64_t stack_ticks;        /* the part of `excluded` spent capturing entry stacks:
                                     weighed against the program's own time */
+    /* --timeline: the thread's ring of hs_tl_event, filled by the wrapper
+     * (tl_head, the events written so far) and emptied by the injector
+     * (tl_tail, the events it took); an event that finds it full is
+     * dropped and counted, with the range of times the drops cover */
+    uint64_t tl_base;            /* the ring, as an address in the target; 0: no timeline */
+    uint64_t tl_cap;             /* events it holds (a power of two; 0: every event is dropped) */
+    uint64_t tl_head;
+    uint64_t tl_dropped;
+    uint64_t tl_drop_first;      /* rdtsc: the earliest start of a dropped call */
+    uint64_t tl_drop_last;       /*   the latest end */
+    uint64_t tl_min_ticks;       /* calls shorter than this leave no event (--timeline-min-duration) */
+    uint64_t tl_depths;          /* calls at this depth or deeper leave no event (--timeline-depth) */
+    uint64_t tl_filtered;        /* calls the two left out */
+    uint64_t tl_reserved[4];
+    uint64_t tl_tail;            /* written by the injector only (a cache line of its own) */
 } hs_region_hdr;
+
+/* --timeline: one call, written at its exit (the order of events on a
+ * thread is the order of the exits). t0 and t1 are the raw rdtsc at entry
+ * and exit, so that calls nest exactly; ticks is the duration --time
+ * counted (hookscope's slow paths inside the call taken out). depth: the
+ * timed calls open on the thread around it. A ring's first event, and the
+ * first after its region passed to another thread, has func HS_TL_THREAD
+ * and names the thread (t0 = its id). */
+#define HS_TL_THREAD 0xFFFFFFFFu
+typedef struct hs_tl_event {
+    uint64_t t0, t1, ticks;
+    uint32_t func, depth;
+} hs_tl_event;
 
 /* A function's block in a thread's region: its call count, and with edges
  * on, its first three callers in place (the common edges are counted in
@@ -389,6 +418,11 @@ typedef struct hs_session_header {
     /* rdtsc ticks of each step of installing hooks, summed over modules
      * (HS_STEP_*; agent/install.c), for -v */
     uint64_t install_step_ticks[16];
+    /* --timeline: each region's ring of hs_tl_event (layout) */
+    uint64_t region_timeline_off;
+    uint32_t region_timeline_cap;     /* events, a power of two */
+    uint32_t timeline_depths;         /* --timeline-depth N (0: every depth) */
+    uint64_t timeline_min_ns;         /* --timeline-min-duration (0: every call) */
 } hs_session_header;
 
 /* install_step_ticks: the steps of hooking a module, in their order */
@@ -517,6 +551,7 @@ typedef struct hs_capacity {
     uint32_t stacks;     /* per thread, power of two */
     uint32_t frames;     /* per thread */
     uint32_t shadow;     /* per thread: deepest timed nesting */
+    uint32_t timeline;   /* per thread: events in the ring (a power of two), 0: none */
 } hs_capacity;
 
 /* Compute the layout for the given capacities; fills the layout fields
@@ -564,6 +599,9 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
     h->region_shadow_off = r;
     h->region_shadow_cap = c->shadow;
     r = hs_page_up(r + (uint64_t)c->shadow * sizeof(hs_shadow_rec));
+    h->region_timeline_off = r;
+    h->region_timeline_cap = c->timeline;
+    r = hs_page_up(r + (uint64_t)c->timeline * sizeof(hs_tl_event));
     h->region_size = r;
 
     off += (uint64_t)(c->threads + 1) * h->region_size;
@@ -571,19 +609,24 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
     return off;
 }
 
+/* Events of a thread's timeline ring by default (8 MiB, committed at its first timed call). */
+#define HS_TL_DEFAULT_EVENTS (1u << 18)
+
 /* The default capacities for the given options (--max-functions and
  * --max-threads set the first two); parts an option does not use get no
  * room at all. */
 static inline hs_capacity hs_default_capacity(uint32_t functions, uint32_t threads, uint32_t options)
 {
     hs_capacity c = { 1024, functions, threads, (options & HS_OPT_EDGES) ? (uint32_t)sizeof(hs_fblock) : 8,
-                      1u << 14, 0, 0, 0 };
+                      1u << 14, 0, 0, 0, 0 };
     if (options & HS_OPT_STACKS) {
         c.stacks = 1u << 13;
         c.frames = 1u << 18;
     }
     if (options & HS_OPT_TIME)
         c.shadow = 1u << 16;
+    if (options & HS_OPT_TIMELINE)
+        c.timeline = HS_TL_DEFAULT_EVENTS;
     return c;
 }
 

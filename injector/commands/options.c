@@ -23,6 +23,7 @@ enum opt_id {
     OPT_STACK_EVERY, OPT_TIME, OPT_QUIET, OPT_VERBOSE, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS, OPT_HELP,
     OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER, OPT_KEEP_ETL, OPT_ELEVATED_TARGET,
     OPT_SYMBOLS, OPT_SRCLINE, OPT_ETL, OPT_PID, OPT_PROCESS, OPT_FORMAT, OPT_SORT, OPT_TOP, OPT_THREADS,
+    OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN, OPT_TIMELINE_DEPTH,
 };
 
 #define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
@@ -69,6 +70,26 @@ static const optdef options[] = {
       "return probes: inclusive and self time, min, max\n"
       "and a log2 histogram of durations per function,\n"
       "and the calls that ended by exception or longjmp" },
+    { OPT_TIMELINE, L"--timeline", NULL, NULL, 0, TRACE,
+      "every timed call of every thread on a time axis\n"
+      "(implies --time): trace.json for Perfetto,\n"
+      "chrome://tracing and speedscope" },
+    { OPT_TIMELINE_MAX, L"--timeline-max", NULL, "SIZE", 0, TRACE,
+      "bytes the timeline's file may take (K, M, G:\n"
+      "binary units; default 1G); later calls are\n"
+      "dropped and counted" },
+    { OPT_TIMELINE_BUFFER, L"--timeline-buffer", NULL, "N", 0, TRACE,
+      "calls each thread's timeline buffer holds until\n"
+      "hookscope takes them (a power of two from 16 to\n"
+      "16777216, default 262144); a call that finds it\n"
+      "full is dropped and counted" },
+    { OPT_TIMELINE_MIN, L"--timeline-min-duration", NULL, "T", 0, TRACE,
+      "a call shorter than T (ns, us, ms or s, e.g. 1us)\n"
+      "leaves no event on the timeline (its time stays\n"
+      "in its caller's; the report counts it as ever)" },
+    { OPT_TIMELINE_DEPTH, L"--timeline-depth", NULL, "N", 0, TRACE,
+      "only the calls of the N outermost timed levels of\n"
+      "each thread leave events on the timeline" },
     { OPT_NO_SAMPLE, L"--no-sample", NULL, NULL, 0, TRACE,
       "do not sample where the CPU goes (sampling is on\n"
       "by default: CPU and wait stacks of every thread)" },
@@ -109,9 +130,9 @@ static const optdef options[] = {
       "no summary line, no progress line" },
     { OPT_FORMAT, L"--format", NULL, "NAME", 0, HS_CMD_REPORT,
       "write only this output: txt, json, folded, svg,\n"
-      "speedscope, callgrind, pprof or dtrace; to\n"
-      "stdout, or into the -o directory under its file\n"
-      "name" },
+      "speedscope, callgrind, pprof, trace or dtrace;\n"
+      "to stdout, or into the -o directory under its\n"
+      "file name" },
     { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT,
       "order report.txt's functions by calls, self,\n"
       "total (time with --time, else CPU samples), cpu\n"
@@ -252,6 +273,41 @@ static int parse_uint(const wchar_t *s, uint32_t lo, uint32_t hi, uint32_t *out)
     return 0;
 }
 
+/* SIZE: bytes, with a K, M or G suffix (binary units), from lo to hi. */
+static int parse_size(const wchar_t *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    wchar_t *end;
+    unsigned long long v = wcstoull(s, &end, 10);
+    if (!*s || end == s || *s == L'-')
+        return -1;
+    int shift = 0;
+    if (*end == L'K' || *end == L'k')
+        shift = 10;
+    else if (*end == L'M' || *end == L'm')
+        shift = 20;
+    else if (*end == L'G' || *end == L'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || v > (hi >> shift) || (v << shift) < lo)
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* T: a duration with its unit (ns, us, ms, s), as nanoseconds up to hi. */
+static int parse_duration_ns(const wchar_t *s, uint64_t hi, uint64_t *out)
+{
+    wchar_t *end;
+    double v = wcstod(s, &end);
+    double unit = !wcscmp(end, L"ns") ? 1 : !wcscmp(end, L"us") ? 1e3 : !wcscmp(end, L"ms") ? 1e6
+                : !wcscmp(end, L"s")  ? 1e9 : 0;
+    if (!*s || end == s || !unit || !(v >= 0) || v * unit > (double)hi)
+        return -1;
+    *out = (uint64_t)(v * unit + 0.5);
+    return 0;
+}
+
 /* The row of an option argument ("--name", "--name=value", "-x"): the
  * one for command `cmd` where an option has a row per command (its help
  * differs), else the first. */
@@ -383,8 +439,8 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     case OPT_FORMAT: {
         char *f = hs_utf8(val);
         if (!hs_writer_find(f))
-            return usage_error("--format needs one of txt, json, folded, svg, speedscope, callgrind, pprof, dtrace, "
-                               "not '%s'", f);
+            return usage_error("--format needs one of txt, json, folded, svg, speedscope, callgrind, pprof, trace, "
+                               "dtrace, not '%s'", f);
         free(o->format);
         o->format = f;
         break;
@@ -404,6 +460,25 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     case OPT_THREADS: o->threads = 1; break;
     case OPT_NO_EDGES: o->edges = 0; break;
     case OPT_TIME: o->time = 1; break;
+    case OPT_TIMELINE: o->timeline = o->time = 1; break;
+    case OPT_TIMELINE_MAX:
+        if (parse_size(val, 4096, 1ull << 40, &o->timeline_max) < 0)
+            return usage_error("--timeline-max needs a size from 4K to 1024G (bytes, or with K, M or G), not '%s'",
+                               hs_utf8(val));
+        break;
+    case OPT_TIMELINE_MIN:
+        if (parse_duration_ns(val, 3600ull * 1000000000, &o->timeline_min_ns) < 0)
+            return usage_error("--timeline-min-duration needs a duration with its unit (ns, us, ms or s) up to "
+                               "1 hour, not '%s'", hs_utf8(val));
+        break;
+    case OPT_TIMELINE_DEPTH:
+        if (parse_uint(val, 1, 65536, &o->timeline_depth) < 0)
+            return usage_error("--timeline-depth needs a number from 1 to 65536, not '%s'", hs_utf8(val));
+        break;
+    case OPT_TIMELINE_BUFFER:
+        if (parse_uint(val, 16, 1u << 24, &o->timeline_buffer) < 0 || (o->timeline_buffer & (o->timeline_buffer - 1)))
+            return usage_error("--timeline-buffer needs a power of two from 16 to 16777216, not '%s'", hs_utf8(val));
+        break;
     case OPT_VERBOSE: hs_verbose = 1; break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_HELP:
@@ -437,11 +512,22 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
         return usage_error("%s", "--no-hooks with --no-sample leaves nothing to trace");
     if (o->no_hooks) {
         static const int needs_hooks[] = { OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_NO_EDGES, OPT_STACKS,
-                                           OPT_STACK_EVERY, OPT_TIME, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS };
+                                           OPT_STACK_EVERY, OPT_TIME, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS,
+                                           OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN,
+                                           OPT_TIMELINE_DEPTH };
         for (size_t i = 0; i < sizeof needs_hooks / sizeof *needs_hooks; i++) {
             const wchar_t *a = given(argc, argv, o, needs_hooks[i]);
             if (a)
                 return usage_error("option '%s' needs the hooks, which --no-hooks turns off", hs_utf8(a));
+        }
+    }
+    if (!o->timeline) {
+        static const int needs_timeline[] = { OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN,
+                                              OPT_TIMELINE_DEPTH };
+        for (size_t i = 0; i < sizeof needs_timeline / sizeof *needs_timeline; i++) {
+            const wchar_t *a = given(argc, argv, o, needs_timeline[i]);
+            if (a)
+                return usage_error("option '%s' needs --timeline", hs_utf8(a));
         }
     }
     const wchar_t *keep = given(argc, argv, o, OPT_KEEP_ETL);
@@ -487,6 +573,11 @@ hs_trace_config hs_options_trace(const hs_options *o)
     c.stacks = o->stacks;
     c.stack_every = o->stack_every;
     c.time = o->time;
+    c.timeline = o->timeline;
+    c.timeline_max = o->timeline_max;
+    c.timeline_buffer = o->timeline_buffer;
+    c.timeline_min_ns = o->timeline_min_ns;
+    c.timeline_depth = o->timeline_depth;
     c.sample = o->sample;
     c.sampler = o->sampler;
     c.keep_etl = o->keep_etl;
@@ -503,6 +594,8 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
     o->max_threads = 256;
     o->edges = 1;
     o->stack_every = 1;
+    o->timeline_max = 1ull << 30;
+    o->timeline_buffer = HS_TL_DEFAULT_EVENTS;
     o->sample = 1;
     o->sort = -1;
     if (argc < 2) {

@@ -25,6 +25,11 @@ typedef struct hs_options {
     uint32_t stacks;            /* --stacks[=DEPTH]: entry stack depth, 0 = off */
     uint32_t stack_every;       /* --stack-every N: capture every Nth call per function */
     int time;                   /* --time: return probes with durations */
+    int timeline;               /* --timeline: every timed call as an event (implies time) */
+    uint64_t timeline_max;      /* --timeline-max SIZE: bytes of the timeline's file */
+    uint32_t timeline_buffer;   /* --timeline-buffer N: events per thread's ring */
+    uint64_t timeline_min_ns;   /* --timeline-min-duration T, 0: every call */
+    uint32_t timeline_depth;    /* --timeline-depth N, 0: every depth */
     int no_hooks;               /* --no-hooks: hook and inject nothing, samples only */
     const char *sampler;        /* --sampler NAME: "suspend", "etw", "auto"; NULL: auto */
     int keep_etl;               /* --keep-etl: keep the etw backend's trace */

@@ -29,9 +29,80 @@
 #include "injector/profile/resolve.h"
 #include "sampler/etl/etl.h"
 
-static int write_profile(const hs_options *o, hs_profile *p, const char *out)
+static int count_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)tid;
+    (void)ev;
+    ((uint64_t *)ctx)[open] += n;
+    return 0;
+}
+
+/* The saved run's timeline file can be read whole, and holds what
+ * report.json says; else one line says why. */
+static int check_timeline(const hs_profile *p)
+{
+    if (!p->timeline)
+        return 0;
+    hs_prof_tl_thread sum = hs_timeline_totals(p->timeline);
+    uint64_t n[2] = { 0, 0 }, unknown = 0;
+    char err[600];
+    if (hs_timeline_read(p->timeline, p->nfuncs, count_events, n, &unknown, err, sizeof err) < 0) {
+        hs_err("%s", err);
+        return -1;
+    }
+    if (n[0] + n[1] + unknown != sum.events + sum.open) {
+        hs_err("%s holds %llu calls, report.json says %llu", p->timeline->file,
+               (unsigned long long)(n[0] + n[1] + unknown), (unsigned long long)(sum.events + sum.open));
+        return -1;
+    }
+    return 0;
+}
+
+/* Do the paths a and b name one directory? */
+static bool same_dir(const char *a, const char *b)
+{
+    wchar_t *wa = hs_wide(a), *wb = hs_wide(b), fa[MAX_PATH * 2], fb[MAX_PATH * 2];
+    DWORD na = GetFullPathNameW(wa, MAX_PATH * 2, fa, NULL), nb = GetFullPathNameW(wb, MAX_PATH * 2, fb, NULL);
+    free(wa);
+    free(wb);
+    if (!na || !nb || na >= MAX_PATH * 2 || nb >= MAX_PATH * 2)
+        return !strcmp(a, b);
+    while (na > 3 && (fa[na - 1] == L'\\' || fa[na - 1] == L'/'))
+        fa[--na] = 0;
+    while (nb > 3 && (fb[nb - 1] == L'\\' || fb[nb - 1] == L'/'))
+        fb[--nb] = 0;
+    return _wcsicmp(fa, fb) == 0;
+}
+
+/* The timeline's file into the directory `out` (a run's other files are
+ * written there again: the file is copied). 0, or -1 after printing why. */
+static int copy_timeline(const hs_profile *p, const char *out)
+{
+    char *path = hs_xasprintf("%s\\%s", out, HS_TIMELINE_FILE);
+    const char *why = NULL;
+    FILE *in = hs_fopen(p->timeline->file, "rb"), *to = in ? hs_fopen_out(path, &why) : NULL;
+    int rc = in && to ? 0 : -1;
+    static char buf[1 << 16];
+    for (size_t n; !rc && (n = fread(buf, 1, sizeof buf, in)) > 0;)
+        if (fwrite(buf, 1, n, to) != n)
+            rc = -1;
+    if (in && ferror(in))
+        rc = -1;
+    if (to && fclose(to) != 0)
+        rc = -1;
+    if (in)
+        fclose(in);
+    if (rc)
+        hs_err("cannot copy %s to %s%s%s", p->timeline->file, path, why ? ": " : "", why ? why : "");
+    free(path);
+    return rc;
+}
+
+static int write_profile(const hs_options *o, hs_profile *p, const char *out, bool elsewhere)
 {
     if (hs_outdir_open(out) < 0)
+        return HS_EXIT_FAILED;
+    if (elsewhere && p->timeline && copy_timeline(p, out) < 0)
         return HS_EXIT_FAILED;
     hs_profile_round_seconds(p);
     int rc = hs_write_all(p, out) < 0 ? HS_EXIT_FAILED : 0;
@@ -50,6 +121,7 @@ static int write_one(const hs_options *o, const hs_profile *p, const char *out)
         hs_err("this run has nothing for --format %s (%s)", w->format,
                !strcmp(w->format, "folded") ? "it has no entry stacks: run with --stacks"
                : !strcmp(w->format, "callgrind") ? "no CPU samples and no caller edges"
+               : !strcmp(w->format, "trace")     ? "it has no timeline: run with --timeline"
                                                  : "no CPU samples and no entry stacks: run with --stacks");
         return HS_EXIT_FAILED;
     }
@@ -155,7 +227,7 @@ static int report_etl(const hs_options *o)
     p->srcline_on = o->srcline != 0;
     hs_profile_resolve(p, &conf);
     hs_profile_count_samples(p);
-    rc = o->format ? write_one(o, p, o->outdir) : write_profile(o, p, o->outdir[0] ? o->outdir : "hookscope-out");
+    rc = o->format ? write_one(o, p, o->outdir) : write_profile(o, p, o->outdir[0] ? o->outdir : "hookscope-out", true);
     hs_profile_free(p);
     return rc;
 }
@@ -172,7 +244,10 @@ int hs_cmd_report(const hs_options *o)
         hs_err("%s", err);
         return HS_EXIT_FAILED;
     }
-    int rc = o->format ? write_one(o, p, o->outdir) : write_profile(o, p, o->outdir[0] ? o->outdir : dir);
+    int rc = check_timeline(p) < 0                 ? HS_EXIT_FAILED
+             : o->format ? write_one(o, p, o->outdir)
+                         : write_profile(o, p, o->outdir[0] ? o->outdir : dir,
+                                         o->outdir[0] && !same_dir(o->outdir, dir));
     hs_profile_free(p);
     free(path);
     free(dir);

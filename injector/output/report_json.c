@@ -627,6 +627,56 @@ static void write_threads(const hs_profile *p, FILE *out)
     fprintf(out, "]");
 }
 
+/* --timeline: its file (by name, in the run's directory), clock, the
+ * functions its events name (module id and rva, in the events' numbers),
+ * and what each thread kept and dropped. */
+static void write_timeline(const hs_profile *p, FILE *out)
+{
+    const hs_prof_timeline *t = p->timeline;
+    fprintf(out, ",\n \"timeline\": {\"file\": ");
+    hs_json_quote(out, hs_basename(t->file));
+    fprintf(out, ", \"min_duration_ns\": %llu, \"depth\": %u", (unsigned long long)t->min_ns, t->depths);
+    fprintf(out, ", \"bytes\": %llu, \"max_bytes\": %llu, \"tsc_start\": %llu, \"tsc_hz\": %.0f, \"qpc_start\": %lld, "
+                 "\"qpc_hz\": %lld,\n  \"functions\": [",
+            (unsigned long long)t->bytes, (unsigned long long)t->max_bytes, (unsigned long long)t->tsc_start,
+            t->tsc_hz, (long long)t->qpc_start, (long long)t->qpc_hz);
+    for (uint32_t i = 0; i < t->nfunc_map; i++) {
+        const hs_prof_func *f = t->func_map[i] < p->nfuncs ? &p->funcs[t->func_map[i]] : NULL;
+        if (f && f->rva != HS_RVA_NONE)
+            fprintf(out, "%s[%u, %u]", i ? ", " : "", p->modules[f->module].id, f->rva);
+        else
+            fprintf(out, "%snull", i ? ", " : "");
+    }
+    fprintf(out, "],\n  \"threads\": [");
+    for (size_t i = 0; i < t->nthreads; i++) {
+        const hs_prof_tl_thread *th = &t->threads[i];
+        fprintf(out, "%s\n   {\"tid\": %u, \"events\": %llu, \"open\": %llu, \"filtered\": %llu, "
+                     "\"dropped_buffer\": %llu, \"dropped_file\": %llu",
+                i ? "," : "", th->tid, (unsigned long long)th->events, (unsigned long long)th->open,
+                (unsigned long long)th->filtered, (unsigned long long)th->dropped_buffer,
+                (unsigned long long)th->dropped_file);
+        if (th->dropped_buffer + th->dropped_file)
+            fprintf(out, ", \"dropped_from_us\": %.3f, \"dropped_to_us\": %.3f, \"drop_first\": %llu, "
+                         "\"drop_last\": %llu",
+                    hs_timeline_us(t, th->drop_first), hs_timeline_us(t, th->drop_last),
+                    (unsigned long long)th->drop_first, (unsigned long long)th->drop_last);
+        fputc('}', out);
+    }
+    /* samples: [kind, the stack's place among the report's stacks of its
+     * kind, the performance counter] */
+    fprintf(out, "],\n  \"samples_dropped\": %llu, \"samples\": [", (unsigned long long)t->samples_dropped);
+    uint32_t *pos = hs_xcalloc(p->nstacks ? p->nstacks : 1, sizeof *pos), seen[HS_STACK_HOOKSCOPE + 1] = { 0 };
+    for (size_t i = 0; i < p->nstacks; i++)
+        pos[i] = p->stacks[i].kind <= HS_STACK_HOOKSCOPE ? seen[p->stacks[i].kind]++ : 0;
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const hs_prof_tl_sample *sm = &t->samples[i];
+        fprintf(out, "%s[%u, %u, %lld]", i ? (i % 8 ? ", " : ",\n   ") : "", p->stacks[sm->stack].kind,
+                pos[sm->stack], (long long)sm->qpc);
+    }
+    free(pos);
+    fprintf(out, "]}");
+}
+
 int hs_write_json(const hs_profile *p, FILE *out)
 {
     fprintf(out, "{\"version\": 1,\n \"tool\": {\"name\": \"hookscope\", \"version\": ");
@@ -676,6 +726,8 @@ int hs_write_json(const hs_profile *p, FILE *out)
         write_sampling(p, out);
     if (p->nthreads_list)
         write_threads(p, out);
+    if (p->timeline)
+        write_timeline(p, out);
     fprintf(out, ",\n \"loaded_modules\": [");
     int k = 0;
     for (size_t m = 0; m < p->nmodules; m++) {

@@ -478,6 +478,27 @@ static void write_sampling(const hs_profile *p, FILE *out)
         fprintf(out, "etw trace  hookscope.etl (kept: --keep-etl)\n");
 }
 
+/* --timeline: the calls it kept, left out and dropped, and its file. */
+static void write_timeline(const hs_profile *p, FILE *out)
+{
+    const hs_prof_timeline *t = p->timeline;
+    hs_prof_tl_thread sum = hs_timeline_totals(t);
+    uint64_t kept = sum.events, filtered = sum.filtered, dropped = sum.dropped_buffer + sum.dropped_file;
+    fprintf(out, "timeline   %llu calls kept on %zu thread%s (and %llu open at the end), %llu left out by the filters",
+            (unsigned long long)kept, t->nthreads, t->nthreads == 1 ? "" : "s", (unsigned long long)sum.open,
+            (unsigned long long)filtered);
+    if (t->min_ns || t->depths) {
+        fputs(" (", out);
+        if (t->min_ns)
+            fprintf(out, "shorter than %llu ns%s", (unsigned long long)t->min_ns, t->depths ? ", " : "");
+        if (t->depths)
+            fprintf(out, "deeper than %u levels", t->depths);
+        fputc(')', out);
+    }
+    fprintf(out, ", %llu dropped; %llu samples; timeline.bin %llu bytes\n", (unsigned long long)dropped,
+            (unsigned long long)t->nsamples, (unsigned long long)t->bytes);
+}
+
 /* ---- threads (--threads) ------------------------------------------------------ */
 
 /* A thread's value of --sort's key: calls; self and cpu: its CPU samples;
@@ -613,6 +634,8 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
             fprintf(out, "           %lld calls counted in the shared overflow region (too many threads)\n",
                     (long long)p->overflow_calls);
     }
+    if (p->timeline)
+        write_timeline(p, out);
     if (p->sampling.on)
         write_sampling(p, out);
     for (size_t i = 0; i < p->nwarnings; i++)

@@ -48,6 +48,7 @@ int hs_write_speedscope(const hs_profile *p, FILE *out);   /* output/speedscope.
 int hs_write_callgrind(const hs_profile *p, FILE *out);    /* output/callgrind.c */
 int hs_write_dtrace(const hs_profile *p, FILE *out);       /* output/dtrace_agg.c */
 int hs_write_pprof(const hs_profile *p, FILE *out);        /* output/pprof.c */
+int hs_write_trace_json(const hs_profile *p, FILE *out);   /* output/trace_json.c */
 bool hs_flamegraph_wanted(const hs_profile *p);
 bool hs_speedscope_wanted(const hs_profile *p);
 bool hs_callgrind_wanted(const hs_profile *p);

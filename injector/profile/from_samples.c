@@ -112,8 +112,10 @@ static uint32_t *add_modules(hs_profile *p, const hs_sampleset *s)
 }
 
 /* The set's stacks into p; samples without a stack (a stretch off the CPU
- * that had none) are counted in the sampling figures only. */
-static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *module_at)
+ * that had none) are counted in the sampling figures only. *first_of
+ * (malloc'd) gets, for each of the set's stacks, the first profile stack
+ * made of it (UINT32_MAX: none). */
+static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *module_at, uint32_t **first_of)
 {
     size_t n = hs_sampleset_nstacks(s);
     hs_sample_stack *st = hs_xcalloc(n ? n : 1, sizeof *st);
@@ -127,6 +129,8 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
     for (size_t i = 0; i < n; i++)
         order[i] = keys[i].stack;
     free(keys);
+    uint32_t *first = hs_xmalloc((n ? n : 1) * sizeof *first);
+    memset(first, 0xff, (n ? n : 1) * sizeof *first);
     for (int kind = HS_SAMPLE_CPU; kind < HS_SAMPLE__KINDS; kind++) {
         for (size_t k = 0; k < n; k++) {
             const hs_sample_stack *x = &st[order[k]];
@@ -136,6 +140,8 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
                 p->sampling.ready_no_stack += x->count[kind];
             if (!x->count[kind] || !x->nframes)
                 continue;
+            if (first[order[k]] == UINT32_MAX)
+                first[order[k]] = (uint32_t)p->nstacks;
             hs_prof_stack *d = hs_profile_add_stack(p, stack_kind(kind), 0, x->count[kind], x->nframes);
             d->tid = x->tid;
             d->truncated = x->truncated;
@@ -150,6 +156,26 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
     }
     free(order);
     free(st);
+    *first_of = first;
+}
+
+/* --timeline: each sample with its time, as a profile stack's. */
+static void add_times(hs_profile *p, const hs_sampleset *s, const uint32_t *first_of)
+{
+    hs_prof_timeline *t = p->timeline;
+    size_t n = hs_sampleset_ntimes(s);
+    t->samples_dropped += hs_sampleset_times_dropped(s);
+    t->samples = hs_xrealloc(t->samples, (t->nsamples + n + 1) * sizeof *t->samples);
+    for (size_t i = 0; i < n; i++) {
+        hs_sample_time x = hs_sampleset_time_at(s, i);
+        if (first_of[x.stack] == UINT32_MAX) {
+            t->samples_dropped++;   /* a stack no kind counted */
+            continue;
+        }
+        t->samples[t->nsamples].stack = first_of[x.stack];
+        t->samples[t->nsamples].qpc = x.qpc;
+        t->nsamples++;
+    }
 }
 
 static uint32_t add_threads(hs_profile *p, const hs_sampleset *s)
@@ -185,9 +211,12 @@ static uint32_t add_threads(hs_profile *p, const hs_sampleset *s)
 
 void hs_profile_add_samples(hs_profile *p, const hs_sampleset *s)
 {
-    uint32_t *module_at = add_modules(p, s);
-    add_stacks(p, s, module_at);
+    uint32_t *module_at = add_modules(p, s), *first_of;
+    add_stacks(p, s, module_at, &first_of);
     free(module_at);
+    if (p->timeline)
+        add_times(p, s, first_of);
+    free(first_of);
     uint32_t sampled = add_threads(p, s);
     hs_prof_sampling *sm = &p->sampling;
     sm->on = true;

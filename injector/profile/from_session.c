@@ -416,3 +416,24 @@ void hs_profile_from_session(hs_profile *p, const hs_session_src *s, hs_session_
     free(r.count);
     hs_map_free(&r.edges);
 }
+
+void hs_session_timeline_check(const hs_profile *p, hs_prof_timeline *tl, hs_session_trust *t)
+{
+    uint64_t timed = 0;
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (p->funcs[i].time)
+            timed += p->funcs[i].time->calls;
+    hs_prof_tl_thread sum = hs_timeline_totals(tl);
+    /* (each term at most the timed calls: the sum cannot wrap) */
+    if (sum.events <= timed && sum.filtered <= timed && sum.dropped_buffer <= timed &&
+        sum.events + sum.filtered + sum.dropped_buffer <= timed)
+        return;
+    hs_sr_problem(t, "the timeline counts %llu calls kept, %llu left out and %llu dropped, of %llu timed calls",
+                  (unsigned long long)sum.events, (unsigned long long)sum.filtered,
+                  (unsigned long long)sum.dropped_buffer, (unsigned long long)timed);
+    for (size_t i = 0; i < tl->nthreads; i++) {
+        tl->threads[i].filtered = tl->threads[i].dropped_buffer = 0;
+        tl->threads[i].drop_first = tl->threads[i].dropped_file ? tl->threads[i].drop_first : UINT64_MAX;
+        tl->threads[i].drop_last = tl->threads[i].dropped_file ? tl->threads[i].drop_last : 0;
+    }
+}

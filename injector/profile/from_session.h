@@ -76,6 +76,41 @@ bool hs_session_module_at(const hs_session_src *s, uint32_t i, hs_module_rec *ou
  * the threads spent capturing entry stacks so far (hs_region_hdr.stack_ticks). */
 uint64_t hs_session_live_calls(const hs_session_src *s, uint64_t *stack_ticks);
 
+/* --timeline: one region's ring as the injector drains it. tail is
+ * hookscope's own count of the events it took (the view's tl_tail is
+ * only ever written); tid the thread the events now belong to (named by
+ * the ring's HS_TL_THREAD events; 0 before the first). */
+typedef struct hs_session_tl {
+    uint64_t tail;
+    uint32_t tid;
+    uint64_t filtered;           /* the region's tl_filtered as last read */
+    uint64_t dropped;            /* the region's tl_dropped as last read, */
+    uint64_t drop_first, drop_last; /*   and its range of times */
+} hs_session_tl;
+
+/* Take the events region k (< the regions in use) holds now, at most max,
+ * copied into out and checked (a function of the session, or a thread's
+ * name; t0 <= t1; the duration within them; a depth the shadow stack can
+ * have): a thread name is applied to *st and not returned, an event that
+ * fails a check is left out as a problem. Hands the ring's room back to
+ * the agent (tl_tail). Returns the events in out; their thread is the tid
+ * in *st when they are returned (a name midway ends the take, so that
+ * one take is one thread's). */
+size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_tl *st, hs_tl_event *out,
+                                size_t max, hs_session_trust *t);
+
+/* The calls open on region k's shadow stack now (outermost first), as
+ * events with t1 and ticks 0, checked (a function of the session, the
+ * depth its place), at most max; problems into *t. */
+size_t hs_session_timeline_open(const hs_session_src *s, uint32_t k, hs_tl_event *out, size_t max,
+                                hs_session_trust *t);
+
+/* The timeline's counts of calls (kept, left out, dropped: the agent's
+ * counts of its rings) against the timed calls p counted: more than those
+ * cannot be, and are a problem; the counts of the calls not kept are then
+ * set to 0 (the calls kept are the checked events themselves). */
+void hs_session_timeline_check(const hs_profile *p, hs_prof_timeline *tl, hs_session_trust *t);
+
 /* hookscope's own code and threads in the target, for a sampler (sampler.h,
  * hs_owncode): fills *o and returns 1 when anything changed since the call
  * that returned *signature, else 0 (o untouched). */

@@ -494,6 +494,90 @@ static void load_sampling(loader *l, const hs_json *root)
     }
 }
 
+/* --timeline: the description of the run's timeline (its file named,
+ * found beside report.json by hs_profile_load). */
+static void load_timeline(loader *l, const hs_json *o)
+{
+    if (!hs_json_is(o, HS_JOBJ))
+        return;
+    hs_prof_timeline *t = hs_xcalloc(1, sizeof *t);
+    l->p->timeline = t;
+    const char *name = hs_json_str(hs_json_get(o, "file"), "");
+    if (!*name || strpbrk(name, "\\/:")) {
+        failf(l, "the timeline's file is not a file name: '%s'", name);
+        return;
+    }
+    t->file = hs_xstrdup(name);
+    t->bytes = hs_json_u64(hs_json_get(o, "bytes"), 0);
+    t->max_bytes = hs_json_u64(hs_json_get(o, "max_bytes"), 0);
+    t->min_ns = hs_json_u64(hs_json_get(o, "min_duration_ns"), 0);
+    t->depths = (uint32_t)hs_json_u64(hs_json_get(o, "depth"), 0);
+    t->tsc_start = hs_json_u64(hs_json_get(o, "tsc_start"), 0);
+    t->tsc_hz = hs_json_num(hs_json_get(o, "tsc_hz"), 0);
+    t->qpc_start = hs_json_i64(hs_json_get(o, "qpc_start"), 0);
+    t->qpc_hz = hs_json_i64(hs_json_get(o, "qpc_hz"), 0);
+    const hs_json *fs = hs_json_get(o, "functions");
+    size_t n = hs_json_is(fs, HS_JARR) ? fs->n : 0;
+    t->nfunc_map = (uint32_t)n;
+    t->func_map = hs_xcalloc(n ? n : 1, sizeof *t->func_map);
+    for (size_t i = 0; i < n; i++) {
+        const hs_json *f = &fs->v[i];
+        t->func_map[i] = UINT32_MAX;
+        if (!hs_json_is(f, HS_JARR) || f->n != 2)
+            continue;
+        int64_t m = module_by_id(l, hs_json_u64(&f->v[0], UINT64_MAX), "a timeline function");
+        if (m < 0)
+            return;
+        int64_t fi = hs_profile_func_at(l->p, (uint32_t)m, (uint32_t)hs_json_u64(&f->v[1], 0));
+        if (fi >= 0)
+            t->func_map[i] = (uint32_t)fi;
+    }
+    t->samples_dropped = hs_json_u64(hs_json_get(o, "samples_dropped"), 0);
+    const hs_json *sms = hs_json_get(o, "samples");
+    size_t ns = hs_json_is(sms, HS_JARR) ? sms->n : 0;
+    if (ns) {
+        /* [kind, place among the stacks of the kind, counter] */
+        size_t *count = hs_xcalloc(HS_STACK_HOOKSCOPE + 1, sizeof *count);
+        uint32_t **of = hs_xcalloc(HS_STACK_HOOKSCOPE + 1, sizeof *of);
+        for (size_t i = 0; i < l->p->nstacks; i++) {
+            uint8_t k = l->p->stacks[i].kind;
+            if (k > HS_STACK_HOOKSCOPE)
+                continue;
+            of[k] = hs_xrealloc(of[k], (count[k] + 1) * sizeof **of);
+            of[k][count[k]++] = (uint32_t)i;
+        }
+        t->samples = hs_xcalloc(ns, sizeof *t->samples);
+        for (size_t i = 0; i < ns && !l->failed; i++) {
+            const hs_json *x = &sms->v[i];
+            uint64_t k = hs_json_is(x, HS_JARR) && x->n == 3 ? hs_json_u64(&x->v[0], 0) : 0;
+            uint64_t at = k ? hs_json_u64(&x->v[1], UINT64_MAX) : UINT64_MAX;
+            if (k < HS_STACK_CPU || k > HS_STACK_HOOKSCOPE || at >= count[k]) {
+                failf(l, "%s", "a timeline sample names a stack that is not in the report");
+                break;
+            }
+            t->samples[t->nsamples].stack = of[k][at];
+            t->samples[t->nsamples].qpc = hs_json_i64(&x->v[2], 0);
+            t->nsamples++;
+        }
+        for (int k = 0; k <= HS_STACK_HOOKSCOPE; k++)
+            free(of[k]);
+        free(of);
+        free(count);
+    }
+    const hs_json *ths = hs_json_get(o, "threads");
+    for (size_t i = 0; hs_json_is(ths, HS_JARR) && i < ths->n; i++) {
+        const hs_json *j = &ths->v[i];
+        hs_prof_tl_thread *th = hs_timeline_thread(t, (uint32_t)hs_json_u64(hs_json_get(j, "tid"), 0));
+        th->events = hs_json_u64(hs_json_get(j, "events"), 0);
+        th->filtered = hs_json_u64(hs_json_get(j, "filtered"), 0);
+        th->open = hs_json_u64(hs_json_get(j, "open"), 0);
+        th->dropped_buffer = hs_json_u64(hs_json_get(j, "dropped_buffer"), 0);
+        th->dropped_file = hs_json_u64(hs_json_get(j, "dropped_file"), 0);
+        th->drop_first = hs_json_u64(hs_json_get(j, "drop_first"), UINT64_MAX);
+        th->drop_last = hs_json_u64(hs_json_get(j, "drop_last"), 0);
+    }
+}
+
 static void load_stacks(loader *l, const hs_json *arr)
 {
     hs_profile *p = l->p;
@@ -545,6 +629,8 @@ hs_profile *hs_profile_from_json(const char *text, size_t len, char *err, size_t
         load_stacks(&l, hs_json_get(root, "stacks"));
     if (!l.failed)
         load_sampling(&l, root);
+    if (!l.failed)
+        load_timeline(&l, hs_json_get(root, "timeline"));
     const hs_json *target = hs_json_get(root, "target"), *crash_at = hs_json_get(target, "crash_at");
     if (!l.failed && hs_json_is(crash_at, HS_JSTR))
         l.p->crash_at = parse_loc(&l, hs_json_str(crash_at, ""), -1, true,
@@ -574,5 +660,14 @@ hs_profile *hs_profile_load(const char *path, char *err, size_t errlen)
     free(text);
     if (!p)
         snprintf(err, errlen, "%s: %s", path, inner);
+    if (p && p->timeline) {
+        /* the timeline's file is beside report.json */
+        const char *a = strrchr(path, '\\'), *b = strrchr(path, '/');
+        const char *sep = a > b ? a : b;
+        char *file = sep ? hs_xasprintf("%.*s%s", (int)(sep - path + 1), path, p->timeline->file)
+                         : hs_xstrdup(p->timeline->file);
+        free(p->timeline->file);
+        p->timeline->file = file;
+    }
     return p;
 }

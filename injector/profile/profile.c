@@ -98,6 +98,7 @@ void hs_profile_free(hs_profile *p)
         return;
     free(p->command);
     free(p->target_path);
+    hs_timeline_free(p->timeline);
     free(p->target_rights);
     free(p->crash_what);
     for (int i = 0; i < p->nargs; i++)

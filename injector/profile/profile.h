@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "hookscope/skip.h"
+#include "injector/profile/timeline.h"
 
 /* How the trace ended. */
 typedef enum hs_stop {
@@ -272,6 +273,7 @@ typedef struct hs_profile {
     hs_prof_thread *threads_list; /* per thread, by tid */
     size_t nthreads_list;
 
+    hs_prof_timeline *timeline;  /* --timeline: its file and figures; NULL: none */
     char **strings;              /* interned strings (source file names) */
     size_t nstrings;
 } hs_profile;

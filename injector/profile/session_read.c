@@ -290,6 +290,124 @@ bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64
 
 /* ---- while the target runs ------------------------------------------------------------------- */
 
+/* --timeline: region k (of those in use) of a session with timelines:
+ * the functions the session has now, the region's offset and its header
+ * (copied); false when there is no such region. */
+static bool timeline_region(const hs_session_src *s, uint32_t k, uint32_t *nfuncs, uint64_t *base, hs_region_hdr *rh)
+{
+    hs_session_header h;
+    hs_session_header_copy(s, &h);
+    uint32_t nregions = hs_sr_regions(&h);
+    *nfuncs = n_functions(s, NULL);
+    return (s->layout->options & HS_OPT_TIMELINE) && k < nregions && hs_sr_region(s, k, nregions, base, rh);
+}
+
+size_t hs_session_timeline_open(const hs_session_src *s, uint32_t k, hs_tl_event *out, size_t max,
+                                hs_session_trust *t)
+{
+    const hs_session_header *L = s->layout;
+    uint32_t nfuncs;
+    uint64_t base;
+    hs_region_hdr rh;
+    if (!timeline_region(s, k, &nfuncs, &base, &rh) || !rh.shadow_limit || rh.shadow_top <= rh.shadow_base)
+        return 0;
+    uint64_t n = (rh.shadow_top - rh.shadow_base) / sizeof(hs_shadow_rec);
+    if (n > L->region_shadow_cap) {
+        hs_sr_problem(t, "region %u has %llu timed calls open, its shadow stack holds %u", k, (unsigned long long)n,
+                      L->region_shadow_cap);
+        n = L->region_shadow_cap;
+    }
+    size_t kept = 0;
+    hs_sr_table sh = { 0 };
+    hs_sr_table_open(&sh, s, base + L->region_shadow_off, sizeof(hs_shadow_rec), (uint32_t)n);
+    for (uint32_t i = 0; i < n && kept < max; i++) {
+        const hs_shadow_rec *o = hs_sr_table_at(&sh, i);
+        if (!o)
+            break;
+        if (o->func >= nfuncs) {
+            hs_sr_problem(t, "region %u's open call %u is of function %u, which does not exist", k, i, o->func);
+            continue;
+        }
+        out[kept].t0 = o->t0;
+        out[kept].t1 = out[kept].ticks = 0;
+        out[kept].func = o->func;
+        out[kept].depth = i;
+        kept++;
+    }
+    hs_sr_table_close(&sh);
+    return kept;
+}
+
+size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_tl *st, hs_tl_event *out,
+                                size_t max, hs_session_trust *t)
+{
+    const hs_session_header *L = s->layout;
+    uint32_t nfuncs;
+    uint64_t base;
+    hs_region_hdr rh;
+    if (!L->region_timeline_cap || !timeline_region(s, k, &nfuncs, &base, &rh))
+        return 0;
+    st->dropped = rh.tl_dropped;
+    st->filtered = rh.tl_filtered;
+    st->drop_first = rh.tl_drop_first;
+    st->drop_last = rh.tl_drop_last;
+    if (!rh.tl_base)
+        return 0;   /* not timed yet */
+    uint64_t cap = L->region_timeline_cap, head = rh.tl_head;
+    if (head < st->tail || head - st->tail > cap) {
+        hs_sr_problem(t, "region %u's timeline has %llu events written and %llu taken, in a ring of %llu", k,
+                      (unsigned long long)head, (unsigned long long)st->tail, (unsigned long long)cap);
+        if (head < st->tail)
+            return 0;
+        st->tail = head - cap;   /* the ring holds the last cap at most */
+    }
+    size_t n = 0;
+    while (st->tail < head && n < max) {
+        /* the ring's part from the tail to its end or the head */
+        uint64_t at = st->tail & (cap - 1);
+        uint64_t run = head - st->tail;
+        if (run > cap - at)
+            run = cap - at;
+        if (run > max - n)
+            run = max - n;
+        if (!hs_sr_read(s, base + L->region_timeline_off + at * sizeof(hs_tl_event), out + n,
+                        run * sizeof(hs_tl_event)))
+            break;
+        size_t kept = n;
+        uint64_t used = 0;
+        bool stop = false;
+        for (; used < run; used++) {
+            const hs_tl_event e = out[n + used];   /* (kept <= n + used: read before written) */
+            if (e.func == HS_TL_THREAD) {
+                if (kept > 0) {
+                    stop = true;   /* the next take is the named thread's */
+                    break;
+                }
+                st->tid = (uint32_t)e.t0;
+                continue;
+            }
+            if (!st->tid) {
+                hs_sr_problem(t, "region %u's timeline has calls before it names its thread", k);
+                continue;
+            }
+            if (e.func >= nfuncs || e.t1 < e.t0 || e.ticks > e.t1 - e.t0 || e.depth >= L->region_shadow_cap) {
+                hs_sr_problem(t, "region %u's timeline event %llu (function %u, depth %u) cannot be a call", k,
+                              (unsigned long long)(st->tail + used), e.func, e.depth);
+                continue;
+            }
+            out[kept++] = e;
+        }
+        st->tail += used;
+        n = kept;
+        if (stop)
+            break;
+    }
+    /* the room taken back: the agent writes over it from now on */
+    volatile uint64_t *tail = (volatile uint64_t *)((char *)s->view + base + offsetof(hs_region_hdr, tl_tail));
+    *tail = st->tail;
+    return n;
+}
+
 /* Bytes of counters one progress reading copies at most. */
 #define LIVE_BUDGET (64u << 20)
 

@@ -28,6 +28,11 @@ typedef struct hs_trace_config {
     uint32_t stacks;            /* entry stack depth, 0: off */
     uint32_t stack_every;       /* capture every Nth call per function */
     int time;                   /* return probes with durations */
+    int timeline;               /* every timed call as an event, drained into a file */
+    uint64_t timeline_max;      /* bytes the timeline's file may take */
+    uint32_t timeline_buffer;   /* events per thread's ring (a power of two) */
+    uint64_t timeline_min_ns;   /* shorter calls leave no event (0: every call) */
+    uint32_t timeline_depth;    /* only the N outermost timed levels leave events (0: all) */
     int sample;                 /* CPU sampling on */
     const char *sampler;        /* backend name; NULL: auto */
     int keep_etl;               /* keep the etw backend's trace */

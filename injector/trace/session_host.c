@@ -53,18 +53,24 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, u
         options |= HS_OPT_STACKS;
     if (o->time)
         options |= HS_OPT_TIME;
+    if (o->timeline)
+        options |= HS_OPT_TIMELINE;
     wchar_t test[8];
     if (GetEnvironmentVariableW(L"HOOKSCOPE_TEST_STUCK_FREEZE", test, 8) && !wcscmp(test, L"1"))
         options |= HS_OPT_TEST_STUCK_FREEZE;
     memset(s, 0, sizeof *s);
     hs_session_header *L = &s->layout;
     hs_capacity cap = hs_default_capacity(o->max_functions, o->max_threads, options);
+    if (o->timeline && o->timeline_buffer)
+        cap.timeline = o->timeline_buffer;
     uint64_t total = hs_session_layout(L, &cap);
     L->magic = HS_SESSION_MAGIC;
     L->version = HS_SESSION_VERSION;
     L->options = options;
     L->stack_depth = o->stacks;
     L->stack_every = o->stack_every;
+    L->timeline_min_ns = o->timeline_min_ns;
+    L->timeline_depths = o->timeline_depth;
     for (int i = 0; i < o->nfilters; i++) {
         char *f = hs_utf8(o->filters[i]);
         snprintf(L->filters[i], sizeof L->filters[i], "%s", f);

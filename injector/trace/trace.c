@@ -45,6 +45,7 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
         t->rate_hz = o->sample_rate_hz;   /* 0: the backend chooses */
     }
     t->outdir = o->outdir;
+    t->timeline = o->timeline != 0;
     t->keep_etl = o->keep_etl != 0;
     t->p = hs_profile_new();
     t->p->command = hs_xstrdup(o->command);
@@ -73,6 +74,8 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
     c.etl_path = t->etl_path;
     c.keep_etl = t->keep_etl;
     t->samples = hs_sampleset_new();
+    if (t->timeline)
+        hs_sampleset_keep_times(t->samples, HS_TL_MAX_SAMPLES);
     t->backend = hs_sampler_start(t->sampler_name, &c, t->samples, &t->sampler);
     if (!t->backend) {
         hs_sampleset_free(t->samples);
@@ -116,9 +119,28 @@ int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32
         hs_session_close(&t->session);
         return -1;
     }
+    if (o->timeline) {
+        t->drain = hs_tl_drain_start(&t->session, o->outdir, o->timeline_max);
+        if (!t->drain) {
+            hs_fnservice_stop(t->fn);
+            t->fn = NULL;
+            hs_session_close(&t->session);
+            return -1;
+        }
+    }
     /* kept open to the end: the CPU time of a target that exited */
     t->process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
     return 0;
+}
+
+/* Stop the timeline's drain: its description, or NULL without one. */
+static hs_prof_timeline *stop_drain(hs_trace *t, hs_session_trust *trust)
+{
+    if (!t->drain)
+        return NULL;
+    hs_prof_timeline *tl = hs_tl_drain_stop(t->drain, trust);
+    t->drain = NULL;
+    return tl;
 }
 
 static void close_process(hs_trace *t)
@@ -130,6 +152,14 @@ static void close_process(hs_trace *t)
 
 void hs_trace_abandon(hs_trace *t)
 {
+    hs_prof_timeline *tl = stop_drain(t, NULL);
+    if (tl) {
+        /* no run, no file of it */
+        const char *why = NULL;
+        if (hs_remove_file(tl->file, &why) < 0)
+            hs_err("cannot remove %s: %s", tl->file, why);
+        hs_timeline_free(tl);
+    }
     hs_fnservice_stop(t->fn);
     t->fn = NULL;
     hs_session_close(&t->session);
@@ -172,6 +202,27 @@ static void log_install_steps(const hs_session_header *h, double tsc_hz)
     hs_log("install steps: %s", line);
 }
 
+/* Calls the timeline could not keep: one warning (report and stderr). */
+static void timeline_losses(hs_profile *p, const hs_prof_timeline *tl)
+{
+    hs_prof_tl_thread sum = hs_timeline_totals(tl);
+    uint64_t buffer = sum.dropped_buffer, file = sum.dropped_file;
+    uint32_t threads = 0;
+    for (size_t i = 0; i < tl->nthreads; i++)
+        threads += tl->threads[i].dropped_buffer + tl->threads[i].dropped_file > 0;
+    if (!buffer && !file)
+        return;
+    char line[300];
+    snprintf(line, sizeof line,
+             "the timeline dropped %llu calls of %u thread%s: %llu found its buffer full (a larger "
+             "--timeline-buffer), %llu did not fit in --timeline-max; report.json's timeline has each thread's "
+             "and when; the counts and times of every call are exact",
+             (unsigned long long)(buffer + file), threads, threads == 1 ? "" : "s", (unsigned long long)buffer,
+             (unsigned long long)file);
+    hs_profile_warn(p, "%s", line);
+    hs_err("%s", line);
+}
+
 int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
 {
     /* the run's end, before the sampler's own wind-down; the counter and
@@ -197,7 +248,20 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             hs_profile_warn(p, "%s", h->error_text);
         hs_session_src src = hs_session_host_src(&t->session);
         hs_session_trust trust = { 0, "" };
+        hs_prof_timeline *tl = stop_drain(t, &trust);
         hs_profile_from_session(p, &src, &trust);
+        if (tl) {
+            /* the events' function numbers are the session's, which are
+             * the profile's first functions */
+            tl->nfunc_map = tl->funcs_named > p->nfuncs ? tl->funcs_named : (uint32_t)p->nfuncs;
+            tl->func_map = hs_xcalloc(tl->nfunc_map ? tl->nfunc_map : 1, sizeof *tl->func_map);
+            for (uint32_t i = 0; i < tl->nfunc_map; i++)
+                tl->func_map[i] = i < p->nfuncs ? i : UINT32_MAX;   /* (a function the session lost) */
+            tl->tsc_hz = (double)(uint64_t)(p->tsc_hz + 0.5);
+            hs_session_timeline_check(p, tl, &trust);
+            p->timeline = tl;
+            timeline_losses(p, tl);
+        }
         hs_session_trust_line(&trust, corrupt, sizeof corrupt);
         if (corrupt[0]) {
             hs_profile_warn(p, "%s", corrupt);
@@ -235,6 +299,14 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
     }
     free(t->etl_path);
     t->etl_path = NULL;
+    if (!p->timeline) {
+        /* an earlier run's timeline */
+        char *tlpath = hs_xasprintf("%s\\%s", o->outdir, HS_TIMELINE_FILE);
+        const char *why = NULL;
+        if (hs_remove_file(tlpath, &why) < 0)
+            hs_err("cannot remove %s: %s", tlpath, why);
+        free(tlpath);
+    }
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
     hs_symconf conf = o->symbols;
     p->srcline_on = o->srcline != 0;

@@ -13,6 +13,7 @@
 #include "injector/trace/fnservice.h"
 #include "injector/trace/owncode.h"
 #include "injector/trace/session_host.h"
+#include "injector/trace/timeline_drain.h"
 #include "sampler/sampler.h"
 
 typedef struct hs_trace {
@@ -34,7 +35,12 @@ typedef struct hs_trace {
     bool keep_etl;                       /* --keep-etl */
     char *etl_path;                      /* the etw backend's file: outdir\HS_ETL_FILE */
     void *process;                       /* the target, for its CPU time (NULL: not known) */
+    hs_tl_drain *drain;                  /* --timeline: the rings into the timeline's file */
+    bool timeline;                       /* --timeline: the samples keep their times too */
 } hs_trace;
+
+/* --timeline: the samples whose times are kept at most (32 MiB). */
+#define HS_TL_MAX_SAMPLES (1u << 21)
 
 /* The file the etw backend records into, in the output directory (removed
  * once decoded unless --keep-etl). */
@@ -44,7 +50,8 @@ typedef struct hs_trace {
  * -1 after printing why the sampler cannot be used. */
 int hs_trace_begin(hs_trace *t, const hs_trace_config *o);
 /* Create the session for process pid and start the function service (the
- * agent asks it as soon as it is injected). Returns 0, or -1 after
+ * agent asks it as soon as it is injected), and with --timeline the drain
+ * of the timelines into the output directory (which is open). Returns 0, or -1 after
  * printing why. */
 int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options);
 /* A trace that ends before it ran: stop the service, drop the session. */

@@ -101,6 +101,7 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
         return grab_status(st);
     }
     out->ctx = g->ctx;
+    out->at_qpc = qpc();
     if (prev) {
         uint64_t now[HS_GRAB_REGS];
         hs_grab_regs(g->ctx, now);

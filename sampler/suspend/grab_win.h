@@ -53,6 +53,7 @@ typedef struct hs_grab {
     size_t stack_len;
     bool complete;             /* the copy reaches the stack's base */
     uint64_t stopped_qpc;      /* performance-counter ticks from suspend to resume */
+    int64_t at_qpc;            /* the performance counter while it was stopped (its context read) */
 } hs_grab;
 
 /* Sample `thread` of `process` (stack_base: from its TEB; 0 unknown).

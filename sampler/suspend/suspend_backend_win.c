@@ -634,6 +634,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     }
     note_ever(s, t->tid);
     hs_sampleset_taken_add(s->out, 1);
+    hs_sampleset_time(s->out, id, g.at_qpc);
     if (t->first_at <= 0)
         t->first_at = now;
     t->last_at = now;

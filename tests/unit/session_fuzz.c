@@ -20,6 +20,7 @@
 #define NFUNCS 6
 #define NTHREADS 3   /* regions 0..2 in use, and the overflow region */
 #define DEPTH 8
+#define TL_CAP 16    /* events in a region's timeline ring */
 
 static hs_session_header layout;   /* hookscope's own copy */
 static uint8_t *tmpl, *view;
@@ -55,12 +56,12 @@ static void build(void)
 {
     if (tmpl)
         return;
-    hs_capacity c = { 4, 32, NTHREADS, (uint32_t)sizeof(hs_fblock), 16, 16, 128, 8 };
+    hs_capacity c = { 4, 32, NTHREADS, (uint32_t)sizeof(hs_fblock), 16, 16, 128, 8, TL_CAP };
     memset(&layout, 0, sizeof layout);
     size = hs_session_layout(&layout, &c);
     layout.magic = HS_SESSION_MAGIC;
     layout.version = HS_SESSION_VERSION;
-    layout.options = HS_OPT_EDGES | HS_OPT_STACKS | HS_OPT_TIME;
+    layout.options = HS_OPT_EDGES | HS_OPT_STACKS | HS_OPT_TIME | HS_OPT_TIMELINE;
     layout.stack_depth = DEPTH;
     layout.stack_every = 1;
     layout.injector_pid = 1;
@@ -138,6 +139,16 @@ static void build(void)
             t[i].max = 60;
             t[i].hist[5] = 2;
         }
+        /* the timeline: the thread named, then three calls (the ring's
+         * address is the target's: the reader never follows it) */
+        rh->tl_base = 0x30000;
+        rh->tl_cap = TL_CAP;
+        rh->tl_head = 4;
+        hs_tl_event *ev = (hs_tl_event *)(r + layout.region_timeline_off);
+        ev[0] = (hs_tl_event){ 100 + k, 0, 0, HS_TL_THREAD, 0 };
+        ev[1] = (hs_tl_event){ 1000, 1100, 100, 1, 1 };
+        ev[2] = (hs_tl_event){ 1200, 1260, 50, 0, 1 };
+        ev[3] = (hs_tl_event){ 900, 1300, 400, 2, 0 };
         if (k == 0) {
             rh->shadow_base = 0x10000;
             rh->shadow_top = 0x10000 + sizeof(hs_shadow_rec);
@@ -282,6 +293,38 @@ static int read_all(bool clean, bool named, char *why, size_t len)
     uint64_t calls = hs_session_live_calls(&src, NULL);
     if (!rc && clean && calls != 210)
         rc = fail(why, len, "live calls %llu", (unsigned long long)calls);
+    /* the timelines, as the drain takes them */
+    int32_t used = ((const hs_session_header *)view)->threads_used;
+    uint32_t nreg = used < 0 ? 0 : (uint32_t)used < NTHREADS ? (uint32_t)used : NTHREADS;
+    for (uint32_t k = 0; k < nreg && !rc; k++) {
+        hs_session_tl st;
+        memset(&st, 0, sizeof st);
+        hs_session_trust tt = { 0, "" };
+        hs_tl_event ev[TL_CAP];
+        size_t got = 0, n;
+        for (int take = 0; take < 4 && (n = hs_session_timeline_take(&src, k, &st, ev, TL_CAP, &tt)) > 0; take++) {
+            for (size_t i = 0; i < n && !rc; i++)
+                if (ev[i].func >= layout.max_functions || ev[i].t1 < ev[i].t0 || ev[i].ticks > ev[i].t1 - ev[i].t0 ||
+                    ev[i].depth >= layout.region_shadow_cap)
+                    rc = fail(why, len, "region %u's timeline event %zu: function %u, depth %u", k, i, ev[i].func,
+                              ev[i].depth);
+            got += n;
+        }
+        if (!rc && got > (size_t)TL_CAP * 4)
+            rc = fail(why, len, "region %u's timeline gave %zu events", k, got);
+        if (!rc && clean && (got != 3 || st.tid != 100 + k || tt.problems))
+            rc = fail(why, len, "clean timeline of region %u read wrong: %zu events, thread %u", k, got, st.tid);
+        /* the calls open at the end */
+        n = hs_session_timeline_open(&src, k, ev, TL_CAP, &tt);
+        for (size_t i = 0; i < n && !rc; i++)
+            if (ev[i].func >= layout.max_functions || ev[i].depth >= layout.region_shadow_cap ||
+                (i && ev[i].depth <= ev[i - 1].depth))
+                rc = fail(why, len, "region %u's open call %zu: function %u, depth %u", k, i, ev[i].func, ev[i].depth);
+        if (!rc && n > layout.region_shadow_cap)
+            rc = fail(why, len, "region %u: %zu open calls", k, n);
+        if (!rc && clean && n != (k == 0 ? 1u : 0u))
+            rc = fail(why, len, "clean region %u has %zu open calls", k, n);
+    }
     hs_owncode o;
     memset(&o, 0, sizeof o);
     uint64_t sig = 0;

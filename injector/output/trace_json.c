@@ -1,0 +1,183 @@
+/*
+ * injector/output/trace_json.c - trace.json: the timeline (--timeline) in
+ * the Chrome trace event format, which Perfetto, chrome://tracing and
+ * speedscope's importer open.
+ *
+ * One process (process_name metadata), one track per thread (thread_name
+ * metadata), and every call the timeline kept as a complete event ("X")
+ * with its start and duration in microseconds from the run's start, its
+ * function as the name and its module as the category. Start and end are
+ * each rounded to the nanosecond first, so a call nests inside its caller
+ * exactly as the clock saw it: a call's extent on the wall clock, where
+ * --time's durations take out hookscope's own slow paths inside it (entry
+ * stacks, a new edge). Complete events carry no args: speedscope's
+ * importer tells frames apart by name and args together, so args that
+ * differ from call to call would make every call a frame of its own (the
+ * depth is in the nesting, and in timeline.bin). Calls a thread dropped (a full buffer, the file's size
+ * limit) are one instant event ("i") on its track at the first of them,
+ * with their count and time range: a gap in a track is never silent.
+ * Each sample the sampler took with its time is an instant event on its
+ * thread's track, named by its leaf frame, with its whole stack (root
+ * first, "module!function" frames) in args.stack: read while the thread
+ * was stopped, on the performance counter, which the run read together
+ * with the TSC at its start (report.json: qpc_start, tsc_start), so a
+ * sample stands inside the calls it interrupted. A sample in hookscope's
+ * own code (category "hookscope-sample") is named by the hooked function
+ * that code served, whose call may not have begun or may have ended.
+ * Events come in the file's order (per thread, as the calls ended, then
+ * the calls still open at the end, up to the end), which the format
+ * allows for complete events.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "hook/base/util.h"
+#include "injector/output/format.h"
+#include "injector/output/writers.h"
+
+typedef struct trace_out {
+    const hs_profile *p;
+    FILE *out;
+    bool first;
+} trace_out;
+
+/* Nanoseconds from the run's start to tsc, rounded (negative: 0). */
+static uint64_t at_ns(const hs_prof_timeline *t, uint64_t tsc)
+{
+    double us = hs_timeline_us(t, tsc);
+    return us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0;
+}
+
+static void sep(trace_out *o)
+{
+    fputs(o->first ? "\n" : ",\n", o->out);
+    o->first = false;
+}
+
+static void ns_as_us(FILE *out, uint64_t ns)
+{
+    fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+static int put_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)open;   /* (shown as any call, up to the end: report.json counts them) */
+    trace_out *o = ctx;
+    const hs_prof_timeline *t = o->p->timeline;
+    for (uint32_t i = 0; i < n; i++) {
+        const hs_tl_rec *e = &ev[i];
+        uint32_t f = t->func_map[e->func];
+        uint64_t start = at_ns(t, e->t0), end = at_ns(t, e->t1);
+        sep(o);
+        fputs("{\"name\": ", o->out);
+        hs_json_quote(o->out, hs_func_label(o->p, f));
+        fputs(", \"cat\": ", o->out);
+        hs_json_quote(o->out, o->p->modules[o->p->funcs[f].module].name);
+        fputs(", \"ph\": \"X\", \"ts\": ", o->out);
+        ns_as_us(o->out, start);
+        fputs(", \"dur\": ", o->out);
+        ns_as_us(o->out, end - start);
+        fprintf(o->out, ", \"pid\": %u, \"tid\": %u}", o->p->pid, tid);
+    }
+    return ferror(o->out) ? -1 : 0;
+}
+
+static void thread_name(trace_out *o, uint32_t tid)
+{
+    sep(o);
+    fprintf(o->out,
+            "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"thread "
+            "%u\"}}",
+            o->p->pid, tid, tid);
+}
+
+/* Names for the threads that have samples and no calls. */
+static void sampled_thread_names(trace_out *o)
+{
+    const hs_prof_timeline *t = o->p->timeline;
+    uint32_t *named = hs_xcalloc(t->nthreads + t->nsamples + 1, sizeof *named);
+    size_t n = 0;
+    for (size_t i = 0; i < t->nthreads; i++)
+        named[n++] = t->threads[i].tid;
+    for (size_t i = 0; i < t->nsamples; i++) {
+        uint32_t tid = o->p->stacks[t->samples[i].stack].tid;
+        size_t k = 0;
+        while (k < n && named[k] != tid)
+            k++;
+        if (k == n) {
+            named[n++] = tid;
+            thread_name(o, tid);
+        }
+    }
+    free(named);
+}
+
+/* The samples, as instant events. */
+static void put_samples(trace_out *o)
+{
+    const hs_prof_timeline *t = o->p->timeline;
+    char buf[600];
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const hs_prof_stack *st = &o->p->stacks[t->samples[i].stack];
+        if (!st->nframes)
+            continue;
+        double us = hs_timeline_qpc_us(t, t->samples[i].qpc);
+        sep(o);
+        fputs("{\"name\": ", o->out);
+        hs_json_quote(o->out, hs_loc_format(o->p, st->frames[0], false, false, buf, sizeof buf));
+        /* a sample in hookscope's own code (its probes, the wrapper) is its
+         * cost, named by the hooked function it served */
+        fprintf(o->out, ", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ",
+                st->kind == HS_STACK_HOOKSCOPE ? "hookscope-sample" : "sample");
+        ns_as_us(o->out, us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0);
+        fprintf(o->out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"stack\": [", o->p->pid, st->tid);
+        for (uint32_t f = st->nframes; f-- > 0;) {
+            hs_json_quote(o->out, hs_loc_format(o->p, st->frames[f], true, false, buf, sizeof buf));
+            if (f)
+                fputs(", ", o->out);
+        }
+        fputs("]}}", o->out);
+    }
+}
+
+int hs_write_trace_json(const hs_profile *p, FILE *out)
+{
+    const hs_prof_timeline *t = p->timeline;
+    trace_out o = { p, out, true };
+    fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
+    sep(&o);
+    fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": 0, \"args\": {\"name\": ", p->pid);
+    hs_json_quote(out, p->target_path ? hs_basename(p->target_path) : "target");
+    fputs("}}", out);
+    if (!t) {   /* a run without --timeline (the writer table offers it only with one) */
+        fputs("\n]}\n", out);
+        return ferror(out) ? -1 : 0;
+    }
+    for (size_t i = 0; i < t->nthreads; i++) {
+        const hs_prof_tl_thread *th = &t->threads[i];
+        thread_name(&o, th->tid);
+        uint64_t dropped = th->dropped_buffer + th->dropped_file;
+        if (!dropped)
+            continue;
+        sep(&o);
+        fprintf(out, "{\"name\": \"hookscope dropped %" PRIu64 " calls\", \"cat\": \"hookscope\", \"ph\": \"i\", "
+                     "\"s\": \"t\", \"ts\": ", dropped);
+        ns_as_us(out, at_ns(t, th->drop_first));
+        fprintf(out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"dropped\": %" PRIu64 ", \"buffer_full\": %" PRIu64
+                     ", \"file_full\": %" PRIu64 ", \"from_us\": ",
+                p->pid, th->tid, dropped, th->dropped_buffer, th->dropped_file);
+        ns_as_us(out, at_ns(t, th->drop_first));
+        fputs(", \"to_us\": ", out);
+        ns_as_us(out, at_ns(t, th->drop_last));
+        fputs("}}", out);
+    }
+    sampled_thread_names(&o);
+    put_samples(&o);
+    char err[400];
+    if (hs_timeline_read(t, p->nfuncs, put_events, &o, NULL, err, sizeof err) != 0) {
+        hs_err("%s", err);
+        return -1;
+    }
+    fputs("\n]}\n", out);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,141 @@
+/*
+ * injector/profile/timeline.c - the timeline's file and its description
+ * in the profile (see timeline.h).
+ *
+ * The file is read as untrusted input like the session it came from (the
+ * target wrote its events): each block's count is bounded by what is left
+ * of the file, each event checked before a writer sees it, and a file
+ * that fails a check is refused whole, in one line.
+ */
+#include "injector/profile/timeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook/base/util.h"
+
+void hs_timeline_free(hs_prof_timeline *t)
+{
+    if (!t)
+        return;
+    free(t->file);
+    free(t->func_map);
+    free(t->threads);
+    free(t->samples);
+    free(t);
+}
+
+hs_prof_tl_thread *hs_timeline_thread(hs_prof_timeline *t, uint32_t tid)
+{
+    for (size_t i = 0; i < t->nthreads; i++)
+        if (t->threads[i].tid == tid)
+            return &t->threads[i];
+    t->threads = hs_xrealloc(t->threads, (t->nthreads + 1) * sizeof *t->threads);
+    hs_prof_tl_thread *th = &t->threads[t->nthreads++];
+    memset(th, 0, sizeof *th);
+    th->tid = tid;
+    th->drop_first = UINT64_MAX;
+    return th;
+}
+
+hs_prof_tl_thread hs_timeline_totals(const hs_prof_timeline *t)
+{
+    hs_prof_tl_thread sum;
+    memset(&sum, 0, sizeof sum);
+    sum.drop_first = UINT64_MAX;
+    for (size_t i = 0; i < t->nthreads; i++) {
+        const hs_prof_tl_thread *th = &t->threads[i];
+        sum.events += th->events;
+        sum.filtered += th->filtered;
+        sum.open += th->open;
+        sum.dropped_buffer += th->dropped_buffer;
+        sum.dropped_file += th->dropped_file;
+        if (th->drop_first < sum.drop_first)
+            sum.drop_first = th->drop_first;
+        if (th->drop_last > sum.drop_last)
+            sum.drop_last = th->drop_last;
+    }
+    return sum;
+}
+
+double hs_timeline_us(const hs_prof_timeline *t, uint64_t tsc)
+{
+    if (!(t->tsc_hz > 0))
+        return 0;
+    double d = tsc >= t->tsc_start ? (double)(tsc - t->tsc_start) : -(double)(t->tsc_start - tsc);
+    return d * 1e6 / t->tsc_hz;
+}
+
+double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc)
+{
+    if (t->qpc_hz <= 0)
+        return 0;
+    return (double)(qpc - t->qpc_start) * 1e6 / (double)t->qpc_hz;
+}
+
+/* Events read at a time. */
+#define CHUNK 8192u
+
+int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, uint64_t *unknown,
+                     char *err, size_t errlen)
+{
+    FILE *f = hs_fopen(t->file, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read %s", t->file);
+        return -1;
+    }
+    hs_tl_file_hdr h;
+    int rc = 0;
+    hs_tl_rec *buf = hs_xmalloc(CHUNK * sizeof *buf);
+    uint64_t off = sizeof h;
+    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, HS_TL_FILE_MAGIC, 8) || h.event_size != sizeof(hs_tl_rec)) {
+        snprintf(err, errlen, "%s is not a hookscope timeline", t->file);
+        rc = -1;
+    }
+    while (!rc) {
+        hs_tl_block b;
+        size_t got = fread(&b, 1, sizeof b, f);
+        if (got == 0 && feof(f))
+            break;
+        if (got != sizeof b || b.magic != HS_TL_BLOCK_MAGIC || (b.flags & ~HS_TL_BLOCK_OPEN)) {
+            snprintf(err, errlen, "%s: no block of events at byte %llu", t->file, (unsigned long long)off);
+            rc = -1;
+            break;
+        }
+        off += sizeof b;
+        for (uint32_t done = 0; !rc && done < b.count;) {
+            uint32_t n = b.count - done < CHUNK ? b.count - done : CHUNK;
+            if (fread(buf, sizeof *buf, n, f) != n) {
+                snprintf(err, errlen, "%s is cut short at byte %llu (a block of %u events)", t->file,
+                         (unsigned long long)off, b.count);
+                rc = -1;
+                break;
+            }
+            uint32_t kept = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                const hs_tl_rec e = buf[i];
+                uint32_t f = e.func < t->nfunc_map ? t->func_map[e.func] : 0;
+                if (e.func >= t->nfunc_map || (f >= nfuncs && f != UINT32_MAX) || e.t1 < e.t0 ||
+                    e.ticks > e.t1 - e.t0) {
+                    snprintf(err, errlen, "%s: the event at byte %llu is not a call of a known function",
+                             t->file, (unsigned long long)(off + (uint64_t)i * sizeof e));
+                    rc = -1;
+                    break;
+                }
+                if (f == UINT32_MAX) {
+                    if (unknown)
+                        ++*unknown;
+                    continue;
+                }
+                buf[kept++] = e;
+            }
+            if (!rc && kept)
+                rc = fn(ctx, b.tid, (b.flags & HS_TL_BLOCK_OPEN) != 0, buf, kept);
+            off += (uint64_t)n * sizeof *buf;
+            done += n;
+        }
+    }
+    free(buf);
+    fclose(f);
+    return rc;
+}

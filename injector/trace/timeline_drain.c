@@ -1,0 +1,309 @@
+/*
+ * injector/trace/timeline_drain.c - draining the timelines (see
+ * timeline_drain.h).
+ *
+ * Design: each thread region of the session has a ring of events that the
+ * agent's timing wrapper fills at every call's exit (one thread writes
+ * it, no lock, no system call) and this thread empties: it reads a ring's
+ * head (the events written), copies [tail, head) out through the
+ * session's bounded reader, checks them, and gives the room back by
+ * writing the tail. x86 keeps stores in order, so an event is whole
+ * before the head that publishes it. Each take becomes one block of the
+ * file (one thread's events); a ring names its thread in its first event
+ * and again when its region passes to another thread, so events are never
+ * given to the wrong thread. The ring's drops are the agent's counts (per
+ * region: given to the thread the region serves when they are read); the
+ * file's are counted here.
+ */
+#include "injector/trace/timeline_drain.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+#include "hook/base/util.h"
+
+_Static_assert(sizeof(hs_tl_rec) == sizeof(hs_tl_event), "the file's events are the session's");
+_Static_assert(offsetof(hs_tl_rec, func) == offsetof(hs_tl_event, func), "event func");
+_Static_assert(offsetof(hs_tl_rec, depth) == offsetof(hs_tl_event, depth), "event depth");
+
+/* How often the rings are emptied. */
+#define DRAIN_MS 2
+
+struct hs_tl_drain {
+    hs_session_host *s;
+    FILE *f;
+    char *path;
+    bool write_failed;
+    uint64_t max_bytes;
+    hs_prof_timeline *tl;
+    hs_session_tl *rings;       /* per region (the layout's max_threads) */
+    uint64_t *seen_dropped;     /* the ring's drops already given to a thread */
+    uint64_t *seen_filtered;    /* the same of the calls the filters left out */
+    hs_tl_event *buf;           /* one ring's worth */
+    size_t cap;
+    hs_session_trust trust;
+    HANDLE thread, stop;
+    uint64_t passes;            /* for -v: the passes, the seconds they took, and writing */
+    double pass_s, write_s;
+    SRWLOCK lock;               /* one pass at a time (the thread's, the last one's) */
+};
+
+static uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+static void widen(hs_prof_tl_thread *th, uint64_t first, uint64_t last)
+{
+    if (first < th->drop_first)
+        th->drop_first = first;
+    if (last > th->drop_last)
+        th->drop_last = last;
+}
+
+/* The ranges of the view found committed, so that a pass asks the system
+ * (VirtualQuery: a round trip to the server under Wine, some 100 us on a
+ * busy machine) only about memory it has not seen yet: a page of the
+ * section, once committed, stays so while the view is mapped. Used by the
+ * drain's thread and its last pass, one at a time (the drain's lock). */
+static struct {
+    uintptr_t lo, hi;
+} known[32];
+static unsigned nknown;
+static int (*host_committed)(const void *p, uint64_t *run);
+
+static int committed_cached(const void *p, uint64_t *run)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (unsigned i = 0; i < nknown && i < 32; i++) {
+        if (a >= known[i].lo && a < known[i].hi) {
+            *run = known[i].hi - a;
+            return 1;
+        }
+    }
+    int ok = host_committed(p, run);
+    if (ok && *run) {
+        known[nknown % 32].lo = a;
+        known[nknown % 32].hi = a + *run;
+        nknown++;
+    }
+    return ok;
+}
+
+/* The regions in use now (threads_used, at most the capacity). */
+static uint32_t regions_in_use(const hs_tl_drain *d, const hs_session_src *src)
+{
+    hs_session_header h;
+    hs_session_header_copy(src, &h);
+    uint32_t max = d->s->layout.max_threads;
+    return h.threads_used < 0 ? 0 : (uint32_t)h.threads_used < max ? (uint32_t)h.threads_used : max;
+}
+
+/* Append one block of thread tid's events (flags: HS_TL_BLOCK_*), as far
+ * as --timeline-max lets. */
+static void put_block(hs_tl_drain *d, uint32_t tid, uint32_t flags, const hs_tl_event *ev, size_t n)
+{
+    hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
+    uint64_t room = d->tl->bytes + sizeof(hs_tl_block) < d->max_bytes
+                        ? (d->max_bytes - d->tl->bytes - sizeof(hs_tl_block)) / sizeof *ev
+                        : 0;
+    size_t fit = n < room ? n : (size_t)room;
+    if (fit && !d->write_failed) {
+        hs_tl_block b = { HS_TL_BLOCK_MAGIC, tid, (uint32_t)fit, flags };
+        if (fwrite(&b, sizeof b, 1, d->f) != 1 || fwrite(ev, sizeof *ev, fit, d->f) != fit) {
+            hs_err("cannot write %s: the timeline stops here", d->path);
+            d->write_failed = true;
+        } else {
+            d->tl->bytes += sizeof b + fit * sizeof *ev;
+            for (size_t i = 0; i < fit; i++)
+                if (ev[i].func >= d->tl->funcs_named)
+                    d->tl->funcs_named = ev[i].func + 1;
+            if (flags & HS_TL_BLOCK_OPEN)
+                th->open += fit;
+            else
+                th->events += fit;
+        }
+    }
+    if (d->write_failed)
+        fit = 0;
+    if (flags & HS_TL_BLOCK_OPEN)
+        return;   /* (not calls that ended: the report counts them as open) */
+    for (size_t i = fit; i < n; i++)
+        widen(th, ev[i].t0, ev[i].t1);
+    th->dropped_file += n - fit;
+}
+
+/* Empty every ring once. */
+static void pass(hs_tl_drain *d)
+{
+    AcquireSRWLockExclusive(&d->lock);
+    double t0 = hs_now();
+    hs_session_src src = hs_session_host_src(d->s);
+    host_committed = src.committed;
+    if (src.committed)
+        src.committed = committed_cached;
+    uint32_t nregions = regions_in_use(d, &src);
+    for (uint32_t k = 0; k < nregions; k++) {
+        hs_session_tl *st = &d->rings[k];
+        for (;;) {
+            uint32_t tid = st->tid;
+            size_t n = hs_session_timeline_take(&src, k, st, d->buf, d->cap, &d->trust);
+            if (!tid)
+                tid = st->tid;
+            if (!tid) {
+                /* no thread named (the agent names it first): no figure is anyone's */
+                d->seen_filtered[k] = st->filtered;
+                d->seen_dropped[k] = st->dropped;
+                break;
+            }
+            if (st->filtered > d->seen_filtered[k]) {
+                hs_timeline_thread(d->tl, tid)->filtered += st->filtered - d->seen_filtered[k];
+                d->seen_filtered[k] = st->filtered;
+            }
+            if (st->dropped > d->seen_dropped[k]) {
+                /* (before the events that follow the drops: the thread they were counted for) */
+                hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
+                th->dropped_buffer += st->dropped - d->seen_dropped[k];
+                widen(th, st->drop_first, st->drop_last);
+                d->seen_dropped[k] = st->dropped;
+            }
+            if (!n)
+                break;
+            double tw = hs_now();
+            put_block(d, st->tid, 0, d->buf, n);
+            d->write_s += hs_now() - tw;
+        }
+    }
+    d->passes++;
+    d->pass_s += hs_now() - t0;
+    ReleaseSRWLockExclusive(&d->lock);
+}
+
+/* The calls still open on each thread at the end (a main that called
+ * exit(), a thread ended inside a call, a call running at a detach), up
+ * to now: one block a thread, after all its other events. */
+static void open_calls(hs_tl_drain *d)
+{
+    hs_session_src src = hs_session_host_src(d->s);
+    uint64_t end = rdtsc();
+    uint32_t nregions = regions_in_use(d, &src);
+    for (uint32_t k = 0; k < nregions; k++) {
+        if (!d->rings[k].tid)
+            continue;
+        size_t n = hs_session_timeline_open(&src, k, d->buf, d->cap, &d->trust), kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (d->buf[i].t0 > end)
+                continue;   /* (its t0 was written by the target: it cannot have begun after now) */
+            d->buf[kept] = d->buf[i];
+            d->buf[kept].t1 = d->buf[kept].ticks = end;
+            d->buf[kept].ticks -= d->buf[kept].t0;
+            kept++;
+        }
+        if (kept)
+            put_block(d, d->rings[k].tid, HS_TL_BLOCK_OPEN, d->buf, kept);
+    }
+}
+
+static DWORD WINAPI drain_main(void *arg)
+{
+    hs_tl_drain *d = arg;
+    while (WaitForSingleObject(d->stop, DRAIN_MS) == WAIT_TIMEOUT)
+        pass(d);
+    return 0;
+}
+
+hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max_bytes)
+{
+    hs_tl_drain *d = hs_xcalloc(1, sizeof *d);
+    d->s = s;
+    d->max_bytes = max_bytes;
+    d->path = hs_xasprintf("%s\\%s", dir, HS_TIMELINE_FILE);
+    const char *why = NULL;
+    d->f = hs_fopen_out(d->path, &why);
+    if (!d->f) {
+        hs_err("cannot write %s: %s", d->path, why ? why : "cannot create it");
+        free(d->path);
+        free(d);
+        return NULL;
+    }
+    setvbuf(d->f, NULL, _IOFBF, 1 << 20);
+    hs_tl_file_hdr fh;
+    memset(&fh, 0, sizeof fh);
+    memcpy(fh.magic, HS_TL_FILE_MAGIC, 8);
+    fh.event_size = sizeof(hs_tl_event);
+    fwrite(&fh, sizeof fh, 1, d->f);
+    d->tl = hs_xcalloc(1, sizeof *d->tl);
+    d->tl->file = hs_xstrdup(d->path);
+    d->tl->bytes = sizeof fh;
+    d->tl->max_bytes = max_bytes;
+    d->tl->min_ns = s->layout.timeline_min_ns;
+    d->tl->depths = s->layout.timeline_depths;
+    LARGE_INTEGER q, qf;
+    QueryPerformanceFrequency(&qf);
+    QueryPerformanceCounter(&q);
+    d->tl->tsc_start = rdtsc();
+    d->tl->qpc_start = q.QuadPart;
+    d->tl->qpc_hz = qf.QuadPart;
+    nknown = 0;
+    uint32_t regions = s->layout.max_threads ? s->layout.max_threads : 1;
+    d->rings = hs_xcalloc(regions, sizeof *d->rings);
+    d->seen_dropped = hs_xcalloc(regions, sizeof *d->seen_dropped);
+    d->seen_filtered = hs_xcalloc(regions, sizeof *d->seen_filtered);
+    d->cap = s->layout.region_timeline_cap ? s->layout.region_timeline_cap : 1;
+    d->buf = hs_xmalloc(d->cap * sizeof *d->buf);
+    InitializeSRWLock(&d->lock);
+    d->stop = CreateEventW(NULL, TRUE, FALSE, NULL);
+    d->thread = d->stop ? CreateThread(NULL, 0, drain_main, d, 0, NULL) : NULL;
+    /* it runs a moment every few milliseconds: ahead of the target's
+     * threads when they compete for the CPU, so that the rings empty */
+    if (d->thread)
+        SetThreadPriority(d->thread, THREAD_PRIORITY_HIGHEST);
+    if (!d->thread) {
+        hs_err("cannot start the timeline's drain: %s", hs_win_error(GetLastError()));
+        fclose(d->f);
+        hs_prof_timeline *tl = hs_tl_drain_stop(d, NULL);
+        hs_timeline_free(tl);
+        return NULL;
+    }
+    return d;
+}
+
+hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
+{
+    if (d->thread) {
+        SetEvent(d->stop);
+        WaitForSingleObject(d->thread, INFINITE);
+        CloseHandle(d->thread);
+        pass(d);   /* what the rings still hold */
+        open_calls(d);
+        if (fclose(d->f) != 0 && !d->write_failed)
+            hs_err("cannot write %s", d->path);
+    }
+    if (d->stop)
+        CloseHandle(d->stop);
+    uint64_t events = 0;
+    for (size_t i = 0; i < d->tl->nthreads; i++)
+        events += d->tl->threads[i].events;
+    hs_log("timeline: %llu calls in %llu bytes, taken in %llu passes of %.1f us on average (%.1f ms in all, "
+           "%.1f ms writing the file)",
+           (unsigned long long)events, (unsigned long long)d->tl->bytes, (unsigned long long)d->passes,
+           d->passes ? d->pass_s * 1e6 / (double)d->passes : 0.0, d->pass_s * 1e3, d->write_s * 1e3);
+    if (trust && d->trust.problems) {
+        if (!trust->problems)
+            memcpy(trust->first, d->trust.first, sizeof trust->first);
+        trust->problems += d->trust.problems;
+    }
+    hs_prof_timeline *tl = d->tl;
+    free(d->rings);
+    free(d->seen_dropped);
+    free(d->seen_filtered);
+    free(d->buf);
+    free(d->path);
+    free(d);
+    return tl;
+}

@@ -1,0 +1,431 @@
+"""--timeline: every timed call of every thread on a time axis, drained
+from per-thread buffers in the session into timeline.bin while the target
+runs, and written as trace.json (Chrome trace event format).
+
+The truth is the hooks' own: on the demo program (every function of the
+exe hooked and timed) the timeline's calls per function equal the hook
+counts, its durations add up to --time's sums, and every call lies inside
+the call around it on its thread, one level deeper. What the timeline
+cannot keep (a full buffer, --timeline-max) is counted, reported and
+shown; a damaged timeline file is refused in one line by `report DIR`.
+"""
+import bisect
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+import time
+
+import hs
+
+sys.path.insert(0, os.path.join(hs.ROOT, "tests", "support"))
+
+DEMO = "build/examples/demo.exe"
+EVENT = struct.Struct("<QQQII")
+BLOCK = struct.Struct("<IIII")
+
+
+def calls_of(trace):
+    """{name: [X events]} of a trace.json, and its other events."""
+    by_name, other = {}, []
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X":
+            by_name.setdefault(e["name"], []).append(e)
+        else:
+            other.append(e)
+    return by_name, other
+
+
+def ns(us):
+    """trace.json's microseconds (three decimals) as whole nanoseconds."""
+    return round(us * 1000)
+
+
+def load(t):
+    return json.loads(t.file("trace.json"))
+
+
+def read_timeline(path, open_calls=False):
+    """timeline.bin as {tid: [(t0, t1, ticks, func, depth)]}: the calls
+    that ended, or with open_calls those still open at the end."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"HSTIMEL1", data[:16]
+    out, at = {}, 16
+    while at < len(data):
+        magic, tid, n, flags = BLOCK.unpack_from(data, at)
+        assert magic == 0x42544C48 and flags in (0, 1), (at, magic, flags)
+        at += BLOCK.size
+        if flags == open_calls:
+            out.setdefault(tid, []).extend(EVENT.unpack_from(data, at + i * EVENT.size) for i in range(n))
+        at += n * EVENT.size
+    return out
+
+
+def test_calls_nest_and_add_up():
+    """demo.exe with a buffer that holds every call (and --no-edges: no
+    slow path of hookscope's inside a call, so a call's extent is its
+    --time duration): nothing dropped; each function's X events are
+    exactly its calls (report.json, hooks); their durations add up to
+    --time's sum_ns within the rounding of each end to the nanosecond;
+    in timeline.bin (the raw TSC) every call lies inside the call
+    enclosing it and is one level deeper, the outermost at depth 0; the
+    calls still open at the end (the C runtime's start and exit(), which
+    never return) are there too, one a level, up to the end; a process and
+    a thread name;
+    `report DIR -o OTHER` writes trace.json again byte for byte, with the
+    timeline's file beside it."""
+    plain = hs.wine([DEMO])
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "262144", "--no-sample", "--no-edges"],
+                 name="tl_demo")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    hs.eq(t.stdout, plain.stdout, "the demo's output as untraced")
+    tl = t.json["timeline"]
+    hs.eq([(th["dropped_buffer"], th["dropped_file"]) for th in tl["threads"]], [(0, 0)],
+          "one thread, nothing dropped")
+    hs.check(not any("timeline" in w for w in t.json["warnings"]), f"no warning: {t.json['warnings']}")
+    trace = load(t)
+    by_name, other = calls_of(trace)
+    tid = tl["threads"][0]["tid"]
+    hs.eq(sorted((e["name"], e["args"]["name"]) for e in other),
+          sorted([("process_name", "demo.exe"), ("thread_name", f"thread {tid}")]), "metadata events")
+    th = tl["threads"][0]
+    hs.eq(th["events"] + th["open"], sum(len(v) for v in by_name.values()), "X events = calls kept and open")
+    open_calls = 0
+    timed = 0
+    for f in t.functions("demo.exe"):
+        tm = f.get("time")
+        evs = by_name.get(f["name"], [])
+        if not tm:
+            hs.eq(evs, [], f"{f['name']} is not timed: no events")
+            continue
+        hs.eq(len(evs), tm["calls"] + tm["open"], f"{f['name']}: events = timed calls, and those open at the end")
+        hs.eq(len(evs), f["calls"], f"{f['name']}: events = hook count")
+        open_calls += tm["open"]
+        timed += len(evs)
+        if tm["open"]:
+            continue   # (an open call has no --time duration)
+        got = sum(ns(e["dur"]) for e in evs)
+        hs.check(abs(got - tm["sum_ns"]) <= len(evs) + 1,
+                 f"{f['name']}: durations add up to sum_ns {tm['sum_ns']}: {got} ({len(evs)} calls)")
+    hs.check(timed > 100000 and by_name["fib"], f"the demo's calls are there ({timed})")
+    # nesting and depth on the raw clock
+    path = os.path.join(hs.ROOT, t.out, "timeline.bin")
+    (events,) = read_timeline(path).values()
+    (opened,) = read_timeline(path, open_calls=True).values()
+    hs.check(all(e[2] == e[1] - e[0] for e in events), "no slow path inside a call: ticks = t1 - t0")
+    hs.eq((len(opened), sorted(e[4] for e in opened)), (open_calls, list(range(open_calls))),
+          "the calls open at the end, one a level from the outermost")
+    end = max(e[1] for e in opened)
+    hs.check(all(e[1] == end for e in opened) and all(e[1] < end for e in events),
+             "the open calls last to the end, after every call that ended")
+    stack, roots = [], []
+    for t0, t1, _, func, depth in sorted(events + opened, key=lambda e: (e[0], -e[1])):
+        while stack and stack[-1][1] < t0:
+            stack.pop()
+        if stack:
+            hs.check(t1 <= stack[-1][1], f"call {func} ({t0}, {t1}) ends inside ({stack[-1]})")
+            hs.eq(depth, stack[-1][4] + 1, f"depth of call {func} at {t0} inside {stack[-1]}")
+        else:
+            roots.append(depth)
+        stack.append((t0, t1, 0, func, depth))
+    hs.eq(set(roots), {0}, "every call outside all others is at depth 0")
+    # report DIR into another directory: trace.json again, the timeline beside it
+    again = hs.outdir("tl_demo_again")
+    p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
+    hs.eq(p.returncode, 0, "report -o: " + p.stderr.decode(errors="replace"))
+    for name in ("trace.json", "report.json", "timeline.bin"):
+        with open(os.path.join(hs.ROOT, t.out, name), "rb") as a, open(os.path.join(hs.ROOT, again, name), "rb") as b:
+            hs.check(a.read() == b.read(), f"{name} written again byte for byte")
+
+
+def test_speedscope_opens_the_trace():
+    """speedscope's own app (the npm package's release build) in headless
+    Chromium imports tlthreads.exe's trace.json: no console error, the
+    process and its seven threads as profiles, and its sandwich view of
+    the first (the main thread) lists its calls by function, one row
+    each."""
+    import cdp
+    index = os.path.join(hs.BUILD, "npm", "node_modules", "speedscope", "dist", "release", "index.html")
+    if not cdp.available() or not os.path.exists(index):
+        raise hs.Skip("chromium or the speedscope npm package is missing (make deps installs them)")
+    t = hs.trace("build/tests/tlthreads.exe", options=["--timeline", "--no-sample"], name="tl_speedscope")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    with cdp.Browser() as b:
+        b.open("file://" + index)
+        doc = b.call("DOM.getDocument")
+        q = b.call("DOM.querySelector", {"nodeId": doc["root"]["nodeId"], "selector": "input[type=file]"})
+        b.call("DOM.setFileInputFiles", {"files": [os.path.join(hs.ROOT, t.out, "trace.json")], "nodeId": q["nodeId"]})
+        deadline = time.monotonic() + 30
+        while "trace.json" not in b.evaluate("document.title") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        hs.eq(b.evaluate("document.title"), "trace.json - speedscope", "speedscope loaded the file")
+        text = b.evaluate("document.body.innerText")
+        hs.check(re.search(r"tlthreads\.exe \(pid %d\), thread \d+ \(tid \d+\) \(1/7\)" % t.json["target"]["pid"], text),
+                 "the first of seven threads: " + text[:300])
+        b.evaluate("[...document.querySelectorAll('div')].filter(e => e.textContent.endsWith('Sandwich')"
+                   " && e.children.length <= 1).pop().click()")
+        # (the table fills in after the view is drawn, later on a busy machine)
+        deadline = time.monotonic() + 30
+        while not re.search(r"Symbol Name[\s\S]*\tmain\n", b.evaluate("document.body.innerText") + "\n") and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+        rows = b.evaluate("document.body.innerText").split("Symbol Name", 1)[1].split("\n")
+        names = [r.strip() for r in rows if r.startswith("\t") and not re.match(r"\t[\d.]+[nµm]?s ", r)]
+        hs.check("main" in names and "__main" in names, f"the main thread's functions: {names}")
+        hs.eq(len(names), len(set(names)), f"one row a function (calls are not told apart by args): {names}")
+        hs.eq(b.errors, [], "no console errors")
+
+
+def test_threads_one_region_after_another():
+    """tlthreads.exe: six threads one after another, thread k making
+    1000 * k calls of outer() with two of inner() in each; with
+    --max-threads 2 each passes its region on to the next (5 reused):
+    every call is on the track of the thread that made it (the ids the
+    program prints), exactly as many as it made, each inner() inside an
+    outer() inside the thread's worker() on that thread."""
+    exe = "build/tests/tlthreads.exe"
+    t = hs.trace(exe, options=["--timeline", "--no-sample", "--max-threads", "2"], name="tl_threads")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    tids = {int(k): int(tid) for k, tid in
+            (line.split()[1:] for line in t.stdout.decode().splitlines() if line.startswith("thread "))}
+    hs.eq(sorted(tids), [1, 2, 3, 4, 5, 6], "the program's threads")
+    hs.eq(t.json["regions_reused"], 5, "each thread had the region of the one before")
+    by_name, _ = calls_of(load(t))
+    for k, tid in tids.items():
+        got = {n: [e for e in by_name[n] if e["tid"] == tid] for n in ("worker", "outer", "inner")}
+        hs.eq({n: len(v) for n, v in got.items()}, {"worker": 1, "outer": 1000 * k, "inner": 2000 * k},
+              f"thread {k} ({tid}): its calls")
+        (w,) = got["worker"]
+        span = lambda e: (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
+        outers = sorted(span(e) for e in got["outer"])
+        hs.check(all(span(w)[0] <= a and b <= span(w)[1] for a, b in outers), f"thread {k}: outer() inside worker()")
+        starts = [a for a, _ in outers]
+        for e in got["inner"]:
+            a, b = span(e)
+            i = bisect.bisect_right(starts, a) - 1
+            hs.check(i >= 0 and outers[i][0] <= a and b <= outers[i][1], f"thread {k}: {e} inside an outer()")
+    others = {th["tid"] for th in t.json["timeline"]["threads"]} - set(tids.values())
+    hs.eq(len(others), 1, f"besides them only the main thread: {others}")
+
+
+def test_samples_fall_inside_their_calls():
+    """cpusplit.exe 1 (burn_a, burn_b, burn_c in short calls on the main
+    thread, a waiter and a sleeper) sampled with --timeline: every sample
+    whose leaf frame is a timed function lies inside a call of that
+    function on its thread (the sampler's performance counter, read while
+    the thread stood still, on the calls' TSC through the pair read at the
+    run's start); every thread with samples or calls is named; report DIR
+    writes trace.json again byte for byte, samples included."""
+    t = hs.trace("build/tests/cpusplit.exe", ["1"], options=["--timeline", "--sample-rate", "1000"],
+                 name="tl_samples")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    trace = load(t)
+    by_name, other = calls_of(trace)
+    samples = [e for e in other if e.get("cat") == "sample"]
+    hs.eq(len(samples) + sum(1 for e in other if e.get("cat") == "hookscope-sample"),
+          len(t.json["timeline"]["samples"]), "one instant event a sample")
+    timed = {f["name"] for f in t.functions("cpusplit.exe") if f.get("time")}
+    inside, margins = 0, []
+    for s in samples:
+        hs.eq(s["args"]["stack"][-1].split("!")[-1], s["name"], "the stack's leaf names the sample")
+        if s["name"] not in timed:
+            continue
+        at = ns(s["ts"])
+        around = [e for e in by_name.get(s["name"], []) if e["tid"] == s["tid"]
+                  and ns(e["ts"]) <= at <= ns(e["ts"]) + ns(e["dur"])]
+        hs.eq(len(around), 1, f"the sample {s} lies inside one call of {s['name']} on thread {s['tid']}")
+        margins.append(min(at - ns(around[0]["ts"]), ns(around[0]["ts"]) + ns(around[0]["dur"]) - at))
+        inside += 1
+    hs.check(inside >= 10, f"samples in the burners: {inside}")
+    names = {e["tid"] for e in other if e["name"] == "thread_name"}
+    hs.eq(names, {e["tid"] for e in trace["traceEvents"] if e["ph"] in "Xi"}, "every thread on the timeline is named")
+    print(f"{inside} samples inside their calls, the nearest {min(margins) / 1000:.1f} us from a call's edge")
+    again = hs.outdir("tl_samples_again")
+    p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
+    hs.eq(p.returncode, 0, "report -o: " + p.stderr.decode(errors="replace"))
+    with open(os.path.join(hs.ROOT, t.out, "trace.json"), "rb") as a, \
+            open(os.path.join(hs.ROOT, again, "trace.json"), "rb") as b:
+        hs.check(a.read() == b.read(), "trace.json written again byte for byte")
+
+
+def test_full_buffer_drops_are_counted():
+    """A 16-call buffer cannot keep the demo's bursts: the calls kept and
+    dropped add up to the timed calls exactly; report.txt, report.json's
+    warnings and stderr say how many; trace.json marks them on the thread
+    with an instant event at the first dropped call; the kept ones still
+    nest."""
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "16", "--no-sample"], name="tl_drops")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    hs.check(t.json, "report.json: " + t.stderr.decode(errors="replace"))
+    (th,) = t.json["timeline"]["threads"]
+    timed = sum(f["time"]["calls"] for f in t.functions("demo.exe") if f.get("time"))
+    hs.check(th["dropped_buffer"] > 0 and th["dropped_file"] == 0, f"drops counted: {th}")
+    hs.eq(th["events"] + th["dropped_buffer"], timed, "kept + dropped = timed calls")
+    hs.check(0 <= th["dropped_from_us"] <= th["dropped_to_us"], f"the drops' time range: {th}")
+    line = f"the timeline dropped {th['dropped_buffer']} calls of 1 thread: {th['dropped_buffer']} found its buffer full"
+    hs.check(any(w.startswith(line) for w in t.json["warnings"]), f"report.json warns: {t.json['warnings']}")
+    hs.check(line in t.txt, "report.txt says so")
+    hs.check(("hookscope: " + line) in t.stderr.decode(), "stderr says so: " + t.stderr.decode())
+    by_name, other = calls_of(load(t))
+    hs.eq(sum(len(v) for v in by_name.values()), th["events"] + th["open"], "X events = calls kept and open")
+    marks = [e for e in other if e["ph"] == "i"]
+    hs.eq([(e["name"], e["tid"], e["args"]["dropped"], e["ts"]) for e in marks],
+          [(f"hookscope dropped {th['dropped_buffer']} calls", th["tid"], th["dropped_buffer"], th["dropped_from_us"])],
+          "one instant event marks the drops")
+
+
+def test_timeline_max_bounds_the_file():
+    """--timeline-max 4K: the file stays within 4096 bytes; the calls that
+    did not fit are counted as dropped for the file; kept + dropped = the
+    timed calls."""
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-max", "4K", "--timeline-buffer", "262144", "--no-sample"],
+                 name="tl_max")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    size = os.path.getsize(os.path.join(hs.ROOT, t.out, "timeline.bin"))
+    tl = t.json["timeline"]
+    (th,) = tl["threads"]
+    hs.check(size <= 4096 and size == tl["bytes"], f"timeline.bin is {size} bytes (report: {tl['bytes']})")
+    timed = sum(f["time"]["calls"] for f in t.functions("demo.exe") if f.get("time"))
+    hs.check(th["dropped_file"] > 0 and th["dropped_buffer"] == 0, f"dropped for the file: {th}")
+    hs.eq(th["events"] + th["dropped_file"], timed, "kept + dropped = timed calls")
+    with open(os.path.join(hs.ROOT, t.out, "timeline.bin"), "rb") as f:
+        data = f.read()
+    at, kept = 16, 0
+    while at < len(data):
+        magic, tid, n, flags = BLOCK.unpack_from(data, at)
+        hs.eq((magic, tid), (0x42544C48, th["tid"]), f"a block of the thread at byte {at}")
+        kept += n if not flags else 0
+        at += BLOCK.size + n * EVENT.size
+    hs.eq((at, kept), (size, th["events"]), "the file's blocks hold the events kept")
+    hs.check(4096 - size < BLOCK.size + EVENT.size, f"no room was left for one more call ({size} bytes)")
+    hs.check(f"{th['dropped_file']} did not fit in --timeline-max" in t.txt, "report.txt says so")
+
+
+def test_filters_decide_at_the_exit():
+    """--timeline-min-duration 1us keeps only calls of at least a
+    microsecond (their durations in timeline.bin, at the agent's clock
+    rate, within its calibration); --timeline-depth 3 only calls of the
+    three outermost timed levels; in both, the calls kept and left out add
+    up to the timed calls exactly, and report.txt's timeline line says so;
+    the aggregate report is as without the filters (every call counted,
+    durations and all)."""
+    for opts, name in ((["--timeline-min-duration", "1us"], "tl_min"), (["--timeline-depth", "3"], "tl_depth")):
+        t = hs.trace(DEMO, options=["--timeline", "--no-sample", "--no-edges"] + opts, name=name)
+        hs.eq(t.rc, 0, f"{opts}: exit code: " + t.stderr.decode(errors="replace"))
+        (th,) = t.json["timeline"]["threads"]
+        timed = sum(f["time"]["calls"] for f in t.functions("demo.exe") if f.get("time"))
+        hs.eq(sum(f["calls"] for f in t.functions("demo.exe") if f["name"] == "fib"), 150049,
+              f"{opts}: fib(24)'s calls, 2 * F(25) - 1")
+        hs.check(th["events"] > 0 and th["filtered"] > 0 and th["dropped_buffer"] == 0, f"{opts}: {th}")
+        hs.eq(th["events"] + th["filtered"], timed, f"{opts}: kept + left out = timed calls")
+        (events,) = read_timeline(os.path.join(hs.ROOT, t.out, "timeline.bin")).values()
+        hs.eq(len(events), th["events"], f"{opts}: the file holds the calls kept")
+        if name == "tl_min":
+            shortest = min(e[2] for e in events) * 1e9 / t.json["timeline"]["tsc_hz"]
+            hs.check(999 <= shortest, f"the shortest call kept: {shortest:.1f} ns")
+            hs.eq(t.json["timeline"]["min_duration_ns"], 1000, "report.json: the filter")
+            what = "(shorter than 1000 ns)"
+        else:
+            hs.eq(max(e[4] for e in events), 2, "the deepest call kept: depth 2")
+            what = "(deeper than 3 levels)"
+        line = (f"timeline   {th['events']} calls kept on 1 thread (and {th['open']} open at the end), "
+                f"{th['filtered']} left out by the filters {what}, 0 dropped")
+        hs.check(line in t.txt, f"report.txt: {line}")
+
+
+def test_a_run_without_timeline_leaves_none():
+    """A run into a directory that holds an earlier run's timeline:
+    without --timeline, timeline.bin and trace.json are gone after it (a
+    directory holds one run's files); a --timeline run that fails before
+    the target runs leaves none."""
+    t = hs.trace(DEMO, options=["--timeline", "--no-sample"], name="tl_then_none")
+    hs.eq(t.rc, 0, "the first run")
+    hs.check(t.file("trace.json") and os.path.exists(os.path.join(hs.ROOT, t.out, "timeline.bin")), "its timeline")
+    p = hs.hookscope(["run", "-q", "--no-sample", "-o", t.out, "--", DEMO], timeout=120)
+    hs.eq(p.returncode, 0, "the second run: " + p.stderr.decode(errors="replace"))
+    left = sorted(os.listdir(os.path.join(hs.ROOT, t.out)))
+    hs.check("report.json" in left and "timeline.bin" not in left and "trace.json" not in left,
+             f"the second run's files only: {left}")
+    # a run that fails before the target runs (a filter that matches
+    # nothing) leaves no timeline either
+    failed = hs.outdir("tl_failed")
+    p = hs.hookscope(["run", "-q", "--timeline", "-f", "nosuchfunc*", "-o", failed, "--", DEMO], timeout=120)
+    hs.eq(p.returncode, 125, "the failed run: " + p.stderr.decode(errors="replace"))
+    hs.eq(os.listdir(os.path.join(hs.ROOT, failed)), [], "the failed run's directory is empty")
+
+
+def corrupt_copy(src, name, change):
+    dst = hs.outdir(name)
+    shutil.copytree(os.path.join(hs.ROOT, src), os.path.join(hs.ROOT, dst))
+    path = os.path.join(hs.ROOT, dst, "timeline.bin")
+    with open(path, "rb") as f:
+        data = f.read()
+    data = change(data)
+    if data is None:
+        os.remove(path)
+    else:
+        with open(path, "wb") as f:
+            f.write(data)
+    return dst
+
+
+def test_damaged_timeline_is_refused_in_one_line():
+    """report DIR with a timeline.bin that is missing, not a timeline, cut
+    short, names a function that does not exist, or has an event ending
+    before it starts: one line naming the file and why, exit 125, nothing
+    written."""
+    t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "262144", "--no-sample"], name="tl_src")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    first = 16 + BLOCK.size   # the first event
+
+    def bad_func(d):
+        t0, t1, ticks, func, depth = EVENT.unpack_from(d, first)
+        return d[:first] + EVENT.pack(t0, t1, ticks, 1 << 30, depth) + d[first + EVENT.size:]
+
+    def backwards(d):
+        t0, t1, ticks, func, depth = EVENT.unpack_from(d, first)
+        return d[:first] + EVENT.pack(t1 + 10, t1, 0, func, depth) + d[first + EVENT.size:]
+
+    cases = [
+        ("missing", lambda d: None, "cannot read "),
+        ("magic", lambda d: b"NOTATIME" + d[8:], "is not a hookscope timeline"),
+        ("cut", lambda d: d[:len(d) - 7], "is cut short at byte "),
+        ("func", bad_func, f": the event at byte {first} is not a call of a known function"),
+        ("backwards", backwards, f": the event at byte {first} is not a call of a known function"),
+        ("block", lambda d: d[:16] + b"\0" * 16 + d[32:], ": no block of events at byte 16"),
+    ]
+    for name, change, why in cases:
+        d = corrupt_copy(t.out, "tl_bad_" + name, change)
+        before = sorted(os.listdir(os.path.join(hs.ROOT, d)))
+        mtimes = {n: os.path.getmtime(os.path.join(hs.ROOT, d, n)) for n in before}
+        p = hs.hookscope(["report", "-q", d], timeout=120)
+        err = p.stderr.decode()
+        hs.eq(p.returncode, 125, f"{name}: exit code ({err})")
+        hs.eq(len(err.splitlines()), 1, f"{name}: one line: {err!r}")
+        hs.check(err.startswith("hookscope: ") and "timeline.bin" in err and why in err, f"{name}: {err!r}")
+        hs.eq({n: os.path.getmtime(os.path.join(hs.ROOT, d, n)) for n in sorted(os.listdir(os.path.join(hs.ROOT, d)))},
+              mtimes, f"{name}: nothing written")
+
+
+def test_usage_errors():
+    """The timeline's options without --timeline, a bad size or buffer,
+    and --timeline without hooks: a line saying so (then the usage, as
+    every usage error), exit 2."""
+    for args, line in [
+        (["--timeline-max", "1M"], "option '--timeline-max' needs --timeline"),
+        (["--timeline-buffer", "64"], "option '--timeline-buffer' needs --timeline"),
+        (["--timeline", "--timeline-max", "10X"], "--timeline-max needs a size from 4K to 1024G"),
+        (["--timeline", "--timeline-max", "100"], "--timeline-max needs a size from 4K to 1024G"),
+        (["--timeline", "--timeline-buffer", "100"], "--timeline-buffer needs a power of two from 16 to 16777216"),
+        (["--no-hooks", "--timeline"], "option '--timeline' needs the hooks, which --no-hooks turns off"),
+        (["--timeline-depth", "2"], "option '--timeline-depth' needs --timeline"),
+        (["--timeline", "--timeline-min-duration", "5"], "--timeline-min-duration needs a duration with its unit"),
+        (["--timeline", "--timeline-depth", "0"], "--timeline-depth needs a number from 1 to 65536"),
+    ]:
+        p = hs.hookscope(["run", "-o", hs.outdir("tl_usage")] + args + ["--", DEMO], timeout=60)
+        err = p.stderr.decode()
+        hs.eq(p.returncode, 2, f"{args}: exit code ({err})")
+        hs.check(err.splitlines()[0].startswith("hookscope: " + line), f"{args}: {err!r}")
