@@ -165,6 +165,16 @@ def test_speedscope_opens_the_trace():
         text = b.evaluate("document.body.innerText")
         hs.check(re.search(r"tlthreads\.exe \(pid %d\), thread \d+ \(tid \d+\) \(1/7\)" % t.json["target"]["pid"], text),
                  "the first of seven threads: " + text[:300])
+        # the main thread's profile (speedscope's order of threads is its
+        # own): 'n' shows the next profile until its tid is the one that ran main
+        with open(os.path.join(hs.ROOT, t.out, "trace.json"), encoding="utf-8") as f:
+            main_tid = [e["tid"] for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e["name"] == "main"][0]
+        for _ in range(7):
+            if "(tid %d)" % main_tid in b.evaluate("document.body.innerText"):
+                break
+            b.evaluate("window.dispatchEvent(new KeyboardEvent('keydown', {key: 'n'}))")
+            time.sleep(0.3)
+        hs.check("(tid %d)" % main_tid in b.evaluate("document.body.innerText"), "the main thread's profile shown")
         b.evaluate("[...document.querySelectorAll('div')].filter(e => e.textContent.endsWith('Sandwich')"
                    " && e.children.length <= 1).pop().click()")
         # (the table fills in after the view is drawn, later on a busy machine)
