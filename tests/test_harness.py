@@ -154,9 +154,12 @@ def test_demo_and_test_bring_their_dependencies():
     named somewhere that does not exist)."""
     stamp = os.path.join(hs.OUT, "no-deps-stamp", ".ready")
     hs.check(not os.path.exists(stamp), f"{stamp} exists")
+    # a make of its own: run by `make test`, the environment says it is a
+    # sub-make (MAKELEVEL, MAKEFLAGS), which prints "Entering directory" first
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")}
     for target in ("demo", "test"):
-        p = subprocess.run(["make", "-n", target, "DEPS_STAMP=" + stamp], cwd=hs.ROOT, stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(["make", "-n", "--no-print-directory", target, "DEPS_STAMP=" + stamp], cwd=hs.ROOT,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, env=env)
         hs.eq(p.returncode, 0, f"make -n {target}: {p.stderr[-500:]}")
         lines = p.stdout.splitlines()
         hs.eq(lines[:1], ["./scripts/deps.sh"], f"the first command of `make {target}` on a fresh machine")
