@@ -129,9 +129,12 @@ def test_scribbling_target_attach():
             m = re.fullmatch(r"ready (\d+)", target.readline(timeout=30))
             hs.check(m, "the target did not start")
             try:
-                p = hs.hookscope(["attach", m.group(1), "-o", "out", "-d", "3", "--stacks=8"], cwd=cwd, timeout=180)
-            except subprocess.TimeoutExpired:
-                raise AssertionError(f"seed {seed}: hookscope attach did not finish within 180 s")
+                # -v: where it stood, should it not finish (it did not once in a full run)
+                p = hs.hookscope(["attach", m.group(1), "-o", "out", "-d", "3", "--stacks=8", "-v"], cwd=cwd, timeout=180)
+            except subprocess.TimeoutExpired as e:
+                said = (e.stderr or b"").decode(errors="replace").replace("\r\n", "\n")
+                raise AssertionError(f"seed {seed}: hookscope attach did not finish within 180 s; its -v lines: "
+                                     f"{said[-3000:]!r}")
             # it scribbled through the attach and the detach; still alive or crashed, either is its own business
             err = p.stderr.decode(errors="replace").replace("\r\n", "\n")
             out = os.path.join(cwd, "out")
