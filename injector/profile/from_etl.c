@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "hook/base/util.h"
 #include "injector/profile/from_samples.h"
@@ -15,16 +16,10 @@ static void utc_text(uint64_t ft, char *buf, size_t len)
     buf[0] = 0;
     if (!ft)
         return;
-    int64_t secs = (int64_t)(ft / 10000000u) - 11644473600LL;   /* since 1970 */
-    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400, rem = secs - days * 86400;
-    /* the civil date of a day count (Howard Hinnant's days_from_civil, inverted) */
-    int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
-    int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9, y = yoe + era * 400 + (m <= 2);
-    /* a FILETIME's year is below 60,000: every field fits its width */
-    snprintf(buf, len, "%04d-%02d-%02d %02d:%02d:%02d UTC", (int)y, (int)m, (int)d, (int)(rem / 3600),
-             (int)(rem / 60 % 60), (int)(rem % 60));
+    time_t secs = (time_t)((int64_t)(ft / 10000000u) - 11644473600LL);   /* since 1970 */
+    const struct tm *tm = gmtime(&secs);
+    if (!tm || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", tm))
+        buf[0] = 0;
 }
 
 /* What the trace's header says of the machine and when it ran. */

@@ -230,17 +230,6 @@ uint64_t *hs_module_totals(const hs_profile *p, int kind)
     return n;
 }
 
-static int cmp_place(const void *a, const void *b, void *ctx)
-{
-    (void)ctx;
-    const hs_place_count *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    if (x->loc.module != y->loc.module)
-        return x->loc.module < y->loc.module ? -1 : 1;
-    return x->loc.off < y->loc.off ? -1 : x->loc.off > y->loc.off;
-}
-
 static int cmp_place_loc(const void *a, const void *b, void *ctx)
 {
     (void)ctx;
@@ -248,6 +237,15 @@ static int cmp_place_loc(const void *a, const void *b, void *ctx)
     if (x->loc.module != y->loc.module)
         return x->loc.module < y->loc.module ? -1 : 1;
     return x->loc.off < y->loc.off ? -1 : x->loc.off > y->loc.off;
+}
+
+static int cmp_place(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const hs_place_count *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return cmp_place_loc(a, b, NULL);
 }
 
 hs_place_count *hs_unnamed_leaves(const hs_profile *p, int kind, size_t *n)
