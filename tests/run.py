@@ -57,6 +57,7 @@ class Result:
     def __init__(self, name, status, message="", seconds=0.0):
         self.name, self.status, self.message, self.seconds = name, status, message, seconds
         self.why = None      # a skip: what justifies it here (None: unexplained)
+        self.notes = []      # what the test's helpers said on stderr that the log keeps (hs.wine)
 
 
 def judge(r):
@@ -199,10 +200,15 @@ def run_python(name, _arg, limit):
     secs = time.time() - start
     if rc is None:
         return [Result(name, "FAIL", f"timed out after {limit} s (killed with every process it started)", secs)]
+    # what the helpers did that a passing test should still show (hs.wine's
+    # starts tried again): printed after the test's line
+    notes = [l for l in stderr.splitlines() if l.startswith("hs.wine: ")]
     for line in reversed(stdout.splitlines()):
         if line.startswith("@@hookscope-test "):
             r = json.loads(line[len("@@hookscope-test "):])
-            return [Result(name, r["status"], r["message"], secs)]
+            res = Result(name, r["status"], r["message"], secs)
+            res.notes = notes
+            return [res]
     tail = " | ".join((stdout + stderr).strip().splitlines()[-5:])
     return [Result(name, "FAIL", f"the test process ended (status {rc}) without a result: {tail}", secs)]
 
@@ -251,6 +257,8 @@ def main():
                     if args.v:
                         line += f" ({r.seconds:.1f} s)"
                     print(line)
+                    for n in r.notes:
+                        print(f"     note: {n}")
                 elif r.status == "SKIP":
                     if r.why:
                         print(f"SKIP {r.name}: {r.message} (accepted: {r.why})")
@@ -260,7 +268,7 @@ def main():
                 else:
                     first, *rest = (r.message or "failed").splitlines() or ["failed"]
                     print(f"FAIL {r.name}: {first}")
-                    for l in rest[:40]:
+                    for l in rest[:40] + [f"note: {n}" for n in r.notes]:
                         print(f"     {l}")
                     failures.append(r.name)
             sys.stdout.flush()

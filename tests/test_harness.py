@@ -163,3 +163,22 @@ def test_demo_and_test_bring_their_dependencies():
         hs.eq(p.returncode, 0, f"make -n {target}: {p.stderr[-500:]}")
         lines = p.stdout.splitlines()
         hs.eq(lines[:1], ["./scripts/deps.sh"], f"the first command of `make {target}` on a fresh machine")
+
+
+def test_silent_failed_start_is_tried_again_and_said():
+    """hs.wine starts a run that ended with a failure status and no output
+    at all (Wine's start-up lost it) again, up to 3 times, each retry said
+    on stderr; a run with output, or with status 0, is taken at once."""
+    import contextlib
+    import io
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        p = hs.wine(["cmd", "/c", "exit", "3"], timeout=60)
+    hs.eq(p.returncode, 3, "the silent failure, as it failed")
+    lines = said.getvalue().splitlines()
+    hs.eq(lines, [f"hs.wine: cmd ended with status 3 and no output (try {i} of 3)" for i in (1, 2, 3)],
+          "each try said")
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        p = hs.wine(["cmd", "/c", "echo x& exit 3"], timeout=60)
+    hs.eq((p.returncode, p.stdout.strip(), said.getvalue()), (3, b"x", ""), "a failure with output: once")
