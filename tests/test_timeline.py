@@ -141,6 +141,82 @@ def test_calls_nest_and_add_up():
             hs.check(a.read() == b.read(), f"{name} written again byte for byte")
 
 
+def longest_expected(t, path):
+    """report.txt's longest calls as computed here from timeline.bin and
+    report.json: per thread (in the file's order), the 5 calls of most
+    --time ticks (ties: the earlier), each as (name, open, start seconds,
+    ns, the names of the calls around it, outermost first)."""
+    tl = t.json["timeline"]
+    names = {}
+    for f in t.json["functions"]:
+        names[(f["module_id"], int(f["rva"], 16))] = f["name"]
+    fname = [names[(m, rva)] for m, rva in tl["functions"]]
+    closed, opened = read_timeline(path), read_timeline(path, open_calls=True)
+    out = {}
+    for tid in dict.fromkeys(list(closed) + list(opened)):
+        evs = [(e, False) for e in closed.get(tid, [])] + [(e, True) for e in opened.get(tid, [])]
+        top = sorted(evs, key=lambda x: (-x[0][2], x[0][0]))[:5]
+        rows = []
+        for (t0, t1, ticks, func, depth), is_open in top:
+            around = {}
+            for (a0, a1, _, af, ad), _o in evs:
+                if ad < depth and a0 <= t0 and a1 >= t1:
+                    around[ad] = fname[af]
+            chain = [around.get(d, "?") for d in range(depth)]
+            if depth > 6:
+                chain = [chain[0]] + (["..."] if depth > 7 else []) + chain[-6:]
+            rows.append((fname[func], is_open, (t0 - tl["tsc_start"]) / tl["tsc_hz"], ticks * 1e9 / tl["tsc_hz"],
+                         chain))
+        out[tid] = rows
+    return out
+
+
+def parse_duration(text):
+    value, unit = text.split()
+    return float(value) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
+
+
+def test_longest_calls_per_thread():
+    """report.txt with --timeline: per thread, the 5 longest single calls
+    (their --time duration), when each began and the calls it ran under,
+    as timeline.bin says (computed here from the raw file); the longest is
+    the largest max_ns of --time's table; `report DIR` writes it again."""
+    t = hs.trace(DEMO, options=["--timeline", "--no-sample"], name="tl_longest")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    want = longest_expected(t, os.path.join(hs.ROOT, t.out, "timeline.bin"))
+    section = t.txt.split("\nlongest calls, per thread")[1]
+    got, tid = {}, None
+    for line in section.splitlines()[2:]:
+        m = re.fullmatch(r"thread (\d+)", line)
+        if m:
+            tid = int(m.group(1))
+            got[tid] = []
+            continue
+        m = re.fullmatch(r"\s+(\S+ \S+)\s+(\d+\.\d{6}) s  (\S+) \(demo\.exe\)( \[open at the end\])?\s+"
+                         r"(?:\(outermost\)|under (.*))", line)
+        if not m:
+            break
+        chain = m.group(5).split(" > ") if m.group(5) else []
+        chain = ["..." if c == ".." else c for c in chain]
+        got[tid].append((m.group(3), bool(m.group(4)), float(m.group(2)), parse_duration(m.group(1)), chain))
+    hs.eq(sorted(got), sorted(want), "threads")
+    for tid, rows in want.items():
+        hs.eq([(r[0], r[1], r[4]) for r in got[tid]], [(r[0], r[1], r[4]) for r in rows],
+              f"thread {tid}: the longest calls, open or not, and the calls around them")
+        for g, w in zip(got[tid], rows):
+            hs.check(abs(g[2] - w[2]) <= 1.5e-6, f"{w[0]}: began at {g[2]} s, timeline.bin says {w[2]:.7f}")
+            hs.check(abs(g[3] - w[3]) <= w[3] * 0.005 + 1, f"{w[0]}: {g[3]} ns, timeline.bin says {w[3]:.0f}")
+    longest_closed = max((r for rows in want.values() for r in rows if not r[1]), key=lambda r: r[3])
+    max_ns = max(f["time"]["max_ns"] for f in t.functions("demo.exe") if f.get("time"))
+    hs.check(abs(longest_closed[3] - max_ns) <= 1, f"the longest call that ended ({longest_closed[0]}, "
+             f"{longest_closed[3]:.0f} ns) is --time's largest max_ns ({max_ns})")
+    again = hs.outdir("tl_longest_again")
+    p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
+    hs.eq(p.returncode, 0, "report -o: " + p.stderr.decode(errors="replace"))
+    with open(os.path.join(hs.ROOT, again, "report.txt"), encoding="utf-8") as f:
+        hs.eq(f.read().split("\nlongest calls")[1], t.txt.split("\nlongest calls")[1], "report DIR: the same section")
+
+
 def test_speedscope_opens_the_trace():
     """speedscope's own app (the npm package's release build) in headless
     Chromium imports tlthreads.exe's trace.json: no console error, the

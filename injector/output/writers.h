@@ -89,4 +89,8 @@ int hs_write_folded_hookscope(const hs_profile *p, FILE *out);
 /* report.txt's sections on samples (txt_cpu.c); hooks: calls are known */
 void hs_write_txt_samples(const hs_profile *p, const hs_txt_view *v, FILE *out, bool hooks);
 
+/* report.txt's longest calls per thread (txt_longest.c; --timeline: none
+ * without one). 0, or -1 (the timeline's file could not be read: said). */
+int hs_write_txt_longest(const hs_profile *p, FILE *out);
+
 #endif
