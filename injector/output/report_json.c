@@ -598,6 +598,10 @@ static void write_sampling(const hs_profile *p, FILE *out)
         fprintf(out, ", \"rate_reason\": ");
         hs_json_quote(out, s->rate_reason);
     }
+    if (s->lost_why[0]) {
+        fprintf(out, ", \"lost_why\": ");
+        hs_json_quote(out, s->lost_why);
+    }
     if (s->suspensions >= 0 && s->reused >= 0)
         fprintf(out, ", \"suspensions\": %lld, \"reused_samples\": %lld", (long long)s->suspensions,
                 (long long)s->reused);

@@ -450,6 +450,8 @@ static void write_sampling(const hs_profile *p, FILE *out)
         fprintf(out, "no stack   %llu wait and %llu ready samples: no stack was walked where their time off the "
                      "CPU ended\n",
                 (unsigned long long)sm->wait_no_stack, (unsigned long long)sm->ready_no_stack);
+    if (sm->lost_why[0])
+        fprintf(out, "lost       %llu samples: %s\n", (unsigned long long)sm->lost, sm->lost_why);
     if (sm->rate_reason[0])
         fprintf(out, "rate       %g Hz: %s\n", sm->rate_hz, sm->rate_reason);
     if (sm->suspensions >= 0 && sm->reused >= 0)

@@ -472,6 +472,7 @@ static void load_sampling(loader *l, const hs_json *root)
         d->threads_s = hs_json_num(hs_json_get(s, "threads_s"), -1);
         d->etl_kept = hs_json_get(s, "etl_file") != NULL;
         snprintf(d->rate_reason, sizeof d->rate_reason, "%s", hs_json_str(hs_json_get(s, "rate_reason"), ""));
+        snprintf(d->lost_why, sizeof d->lost_why, "%s", hs_json_str(hs_json_get(s, "lost_why"), ""));
         const hs_json *su = hs_json_get(s, "suspensions"), *re = hs_json_get(s, "reused_samples");
         d->suspensions = su ? (int64_t)hs_json_u64(su, 0) : -1;
         d->reused = re ? (int64_t)hs_json_u64(re, 0) : -1;

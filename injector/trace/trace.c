@@ -282,6 +282,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         p->sampling.rate_hz = hs_rate_as_saved(t->stats.rate_hz > 0 ? t->stats.rate_hz : t->rate_hz);
         snprintf(p->sampling.rate_reason, sizeof p->sampling.rate_reason, "%s",
                  t->stats.rate_reason[0] ? t->stats.rate_reason : t->rate_hz > 0 ? "--sample-rate" : "");
+        snprintf(p->sampling.lost_why, sizeof p->sampling.lost_why, "%s", t->stats.lost_why);
         p->sampling.suspensions = t->stats.suspensions;
         p->sampling.reused = t->stats.reused;
         p->sampling.cpu_s = t->stats.cpu_s;

@@ -113,7 +113,10 @@ typedef struct sthread {
     uint64_t created;          /* its creation time (FILETIME), 0 unknown */
     uint32_t failed;           /* samples that failed since its last good one: lost if it
                                   lives on, part of its end if it ends */
+    uint32_t failed_timeout;   /*   of which its context did not come in time */
     bool seen;                 /* listed by the last enumeration */
+    bool own_checked;          /* hookscope's thread list read again since its only-hookscope
+                                  sample (it was not one of them) */
     double first_at, last_at;  /* when it was sampled first and last (seconds) */
     uint64_t after_cpu;        /* its CPU clock just after its last suspension */
     double last_real;          /* when it was last suspended (seconds) */
@@ -132,6 +135,8 @@ struct hs_sampler {
     uint32_t *ever;            /* every thread id sampled, for the count */
     size_t never, cap_ever;
     uint64_t agent_base;
+    uint64_t lost_timeout, lost_refused, lost_own;   /* samples lost, by why (-v) */
+    uint64_t lost_own_pc;      /* the leaf of the first sample lost in hookscope's code alone */
     bool cycles;
     hs_cls_shared cls;         /* what the classifier learns across threads */
     double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
@@ -278,7 +283,17 @@ static void thread_done(hs_sampler *s, sthread *t)
     CloseHandle(t->h);
 }
 
+/* A thread that is hookscope's (found so after it was listed): let go,
+ * recorded nowhere; what it did is not the program's. */
+static void thread_drop(sthread *t)
+{
+    hs_cls_free(&t->cls);
+    CloseHandle(t->h);
+}
+
 /* ---- threads ------------------------------------------------------------------------- */
+
+static void refresh_own(hs_sampler *s);
 
 static sthread *find_thread(hs_sampler *s, uint32_t tid)
 {
@@ -325,7 +340,7 @@ static bool enumerate_threads(hs_sampler *s)
     for (size_t i = 0; i < s->nthreads; i++)
         s->threads[i].seen = false;
     HANDLE cur = NULL;
-    bool keep_cur = false;
+    bool keep_cur = false, own_read = false;
     for (int guard = 0; guard < 100000; guard++) {
         HANDLE next = NULL;
         if (s->next_thread(s->process, cur, access, 0, 0, &next) != 0)
@@ -344,6 +359,14 @@ static bool enumerate_threads(hs_sampler *s)
         }
         if (WaitForSingleObject(next, 0) == WAIT_OBJECT_0)
             continue;   /* ended, not yet gone */
+        /* a new thread may be one hookscope just started (its id is in the
+         * session before it runs; the list read every OWN_MS may be older) */
+        if (!own_read) {
+            refresh_own(s);
+            own_read = true;
+            if (hs_codemap_own_thread(s->map, tid))
+                continue;
+        }
         hs_xgrow(&s->threads, &s->cap_threads, s->nthreads + 1, sizeof *s->threads);
         t = &s->threads[s->nthreads++];
         memset(t, 0, sizeof *t);
@@ -367,11 +390,15 @@ static bool enumerate_threads(hs_sampler *s)
     /* threads no longer listed, or now hookscope's own */
     for (size_t i = 0; i < s->nthreads;) {
         sthread *t = &s->threads[i];
-        if (t->seen && !hs_codemap_own_thread(s->map, t->tid)) {
+        bool own = hs_codemap_own_thread(s->map, t->tid);
+        if (t->seen && !own) {
             i++;
             continue;
         }
-        thread_done(s, t);
+        if (own)
+            thread_drop(t);
+        else
+            thread_done(s, t);
         s->threads[i] = s->threads[--s->nthreads];
         changed = true;
     }
@@ -506,7 +533,7 @@ static void regs_of(const CONTEXT *c, hs_uw_regs *r)
     r->r[HS_R15] = c->R15;
 }
 
-/* Returns false when the thread is gone. */
+/* Returns false when the thread is gone, or found to be hookscope's. */
 static bool sample_thread(hs_sampler *s, sthread *t, double now)
 {
     if (!t->have_prev && t->created) {
@@ -554,13 +581,17 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     }
     if (rc != HS_GRAB_OK) {
         /* a thread that never gave a context has not started: nothing lost */
-        if (t->have_prev)
+        if (t->have_prev) {
             t->failed++;
+            t->failed_timeout += rc == HS_GRAB_TIMEOUT;
+        }
         return true;
     }
     if (t->failed) {
         hs_sampleset_lost(s->out, t->failed);
-        t->failed = 0;
+        s->lost_timeout += t->failed_timeout;
+        s->lost_refused += t->failed - t->failed_timeout;
+        t->failed = t->failed_timeout = 0;
     }
     hs_xgrow(&s->stopped_us, &s->cap_stopped, s->nstopped + 1, sizeof *s->stopped_us);
     s->stopped_us[s->nstopped++] = (float)((double)g.stopped_qpc * 1e6 / (double)s->qpf.QuadPart);
@@ -622,9 +653,19 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         s->unwind_s += qpc_s(s) - u0;
         s->unwinds++;
         if (!n) {
-            /* only hookscope's code, serving no function */
+            /* only hookscope's code, serving no function: one of its
+             * threads started since its list was read (not sampled from
+             * now on), else a sample lost */
+            if (!t->own_checked) {
+                t->own_checked = true;   /* once: hookscope's ids are written before its threads run */
+                refresh_own(s);
+                if (hs_codemap_own_thread(s->map, t->tid))
+                    return false;
+            }
             t->have_prev = false;
             hs_sampleset_lost(s->out, 1);
+            if (!s->lost_own++)
+                s->lost_own_pc = g.ctx->Rip;
             return true;
         }
         id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
@@ -809,7 +850,10 @@ static DWORD WINAPI sampler_main(void *arg)
         bool gone = false;
         for (size_t i = 0; i < s->nthreads;) {
             if (!sample_thread(s, &s->threads[i], now)) {
-                thread_done(s, &s->threads[i]);
+                if (hs_codemap_own_thread(s->map, s->threads[i].tid))
+                    thread_drop(&s->threads[i]);
+                else
+                    thread_done(s, &s->threads[i]);
                 s->threads[i] = s->threads[--s->nthreads];
                 gone = true;
                 continue;
@@ -958,6 +1002,11 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     st->threads_s = s->threads_s;
     hs_log("sampler: %llu suspensions, %llu samples reused a stack of a thread that did not run",
            (unsigned long long)s->suspensions, (unsigned long long)s->reused);
+    if (s->lost_timeout + s->lost_refused + s->lost_own)
+        snprintf(st->lost_why, sizeof st->lost_why, "%llu of threads whose context did not come in time, %llu "
+                 "whose context was refused, %llu in hookscope's code alone (the first at 0x%llx)",
+                 (unsigned long long)s->lost_timeout, (unsigned long long)s->lost_refused,
+                 (unsigned long long)s->lost_own, (unsigned long long)s->lost_own_pc);
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
            s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,
