@@ -318,3 +318,39 @@ def test_interval_changed_by_another_tool():
             "samples after the change came at 500 Hz; it was left as that tool set it")
     hs.check(any(w == want for w in t.json["warnings"]), f"the warning: {t.json['warnings']}")
     hs.check(want in t.stderr.decode(errors="replace"), f"the line on stderr: {t.stderr!r}")
+
+
+def test_etw_samples_on_the_timeline():
+    """run --sampler etw --timeline: the session's samples (the fake's
+    "timed" script: at times of the real performance counter, spread over
+    the session, as hookscope's own QPC-clocked session records them) are
+    on the timeline as the suspend sampler's are: one instant event per
+    CPU sample of the target (none of another process'), 30 named fib and
+    the 20 in fib's stub as hookscope's, in time order, inside the run
+    (from its start to its wall time), on the thread that has the calls."""
+    rva, _, stdout = rvas("etw_run_timeline")
+    fib, main = rva["fib"], rva["main"]
+    script = f"""timed
+sample 30 exe+{fib + 4:#x} exe+{main + 0x10:#x}
+sample 20 stub+{fib:#x} exe+{main + 0x10:#x}
+foreign 11 exe+{fib + 4:#x}
+"""
+    t, log = fake_run("etw_run_timeline", script, ["--sampler", "etw", "--timeline"])
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    hs.eq(t.stdout, stdout, "the target's output")
+    interval_put_back(log, "run")
+    trace = json.loads(t.file("trace.json"))
+    evs = trace["traceEvents"]
+    samples = [e for e in evs if e.get("cat") in ("sample", "hookscope-sample")]
+    hs.eq(sorted((e["cat"], e["name"]) for e in samples),
+          sorted([("sample", "fib")] * 30 + [("hookscope-sample", "fib")] * 20),
+          "the target's samples, each an instant event (the stub's are hookscope's)")
+    hs.eq(len(t.json["timeline"]["samples"]), 50, "report.json's timeline samples")
+    calls_tid = {e["tid"] for e in evs if e["ph"] == "X"}
+    hs.eq({e["tid"] for e in samples}, calls_tid, "on the thread that made the calls")
+    ts = [e["ts"] for e in samples]
+    wall_us = t.json["target"]["wall_time_s"] * 1e6
+    hs.check(ts == sorted(ts) and len(set(ts)) == 50, "in time order, one time each")
+    hs.check(0 <= ts[0] and ts[-1] <= wall_us + 1e6, f"inside the run: {ts[0]} .. {ts[-1]} us (wall {wall_us:.0f} us)")
+    hs.eq([e["args"]["stack"] for e in samples if e["cat"] == "sample"][0], ["demo.exe!main", "demo.exe!fib"],
+          "a sample's stack, outermost first")

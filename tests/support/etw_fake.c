@@ -89,6 +89,9 @@ static ULONG WINAPI fake_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERT
     fake->log_file_mode = p->LogFileMode;
     fake->enable_flags = p->EnableFlags;
     fake->client_context = p->Wnode.ClientContext;
+    LARGE_INTEGER q;
+    QueryPerformanceCounter(&q);
+    fake->qpc_start = q.QuadPart;
     wcsncpy(fake->log_file, (const wchar_t *)((const char *)p + p->LogFileNameOffset), 519);
     fake->max_file_mb = p->MaximumFileSize;
     fake->running = 1;
@@ -107,7 +110,14 @@ static void write_trace(void)
     etlb b;
     etlb_bytes pl = { 0 };
     const unsigned P = 8;
-    uint64_t ts = 100;
+    /* timed: the events at the session's start on the real clock (QPC, as
+     * hookscope's session asks), the samples spread evenly up to now */
+    LARGE_INTEGER now;
+    QueryPerformanceCounter(&now);
+    uint64_t ts = fake->timed ? (uint64_t)fake->qpc_start : 100;
+    uint64_t nall = 0, at = 0;
+    for (int i = 0; i < fake->nsamples; i++)
+        nall += fake->samples[i].count;
     etlb_init(&b, P, 1, 1024 * 1024);
     etlb_begin(&b, 0, 1);
     /* the timer's interval as the kernel records it: in force when the
@@ -144,6 +154,12 @@ static void write_trace(void)
         uint32_t n = smp->nframes ? smp->nframes : 2;
         for (uint32_t k = 0; k < smp->count; k++) {
             uint64_t t = ts++;
+            if (fake->timed) {
+                uint64_t due = (uint64_t)fake->qpc_start +
+                               (uint64_t)(now.QuadPart - fake->qpc_start) * ++at / (nall + 1);
+                t = due > t ? due : t;
+                ts = t + 1;
+            }
             etlb_p_sample(&pl, P, frames[0], tid, 0);
             etlb_perf(&b, 0x0F, 46, 2, t, 0, 0, &pl), pl.n = 0;
             etlb_p_stack(&pl, P, t, pid, tid, frames, n);

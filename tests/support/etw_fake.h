@@ -79,6 +79,8 @@ typedef struct etw_fake {
     int no_samples_after;          /* ... in the trace written at stop (a flush's has them) */
     unsigned long retune;          /* another tool sets the machine's interval to this at a flush */
     int fill;                      /* the file reaches its cap (MaximumFileSize) */
+    int timed;                     /* samples at the real clock's times, spread over the session */
+    long long qpc_start;           /* QueryPerformanceCounter when the session started */
     /* sessions of others that run already (named; leftovers of hookscopes
      * among them), and whether each still runs */
     wchar_t others[4][64];

@@ -23,6 +23,9 @@
  *   retune N                another tool sets the machine's interval to N (100 ns) at
  *                           a flush, while hookscope's session runs
  *   fill                    the file reaches its cap
+ *   timed                   the samples at times of the real clock (QPC), spread
+ *                           evenly from the session's start to the trace's writing
+ *                           (not with switch lines: those count from the first event)
  *   sample COUNT FRAME...   COUNT samples of the target's first thread, leaf first
  *   foreign COUNT FRAME...  samples of another process (pid 4242, tid 4243)
  *   busy FRAME...           samples of the target's first thread as the kernel
@@ -336,6 +339,8 @@ static void read_script(int early)
             fake.no_samples_after = 1;
         } else if (!strcmp(w, "fill")) {
             fake.fill = 1;
+        } else if (!strcmp(w, "timed")) {
+            fake.timed = 1;
         } else if (!strcmp(w, "retune")) {
             const char *n = strtok(NULL, " \t\r\n");
             fake.retune = n ? strtoul(n, NULL, 0) : 0;
