@@ -354,3 +354,41 @@ foreign 11 exe+{fib + 4:#x}
     hs.check(0 <= ts[0] and ts[-1] <= wall_us + 1e6, f"inside the run: {ts[0]} .. {ts[-1]} us (wall {wall_us:.0f} us)")
     hs.eq([e["args"]["stack"] for e in samples if e["cat"] == "sample"][0], ["demo.exe!main", "demo.exe!fib"],
           "a sample's stack, outermost first")
+
+
+def test_etw_run_names_jit_compiled_code():
+    """A .NET program under run --sampler etw: the session enables the
+    runtime's provider for the target only (its process filter), verbose,
+    with Loader, JIT and NGen (its per-method events suppressed), and the
+    rundown provider with StartRundown (a runtime already running lists
+    what it compiled); the runtime's MethodLoadVerbose events then name
+    the samples in JIT-compiled code (here in no image), in every output.
+    The target has ended when the session stops: no end rundown. With
+    the enabling refused, the run goes on and the frames stay addresses."""
+    rva, _, stdout = rvas("etw_run_jit")
+    main = rva["main"]
+    script = f"""jit 0x7ff700010000 0x100 App.Worker Compute
+jit 0x7ff700020000 0x80 App.Worker Idle
+sample 12 abs+0x7ff700010010 abs+0x7ff700020040 exe+{main + 0x10:#x}
+sample 5 abs+0x7ff700020004 exe+{main + 0x10:#x}
+"""
+    t, log = fake_run("etw_run_jit", script, ["--sampler", "etw"])
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    hs.eq(t.stdout, stdout, "the target's output")
+    st = final(log)
+    hs.eq(st.get("enabled"), ["clr-runtime 5 0x40038 target", "clr-rundown 5 0x78 target"],
+          "the providers enabled: the runtime's (Loader, JIT, NGen suppressed) and a start rundown, for the target")
+    folded = sorted(t.file("cpu-stacks.folded").splitlines())
+    hs.eq([l.rsplit(" ", 1)[1] for l in folded], ["12", "5"] if "Compute" in folded[0] else ["5", "12"],
+          f"two stacks: {folded}")
+    names = {l.rsplit(" ", 1)[1]: [f.split("!")[-1] for f in l.rsplit(" ", 1)[0].split(";")] for l in folded}
+    hs.eq(names, {"12": ["main", "App.Worker.Idle", "App.Worker.Compute"], "5": ["main", "App.Worker.Idle"]},
+          "the JIT-compiled frames named by the runtime's events")
+    hs.check("App.Worker.Compute" in t.txt, "report.txt names the method")
+    t2, log2 = fake_run("etw_run_jit_refused", "fail enable 5\n" + script, ["--sampler", "etw"])
+    hs.eq(t2.rc, 0, f"refused: exit code (stderr {t2.stderr!r})")
+    hs.eq(final(log2).get("enabled"), None, "refused: nothing enabled")
+    folded2 = t2.file("cpu-stacks.folded")
+    hs.check("App.Worker" not in folded2 and "0x7ff700010010" in folded2.replace("+", " "),
+             f"refused: the frames stay addresses: {folded2!r}")
+    hs.eq(t2.json["sampling"]["samples"], 17, "refused: every sample still there")

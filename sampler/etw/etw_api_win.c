@@ -38,6 +38,7 @@ const hs_etw_api *hs_etw_system_api(void)
             api.set_information = (void *)GetProcAddress(adv, "TraceSetInformation");
             api.query_information = (void *)GetProcAddress(adv, "TraceQueryInformation");
             api.query_all_traces = (void *)GetProcAddress(adv, "QueryAllTracesW");
+            api.enable_trace_ex2 = (void *)GetProcAddress(adv, "EnableTraceEx2");
         }
         api.enable_profile_privilege = enable_profile_privilege;
         bound = 1;

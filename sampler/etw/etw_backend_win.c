@@ -229,6 +229,10 @@ static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out, hs_s
     free(w);
     if (rc == 0) {
         guard(&s->etw);
+        ULONG clr = hs_etw_enable_clr(&s->etw, s->pid);
+        if (clr)
+            hs_log("etw: the .NET runtime's events were not enabled (%s): JIT-compiled code stays unnamed",
+                   hs_win_error(clr));
         if (samples_come(s))
             return s;
         stop_running();
@@ -243,6 +247,20 @@ static hs_sampler *etw_start(const hs_sampler_config *c, hs_sampleset *out, hs_s
     free(s->path);
     free(s);
     return NULL;
+}
+
+/* A target that still runs (attach): its .NET runtime, if any, lists the
+ * methods it holds before the session stops (hs_etw_clr_end_rundown),
+ * given CLR_RUNDOWN_MS to write them. */
+#define CLR_RUNDOWN_MS 500
+static void end_rundown(hs_sampler *s)
+{
+    HANDLE h = OpenProcess(SYNCHRONIZE, FALSE, s->pid);
+    bool alive = h && WaitForSingleObject(h, 0) == WAIT_TIMEOUT;
+    if (h)
+        CloseHandle(h);
+    if (alive && hs_etw_clr_end_rundown(&s->etw, s->pid) == ERROR_SUCCESS)
+        Sleep(CLR_RUNDOWN_MS);
 }
 
 static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
@@ -260,8 +278,10 @@ static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
     /* not stopped by another way out meanwhile: stop it here */
     char err[400] = "";
     int stopped = 1;
-    if (InterlockedCompareExchangePointer((void *volatile *)&running, NULL, &s->etw) == &s->etw)
+    if (InterlockedCompareExchangePointer((void *volatile *)&running, NULL, &s->etw) == &s->etw) {
+        end_rundown(s);
         stopped = hs_etw_stop(&s->etw, err, sizeof err) == 0;
+    }
     if (s->etw.interval_foreign) {
         snprintf(stats->note, sizeof stats->note, "another tool changed the machine's sampling interval during the "
                  "run (from %lu to %lu x 100 ns): samples after the change came at %.0f Hz; it was left as that tool "

@@ -285,6 +285,52 @@ int hs_etw_start(hs_etw_session *s, const hs_etw_api *api, const wchar_t *path, 
     return 0;
 }
 
+static const GUID clr_runtime = { 0xe13c0d23, 0xccbc, 0x4e12, { 0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4 } };
+static const GUID clr_rundown = { 0xa669021c, 0xc450, 0x4609, { 0xa0, 0x35, 0x5a, 0xf5, 0x9a, 0xf4, 0xdf, 0x18 } };
+#define FILTER_TYPE_PID 0x80000004u   /* EVENT_FILTER_TYPE_PID */
+#define LEVEL_VERBOSE 5
+
+/* Enable provider for pid only, or for every process where this Windows
+ * has no process filter. */
+static ULONG enable_for(hs_etw_session *s, const GUID *provider, ULONGLONG keywords, uint32_t pid)
+{
+    if (!s->started)
+        return ERROR_INVALID_HANDLE;
+    if (!s->api->enable_trace_ex2)
+        return ERROR_CALL_NOT_IMPLEMENTED;
+    ULONG one = pid;
+    EVENT_FILTER_DESCRIPTOR fd;
+    memset(&fd, 0, sizeof fd);
+    fd.Ptr = (ULONGLONG)(uintptr_t)&one;
+    fd.Size = sizeof one;
+    fd.Type = FILTER_TYPE_PID;
+    ENABLE_TRACE_PARAMETERS ep;
+    memset(&ep, 0, sizeof ep);
+    ep.Version = ENABLE_TRACE_PARAMETERS_VERSION_2;
+    ep.EnableFilterDesc = &fd;
+    ep.FilterDescCount = 1;
+    ULONG rc = s->api->enable_trace_ex2(s->handle, provider, EVENT_CONTROL_CODE_ENABLE_PROVIDER, LEVEL_VERBOSE,
+                                        keywords, 0, 0, pid ? &ep : NULL);
+    if (pid && (rc == ERROR_NOT_SUPPORTED || rc == ERROR_INVALID_PARAMETER))
+        rc = s->api->enable_trace_ex2(s->handle, provider, EVENT_CONTROL_CODE_ENABLE_PROVIDER, LEVEL_VERBOSE,
+                                      keywords, 0, 0, NULL);
+    return rc;
+}
+
+ULONG hs_etw_enable_clr(hs_etw_session *s, uint32_t pid)
+{
+    ULONG rc = enable_for(s, &clr_runtime, HS_ETW_CLR_RUNTIME_KEYWORDS, pid);
+    ULONG rd = enable_for(s, &clr_rundown, HS_ETW_CLR_RUNDOWN_START, pid);
+    return rc ? rc : rd;
+}
+
+ULONG hs_etw_clr_end_rundown(hs_etw_session *s, uint32_t pid)
+{
+    /* a provider enabled again with other keywords: its runtimes are told
+     * the new ones, and an end rundown starts */
+    return enable_for(s, &clr_rundown, HS_ETW_CLR_RUNDOWN_END, pid);
+}
+
 ULONG hs_etw_flush(hs_etw_session *s)
 {
     if (!s->started)

@@ -41,7 +41,9 @@
 #define HOOKSCOPE_ETW_WIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <windows.h>
+#include <evntprov.h>
 #include <evntrace.h>
 
 typedef struct hs_etw_api {
@@ -52,6 +54,8 @@ typedef struct hs_etw_api {
     /* SeSystemProfilePrivilege: ERROR_SUCCESS, or why it cannot be enabled */
     DWORD (*enable_profile_privilege)(void);
     ULONG (WINAPI *query_all_traces)(EVENT_TRACE_PROPERTIES **props, ULONG count, ULONG *returned);
+    ULONG (WINAPI *enable_trace_ex2)(TRACEHANDLE h, LPCGUID provider, ULONG code, UCHAR level, ULONGLONG any,
+                                     ULONGLONG all, ULONG timeout, PENABLE_TRACE_PARAMETERS params);
 } hs_etw_api;
 
 /* The system's ETW functions (bound at first use; an entry is NULL when
@@ -100,6 +104,37 @@ int hs_etw_stop(hs_etw_session *s, char *err, size_t errlen);
 /* After the stop: did the file reach its cap (the samples after it are
  * missing)? */
 int hs_etw_file_full(const hs_etw_session *s);
+
+/* .NET programs: the names of JIT-compiled code come from the runtime's
+ * own events (sampler/etl/clr.c decodes them). In the session, for the
+ * process pid only (an EVENT_FILTER_TYPE_PID filter, Windows 8.1+; on a
+ * Windows that refuses the filter, for every process, the reader keeping
+ * the target's), at level 5 (verbose: the method events with names):
+ *   - the runtime provider (Microsoft-Windows-DotNETRuntime,
+ *     e13c0d23-ccbc-4e12-931b-d9cc2eee27e4) with HS_ETW_CLR_RUNTIME_KEYWORDS:
+ *     LoaderKeyword 0x8 (module loads: each method's assembly, NGen and
+ *     ReadyToRun images), JITKeyword 0x10 (MethodLoadVerbose as each method
+ *     is compiled), NGenKeyword 0x20 with OverrideAndSuppressNGenEventsKeyword
+ *     0x40000 (the images' events without one event per precompiled method);
+ *   - the rundown provider (Microsoft-Windows-DotNETRuntimeRundown,
+ *     a669021c-c450-4609-a035-5af59af4df18) with HS_ETW_CLR_RUNDOWN_START:
+ *     Loader 0x8, Jit 0x10, NGen 0x20 and StartRundownKeyword 0x40, so that a
+ *     runtime already running (attach) lists the methods it compiled before
+ *     (MethodDCStartVerbose).
+ * Returns 0, or the first Win32 error (the samples are then unnamed in
+ * JIT-compiled code; sampling goes on). */
+#define HS_ETW_CLR_RUNTIME_KEYWORDS 0x40038ull
+#define HS_ETW_CLR_RUNDOWN_START 0x78ull
+#define HS_ETW_CLR_RUNDOWN_END 0x138ull
+ULONG hs_etw_enable_clr(hs_etw_session *s, uint32_t pid);
+
+/* Before the stop, while the process still runs: the rundown provider
+ * enabled again with HS_ETW_CLR_RUNDOWN_END (EndRundownKeyword 0x100):
+ * its runtime lists the methods it holds now (MethodDCEndVerbose), those
+ * compiled before the session's start included. The events come from
+ * the process, a moment later: the caller waits before it stops the
+ * session. 0 or a Win32 error. */
+ULONG hs_etw_clr_end_rundown(hs_etw_session *s, uint32_t pid);
 
 /* Stop the sessions of hookscopes that are gone (above); returns how many
  * were stopped. hs_etw_start calls it; exposed for the tests. */

@@ -105,6 +105,8 @@ static ULONG WINAPI fake_start(TRACEHANDLE *h, LPCWSTR name, EVENT_TRACE_PROPERT
  * scripted process, its thread and exe, each sample with its stack (the
  * instruction and one return address), then the context switches and
  * readies, as a system logger writes them (64-bit, QPC clock at 10 MHz). */
+static int jit_events_on(void);
+
 static void write_trace(void)
 {
     etlb b;
@@ -139,6 +141,12 @@ static void write_trace(void)
         const fake_image *im = &fake->images[i];
         etlb_p_image(&pl, P, im->base, im->size, im->pid, 0, im->timestamp, im->path);
         etlb_sys(&b, 0, 0x14, 3, 3, 0, im->pid, ts++, &pl), pl.n = 0;
+    }
+    /* the runtime's MethodLoadVerbose (event 143, version 1), as it compiles */
+    for (int i = 0; i < fake->njits && jit_events_on(); i++) {
+        const fake_jit *j = &fake->jits[i];
+        etlb_p_clr_method(&pl, 1, 0x1000 + (uint64_t)i, 0, j->start, j->size, j->ns, j->name, "void  ()", 0);
+        etlb_evh(&b, etlb_guid_clr_runtime, 143, 37, 1, fake->tid, fake->pid, ts++, NULL, 0, &pl), pl.n = 0;
     }
     for (int i = 0; i < fake->nsamples && !fake->no_samples && !(fake->no_samples_after && !fake->running); i++) {
         const fake_sample *smp = &fake->samples[i];
@@ -300,9 +308,49 @@ void etw_fake_other(etw_fake *f, const wchar_t *name)
     }
 }
 
+static ULONG WINAPI fake_enable_ex2(TRACEHANDLE h, LPCGUID provider, ULONG code, UCHAR level, ULONGLONG any,
+                                    ULONGLONG all, ULONG timeout, PENABLE_TRACE_PARAMETERS params)
+{
+    (void)all, (void)timeout;
+    static const GUID runtime = { 0xe13c0d23, 0xccbc, 0x4e12, { 0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4 } };
+    static const GUID rundown = { 0xa669021c, 0xc450, 0x4609, { 0xa0, 0x35, 0x5a, 0xf5, 0x9a, 0xf4, 0xdf, 0x18 } };
+    record("enable", (unsigned long)code);
+    if (h != FAKE_HANDLE || !fake->running || code != EVENT_CONTROL_CODE_ENABLE_PROVIDER)
+        return ERROR_INVALID_PARAMETER;
+    if (fake->fail_enable)
+        return fake->fail_enable;
+    if (fake->nenables >= FAKE_MAX_ENABLES)
+        return ERROR_NO_SYSTEM_RESOURCES;
+    fake_enable *e = &fake->enables[fake->nenables++];
+    snprintf(e->provider, sizeof e->provider, "%s",
+             !memcmp(provider, &runtime, sizeof runtime) ? "clr-runtime"
+             : !memcmp(provider, &rundown, sizeof rundown) ? "clr-rundown" : "other");
+    e->level = level;
+    e->keywords = any;
+    e->pid = 0;
+    if (params && params->FilterDescCount == 1 && params->EnableFilterDesc &&
+        params->EnableFilterDesc->Type == 0x80000004u && params->EnableFilterDesc->Size == 4)
+        e->pid = *(const ULONG *)(uintptr_t)params->EnableFilterDesc->Ptr;
+    return ERROR_SUCCESS;
+}
+
+/* The runtime's JIT events reach the trace: its provider enabled with
+ * JITKeyword at the verbose level (the names), for the target. */
+static int jit_events_on(void)
+{
+    for (int i = 0; i < fake->nenables; i++) {
+        const fake_enable *e = &fake->enables[i];
+        if (!strcmp(e->provider, "clr-runtime") && (e->keywords & 0x10) && e->level >= 5 &&
+            (!e->pid || e->pid == fake->pid))
+            return 1;
+    }
+    return 0;
+}
+
 const hs_etw_api *etw_fake_api(etw_fake *f)
 {
-    static hs_etw_api api = { fake_start, fake_control, fake_set, fake_query, fake_privilege, fake_query_all };
+    static hs_etw_api api = { fake_start, fake_control, fake_set, fake_query, fake_privilege, fake_query_all,
+                              fake_enable_ex2 };
     fake = f;
     return &api;
 }

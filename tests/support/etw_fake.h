@@ -32,6 +32,25 @@ typedef struct fake_call {
 #define FAKE_MAX_STACK_CLASSES 8
 #define FAKE_MAIN 0xFFFFFFFFu      /* in a fake_sched: the scripted tid */
 
+#define FAKE_MAX_JITS 4
+#define FAKE_MAX_ENABLES 8
+
+/* A method the .NET runtime compiled (a MethodLoadVerbose event when the
+ * session enabled its runtime provider for JIT events, verbose). */
+typedef struct fake_jit {
+    uint64_t start;
+    uint32_t size;
+    char ns[64], name[64];
+} fake_jit;
+
+/* A provider enabled in the session (EnableTraceEx2). */
+typedef struct fake_enable {
+    char provider[16];             /* "clr-runtime", "clr-rundown", "other" */
+    unsigned level;
+    unsigned long long keywords;
+    uint32_t pid;                  /* its process filter (0: none) */
+} fake_enable;
+
 typedef struct fake_sample {
     uint64_t ip, ret;              /* the sampled instruction and one return address */
     uint32_t count;
@@ -80,6 +99,11 @@ typedef struct etw_fake {
     unsigned long retune;          /* another tool sets the machine's interval to this at a flush */
     int fill;                      /* the file reaches its cap (MaximumFileSize) */
     int timed;                     /* samples at the real clock's times, spread over the session */
+    ULONG fail_enable;             /* what EnableTraceEx2 answers (ERROR_SUCCESS: it enables) */
+    fake_jit jits[FAKE_MAX_JITS];
+    int njits;
+    fake_enable enables[FAKE_MAX_ENABLES];
+    int nenables;
     long long qpc_start;           /* QueryPerformanceCounter when the session started */
     /* sessions of others that run already (named; leftovers of hookscopes
      * among them), and whether each still runs */

@@ -14,7 +14,7 @@
  *
  * HS_FAKE_ETW_SCRIPT names a file of lines:
  *   fail STEP CODE          make a step fail: privilege, query, set, start, stack,
- *                           stop (by handle), stop-name (by name); ERROR_MORE_DATA
+ *                           stop (by handle), stop-name (by name), enable; ERROR_MORE_DATA
  *                           (234) for a stop: it stops, and says so
  *   leftover NAME           a session NAME runs already ($SELF in it: hookscope's
  *                           pid): a hookscope's left by one that ended, or another's
@@ -23,6 +23,9 @@
  *   retune N                another tool sets the machine's interval to N (100 ns) at
  *                           a flush, while hookscope's session runs
  *   fill                    the file reaches its cap
+ *   jit START SIZE NS NAME  the .NET runtime compiled method NS.NAME at START: its
+ *                           MethodLoadVerbose is in the trace if the session enabled
+ *                           the runtime's provider for JIT events (verbose)
  *   timed                   the samples at times of the real clock (QPC), spread
  *                           evenly from the session's start to the trace's writing
  *                           (not with switch lines: those count from the first event)
@@ -42,6 +45,7 @@
  *                           first) or idle
  *   readied MS THREAD       a ReadyThread for THREAD
  * with FRAME one of
+ *   abs+0xADDRESS           that address (JIT-compiled code: in no image)
  *   exe+0xRVA               an address in the target's exe
  *   stub+0xRVA              where the hooked function at exe+RVA jumps to
  *                           (its first instruction, patched by the agent)
@@ -112,6 +116,9 @@ static void log_state(const char *when)
             fprintf(f, "other-running %ls\n", fake.others[i]);
     for (int i = 0; i < fake.nstack_classes; i++)
         fprintf(f, "stack-class %s %u\n", fake.stack_classes[i].provider, fake.stack_classes[i].type);
+    for (int i = 0; i < fake.nenables; i++)
+        fprintf(f, "enabled %s %u 0x%llx %s\n", fake.enables[i].provider, fake.enables[i].level,
+                fake.enables[i].keywords, fake.enables[i].pid == fake.pid ? "target" : fake.enables[i].pid ? "other" : "all");
     for (int i = 0; i < fake.nsamples; i++) {
         fprintf(f, "sample %u", fake.samples[i].count);
         for (uint32_t k = 0; k < fake.samples[i].nframes; k++)
@@ -229,6 +236,8 @@ static int parse_frame(const char *w, uint64_t *out)
         *out = KERNEL_BASE + off;
     else if (!strncmp(w, "stub+", 5))
         *out = jump_target(exe_base + off);
+    else if (!strncmp(w, "abs+", 4))
+        *out = off;
     else
         return -1;
     return *out ? 0 : -1;
@@ -319,6 +328,8 @@ static void read_script(int early)
                 fake.fail_stop = c;
             else if (step && !strcmp(step, "stop-name"))
                 fake.fail_stop_name = c;
+            else if (step && !strcmp(step, "enable"))
+                fake.fail_enable = c;
             else
                 fail("no such step: %s", step ? step : "");
         } else if (!strcmp(w, "leftover")) {
@@ -341,6 +352,18 @@ static void read_script(int early)
             fake.fill = 1;
         } else if (!strcmp(w, "timed")) {
             fake.timed = 1;
+        } else if (!strcmp(w, "jit")) {
+            const char *start = strtok(NULL, " \t\r\n"), *size = strtok(NULL, " \t\r\n");
+            const char *ns = strtok(NULL, " \t\r\n"), *name = strtok(NULL, " \t\r\n");
+            if (!name || fake.njits >= FAKE_MAX_JITS) {
+                fail("a jit line wants START SIZE NAMESPACE NAME (at most 4): %s", name ? "too many" : "too short");
+                continue;
+            }
+            fake_jit *j = &fake.jits[fake.njits++];
+            j->start = strtoull(start, NULL, 0);
+            j->size = (uint32_t)strtoul(size, NULL, 0);
+            snprintf(j->ns, sizeof j->ns, "%s", ns);
+            snprintf(j->name, sizeof j->name, "%s", name);
         } else if (!strcmp(w, "retune")) {
             const char *n = strtok(NULL, " \t\r\n");
             fake.retune = n ? strtoul(n, NULL, 0) : 0;
@@ -449,9 +472,15 @@ static DWORD dll_privilege(void)
     return inner->enable_profile_privilege();
 }
 
+static ULONG WINAPI dll_enable(TRACEHANDLE h, LPCGUID provider, ULONG code, UCHAR level, ULONGLONG any, ULONGLONG all,
+                               ULONG timeout, PENABLE_TRACE_PARAMETERS params)
+{
+    return inner->enable_trace_ex2(h, provider, code, level, any, all, timeout, params);
+}
+
 __declspec(dllexport) const hs_etw_api *hs_etw_test_api(void)
 {
-    static hs_etw_api api = { dll_start, dll_control, dll_set, dll_query, dll_privilege, dll_query_all };
+    static hs_etw_api api = { dll_start, dll_control, dll_set, dll_query, dll_privilege, dll_query_all, dll_enable };
     if (!inner) {
         etw_fake_reset(&fake);
         const char *interval = getenv("HS_FAKE_ETW_INTERVAL");
