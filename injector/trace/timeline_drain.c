@@ -231,7 +231,10 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
         free(d);
         return NULL;
     }
-    setvbuf(d->f, NULL, _IOFBF, 1 << 20);
+    /* unbuffered: a pass writes each ring's events in one piece, and the C
+     * runtime's buffer only copies them first (Wine's msvcrt: 256 KB pieces
+     * through a 1 MB buffer at ~0.4 GB/s, written directly at ~4 GB/s) */
+    setvbuf(d->f, NULL, _IONBF, 0);
     hs_tl_file_hdr fh;
     memset(&fh, 0, sizeof fh);
     memcpy(fh.magic, HS_TL_FILE_MAGIC, 8);
