@@ -22,7 +22,14 @@ typedef struct search {
     size_t msglen;
     hs_pdb_found *out;
     int found;
+    int started;                /* prefetch: a download was started, the search ends */
+    char *cache;                /* the folder of the last cache*DIR entry */
 } search;
+
+static int done(const search *s)
+{
+    return s->found || s->started;
+}
 
 static const char *base_name(const char *p)
 {
@@ -162,6 +169,30 @@ static int try_two_tier(search *s, const char *dir, const char *via)
     return try_path(s, p, via);
 }
 
+/* Ask the symbol server at url (its file kept in cache); a prefetch only
+ * starts the download, and the search ends there. */
+static int try_server(search *s, const char *url, const char *cache, const char *via)
+{
+    const hs_symfetch *f = s->s->fetch;
+    if (s->s->prefetch) {
+        if (f->start)
+            f->start(f->ctx, url, cache, s->name, s->key);
+        s->started = 1;
+        return 0;
+    }
+    char *path = f->get(f->ctx, url, cache, s->name, s->key);
+    if (!path)
+        return 0;
+    /* the cache's own place was looked at before the download filled it */
+    for (size_t i = 0; i < s->ntried; i++)
+        if (strcmp(s->tried[i], path) == 0) {
+            free(s->tried[i]);
+            s->tried[i] = s->tried[--s->ntried];
+            break;
+        }
+    return try_path(s, path, via);
+}
+
 /* One search path: entries separated by ';'. Returns the number of places
  * it named, or -1 when out of memory. */
 static int try_search_path(search *s, const char *list, const char *via)
@@ -170,7 +201,7 @@ static int try_search_path(search *s, const char *list, const char *via)
     if (!list)
         return 0;
     const char *p = list;
-    while (*p && !s->found) {
+    while (*p && !done(s)) {
         const char *e = strchr(p, ';');
         size_t n = e ? (size_t)(e - p) : strlen(p);
         while (n && isspace((unsigned char)*p)) {
@@ -188,10 +219,9 @@ static int try_search_path(search *s, const char *list, const char *via)
         if (n) {
             char *star = strchr(entry, '*');
             size_t first = star ? (size_t)(star - entry) : n;
-            int store = 0;
+            int store = 0, cache_entry = star && prefix_ci(entry, "cache", first);
             const char *parts = NULL;
-            if (star && ((prefix_ci(entry, "srv", first)) ||
-                         (prefix_ci(entry, "cache", first)))) {
+            if (star && (prefix_ci(entry, "srv", first) || cache_entry)) {
                 store = 1;
                 parts = star + 1;
             } else if (star && prefix_ci(entry, "symsrv", first)) {
@@ -203,24 +233,42 @@ static int try_search_path(search *s, const char *list, const char *via)
                 places++;
                 rc = try_path(s, join(entry, s->name, NULL, NULL), via);
             } else {
-                while (*parts && rc == 0 && !s->found) {
+                char *first_dir = NULL;     /* where a server's file is kept */
+                while (*parts && rc == 0 && !done(s)) {
                     const char *q = strchr(parts, '*');
                     size_t m = q ? (size_t)(q - parts) : strlen(parts);
-                    if (m && !is_url(parts, m)) {
-                        char *dir = malloc(m + 1);
-                        if (!dir) {
-                            rc = -1;
-                            break;
+                    char *part = m ? malloc(m + 1) : NULL;
+                    if (m && !part) {
+                        rc = -1;
+                        break;
+                    }
+                    if (part) {
+                        memcpy(part, parts, m);
+                        part[m] = 0;
+                    }
+                    if (part && is_url(parts, m)) {
+                        if (s->s->fetch) {
+                            places++;
+                            rc = try_server(s, part, first_dir ? first_dir : s->cache, via);
                         }
-                        memcpy(dir, parts, m);
-                        dir[m] = 0;
+                        free(part);
+                    } else if (part) {
                         places++;
-                        rc = try_path(s, join(dir, s->name, s->key, s->name), via);
+                        rc = try_path(s, join(part, s->name, s->key, s->name), via);
                         if (rc == 0 && !s->found)
-                            rc = try_two_tier(s, dir, via);
-                        free(dir);
+                            rc = try_two_tier(s, part, via);
+                        if (!first_dir)
+                            first_dir = part;
+                        else
+                            free(part);
                     }
                     parts = q ? q + 1 : parts + m;
+                }
+                if (cache_entry && first_dir) {
+                    free(s->cache);
+                    s->cache = first_dir;
+                } else {
+                    free(first_dir);
                 }
             }
         }
@@ -279,7 +327,7 @@ static int locate(const hs_pe *pe, const hs_rsds *rsds, const hs_pdb_search *sp,
     int nsym = 0, nnt = 0, oom = 0;
     if (out->rsds.path[0] && strcmp(out->rsds.path, s.name) != 0)
         oom |= try_path(&s, dup(out->rsds.path), "rsds") < 0;
-    if (!s.found && !oom && sp->image_path) {
+    if (!done(&s) && !oom && sp->image_path) {
         size_t dl = (size_t)(base_name(sp->image_path) - sp->image_path);
         char *dir = malloc(dl + 2);
         if (!dir) {
@@ -293,17 +341,18 @@ static int locate(const hs_pe *pe, const hs_rsds *rsds, const hs_pdb_search *sp,
             free(dir);
         }
     }
-    if (!s.found && !oom) {
+    if (!done(&s) && !oom) {
         nsym = try_search_path(&s, sp->symbols, "--symbols");
         oom |= nsym < 0;
     }
-    if (!s.found && !oom) {
+    if (!done(&s) && !oom) {
         nnt = try_search_path(&s, sp->nt_symbol_path, "_NT_SYMBOL_PATH");
         oom |= nnt < 0;
     }
     for (size_t i = 0; i < s.ntried; i++)
         free(s.tried[i]);
     free(s.tried);
+    free(s.cache);
     if (oom) {
         hs_pdb_found_free(out);
         snprintf(msg, msglen, "out of memory looking for %s", s.name);

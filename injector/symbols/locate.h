@@ -13,7 +13,10 @@
  *        SRV*..., symsrv*symsrv.dll*DIR*URL
  *        cache*DIR                 DIR/name.pdb/<GUID><age>/name.pdb, and the
  *                                  two-tier form DIR/na/name.pdb/<key>/name.pdb
- *      URLs (http://, https://) are passed over: hookscope never downloads.
+ *      A URL (http://, https://) in a srv* entry is asked through the
+ *      search's fetch (symstore.h) once the entry's folders miss: the file
+ *      it gets lands in the entry's first folder, or in the folder of the
+ *      last cache*DIR before it; without a fetch, URLs are passed over.
  * <GUID><age> is hs_guid_age_key: the GUID's 32 hex digits and the age in hex
  * (what symstore and symbol servers use).
  *
@@ -35,6 +38,7 @@
 #ifndef HOOKSCOPE_LOCATE_H
 #define HOOKSCOPE_LOCATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +46,7 @@
 #include "injector/symbols/pdb.h"
 #include "injector/symbols/rsds.h"
 #include "injector/symbols/symfs.h"
+#include "injector/symbols/symstore.h"
 
 enum hs_locate_status {
     HS_LOC_FOUND = 0,
@@ -56,6 +61,8 @@ typedef struct hs_pdb_search {
     const char *symbols;        /* --symbols "PATH[;PATH...]", or NULL */
     const char *nt_symbol_path; /* the _NT_SYMBOL_PATH value, or NULL */
     const hs_symfs *fs;         /* NULL: hs_symfs_host() */
+    const hs_symfetch *fetch;   /* symbol servers; NULL: never asked */
+    bool prefetch;              /* only start the downloads the search would wait for */
 } hs_pdb_search;
 
 typedef struct hs_pdb_found {

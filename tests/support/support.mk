@@ -54,7 +54,7 @@ ETWTEST_OBJ := $(call win_obj,tests/support/etwtest.c tests/support/etw_fake.c t
                  $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN))
 $(ETWTEST_WIN): $(ETWTEST_OBJ) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
-	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -lz -ldbghelp -lpsapi -lntdll -lwinmm
+	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -lz -ldbghelp -lpsapi -lntdll -lwinmm -lwinhttp -lcabinet
 test-targets: $(ETWTEST_WIN)
 
 # build/tests/etw_fake.dll: the same fake as a DLL that hookscope loads

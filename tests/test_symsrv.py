@@ -1,0 +1,270 @@
+"""Symbol servers: `--symbols 'srv*CACHE*http://...'` downloads a PDB by
+its image's RSDS signature with WinHTTP (under Wine) from a server started
+here (Python's http.server on 127.0.0.1, serving a symbol store made of the
+PDB fixtures and counting the requests per path): a plain .pdb, a .pd_
+(a cabinet written here, MSZIP) and a file.ptr redirect; a missing PDB, a
+server error, a file that is not a PDB and a server that never answers
+each give one line, and the run goes on with the names it could get.
+The names equal a run's with the PDB at hand; the cache holds the PDBs in
+the store layout, and a second run asks the server nothing.
+
+Inputs: the pdb fixtures (make fixtures): nopdb/pdbc.exe (its RSDS path
+names no existing file), pdbcxx.exe and pdbmsvc.exe (copied with such a
+path here, tests/support/pe_rsds.py)."""
+import http.server
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+import hs
+
+PDB = "build/fixtures/pdb"
+PE_RSDS = os.path.join(hs.ROOT, "tests", "support", "pe_rsds.py")
+TIMEOUT_S = 2
+
+
+def cabinet(name, data):
+    """A one-file cabinet (MS-CAB) of data, one MSZIP folder: each block of
+    32 KiB a "CK" and a raw deflate stream of its own."""
+    blocks = []
+    for i in range(0, max(len(data), 1), 32768):
+        raw = data[i:i + 32768]
+        z = zlib.compressobj(9, zlib.DEFLATED, -15)
+        packed = b"CK" + z.compress(raw) + z.flush()
+        blocks.append(struct.pack("<IHH", 0, len(packed), len(raw)) + packed)
+    fname = name.encode() + b"\0"
+    files_at = 36 + 8                          # CFHEADER, one CFFOLDER
+    data_at = files_at + 16 + len(fname)       # one CFFILE
+    total = data_at + sum(len(b) for b in blocks)
+    header = struct.pack("<4sIIIIIBBHHHHH", b"MSCF", 0, total, 0, files_at, 0, 3, 1, 1, 1, 0, 0, 0)
+    folder = struct.pack("<IHH", data_at, len(blocks), 1)      # typeCompress 1: MSZIP
+    entry = struct.pack("<IIHHHH", len(data), 0, 0, 0x5821, 0, 0x20) + fname
+    return header + folder + entry + b"".join(blocks)
+
+
+def rsds_key(exe):
+    p = subprocess.run([sys.executable, PE_RSDS, exe, "--key"], capture_output=True, text=True, check=True)
+    return p.stdout.split()[0]
+
+
+def wine_path(path):
+    return "Z:" + os.path.abspath(path).replace("/", "\\")
+
+
+class Server:
+    """http.server on a free port of 127.0.0.1 over a folder: /store/...
+    its files, /broken/... 500, /garbage/... 200 with a text that is no
+    PDB; every request counted by path."""
+
+    def __init__(self, root):
+        self.requests = {}
+        lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=root, **k)
+
+            def do_GET(self):
+                with lock:
+                    server.requests[self.path] = server.requests.get(self.path, 0) + 1
+                if self.path.startswith("/broken/"):
+                    self.send_error(500)
+                elif self.path.startswith("/garbage/"):
+                    body = b"this is not a PDB\n"
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                else:
+                    super().do_GET()
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def take(self):
+        r, self.requests = self.requests, {}
+        return r
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Silent:
+    """A server that accepts connections and never answers."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(c)
+
+    def close(self):
+        for c in self.accepted:
+            c.close()
+        self.sock.close()
+
+
+def setup():
+    """The images (RSDS paths that name no file), the served store, its
+    keys: (work dir, {name: (exe, key)})."""
+    for f in ("nopdb/pdbc.exe", "pdbc.pdb", "pdbcxx.exe", "pdbcxx.pdb", "pdbmsvc.exe", "pdbmsvc.pdb"):
+        hs.need(f"{PDB}/{f}")
+    work = os.path.join(hs.ROOT, hs.outdir("symsrv"))
+    os.makedirs(os.path.join(work, "bin"))
+    fx = os.path.join(hs.ROOT, PDB)
+    shutil.copy(os.path.join(fx, "nopdb", "pdbc.exe"), os.path.join(work, "bin", "pdbc.exe"))
+    for n in ("pdbcxx", "pdbmsvc"):
+        subprocess.run([sys.executable, PE_RSDS, os.path.join(fx, n + ".exe"), "--path",
+                        f"C:\\hookscope-absent\\{n}.pdb", "-o", os.path.join(work, "bin", n + ".exe")], check=True)
+    images = {n: (os.path.join(work, "bin", n + ".exe"), rsds_key(os.path.join(work, "bin", n + ".exe")))
+              for n in ("pdbc", "pdbcxx", "pdbmsvc")}
+    store = os.path.join(work, "served", "store")
+    for n, (exe, key) in images.items():
+        os.makedirs(os.path.join(store, n + ".pdb", key))
+    shutil.copy(os.path.join(fx, "pdbc.pdb"), os.path.join(store, "pdbc.pdb", images["pdbc"][1]))
+    with open(os.path.join(fx, "pdbcxx.pdb"), "rb") as f:
+        packed = cabinet("pdbcxx.pdb", f.read())
+    with open(os.path.join(store, "pdbcxx.pdb", images["pdbcxx"][1], "pdbcxx.pd_"), "wb") as f:
+        f.write(packed)
+    elsewhere = os.path.join(work, "elsewhere")
+    os.makedirs(elsewhere)
+    shutil.copy(os.path.join(fx, "pdbmsvc.pdb"), elsewhere)
+    with open(os.path.join(store, "pdbmsvc.pdb", images["pdbmsvc"][1], "file.ptr"), "w") as f:
+        f.write("PATH:" + wine_path(os.path.join(elsewhere, "pdbmsvc.pdb")) + "\r\n")
+    return work, images
+
+
+def run(work, exe, symbols, name, env=None):
+    out = os.path.join(work, "out-" + name)
+    t0 = time.monotonic()
+    p = hs.hookscope(["run", "-q", "-o", out, "--symbols", symbols, "--", exe], cwd=os.path.dirname(exe),
+                     extra_env=env, timeout=120)
+    elapsed = time.monotonic() - t0
+    return hs.Trace(p, os.path.relpath(out, hs.ROOT)), elapsed
+
+
+def names(t, module):
+    return sorted(f["name"] for f in t.functions(module))
+
+
+def calls_table(txt):
+    """report.txt's rows of calls per function (calls, name, module)."""
+    lines = txt.splitlines()
+    at = next((i for i, l in enumerate(lines) if l.split() == ["calls", "function", "module"]), None)
+    hs.check(at is not None, "report.txt has no calls table")
+    rows = []
+    for l in lines[at + 1:]:
+        if not l.strip():
+            break
+        rows.append(l.split())
+    return rows
+
+
+def test_pdbs_downloaded_once_into_the_cache():
+    work, images = setup()
+    srv = Server(os.path.join(work, "served"))
+    try:
+        cache = os.path.join(work, "cache")
+        symbols = f"srv*{cache}*{srv.url}/store"
+        first = {}
+        for n, (exe, key) in images.items():
+            t, _ = run(work, exe, symbols, n)
+            hs.eq(t.rc, 0, f"{n}: exit code ({t.stderr.decode(errors='replace')})")
+            hs.eq(t.stderr.decode().strip(), "", f"{n}: nothing to say")
+            asked = [f"/store/{n}.pdb/{key}/{f}" for f in (f"{n}.pdb", f"{n}.pd_", "file.ptr")]
+            want = {"pdbc": asked[:1], "pdbcxx": asked[:2], "pdbmsvc": asked}[n]
+            hs.eq(srv.take(), {a: 1 for a in want}, f"{n}: the server's requests")
+            # in the cache, in the store layout, the very PDB
+            with open(os.path.join(hs.ROOT, PDB, n + ".pdb"), "rb") as f:
+                pdb = f.read()
+            kept = os.path.join(cache, n + ".pdb", key, n + ".pdb")
+            hs.check(os.path.exists(kept), f"{n}: {kept} not in the cache: {sorted(os.listdir(cache))}")
+            with open(kept, "rb") as f:
+                hs.check(f.read() == pdb, f"{n}: the cache's {n}.pdb differs from the fixture's")
+            hs.eq(sorted(os.listdir(os.path.join(cache, n + ".pdb", key))), [n + ".pdb"],
+                  f"{n}: the cache's folder holds only the PDB")
+            first[n] = t
+        # the names a run gets with the PDB at hand (the fixtures' folder)
+        for n, (exe, key) in images.items():
+            base, _ = run(work, exe, os.path.join(hs.ROOT, PDB), n + "-local")
+            hs.eq(base.rc, 0, f"{n}: exit code with the local PDB")
+            got = names(first[n], n + ".exe")
+            hs.check(sum(1 for x in got if not x.startswith("sub_")) >= 15, f"{n}: few names: {got[:20]}")
+            hs.eq(got, names(base, n + ".exe"), f"{n}: names from the server vs from the PDB at hand")
+            rows = calls_table(first[n].txt)
+            hs.check(len(rows) >= 10, f"{n}: report.txt's calls table: {rows}")
+            hs.eq(rows, calls_table(base.txt), f"{n}: report.txt's calls from the server vs from the PDB at hand")
+        for x in ("leaf_square", "apply_op", "run_sort"):
+            hs.check(x in names(first["pdbc"], "pdbc.exe"), f"pdbc: no {x}")
+        hs.check("shapes::Rect::area() const" in names(first["pdbcxx"], "pdbcxx.exe"), "pdbcxx: no Rect::area")
+        # a second run: the cache, not the server
+        for n, (exe, key) in images.items():
+            t, _ = run(work, exe, symbols, n + "-again")
+            hs.eq(t.rc, 0, f"{n} again: exit code")
+            hs.eq(names(t, n + ".exe"), names(first[n], n + ".exe"), f"{n} again: names")
+        hs.eq(srv.take(), {}, "requests of the second runs")
+    finally:
+        srv.close()
+
+
+def test_failures_one_line_each():
+    work, images = setup()
+    srv, silent = Server(os.path.join(work, "served")), Silent()
+    exe, key = images["pdbc"]
+    try:
+        cases = [
+            ("missing", f"{srv.url}/empty", "not found (nor pdbc.pd_, nor file.ptr)",
+             [f"/empty/pdbc.pdb/{key}/{f}" for f in ("pdbc.pdb", "pdbc.pd_", "file.ptr")]),
+            ("error", f"{srv.url}/broken", "server error 500 (pdbc.pdb)", [f"/broken/pdbc.pdb/{key}/pdbc.pdb"]),
+            ("garbage", f"{srv.url}/garbage", "bad file (pdbc.pdb is not a PDB)",
+             [f"/garbage/pdbc.pdb/{key}/pdbc.pdb"]),
+            ("silent", silent.url, f"timed out (no answer in {TIMEOUT_S} s)", None),
+        ]
+        for name, url, why, requests in cases:
+            cache = os.path.join(work, "cache-" + name)
+            t, elapsed = run(work, exe, f"srv*{cache}*{url}", name, env={"HOOKSCOPE_SYMSRV_TIMEOUT": str(TIMEOUT_S)})
+            err = t.stderr.decode(errors="replace")
+            hs.eq(t.rc, 0, f"{name}: exit code ({err})")
+            line = f"pdbc.pdb {key} from {url}: {why}"
+            lines = [l for l in err.splitlines() if l]
+            hs.eq(lines[0] if lines else None, "hookscope: " + line, f"{name}: the first line")
+            hs.eq(lines[1:], ["hookscope: no symbols for pdbc.exe: pdbc.pdb not found (looked at "
+                              "C:\\hookscope-absent\\pdbc.pdb, the image's folder, 2 --symbols places, "
+                              "0 _NT_SYMBOL_PATH places)"], f"{name}: the other lines")
+            hs.check(line in t.json["warnings"], f"{name}: not in report.json's warnings: {t.json['warnings']}")
+            hs.check("warning    " + line in t.txt, f"{name}: not in report.txt")
+            # the run goes on: the exports are named, the rest sub_<rva>
+            hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), f"{name}: no calls counted")
+            hs.check(not os.path.exists(os.path.join(cache, "pdbc.pdb", key, "pdbc.pdb")),
+                     f"{name}: something kept in the cache")
+            if requests is not None:
+                # asked once in the run (the agent's functions and the report's names: one request)
+                hs.eq(srv.take(), {r: 1 for r in requests}, f"{name}: the server's requests")
+            else:
+                hs.eq(len(silent.accepted), 1, "silent: connections (the server is not asked again in the run)")
+                hs.check(elapsed < TIMEOUT_S + 8, f"silent: the run took {elapsed:.1f} s")
+    finally:
+        srv.close()
+        silent.close()
