@@ -13,6 +13,7 @@ names no existing file), pdbcxx.exe and pdbmsvc.exe (copied with such a
 path here, tests/support/pe_rsds.py)."""
 import http.server
 import os
+import re
 import shutil
 import socket
 import struct
@@ -23,6 +24,9 @@ import time
 import zlib
 
 import hs
+
+sys.path.insert(0, os.path.join(hs.ROOT, "tests", "support"))
+import pdbref  # noqa: E402
 
 PDB = "build/fixtures/pdb"
 PE_RSDS = os.path.join(hs.ROOT, "tests", "support", "pe_rsds.py")
@@ -60,10 +64,12 @@ def wine_path(path):
 class Server:
     """http.server on a free port of 127.0.0.1 over a folder: /store/...
     its files, /broken/... 500, /garbage/... 200 with a text that is no
-    PDB; every request counted by path."""
+    PDB; every request counted by path, each answered after `delay`
+    seconds, the most answered at once kept."""
 
-    def __init__(self, root):
+    def __init__(self, root, delay=0.0):
         self.requests = {}
+        self.running = self.most_at_once = 0
         lock = threading.Lock()
         server = self
 
@@ -74,6 +80,16 @@ class Server:
             def do_GET(self):
                 with lock:
                     server.requests[self.path] = server.requests.get(self.path, 0) + 1
+                    server.running += 1
+                    server.most_at_once = max(server.most_at_once, server.running)
+                try:
+                    time.sleep(delay)
+                    self.answer()
+                finally:
+                    with lock:
+                        server.running -= 1
+
+            def answer(self):
                 if self.path.startswith("/broken/"):
                     self.send_error(500)
                 elif self.path.startswith("/garbage/"):
@@ -126,12 +142,12 @@ class Silent:
         self.sock.close()
 
 
-def setup():
+def setup(name):
     """The images (RSDS paths that name no file), the served store, its
     keys: (work dir, {name: (exe, key)})."""
     for f in ("nopdb/pdbc.exe", "pdbc.pdb", "pdbcxx.exe", "pdbcxx.pdb", "pdbmsvc.exe", "pdbmsvc.pdb"):
         hs.need(f"{PDB}/{f}")
-    work = os.path.join(hs.ROOT, hs.outdir("symsrv"))
+    work = os.path.join(hs.ROOT, hs.outdir("symsrv-" + name))
     os.makedirs(os.path.join(work, "bin"))
     fx = os.path.join(hs.ROOT, PDB)
     shutil.copy(os.path.join(fx, "nopdb", "pdbc.exe"), os.path.join(work, "bin", "pdbc.exe"))
@@ -183,7 +199,7 @@ def calls_table(txt):
 
 
 def test_pdbs_downloaded_once_into_the_cache():
-    work, images = setup()
+    work, images = setup("once")
     srv = Server(os.path.join(work, "served"))
     try:
         cache = os.path.join(work, "cache")
@@ -230,7 +246,7 @@ def test_pdbs_downloaded_once_into_the_cache():
 
 
 def test_failures_one_line_each():
-    work, images = setup()
+    work, images = setup("failures")
     srv, silent = Server(os.path.join(work, "served")), Silent()
     exe, key = images["pdbc"]
     try:
@@ -268,3 +284,73 @@ def test_failures_one_line_each():
     finally:
         srv.close()
         silent.close()
+
+
+def pdb_function(n):
+    """(rva, name) of the largest procedure of build/fixtures/pdb/N.pdb
+    (llvm-pdbutil's list), named as `hookscope functions` names it with
+    the PDB at hand."""
+    if not pdbref.pdbutil_path():
+        raise hs.Skip("llvm-pdbutil is not installed (make deps)")
+    procs = [(size, rva) for rva, size, kind, _, _ in pdbref.load(os.path.join(hs.ROOT, PDB, n + ".pdb")).procs
+             if kind in ("G", "L")]
+    size, rva = max(procs)
+    p = hs.hookscope(["functions", f"{PDB}/{n}.exe"])
+    hs.eq(p.returncode, 0, f"functions {n}.exe")
+    for line in p.stdout.decode().splitlines():
+        m = re.match(r"^0x([0-9a-f]+)\s+\d+\s+(?:yes \(\S+\)|yes|no: \S+)\s+pdb\s+(.+)$", line)
+        if m and int(m.group(1), 16) == rva:
+            return rva, m.group(2)
+    raise AssertionError(f"{n}.exe: `functions` does not name the procedure at {rva:#x}")
+
+
+def test_trace_images_downloaded_at_once():
+    """A trace's images known only by their RSDS records: their PDBs asked
+    all at once (the server takes 0.5 s per request, and the requests
+    overlap), each sample named, the missing one in one line."""
+    work, images = setup("trace")
+    etlgen = hs.need("build/native/tools/etlgen")
+    srv = Server(os.path.join(work, "served"), delay=0.5)
+    try:
+        want, specs = {}, []
+        for n, (exe, key) in images.items():
+            rva, name = pdb_function(n)
+            want[n + ".exe"] = name
+            specs.append(f"{n}.exe={key}@{rva + 2:#x}")
+        gone = "0123456789ABCDEF0123456789ABCDEF1"
+        specs.append(f"gone.exe={gone}@0x1000")
+        etl = os.path.join(work, "images.etl")
+        subprocess.run([os.path.join(hs.ROOT, etlgen), "images", etl] + specs, check=True)
+        cache = os.path.join(work, "cache-trace")
+        url = f"{srv.url}/store"
+        missing = {f"/store/gone.pdb/{gone}/{f}": 1 for f in ("gone.pdb", "gone.pd_", "file.ptr")}
+        for attempt in ("first", "again"):
+            out = os.path.join(work, "etl-" + attempt)
+            p = hs.hookscope(["report", "--etl", etl, "--pid", "400", "-o", out, "--symbols", f"srv*{cache}*{url}"])
+            err = p.stderr.decode(errors="replace")
+            hs.eq(p.returncode, 0, f"{attempt}: exit code ({err})")
+            line = f"gone.pdb {gone} from {url}: not found (nor gone.pd_, nor file.ptr)"
+            hs.eq([l for l in err.splitlines() if l.startswith("hookscope: ") and "reports in" not in l],
+                  ["hookscope: " + line], f"{attempt}: stderr")
+            t = hs.Trace(p, os.path.relpath(out, hs.ROOT))
+            hs.check(line in t.json["warnings"], f"{attempt}: warnings {t.json['warnings']}")
+            got = {f["module"]: f["name"] for f in t.json["functions"]}
+            hs.eq(got, want, f"{attempt}: the samples' functions")
+            asked = srv.take()
+            if attempt == "first":
+                hs.eq(sorted(asked), sorted(list(missing) + [
+                    f"/store/pdbc.pdb/{images['pdbc'][1]}/pdbc.pdb",
+                    f"/store/pdbcxx.pdb/{images['pdbcxx'][1]}/pdbcxx.pdb",
+                    f"/store/pdbcxx.pdb/{images['pdbcxx'][1]}/pdbcxx.pd_",
+                    f"/store/pdbmsvc.pdb/{images['pdbmsvc'][1]}/pdbmsvc.pdb",
+                    f"/store/pdbmsvc.pdb/{images['pdbmsvc'][1]}/pdbmsvc.pd_",
+                    f"/store/pdbmsvc.pdb/{images['pdbmsvc'][1]}/file.ptr"]), "first: requests")
+                hs.eq(set(asked.values()), {1}, "first: each asked once")
+                hs.check(srv.most_at_once >= 3, f"first: at most {srv.most_at_once} requests at once")
+            else:
+                # the cache serves the three; a miss is asked again in a new run
+                hs.eq(asked, missing, "again: requests")
+            for n, (exe, key) in images.items():
+                hs.check(os.path.exists(os.path.join(cache, n + ".pdb", key, n + ".pdb")), f"{n}.pdb not in the cache")
+    finally:
+        srv.close()
