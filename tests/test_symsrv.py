@@ -13,6 +13,7 @@ names no existing file), pdbcxx.exe and pdbmsvc.exe (copied with such a
 path here, tests/support/pe_rsds.py)."""
 import http.server
 import os
+import pty
 import re
 import shutil
 import socket
@@ -353,4 +354,44 @@ def test_trace_images_downloaded_at_once():
             for n, (exe, key) in images.items():
                 hs.check(os.path.exists(os.path.join(cache, n + ".pdb", key, n + ".pdb")), f"{n}.pdb not in the cache")
     finally:
+        srv.close()
+
+
+def console_text(raw):
+    """What Wine's console showed on a pseudo-terminal: its cursor moves
+    undone (a blank is written as erase-line and one column forward)."""
+    text = raw.decode(errors="replace").replace("\x1b[1C", " ")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r", "")
+
+
+def test_progress_lines_on_a_console_only():
+    """On a console each download shows when it starts and when it ends;
+    the other tests, on pipes, see none of it."""
+    work, images = setup("console")
+    srv = Server(os.path.join(work, "served"))
+    exe, key = images["pdbc"]
+    master, slave = pty.openpty()
+    try:
+        cache = os.path.join(work, "cache")
+        p = subprocess.Popen([os.path.join(hs.ROOT, "hookscope"), "run", "-q", "-o", os.path.join(work, "out"),
+                              "--symbols", f"srv*{cache}*{srv.url}/store", "--", exe],
+                             stdin=slave, stdout=slave, stderr=slave, cwd=os.path.dirname(exe), env=hs.env())
+        os.close(slave)
+        raw = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:          # the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            raw += chunk
+        hs.eq(p.wait(timeout=120), 0, "exit code")
+        lines = [l.strip() for l in console_text(raw).splitlines() if l.strip().startswith("hookscope: ")]
+        hs.eq(len(lines), 2, f"the console's lines: {lines}")
+        hs.eq(lines[0], f"hookscope: downloading pdbc.pdb from {srv.url}/store", "the first line")
+        hs.check(re.fullmatch(r"hookscope: pdbc\.pdb: 0\.1 MB in \d+\.\d s", lines[1]), f"the last line: {lines[1]}")
+        hs.eq(srv.take(), {f"/store/pdbc.pdb/{key}/pdbc.pdb": 1}, "the server's requests")
+    finally:
+        os.close(master)
         srv.close()
