@@ -66,6 +66,18 @@ static struct {
 
 /* ---- lines -------------------------------------------------------------- */
 
+/* One line on stderr; a failure's kept for the reports too. */
+static void say(int failure, const char *line)
+{
+    EnterCriticalSection(&g.lock);
+    hs_err("%s", line);
+    if (failure) {
+        hs_xgrow(&g.msgs, &g.mcap, g.nmsgs + 1, sizeof *g.msgs);
+        g.msgs[g.nmsgs++] = hs_xstrdup(line);
+    }
+    LeaveCriticalSection(&g.lock);
+}
+
 static void fail(const job *j, const char *fmt, ...) HS_PRINTF(2, 3);
 static void fail(const job *j, const char *fmt, ...)
 {
@@ -75,26 +87,8 @@ static void fail(const job *j, const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     char *line = hs_xasprintf("%s %s from %s: %s", j->name, j->key, j->url, why);
-    EnterCriticalSection(&g.lock);
-    hs_err("%s", line);
-    hs_xgrow(&g.msgs, &g.mcap, g.nmsgs + 1, sizeof *g.msgs);
-    g.msgs[g.nmsgs++] = line;
-    LeaveCriticalSection(&g.lock);
-}
-
-static void progress(const char *fmt, ...) HS_PRINTF(1, 2);
-static void progress(const char *fmt, ...)
-{
-    if (!g.console)
-        return;
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    EnterCriticalSection(&g.lock);
-    hs_err("%s", buf);
-    LeaveCriticalSection(&g.lock);
+    say(1, line);
+    free(line);
 }
 
 /* ---- HTTP --------------------------------------------------------------- */
@@ -379,7 +373,10 @@ static char *fetch(const job *j)
     body b = { 0 }, pdb = { 0 };
     int got = 0, ended = 0;
     DWORD t0 = GetTickCount();
-    progress("downloading %s from %s", j->name, j->url);
+    char line[600];
+    snprintf(line, sizeof line, "downloading %s from %s", j->name, j->url);
+    if (g.console)
+        say(0, line);
     for (int k = 0; k < 3 && !got && !ended; k++) {
         char *path = hs_symstore_url_path(base, j->name, j->key, files[k]);
         DWORD status = 0, err = 0;
@@ -424,8 +421,10 @@ static char *fetch(const job *j)
     }
     if (!got && !ended)
         fail(j, "not found (nor %s, nor file.ptr)", packed);
-    if (got)
-        progress("%s: %.1f MB in %.1f s", j->name, (pdb.n ? pdb.n : b.n) / 1048576.0, (GetTickCount() - t0) / 1000.0);
+    snprintf(line, sizeof line, "%s: %.1f MB in %.1f s", j->name, (pdb.n ? pdb.n : b.n) / 1048576.0,
+             (GetTickCount() - t0) / 1000.0);
+    if (got && g.console)
+        say(0, line);
     free(b.p);
     free(pdb.p);
     free(packed);
@@ -438,6 +437,18 @@ static char *fetch(const job *j)
 }
 
 /* ---- the workers and the interface ----------------------------------------- */
+
+/* Do job j (called and returning with the lock held). */
+static void run_job(job *j)
+{
+    j->state = RUNNING;
+    LeaveCriticalSection(&g.lock);
+    char *path = fetch(j);
+    EnterCriticalSection(&g.lock);
+    j->path = path;
+    j->state = DONE;
+    WakeAllConditionVariable(&g.changed);
+}
 
 static DWORD WINAPI worker(void *arg)
 {
@@ -454,13 +465,7 @@ static DWORD WINAPI worker(void *arg)
             g.idle--;
             continue;
         }
-        j->state = RUNNING;
-        LeaveCriticalSection(&g.lock);
-        char *path = fetch(j);
-        EnterCriticalSection(&g.lock);
-        j->path = path;
-        j->state = DONE;
-        WakeAllConditionVariable(&g.changed);
+        run_job(j);
     }
     return 0;
 }
@@ -511,15 +516,8 @@ static char *fetch_get(void *ctx, const char *url, const char *cache, const char
     (void)ctx;
     EnterCriticalSection(&g.lock);
     job *j = job_of(url, cache, name, key);
-    if (!g.workers) {            /* no thread could be made: here, then */
-        j->state = RUNNING;
-        LeaveCriticalSection(&g.lock);
-        char *path = fetch(j);
-        EnterCriticalSection(&g.lock);
-        j->path = path;
-        j->state = DONE;
-        WakeAllConditionVariable(&g.changed);
-    }
+    if (!g.workers && j->state == QUEUED)   /* no thread could be made: here, then */
+        run_job(j);
     while (j->state != DONE)
         SleepConditionVariableCS(&g.changed, &g.lock, INFINITE);
     char *path = j->path ? hs_xstrdup(j->path) : NULL;

@@ -175,6 +175,20 @@ static int write_file(const char *path)
  */
 #define JIT 0x7ff000000000ull
 
+/* A trace of one process, pid with one thread tid, started: its timer at
+ * 1 ms, the process and its thread (rundown). */
+static void one_process(uint32_t pid, uint32_t tid, const char *name)
+{
+    etlb_init(&b, P, 1, 64 * 1024);
+    etlb_begin(&b, 0, 1);
+    etlb_p_interval(&pl, 0, 10000, 10000);
+    sys(0x0F, 73, 2, 0, 0, T0);
+    etlb_p_process(&pl, P, pid, 4, 1, name, name);
+    sys(0x03, 3, 4, 0, pid, T0);
+    etlb_p_thread(&pl, P, pid, tid);
+    sys(0x05, 3, 3, tid, pid, T0);
+}
+
 static void jit_method(uint16_t id, unsigned version, double ms, uint64_t mid, uint64_t start, uint32_t size,
                        const char *ns, const char *name)
 {
@@ -193,14 +207,7 @@ static void jit_sample(double ms, uint64_t ip)
 
 static int jit(const char *path)
 {
-    etlb_init(&b, P, 1, 64 * 1024);
-    etlb_begin(&b, 0, 1);
-    etlb_p_interval(&pl, 0, 10000, 10000);
-    sys(0x0F, 73, 2, 0, 0, T0);
-    etlb_p_process(&pl, P, 300, 4, 1, "jit.exe", "jit.exe");
-    sys(0x03, 3, 4, 0, 300, T0);
-    etlb_p_thread(&pl, P, 300, 31);
-    sys(0x05, 3, 3, 31, 300, T0);
+    one_process(300, 31, "jit.exe");
     etlb_p_image(&pl, P, EXE, 0x10000, 300, 0, 0x5000, "\\Device\\HarddiskVolume2\\t\\jit.exe");
     sys(0x14, 3, 3, 0, 300, T0);
     etlb_p_clr_module(&pl, 2, 7, "C:\\app\\App.dll", "");
@@ -256,14 +263,7 @@ static int parse_key(const char *key, size_t n, uint8_t guid[16], uint32_t *age)
 
 static int images(const char *path, int n, char **specs)
 {
-    etlb_init(&b, P, 1, 64 * 1024);
-    etlb_begin(&b, 0, 1);
-    etlb_p_interval(&pl, 0, 10000, 10000);
-    sys(0x0F, 73, 2, 0, 0, T0);
-    etlb_p_process(&pl, P, 400, 4, 1, "images.exe", "images.exe");
-    sys(0x03, 3, 4, 0, 400, T0);
-    etlb_p_thread(&pl, P, 400, 41);
-    sys(0x05, 3, 3, 41, 400, T0);
+    one_process(400, 41, "images.exe");
     uint64_t ips[64];
     for (int i = 0; i < n && i < 64; i++) {
         char name[64], pdb[80], image[128];
