@@ -22,13 +22,13 @@ typedef struct search {
     size_t msglen;
     hs_pdb_found *out;
     int found;
-    int started;                /* prefetch: a download was started, the search ends */
+    int ended;                  /* prefetch: a download started, or a file found: no more */
     char *cache;                /* the folder of the last cache*DIR entry */
 } search;
 
 static int done(const search *s)
 {
-    return s->found || s->started;
+    return s->found || s->ended;
 }
 
 static const char *base_name(const char *p)
@@ -81,6 +81,13 @@ static int try_path(search *s, char *path, const char *via)
         s->cap = nc;
     }
     s->tried[s->ntried++] = path;
+    if (s->s->prefetch && s->fs->exists) {
+        /* a file is there: the search proper reads it (and asks a server
+         * only should it be another build's) */
+        if (s->fs->exists(s->fs->ctx, path))
+            s->ended = 1;
+        return 0;
+    }
 
     uint8_t *data = NULL;
     size_t size = 0;
@@ -177,7 +184,7 @@ static int try_server(search *s, const char *url, const char *cache, const char 
     if (s->s->prefetch) {
         if (f->start)
             f->start(f->ctx, url, cache, s->name, s->key);
-        s->started = 1;
+        s->ended = 1;
         return 0;
     }
     char *path = f->get(f->ctx, url, cache, s->name, s->key);
@@ -255,7 +262,7 @@ static int try_search_path(search *s, const char *list, const char *via)
                     } else if (part) {
                         places++;
                         rc = try_path(s, join(part, s->name, s->key, s->name), via);
-                        if (rc == 0 && !s->found)
+                        if (rc == 0 && !done(s))
                             rc = try_two_tier(s, part, via);
                         if (!first_dir)
                             first_dir = part;

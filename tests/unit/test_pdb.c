@@ -231,7 +231,7 @@ static int load_fixture(fixture *f)
 static int locate(fixture *f, memfs *m, const char *image, const char *symbols, const char *nt,
                   char *msg, size_t msglen, char *path, size_t pathlen, const char **via)
 {
-    hs_symfs fs = { mem_read, m };
+    hs_symfs fs = { .read = mem_read, .ctx = m };
     hs_pdb_search s = { .image_path = image, .symbols = symbols, .nt_symbol_path = nt, .fs = &fs };
     hs_pdb_found found;
     m->log[0] = 0;
@@ -824,7 +824,7 @@ static void test_debuginfo(void)
     memfs m;
     memset(&m, 0, sizeof m);
     memfs_add(&m, "D:\\app\\pdbc.pdb", f.pdb, f.pdb_size);
-    hs_symfs fs = { mem_read, &m };
+    hs_symfs fs = { .read = mem_read, .ctx = &m };
     hs_pdb_search s = { .image_path = "D:\\app\\pdbc.exe", .fs = &fs };
     hs_debuginfo ms;
     int rc = hs_debuginfo_load(&ms, &f.pe, &s);

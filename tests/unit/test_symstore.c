@@ -91,7 +91,7 @@ typedef struct world {
     int gives;                  /* the server has the file */
     char files[4][160];         /* the cache: paths holding the PDB */
     int nfiles;
-    int gets, starts;
+    int gets, starts, reads;
     char url[80], cache[80], name[40], key[42];
 } world;
 
@@ -110,6 +110,7 @@ static int world_read(void *ctx, const char *path, uint8_t **data, size_t *size,
     world *w = ctx;
     (void)err;
     (void)errlen;
+    w->reads++;
     for (int i = 0; i < w->nfiles; i++)
         if (!strcmp(w->files[i], path)) {
             *data = malloc(w->pdb_size);
@@ -118,6 +119,15 @@ static int world_read(void *ctx, const char *path, uint8_t **data, size_t *size,
             return 0;
         }
     return 1;
+}
+
+static int world_exists(void *ctx, const char *path)
+{
+    world *w = ctx;
+    for (int i = 0; i < w->nfiles; i++)
+        if (!strcmp(w->files[i], path))
+            return 1;
+    return 0;
 }
 
 static void note(world *w, const char *url, const char *cache, const char *name, const char *key)
@@ -156,7 +166,7 @@ static uint8_t *slurp(const char *path, size_t *size)
 /* locate pdbc.exe's PDB with --symbols list; the status, the path found */
 static int ask(world *w, const hs_pe *pe, const char *list, bool prefetch, char *path, char *msg)
 {
-    hs_symfs fs = { world_read, w };
+    hs_symfs fs = { world_read, w, world_exists };
     hs_symfetch fetch = { world_get, world_start, NULL, w };
     hs_pdb_search s = { "D:\\app\\pdbc.exe", list, NULL, &fs, &fetch, prefetch };
     hs_pdb_found found;
@@ -226,11 +236,17 @@ static void test_ask(void)
     tap_check(st != HS_LOC_FOUND && pre.starts == 1 && pre.gets == 0 && !strcmp(pre.cache, "C:\\cache"),
               "ask/prefetch", "status %d starts %d gets %d", st, pre.starts, pre.gets);
 
-    /* the PDB next to the image: no server asked, not even by a prefetch */
+    /* the PDB next to the image, or in the cache: no server asked, not even
+     * by a prefetch, which reads no file (the search proper will) */
     world next = world_of(pdb, pdb_size, 1);
     snprintf(next.files[next.nfiles++], sizeof next.files[0], "D:\\app\\pdbc.pdb");
     st = ask(&next, &pe, srv, true, path, msg);
-    tap_check(next.starts == 0 && next.gets == 0, "ask/local-first", "starts %d gets %d", next.starts, next.gets);
+    tap_check(next.starts == 0 && next.gets == 0 && next.reads == 0, "ask/local-first",
+              "starts %d gets %d reads %d", next.starts, next.gets, next.reads);
+    w.reads = 0;
+    st = ask(&w, &pe, srv, true, path, msg);
+    tap_check(w.starts == 0 && w.gets == 0 && w.reads == 0, "ask/prefetch-cached", "starts %d gets %d reads %d",
+              w.starts, w.gets, w.reads);
     hs_pe_close(&pe);
     free(exe);
     free(pdb);
