@@ -3,8 +3,8 @@ its image's RSDS signature with WinHTTP (under Wine) from a server started
 here (Python's http.server on 127.0.0.1, serving a symbol store made of the
 PDB fixtures and counting the requests per path): a plain .pdb, a .pd_
 (a cabinet written here, MSZIP) and a file.ptr redirect; a missing PDB, a
-server error, a file that is not a PDB and a server that never answers
-each give one line, and the run goes on with the names it could get.
+server error, a file that is not a PDB, another build's PDB, a body cut
+short and a server that never answers each give one line, and the run goes on with the names it could get.
 The names equal a run's with the PDB at hand; the cache holds the PDBs in
 the store layout, and a second run asks the server nothing.
 
@@ -65,7 +65,8 @@ def wine_path(path):
 class Server:
     """http.server on a free port of 127.0.0.1 over a folder: /store/...
     its files, /broken/... 500, /garbage/... 200 with a text that is no
-    PDB; every request counted by path, each answered after `delay`
+    PDB, /other/... the folder's other.pdb (pdbcxx's), /short/... its
+    first 4096 bytes of the announced length; every request counted by path, each answered after `delay`
     seconds, the most answered at once kept."""
 
     def __init__(self, root, delay=0.0):
@@ -93,10 +94,16 @@ class Server:
             def answer(self):
                 if self.path.startswith("/broken/"):
                     self.send_error(500)
-                elif self.path.startswith("/garbage/"):
-                    body = b"this is not a PDB\n"
+                elif self.path.startswith(("/garbage/", "/short/", "/other/")):
+                    body, more = b"this is not a PDB\n", 0
+                    if not self.path.startswith("/garbage/"):
+                        with open(os.path.join(root, "other.pdb"), "rb") as f:
+                            body = f.read()
+                    if self.path.startswith("/short/"):
+                        body, more = body[:4096], len(body) - 4096
+                        self.close_connection = True
                     self.send_response(200)
-                    self.send_header("Content-Length", str(len(body)))
+                    self.send_header("Content-Length", str(len(body) + more))
                     self.end_headers()
                     self.wfile.write(body)
                 else:
@@ -168,6 +175,7 @@ def setup(name):
     elsewhere = os.path.join(work, "elsewhere")
     os.makedirs(elsewhere)
     shutil.copy(os.path.join(fx, "pdbmsvc.pdb"), elsewhere)
+    shutil.copy(os.path.join(fx, "pdbcxx.pdb"), os.path.join(work, "served", "other.pdb"))
     with open(os.path.join(store, "pdbmsvc.pdb", images["pdbmsvc"][1], "file.ptr"), "w") as f:
         f.write("PATH:" + wine_path(os.path.join(elsewhere, "pdbmsvc.pdb")) + "\r\n")
     return work, images
@@ -250,14 +258,19 @@ def test_failures_one_line_each():
     work, images = setup("failures")
     srv, silent = Server(os.path.join(work, "served")), Silent()
     exe, key = images["pdbc"]
+    pdbcxx_size = os.path.getsize(os.path.join(hs.ROOT, PDB, "pdbcxx.pdb"))
     try:
         cases = [
             ("missing", f"{srv.url}/empty", "not found (nor pdbc.pd_, nor file.ptr)",
              [f"/empty/pdbc.pdb/{key}/{f}" for f in ("pdbc.pdb", "pdbc.pd_", "file.ptr")]),
             ("error", f"{srv.url}/broken", "server error 500 (pdbc.pdb)", [f"/broken/pdbc.pdb/{key}/pdbc.pdb"]),
-            ("garbage", f"{srv.url}/garbage", "bad file (pdbc.pdb is not a PDB)",
+            ("garbage", f"{srv.url}/garbage", "bad file (pdbc.pdb: not a PDB (no MSF 7.00 header))",
              [f"/garbage/pdbc.pdb/{key}/pdbc.pdb"]),
-            ("silent", silent.url, f"timed out (no answer in {TIMEOUT_S} s)", None),
+            ("other", f"{srv.url}/other", f"bad file (pdbc.pdb is the PDB of another build, {images['pdbcxx'][1]})",
+             [f"/other/pdbc.pdb/{key}/pdbc.pdb"]),
+            ("short", f"{srv.url}/short", f"bad file (pdbc.pdb: 4096 of the {pdbcxx_size} bytes announced came)",
+             [f"/short/pdbc.pdb/{key}/pdbc.pdb"]),
+            ("silent", silent.url, f"timed out (nothing came for {TIMEOUT_S} s)", None),
         ]
         for name, url, why, requests in cases:
             cache = os.path.join(work, "cache-" + name)

@@ -6,7 +6,8 @@
  * NAME of build KEY from URL: URL/NAME/KEY/NAME, else URL/NAME/KEY/NAM_
  * (a cabinet, expanded in memory), else URL/NAME/KEY/file.ptr (PATH: a
  * file copied from there; MSG: the server's reason, shown). What comes is
- * checked (a PDB starts with the MSF 7.00 signature), written next to its
+ * checked (all the bytes the server announced; hookscope's PDB reader
+ * opens it; its GUID and age are KEY's), written next to its
  * place in the cache under a name of its own, then renamed to
  * CACHE/NAME/KEY/NAME. Every request of a run is made once: the answer,
  * the file or none, is kept (a negative cache); a server that timed out or
@@ -32,13 +33,13 @@
 #include <winhttp.h>
 
 #include "hook/base/util.h"
+#include "injector/symbols/pdb.h"
+#include "injector/symbols/rsds.h"
 #include "injector/symbols/symstore.h"
 
 #define MAX_WORKERS 4
 #define DEFAULT_TIMEOUT_MS 10000
 #define TIMEOUT_ENV "HOOKSCOPE_SYMSRV_TIMEOUT"
-
-static const char msf7[] = "Microsoft C/C++ MSF 7.00\r\n\x1a" "DS";
 
 enum { QUEUED, RUNNING, DONE };
 
@@ -98,12 +99,13 @@ typedef struct body {
     size_t n, cap;
 } body;
 
-enum { GOT, TIMED_OUT, NO_CONNECTION, BROKEN };
+enum { GOT, TIMED_OUT, NO_CONNECTION, BROKEN, CUT_SHORT };
 
 /* GET path from the server: GOT with *status and the body, or why not
- * (err: the Windows error). */
-static int http_get(const job *j, const wchar_t *host, INTERNET_PORT port, int secure, const char *path,
-                    DWORD *status, body *b, DWORD *err)
+ * (err: the Windows error; CUT_SHORT: fewer bytes came than the *short_of
+ * the server announced). */
+static int http_get(const wchar_t *host, INTERNET_PORT port, int secure, const char *path, DWORD *status,
+                    body *b, DWORD *err, DWORD *short_of)
 {
     int result = BROKEN;
     *err = 0;
@@ -124,6 +126,10 @@ static int http_get(const job *j, const wchar_t *host, INTERNET_PORT port, int s
         WinHttpQueryHeaders(r, WINHTTP_QUERY_STATUS_CODE | WINHTTP_QUERY_FLAG_NUMBER, WINHTTP_HEADER_NAME_BY_INDEX,
                             status, &len, WINHTTP_NO_HEADER_INDEX)) {
         result = GOT;
+        DWORD want = 0;
+        len = sizeof want;
+        int sized = WinHttpQueryHeaders(r, WINHTTP_QUERY_CONTENT_LENGTH | WINHTTP_QUERY_FLAG_NUMBER,
+                                        WINHTTP_HEADER_NAME_BY_INDEX, &want, &len, WINHTTP_NO_HEADER_INDEX);
         for (DWORD got = 0;; b->n += got) {
             hs_xgrow(&b->p, &b->cap, b->n + 65536, 1);
             if (!WinHttpReadData(r, b->p + b->n, 65536, &got)) {
@@ -133,8 +139,12 @@ static int http_get(const job *j, const wchar_t *host, INTERNET_PORT port, int s
             if (!got)
                 break;
         }
+        if (result == GOT && sized && b->n != want) {
+            *short_of = want;
+            result = CUT_SHORT;
+        }
     }
-    if (result != GOT) {
+    if (result != GOT && result != CUT_SHORT) {
         *err = GetLastError();
         if (*err == ERROR_WINHTTP_TIMEOUT || *err == WSAETIMEDOUT)
             result = TIMED_OUT;
@@ -142,7 +152,6 @@ static int http_get(const job *j, const wchar_t *host, INTERNET_PORT port, int s
                  *err == ERROR_WINHTTP_CONNECTION_ERROR)
             result = NO_CONNECTION;
     }
-    (void)j;
     if (r)
         WinHttpCloseHandle(r);
     if (c)
@@ -297,9 +306,23 @@ static int keep(const job *j, const char *dest, const uint8_t *data, size_t n)
     return rc;
 }
 
-static int is_pdb(const body *b)
+/* Whether b is the PDB of j's build (hookscope's PDB reader opens it and
+ * its GUID and age make j's key); else its failure line, with what. */
+static int right_pdb(const job *j, const body *b, const char *what)
 {
-    return b->n >= sizeof msf7 - 1 && !memcmp(b->p, msf7, sizeof msf7 - 1);
+    hs_pdb pdb;
+    char err[256], key[42];
+    if (hs_pdb_open(&pdb, b->p, b->n, err, sizeof err)) {
+        fail(j, "bad file (%s: %s)", what, err);
+        return 0;
+    }
+    hs_guid_age_key(pdb.guid, pdb.age, key);
+    hs_pdb_close(&pdb);
+    if (_stricmp(key, j->key)) {
+        fail(j, "bad file (%s is the PDB of another build, %s)", what, key);
+        return 0;
+    }
+    return 1;
 }
 
 /* ---- one file --------------------------------------------------------------- */
@@ -324,16 +347,19 @@ static void mark_dead(const char *url)
 
 /* One request's failure line; 1 when the answer ends the search (anything
  * but "not here"). */
-static int request_failed(const job *j, int how, DWORD status, DWORD err, const char *file)
+static int request_failed(const job *j, int how, DWORD status, DWORD err, DWORD short_of, const body *b,
+                          const char *file)
 {
     if (how == TIMED_OUT) {
-        fail(j, "timed out (no answer in %.3g s)", g.timeout_ms / 1000.0);
+        fail(j, "timed out (nothing came for %.3g s)", g.timeout_ms / 1000.0);
         mark_dead(j->url);
     } else if (how == NO_CONNECTION) {
         fail(j, "cannot connect (error %lu)", err);
         mark_dead(j->url);
     } else if (how == BROKEN) {
         fail(j, "request for %s failed (error %lu)", file, err);
+    } else if (how == CUT_SHORT && status == 200) {
+        fail(j, "bad file (%s: %zu of the %lu bytes announced came)", file, b->n, short_of);
     } else if (status != 404 && status != 200) {
         fail(j, "server error %lu (%s)", status, file);
     } else {
@@ -379,25 +405,21 @@ static char *fetch(const job *j)
         say(0, line);
     for (int k = 0; k < 3 && !got && !ended; k++) {
         char *path = hs_symstore_url_path(base, j->name, j->key, files[k]);
-        DWORD status = 0, err = 0;
+        DWORD status = 0, err = 0, short_of = 0;
         b.n = 0;
-        int how = http_get(j, host, u.nPort, secure, path, &status, &b, &err);
+        int how = http_get(host, u.nPort, secure, path, &status, &b, &err, &short_of);
         free(path);
-        ended = request_failed(j, how, status, err, files[k]);
+        ended = request_failed(j, how, status, err, short_of, &b, files[k]);
         if (ended || status != 200)
             continue;
         ended = 1;
         if (k == 0) {
-            if (is_pdb(&b))
+            if (right_pdb(j, &b, files[k]))
                 got = keep(j, dest, b.p, b.n) == 0;
-            else
-                fail(j, "bad file (%s is not a PDB)", files[k]);
         } else if (k == 1) {
             if (cab_expand(&b, &pdb))
                 fail(j, "bad file (%s is not a cabinet that expands)", files[k]);
-            else if (!is_pdb(&pdb))
-                fail(j, "bad file (%s does not hold a PDB)", files[k]);
-            else
+            else if (right_pdb(j, &pdb, files[k]))
                 got = keep(j, dest, pdb.p, pdb.n) == 0;
         } else {
             char text[1024];
@@ -412,9 +434,7 @@ static char *fetch(const job *j)
                 fail(j, "bad file (file.ptr holds neither PATH: nor MSG:)");
             else if (!data)
                 fail(j, "not found (file.ptr points at %s: %s)", text, why ? why : "cannot read");
-            else if (!is_pdb(&f))
-                fail(j, "bad file (%s, which file.ptr points at, is not a PDB)", text);
-            else
+            else if (right_pdb(j, &f, text))
                 got = keep(j, dest, data, n) == 0;
             free(data);
         }
