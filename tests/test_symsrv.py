@@ -408,3 +408,28 @@ def test_progress_lines_on_a_console_only():
     finally:
         os.close(master)
         srv.close()
+
+
+def test_bare_server_keeps_in_the_cache_entry():
+    """srv*URL keeps what it gets in the folder of the cache*DIR before it
+    (here through _NT_SYMBOL_PATH, with `hookscope functions`); without
+    one, it is one line and nothing is asked."""
+    work, images = setup("bare")
+    srv = Server(os.path.join(work, "served"))
+    exe, key = images["pdbc"]
+    try:
+        cache = os.path.join(work, "cache")
+        p = hs.hookscope(["functions", exe], extra_env={"_NT_SYMBOL_PATH": f"cache*{cache};srv*{srv.url}/store"})
+        hs.eq((p.returncode, p.stderr.decode()), (0, ""), "cache*DIR;srv*URL: exit code, stderr")
+        pdb_names = [l.split()[-1] for l in p.stdout.decode().splitlines() if " pdb " in l]
+        hs.check({"leaf_square", "apply_op", "run_sort"} <= set(pdb_names), f"names from the PDB: {pdb_names[:10]}")
+        hs.check(os.path.exists(os.path.join(cache, "pdbc.pdb", key, "pdbc.pdb")), "pdbc.pdb not in the cache")
+        hs.eq(srv.take(), {f"/store/pdbc.pdb/{key}/pdbc.pdb": 1}, "cache*DIR;srv*URL: requests")
+        p = hs.hookscope(["functions", "--symbols", f"srv*{srv.url}/store", exe])
+        hs.eq(p.returncode, 0, "srv*URL: exit code")
+        hs.eq(p.stderr.decode().splitlines()[0],
+              f"hookscope: pdbc.pdb {key} from {srv.url}/store: no folder to keep it in "
+              f"(give srv*DIR*{srv.url}/store, or cache*DIR before the entry)", "srv*URL: the line")
+        hs.eq(srv.take(), {}, "srv*URL: requests")
+    finally:
+        srv.close()
