@@ -431,5 +431,10 @@ def test_bare_server_keeps_in_the_cache_entry():
               f"hookscope: pdbc.pdb {key} from {srv.url}/store: no folder to keep it in "
               f"(give srv*DIR*{srv.url}/store, or cache*DIR before the entry)", "srv*URL: the line")
         hs.eq(srv.take(), {}, "srv*URL: requests")
+        for bad in ("abc", "0", "-1", "2s", "3601"):
+            p = hs.hookscope(["functions", exe], extra_env={"HOOKSCOPE_SYMSRV_TIMEOUT": bad})
+            hs.eq((p.returncode, p.stderr.decode().splitlines()),
+                  (2, [f"hookscope: HOOKSCOPE_SYMSRV_TIMEOUT={bad}: not a number of seconds between 0 and 3600"]),
+                  f"HOOKSCOPE_SYMSRV_TIMEOUT={bad}")
     finally:
         srv.close()
