@@ -31,7 +31,7 @@
  *               image wants {...} age 2)"
  *   not found  "no symbols for <image>: <name>.pdb not found (looked at
  *               <RSDS path>, the image's folder, <n> --symbols places, <n>
- *               _NT_SYMBOL_PATH places)"
+ *               _NT_SYMBOL_PATH places)": a server asked counts as a place
  *   bad file   "<pdb path>: <what is wrong>"
  *   no RSDS    "<image> names no PDB (no CodeView record)"
  */
@@ -62,7 +62,10 @@ typedef struct hs_pdb_search {
     const char *nt_symbol_path; /* the _NT_SYMBOL_PATH value, or NULL */
     const hs_symfs *fs;         /* NULL: hs_symfs_host() */
     const hs_symfetch *fetch;   /* symbol servers; NULL: never asked */
-    bool prefetch;              /* only start the downloads the search would wait for */
+    bool prefetch;              /* only start the download the search would wait for:
+                                   the search ends at the first place holding a file
+                                   of the name (fs->exists; read when there is none)
+                                   or at the first server, and finds nothing */
 } hs_pdb_search;
 
 typedef struct hs_pdb_found {
