@@ -12,8 +12,9 @@
  * CACHE/NAME/KEY/NAME. Every request of a run is made once: the answer,
  * the file or none, is kept (a negative cache); a server that timed out or
  * refused the connection is not asked again in the run. Each failure is
- * one line on stderr when it happens, and kept for the reports (message). On a console each download shows a line when it starts
- * and when it ends; elsewhere nothing but failures is printed.
+ * one line on stderr when it happens, and kept for the reports (message).
+ * On a console each download shows a line when it starts and when it
+ * ends; elsewhere nothing but failures is printed.
  *
  * Wine 8 (measured with a server that accepts and never answers):
  * WinHttpSetTimeouts, on the session or the request, does not bound the
@@ -105,7 +106,7 @@ enum { GOT, TIMED_OUT, NO_CONNECTION, BROKEN, CUT_SHORT };
  * (err: the Windows error; CUT_SHORT: fewer bytes came than the *short_of
  * the server announced). */
 static int http_get(const wchar_t *host, INTERNET_PORT port, int secure, const char *path, DWORD *status,
-                    body *b, DWORD *err, DWORD *short_of)
+                    body *b, DWORD *err, unsigned long long *short_of)
 {
     int result = BROKEN;
     *err = 0;
@@ -126,10 +127,12 @@ static int http_get(const wchar_t *host, INTERNET_PORT port, int secure, const c
         WinHttpQueryHeaders(r, WINHTTP_QUERY_STATUS_CODE | WINHTTP_QUERY_FLAG_NUMBER, WINHTTP_HEADER_NAME_BY_INDEX,
                             status, &len, WINHTTP_NO_HEADER_INDEX)) {
         result = GOT;
-        DWORD want = 0;
-        len = sizeof want;
-        int sized = WinHttpQueryHeaders(r, WINHTTP_QUERY_CONTENT_LENGTH | WINHTTP_QUERY_FLAG_NUMBER,
-                                        WINHTTP_HEADER_NAME_BY_INDEX, &want, &len, WINHTTP_NO_HEADER_INDEX);
+        /* as text: a PDB can pass 4 GB, the header's number form is 32-bit */
+        wchar_t announced[32];
+        len = sizeof announced;
+        int sized = WinHttpQueryHeaders(r, WINHTTP_QUERY_CONTENT_LENGTH, WINHTTP_HEADER_NAME_BY_INDEX, announced,
+                                        &len, WINHTTP_NO_HEADER_INDEX);
+        unsigned long long want = sized ? wcstoull(announced, NULL, 10) : 0;
         for (DWORD got = 0;; b->n += got) {
             hs_xgrow(&b->p, &b->cap, b->n + 65536, 1);
             if (!WinHttpReadData(r, b->p + b->n, 65536, &got)) {
@@ -347,8 +350,8 @@ static void mark_dead(const char *url)
 
 /* One request's failure line; 1 when the answer ends the search (anything
  * but "not here"). */
-static int request_failed(const job *j, int how, DWORD status, DWORD err, DWORD short_of, const body *b,
-                          const char *file)
+static int request_failed(const job *j, int how, DWORD status, DWORD err, unsigned long long short_of,
+                          const body *b, const char *file)
 {
     if (how == TIMED_OUT) {
         fail(j, "timed out (nothing came for %.3g s)", g.timeout_ms / 1000.0);
@@ -359,7 +362,7 @@ static int request_failed(const job *j, int how, DWORD status, DWORD err, DWORD 
     } else if (how == BROKEN) {
         fail(j, "request for %s failed (error %lu)", file, err);
     } else if (how == CUT_SHORT && status == 200) {
-        fail(j, "bad file (%s: %zu of the %lu bytes announced came)", file, b->n, short_of);
+        fail(j, "bad file (%s: %zu of the %llu bytes announced came)", file, b->n, short_of);
     } else if (status != 404 && status != 200) {
         fail(j, "server error %lu (%s)", status, file);
     } else {
@@ -405,7 +408,8 @@ static char *fetch(const job *j)
         say(0, line);
     for (int k = 0; k < 3 && !got && !ended; k++) {
         char *path = hs_symstore_url_path(base, j->name, j->key, files[k]);
-        DWORD status = 0, err = 0, short_of = 0;
+        DWORD status = 0, err = 0;
+        unsigned long long short_of = 0;
         b.n = 0;
         int how = http_get(host, u.nPort, secure, path, &status, &b, &err, &short_of);
         free(path);

@@ -237,7 +237,10 @@ static int jit(const char *path)
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
 /* KEY's GUID (Data1-3 little-endian) and age; 0, or -1 when malformed */
@@ -270,12 +273,14 @@ static int images(const char *path, int n, char **specs)
         const char *eq = strchr(specs[i], '='), *at = eq ? strchr(eq, '@') : NULL;
         uint8_t guid[16];
         uint32_t age;
-        if (!at || eq - specs[i] >= (ptrdiff_t)sizeof name - 1 || parse_key(eq + 1, (size_t)(at - eq - 1), guid, &age)) {
+        if (!at || eq - specs[i] >= (ptrdiff_t)sizeof name - 1 ||
+            parse_key(eq + 1, (size_t)(at - eq - 1), guid, &age)) {
             fprintf(stderr, "etlgen: %s: not NAME=KEY@RVA\n", specs[i]);
             return 2;
         }
         snprintf(name, sizeof name, "%.*s", (int)(eq - specs[i]), specs[i]);
-        snprintf(pdb, sizeof pdb, "%.*s.pdb", (int)(strrchr(name, '.') ? strrchr(name, '.') - name : (ptrdiff_t)strlen(name)), name);
+        const char *dot = strrchr(name, '.');
+        snprintf(pdb, sizeof pdb, "%.*s.pdb", (int)(dot ? dot - name : (ptrdiff_t)strlen(name)), name);
         snprintf(image, sizeof image, "\\Device\\HarddiskVolume9\\absent\\%s", name);
         uint64_t base = IMAGES + (uint64_t)i * 0x1000000;
         ips[i] = base + strtoull(at + 1, NULL, 0);
