@@ -23,7 +23,7 @@ typedef struct search {
     hs_pdb_found *out;
     int found;
     int ended;                  /* prefetch: a download started, or a file found: no more */
-    char *cache;                /* the folder of the last cache*DIR entry */
+    hs_symwalk walk;            /* across --symbols and _NT_SYMBOL_PATH */
 } search;
 
 static int done(const search *s)
@@ -148,19 +148,6 @@ static char *dup(const char *p)
     return d;
 }
 
-static int prefix_ci(const char *s, const char *word, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (tolower((unsigned char)s[i]) != word[i])
-            return 0;
-    return word[n] == 0;
-}
-
-static int is_url(const char *p, size_t n)
-{
-    return (n >= 7 && strncmp(p, "http://", 7) == 0) || (n >= 8 && strncmp(p, "https://", 8) == 0);
-}
-
 /* the two-tier layout is DIR/na/name.pdb/KEY/name.pdb: join takes three
  * parts, so the last one is added here */
 static int try_two_tier(search *s, const char *dir, const char *via)
@@ -200,93 +187,39 @@ static int try_server(search *s, const char *url, const char *cache, const char 
     return try_path(s, path, via);
 }
 
-/* One search path: entries separated by ';'. Returns the number of places
- * it named, or -1 when out of memory. */
+/* Where a walk of a search path looks for the PDB. */
+typedef struct walker {
+    search *s;
+    const char *via;
+    int places;
+} walker;
+
+static int visit(void *ctx, const hs_place *pl)
+{
+    walker *w = ctx;
+    search *s = w->s;
+    int rc = 0;
+    if (pl->kind == HS_PLACE_DIR) {
+        w->places++;
+        rc = try_path(s, join(pl->path, s->name, NULL, NULL), w->via);
+    } else if (pl->kind == HS_PLACE_STORE) {
+        w->places++;
+        rc = try_path(s, join(pl->path, s->name, s->key, s->name), w->via);
+        if (rc == 0 && !done(s))
+            rc = try_two_tier(s, pl->path, w->via);
+    } else if (s->s->fetch) {
+        w->places++;
+        rc = try_server(s, pl->path, pl->cache, w->via);
+    }
+    return rc < 0 ? -1 : done(s);
+}
+
+/* One search path (symstore.h). Returns the number of places it named, or
+ * -1 when out of memory. */
 static int try_search_path(search *s, const char *list, const char *via)
 {
-    int places = 0;
-    if (!list)
-        return 0;
-    const char *p = list;
-    while (*p && !done(s)) {
-        const char *e = strchr(p, ';');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        while (n && isspace((unsigned char)*p)) {
-            p++;
-            n--;
-        }
-        while (n && isspace((unsigned char)p[n - 1]))
-            n--;
-        char *entry = malloc(n + 1);
-        if (!entry)
-            return -1;
-        memcpy(entry, p, n);
-        entry[n] = 0;
-        int rc = 0;
-        if (n) {
-            char *star = strchr(entry, '*');
-            size_t first = star ? (size_t)(star - entry) : n;
-            int store = 0, cache_entry = star && prefix_ci(entry, "cache", first);
-            const char *parts = NULL;
-            if (star && (prefix_ci(entry, "srv", first) || cache_entry)) {
-                store = 1;
-                parts = star + 1;
-            } else if (star && prefix_ci(entry, "symsrv", first)) {
-                store = 1;
-                parts = strchr(star + 1, '*');      /* after the DLL name */
-                parts = parts ? parts + 1 : "";
-            }
-            if (!store) {
-                places++;
-                rc = try_path(s, join(entry, s->name, NULL, NULL), via);
-            } else {
-                char *first_dir = NULL;     /* where a server's file is kept */
-                while (*parts && rc == 0 && !done(s)) {
-                    const char *q = strchr(parts, '*');
-                    size_t m = q ? (size_t)(q - parts) : strlen(parts);
-                    char *part = m ? malloc(m + 1) : NULL;
-                    if (m && !part) {
-                        rc = -1;
-                        break;
-                    }
-                    if (part) {
-                        memcpy(part, parts, m);
-                        part[m] = 0;
-                    }
-                    if (part && is_url(parts, m)) {
-                        if (s->s->fetch) {
-                            places++;
-                            rc = try_server(s, part, first_dir ? first_dir : s->cache, via);
-                        }
-                        free(part);
-                    } else if (part) {
-                        places++;
-                        rc = try_path(s, join(part, s->name, s->key, s->name), via);
-                        if (rc == 0 && !done(s))
-                            rc = try_two_tier(s, part, via);
-                        if (!first_dir)
-                            first_dir = part;
-                        else
-                            free(part);
-                    }
-                    parts = q ? q + 1 : parts + m;
-                }
-                if (cache_entry && first_dir) {
-                    free(s->cache);
-                    s->cache = first_dir;
-                } else {
-                    free(first_dir);
-                }
-            }
-        }
-        free(entry);
-        if (rc < 0)
-            return -1;
-        p = e ? e + 1 : p + n;
-        if (!e)
-            break;
-    }
-    return places;
+    walker w = { s, via, 0 };
+    return hs_symstore_walk(&s->walk, list, visit, &w) < 0 ? -1 : w.places;
 }
 
 /* The search for the PDB named by pe's RSDS record, or (pe NULL) by rsds. */
@@ -359,7 +292,7 @@ static int locate(const hs_pe *pe, const hs_rsds *rsds, const hs_pdb_search *sp,
     for (size_t i = 0; i < s.ntried; i++)
         free(s.tried[i]);
     free(s.tried);
-    free(s.cache);
+    hs_symwalk_end(&s.walk);
     if (oom) {
         hs_pdb_found_free(out);
         snprintf(msg, msglen, "out of memory looking for %s", s.name);

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* How locate.h asks for a file a symbol server may have. */
 typedef struct hs_symfetch {
@@ -40,11 +41,43 @@ typedef struct hs_symfetch {
  * (default 10). */
 const hs_symfetch *hs_symfetch_host(void);
 
+/* The places of a search path, in order: entries separated by ';' are
+ *   DIR                          a folder (DIR/NAME)
+ *   srv*DIR[*DIR...][*URL...]    stores (DIR/NAME/KEY/NAME) and servers
+ *   symsrv*symsrv.dll*DIR*URL    the same
+ *   cache*DIR                    a store, where later entries' servers keep
+ *                                what they get when their entry has no DIR
+ * (the words in any case). A server keeps its files in its entry's first
+ * DIR, else in the last cache*DIR before it. */
+typedef enum hs_place_kind { HS_PLACE_DIR, HS_PLACE_STORE, HS_PLACE_SERVER } hs_place_kind;
+
+typedef struct hs_place {
+    hs_place_kind kind;
+    const char *path;           /* the folder, or the server's URL */
+    const char *cache;          /* a server's: where its files are kept, or NULL */
+} hs_place;
+
+/* What a walk carries from one search path to the next (the last
+ * cache*DIR): zero it before the first, hs_symwalk_end after the last. */
+typedef struct hs_symwalk {
+    char *cache;
+} hs_symwalk;
+
+/* Every place of list to visit, in order, until visit returns nonzero:
+ * that value is returned (0: every place visited; -1: out of memory). */
+int hs_symstore_walk(hs_symwalk *w, const char *list, int (*visit)(void *ctx, const hs_place *place), void *ctx);
+void hs_symwalk_end(hs_symwalk *w);
+
 /* Whether a search path names a symbol server (an http:// or https://
  * part of a srv* or symsrv* entry). */
 bool hs_symstore_has_server(const char *list);
 
-/* The compressed form's name: "pdbc.pdb" -> "pdbc.pd_" (malloc'd). */
+/* An image's KEY in a store: its TimeDateStamp (8 hex digits) and its
+ * SizeOfImage (hex), as symstore names the folder: "5C2ADDC71ef000". */
+void hs_symstore_image_key(uint32_t timestamp, uint32_t size, char out[18]);
+
+/* The compressed form's name: "pdbc.pdb" -> "pdbc.pd_" (malloc'd; NULL:
+ * out of memory, as for hs_symstore_url_path). */
 char *hs_symstore_compressed_name(const char *name);
 
 /* The server's path of a file: base (the URL's path, "" or "/symbols/")

@@ -398,6 +398,8 @@ static char *fetch(const job *j)
     free(d1);
     free(d2);
     char *packed = hs_symstore_compressed_name(j->name);
+    if (!packed)
+        hs_out_of_memory();
     const char *files[3] = { j->name, packed, "file.ptr" };
     body b = { 0 }, pdb = { 0 };
     int got = 0, ended = 0;
@@ -408,6 +410,8 @@ static char *fetch(const job *j)
         say(0, line);
     for (int k = 0; k < 3 && !got && !ended; k++) {
         char *path = hs_symstore_url_path(base, j->name, j->key, files[k]);
+        if (!path)
+            hs_out_of_memory();
         DWORD status = 0, err = 0;
         unsigned long long short_of = 0;
         b.n = 0;

@@ -9,7 +9,8 @@
  * Needs the fixtures (make fixtures): build/fixtures/pdb/next/pdbc.exe and
  * build/fixtures/pdb/pdbc.pdb.
  *
- *   names/...    compressed name, the server's path, search paths with a server
+ *   names/...    compressed name, the server's path, search paths with a
+ *                server, the places of search paths, an image's key
  *   ptr/...      file.ptr lines
  *   ask/...      the locator and a server
  */
@@ -54,6 +55,46 @@ static void test_names(void)
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
         tap_check(hs_symstore_has_server(lists[i].list) == lists[i].server, "names/has-server", "%s",
                   lists[i].list ? lists[i].list : "(null)");
+}
+
+static int record(void *ctx, const hs_place *pl)
+{
+    char *out = ctx;
+    static const char kind[] = "DSU";
+    size_t n = strlen(out);
+    snprintf(out + n, 1024 - n, "%c %s [%s]; ", kind[pl->kind], pl->path, pl->cache ? pl->cache : "-");
+    return strstr(pl->path, "stop") != NULL ? 7 : 0;
+}
+
+static void test_walk(void)
+{
+    static const struct {
+        const char *lists[2];
+        int rc;
+        const char *places;
+    } cases[] = {
+        { { " C:\\a ; srv*C:\\s1*C:\\s2*https://x/y;;SRV*http://z", NULL }, 0,
+          "D C:\\a [-]; S C:\\s1 [-]; S C:\\s2 [C:\\s1]; U https://x/y [C:\\s1]; U http://z [-]; " },
+        { { "cache*C:\\c;srv*http://z;symsrv*symsrv.dll*C:\\d*http://w", "srv*https://v" }, 0,
+          "S C:\\c [-]; U http://z [C:\\c]; S C:\\d [C:\\c]; U http://w [C:\\d]; U https://v [C:\\c]; " },
+        { { "C:\\a;C:\\stop;C:\\never", NULL }, 7, "D C:\\a [-]; D C:\\stop [-]; " },
+        { { "srv*;symsrv*x;cache*", "" }, 0, "" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char out[1024] = "";
+        hs_symwalk w = { NULL };
+        int rc = hs_symstore_walk(&w, cases[i].lists[0], record, out);
+        if (!rc)
+            rc = hs_symstore_walk(&w, cases[i].lists[1], record, out);
+        hs_symwalk_end(&w);
+        tap_check(rc == cases[i].rc && !strcmp(out, cases[i].places), "names/walk", "%s: %d '%s'",
+                  cases[i].lists[0], rc, out);
+    }
+    char key[18];
+    hs_symstore_image_key(0x5C2ADDC7, 0x1ef000, key);
+    tap_check(!strcmp(key, "5C2ADDC71ef000"), "names/image-key", "%s", key);
+    hs_symstore_image_key(0x5000, 0x10000, key);
+    tap_check(!strcmp(key, "0000500010000"), "names/image-key-zeros", "%s", key);
 }
 
 static void test_ptr(void)
@@ -255,6 +296,7 @@ static void test_ask(void)
 int main(void)
 {
     test_names();
+    test_walk();
     test_ptr();
     test_ask();
     return tap_status();
