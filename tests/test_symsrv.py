@@ -318,12 +318,28 @@ def pdb_function(n):
     raise AssertionError(f"{n}.exe: `functions` does not name the procedure at {rva:#x}")
 
 
+def images_trace(work, name, specs):
+    """tests/support/etlgen.c's "images" trace of specs (NAME=KEY@RVA)."""
+    etl = os.path.join(work, name + ".etl")
+    subprocess.run([os.path.join(hs.ROOT, hs.need("build/native/tools/etlgen")), "images", etl] + specs, check=True)
+    return etl
+
+
+def report_etl(work, etl, symbols, attempt):
+    """`hookscope report --etl` of its process 400: the Trace, and the lines
+    of stderr but the summary."""
+    out = os.path.join(work, "etl-" + attempt)
+    p = hs.hookscope(["report", "--etl", etl, "--pid", "400", "-o", out, "--symbols", symbols])
+    err = p.stderr.decode(errors="replace")
+    hs.eq(p.returncode, 0, f"{attempt}: exit code ({err})")
+    return hs.Trace(p, os.path.relpath(out, hs.ROOT)), [l for l in err.splitlines() if "reports in" not in l]
+
+
 def test_trace_images_downloaded_at_once():
     """A trace's images known only by their RSDS records: their PDBs asked
     all at once (the server takes 0.5 s per request, and the requests
     overlap), each sample named, the missing one in one line."""
     work, images = setup("trace")
-    etlgen = hs.need("build/native/tools/etlgen")
     srv = Server(os.path.join(work, "served"), delay=0.5)
     try:
         want, specs = {}, []
@@ -333,20 +349,14 @@ def test_trace_images_downloaded_at_once():
             specs.append(f"{n}.exe={key}@{rva + 2:#x}")
         gone = "0123456789ABCDEF0123456789ABCDEF1"
         specs.append(f"gone.exe={gone}@0x1000")
-        etl = os.path.join(work, "images.etl")
-        subprocess.run([os.path.join(hs.ROOT, etlgen), "images", etl] + specs, check=True)
+        etl = images_trace(work, "images", specs)
         cache = os.path.join(work, "cache-trace")
         url = f"{srv.url}/store"
         missing = {f"/store/gone.pdb/{gone}/{f}": 1 for f in ("gone.pdb", "gone.pd_", "file.ptr")}
         for attempt in ("first", "again"):
-            out = os.path.join(work, "etl-" + attempt)
-            p = hs.hookscope(["report", "--etl", etl, "--pid", "400", "-o", out, "--symbols", f"srv*{cache}*{url}"])
-            err = p.stderr.decode(errors="replace")
-            hs.eq(p.returncode, 0, f"{attempt}: exit code ({err})")
+            t, lines = report_etl(work, etl, f"srv*{cache}*{url}", attempt)
             line = f"gone.pdb {gone} from {url}: not found (nor gone.pd_, nor file.ptr)"
-            hs.eq([l for l in err.splitlines() if l.startswith("hookscope: ") and "reports in" not in l],
-                  ["hookscope: " + line], f"{attempt}: stderr")
-            t = hs.Trace(p, os.path.relpath(out, hs.ROOT))
+            hs.eq(lines, ["hookscope: " + line], f"{attempt}: stderr")
             hs.check(line in t.json["warnings"], f"{attempt}: warnings {t.json['warnings']}")
             got = {f["module"]: f["name"] for f in t.json["functions"]}
             hs.eq(got, want, f"{attempt}: the samples' functions")
@@ -436,5 +446,48 @@ def test_bare_server_keeps_in_the_cache_entry():
             hs.eq((p.returncode, p.stderr.decode().splitlines()),
                   (2, [f"hookscope: HOOKSCOPE_SYMSRV_TIMEOUT={bad}: not a number of seconds between 0 and 3600"]),
                   f"HOOKSCOPE_SYMSRV_TIMEOUT={bad}")
+    finally:
+        srv.close()
+
+
+def image_key(exe):
+    """A store's folder for an image: its TimeDateStamp (8 hex digits) and
+    SizeOfImage (hex), from the PE headers."""
+    with open(exe, "rb") as f:
+        d = f.read(4096)
+    pe = struct.unpack_from("<I", d, 0x3C)[0]
+    return "%08X%x" % (struct.unpack_from("<I", d, pe + 8)[0], struct.unpack_from("<I", d, pe + 24 + 56)[0])
+
+
+def test_trace_image_by_timestamp_and_size():
+    """An image a trace names no PDB for (no DbgID_RSDS record) comes from
+    the server by name, timestamp and size of image; its PDB then by the
+    image's own RSDS record; a sample in it is named from that PDB."""
+    work, images = setup("image")
+    exe, pdb_key = images["pdbc"]
+    key = image_key(exe)
+    os.makedirs(os.path.join(work, "served", "store", "pdbc.exe", key))
+    shutil.copy(exe, os.path.join(work, "served", "store", "pdbc.exe", key))
+    srv = Server(os.path.join(work, "served"))
+    try:
+        rva, name = pdb_function("pdbc")
+        gone = "5000000010000"
+        etl = images_trace(work, "image", [f"pdbc.exe={key}@{rva + 2:#x}", f"gone.exe={gone}@0x10"])
+        cache = os.path.join(work, "cache")
+        url = f"{srv.url}/store"
+        missing = {f"/store/gone.exe/{gone}/{f}": 1 for f in ("gone.exe", "gone.ex_", "file.ptr")}
+        for attempt in ("first", "again"):
+            t, lines = report_etl(work, etl, f"srv*{cache}*{url}", attempt)
+            hs.eq(lines, [f"hookscope: gone.exe {gone} from {url}: not found (nor gone.ex_, nor file.ptr)"],
+                  f"{attempt}: stderr")
+            hs.eq([(f["module"], f["name"]) for f in t.json["functions"]], [("pdbc.exe", name)],
+                  f"{attempt}: the samples' functions")
+            want = dict(missing)
+            if attempt == "first":
+                want.update({f"/store/pdbc.exe/{key}/pdbc.exe": 1, f"/store/pdbc.pdb/{pdb_key}/pdbc.pdb": 1})
+            hs.eq(srv.take(), want, f"{attempt}: requests")
+        with open(exe, "rb") as f, open(os.path.join(cache, "pdbc.exe", key, "pdbc.exe"), "rb") as g:
+            hs.check(f.read() == g.read(), "the cache's pdbc.exe differs from the served one")
+        hs.check(os.path.exists(os.path.join(cache, "pdbc.pdb", pdb_key, "pdbc.pdb")), "pdbc.pdb not in the cache")
     finally:
         srv.close()

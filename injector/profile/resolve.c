@@ -69,6 +69,12 @@ static hs_modsyms *symbols_of(resolver *r, size_t m)
         s->t = hs_modsyms_open_pdb(mod->name, mod->base, mod->pdb_guid, mod->pdb_age, mod->pdb_name, r->conf);
         return s->t;
     }
+    if (!s->t && !mod->traced && st == HS_MODSYMS_UNREADABLE && mod->timestamp && mod->size) {
+        /* not here, no PDB named: the image itself from a store */
+        s->t = hs_modsyms_open_stored(mod->name, mod->base, mod->size, mod->timestamp, r->conf);
+        if (s->t)
+            return s->t;
+    }
     if (mod->traced) {
         if (st == HS_MODSYMS_UNREADABLE)
             hs_profile_warn(r->p, "cannot read %s for symbols: %s", mod->path, why);

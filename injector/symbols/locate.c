@@ -321,6 +321,75 @@ int hs_pdb_locate_rsds(const hs_rsds *rsds, const hs_pdb_search *sp, hs_pdb_foun
     return locate(NULL, rsds, sp, out, msg, msglen);
 }
 
+/* ---- images by name, timestamp and size ------------------------------------ */
+
+typedef struct image_search {
+    const hs_pdb_search *s;
+    const hs_symfs *fs;
+    const char *name;
+    uint32_t timestamp, size;
+    char key[18];
+    char *found;
+} image_search;
+
+/* 1 when path (consumed) is the image; -1: out of memory */
+static int try_image(image_search *m, char *path)
+{
+    if (!path)
+        return -1;
+    int ok = 0;
+    if (m->s->prefetch && m->fs->exists) {
+        ok = m->fs->exists(m->fs->ctx, path);
+    } else {
+        uint8_t *data = NULL;
+        size_t n = 0;
+        char err[256];
+        hs_pe pe;
+        if (m->fs->read(m->fs->ctx, path, &data, &n, err, sizeof err) == 0) {
+            if (hs_pe_load_file(&pe, data, n) == HS_PE_OK) {
+                ok = pe.timestamp == m->timestamp && pe.size_of_image == m->size;
+                hs_pe_close(&pe);
+            }
+            free(data);
+        }
+    }
+    if (ok)
+        m->found = path;
+    else
+        free(path);
+    return ok;
+}
+
+static int visit_image(void *ctx, const hs_place *pl)
+{
+    image_search *m = ctx;
+    if (pl->kind == HS_PLACE_DIR)
+        return try_image(m, join(pl->path, m->name, NULL, NULL));
+    if (pl->kind == HS_PLACE_STORE)
+        return try_image(m, join(pl->path, m->name, m->key, m->name));
+    const hs_symfetch *f = m->s->fetch;
+    if (!f)
+        return 0;
+    if (m->s->prefetch) {
+        if (f->start)
+            f->start(f->ctx, pl->path, pl->cache, m->name, m->key);
+        return 1;
+    }
+    char *path = f->get(f->ctx, pl->path, pl->cache, m->name, m->key);
+    return path ? try_image(m, path) : 0;
+}
+
+char *hs_image_locate(const char *name, uint32_t timestamp, uint32_t size, const hs_pdb_search *s)
+{
+    image_search m = { s, s->fs ? s->fs : hs_symfs_host(), name, timestamp, size, "", NULL };
+    hs_symstore_image_key(timestamp, size, m.key);
+    hs_symwalk w = { NULL };
+    if (hs_symstore_walk(&w, s->symbols, visit_image, &m) == 0)
+        hs_symstore_walk(&w, s->nt_symbol_path, visit_image, &m);
+    hs_symwalk_end(&w);
+    return m.found;
+}
+
 void hs_pdb_found_free(hs_pdb_found *f)
 {
     if (f->data)

@@ -88,4 +88,14 @@ int hs_pdb_locate_rsds(const hs_rsds *rsds, const hs_pdb_search *s, hs_pdb_found
                        size_t msglen);
 void hs_pdb_found_free(hs_pdb_found *f);
 
+/* An image file known by name, TimeDateStamp and SizeOfImage (a module of
+ * a trace that names no PDB for it): NAME in a folder of the search path,
+ * NAME/KEY/NAME in a store (KEY: hs_symstore_image_key), or from a symbol
+ * server; the first file that is that build (a PE image of that timestamp
+ * and size) is taken. Returns its path (malloc'd), or NULL. A prefetch (s)
+ * starts the first server's download and returns NULL, or returns the
+ * first file of the name it finds without reading it. s->image_path is
+ * not used. */
+char *hs_image_locate(const char *name, uint32_t timestamp, uint32_t size, const hs_pdb_search *s);
+
 #endif

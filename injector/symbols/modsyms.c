@@ -147,6 +147,20 @@ hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t g
     return t;
 }
 
+hs_modsyms *hs_modsyms_open_stored(const char *name, uint64_t base, uint32_t size, uint32_t timestamp,
+                                   const hs_symconf *conf)
+{
+    hs_pdb_search s = search_of(name, conf);
+    char *path = hs_image_locate(name, timestamp, size, &s);
+    if (!path)
+        return NULL;
+    hs_modsyms_status st;
+    const char *why = NULL;
+    hs_modsyms *t = hs_modsyms_open(path, base, size, timestamp, conf, &st, &why);
+    free(path);
+    return t;
+}
+
 void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bool any_version,
                          const char *name, const uint8_t *pdb_guid, uint32_t pdb_age, const char *pdb_path,
                          const hs_symconf *conf)
@@ -161,6 +175,13 @@ void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bo
     size_t fsize = 0;
     const char *why = NULL;
     uint8_t *file = path ? hs_load_file(path, &fsize, &why) : NULL;
+    char *stored = NULL;
+    if (!file && !pdb_guid && timestamp && size) {
+        /* the image from a store: its download started, or its file here */
+        stored = hs_image_locate(name, timestamp, size, &s);
+        file = stored ? hs_load_file(stored, &fsize, &why) : NULL;
+        s.image_path = stored;
+    }
     hs_pe pe;
     if (file && hs_pe_load_file(&pe, file, fsize) == HS_PE_OK) {
         /* the image is used as hs_modsyms_open would use it */
@@ -173,6 +194,7 @@ void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bo
         hs_pe_close(&pe);
     }
     free(file);
+    free(stored);
     if (pdb_guid) {
         hs_rsds rsds;
         memset(&rsds, 0, sizeof rsds);

@@ -61,10 +61,19 @@ hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t g
                                 const char *pdb_path, const hs_symconf *conf);
 void hs_modsyms_close(hs_modsyms *t);
 
+/* An image whose file is not here, known by name, TimeDateStamp and
+ * SizeOfImage (a module of a trace that names no PDB for it), from a
+ * folder or store of conf's search paths, or a symbol server
+ * (hs_image_locate), then opened as hs_modsyms_open opens a file (its PDB
+ * looked for as its own). NULL when no such file is found. */
+hs_modsyms *hs_modsyms_open_stored(const char *name, uint64_t base, uint32_t size, uint32_t timestamp,
+                                   const hs_symconf *conf);
+
 /* Start the downloads from symbol servers that opening this module would
  * wait for (the same arguments as hs_modsyms_open, and the PDB's identity
- * when pdb_guid is not NULL, for an image whose file is not here), so that
- * the PDBs of many modules come at once. Does nothing when conf names no
+ * when pdb_guid is not NULL, for an image whose file is not here; without
+ * either, the image by name, timestamp and size), so that the files of
+ * many modules come at once. Does nothing when conf names no
  * symbol server. */
 void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bool any_version,
                          const char *name, const uint8_t *pdb_guid, uint32_t pdb_age, const char *pdb_path,

@@ -2,9 +2,9 @@
  * injector/symbols/symstore.h - symbol servers: what a search path's
  * `srv*` entries ask of an HTTP symbol store, and the client that asks.
  *
- * A store keeps NAME (e.g. pdbc.pdb) of one build at NAME/KEY/NAME, KEY
- * being hs_guid_age_key (the GUID's 32 hex digits and the age in hex). A
- * server may instead hold it compressed, NAME/KEY/NAM_ (the last letter
+ * A store keeps NAME of one build at NAME/KEY/NAME: a PDB (pdbc.pdb), KEY
+ * being hs_guid_age_key (the GUID's 32 hex digits and the age in hex), or
+ * an image (ntdll.dll), KEY being hs_symstore_image_key. A server may instead hold it compressed, NAME/KEY/NAM_ (the last letter
  * of the name an underscore: a cabinet file), or hold NAME/KEY/file.ptr, a
  * line of text: "PATH:<where the file is>" or "MSG:<why it is not given>".
  *

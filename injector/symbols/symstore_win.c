@@ -3,11 +3,12 @@
  * symstore.h): WinHTTP for the requests, cabinet.dll's FDI for the
  * compressed form, up to MAX_WORKERS downloads at once.
  *
- * NAME of build KEY from URL: URL/NAME/KEY/NAME, else URL/NAME/KEY/NAM_
+ * NAME (a PDB, or an image: symstore.h) of build KEY from URL: URL/NAME/KEY/NAME, else URL/NAME/KEY/NAM_
  * (a cabinet, expanded in memory), else URL/NAME/KEY/file.ptr (PATH: a
  * file copied from there; MSG: the server's reason, shown). What comes is
- * checked (all the bytes the server announced; hookscope's PDB reader
- * opens it; its GUID and age are KEY's), written next to its
+ * checked (all the bytes the server announced; a PDB opens with
+ * hookscope's PDB reader and its GUID and age are KEY's, an image's
+ * timestamp and size are), written next to its
  * place in the cache under a name of its own, then renamed to
  * CACHE/NAME/KEY/NAME. Every request of a run is made once: the answer,
  * the file or none, is kept (a negative cache); a server that timed out or
@@ -34,6 +35,7 @@
 #include <winhttp.h>
 
 #include "hook/base/util.h"
+#include "hook/pe/pe.h"
 #include "injector/symbols/pdb.h"
 #include "injector/symbols/rsds.h"
 #include "injector/symbols/symstore.h"
@@ -309,6 +311,25 @@ static int keep(const job *j, const char *dest, const uint8_t *data, size_t n)
     return rc;
 }
 
+/* Whether b is the image of j's build (its TimeDateStamp and SizeOfImage
+ * make j's key); else its failure line. */
+static int right_image(const job *j, const body *b, const char *what)
+{
+    hs_pe pe;
+    char key[18];
+    if (hs_pe_load_file(&pe, b->p, b->n) != HS_PE_OK) {
+        fail(j, "bad file (%s is not a PE image)", what);
+        return 0;
+    }
+    hs_symstore_image_key(pe.timestamp, pe.size_of_image, key);
+    hs_pe_close(&pe);
+    if (_stricmp(key, j->key)) {
+        fail(j, "bad file (%s is another build of the image, %s)", what, key);
+        return 0;
+    }
+    return 1;
+}
+
 /* Whether b is the PDB of j's build (hookscope's PDB reader opens it and
  * its GUID and age make j's key); else its failure line, with what. */
 static int right_pdb(const job *j, const body *b, const char *what)
@@ -326,6 +347,13 @@ static int right_pdb(const job *j, const body *b, const char *what)
         return 0;
     }
     return 1;
+}
+
+/* A PDB (by its name) or an image of j's build. */
+static int right_file(const job *j, const body *b, const char *what)
+{
+    size_t n = strlen(j->name);
+    return n > 4 && !_stricmp(j->name + n - 4, ".pdb") ? right_pdb(j, b, what) : right_image(j, b, what);
 }
 
 /* ---- one file --------------------------------------------------------------- */
@@ -422,12 +450,12 @@ static char *fetch(const job *j)
             continue;
         ended = 1;
         if (k == 0) {
-            if (right_pdb(j, &b, files[k]))
+            if (right_file(j, &b, files[k]))
                 got = keep(j, dest, b.p, b.n) == 0;
         } else if (k == 1) {
             if (cab_expand(&b, &pdb))
                 fail(j, "bad file (%s is not a cabinet that expands)", files[k]);
-            else if (right_pdb(j, &pdb, files[k]))
+            else if (right_file(j, &pdb, files[k]))
                 got = keep(j, dest, pdb.p, pdb.n) == 0;
         } else {
             char text[1024];
@@ -442,7 +470,7 @@ static char *fetch(const job *j)
                 fail(j, "bad file (file.ptr holds neither PATH: nor MSG:)");
             else if (!data)
                 fail(j, "not found (file.ptr points at %s: %s)", text, why ? why : "cannot read");
-            else if (right_pdb(j, &f, text))
+            else if (right_file(j, &f, text))
                 got = keep(j, dest, data, n) == 0;
             free(data);
         }

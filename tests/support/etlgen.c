@@ -11,7 +11,8 @@
  *                                   (the second timeline)
  *   etlgen images OUT.etl NAME=KEY@RVA...
  *                                   images known only by their PDB's
- *                                   identity (the third timeline, at the end)
+ *                                   identity, or by timestamp and size
+ *                                   (the third timeline, at the end)
  *
  * The timeline of "states": one CPU, a 10 MHz clock, the timer's interval
  * 1 ms (a CollectionStart), everything at ms after the first event (T0).
@@ -229,9 +230,12 @@ static int jit(const char *path)
 
 /* The timeline of "images": process images.exe (pid 400, thread 41);
  * image i of the command line, NAME=KEY@RVA, loaded at IMAGES + i * 16 MiB
- * from a folder that does not exist, with its ImageID and DbgID_RSDS
- * records (KEY: a symbol store's <GUID><age>, the GUID's 32 hex digits as
- * Windows prints it, then the age in hex; the PDB named NAME with .pdb);
+ * from a folder that does not exist; KEY is a symbol store's:
+ *   <GUID><age>   the GUID's 32 hex digits as Windows prints it, then the
+ *                 age in hex: the image has ImageID and DbgID_RSDS records
+ *                 (the PDB named NAME with .pdb), timestamp 0x5000, size 1 MiB
+ *   <TIMESTAMP><SIZE>  8 hex digits, then hex: the image has that
+ *                 TimeDateStamp and SizeOfImage, and no such records;
  * then, at ms 1 + i, one sample at the image's RVA. */
 #define IMAGES 0x180000000ull
 
@@ -272,9 +276,20 @@ static int images(const char *path, int n, char **specs)
         char name[64], pdb[80], image[128];
         const char *eq = strchr(specs[i], '='), *at = eq ? strchr(eq, '@') : NULL;
         uint8_t guid[16];
-        uint32_t age;
-        if (!at || eq - specs[i] >= (ptrdiff_t)sizeof name - 1 ||
-            parse_key(eq + 1, (size_t)(at - eq - 1), guid, &age)) {
+        uint32_t age = 0, timestamp = 0x5000, size = 0x100000;
+        size_t keylen = at ? (size_t)(at - eq - 1) : 0;
+        int by_pdb = keylen > 16, bad = !at || eq - specs[i] >= (ptrdiff_t)sizeof name - 1;
+        if (!bad && by_pdb) {
+            bad = parse_key(eq + 1, keylen, guid, &age) != 0;
+        } else if (!bad) {
+            char ts[9] = "", *end = NULL;
+            bad = keylen < 9;
+            snprintf(ts, sizeof ts, "%.8s", eq + 1);
+            timestamp = (uint32_t)strtoul(ts, NULL, 16);
+            size = (uint32_t)strtoul(eq + 9, &end, 16);
+            bad = bad || end != at;
+        }
+        if (bad) {
             fprintf(stderr, "etlgen: %s: not NAME=KEY@RVA\n", specs[i]);
             return 2;
         }
@@ -284,13 +299,15 @@ static int images(const char *path, int n, char **specs)
         snprintf(image, sizeof image, "\\Device\\HarddiskVolume9\\absent\\%s", name);
         uint64_t base = IMAGES + (uint64_t)i * 0x1000000;
         ips[i] = base + strtoull(at + 1, NULL, 0);
-        etlb_p_imageid(&pl, P, base, 0x100000, 0x5000, name);
-        etlb_classic(&b, 0, etlb_guid_imageid, 0, 2, 0, 400, T0, &pl);
-        pl.n = 0;
-        etlb_p_dbgid(&pl, P, base, guid, age, pdb);
-        etlb_classic(&b, 0, etlb_guid_imageid, 36, 2, 0, 400, T0, &pl);
-        pl.n = 0;
-        etlb_p_image(&pl, P, base, 0x100000, 400, 0, 0x5000, image);
+        if (by_pdb) {
+            etlb_p_imageid(&pl, P, base, size, timestamp, name);
+            etlb_classic(&b, 0, etlb_guid_imageid, 0, 2, 0, 400, T0, &pl);
+            pl.n = 0;
+            etlb_p_dbgid(&pl, P, base, guid, age, pdb);
+            etlb_classic(&b, 0, etlb_guid_imageid, 36, 2, 0, 400, T0, &pl);
+            pl.n = 0;
+        }
+        etlb_p_image(&pl, P, base, size, 400, 0, timestamp, image);
         sys(0x14, 3, 3, 0, 400, T0);
     }
     for (int i = 0; i < n && i < 64; i++)

@@ -288,6 +288,38 @@ static void test_ask(void)
     st = ask(&w, &pe, srv, true, path, msg);
     tap_check(w.starts == 0 && w.gets == 0 && w.reads == 0, "ask/prefetch-cached", "starts %d gets %d reads %d",
               w.starts, w.gets, w.reads);
+
+    /* an image by name, timestamp and size: a folder's file of another
+     * build passed over, the server asked, its file taken */
+    char ikey[18], *found;
+    hs_symstore_image_key(pe.timestamp, pe.size_of_image, ikey);
+    world img = world_of(exe, exe_size, 1);
+    hs_symfs ifs = { world_read, &img, world_exists };
+    hs_symfetch ifetch = { world_get, world_start, NULL, &img };
+    hs_pdb_search is = { NULL, "C:\\bins;srv*C:\\cache*http://s/sym", NULL, &ifs, &ifetch, false };
+    found = hs_image_locate("pdbc.exe", pe.timestamp, pe.size_of_image + 0x1000, &is);
+    tap_check(!found && img.gets == 1 && strcmp(img.key, ikey), "image/other-size", "found %s gets %d key %s",
+              found ? found : "-", img.gets, img.key);
+    free(found);
+    img = world_of(exe, exe_size, 1);
+    snprintf(img.files[img.nfiles++], sizeof img.files[0], "C:\\bins\\pdbc.exe");
+    found = hs_image_locate("pdbc.exe", pe.timestamp, pe.size_of_image, &is);
+    tap_check(found && !strcmp(found, "C:\\bins\\pdbc.exe") && img.gets == 0, "image/folder", "found %s gets %d",
+              found ? found : "-", img.gets);
+    free(found);
+    img = world_of(exe, exe_size, 1);
+    found = hs_image_locate("pdbc.exe", pe.timestamp, pe.size_of_image, &is);
+    snprintf(want, sizeof want, "C:\\cache\\pdbc.exe\\%s\\pdbc.exe", ikey);
+    tap_check(found && !strcmp(found, want) && img.gets == 1 && !strcmp(img.key, ikey) &&
+                  !strcmp(img.name, "pdbc.exe") && !strcmp(img.cache, "C:\\cache"),
+              "image/server", "found %s gets %d key %s", found ? found : "-", img.gets, img.key);
+    free(found);
+    img = world_of(exe, exe_size, 1);
+    is.prefetch = true;
+    found = hs_image_locate("pdbc.exe", pe.timestamp, pe.size_of_image, &is);
+    tap_check(!found && img.starts == 1 && img.gets == 0 && img.reads == 0, "image/prefetch",
+              "found %s starts %d gets %d reads %d", found ? found : "-", img.starts, img.gets, img.reads);
+    free(found);
     hs_pe_close(&pe);
     free(exe);
     free(pdb);
