@@ -23,8 +23,8 @@
  * does, and the failure is then WSAETIMEDOUT (10060) rather than
  * ERROR_WINHTTP_TIMEOUT: both are a timeout here. Wine's cabinet.dll
  * expands an MSZIP cabinet through these memory callbacks (measured:
- * tests/test_symsrv.py); the LZX form Microsoft's server also uses is not
- * tested here.
+ * tests/test_symsrv.py); its fdi.c also holds an LZX decoder
+ * (LZXfdi_decomp), the other form servers use, not run here.
  */
 #include <windows.h>
 #include <fdi.h>
