@@ -356,7 +356,7 @@ def test_trace_images_downloaded_at_once():
         for attempt in ("first", "again"):
             t, lines = report_etl(work, etl, f"srv*{cache}*{url}", attempt)
             line = f"gone.pdb {gone} from {url}: not found (nor gone.pd_, nor file.ptr)"
-            hs.eq(lines, ["hookscope: " + line], f"{attempt}: stderr")
+            hs.eq(lines, ["hookscope: " + line], f"{attempt}: stderr {t.stderr!r}")
             hs.check(line in t.json["warnings"], f"{attempt}: warnings {t.json['warnings']}")
             got = {f["module"]: f["name"] for f in t.json["functions"]}
             hs.eq(got, want, f"{attempt}: the samples' functions")
@@ -479,7 +479,7 @@ def test_trace_image_by_timestamp_and_size():
         for attempt in ("first", "again"):
             t, lines = report_etl(work, etl, f"srv*{cache}*{url}", attempt)
             hs.eq(lines, [f"hookscope: gone.exe {gone} from {url}: not found (nor gone.ex_, nor file.ptr)"],
-                  f"{attempt}: stderr")
+                  f"{attempt}: stderr {t.stderr!r}")
             hs.eq([(f["module"], f["name"]) for f in t.json["functions"]], [("pdbc.exe", name)],
                   f"{attempt}: the samples' functions")
             want = dict(missing)

@@ -176,17 +176,19 @@ void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bo
     const char *why = NULL;
     uint8_t *file = path ? hs_load_file(path, &fsize, &why) : NULL;
     char *stored = NULL;
-    if (!file && !pdb_guid && timestamp && size) {
-        /* the image from a store: its download started, or its file here */
+    if (!file && !pdb_guid && !any_version && timestamp && size) {
+        /* not here, no PDB named: the image from a store (its download
+         * started, or its file there) */
         stored = hs_image_locate(name, timestamp, size, &s);
         file = stored ? hs_load_file(stored, &fsize, &why) : NULL;
         s.image_path = stored;
+        any_version = true;
     }
+    /* the file is used as the naming pass uses it (resolve.c): any version
+     * of a traced one, else only the version loaded, else the PDB named */
     hs_pe pe;
     if (file && hs_pe_load_file(&pe, file, fsize) == HS_PE_OK) {
-        /* the image is used as hs_modsyms_open would use it */
-        if (any_version || ((!timestamp || pe.timestamp == timestamp) && (!size || pe.size_of_image == size)) ||
-            !pdb_guid) {
+        if (any_version || ((!timestamp || pe.timestamp == timestamp) && (!size || pe.size_of_image == size))) {
             if (hs_pdb_locate(&pe, &s, &found, msg, sizeof msg) == HS_LOC_FOUND)
                 hs_pdb_found_free(&found);
             pdb_guid = NULL;

@@ -70,11 +70,16 @@ static struct {
 
 /* ---- lines -------------------------------------------------------------- */
 
-/* One line on stderr; a failure's kept for the reports too. */
+/* One line on stderr (written whole: one stdio call, a download's line
+ * never cut by another thread's); a failure's kept for the reports too. */
 static void say(int failure, const char *line)
 {
+    char *whole = hs_xasprintf("hookscope: %s\n", line);
     EnterCriticalSection(&g.lock);
-    hs_err("%s", line);
+    fflush(stdout);
+    fputs(whole, stderr);
+    fflush(stderr);
+    free(whole);
     if (failure) {
         hs_xgrow(&g.msgs, &g.mcap, g.nmsgs + 1, sizeof *g.msgs);
         g.msgs[g.nmsgs++] = hs_xstrdup(line);
