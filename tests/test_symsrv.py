@@ -2,7 +2,7 @@
 its image's RSDS signature with WinHTTP (under Wine) from a server started
 here (Python's http.server on 127.0.0.1, serving a symbol store made of the
 PDB fixtures and counting the requests per path): a plain .pdb, a .pd_
-(a cabinet written here, MSZIP) and a file.ptr redirect; a missing PDB, a
+(a cabinet written here, MSZIP or LZX) and a file.ptr redirect; a missing PDB, a
 server error, a file that is not a PDB, another build's PDB, a body cut
 short and a server that never answers each give one line, and the run goes on with the names it could get.
 The names equal a run's with the PDB at hand; the cache holds the PDBs in
@@ -34,21 +34,59 @@ PE_RSDS = os.path.join(hs.ROOT, "tests", "support", "pe_rsds.py")
 TIMEOUT_S = 2
 
 
-def cabinet(name, data):
-    """A one-file cabinet (MS-CAB) of data, one MSZIP folder: each block of
-    32 KiB a "CK" and a raw deflate stream of its own."""
+class Bits:
+    """LZX's bit stream: bits taken from the top of 16-bit little-endian words."""
+
+    def __init__(self):
+        self.words, self.acc, self.n = bytearray(), 0, 0
+
+    def put(self, value, count):
+        for i in range(count - 1, -1, -1):
+            self.acc = self.acc << 1 | (value >> i & 1)
+            self.n += 1
+            if self.n == 16:
+                self.words += struct.pack("<H", self.acc)
+                self.acc, self.n = 0, 0
+
+    def aligned(self):
+        if self.n:
+            self.put(0, 16 - self.n)
+        return bytes(self.words)
+
+
+def mszip_frame(raw, first):
+    """A frame of an MSZIP folder: "CK" and a raw deflate stream of its own."""
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return b"CK" + z.compress(raw) + z.flush()
+
+
+def lzx_frame(raw, first):
+    """A frame of an LZX folder as one uncompressed LZX block: (at the
+    start, no E8 translation) the block type 3 and its 24-bit length, the
+    bits padded to a 16-bit word, R0-R2, the bytes, a pad byte if odd."""
+    b = Bits()
+    if first:
+        b.put(0, 1)
+    b.put(3, 3)
+    b.put(len(raw) >> 8, 16)
+    b.put(len(raw) & 0xFF, 8)
+    return b.aligned() + struct.pack("<III", 1, 1, 1) + raw + (b"\0" if len(raw) & 1 else b"")
+
+
+def cabinet(name, data, lzx=False):
+    """A one-file cabinet (MS-CAB) of data, one folder of 32 KiB frames:
+    MSZIP, or LZX with a 32 KiB window."""
     blocks = []
     for i in range(0, max(len(data), 1), 32768):
         raw = data[i:i + 32768]
-        z = zlib.compressobj(9, zlib.DEFLATED, -15)
-        packed = b"CK" + z.compress(raw) + z.flush()
+        packed = (lzx_frame if lzx else mszip_frame)(raw, i == 0)
         blocks.append(struct.pack("<IHH", 0, len(packed), len(raw)) + packed)
     fname = name.encode() + b"\0"
     files_at = 36 + 8                          # CFHEADER, one CFFOLDER
     data_at = files_at + 16 + len(fname)       # one CFFILE
     total = data_at + sum(len(b) for b in blocks)
     header = struct.pack("<4sIIIIIBBHHHHH", b"MSCF", 0, total, 0, files_at, 0, 3, 1, 1, 1, 0, 0, 0)
-    folder = struct.pack("<IHH", data_at, len(blocks), 1)      # typeCompress 1: MSZIP
+    folder = struct.pack("<IHH", data_at, len(blocks), 3 | 15 << 8 if lzx else 1)   # typeCompress
     entry = struct.pack("<IIHHHH", len(data), 0, 0, 0x5821, 0, 0x20) + fname
     return header + folder + entry + b"".join(blocks)
 
@@ -172,6 +210,10 @@ def setup(name):
         packed = cabinet("pdbcxx.pdb", f.read())
     with open(os.path.join(store, "pdbcxx.pdb", images["pdbcxx"][1], "pdbcxx.pd_"), "wb") as f:
         f.write(packed)
+    lzx = os.path.join(work, "served", "lzx", "pdbc.pdb", images["pdbc"][1])
+    os.makedirs(lzx)
+    with open(os.path.join(fx, "pdbc.pdb"), "rb") as f, open(os.path.join(lzx, "pdbc.pd_"), "wb") as g:
+        g.write(cabinet("pdbc.pdb", f.read(), lzx=True))
     elsewhere = os.path.join(work, "elsewhere")
     os.makedirs(elsewhere)
     shutil.copy(os.path.join(fx, "pdbmsvc.pdb"), elsewhere)
@@ -423,7 +465,8 @@ def test_progress_lines_on_a_console_only():
 def test_bare_server_keeps_in_the_cache_entry():
     """srv*URL keeps what it gets in the folder of the cache*DIR before it
     (here through _NT_SYMBOL_PATH, with `hookscope functions`); without
-    one, it is one line and nothing is asked."""
+    one, it is one line and nothing is asked. Also: a .pd_ of LZX form, and
+    a timeout that is no number of seconds."""
     work, images = setup("bare")
     srv = Server(os.path.join(work, "served"))
     exe, key = images["pdbc"]
@@ -441,6 +484,16 @@ def test_bare_server_keeps_in_the_cache_entry():
               f"hookscope: pdbc.pdb {key} from {srv.url}/store: no folder to keep it in "
               f"(give srv*DIR*{srv.url}/store, or cache*DIR before the entry)", "srv*URL: the line")
         hs.eq(srv.take(), {}, "srv*URL: requests")
+        # an LZX cabinet (uncompressed LZX blocks)
+        lzx = os.path.join(work, "cache-lzx")
+        p = hs.hookscope(["functions", "--symbols", f"srv*{lzx}*{srv.url}/lzx", exe])
+        hs.eq((p.returncode, p.stderr.decode()), (0, ""), "LZX: exit code, stderr")
+        hs.check("leaf_square" in [l.split()[-1] for l in p.stdout.decode().splitlines() if " pdb " in l],
+                 "LZX: names from the PDB")
+        with open(os.path.join(hs.ROOT, PDB, "pdbc.pdb"), "rb") as f, \
+                open(os.path.join(lzx, "pdbc.pdb", key, "pdbc.pdb"), "rb") as g:
+            hs.check(f.read() == g.read(), "LZX: the cache's pdbc.pdb differs from the fixture's")
+        hs.eq(srv.take(), {f"/lzx/pdbc.pdb/{key}/pdbc.pdb": 1, f"/lzx/pdbc.pdb/{key}/pdbc.pd_": 1}, "LZX: requests")
         for bad in ("abc", "0", "-1", "2s", "3601"):
             p = hs.hookscope(["functions", exe], extra_env={"HOOKSCOPE_SYMSRV_TIMEOUT": bad})
             hs.eq((p.returncode, p.stderr.decode().splitlines()),

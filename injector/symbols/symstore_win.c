@@ -22,9 +22,9 @@
  * wait for the response; the request's WINHTTP_OPTION_RECEIVE_RESPONSE_TIMEOUT
  * does, and the failure is then WSAETIMEDOUT (10060) rather than
  * ERROR_WINHTTP_TIMEOUT: both are a timeout here. Wine's cabinet.dll
- * expands an MSZIP cabinet through these memory callbacks (measured:
- * tests/test_symsrv.py); its fdi.c also holds an LZX decoder
- * (LZXfdi_decomp), the other form servers use, not run here.
+ * expands MSZIP and LZX cabinets through these memory callbacks
+ * (tests/test_symsrv.py: an MSZIP one, and an LZX one of uncompressed LZX
+ * blocks; LZX's Huffman-coded blocks not tried).
  */
 #include <windows.h>
 #include <fdi.h>
