@@ -214,6 +214,11 @@ def setup(name):
     os.makedirs(lzx)
     with open(os.path.join(fx, "pdbc.pdb"), "rb") as f, open(os.path.join(lzx, "pdbc.pd_"), "wb") as g:
         g.write(cabinet("pdbc.pdb", f.read(), lzx=True))
+    for where, text in (("msg", "MSG:withheld by its owner\r\n"),
+                        ("dangling", "PATH:" + wine_path(os.path.join(work, "nowhere", "pdbc.pdb")))):
+        os.makedirs(os.path.join(work, "served", where, "pdbc.pdb", images["pdbc"][1]))
+        with open(os.path.join(work, "served", where, "pdbc.pdb", images["pdbc"][1], "file.ptr"), "w") as f:
+            f.write(text)
     elsewhere = os.path.join(work, "elsewhere")
     os.makedirs(elsewhere)
     shutil.copy(os.path.join(fx, "pdbmsvc.pdb"), elsewhere)
@@ -494,6 +499,17 @@ def test_bare_server_keeps_in_the_cache_entry():
                 open(os.path.join(lzx, "pdbc.pdb", key, "pdbc.pdb"), "rb") as g:
             hs.check(f.read() == g.read(), "LZX: the cache's pdbc.pdb differs from the fixture's")
         hs.eq(srv.take(), {f"/lzx/pdbc.pdb/{key}/pdbc.pdb": 1, f"/lzx/pdbc.pdb/{key}/pdbc.pd_": 1}, "LZX: requests")
+        # file.ptr: the server's message, a path to nothing
+        for where, why in (("msg", 'not given: the server says "withheld by its owner"'),
+                           ("dangling", "not found (file.ptr points at "
+                            + wine_path(os.path.join(work, "nowhere", "pdbc.pdb")) + ": ")):
+            p = hs.hookscope(["functions", "--symbols", f"srv*{os.path.join(work, 'cache-' + where)}*{srv.url}/{where}",
+                              exe])
+            first = p.stderr.decode().splitlines()[0]
+            hs.eq((p.returncode, first[:len(f"hookscope: pdbc.pdb {key} from {srv.url}/{where}: {why}")]),
+                  (0, f"hookscope: pdbc.pdb {key} from {srv.url}/{where}: {why}"), f"file.ptr {where}: {first}")
+            hs.eq(srv.take(), {f"/{where}/pdbc.pdb/{key}/{f}": 1 for f in ("pdbc.pdb", "pdbc.pd_", "file.ptr")},
+                  f"file.ptr {where}: requests")
         for bad in ("abc", "0", "-1", "2s", "3601"):
             p = hs.hookscope(["functions", exe], extra_env={"HOOKSCOPE_SYMSRV_TIMEOUT": bad})
             hs.eq((p.returncode, p.stderr.decode().splitlines()),

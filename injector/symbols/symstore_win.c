@@ -434,8 +434,9 @@ static char *fetch(const job *j)
     if (!packed)
         hs_out_of_memory();
     const char *files[3] = { j->name, packed, "file.ptr" };
-    body b = { 0 }, pdb = { 0 };
+    body b = { 0 }, expanded = { 0 };
     int got = 0, ended = 0;
+    size_t kept = 0;
     DWORD t0 = GetTickCount();
     char line[600];
     snprintf(line, sizeof line, "downloading %s from %s", j->name, j->url);
@@ -454,14 +455,14 @@ static char *fetch(const job *j)
         if (ended || status != 200)
             continue;
         ended = 1;
+        const body *file = NULL;
         if (k == 0) {
-            if (right_file(j, &b, files[k]))
-                got = keep(j, dest, b.p, b.n) == 0;
+            file = right_file(j, &b, files[k]) ? &b : NULL;
         } else if (k == 1) {
-            if (cab_expand(&b, &pdb))
+            if (cab_expand(&b, &expanded))
                 fail(j, "bad file (%s is not a cabinet that expands)", files[k]);
-            else if (right_file(j, &pdb, files[k]))
-                got = keep(j, dest, pdb.p, pdb.n) == 0;
+            else if (right_file(j, &expanded, files[k]))
+                file = &expanded;
         } else {
             char text[1024];
             int kind = hs_symstore_parse_ptr((const char *)b.p, b.n, text, sizeof text);
@@ -477,17 +478,21 @@ static char *fetch(const job *j)
                 fail(j, "not found (file.ptr points at %s: %s)", text, why ? why : "cannot read");
             else if (right_file(j, &f, text))
                 got = keep(j, dest, data, n) == 0;
+            kept = n;
             free(data);
+        }
+        if (file) {
+            got = keep(j, dest, file->p, file->n) == 0;
+            kept = file->n;
         }
     }
     if (!got && !ended)
         fail(j, "not found (nor %s, nor file.ptr)", packed);
-    snprintf(line, sizeof line, "%s: %.1f MB in %.1f s", j->name, (pdb.n ? pdb.n : b.n) / 1048576.0,
-             (GetTickCount() - t0) / 1000.0);
+    snprintf(line, sizeof line, "%s: %.1f MB in %.1f s", j->name, kept / 1048576.0, (GetTickCount() - t0) / 1000.0);
     if (got && g.console)
         say(0, line);
     free(b.p);
-    free(pdb.p);
+    free(expanded.p);
     free(packed);
     free(base);
     if (!got) {
