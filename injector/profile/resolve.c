@@ -284,7 +284,8 @@ static void resolve_stacks(resolver *r)
 static void prefetch_symbols(resolver *r)
 {
     const hs_profile *p = r->p;
-    if (!r->conf || !r->conf->fetch)
+    if (!r->conf || !r->conf->fetch ||
+        !(hs_symstore_has_server(r->conf->symbols) || hs_symstore_has_server(r->conf->nt_symbol_path)))
         return;
     bool *want = hs_xcalloc(p->nmodules ? p->nmodules : 1, sizeof *want);
     for (size_t i = 0; i < p->nfuncs; i++)

@@ -165,8 +165,7 @@ void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bo
                          const char *name, const uint8_t *pdb_guid, uint32_t pdb_age, const char *pdb_path,
                          const hs_symconf *conf)
 {
-    if (!conf || !conf->fetch ||
-        !(hs_symstore_has_server(conf->symbols) || hs_symstore_has_server(conf->nt_symbol_path)))
+    if (!conf || !conf->fetch)
         return;
     hs_pdb_search s = search_of(path ? path : name, conf);
     s.prefetch = true;

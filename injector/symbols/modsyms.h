@@ -73,8 +73,8 @@ hs_modsyms *hs_modsyms_open_stored(const char *name, uint64_t base, uint32_t siz
  * wait for (the same arguments as hs_modsyms_open, and the PDB's identity
  * when pdb_guid is not NULL, for an image whose file is not here; without
  * either, the image by name, timestamp and size), so that the files of
- * many modules come at once. Does nothing when conf names no
- * symbol server. */
+ * many modules come at once (the naming pass calls it only when conf
+ * names a symbol server). */
 void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bool any_version,
                          const char *name, const uint8_t *pdb_guid, uint32_t pdb_age, const char *pdb_path,
                          const hs_symconf *conf);
