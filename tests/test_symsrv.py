@@ -313,7 +313,7 @@ def test_failures_one_line_each():
             ("error", f"{srv.url}/broken", "server error 500 (pdbc.pdb)", [f"/broken/pdbc.pdb/{key}/pdbc.pdb"]),
             ("garbage", f"{srv.url}/garbage", "bad file (pdbc.pdb: not a PDB (no MSF 7.00 header))",
              [f"/garbage/pdbc.pdb/{key}/pdbc.pdb"]),
-            ("other", f"{srv.url}/other", f"bad file (pdbc.pdb is the PDB of another build, {images['pdbcxx'][1]})",
+            ("other", f"{srv.url}/other", f"bad file (pdbc.pdb is another build, {images['pdbcxx'][1]})",
              [f"/other/pdbc.pdb/{key}/pdbc.pdb"]),
             ("short", f"{srv.url}/short", f"bad file (pdbc.pdb: 4096 of the {pdbcxx_size} bytes announced came)",
              [f"/short/pdbc.pdb/{key}/pdbc.pdb"]),

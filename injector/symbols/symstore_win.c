@@ -316,49 +316,43 @@ static int keep(const job *j, const char *dest, const uint8_t *data, size_t n)
     return rc;
 }
 
-/* Whether b is the image of j's build (its TimeDateStamp and SizeOfImage
- * make j's key); else its failure line. */
-static int right_image(const job *j, const body *b, const char *what)
+/* The build key of b as a store names it: a PDB's GUID and age (by j's
+ * name), an image's timestamp and size. 0, or -1 after its failure line. */
+static int key_of(const job *j, const body *b, const char *what, char key[42])
 {
+    size_t n = strlen(j->name);
+    if (n > 4 && !_stricmp(j->name + n - 4, ".pdb")) {
+        hs_pdb pdb;
+        char err[256];
+        if (hs_pdb_open(&pdb, b->p, b->n, err, sizeof err)) {
+            fail(j, "bad file (%s: %s)", what, err);
+            return -1;
+        }
+        hs_guid_age_key(pdb.guid, pdb.age, key);
+        hs_pdb_close(&pdb);
+        return 0;
+    }
     hs_pe pe;
-    char key[18];
     if (hs_pe_load_file(&pe, b->p, b->n) != HS_PE_OK) {
         fail(j, "bad file (%s is not a PE image)", what);
-        return 0;
+        return -1;
     }
     hs_symstore_image_key(pe.timestamp, pe.size_of_image, key);
     hs_pe_close(&pe);
-    if (_stricmp(key, j->key)) {
-        fail(j, "bad file (%s is another build of the image, %s)", what, key);
-        return 0;
-    }
-    return 1;
+    return 0;
 }
 
-/* Whether b is the PDB of j's build (hookscope's PDB reader opens it and
- * its GUID and age make j's key); else its failure line, with what. */
-static int right_pdb(const job *j, const body *b, const char *what)
-{
-    hs_pdb pdb;
-    char err[256], key[42];
-    if (hs_pdb_open(&pdb, b->p, b->n, err, sizeof err)) {
-        fail(j, "bad file (%s: %s)", what, err);
-        return 0;
-    }
-    hs_guid_age_key(pdb.guid, pdb.age, key);
-    hs_pdb_close(&pdb);
-    if (_stricmp(key, j->key)) {
-        fail(j, "bad file (%s is the PDB of another build, %s)", what, key);
-        return 0;
-    }
-    return 1;
-}
-
-/* A PDB (by its name) or an image of j's build. */
+/* Whether b is the file of j's build; else its failure line. */
 static int right_file(const job *j, const body *b, const char *what)
 {
-    size_t n = strlen(j->name);
-    return n > 4 && !_stricmp(j->name + n - 4, ".pdb") ? right_pdb(j, b, what) : right_image(j, b, what);
+    char key[42];
+    if (key_of(j, b, what, key))
+        return 0;
+    if (_stricmp(key, j->key)) {
+        fail(j, "bad file (%s is another build, %s)", what, key);
+        return 0;
+    }
+    return 1;
 }
 
 /* ---- one file --------------------------------------------------------------- */
