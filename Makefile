@@ -115,7 +115,7 @@ $(B)/win/%.o: %.S | $(INC_FARMS)
 # (injector/main.c), so that a dbghelp.dll planted beside hookscope.exe
 # (a download folder) is never loaded. Their delay-import libraries are
 # made from mingw's import libraries.
-DELAY_DLLS := dbghelp winmm
+DELAY_DLLS := dbghelp winmm winhttp cabinet
 DELAY_LIBS := $(patsubst %,$(B)/win/delay/lib%.a,$(DELAY_DLLS))
 $(B)/win/delay/lib%.a:
 	@mkdir -p $(dir $@)

@@ -120,9 +120,10 @@ static const optdef options[] = {
       "with --etl: the process to report, by image name" },
     { OPT_SYMBOLS, L"--symbols", NULL, "PATH", 0, TRACE | HS_CMD_FUNCTIONS | HS_CMD_REPORT,
       "where else to look for PDBs: folders, srv*DIR and\n"
-      "cache*DIR symbol stores, separated by ';' (after\n"
-      "the image's own path and folder; then\n"
-      "_NT_SYMBOL_PATH); never downloads" },
+      "cache*DIR symbol stores, srv*DIR*https://SERVER\n"
+      "symbol servers (downloaded into DIR), separated\n"
+      "by ';' (after the image's own path and folder;\n"
+      "then _NT_SYMBOL_PATH)" },
     { OPT_SRCLINE, L"--srcline", NULL, NULL, 0, TRACE | HS_CMD_REPORT,
       "add file:line (PDB or DWARF line tables) to each\n"
       "function and stack frame in the reports" },
@@ -546,7 +547,7 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
 
 hs_symconf hs_options_symconf(const hs_options *o)
 {
-    hs_symconf c = { o->symbols, getenv("_NT_SYMBOL_PATH") };
+    hs_symconf c = { o->symbols, getenv("_NT_SYMBOL_PATH"), hs_symfetch_host() };
     if (c.nt_symbol_path && !*c.nt_symbol_path)
         c.nt_symbol_path = NULL;
     return c;

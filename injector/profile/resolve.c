@@ -69,6 +69,12 @@ static hs_modsyms *symbols_of(resolver *r, size_t m)
         s->t = hs_modsyms_open_pdb(mod->name, mod->base, mod->pdb_guid, mod->pdb_age, mod->pdb_name, r->conf);
         return s->t;
     }
+    if (!s->t && !mod->traced && st == HS_MODSYMS_UNREADABLE && mod->timestamp && mod->size) {
+        /* not here, no PDB named: the image itself from a store */
+        s->t = hs_modsyms_open_stored(mod->name, mod->base, mod->size, mod->timestamp, r->conf);
+        if (s->t)
+            return s->t;
+    }
     if (mod->traced) {
         if (st == HS_MODSYMS_UNREADABLE)
             hs_profile_warn(r->p, "cannot read %s for symbols: %s", mod->path, why);
@@ -273,6 +279,41 @@ static void resolve_stacks(resolver *r)
     free(prev);
 }
 
+/* The PDBs of the modules names will be asked of, their downloads from
+ * symbol servers started together before the first is waited for. */
+static void prefetch_symbols(resolver *r)
+{
+    const hs_profile *p = r->p;
+    if (!r->conf || !r->conf->fetch ||
+        !(hs_symstore_has_server(r->conf->symbols) || hs_symstore_has_server(r->conf->nt_symbol_path)))
+        return;
+    bool *want = hs_xcalloc(p->nmodules ? p->nmodules : 1, sizeof *want);
+    for (size_t i = 0; i < p->nfuncs; i++)
+        if (p->funcs[i].in_plan && !p->funcs[i].name)
+            want[p->funcs[i].module] = true;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const hs_prof_stack *s = &p->stacks[i];
+        for (uint32_t d = 0; s->addrs && d < s->nframes; d++) {
+            int32_t m = s->addr_modules && s->addr_modules[d] >= 0
+                            ? s->addr_modules[d] : module_of(r, d ? s->addrs[d] - 1 : s->addrs[d]);
+            if (m >= 0)
+                want[m] = true;
+        }
+    }
+    for (size_t i = 0; i < p->nedges; i++) {
+        int32_t m = p->edges[i].site ? module_of(r, p->edges[i].site - 1) : -1;
+        if (m >= 0)
+            want[m] = true;
+    }
+    for (size_t m = 0; m < p->nmodules; m++) {
+        const hs_prof_module *mod = &p->modules[m];
+        if (want[m] && !mod->jit)
+            hs_modsyms_prefetch(mod->path, mod->size, mod->timestamp, mod->traced, mod->name,
+                                mod->pdb_known ? mod->pdb_guid : NULL, mod->pdb_age, mod->pdb_name, r->conf);
+    }
+    free(want);
+}
+
 void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
 {
     resolver r;
@@ -280,12 +321,13 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
     r.p = p;
     r.conf = conf;
     r.ms = hs_xcalloc(p->nmodules, sizeof *r.ms);
-    name_plan_functions(&r);
-
     r.by_base = hs_xcalloc(p->nmodules, sizeof *r.by_base);
     for (size_t i = 0; i < p->nmodules; i++)
         r.by_base[i] = i;
     hs_sort(r.by_base, p->nmodules, sizeof *r.by_base, cmp_base, p);
+    prefetch_symbols(&r);
+    name_plan_functions(&r);
+
     r.plan = hs_xcalloc(p->nfuncs, sizeof *r.plan);
     for (size_t i = 0; i < p->nfuncs; i++)
         if (p->funcs[i].in_plan || p->modules[p->funcs[i].module].jit)
@@ -308,6 +350,10 @@ void hs_profile_resolve(hs_profile *p, const hs_symconf *conf)
 
     for (size_t i = 0; i < p->nmodules; i++)
         hs_modsyms_close(r.ms[i].t);
+    /* what the symbol servers did not give, in the report too */
+    char *m;
+    for (size_t i = 0; conf && conf->fetch && (m = conf->fetch->message(conf->fetch->ctx, i)); i++, free(m))
+        hs_profile_warn(p, "%s", m);
     free(r.ms);
     free(r.by_base);
     free(r.plan);

@@ -22,7 +22,14 @@ typedef struct search {
     size_t msglen;
     hs_pdb_found *out;
     int found;
+    int ended;                  /* prefetch: a download started, or a file found: no more */
+    hs_symwalk walk;            /* across --symbols and _NT_SYMBOL_PATH */
 } search;
+
+static int done(const search *s)
+{
+    return s->found || s->ended;
+}
 
 static const char *base_name(const char *p)
 {
@@ -74,6 +81,13 @@ static int try_path(search *s, char *path, const char *via)
         s->cap = nc;
     }
     s->tried[s->ntried++] = path;
+    if (s->s->prefetch && s->fs->exists) {
+        /* a file is there: the search proper reads it (and asks a server
+         * only should it be another build's) */
+        if (s->fs->exists(s->fs->ctx, path))
+            s->ended = 1;
+        return 0;
+    }
 
     uint8_t *data = NULL;
     size_t size = 0;
@@ -134,19 +148,6 @@ static char *dup(const char *p)
     return d;
 }
 
-static int prefix_ci(const char *s, const char *word, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (tolower((unsigned char)s[i]) != word[i])
-            return 0;
-    return word[n] == 0;
-}
-
-static int is_url(const char *p, size_t n)
-{
-    return (n >= 7 && strncmp(p, "http://", 7) == 0) || (n >= 8 && strncmp(p, "https://", 8) == 0);
-}
-
 /* the two-tier layout is DIR/na/name.pdb/KEY/name.pdb: join takes three
  * parts, so the last one is added here */
 static int try_two_tier(search *s, const char *dir, const char *via)
@@ -162,76 +163,63 @@ static int try_two_tier(search *s, const char *dir, const char *via)
     return try_path(s, p, via);
 }
 
-/* One search path: entries separated by ';'. Returns the number of places
- * it named, or -1 when out of memory. */
+/* Ask the symbol server at url (its file kept in cache); a prefetch only
+ * starts the download, and the search ends there. */
+static int try_server(search *s, const char *url, const char *cache, const char *via)
+{
+    const hs_symfetch *f = s->s->fetch;
+    if (s->s->prefetch) {
+        if (f->start)
+            f->start(f->ctx, url, cache, s->name, s->key);
+        s->ended = 1;
+        return 0;
+    }
+    char *path = f->get(f->ctx, url, cache, s->name, s->key);
+    if (!path)
+        return 0;
+    /* the cache's own place was looked at before the download filled it */
+    for (size_t i = 0; i < s->ntried; i++)
+        if (strcmp(s->tried[i], path) == 0) {
+            free(s->tried[i]);
+            s->tried[i] = s->tried[--s->ntried];
+            break;
+        }
+    return try_path(s, path, via);
+}
+
+/* Where a walk of a search path looks for the PDB. */
+typedef struct walker {
+    search *s;
+    const char *via;
+    int places;
+} walker;
+
+static int visit(void *ctx, const hs_place *pl)
+{
+    walker *w = ctx;
+    search *s = w->s;
+    int rc = 0;
+    if (pl->kind == HS_PLACE_DIR) {
+        w->places++;
+        rc = try_path(s, join(pl->path, s->name, NULL, NULL), w->via);
+    } else if (pl->kind == HS_PLACE_STORE) {
+        w->places++;
+        rc = try_path(s, join(pl->path, s->name, s->key, s->name), w->via);
+        if (rc == 0 && !done(s))
+            rc = try_two_tier(s, pl->path, w->via);
+    } else if (s->s->fetch) {
+        w->places++;
+        rc = try_server(s, pl->path, pl->cache, w->via);
+    }
+    return rc < 0 ? -1 : done(s);
+}
+
+/* One search path (symstore.h). Returns the number of places it named, or
+ * -1 when out of memory. */
 static int try_search_path(search *s, const char *list, const char *via)
 {
-    int places = 0;
-    if (!list)
-        return 0;
-    const char *p = list;
-    while (*p && !s->found) {
-        const char *e = strchr(p, ';');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        while (n && isspace((unsigned char)*p)) {
-            p++;
-            n--;
-        }
-        while (n && isspace((unsigned char)p[n - 1]))
-            n--;
-        char *entry = malloc(n + 1);
-        if (!entry)
-            return -1;
-        memcpy(entry, p, n);
-        entry[n] = 0;
-        int rc = 0;
-        if (n) {
-            char *star = strchr(entry, '*');
-            size_t first = star ? (size_t)(star - entry) : n;
-            int store = 0;
-            const char *parts = NULL;
-            if (star && ((prefix_ci(entry, "srv", first)) ||
-                         (prefix_ci(entry, "cache", first)))) {
-                store = 1;
-                parts = star + 1;
-            } else if (star && prefix_ci(entry, "symsrv", first)) {
-                store = 1;
-                parts = strchr(star + 1, '*');      /* after the DLL name */
-                parts = parts ? parts + 1 : "";
-            }
-            if (!store) {
-                places++;
-                rc = try_path(s, join(entry, s->name, NULL, NULL), via);
-            } else {
-                while (*parts && rc == 0 && !s->found) {
-                    const char *q = strchr(parts, '*');
-                    size_t m = q ? (size_t)(q - parts) : strlen(parts);
-                    if (m && !is_url(parts, m)) {
-                        char *dir = malloc(m + 1);
-                        if (!dir) {
-                            rc = -1;
-                            break;
-                        }
-                        memcpy(dir, parts, m);
-                        dir[m] = 0;
-                        places++;
-                        rc = try_path(s, join(dir, s->name, s->key, s->name), via);
-                        if (rc == 0 && !s->found)
-                            rc = try_two_tier(s, dir, via);
-                        free(dir);
-                    }
-                    parts = q ? q + 1 : parts + m;
-                }
-            }
-        }
-        free(entry);
-        if (rc < 0)
-            return -1;
-        p = e ? e + 1 : p + n;
-        if (!e)
-            break;
-    }
-    return places;
+    walker w = { s, via, 0 };
+    return hs_symstore_walk(&s->walk, list, visit, &w) < 0 ? -1 : w.places;
 }
 
 /* The search for the PDB named by pe's RSDS record, or (pe NULL) by rsds. */
@@ -279,7 +267,7 @@ static int locate(const hs_pe *pe, const hs_rsds *rsds, const hs_pdb_search *sp,
     int nsym = 0, nnt = 0, oom = 0;
     if (out->rsds.path[0] && strcmp(out->rsds.path, s.name) != 0)
         oom |= try_path(&s, dup(out->rsds.path), "rsds") < 0;
-    if (!s.found && !oom && sp->image_path) {
+    if (!done(&s) && !oom && sp->image_path) {
         size_t dl = (size_t)(base_name(sp->image_path) - sp->image_path);
         char *dir = malloc(dl + 2);
         if (!dir) {
@@ -293,17 +281,18 @@ static int locate(const hs_pe *pe, const hs_rsds *rsds, const hs_pdb_search *sp,
             free(dir);
         }
     }
-    if (!s.found && !oom) {
+    if (!done(&s) && !oom) {
         nsym = try_search_path(&s, sp->symbols, "--symbols");
         oom |= nsym < 0;
     }
-    if (!s.found && !oom) {
+    if (!done(&s) && !oom) {
         nnt = try_search_path(&s, sp->nt_symbol_path, "_NT_SYMBOL_PATH");
         oom |= nnt < 0;
     }
     for (size_t i = 0; i < s.ntried; i++)
         free(s.tried[i]);
     free(s.tried);
+    hs_symwalk_end(&s.walk);
     if (oom) {
         hs_pdb_found_free(out);
         snprintf(msg, msglen, "out of memory looking for %s", s.name);
@@ -330,6 +319,75 @@ int hs_pdb_locate_rsds(const hs_rsds *rsds, const hs_pdb_search *sp, hs_pdb_foun
                        size_t msglen)
 {
     return locate(NULL, rsds, sp, out, msg, msglen);
+}
+
+/* ---- images by name, timestamp and size ------------------------------------ */
+
+typedef struct image_search {
+    const hs_pdb_search *s;
+    const hs_symfs *fs;
+    const char *name;
+    uint32_t timestamp, size;
+    char key[18];
+    char *found;
+} image_search;
+
+/* 1 when path (consumed) is the image; -1: out of memory */
+static int try_image(image_search *m, char *path)
+{
+    if (!path)
+        return -1;
+    int ok = 0;
+    if (m->s->prefetch && m->fs->exists) {
+        ok = m->fs->exists(m->fs->ctx, path);
+    } else {
+        uint8_t *data = NULL;
+        size_t n = 0;
+        char err[256];
+        hs_pe pe;
+        if (m->fs->read(m->fs->ctx, path, &data, &n, err, sizeof err) == 0) {
+            if (hs_pe_load_file(&pe, data, n) == HS_PE_OK) {
+                ok = pe.timestamp == m->timestamp && pe.size_of_image == m->size;
+                hs_pe_close(&pe);
+            }
+            free(data);
+        }
+    }
+    if (ok)
+        m->found = path;
+    else
+        free(path);
+    return ok;
+}
+
+static int visit_image(void *ctx, const hs_place *pl)
+{
+    image_search *m = ctx;
+    if (pl->kind == HS_PLACE_DIR)
+        return try_image(m, join(pl->path, m->name, NULL, NULL));
+    if (pl->kind == HS_PLACE_STORE)
+        return try_image(m, join(pl->path, m->name, m->key, m->name));
+    const hs_symfetch *f = m->s->fetch;
+    if (!f)
+        return 0;
+    if (m->s->prefetch) {
+        if (f->start)
+            f->start(f->ctx, pl->path, pl->cache, m->name, m->key);
+        return 1;
+    }
+    char *path = f->get(f->ctx, pl->path, pl->cache, m->name, m->key);
+    return path ? try_image(m, path) : 0;
+}
+
+char *hs_image_locate(const char *name, uint32_t timestamp, uint32_t size, const hs_pdb_search *s)
+{
+    image_search m = { s, s->fs ? s->fs : hs_symfs_host(), name, timestamp, size, "", NULL };
+    hs_symstore_image_key(timestamp, size, m.key);
+    hs_symwalk w = { NULL };
+    if (hs_symstore_walk(&w, s->symbols, visit_image, &m) == 0)
+        hs_symstore_walk(&w, s->nt_symbol_path, visit_image, &m);
+    hs_symwalk_end(&w);
+    return m.found;
 }
 
 void hs_pdb_found_free(hs_pdb_found *f)

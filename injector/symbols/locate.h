@@ -13,7 +13,10 @@
  *        SRV*..., symsrv*symsrv.dll*DIR*URL
  *        cache*DIR                 DIR/name.pdb/<GUID><age>/name.pdb, and the
  *                                  two-tier form DIR/na/name.pdb/<key>/name.pdb
- *      URLs (http://, https://) are passed over: hookscope never downloads.
+ *      A URL (http://, https://) in a srv* entry is asked through the
+ *      search's fetch (symstore.h) once the entry's folders miss: the file
+ *      it gets lands in the entry's first folder, or in the folder of the
+ *      last cache*DIR before it; without a fetch, URLs are passed over.
  * <GUID><age> is hs_guid_age_key: the GUID's 32 hex digits and the age in hex
  * (what symstore and symbol servers use).
  *
@@ -28,13 +31,14 @@
  *               image wants {...} age 2)"
  *   not found  "no symbols for <image>: <name>.pdb not found (looked at
  *               <RSDS path>, the image's folder, <n> --symbols places, <n>
- *               _NT_SYMBOL_PATH places)"
+ *               _NT_SYMBOL_PATH places)": a server asked counts as a place
  *   bad file   "<pdb path>: <what is wrong>"
  *   no RSDS    "<image> names no PDB (no CodeView record)"
  */
 #ifndef HOOKSCOPE_LOCATE_H
 #define HOOKSCOPE_LOCATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +46,7 @@
 #include "injector/symbols/pdb.h"
 #include "injector/symbols/rsds.h"
 #include "injector/symbols/symfs.h"
+#include "injector/symbols/symstore.h"
 
 enum hs_locate_status {
     HS_LOC_FOUND = 0,
@@ -56,6 +61,11 @@ typedef struct hs_pdb_search {
     const char *symbols;        /* --symbols "PATH[;PATH...]", or NULL */
     const char *nt_symbol_path; /* the _NT_SYMBOL_PATH value, or NULL */
     const hs_symfs *fs;         /* NULL: hs_symfs_host() */
+    const hs_symfetch *fetch;   /* symbol servers; NULL: never asked */
+    bool prefetch;              /* only start the download the search would wait for:
+                                   the search ends at the first place holding a file
+                                   of the name (fs->exists; read when there is none)
+                                   or at the first server, and finds nothing */
 } hs_pdb_search;
 
 typedef struct hs_pdb_found {
@@ -77,5 +87,15 @@ int hs_pdb_locate(const hs_pe *pe, const hs_pdb_search *s, hs_pdb_found *out, ch
 int hs_pdb_locate_rsds(const hs_rsds *rsds, const hs_pdb_search *s, hs_pdb_found *out, char *msg,
                        size_t msglen);
 void hs_pdb_found_free(hs_pdb_found *f);
+
+/* An image file known by name, TimeDateStamp and SizeOfImage (a module of
+ * a trace that names no PDB for it): NAME in a folder of the search path,
+ * NAME/KEY/NAME in a store (KEY: hs_symstore_image_key), or from a symbol
+ * server; the first file that is that build (a PE image of that timestamp
+ * and size) is taken. Returns its path (malloc'd), or NULL. A prefetch (s)
+ * starts the first server's download and returns NULL, or returns the
+ * first file of the name it finds without reading it. s->image_path is
+ * not used. */
+char *hs_image_locate(const char *name, uint32_t timestamp, uint32_t size, const hs_pdb_search *s);
 
 #endif

@@ -63,9 +63,16 @@ static void load_fallback(hs_modsyms *t)
 #endif
 }
 
+static hs_pdb_search search_of(const char *image, const hs_symconf *conf)
+{
+    hs_pdb_search s = { image, conf ? conf->symbols : NULL, conf ? conf->nt_symbol_path : NULL, NULL,
+                        conf ? conf->fetch : NULL, false };
+    return s;
+}
+
 static void load_debug_info(hs_modsyms *t, const hs_symconf *conf)
 {
-    hs_pdb_search s = { t->path, conf ? conf->symbols : NULL, conf ? conf->nt_symbol_path : NULL, NULL };
+    hs_pdb_search s = search_of(t->path, conf);
     int rc = hs_debuginfo_load(&t->di, &t->pe, &s);
     t->debug_source = t->di.source;
     if (rc < 0 && t->di.status == HS_LOC_BAD)
@@ -134,10 +141,71 @@ hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t g
     memcpy(rsds.guid, guid, 16);
     rsds.age = age;
     snprintf(rsds.path, sizeof rsds.path, "%s", pdb_path ? pdb_path : "");
-    hs_pdb_search s = { name, conf ? conf->symbols : NULL, conf ? conf->nt_symbol_path : NULL, NULL };
+    hs_pdb_search s = search_of(name, conf);
     hs_debuginfo_load_rsds(&t->di, &rsds, &s);
     t->debug_source = t->di.source;
     return t;
+}
+
+hs_modsyms *hs_modsyms_open_stored(const char *name, uint64_t base, uint32_t size, uint32_t timestamp,
+                                   const hs_symconf *conf)
+{
+    hs_pdb_search s = search_of(name, conf);
+    char *path = hs_image_locate(name, timestamp, size, &s);
+    if (!path)
+        return NULL;
+    hs_modsyms_status st;
+    const char *why = NULL;
+    hs_modsyms *t = hs_modsyms_open(path, base, size, timestamp, conf, &st, &why);
+    free(path);
+    return t;
+}
+
+void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bool any_version,
+                         const char *name, const uint8_t *pdb_guid, uint32_t pdb_age, const char *pdb_path,
+                         const hs_symconf *conf)
+{
+    if (!conf || !conf->fetch)
+        return;
+    hs_pdb_search s = search_of(path ? path : name, conf);
+    s.prefetch = true;
+    hs_pdb_found found;
+    char msg[256];
+    size_t fsize = 0;
+    const char *why = NULL;
+    uint8_t *file = path ? hs_load_file(path, &fsize, &why) : NULL;
+    char *stored = NULL;
+    if (!file && !pdb_guid && !any_version && timestamp && size) {
+        /* not here, no PDB named: the image from a store (its download
+         * started, or its file there) */
+        stored = hs_image_locate(name, timestamp, size, &s);
+        file = stored ? hs_load_file(stored, &fsize, &why) : NULL;
+        s.image_path = stored;
+        any_version = true;
+    }
+    /* the file is used as the naming pass uses it (resolve.c): any version
+     * of a traced one, else only the version loaded, else the PDB named */
+    hs_pe pe;
+    if (file && hs_pe_load_file(&pe, file, fsize) == HS_PE_OK) {
+        if (any_version || ((!timestamp || pe.timestamp == timestamp) && (!size || pe.size_of_image == size))) {
+            if (hs_pdb_locate(&pe, &s, &found, msg, sizeof msg) == HS_LOC_FOUND)
+                hs_pdb_found_free(&found);
+            pdb_guid = NULL;
+        }
+        hs_pe_close(&pe);
+    }
+    free(file);
+    free(stored);
+    if (pdb_guid) {
+        hs_rsds rsds;
+        memset(&rsds, 0, sizeof rsds);
+        memcpy(rsds.guid, pdb_guid, 16);
+        rsds.age = pdb_age;
+        snprintf(rsds.path, sizeof rsds.path, "%s", pdb_path ? pdb_path : "");
+        s.image_path = name;
+        if (hs_pdb_locate_rsds(&rsds, &s, &found, msg, sizeof msg) == HS_LOC_FOUND)
+            hs_pdb_found_free(&found);
+    }
 }
 
 void hs_modsyms_close(hs_modsyms *t)

@@ -26,6 +26,7 @@
 #include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
 #include "hook/pe/symbols.h"
+#include "injector/symbols/symstore.h"
 #include "injector/symbols/symtab.h"
 
 typedef struct hs_modsyms hs_modsyms;
@@ -34,6 +35,7 @@ typedef struct hs_modsyms hs_modsyms;
 typedef struct hs_symconf {
     const char *symbols;         /* --symbols PATH[;PATH...], or NULL */
     const char *nt_symbol_path;  /* _NT_SYMBOL_PATH, or NULL */
+    const hs_symfetch *fetch;    /* symbol servers (symstore.h); NULL: never downloads */
 } hs_symconf;
 
 typedef enum hs_modsyms_status {
@@ -58,6 +60,24 @@ hs_modsyms *hs_modsyms_open(const char *path, uint64_t base, uint32_t size, uint
 hs_modsyms *hs_modsyms_open_pdb(const char *name, uint64_t base, const uint8_t guid[16], uint32_t age,
                                 const char *pdb_path, const hs_symconf *conf);
 void hs_modsyms_close(hs_modsyms *t);
+
+/* An image whose file is not here, known by name, TimeDateStamp and
+ * SizeOfImage (a module of a trace that names no PDB for it), from a
+ * folder or store of conf's search paths, or a symbol server
+ * (hs_image_locate), then opened as hs_modsyms_open opens a file (its PDB
+ * looked for as its own). NULL when no such file is found. */
+hs_modsyms *hs_modsyms_open_stored(const char *name, uint64_t base, uint32_t size, uint32_t timestamp,
+                                   const hs_symconf *conf);
+
+/* Start the downloads from symbol servers that opening this module would
+ * wait for (the same arguments as hs_modsyms_open, and the PDB's identity
+ * when pdb_guid is not NULL, for an image whose file is not here; without
+ * either, the image by name, timestamp and size), so that the files of
+ * many modules come at once (the naming pass calls it only when conf
+ * names a symbol server). */
+void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bool any_version,
+                         const char *name, const uint8_t *pdb_guid, uint32_t pdb_age, const char *pdb_path,
+                         const hs_symconf *conf);
 
 /* The parsed image (for analysis of its code, e.g. by `functions`). */
 const hs_pe *hs_modsyms_pe(const hs_modsyms *t);

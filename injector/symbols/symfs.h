@@ -20,6 +20,8 @@ typedef struct hs_symfs {
     int (*read)(void *ctx, const char *path, uint8_t **data, size_t *size, char *err,
                 size_t errlen);
     void *ctx;
+    /* 1: a file of that name is there, 0: not (NULL: only read answers) */
+    int (*exists)(void *ctx, const char *path);
 } hs_symfs;
 
 /* The host's file system. */

@@ -7,30 +7,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "injector/symbols/symfs.h"
 
-static int posix_read(void *ctx, const char *path, uint8_t **data, size_t *size, char *err,
-                      size_t errlen)
+/* The Linux path of a Windows-style one (malloc'd), or NULL: on another
+ * drive, or out of memory (*oom set). */
+static char *host_path(const char *path, int *oom)
 {
-    (void)ctx;
-    size_t n = strlen(path);
-    char *p = malloc(n + 1);
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    *oom = 0;
     const char *src = path;
     if ((path[0] == 'Z' || path[0] == 'z') && path[1] == ':')
         src = path + 2;
-    else if (((path[0] | 0x20) >= 'a' && (path[0] | 0x20) <= 'z') && path[1] == ':') {
-        free(p);
-        return 1;                          /* another drive: not here */
+    else if (((path[0] | 0x20) >= 'a' && (path[0] | 0x20) <= 'z') && path[1] == ':')
+        return NULL;                       /* another drive: not here */
+    char *p = malloc(strlen(src) + 1);
+    if (!p) {
+        *oom = 1;
+        return NULL;
     }
     size_t k = 0;
     for (; *src; src++)
         p[k++] = *src == '\\' ? '/' : *src;
     p[k] = 0;
+    return p;
+}
+
+static int posix_read(void *ctx, const char *path, uint8_t **data, size_t *size, char *err,
+                      size_t errlen)
+{
+    (void)ctx;
+    int oom;
+    char *p = host_path(path, &oom);
+    if (!p) {
+        if (oom)
+            snprintf(err, errlen, "out of memory");
+        return oom ? -1 : 1;
+    }
     FILE *f = fopen(p, "rb");
     if (!f) {
         int e = errno;
@@ -73,7 +86,18 @@ static int posix_read(void *ctx, const char *path, uint8_t **data, size_t *size,
     return 0;
 }
 
-static const hs_symfs host = { posix_read, NULL };
+static int posix_exists(void *ctx, const char *path)
+{
+    (void)ctx;
+    int oom;
+    char *p = host_path(path, &oom);
+    struct stat st;
+    int there = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    free(p);
+    return there;
+}
+
+static const hs_symfs host = { posix_read, NULL, posix_exists };
 
 const hs_symfs *hs_symfs_host(void)
 {

@@ -8,21 +8,26 @@
 
 #include "injector/symbols/symfs.h"
 
+/* path in UTF-16 (malloc'd), or NULL (err set) */
+static wchar_t *wide(const char *path, char *err, size_t errlen)
+{
+    int wn = MultiByteToWideChar(CP_UTF8, 0, path, -1, NULL, 0);
+    wchar_t *w = wn > 0 ? malloc((size_t)wn * sizeof *w) : NULL;
+    if (!w) {
+        snprintf(err, errlen, wn > 0 ? "out of memory" : "bad file name %s", path);
+        return NULL;
+    }
+    MultiByteToWideChar(CP_UTF8, 0, path, -1, w, wn);
+    return w;
+}
+
 static int win_read(void *ctx, const char *path, uint8_t **data, size_t *size, char *err,
                     size_t errlen)
 {
     (void)ctx;
-    int wn = MultiByteToWideChar(CP_UTF8, 0, path, -1, NULL, 0);
-    if (wn <= 0) {
-        snprintf(err, errlen, "bad file name %s", path);
+    wchar_t *w = wide(path, err, errlen);
+    if (!w)
         return -1;
-    }
-    wchar_t *w = malloc((size_t)wn * sizeof *w);
-    if (!w) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    MultiByteToWideChar(CP_UTF8, 0, path, -1, w, wn);
     HANDLE h = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL,
                            OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
     free(w);
@@ -64,7 +69,19 @@ static int win_read(void *ctx, const char *path, uint8_t **data, size_t *size, c
     return 0;
 }
 
-static const hs_symfs host = { win_read, NULL };
+static int win_exists(void *ctx, const char *path)
+{
+    (void)ctx;
+    char err[64];
+    wchar_t *w = wide(path, err, sizeof err);
+    if (!w)
+        return 0;
+    DWORD a = GetFileAttributesW(w);
+    free(w);
+    return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+static const hs_symfs host = { win_read, NULL, win_exists };
 
 const hs_symfs *hs_symfs_host(void)
 {

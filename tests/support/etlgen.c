@@ -8,7 +8,11 @@
  *   etlgen states OUT.etl           the timeline below
  *   etlgen states-noready OUT.etl   the same without its ReadyThread event
  *   etlgen jit OUT.etl              JIT-compiled methods, one range reused
- *                                   (the second timeline, at the end)
+ *                                   (the second timeline)
+ *   etlgen images OUT.etl NAME=KEY@RVA...
+ *                                   images known only by their PDB's
+ *                                   identity, or by timestamp and size
+ *                                   (the third timeline, at the end)
  *
  * The timeline of "states": one CPU, a 10 MHz clock, the timer's interval
  * 1 ms (a CollectionStart), everything at ms after the first event (T0).
@@ -36,7 +40,9 @@
  * C waits and nothing readies it; D's wait is still open at the end; E's
  * wait ends at a switch without a stack.
  */
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/unit/etl_build.h"
@@ -170,6 +176,20 @@ static int write_file(const char *path)
  */
 #define JIT 0x7ff000000000ull
 
+/* A trace of one process, pid with one thread tid, started: its timer at
+ * 1 ms, the process and its thread (rundown). */
+static void one_process(uint32_t pid, uint32_t tid, const char *name)
+{
+    etlb_init(&b, P, 1, 64 * 1024);
+    etlb_begin(&b, 0, 1);
+    etlb_p_interval(&pl, 0, 10000, 10000);
+    sys(0x0F, 73, 2, 0, 0, T0);
+    etlb_p_process(&pl, P, pid, 4, 1, name, name);
+    sys(0x03, 3, 4, 0, pid, T0);
+    etlb_p_thread(&pl, P, pid, tid);
+    sys(0x05, 3, 3, tid, pid, T0);
+}
+
 static void jit_method(uint16_t id, unsigned version, double ms, uint64_t mid, uint64_t start, uint32_t size,
                        const char *ns, const char *name)
 {
@@ -188,14 +208,7 @@ static void jit_sample(double ms, uint64_t ip)
 
 static int jit(const char *path)
 {
-    etlb_init(&b, P, 1, 64 * 1024);
-    etlb_begin(&b, 0, 1);
-    etlb_p_interval(&pl, 0, 10000, 10000);
-    sys(0x0F, 73, 2, 0, 0, T0);
-    etlb_p_process(&pl, P, 300, 4, 1, "jit.exe", "jit.exe");
-    sys(0x03, 3, 4, 0, 300, T0);
-    etlb_p_thread(&pl, P, 300, 31);
-    sys(0x05, 3, 3, 31, 300, T0);
+    one_process(300, 31, "jit.exe");
     etlb_p_image(&pl, P, EXE, 0x10000, 300, 0, 0x5000, "\\Device\\HarddiskVolume2\\t\\jit.exe");
     sys(0x14, 3, 3, 0, 300, T0);
     etlb_p_clr_module(&pl, 2, 7, "C:\\app\\App.dll", "");
@@ -215,14 +228,104 @@ static int jit(const char *path)
     return write_file(path);
 }
 
+/* The timeline of "images": process images.exe (pid 400, thread 41);
+ * image i of the command line, NAME=KEY@RVA, loaded at IMAGES + i * 16 MiB
+ * from a folder that does not exist; KEY is a symbol store's:
+ *   <GUID><age>   the GUID's 32 hex digits as Windows prints it, then the
+ *                 age in hex: the image has ImageID and DbgID_RSDS records
+ *                 (the PDB named NAME with .pdb), timestamp 0x5000, size 1 MiB
+ *   <TIMESTAMP><SIZE>  8 hex digits, then hex: the image has that
+ *                 TimeDateStamp and SizeOfImage, and no such records;
+ * then, at ms 1 + i, one sample at the image's RVA. */
+#define IMAGES 0x180000000ull
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* KEY's GUID (Data1-3 little-endian) and age; 0, or -1 when malformed */
+static int parse_key(const char *key, size_t n, uint8_t guid[16], uint32_t *age)
+{
+    static const int order[16] = { 3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
+    if (n < 33 || n > 40)
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        int h = hexval(key[2 * i]), l = hexval(key[2 * i + 1]);
+        if (h < 0 || l < 0)
+            return -1;
+        guid[order[i]] = (uint8_t)(h << 4 | l);
+    }
+    *age = 0;
+    for (size_t i = 32; i < n; i++) {
+        if (hexval(key[i]) < 0)
+            return -1;
+        *age = *age << 4 | (uint32_t)hexval(key[i]);
+    }
+    return 0;
+}
+
+static int images(const char *path, int n, char **specs)
+{
+    one_process(400, 41, "images.exe");
+    uint64_t ips[64];
+    for (int i = 0; i < n && i < 64; i++) {
+        char name[64], pdb[80], image[128];
+        const char *eq = strchr(specs[i], '='), *at = eq ? strchr(eq, '@') : NULL;
+        uint8_t guid[16];
+        uint32_t age = 0, timestamp = 0x5000, size = 0x100000;
+        size_t keylen = at ? (size_t)(at - eq - 1) : 0;
+        int by_pdb = keylen > 16, bad = !at || eq - specs[i] >= (ptrdiff_t)sizeof name - 1;
+        if (!bad && by_pdb) {
+            bad = parse_key(eq + 1, keylen, guid, &age) != 0;
+        } else if (!bad) {
+            char ts[9] = "", *end = NULL;
+            bad = keylen < 9;
+            snprintf(ts, sizeof ts, "%.8s", eq + 1);
+            timestamp = (uint32_t)strtoul(ts, NULL, 16);
+            size = (uint32_t)strtoul(eq + 9, &end, 16);
+            bad = bad || end != at;
+        }
+        if (bad) {
+            fprintf(stderr, "etlgen: %s: not NAME=KEY@RVA\n", specs[i]);
+            return 2;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)(eq - specs[i]), specs[i]);
+        const char *dot = strrchr(name, '.');
+        snprintf(pdb, sizeof pdb, "%.*s.pdb", (int)(dot ? dot - name : (ptrdiff_t)strlen(name)), name);
+        snprintf(image, sizeof image, "\\Device\\HarddiskVolume9\\absent\\%s", name);
+        uint64_t base = IMAGES + (uint64_t)i * 0x1000000;
+        ips[i] = base + strtoull(at + 1, NULL, 0);
+        if (by_pdb) {
+            etlb_p_imageid(&pl, P, base, size, timestamp, name);
+            etlb_classic(&b, 0, etlb_guid_imageid, 0, 2, 0, 400, T0, &pl);
+            pl.n = 0;
+            etlb_p_dbgid(&pl, P, base, guid, age, pdb);
+            etlb_classic(&b, 0, etlb_guid_imageid, 36, 2, 0, 400, T0, &pl);
+            pl.n = 0;
+        }
+        etlb_p_image(&pl, P, base, size, 400, 0, timestamp, image);
+        sys(0x14, 3, 3, 0, 400, T0);
+    }
+    for (int i = 0; i < n && i < 64; i++)
+        sample(MS(1.0 + i), 41, ips[i]);
+    etlb_end(&b, ETLB_PLAIN);
+    return write_file(path);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "images"))
+        return images(argv[2], argc - 3, argv + 3);
     if (argc == 3 && !strcmp(argv[1], "states"))
         return states(argv[2], 1);
     if (argc == 3 && !strcmp(argv[1], "states-noready"))
         return states(argv[2], 0);
     if (argc == 3 && !strcmp(argv[1], "jit"))
         return jit(argv[2]);
-    fprintf(stderr, "usage: etlgen states|states-noready|jit OUT.etl\n");
+    fprintf(stderr, "usage: etlgen states|states-noready|jit OUT.etl | etlgen images OUT.etl NAME=KEY@RVA...\n");
     return 2;
 }

@@ -13,7 +13,7 @@ PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
 
 # hookscope's own debug-information readers (injector/symbols), without the
 # facade and backends that need the rest of the injector
-DEBUGINFO_C   := $(addprefix injector/symbols/,symtab.c msf.c pdb.c rsds.c locate.c dwarf.c \
+DEBUGINFO_C   := $(addprefix injector/symbols/,symtab.c msf.c pdb.c rsds.c locate.c symstore.c dwarf.c \
                    undecorate.c debuginfo.c) $(wildcard hook/pe/*.c)
 DEBUGINFO_WIN := $(addprefix injector/symbols/,symfs_win.c undecorate_win.c dbghelp_win.c)
 DEBUGINFO_NAT := $(addprefix injector/symbols/,symfs_posix.c undecorate_posix.c)
@@ -54,7 +54,7 @@ ETWTEST_OBJ := $(call win_obj,tests/support/etwtest.c tests/support/etw_fake.c t
                  $(HOOK_C) $(HOOK_WIN) $(SAMPLER_C) $(SAMPLER_WIN))
 $(ETWTEST_WIN): $(ETWTEST_OBJ) $(CAPSTONE_LIB)
 	@mkdir -p $(dir $@)
-	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -lz -ldbghelp -lpsapi -lntdll -lwinmm
+	$(WCXX) -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) -static-libgcc -static-libstdc++ -static -lz -ldbghelp -lpsapi -lntdll -lwinmm -lwinhttp -lcabinet
 test-targets: $(ETWTEST_WIN)
 
 # build/tests/etw_fake.dll: the same fake as a DLL that hookscope loads

@@ -231,8 +231,8 @@ static int load_fixture(fixture *f)
 static int locate(fixture *f, memfs *m, const char *image, const char *symbols, const char *nt,
                   char *msg, size_t msglen, char *path, size_t pathlen, const char **via)
 {
-    hs_symfs fs = { mem_read, m };
-    hs_pdb_search s = { image, symbols, nt, &fs };
+    hs_symfs fs = { .read = mem_read, .ctx = m };
+    hs_pdb_search s = { .image_path = image, .symbols = symbols, .nt_symbol_path = nt, .fs = &fs };
     hs_pdb_found found;
     m->log[0] = 0;
     msg[0] = 0;
@@ -824,8 +824,8 @@ static void test_debuginfo(void)
     memfs m;
     memset(&m, 0, sizeof m);
     memfs_add(&m, "D:\\app\\pdbc.pdb", f.pdb, f.pdb_size);
-    hs_symfs fs = { mem_read, &m };
-    hs_pdb_search s = { "D:\\app\\pdbc.exe", NULL, NULL, &fs };
+    hs_symfs fs = { .read = mem_read, .ctx = &m };
+    hs_pdb_search s = { .image_path = "D:\\app\\pdbc.exe", .fs = &fs };
     hs_debuginfo ms;
     int rc = hs_debuginfo_load(&ms, &f.pe, &s);
     /* the same as reading the PDB directly */
@@ -875,7 +875,7 @@ static void test_debuginfo(void)
     uint8_t *g = slurp("build/fixtures/pdb/pdbc-gcc.exe", &gsize);
     hs_pe gpe;
     if (g && hs_pe_load_file(&gpe, g, gsize) == HS_PE_OK) {
-        hs_pdb_search gs = { "D:\\app\\pdbc-gcc.exe", NULL, NULL, &fs };
+        hs_pdb_search gs = { .image_path = "D:\\app\\pdbc-gcc.exe", .fs = &fs };
         rc = hs_debuginfo_load(&ms, &gpe, &gs);
         tap_check(rc == 0 && ms.source == HS_SYMSRC_DWARF && ms.status == HS_LOC_NO_RSDS &&
                       ms.syms.count == 0 && ms.lines.count > 1000 && !ms.message[0],

@@ -1,0 +1,169 @@
+/*
+ * injector/symbols/symstore.c - symbol store names and paths, and the
+ * file.ptr line (see symstore.h).
+ */
+#include "injector/symbols/symstore.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#ifndef _WIN32
+const hs_symfetch *hs_symfetch_host(void)
+{
+    return NULL;
+}
+#endif
+
+static bool word_ci(const char *s, size_t n, const char *word)
+{
+    if (strlen(word) != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)s[i]) != word[i])
+            return false;
+    return true;
+}
+
+static bool is_url(const char *p)
+{
+    return !strncmp(p, "http://", 7) || !strncmp(p, "https://", 8);
+}
+
+/* The places of one entry (its text, NUL-terminated). */
+static int walk_entry(hs_symwalk *w, char *entry, int (*visit)(void *, const hs_place *), void *ctx)
+{
+    char *star = strchr(entry, '*');
+    size_t first = star ? (size_t)(star - entry) : strlen(entry);
+    bool cache_entry = star && word_ci(entry, first, "cache");
+    char *parts = NULL;
+    if (star && (word_ci(entry, first, "srv") || cache_entry))
+        parts = star + 1;
+    else if (star && word_ci(entry, first, "symsrv"))
+        parts = strchr(star + 1, '*') ? strchr(star + 1, '*') + 1 : star + strlen(star);   /* after the DLL */
+    if (!parts) {
+        hs_place d = { HS_PLACE_DIR, entry, NULL };
+        return visit(ctx, &d);
+    }
+    const char *first_dir = NULL;
+    int rc = 0;
+    for (char *part = parts; *part && !rc;) {
+        char *q = strchr(part, '*');
+        if (q)
+            *q = 0;
+        if (*part) {
+            hs_place pl = { is_url(part) ? HS_PLACE_SERVER : HS_PLACE_STORE, part,
+                            first_dir ? first_dir : w->cache };
+            if (pl.kind == HS_PLACE_STORE && !first_dir)
+                first_dir = part;
+            rc = visit(ctx, &pl);
+        }
+        part = q ? q + 1 : part + strlen(part);
+    }
+    if (!rc && cache_entry && first_dir) {
+        char *c = malloc(strlen(first_dir) + 1);
+        if (!c)
+            return -1;
+        strcpy(c, first_dir);
+        free(w->cache);
+        w->cache = c;
+    }
+    return rc;
+}
+
+int hs_symstore_walk(hs_symwalk *w, const char *list, int (*visit)(void *ctx, const hs_place *place), void *ctx)
+{
+    int rc = 0;
+    for (const char *p = list; p && *p && !rc;) {
+        size_t n = strcspn(p, ";");
+        const char *next = p + n + (p[n] == ';');
+        while (n && isspace((unsigned char)*p)) {
+            p++;
+            n--;
+        }
+        while (n && isspace((unsigned char)p[n - 1]))
+            n--;
+        if (n) {
+            char *entry = malloc(n + 1);
+            if (!entry)
+                return -1;
+            memcpy(entry, p, n);
+            entry[n] = 0;
+            rc = walk_entry(w, entry, visit, ctx);
+            free(entry);
+        }
+        p = next;
+    }
+    return rc;
+}
+
+void hs_symwalk_end(hs_symwalk *w)
+{
+    free(w->cache);
+    w->cache = NULL;
+}
+
+static int server_seen(void *ctx, const hs_place *place)
+{
+    (void)ctx;
+    return place->kind == HS_PLACE_SERVER;
+}
+
+bool hs_symstore_has_server(const char *list)
+{
+    hs_symwalk w = { NULL };
+    int rc = hs_symstore_walk(&w, list, server_seen, NULL);
+    hs_symwalk_end(&w);
+    return rc == 1;
+}
+
+void hs_symstore_image_key(uint32_t timestamp, uint32_t size, char out[18])
+{
+    snprintf(out, 18, "%08X%x", timestamp, size);
+}
+
+char *hs_symstore_compressed_name(const char *name)
+{
+    size_t n = strlen(name);
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, name, n + 1);
+        if (n)
+            c[n - 1] = '_';
+    }
+    return c;
+}
+
+char *hs_symstore_url_path(const char *base, const char *name, const char *key, const char *file)
+{
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/')
+        n--;
+    size_t len = n + strlen(name) + strlen(key) + strlen(file) + 4;
+    char *p = malloc(len);
+    if (p)
+        snprintf(p, len, "%.*s/%s/%s/%s", (int)n, base, name, key, file);
+    return p;
+}
+
+int hs_symstore_parse_ptr(const char *text, size_t n, char *out, size_t outlen)
+{
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' ' || text[n - 1] == '\t'))
+        n--;
+    int kind = 0;
+    size_t skip = 0;
+    if (n > 5 && !strncmp(text, "PATH:", 5)) {
+        kind = 1;
+        skip = 5;
+    } else if (n > 4 && !strncmp(text, "MSG:", 4)) {
+        kind = 2;
+        skip = 4;
+    }
+    if (!kind || memchr(text + skip, '\n', n - skip) || memchr(text + skip, 0, n - skip) || n - skip >= outlen)
+        return 0;
+    memcpy(out, text + skip, n - skip);
+    out[n - skip] = 0;
+    return kind;
+}
