@@ -150,7 +150,13 @@ class Server:
             def log_message(self, *a):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Httpd(http.server.ThreadingHTTPServer):
+            # a listen backlog for every download at once and more (the
+            # default 5 could refuse one on a loaded machine)
+            request_queue_size = 64
+            daemon_threads = True
+
+        self.httpd = Httpd(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
