@@ -566,3 +566,42 @@ def test_trace_image_by_timestamp_and_size():
         hs.check(os.path.exists(os.path.join(cache, "pdbc.pdb", pdb_key, "pdbc.pdb")), "pdbc.pdb not in the cache")
     finally:
         srv.close()
+
+
+def test_trace_image_without_symbols_grouped_by_its_functions():
+    """An image at hand (a --symbols folder, found by name, timestamp and
+    size) with no symbols at all (stripped: no PDB, COFF, DWARF or
+    exports): its unwind data bounds its functions, so a trace's samples
+    in it are grouped per function, named as `hookscope functions` names
+    them (sub_RVA); without the image they stay places (module+0xoff)."""
+    work = os.path.join(hs.ROOT, hs.outdir("symsrv-stripped"))
+    os.makedirs(os.path.join(work, "flat"))
+    exe = os.path.join(work, "flat", "cpusplit.exe")
+    strip = shutil.which("x86_64-w64-mingw32-strip")
+    if not strip:
+        raise hs.Skip("x86_64-w64-mingw32-strip is not installed (make deps)")
+    subprocess.run([strip, "-o", exe, os.path.join(hs.ROOT, hs.need("build/tests/cpusplit.exe"))], check=True)
+    p = hs.hookscope(["functions", os.path.relpath(exe, hs.ROOT)])
+    hs.eq(p.returncode, 0, f"functions: {p.stderr!r}")
+    funcs = []
+    for line in p.stdout.decode().splitlines():
+        m = re.match(r"^0x([0-9a-f]+)\s+(\d+)\s+\S.*\s(sub_[0-9a-f]+)$", line)
+        if m:
+            funcs.append((int(m.group(1), 16), int(m.group(2)), m.group(3)))
+    hs.check(len(funcs) > 10 and all(n == f"sub_{rva:x}" for rva, _, n in funcs), f"stripped: {funcs[:5]}")
+    (a, _, name_a), (b, _, name_b) = [f for f in funcs if f[1] >= 0x40][:2]
+    etl = images_trace(work, "stripped", [f"cpusplit.exe={image_key(exe)}@{a + 2:#x},{a + 0x30:#x},{b + 4:#x}"])
+    out = os.path.join(work, "with")
+    p = hs.hookscope(["report", "-q", "--etl", etl, "--pid", "400", "-o", out, "--symbols", os.path.join(work, "flat")])
+    hs.eq(p.returncode, 0, f"report: {p.stderr!r}")
+    t = hs.Trace(p, os.path.relpath(out, hs.ROOT))
+    got = sorted((f["module"], f["name"], f["samples"]["self"]) for f in t.json["functions"])
+    hs.eq(got, sorted([("cpusplit.exe", name_a, 2), ("cpusplit.exe", name_b, 1)]), "two functions, by samples")
+    hs.eq(sorted(t.file("cpu-stacks.folded").splitlines()),
+          sorted([f"cpusplit.exe!{name_a} 2", f"cpusplit.exe!{name_b} 1"]), "cpu-stacks.folded")
+    out = os.path.join(work, "without")
+    p = hs.hookscope(["report", "-q", "--etl", etl, "--pid", "400", "-o", out])
+    hs.eq(p.returncode, 0, f"report without: {p.stderr!r}")
+    t = hs.Trace(p, os.path.relpath(out, hs.ROOT))
+    hs.eq(sorted(t.file("cpu-stacks.folded").splitlines()),
+          sorted(f"cpusplit.exe+{r:#x} 1" for r in (a + 2, a + 0x30, b + 4)), "without the image: places")

@@ -35,6 +35,7 @@ struct hs_modsyms {
     char **undecorated;      /* per entry of syms, made on first use */
     range *ranges;           /* sorted by rva */
     size_t nranges;
+    char **range_names;      /* per range no symbol names: "sub_RVA", made on first use */
 };
 
 /* malloc'd: C++ names as people write them, else a copy */
@@ -224,6 +225,9 @@ void hs_modsyms_close(hs_modsyms *t)
         free(t->undecorated[i]);
     free(t->undecorated);
     hs_pe_symtab_free(&t->syms);
+    for (size_t i = 0; t->range_names && i < t->nranges; i++)
+        free(t->range_names[i]);
+    free(t->range_names);
     free(t->ranges);
     hs_pe_close(&t->pe);
     free(t->file);
@@ -333,6 +337,8 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
         return true;
     }
     size_t lo = HS_UPPER_BOUND_U32(t->ranges, t->nranges, rva, rva);
+    const range *in = NULL;      /* the image's unwind data's extent around rva */
+    size_t in_index = 0;
     if (lo > 0 && rva < t->ranges[lo - 1].rva + t->ranges[lo - 1].size) {
         const range *r = &t->ranges[lo - 1];
         if (hs_modsyms_name_at(t, r->rva, &out->n)) {
@@ -340,12 +346,27 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
             out->size = r->size;
             return true;
         }
+        in = r;
+        in_index = lo - 1;
     }
     /* no extent names it: the nearest symbol below (exports of a module
-     * without .pdata for that code, e.g. hand-written assembly) */
+     * without .pdata for that code, e.g. hand-written assembly), unless
+     * it lies before the extent around rva: that extent is then a
+     * function no symbol names, named as `hookscope functions` names one */
     const hs_pe_symtab *st = &t->syms;
     lo = HS_UPPER_BOUND_U32(st->syms, st->count, rva, rva);
-    if (lo > 0 && st->syms[lo - 1].kind != HS_SYM_OTHER) {
+    bool below_in = lo > 0 && st->syms[lo - 1].kind != HS_SYM_OTHER && (!in || st->syms[lo - 1].rva >= in->rva);
+    if (in && !below_in) {
+        if (!t->range_names)
+            t->range_names = hs_xcalloc(t->nranges, sizeof *t->range_names);
+        if (!t->range_names[in_index])
+            t->range_names[in_index] = hs_xasprintf("sub_%x", in->rva);
+        out->n.name = out->n.raw = t->range_names[in_index];
+        out->start = in->rva;
+        out->size = in->size;
+        return true;
+    }
+    if (below_in) {
         /* the preferred entry at that rva */
         ptrdiff_t i = sym_index_at(t, st->syms[lo - 1].rva);
         size_t k = i >= 0 ? (size_t)i : lo - 1;

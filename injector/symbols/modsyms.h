@@ -100,8 +100,11 @@ typedef struct hs_sym_name {
 bool hs_modsyms_name_at(hs_modsyms *t, uint32_t rva, hs_sym_name *out);
 
 /* The function containing rva: a PDB procedure, else a .pdata extent
- * named by the name at its start, else the nearest code symbol below.
- * Returns false when nothing names the place. */
+ * named by the name at its start, else the nearest code symbol below
+ * within that extent, else the extent itself as "sub_RVA" (what
+ * `hookscope functions` calls it: an image at hand without symbols still
+ * bounds its functions), else the nearest code symbol below. Returns
+ * false when nothing names the place. */
 typedef struct hs_sym_hit {
     uint32_t start, size;  /* size 0: a symbol without a known extent */
     hs_sym_name n;

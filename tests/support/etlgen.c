@@ -236,7 +236,8 @@ static int jit(const char *path)
  *                 (the PDB named NAME with .pdb), timestamp 0x5000, size 1 MiB
  *   <TIMESTAMP><SIZE>  8 hex digits, then hex: the image has that
  *                 TimeDateStamp and SizeOfImage, and no such records;
- * then, at ms 1 + i, one sample at the image's RVA. */
+ * then, at ms 1 + i, one sample at the image's RVA (RVA,RVA,...: one at
+ * each, a ms apart, after the others' samples). */
 #define IMAGES 0x180000000ull
 
 static int hexval(char c)
@@ -271,7 +272,8 @@ static int parse_key(const char *key, size_t n, uint8_t guid[16], uint32_t *age)
 static int images(const char *path, int n, char **specs)
 {
     one_process(400, 41, "images.exe");
-    uint64_t ips[64];
+    uint64_t ips[64], more[64];
+    int nmore = 0;
     for (int i = 0; i < n && i < 64; i++) {
         char name[64], pdb[80], image[128];
         const char *eq = strchr(specs[i], '='), *at = eq ? strchr(eq, '@') : NULL;
@@ -298,7 +300,10 @@ static int images(const char *path, int n, char **specs)
         snprintf(pdb, sizeof pdb, "%.*s.pdb", (int)(dot ? dot - name : (ptrdiff_t)strlen(name)), name);
         snprintf(image, sizeof image, "\\Device\\HarddiskVolume9\\absent\\%s", name);
         uint64_t base = IMAGES + (uint64_t)i * 0x1000000;
-        ips[i] = base + strtoull(at + 1, NULL, 0);
+        char *next = NULL;
+        ips[i] = base + strtoull(at + 1, &next, 0);
+        while (next && *next == ',' && nmore < 64)
+            more[nmore++] = base + strtoull(next + 1, &next, 0);
         if (by_pdb) {
             etlb_p_imageid(&pl, P, base, size, timestamp, name);
             etlb_classic(&b, 0, etlb_guid_imageid, 0, 2, 0, 400, T0, &pl);
@@ -312,6 +317,8 @@ static int images(const char *path, int n, char **specs)
     }
     for (int i = 0; i < n && i < 64; i++)
         sample(MS(1.0 + i), 41, ips[i]);
+    for (int i = 0; i < nmore; i++)
+        sample(MS(1.0 + (n < 64 ? n : 64) + i), 41, more[i]);
     etlb_end(&b, ETLB_PLAIN);
     return write_file(path);
 }
