@@ -14,15 +14,23 @@
  *      "samples": [[0, 1, 2], ...], "weights": [60, ...]}, ...]}
  *
  * Profiles, in this order: one per thread with CPU samples (by thread id),
- * one per thread with wait samples, and the entry stacks of the hooks
- * ("hooked calls by entry stack"). Every profile is a *sampled* one: each
- * unique stack once, root first, weighted by how often it was seen
- * (samples; for entry stacks, captures: the calls themselves when every
- * call is captured). The hooks give counts per unique stack, not a
- * sequence of entries and exits in time, so an evented profile would
- * have to invent an order and durations; a sampled profile with weights
- * holds exactly what is known, and speedscope's Left Heavy and Sandwich
- * views sum the weights as they should. A sample stands for the sampling
+ * one per thread with wait samples, the entry stacks of the hooks
+ * ("hooked calls by entry stack"), and with --timeline one per thread
+ * with calls on it (by thread id, "calls, thread N"). The first ones are
+ * *sampled* profiles: each unique stack once, root first, weighted by how
+ * often it was seen (samples; for entry stacks, captures: the calls
+ * themselves when every call is captured). The hooks give counts per
+ * unique stack, not a sequence of entries and exits in time; a sampled
+ * profile with weights holds exactly what is known, and speedscope's Left
+ * Heavy and Sandwich views sum the weights as they should. The
+ * timeline's profiles are *evented*: each call the timeline kept opens
+ * its function's frame at its start and closes it at its end, in
+ * nanoseconds from the run's start (each rounded to the nanosecond, as
+ * trace.json's), so speedscope's Time Order view shows the calls as they
+ * ran. The events come in time order, a call opened after its caller and
+ * closed before it; a call the depths and times do not place inside the
+ * call open around it (its caller was dropped) closes that call first.
+ * A sample stands for the sampling
  * interval, so CPU and wait samples weigh count x 1000 / rate_hz in
  * "milliseconds" (speedscope then shows times; "none", counts, where the
  * rate is unknown); entry stacks weigh their counts of calls ("none").
@@ -176,15 +184,136 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, stack_l
     fprintf(out, "]}");
 }
 
+/* ---- the timeline's calls, as evented profiles ------------------------------ */
+
+/* One call of a thread: its start and end (ns), its frame id, its depth. */
+typedef struct tl_call {
+    uint64_t t0, t1;
+    uint32_t frame, depth;
+} tl_call;
+
+typedef struct tl_calls {
+    const hs_profile *p;
+    hs_frametab *frames;
+    bool keep;                   /* false: only name the frames */
+    tl_call *v;
+    size_t n, cap;
+} tl_calls;
+
+static int take_calls(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)tid;
+    (void)open;
+    tl_calls *c = ctx;
+    const hs_prof_timeline *t = c->p->timeline;
+    for (uint32_t i = 0; i < n; i++) {
+        hs_loc l = { (int32_t)t->func_map[ev[i].func], -1, 0 };
+        uint32_t frame = hs_frametab_add(c->frames, hs_frame_key(l));
+        if (!c->keep)
+            continue;
+        hs_xgrow(&c->v, &c->cap, c->n + 1, sizeof *c->v);
+        c->v[c->n++] = (tl_call){ hs_timeline_ns(t, ev[i].t0), hs_timeline_ns(t, ev[i].t1), frame, ev[i].depth };
+    }
+    return 0;
+}
+
+static int cmp_call(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const tl_call *x = a, *y = b;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+static bool has_calls(const hs_profile *p)
+{
+    if (!p->timeline)
+        return false;
+    hs_prof_tl_thread sum = hs_timeline_totals(p->timeline);
+    return sum.events + sum.open > 0;
+}
+
+static void event(FILE *out, bool *first, char type, uint32_t frame, uint64_t at)
+{
+    fprintf(out, "%s{\"type\": \"%c\", \"frame\": %u, \"at\": %llu}", *first ? "\n    " : ",\n    ", type, frame,
+            (unsigned long long)at);
+    *first = false;
+}
+
+/* One evented profile per thread of the timeline with calls (by id); with
+ * out NULL only the frames are named. 0, or -1 after printing why. */
+static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *nprof)
+{
+    if (!has_calls(p))
+        return 0;
+    const hs_prof_timeline *t = p->timeline;
+    char err[400];
+    tl_calls c = { p, frames, out != NULL, NULL, 0, 0 };
+    if (!out) {
+        if (hs_timeline_read(t, p->nfuncs, take_calls, &c, NULL, err, sizeof err) == 0)
+            return 0;
+        hs_err("%s", err);
+        return -1;
+    }
+    uint32_t *tids = hs_xcalloc(t->nthreads + 1, sizeof *tids);
+    for (size_t i = 0; i < t->nthreads; i++)
+        tids[i] = t->threads[i].tid;
+    hs_sort(tids, t->nthreads, sizeof *tids, cmp_u32, NULL);
+    tl_call **open = NULL;
+    size_t open_cap = 0;
+    int rc = 0;
+    for (size_t i = 0; i < t->nthreads && !rc; i++) {
+        c.n = 0;
+        if (hs_timeline_read_thread(t, p->nfuncs, tids[i], take_calls, &c, NULL, err, sizeof err) != 0) {
+            hs_err("%s", err);
+            rc = -1;
+            break;
+        }
+        if (!c.n)
+            continue;
+        hs_sort(c.v, c.n, sizeof *c.v, cmp_call, NULL);
+        uint64_t end = 0;
+        for (size_t k = 0; k < c.n; k++)
+            end = c.v[k].t1 > end ? c.v[k].t1 : end;
+        fprintf(out, "%s\n  {\"type\": \"evented\", \"name\": \"calls, thread %u\", \"unit\": \"nanoseconds\", "
+                     "\"startValue\": %llu, \"endValue\": %llu,\n   \"events\": [",
+                (*nprof)++ ? "," : "", tids[i], (unsigned long long)c.v[0].t0, (unsigned long long)end);
+        bool first = true;
+        size_t depth = 0;
+        hs_xgrow(&open, &open_cap, c.n, sizeof *open);
+        for (size_t k = 0; k < c.n; k++) {
+            const tl_call *e = &c.v[k];
+            /* close what does not hold this call */
+            while (depth && (open[depth - 1]->depth >= e->depth || open[depth - 1]->t1 < e->t1)) {
+                depth--;
+                event(out, &first, 'C', open[depth]->frame, open[depth]->t1);
+            }
+            event(out, &first, 'O', e->frame, e->t0);
+            open[depth++] = &c.v[k];
+        }
+        while (depth) {
+            depth--;
+            event(out, &first, 'C', open[depth]->frame, open[depth]->t1);
+        }
+        fputs("]}", out);
+    }
+    free(open);
+    free(c.v);
+    free(tids);
+    return rc;
+}
+
 bool hs_speedscope_wanted(const hs_profile *p)
 {
     return hs_stacks_total(p, HS_STACK_CPU) || hs_stacks_total(p, HS_STACK_WAIT) ||
-           hs_stacks_total(p, HS_STACK_ENTRY);
+           hs_stacks_total(p, HS_STACK_ENTRY) || has_calls(p);
 }
 
 /* The profiles, in order; with out NULL only the frames are named (in
- * the order the profiles use them). */
-static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames, stack_lists *l)
+ * the order the profiles use them). 0, or -1 after printing why (the
+ * timeline's file could not be read). */
+static int profiles(const hs_profile *p, FILE *out, hs_frametab *frames, stack_lists *l)
 {
     int nprof = 0;
     l->at = 0;
@@ -204,6 +333,7 @@ static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames, stack_
         snprintf(name, sizeof name, "hooked calls by entry stack (captured at %s)", policy);
         profile(p, out, frames, l, HS_STACK_ENTRY, false, 0, name, &nprof);
     }
+    return evented(p, out, frames, &nprof);
 }
 
 int hs_write_speedscope(const hs_profile *p, FILE *out)
@@ -211,7 +341,7 @@ int hs_write_speedscope(const hs_profile *p, FILE *out)
     hs_frametab frames = { 0 };
     stack_lists lists;
     lists_make(p, &lists);
-    profiles(p, NULL, &frames, &lists);
+    int rc = profiles(p, NULL, &frames, &lists);
     fprintf(out, "{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
                  " \"exporter\": \"hookscope %s\", \"name\": ",
             HOOKSCOPE_VERSION);
@@ -230,10 +360,11 @@ int hs_write_speedscope(const hs_profile *p, FILE *out)
         fputc('}', out);
     }
     fprintf(out, "]},\n \"profiles\": [");
-    profiles(p, out, &frames, &lists);
+    if (!rc)
+        rc = profiles(p, out, &frames, &lists);
     fprintf(out, "]}\n");
     hs_frametab_free(&frames);
     free(lists.order);
     free(lists.ids);
-    return ferror(out) ? -1 : 0;
+    return rc || ferror(out) ? -1 : 0;
 }
