@@ -402,13 +402,6 @@ bool hs_firefox_wanted(const hs_profile *p)
     return false;
 }
 
-static int cmp_u32(const void *a, const void *b, void *ctx)
-{
-    (void)ctx;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The threads: those of the timeline and those with samples, by id. */
 static uint32_t *thread_ids(const hs_profile *p, size_t *n)
 {
@@ -419,12 +412,7 @@ static uint32_t *thread_ids(const hs_profile *p, size_t *n)
     for (size_t i = 0; i < p->nstacks; i++)
         if (is_sampled(p->stacks[i].kind))
             v[k++] = p->stacks[i].tid;
-    hs_sort(v, k, sizeof *v, cmp_u32, NULL);
-    size_t w = 0;
-    for (size_t i = 0; i < k; i++)
-        if (!w || v[w - 1] != v[i])
-            v[w++] = v[i];
-    *n = w;
+    *n = hs_u32_sort_unique(v, k);
     return v;
 }
 

@@ -47,13 +47,6 @@
 #include "injector/output/stackset.h"
 #include "injector/output/writers.h"
 
-static int cmp_u32(const void *a, const void *b, void *ctx)
-{
-    (void)ctx;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The thread ids with stacks of a kind, ascending, without repeats. */
 static uint32_t *threads_of(const hs_profile *p, int kind, size_t *n)
 {
@@ -62,12 +55,7 @@ static uint32_t *threads_of(const hs_profile *p, int kind, size_t *n)
     for (size_t i = 0; i < p->nstacks; i++)
         if (p->stacks[i].kind == kind && p->stacks[i].nframes)
             t[k++] = p->stacks[i].tid;
-    hs_sort(t, k, sizeof *t, cmp_u32, NULL);
-    size_t w = 0;
-    for (size_t i = 0; i < k; i++)
-        if (!w || t[w - 1] != t[i])
-            t[w++] = t[i];
-    *n = w;
+    *n = hs_u32_sort_unique(t, k);
     return t;
 }
 
@@ -259,11 +247,11 @@ static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *npr
     uint32_t *tids = hs_xcalloc(t->nthreads + 1, sizeof *tids);
     for (size_t i = 0; i < t->nthreads; i++)
         tids[i] = t->threads[i].tid;
-    hs_sort(tids, t->nthreads, sizeof *tids, cmp_u32, NULL);
+    size_t ntids = hs_u32_sort_unique(tids, t->nthreads);
     tl_call **open = NULL;
     size_t open_cap = 0;
     int rc = 0;
-    for (size_t i = 0; i < t->nthreads && !rc; i++) {
+    for (size_t i = 0; i < ntids && !rc; i++) {
         c.n = 0;
         if (hs_timeline_read_thread(t, p->nfuncs, tids[i], take_calls, &c, NULL, err, sizeof err) != 0) {
             hs_err("%s", err);
