@@ -135,6 +135,33 @@ def test_profile_of_the_timeline():
     hs.eq((p.returncode, p.stdout.decode()), (0, t.file(FILE)), "report --format firefox: the same bytes")
 
 
+def test_self_times_of_recursive_calls():
+    """demo.exe (fib's recursion 150,000 calls deep in all) with a buffer
+    that keeps every call: each timed function's markers are its hook
+    count, and their self times (a call's time less its callees') add up
+    to --time's self_ns within a nanosecond a call; no call's self time
+    exceeds its time."""
+    t = hs.trace("build/examples/demo.exe", options=["--timeline", "--timeline-buffer", "262144", "--no-sample"],
+                 name="ff_demo")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    doc = load(t)
+    gecko_profile.check(doc)
+    per_func = collections.defaultdict(list)
+    for (_, name), v in calls_by_thread(doc).items():
+        per_func[name].extend(v)
+    hs.check(len(per_func["fib"]) > 100000, f"fib's calls: {len(per_func['fib'])}")
+    for f in t.functions("demo.exe"):
+        if not f.get("time"):
+            continue
+        got = per_func[f["name"]]
+        hs.eq(len(got), f["calls"], f"{f['name']}: markers = hook count")
+        hs.check(all(d["self"] <= d["time"] for d in got), f"{f['name']}: self time within the time")
+        if not f["time"]["open"]:
+            self_ns = sum(round(d["self"] * 1e6) for d in got)
+            hs.check(abs(self_ns - f["time"]["self_ns"]) <= len(got),
+                     f"{f['name']}: self times add up to self_ns {f['time']['self_ns']}: {self_ns}")
+
+
 def test_threads_of_the_timeline():
     """tlthreads.exe (six threads one after another, thread k making
     1000 * k calls of outer() and two of inner() in each), --no-sample:
