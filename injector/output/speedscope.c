@@ -30,6 +30,8 @@
  * ran. The events come in time order, a call opened after its caller and
  * closed before it; a call the depths and times do not place inside the
  * call open around it (its caller was dropped) closes that call first.
+ * A thread's calls are held while its profile is written (24 bytes a
+ * call), one thread at a time.
  * A sample stands for the sampling
  * interval, so CPU and wait samples weigh count x 1000 / rate_hz in
  * "milliseconds" (speedscope then shows times; "none", counts, where the
