@@ -240,11 +240,12 @@ static void put_samples(ff_out *o, uint32_t tid, const timed_sample *ts, size_t 
 
 /* ---- markers ---------------------------------------------------------------- */
 
+/* A marker's first fields: its name (a function without one: "") and start. */
 static void marker_open(ff_out *o, const char *name, uint64_t start_ns)
 {
     fputs(o->th.first_marker ? "\n    [" : ",\n    [", o->out);
     o->th.first_marker = false;
-    fprintf(o->out, "%u, ", hs_strtab_add(&o->th.strings, name));
+    fprintf(o->out, "%u, ", hs_strtab_add(&o->th.strings, name ? name : ""));
     ns_as_ms(o->out, start_ns);
 }
 
