@@ -311,7 +311,10 @@ def test_samples_fall_inside_their_calls():
     function on its thread (the sampler's performance counter, read while
     the thread stood still, on the calls' TSC through the pair read at the
     run's start); every thread with samples or calls is named; report DIR
-    writes trace.json again byte for byte, samples included."""
+    writes trace.json again byte for byte, samples included; speedscope's
+    file holds the sampled profiles, then one evented profile a thread,
+    valid against its schema, each timed function opened as often as
+    called."""
     t = hs.trace("build/tests/cpusplit.exe", ["1"], options=["--timeline", "--sample-rate", "1000"],
                  name="tl_samples")
     hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
@@ -342,6 +345,23 @@ def test_samples_fall_inside_their_calls():
     with open(os.path.join(hs.ROOT, t.out, "trace.json"), "rb") as a, \
             open(os.path.join(hs.ROOT, again, "trace.json"), "rb") as b:
         hs.check(a.read() == b.read(), "trace.json written again byte for byte")
+    # speedscope's file holds the sampled profiles and the evented ones side by side
+    from test_outputs import validate_speedscope
+    path = os.path.join(hs.ROOT, t.out, "profile.speedscope.json")
+    r = validate_speedscope([path])
+    hs.eq(r.returncode, 0, "profile.speedscope.json against speedscope's schema: " + r.stdout + r.stderr)
+    with open(path, encoding="utf-8") as f:
+        ss = json.load(f)
+    kinds = [p["type"] for p in ss["profiles"]]
+    hs.check(kinds.count("sampled") >= 1 and kinds[-len(t.json["timeline"]["threads"]):] ==
+             ["evented"] * len(t.json["timeline"]["threads"]), f"sampled profiles, then one evented a thread: {kinds}")
+    opened = {}
+    for p in ss["profiles"]:
+        if p["type"] == "evented":
+            for n, c in replay_evented(p, ss["shared"]["frames"]).items():
+                opened[n] = opened.get(n, 0) + c
+    hs.eq({n: opened.get(n, 0) for n in timed}, {f["name"]: f["calls"] for f in t.functions("cpusplit.exe")
+                                               if f.get("time")}, "each timed function opened as often as called")
 
 
 def test_full_buffer_drops_are_counted():
