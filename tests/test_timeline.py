@@ -368,8 +368,8 @@ def test_full_buffer_drops_are_counted():
     """A 16-call buffer cannot keep the demo's bursts: the calls kept and
     dropped add up to the timed calls exactly; report.txt, report.json's
     warnings and stderr say how many; trace.json marks them on the thread
-    with an instant event at the first dropped call; the kept ones still
-    nest."""
+    with an instant event at the first dropped call, profile.firefox.json
+    with an instant marker; the kept ones still nest."""
     t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "16", "--no-sample"], name="tl_drops")
     hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
     hs.check(t.json, "report.json: " + t.stderr.decode(errors="replace"))
@@ -388,6 +388,16 @@ def test_full_buffer_drops_are_counted():
     hs.eq([(e["name"], e["tid"], e["args"]["dropped"], e["ts"]) for e in marks],
           [(f"hookscope dropped {th['dropped_buffer']} calls", th["tid"], th["dropped_buffer"], th["dropped_from_us"])],
           "one instant event marks the drops")
+    # profile.firefox.json: the calls kept and open as markers, the drops one note at the first of them
+    import gecko_profile
+    ff = json.loads(t.file("profile.firefox.json"))
+    gecko_profile.check(ff)
+    (fth,) = ff["threads"]
+    markers = [(fth["stringTable"][m[0]], m[1], m[3], m[5]["type"]) for m in fth["markers"]["data"]]
+    hs.eq(sum(1 for m in markers if m[3] == "HookedCall"), th["events"] + th["open"], "a marker a call kept")
+    hs.eq([m for m in markers if m[3] != "HookedCall"],
+          [(f"hookscope dropped {th['dropped_buffer']} calls", round(th["dropped_from_us"] / 1000, 6), 0,
+            "HookscopeNote")], "one instant marker notes the drops")
 
 
 def test_timeline_max_bounds_the_file():

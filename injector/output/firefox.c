@@ -43,8 +43,10 @@
  * A call's self time is found as the events come (per thread, in the
  * order the calls ended: a call after the calls it made): each depth
  * keeps the sum of the calls that ended at it and have no caller yet.
- * Where calls were dropped, a call that lost its caller leaves its time
- * to the next call one level up, whose self time is then too small.
+ * Where calls were dropped, the self times around them are not exact: a
+ * dropped call's time stays in its caller's self time, and a call whose
+ * caller was dropped can be taken for a call made by the next one at the
+ * caller's depth (report.txt and report.json say how many were dropped).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -268,6 +270,10 @@ static uint64_t self_ticks(ff_thread *th, const hs_tl_rec *e)
         if (k->depth == e->depth + 1)
             kids += k->ticks;
     }
+    /* deeper calls left that began before this one had a caller the
+     * timeline dropped: no call to come made them */
+    while (th->npend && th->pend[th->npend - 1].depth > e->depth)
+        th->npend--;
     pending *top = th->npend ? &th->pend[th->npend - 1] : NULL;
     if (top && top->depth == e->depth) {
         top->ticks += e->ticks;   /* (its t0, the first's, stays) */
