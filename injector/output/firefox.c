@@ -25,7 +25,10 @@
  * CPU sample; Waiting, in a system call; Ready, runnable and not running;
  * hookscope: hookscope's own code in the target, named by the hooked
  * function it served), so the activity graph and the call tree show the
- * states. Without --timeline samples have no times: each stack's samples
+ * states: the state of the stack the timeline names for the sample (the
+ * sampler decides states over windows of samples, and a stack counted in
+ * two states is kept under the first of CPU, wait, ready, hookscope:
+ * a ready sample where the thread also ran shows as Running). Without --timeline samples have no times: each stack's samples
  * follow one another an interval apart, in the profile's order of stacks
  * (the call tree and the flame graph are exact, the order in time is not),
  * and an instant marker at 0 on each thread says so.

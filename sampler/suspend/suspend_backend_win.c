@@ -29,7 +29,8 @@
  * Threads that do not run are not suspended: a thread whose CPU clock did
  * not move since its last suspension has the same registers and stack,
  * so its sample reuses that stack (a wait sample where it stood at a
- * system-call return, else ready). With a cycle counter this is exact (a
+ * system-call return, else ready), and with --timeline takes the time
+ * at which its clock was found unmoved. With a cycle counter this is exact (a
  * thread that ran less than RAN_US counts as not run); it is checked
  * again by a real suspension every REVISIT_EXACT_S. With thread times
  * that move in ticks (10 ms under Wine, whose QueryThreadCycleTime fails)
@@ -529,6 +530,9 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         s->reused++;
         t->since_real++;
         hs_sampleset_taken_add(s->out, 1);
+        LARGE_INTEGER at;
+        QueryPerformanceCounter(&at);
+        hs_sampleset_time(s->out, t->prev_stack, at.QuadPart);   /* (where it still stands) */
         t->last_at = now;
         hs_cls_sample(&t->cls, wall, cpu, false, t->prev_waiting, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit,
                       s->out);
