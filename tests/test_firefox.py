@@ -78,8 +78,9 @@ def test_profile_of_the_timeline():
     each timed function's markers are exactly its hook count and their
     self times add up to --time's self_ns (each to the nanosecond); the
     samples are the timeline's, one for one, each with its whole stack
-    (root first, "function (in module)") and its stack's state as
-    category, and the timeline has every sample the stacks count;
+    (root first, "function (in module)") and its state as category,
+    and the timeline has every sample each stack counts, in the state
+    it was counted in;
     `report DIR -o OTHER` and `report --format firefox` write the same
     bytes."""
     t = hs.trace(CPUSPLIT, ["1"], options=["--timeline", "--sample-rate", "1000", "--no-edges"], name="ff_timeline")
@@ -123,8 +124,11 @@ def test_profile_of_the_timeline():
         for s, _, _ in th["samples"]["data"]:
             got[(th["tid"], sample_category(doc, th, s), stack_of(th, s))] += 1
     hs.eq(sum(got.values()), len(tl["samples"]), "one sample per sample of the timeline")
-    hs.eq(len(tl["samples"]), sum(st["count"] for key, _ in KINDS.values() for st in t.json[key]),
-          "every sample counted is on the timeline (those of threads that had not run too)")
+    hs.eq(collections.Counter((kind, pos) for kind, pos, _ in tl["samples"]),
+          collections.Counter({(kind, pos): st["count"] for kind, (key, _) in KINDS.items()
+                               for pos, st in enumerate(t.json[key])}),
+          "each stack's samples on the timeline, in the state counted: as many as it counts (those of "
+          "threads that had not run too)")
     hs.eq(got, want, "every sample with its thread, state and stack")
     burning = sum(v for k, v in got.items() if k[1] == "Running" and k[2][-1].startswith("burn_"))
     hs.check(burning >= 10, f"CPU samples in the burners: {burning}")

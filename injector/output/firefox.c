@@ -25,13 +25,11 @@
  * CPU sample; Waiting, in a system call; Ready, runnable and not running;
  * hookscope: hookscope's own code in the target, named by the hooked
  * function it served), so the activity graph and the call tree show the
- * states: the state of the stack the timeline names for the sample (the
- * sampler decides states over windows of samples, and a stack counted in
- * two states is kept under the first of CPU, wait, ready, hookscope:
- * a ready sample where the thread also ran shows as Running). Without --timeline samples have no times: each stack's samples
- * follow one another an interval apart, in the profile's order of stacks
- * (the call tree and the flame graph are exact, the order in time is not),
- * and an instant marker at 0 on each thread says so.
+ * states, each sample's as the sampler counted it. Without --timeline
+ * samples have no times: each stack's samples follow one another an
+ * interval apart, in the profile's order of stacks (the call tree and the
+ * flame graph are exact, the order in time is not), and an instant marker
+ * at 0 on each thread says so.
  *
  * markers: every call the timeline kept, an interval marker (phase 1)
  * named by its function, from its start to its end (each rounded to the
