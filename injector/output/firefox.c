@@ -39,7 +39,10 @@
  * the times of the calls it made that the timeline kept (a call the
  * filters left out stays in its caller's self time), depth}. The calls
  * still open at the end last up to it. Calls a thread dropped are one
- * instant marker at the first of them with their count.
+ * instant marker at the first of them with their count. At most
+ * HS_TIMELINE_VIEW_CALLS calls, the first to begin (a browser opens no
+ * larger file): the calls left out of a thread are one instant marker,
+ * where they begin (their time still counts in their callers' self time).
  *
  * A call's self time is found as the events come (per thread, in the
  * order the calls ended: a call after the calls it made): each depth
@@ -104,6 +107,7 @@ typedef struct ff_thread {
     pending *pend;
     size_t npend, pend_cap;
     bool first_marker;
+    uint64_t left;               /* calls left out (beginning at or after the cut) */
 } ff_thread;
 
 typedef struct ff_out {
@@ -111,6 +115,7 @@ typedef struct ff_out {
     FILE *out;
     hs_frametab keys;            /* the frames of every stack, as functions (hs_frame_key) */
     ff_thread th;
+    uint64_t cut, kept, total;   /* calls beginning at or after cut (rdtsc) are left out */
 } ff_out;
 
 static void thread_reset(ff_thread *th)
@@ -318,6 +323,10 @@ static int put_calls(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, ui
         const hs_tl_rec *e = &ev[i];
         uint32_t f = t->func_map[e->func];
         uint64_t self = self_ticks(&o->th, e);
+        if (e->t0 >= o->cut) {
+            o->th.left++;
+            continue;
+        }
         marker_open(o, hs_func_label(p, f), hs_timeline_ns(t, e->t0));
         fputs(", ", o->out);
         ns_as_ms(o->out, hs_timeline_ns(t, e->t1));
@@ -364,6 +373,15 @@ static int put_markers(ff_out *o, uint32_t tid)
     if (hs_timeline_read_thread(t, o->p->nfuncs, tid, put_calls, o, NULL, err, sizeof err) != 0) {
         hs_err("%s", err);
         return -1;
+    }
+    if (o->th.left) {
+        char name[96], text[400];
+        double at_ms = (double)hs_timeline_ns(t, o->cut) / 1e6;
+        snprintf(name, sizeof name, "hookscope left out %" PRIu64 " calls", o->th.left);
+        snprintf(text, sizeof text, "the calls of this thread that begin from %.3f ms on are not in this file, which "
+                 "holds the first %" PRIu64 " of the run's %" PRIu64 " calls (a browser opens no larger one); "
+                 "trace.json and timeline.bin hold them all", at_ms, o->kept, o->total);
+        note(o, name, hs_timeline_ns(t, o->cut), text);
     }
     fputs("]}", o->out);
     return 0;
@@ -455,8 +473,13 @@ static void put_meta(const hs_profile *p, FILE *out)
 
 int hs_write_firefox(const hs_profile *p, FILE *out)
 {
-    ff_out o = { .p = p, .out = out };
+    ff_out o = { .p = p, .out = out, .cut = UINT64_MAX };
     const hs_prof_timeline *t = p->timeline;
+    char err[400];
+    if (t && hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &o.cut, &o.kept, &o.total, err, sizeof err)) {
+        hs_err("%s", err);
+        return -1;
+    }
     size_t nts = 0, at = 0, ntids;
     timed_sample *ts = NULL;
     if (t) {

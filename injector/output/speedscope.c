@@ -31,7 +31,9 @@
  * closed before it; a call the depths and times do not place inside the
  * call open around it (its caller was dropped) closes that call first.
  * A thread's calls are held while its profile is written (24 bytes a
- * call), one thread at a time.
+ * call), one thread at a time. At most HS_TIMELINE_VIEW_CALLS calls, the
+ * first to begin (a browser opens no larger file): a profile whose
+ * thread has calls left out says how many, and from when, in its name.
  * A sample stands for the sampling
  * interval, so CPU and wait samples weigh count x 1000 / rate_hz in
  * "milliseconds" (speedscope then shows times; "none", counts, where the
@@ -186,6 +188,8 @@ typedef struct tl_calls {
     const hs_profile *p;
     hs_frametab *frames;
     bool keep;                   /* false: only name the frames */
+    uint64_t cut;                /* calls beginning at or after it (rdtsc) are left out, */
+    uint64_t left;               /* these many of this thread's */
     tl_call *v;
     size_t n, cap;
 } tl_calls;
@@ -201,6 +205,10 @@ static int take_calls(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, u
         uint32_t frame = hs_frametab_add(c->frames, hs_frame_key(l));
         if (!c->keep)
             continue;
+        if (ev[i].t0 >= c->cut) {
+            c->left++;
+            continue;
+        }
         hs_xgrow(&c->v, &c->cap, c->n + 1, sizeof *c->v);
         c->v[c->n++] = (tl_call){ hs_timeline_ns(t, ev[i].t0), hs_timeline_ns(t, ev[i].t1), frame, ev[i].depth };
     }
@@ -239,10 +247,15 @@ static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *npr
         return 0;
     const hs_prof_timeline *t = p->timeline;
     char err[400];
-    tl_calls c = { p, frames, out != NULL, NULL, 0, 0 };
+    tl_calls c = { p, frames, out != NULL, UINT64_MAX, 0, NULL, 0, 0 };
     if (!out) {
         if (hs_timeline_read(t, p->nfuncs, take_calls, &c, NULL, err, sizeof err) == 0)
             return 0;
+        hs_err("%s", err);
+        return -1;
+    }
+    uint64_t kept, total;
+    if (hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &c.cut, &kept, &total, err, sizeof err) != 0) {
         hs_err("%s", err);
         return -1;
     }
@@ -255,6 +268,7 @@ static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *npr
     int rc = 0;
     for (size_t i = 0; i < ntids && !rc; i++) {
         c.n = 0;
+        c.left = 0;
         if (hs_timeline_read_thread(t, p->nfuncs, tids[i], take_calls, &c, NULL, err, sizeof err) != 0) {
             hs_err("%s", err);
             rc = -1;
@@ -266,9 +280,15 @@ static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *npr
         uint64_t end = 0;
         for (size_t k = 0; k < c.n; k++)
             end = c.v[k].t1 > end ? c.v[k].t1 : end;
-        fprintf(out, "%s\n  {\"type\": \"evented\", \"name\": \"calls, thread %u\", \"unit\": \"nanoseconds\", "
+        char name[200];
+        int len = snprintf(name, sizeof name, "calls, thread %u", tids[i]);
+        if (c.left)
+            snprintf(name + len, sizeof name - (size_t)len,
+                     " (%llu calls from %.3f ms on left out: a browser opens no larger file)",
+                     (unsigned long long)c.left, (double)hs_timeline_ns(t, c.cut) / 1e6);
+        fprintf(out, "%s\n  {\"type\": \"evented\", \"name\": \"%s\", \"unit\": \"nanoseconds\", "
                      "\"startValue\": %llu, \"endValue\": %llu,\n   \"events\": [",
-                (*nprof)++ ? "," : "", tids[i], (unsigned long long)c.v[0].t0, (unsigned long long)end);
+                (*nprof)++ ? "," : "", name, (unsigned long long)c.v[0].t0, (unsigned long long)end);
         bool first = true;
         size_t depth = 0;
         hs_xgrow(&open, &open_cap, c.n, sizeof *open);

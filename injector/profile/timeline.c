@@ -187,3 +187,64 @@ int hs_timeline_read_thread(const hs_prof_timeline *t, size_t nfuncs, uint32_t t
 {
     return read_blocks(t, nfuncs, false, tid, fn, ctx, unknown, err, errlen);
 }
+
+/* ---- the first calls, for views of a bounded size ---------------------------- */
+
+#define CUT_BUCKETS 65536u
+
+typedef struct cut_scan {
+    uint64_t lo, hi, n;          /* the first and last start, the calls */
+    uint64_t *hist;              /* NULL: the first read */
+    double width;
+} cut_scan;
+
+static int scan_starts(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)tid;
+    (void)open;
+    cut_scan *c = ctx;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = ev[i].t0;
+        if (!c->hist) {
+            c->lo = c->n ? (t0 < c->lo ? t0 : c->lo) : t0;
+            c->hi = c->n ? (t0 > c->hi ? t0 : c->hi) : t0;
+            c->n++;
+            continue;
+        }
+        uint64_t b = (uint64_t)((double)(t0 - c->lo) / c->width);
+        c->hist[b < CUT_BUCKETS ? b : CUT_BUCKETS - 1]++;
+    }
+    return 0;
+}
+
+int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, uint64_t *cut, uint64_t *kept,
+                       uint64_t *total, char *err, size_t errlen)
+{
+    cut_scan c = { 0 };
+    *cut = UINT64_MAX;
+    *kept = *total = 0;
+    if (hs_timeline_read(t, nfuncs, scan_starts, &c, NULL, err, errlen) != 0)
+        return -1;
+    *kept = *total = c.n;
+    if (c.n <= max_calls)
+        return 0;
+    /* buckets of start times: the cut at the end of the last bucket
+     * whose calls, with all before, still fit */
+    c.hist = hs_xcalloc(CUT_BUCKETS, sizeof *c.hist);
+    c.width = (double)(c.hi - c.lo + 1) / CUT_BUCKETS;
+    int rc = hs_timeline_read(t, nfuncs, scan_starts, &c, NULL, err, errlen);
+    uint64_t sum = 0;
+    uint32_t b = 0;
+    while (!rc && b < CUT_BUCKETS && sum + c.hist[b] <= max_calls)
+        sum += c.hist[b++];
+    /* (the first start whose bucket is b: the bucket bounds as scan_starts drew them) */
+    uint64_t at = c.lo + (uint64_t)((double)b * c.width);
+    while (!rc && at > c.lo && (uint64_t)((double)(at - 1 - c.lo) / c.width) >= b)
+        at--;
+    while (!rc && (uint64_t)((double)(at - c.lo) / c.width) < b)
+        at++;
+    *cut = at;
+    *kept = sum;
+    free(c.hist);
+    return rc;
+}

@@ -18,7 +18,8 @@
  * location names, tick conversion, the stable sort, two functions of one
  * name from merge to load (and from a report.json that did not save their
  * rvas in stacks), a report.json from before ready and hookscope samples,
- * one thread's read of a timeline file, and a fuzz of the loader with a
+ * one thread's read of a timeline file and its first calls that fit a
+ * view, and a fuzz of the loader with a
  * fixed seed.
  */
 #include <dirent.h>
@@ -509,6 +510,37 @@ static void test_timeline_one_thread(void)
     remove(path);
 }
 
+/* The first calls of a timeline that fit a view: those that begin before
+ * the cut, as many as fit. */
+static void test_timeline_cutoff(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/hs-timeline-cut-%d.bin", (int)getpid());
+    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
+    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
+    hs_tl_rec ev[10];
+    for (int i = 0; i < 10; i++)   /* (in the order they end: the last to begin first) */
+        ev[i] = (hs_tl_rec){ (uint64_t)(1000 - 100 * i), (uint64_t)(1050 - 100 * i), 50, 0, 0 };
+    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, 10, 0 };
+    FILE *f = fopen(path, "wb");
+    fwrite(&h, sizeof h, 1, f);
+    fwrite(&b, sizeof b, 1, f);
+    fwrite(ev, sizeof ev[0], 10, f);
+    fclose(f);
+    uint32_t map[1] = { 0 };
+    hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
+    char err[300] = "";
+    uint64_t cut, kept, total;
+    int rc = hs_timeline_cutoff(&t, 1, 4, &cut, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 4 && total == 10 && cut > 400 && cut <= 500, "timeline: the first calls that fit",
+              "%d: cut %llu, %llu of %llu; %s", rc, (unsigned long long)cut, (unsigned long long)kept,
+              (unsigned long long)total, err);
+    rc = hs_timeline_cutoff(&t, 1, 10, &cut, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 10 && total == 10 && cut == UINT64_MAX, "timeline: all calls fit", "%d: cut %llu, %llu",
+              rc, (unsigned long long)cut, (unsigned long long)kept);
+    remove(path);
+}
+
 /* A sampled stack deeper than the sampler walked keeps its "[truncated]"
  * root when written again from report.json. */
 static void test_truncated_samples(void)
@@ -717,6 +749,7 @@ int main(void)
     test_same_name_old_report();
     test_truncated_samples();
     test_timeline_one_thread();
+    test_timeline_cutoff();
     test_old_report_kinds();
     test_saved_profiles();
     test_fuzz_loader();
