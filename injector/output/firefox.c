@@ -29,7 +29,8 @@
  * samples have no times: each stack's samples follow one another an
  * interval apart, in the profile's order of stacks (the call tree and the
  * flame graph are exact, the order in time is not), and an instant marker
- * at 0 on each thread says so.
+ * at 0 on each thread says so. A timeline without sample times (the etw
+ * sampler's) has its calls and no samples, and the same marker.
  *
  * markers: every call the timeline kept, an interval marker (phase 1)
  * named by its function, from its start to its end (each rounded to the
@@ -116,6 +117,7 @@ typedef struct ff_out {
     hs_frametab keys;            /* the frames of every stack, as functions (hs_frame_key) */
     ff_thread th;
     uint64_t cut, kept, total;   /* calls beginning at or after cut (rdtsc) are left out */
+    bool sampled;                /* the profile has samples */
 } ff_out;
 
 static void thread_reset(ff_thread *th)
@@ -357,6 +359,10 @@ static int put_markers(ff_out *o, uint32_t tid)
         fputs("]}", o->out);
         return 0;
     }
+    if (!t->nsamples && o->sampled)
+        note(o, "samples without times", 0,
+             "the timeline kept no sample's time (the etw sampler's samples are not on it yet): the samples are "
+             "in the other outputs");
     for (size_t i = 0; i < t->nthreads; i++) {
         const hs_prof_tl_thread *th = &t->threads[i];
         uint64_t dropped = th->dropped_buffer + th->dropped_file;
@@ -418,14 +424,17 @@ static void put_tables(ff_out *o)
     fputs("]}", out);
 }
 
-bool hs_firefox_wanted(const hs_profile *p)
+static bool has_samples(const hs_profile *p)
 {
-    if (p->timeline)
-        return true;
     for (size_t i = 0; i < p->nstacks; i++)
         if (is_sampled(p->stacks[i].kind) && p->stacks[i].count)
             return true;
     return false;
+}
+
+bool hs_firefox_wanted(const hs_profile *p)
+{
+    return p->timeline || has_samples(p);
 }
 
 /* The threads: those of the timeline and those with samples, by id. */
@@ -473,7 +482,7 @@ static void put_meta(const hs_profile *p, FILE *out)
 
 int hs_write_firefox(const hs_profile *p, FILE *out)
 {
-    ff_out o = { .p = p, .out = out, .cut = UINT64_MAX };
+    ff_out o = { .p = p, .out = out, .cut = UINT64_MAX, .sampled = has_samples(p) };
     const hs_prof_timeline *t = p->timeline;
     char err[400];
     if (t && hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &o.cut, &o.kept, &o.total, err, sizeof err)) {
