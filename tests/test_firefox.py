@@ -284,3 +284,28 @@ def test_samples_without_a_timeline():
     err = p.stderr.decode(errors="replace")
     hs.eq((p.returncode, p.stdout, err.count("\n")), (125, b"", 1), f"report --format firefox: {err}")
     hs.check("no samples and no timeline" in err, err)
+
+
+def test_timeline_with_the_etw_sampler():
+    """--timeline with the etw sampler (the fake of tests/test_etw_run.py:
+    37 samples of fib), whose samples have no times on the timeline: the
+    file has every call as a marker, no sample, and on the sampled thread
+    the note that the samples are in the other outputs."""
+    from test_etw_run import fake_run, rvas
+    rva, _, _ = rvas("ff_etw")
+    script = f"sample 37 exe+{rva['fib'] + 4:#x} exe+{rva['main'] + 0x10:#x}\n"
+    t, _ = fake_run("ff_etw", script, ["--sampler", "etw", "--timeline", "--timeline-buffer", "262144"])
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    hs.eq((t.json["sampling"]["backend"], t.json["sampling"]["samples"], t.json["timeline"]["samples"]), ("etw", 37, []),
+          "37 samples, none timed")
+    doc = load(t)
+    gecko_profile.check(doc)
+    hs.eq([th["samples"]["data"] for th in doc["threads"]], [[] for _ in doc["threads"]], "no sample in the file")
+    calls = calls_by_thread(doc)
+    hs.eq(sum(len(v) for v in calls.values()),
+          sum(th["events"] + th["open"] for th in t.json["timeline"]["threads"]), "a marker a call kept")
+    (sampled,) = {st["thread"] for st in t.json["sample_stacks"]}
+    notes = {th["tid"]: [m[5]["text"] for m in th["markers"]["data"] if m[5]["type"] == "HookscopeNote"]
+             for th in doc["threads"]}
+    hs.check(len(notes[sampled]) == 1 and "the etw sampler's samples are not on it yet" in notes[sampled][0],
+             f"the note on the sampled thread: {notes}")
