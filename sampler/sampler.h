@@ -116,9 +116,15 @@ bool hs_sampleset_off_cpu_known(const hs_sampleset *s);
  * read while the thread stood where its stack shows it, and the stack's
  * id (hs_sampleset_stack). */
 void hs_sampleset_keep_times(hs_sampleset *s, size_t max);
-void hs_sampleset_time(hs_sampleset *s, uint32_t stack, int64_t qpc);
+/* Returns the time's index, or HS_NO_TIME when it was not kept. */
+#define HS_NO_TIME ((size_t)-1)
+size_t hs_sampleset_time(hs_sampleset *s, uint32_t stack, int64_t qpc);
+/* What the sample at time index i was counted as (hs_sample_kind), once
+ * the backend decided it (a classifier decides over windows of samples). */
+void hs_sampleset_time_kind(hs_sampleset *s, size_t i, uint8_t kind);
 typedef struct hs_sample_time {
     uint32_t stack;            /* index of hs_sampleset_stack_at */
+    uint8_t kind;              /* hs_sample_kind it was counted as; 0: not told */
     int64_t qpc;
 } hs_sample_time;
 size_t hs_sampleset_ntimes(const hs_sampleset *s);

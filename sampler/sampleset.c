@@ -100,18 +100,23 @@ void hs_sampleset_keep_times(hs_sampleset *s, size_t max)
     s->max_times = max;
 }
 
-void hs_sampleset_time(hs_sampleset *s, uint32_t stack, int64_t qpc)
+size_t hs_sampleset_time(hs_sampleset *s, uint32_t stack, int64_t qpc)
 {
     if (!s->max_times || stack >= s->nstacks)
-        return;
+        return HS_NO_TIME;
     if (s->ntimes == s->max_times) {
         s->times_dropped++;
-        return;
+        return HS_NO_TIME;
     }
     hs_xgrow(&s->times, &s->cap_times, s->ntimes + 1, sizeof *s->times);
-    s->times[s->ntimes].stack = stack;
-    s->times[s->ntimes].qpc = qpc;
-    s->ntimes++;
+    s->times[s->ntimes] = (hs_sample_time){ stack, 0, qpc };
+    return s->ntimes++;
+}
+
+void hs_sampleset_time_kind(hs_sampleset *s, size_t i, uint8_t kind)
+{
+    if (i < s->ntimes && kind < HS_SAMPLE__KINDS)
+        s->times[i].kind = kind;
 }
 
 size_t hs_sampleset_ntimes(const hs_sampleset *s)

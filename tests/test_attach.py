@@ -8,6 +8,7 @@ equal the file's). The tests also look from outside, through /proc/PID
 of the Wine process: the code bytes (mem) while hooked and after each
 detach, and whether the agent DLL is mapped (maps). Every wait has a timeout, so a hang fails the test."""
 import json
+import os
 import re
 import threading
 import time
@@ -189,6 +190,14 @@ def test_attach_with_timeline():
         evs = [e for e in json.loads(trace)["traceEvents"] if e["ph"] == "X"]
         hs.eq({e["tid"] for e in evs if e["name"] == "work"}, {th["tid"] for th in works},
               "work() on the workers' tracks")
+        # the views a browser opens keep the first 2,000,000 calls, and say so
+        kept = sum(th["events"] + th["open"] for th in tl["threads"])
+        for name, said in (("profile.firefox.json", b'"hookscope left out '),
+                           ("profile.speedscope.json", b' left out: a browser opens no larger file)')):
+            with open(os.path.join(hs.ROOT, t.out, name), "rb") as f:
+                data = f.read()
+            hs.check(kept > 2000000 and len(data) < 512 << 20 and said in data,
+                     f"{name}: {len(data)} bytes for {kept} calls, the calls left out said")
         linux_pid = p.proc.pid
         hs.eq(hs.code_differences(linux_pid, EXE, 0x140000000), 0, "code bytes after the detach")
         hs.eq(hs.agent_mappings(linux_pid), [], "the agent DLL is gone after the detach")

@@ -23,8 +23,8 @@ def test_rerun_leaves_only_its_own_files():
     p = hs.hookscope(["run", "-q", "-o", out, "--time", "--stacks=4", "--", exe])
     hs.eq(p.returncode, 0, "first run")
     hs.eq(listing(out), ["callgrind.out", "cpu-stacks.folded", "entry-stacks.folded", "entry-time.folded",
-                         "flamegraph.svg", "hookscope-stacks.folded", "notes.txt", "profile.pb.gz",
-                         "profile.speedscope.json", "ready-stacks.folded", "report.json", "report.txt",
+                         "flamegraph.svg", "hookscope-stacks.folded", "notes.txt", "profile.firefox.json",
+                         "profile.pb.gz", "profile.speedscope.json", "ready-stacks.folded", "report.json", "report.txt",
                          "wait-stacks.folded"],
           "files of a run with --time --stacks (and samples)")
     p = hs.hookscope(["run", "-q", "-o", out, "--no-edges", "--no-sample", "--", exe])

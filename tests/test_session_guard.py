@@ -29,7 +29,8 @@ SCRIBBLE = "build/tests/scribble.exe"
 PROBE = "build/tests/objprobe.exe"
 OUTPUTS = {"report.txt", "report.json", "cpu-stacks.folded", "wait-stacks.folded", "entry-stacks.folded",
            "entry-time.folded", "flamegraph.svg", "profile.speedscope.json", "callgrind.out",
-           "ready-stacks.folded", "hookscope-stacks.folded", "profile.pb.gz", "trace.json", "timeline.bin"}
+           "ready-stacks.folded", "hookscope-stacks.folded", "profile.pb.gz", "trace.json", "timeline.bin",
+           "profile.firefox.json"}
 LINE = "hookscope: session corrupted by the target: "
 
 

@@ -267,6 +267,87 @@ def test_speedscope_opens_the_trace():
         hs.eq(b.errors, [], "no console errors")
 
 
+def replay_evented(profile, frames):
+    """An evented speedscope profile replayed: every close matches the
+    frame open on top, times never go back, nothing left open; returns
+    {function: calls opened}."""
+    stack, last, opened = [], 0, {}
+    for e in profile["events"]:
+        hs.check(e["at"] >= last, f"{profile['name']}: {e} after {last}")
+        last = e["at"]
+        if e["type"] == "O":
+            stack.append(e["frame"])
+            name = frames[e["frame"]]["name"]
+            opened[name] = opened.get(name, 0) + 1
+        else:
+            hs.check(stack and stack.pop() == e["frame"], f"{profile['name']}: {e} closes the frame on top")
+    hs.eq(stack, [], f"{profile['name']}: every frame closed")
+    hs.eq((profile["startValue"], profile["endValue"]), (profile["events"][0]["at"], last), "its extent")
+    return opened
+
+
+def test_speedscope_evented_profiles():
+    """tlthreads.exe with --timeline: profile.speedscope.json holds one
+    evented profile per thread ("calls, thread N", by id), valid against
+    the schema in speedscope's npm package; replayed, each opens a
+    function's frame exactly as often as the thread called it (thread k:
+    1000 * k outer(), twice as many inner()), over all threads each timed
+    function's hook count; `report DIR` writes it again byte for byte;
+    speedscope's own app in headless Chromium opens it (no console error,
+    the first of seven profiles, its sandwich view one row per function
+    the profile opens)."""
+    import cdp
+    from test_outputs import validate_speedscope
+    t = hs.trace("build/tests/tlthreads.exe", options=["--timeline", "--no-sample"], name="tl_evented")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    path = os.path.join(hs.ROOT, t.out, "profile.speedscope.json")
+    r = validate_speedscope([path])
+    hs.eq(r.returncode, 0, "schema validation: " + r.stdout + r.stderr)
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    tids = sorted(th["tid"] for th in t.json["timeline"]["threads"])
+    hs.eq([(p["type"], p["name"], p["unit"]) for p in doc["profiles"]],
+          [("evented", f"calls, thread {tid}", "nanoseconds") for tid in tids], "one evented profile per thread")
+    opened = {tid: replay_evented(p, doc["shared"]["frames"]) for tid, p in zip(tids, doc["profiles"])}
+    mine = {int(k): int(tid) for k, tid in
+            (line.split()[1:] for line in t.stdout.decode().splitlines() if line.startswith("thread "))}
+    for k, tid in mine.items():
+        hs.eq({n: opened[tid].get(n) for n in ("worker", "outer", "inner")},
+              {"worker": 1, "outer": 1000 * k, "inner": 2000 * k}, f"thread {k} ({tid}): its calls")
+    for f in t.functions("tlthreads.exe"):
+        if f.get("time"):
+            hs.eq(sum(o.get(f["name"], 0) for o in opened.values()), f["calls"], f"{f['name']}: the hook count")
+    again = hs.outdir("tl_evented_again")
+    p = hs.hookscope(["report", "-q", "-o", again, t.out], timeout=300)
+    hs.eq(p.returncode, 0, "report -o: " + p.stderr.decode(errors="replace"))
+    with open(path, "rb") as a, open(os.path.join(hs.ROOT, again, "profile.speedscope.json"), "rb") as b:
+        hs.check(a.read() == b.read(), "profile.speedscope.json written again byte for byte")
+    index = os.path.join(hs.BUILD, "npm", "node_modules", "speedscope", "dist", "release", "index.html")
+    if not cdp.available() or not os.path.exists(index):
+        raise hs.Skip("chromium or the speedscope npm package is missing (make deps installs them)")
+    with cdp.Browser() as b:
+        b.open("file://" + index)
+        doc_node = b.call("DOM.getDocument")
+        q = b.call("DOM.querySelector", {"nodeId": doc_node["root"]["nodeId"], "selector": "input[type=file]"})
+        b.call("DOM.setFileInputFiles", {"files": [path], "nodeId": q["nodeId"]})
+        deadline = time.monotonic() + 30
+        while "tlthreads.exe" not in b.evaluate("document.title") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        hs.eq(b.evaluate("document.title"), "tlthreads.exe - speedscope", "speedscope loaded the file (its name)")
+        text = b.evaluate("document.body.innerText")
+        hs.check(f"calls, thread {tids[0]} (1/7)" in text, "the first of seven profiles: " + text[:300])
+        b.evaluate("[...document.querySelectorAll('div')].filter(e => e.textContent.endsWith('Sandwich')"
+                   " && e.children.length <= 1).pop().click()")
+        deadline = time.monotonic() + 30
+        while "Symbol Name" not in b.evaluate("document.body.innerText") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+        rows = b.evaluate("document.body.innerText").split("Symbol Name", 1)[1].split("\n")
+        names = [r.strip() for r in rows if r.startswith("\t") and not re.match(r"\t[\d.]+[nµm]?s ", r)]
+        hs.eq(sorted(names), sorted(opened[tids[0]]), "the sandwich view: one row per function the profile opens")
+        hs.eq(b.errors, [], "no console errors")
+
+
 def test_threads_one_region_after_another():
     """tlthreads.exe: six threads one after another, thread k making
     1000 * k calls of outer() with two of inner() in each; with
@@ -306,7 +387,10 @@ def test_samples_fall_inside_their_calls():
     function on its thread (the sampler's performance counter, read while
     the thread stood still, on the calls' TSC through the pair read at the
     run's start); every thread with samples or calls is named; report DIR
-    writes trace.json again byte for byte, samples included."""
+    writes trace.json again byte for byte, samples included; speedscope's
+    file holds the sampled profiles, then one evented profile a thread,
+    valid against its schema, each timed function opened as often as
+    called."""
     t = hs.trace("build/tests/cpusplit.exe", ["1"], options=["--timeline", "--sample-rate", "1000"],
                  name="tl_samples")
     hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
@@ -337,14 +421,31 @@ def test_samples_fall_inside_their_calls():
     with open(os.path.join(hs.ROOT, t.out, "trace.json"), "rb") as a, \
             open(os.path.join(hs.ROOT, again, "trace.json"), "rb") as b:
         hs.check(a.read() == b.read(), "trace.json written again byte for byte")
+    # speedscope's file holds the sampled profiles and the evented ones side by side
+    from test_outputs import validate_speedscope
+    path = os.path.join(hs.ROOT, t.out, "profile.speedscope.json")
+    r = validate_speedscope([path])
+    hs.eq(r.returncode, 0, "profile.speedscope.json against speedscope's schema: " + r.stdout + r.stderr)
+    with open(path, encoding="utf-8") as f:
+        ss = json.load(f)
+    kinds = [p["type"] for p in ss["profiles"]]
+    hs.check(kinds.count("sampled") >= 1 and kinds[-len(t.json["timeline"]["threads"]):] ==
+             ["evented"] * len(t.json["timeline"]["threads"]), f"sampled profiles, then one evented a thread: {kinds}")
+    opened = {}
+    for p in ss["profiles"]:
+        if p["type"] == "evented":
+            for n, c in replay_evented(p, ss["shared"]["frames"]).items():
+                opened[n] = opened.get(n, 0) + c
+    hs.eq({n: opened.get(n, 0) for n in timed}, {f["name"]: f["calls"] for f in t.functions("cpusplit.exe")
+                                               if f.get("time")}, "each timed function opened as often as called")
 
 
 def test_full_buffer_drops_are_counted():
     """A 16-call buffer cannot keep the demo's bursts: the calls kept and
     dropped add up to the timed calls exactly; report.txt, report.json's
     warnings and stderr say how many; trace.json marks them on the thread
-    with an instant event at the first dropped call; the kept ones still
-    nest."""
+    with an instant event at the first dropped call, profile.firefox.json
+    with an instant marker; the kept ones still nest."""
     t = hs.trace(DEMO, options=["--timeline", "--timeline-buffer", "16", "--no-sample"], name="tl_drops")
     hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
     hs.check(t.json, "report.json: " + t.stderr.decode(errors="replace"))
@@ -363,6 +464,16 @@ def test_full_buffer_drops_are_counted():
     hs.eq([(e["name"], e["tid"], e["args"]["dropped"], e["ts"]) for e in marks],
           [(f"hookscope dropped {th['dropped_buffer']} calls", th["tid"], th["dropped_buffer"], th["dropped_from_us"])],
           "one instant event marks the drops")
+    # profile.firefox.json: the calls kept and open as markers, the drops one note at the first of them
+    import gecko_profile
+    ff = json.loads(t.file("profile.firefox.json"))
+    gecko_profile.check(ff)
+    (fth,) = ff["threads"]
+    markers = [(fth["stringTable"][m[0]], m[1], m[3], m[5]["type"]) for m in fth["markers"]["data"]]
+    hs.eq(sum(1 for m in markers if m[3] == "HookedCall"), th["events"] + th["open"], "a marker a call kept")
+    hs.eq([m for m in markers if m[3] != "HookedCall"],
+          [(f"hookscope dropped {th['dropped_buffer']} calls", round(th["dropped_from_us"] / 1000, 6), 0,
+            "HookscopeNote")], "one instant marker notes the drops")
 
 
 def test_timeline_max_bounds_the_file():

@@ -71,6 +71,15 @@ uint8_t *hs_load_file(const char *path, size_t *size, const char **why);
 /* fopen of a UTF-8 path (mode as fopen's). */
 FILE *hs_fopen(const char *path, const char *mode);
 
+/* Seek and tell with 64-bit offsets (files past 2 GiB). */
+#ifdef _WIN32
+#define hs_fseek _fseeki64
+#define hs_ftell _ftelli64
+#else
+#define hs_fseek fseeko
+#define hs_ftell ftello
+#endif
+
 /* Create or truncate the file at a UTF-8 path for writing (binary), never
  * through a junction, symbolic link or hard link at that name: such a
  * name is refused (NULL, *why saying so; *why also says any other error). */

@@ -73,7 +73,8 @@ static const optdef options[] = {
     { OPT_TIMELINE, L"--timeline", NULL, NULL, 0, TRACE,
       "every timed call of every thread on a time axis\n"
       "(implies --time): trace.json for Perfetto,\n"
-      "chrome://tracing and speedscope" },
+      "chrome://tracing and speedscope, and\n"
+      "profile.firefox.json for the Firefox Profiler" },
     { OPT_TIMELINE_MAX, L"--timeline-max", NULL, "SIZE", 0, TRACE,
       "bytes the timeline's file may take (K, M, G:\n"
       "binary units; default 1G); later calls are\n"
@@ -131,9 +132,9 @@ static const optdef options[] = {
       "no summary line, no progress line" },
     { OPT_FORMAT, L"--format", NULL, "NAME", 0, HS_CMD_REPORT,
       "write only this output: txt, json, folded, svg,\n"
-      "speedscope, callgrind, pprof, trace or dtrace;\n"
-      "to stdout, or into the -o directory under its\n"
-      "file name" },
+      "speedscope, callgrind, pprof, trace, firefox or\n"
+      "dtrace; to stdout, or into the -o directory\n"
+      "under its file name" },
     { OPT_SORT, L"--sort", NULL, "KEY", 0, HS_CMD_REPORT,
       "order report.txt's functions by calls, self,\n"
       "total (time with --time, else CPU samples), cpu\n"
@@ -441,7 +442,7 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         char *f = hs_utf8(val);
         if (!hs_writer_find(f))
             return usage_error("--format needs one of txt, json, folded, svg, speedscope, callgrind, pprof, trace, "
-                               "dtrace, not '%s'", f);
+                               "firefox, dtrace, not '%s'", f);
         free(o->format);
         o->format = f;
         break;

@@ -122,6 +122,7 @@ static int write_one(const hs_options *o, const hs_profile *p, const char *out)
                !strcmp(w->format, "folded") ? "it has no entry stacks: run with --stacks"
                : !strcmp(w->format, "callgrind") ? "no CPU samples and no caller edges"
                : !strcmp(w->format, "trace")     ? "it has no timeline: run with --timeline"
+               : !strcmp(w->format, "firefox")   ? "no samples and no timeline: run with --timeline"
                                                  : "no CPU samples and no entry stacks: run with --stacks");
         return HS_EXIT_FAILED;
     }

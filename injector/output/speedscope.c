@@ -14,15 +14,27 @@
  *      "samples": [[0, 1, 2], ...], "weights": [60, ...]}, ...]}
  *
  * Profiles, in this order: one per thread with CPU samples (by thread id),
- * one per thread with wait samples, and the entry stacks of the hooks
- * ("hooked calls by entry stack"). Every profile is a *sampled* one: each
- * unique stack once, root first, weighted by how often it was seen
- * (samples; for entry stacks, captures: the calls themselves when every
- * call is captured). The hooks give counts per unique stack, not a
- * sequence of entries and exits in time, so an evented profile would
- * have to invent an order and durations; a sampled profile with weights
- * holds exactly what is known, and speedscope's Left Heavy and Sandwich
- * views sum the weights as they should. A sample stands for the sampling
+ * one per thread with wait samples, the entry stacks of the hooks
+ * ("hooked calls by entry stack"), and with --timeline one per thread
+ * with calls on it (by thread id, "calls, thread N"). The first ones are
+ * *sampled* profiles: each unique stack once, root first, weighted by how
+ * often it was seen (samples; for entry stacks, captures: the calls
+ * themselves when every call is captured). The hooks give counts per
+ * unique stack, not a sequence of entries and exits in time; a sampled
+ * profile with weights holds exactly what is known, and speedscope's Left
+ * Heavy and Sandwich views sum the weights as they should. The
+ * timeline's profiles are *evented*: each call the timeline kept opens
+ * its function's frame at its start and closes it at its end, in
+ * nanoseconds from the run's start (each rounded to the nanosecond, as
+ * trace.json's), so speedscope's Time Order view shows the calls as they
+ * ran. The events come in time order, a call opened after its caller and
+ * closed before it; a call the depths and times do not place inside the
+ * call open around it (its caller was dropped) closes that call first.
+ * A thread's calls are held while its profile is written (24 bytes a
+ * call), one thread at a time. At most HS_TIMELINE_VIEW_CALLS calls, the
+ * first to begin (a browser opens no larger file): a profile whose
+ * thread has calls left out says how many, and from when, in its name.
+ * A sample stands for the sampling
  * interval, so CPU and wait samples weigh count x 1000 / rate_hz in
  * "milliseconds" (speedscope then shows times; "none", counts, where the
  * rate is unknown); entry stacks weigh their counts of calls ("none").
@@ -39,13 +51,6 @@
 #include "injector/output/stackset.h"
 #include "injector/output/writers.h"
 
-static int cmp_u32(const void *a, const void *b, void *ctx)
-{
-    (void)ctx;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The thread ids with stacks of a kind, ascending, without repeats. */
 static uint32_t *threads_of(const hs_profile *p, int kind, size_t *n)
 {
@@ -54,12 +59,7 @@ static uint32_t *threads_of(const hs_profile *p, int kind, size_t *n)
     for (size_t i = 0; i < p->nstacks; i++)
         if (p->stacks[i].kind == kind && p->stacks[i].nframes)
             t[k++] = p->stacks[i].tid;
-    hs_sort(t, k, sizeof *t, cmp_u32, NULL);
-    size_t w = 0;
-    for (size_t i = 0; i < k; i++)
-        if (!w || t[w - 1] != t[i])
-            t[w++] = t[i];
-    *n = w;
+    *n = hs_u32_sort_unique(t, k);
     return t;
 }
 
@@ -176,15 +176,154 @@ static void profile(const hs_profile *p, FILE *out, hs_frametab *frames, stack_l
     fprintf(out, "]}");
 }
 
+/* ---- the timeline's calls, as evented profiles ------------------------------ */
+
+/* One call of a thread: its start and end (ns), its frame id, its depth. */
+typedef struct tl_call {
+    uint64_t t0, t1;
+    uint32_t frame, depth;
+} tl_call;
+
+typedef struct tl_calls {
+    const hs_profile *p;
+    hs_frametab *frames;
+    bool keep;                   /* false: only name the frames */
+    uint64_t cut;                /* calls beginning at or after it (rdtsc) are left out, */
+    uint64_t left;               /* these many of this thread's */
+    tl_call *v;
+    size_t n, cap;
+} tl_calls;
+
+static int take_calls(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)tid;
+    (void)open;
+    tl_calls *c = ctx;
+    const hs_prof_timeline *t = c->p->timeline;
+    for (uint32_t i = 0; i < n; i++) {
+        hs_loc l = { (int32_t)t->func_map[ev[i].func], -1, 0 };
+        uint32_t frame = hs_frametab_add(c->frames, hs_frame_key(l));
+        if (!c->keep)
+            continue;
+        if (ev[i].t0 >= c->cut) {
+            c->left++;
+            continue;
+        }
+        hs_xgrow(&c->v, &c->cap, c->n + 1, sizeof *c->v);
+        c->v[c->n++] = (tl_call){ hs_timeline_ns(t, ev[i].t0), hs_timeline_ns(t, ev[i].t1), frame, ev[i].depth };
+    }
+    return 0;
+}
+
+static int cmp_call(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    const tl_call *x = a, *y = b;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+static bool has_calls(const hs_profile *p)
+{
+    if (!p->timeline)
+        return false;
+    hs_prof_tl_thread sum = hs_timeline_totals(p->timeline);
+    return sum.events + sum.open > 0;
+}
+
+static void event(FILE *out, bool *first, char type, uint32_t frame, uint64_t at)
+{
+    fprintf(out, "%s{\"type\": \"%c\", \"frame\": %u, \"at\": %llu}", *first ? "\n    " : ",\n    ", type, frame,
+            (unsigned long long)at);
+    *first = false;
+}
+
+/* One evented profile per thread of the timeline with calls (by id); with
+ * out NULL only the frames are named. 0, or -1 after printing why. */
+static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *nprof)
+{
+    if (!has_calls(p))
+        return 0;
+    const hs_prof_timeline *t = p->timeline;
+    char err[400];
+    tl_calls c = { p, frames, out != NULL, UINT64_MAX, 0, NULL, 0, 0 };
+    if (!out) {
+        if (hs_timeline_read(t, p->nfuncs, take_calls, &c, NULL, err, sizeof err) == 0)
+            return 0;
+        hs_err("%s", err);
+        return -1;
+    }
+    uint64_t kept, total;
+    if (hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &c.cut, &kept, &total, err, sizeof err) != 0) {
+        hs_err("%s", err);
+        return -1;
+    }
+    uint32_t *tids = hs_xcalloc(t->nthreads + 1, sizeof *tids);
+    for (size_t i = 0; i < t->nthreads; i++)
+        tids[i] = t->threads[i].tid;
+    size_t ntids = hs_u32_sort_unique(tids, t->nthreads);
+    tl_call **open = NULL;
+    size_t open_cap = 0;
+    int rc = 0;
+    for (size_t i = 0; i < ntids && !rc; i++) {
+        c.n = 0;
+        c.left = 0;
+        if (hs_timeline_read_thread(t, p->nfuncs, tids[i], take_calls, &c, NULL, err, sizeof err) != 0) {
+            hs_err("%s", err);
+            rc = -1;
+            break;
+        }
+        if (!c.n)
+            continue;
+        hs_sort(c.v, c.n, sizeof *c.v, cmp_call, NULL);
+        uint64_t end = 0;
+        for (size_t k = 0; k < c.n; k++)
+            end = c.v[k].t1 > end ? c.v[k].t1 : end;
+        char name[200];
+        int len = snprintf(name, sizeof name, "calls, thread %u", tids[i]);
+        if (c.left)
+            snprintf(name + len, sizeof name - (size_t)len,
+                     " (%llu calls from %.3f ms on left out: a browser opens no larger file)",
+                     (unsigned long long)c.left, (double)hs_timeline_ns(t, c.cut) / 1e6);
+        fprintf(out, "%s\n  {\"type\": \"evented\", \"name\": \"%s\", \"unit\": \"nanoseconds\", "
+                     "\"startValue\": %llu, \"endValue\": %llu,\n   \"events\": [",
+                (*nprof)++ ? "," : "", name, (unsigned long long)c.v[0].t0, (unsigned long long)end);
+        bool first = true;
+        size_t depth = 0;
+        hs_xgrow(&open, &open_cap, c.n, sizeof *open);
+        for (size_t k = 0; k < c.n; k++) {
+            const tl_call *e = &c.v[k];
+            /* close what does not hold this call */
+            while (depth && (open[depth - 1]->depth >= e->depth || open[depth - 1]->t1 < e->t1)) {
+                depth--;
+                event(out, &first, 'C', open[depth]->frame, open[depth]->t1);
+            }
+            event(out, &first, 'O', e->frame, e->t0);
+            open[depth++] = &c.v[k];
+        }
+        while (depth) {
+            depth--;
+            event(out, &first, 'C', open[depth]->frame, open[depth]->t1);
+        }
+        fputs("]}", out);
+    }
+    free(open);
+    free(c.v);
+    free(tids);
+    return rc;
+}
+
 bool hs_speedscope_wanted(const hs_profile *p)
 {
     return hs_stacks_total(p, HS_STACK_CPU) || hs_stacks_total(p, HS_STACK_WAIT) ||
-           hs_stacks_total(p, HS_STACK_ENTRY);
+           hs_stacks_total(p, HS_STACK_ENTRY) || has_calls(p);
 }
 
 /* The profiles, in order; with out NULL only the frames are named (in
- * the order the profiles use them). */
-static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames, stack_lists *l)
+ * the order the profiles use them). 0, or -1 after printing why (the
+ * timeline's file could not be read). */
+static int profiles(const hs_profile *p, FILE *out, hs_frametab *frames, stack_lists *l)
 {
     int nprof = 0;
     l->at = 0;
@@ -204,6 +343,7 @@ static void profiles(const hs_profile *p, FILE *out, hs_frametab *frames, stack_
         snprintf(name, sizeof name, "hooked calls by entry stack (captured at %s)", policy);
         profile(p, out, frames, l, HS_STACK_ENTRY, false, 0, name, &nprof);
     }
+    return evented(p, out, frames, &nprof);
 }
 
 int hs_write_speedscope(const hs_profile *p, FILE *out)
@@ -211,7 +351,7 @@ int hs_write_speedscope(const hs_profile *p, FILE *out)
     hs_frametab frames = { 0 };
     stack_lists lists;
     lists_make(p, &lists);
-    profiles(p, NULL, &frames, &lists);
+    int rc = profiles(p, NULL, &frames, &lists);
     fprintf(out, "{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
                  " \"exporter\": \"hookscope %s\", \"name\": ",
             HOOKSCOPE_VERSION);
@@ -230,10 +370,11 @@ int hs_write_speedscope(const hs_profile *p, FILE *out)
         fputc('}', out);
     }
     fprintf(out, "]},\n \"profiles\": [");
-    profiles(p, out, &frames, &lists);
+    if (!rc)
+        rc = profiles(p, out, &frames, &lists);
     fprintf(out, "]}\n");
     hs_frametab_free(&frames);
     free(lists.order);
     free(lists.ids);
-    return ferror(out) ? -1 : 0;
+    return rc || ferror(out) ? -1 : 0;
 }

@@ -181,6 +181,23 @@ void hs_strtab_free(hs_strtab *t)
     memset(t, 0, sizeof *t);
 }
 
+static int cmp_u32(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t hs_u32_sort_unique(uint32_t *v, size_t n)
+{
+    hs_sort(v, n, sizeof *v, cmp_u32, NULL);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!w || v[w - 1] != v[i])
+            v[w++] = v[i];
+    return w;
+}
+
 const char *hs_stack_unit(int kind)
 {
     return kind == HS_STACK_ENTRY ? "captures" : "samples";

@@ -119,6 +119,10 @@ static inline void hs_textbuf_put(hs_textbuf *b, const char *s, size_t n)
     b->n += n;
 }
 
+/* Sort v (thread ids, ...) ascending and drop repeats; returns how many
+ * are left at its start. */
+size_t hs_u32_sort_unique(uint32_t *v, size_t n);
+
 /* "samples" for sampled stacks, "captures" for entry stacks. */
 const char *hs_stack_unit(int kind);
 

@@ -41,13 +41,6 @@ typedef struct trace_out {
     bool first;
 } trace_out;
 
-/* Nanoseconds from the run's start to tsc, rounded (negative: 0). */
-static uint64_t at_ns(const hs_prof_timeline *t, uint64_t tsc)
-{
-    double us = hs_timeline_us(t, tsc);
-    return us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0;
-}
-
 static void sep(trace_out *o)
 {
     fputs(o->first ? "\n" : ",\n", o->out);
@@ -67,7 +60,7 @@ static int put_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, u
     for (uint32_t i = 0; i < n; i++) {
         const hs_tl_rec *e = &ev[i];
         uint32_t f = t->func_map[e->func];
-        uint64_t start = at_ns(t, e->t0), end = at_ns(t, e->t1);
+        uint64_t start = hs_timeline_ns(t, e->t0), end = hs_timeline_ns(t, e->t1);
         sep(o);
         fputs("{\"name\": ", o->out);
         hs_json_quote(o->out, hs_func_label(o->p, f));
@@ -121,7 +114,6 @@ static void put_samples(trace_out *o)
         const hs_prof_stack *st = &o->p->stacks[t->samples[i].stack];
         if (!st->nframes)
             continue;
-        double us = hs_timeline_qpc_us(t, t->samples[i].qpc);
         sep(o);
         fputs("{\"name\": ", o->out);
         hs_json_quote(o->out, hs_loc_format(o->p, st->frames[0], false, false, buf, sizeof buf));
@@ -129,7 +121,7 @@ static void put_samples(trace_out *o)
          * cost, named by the hooked function it served */
         fprintf(o->out, ", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ",
                 st->kind == HS_STACK_HOOKSCOPE ? "hookscope-sample" : "sample");
-        ns_as_us(o->out, us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0);
+        ns_as_us(o->out, hs_timeline_qpc_ns(t, t->samples[i].qpc));
         fprintf(o->out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"stack\": [", o->p->pid, st->tid);
         for (uint32_t f = st->nframes; f-- > 0;) {
             hs_json_quote(o->out, hs_loc_format(o->p, st->frames[f], true, false, buf, sizeof buf));
@@ -162,13 +154,13 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
         sep(&o);
         fprintf(out, "{\"name\": \"hookscope dropped %" PRIu64 " calls\", \"cat\": \"hookscope\", \"ph\": \"i\", "
                      "\"s\": \"t\", \"ts\": ", dropped);
-        ns_as_us(out, at_ns(t, th->drop_first));
+        ns_as_us(out, hs_timeline_ns(t, th->drop_first));
         fprintf(out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"dropped\": %" PRIu64 ", \"buffer_full\": %" PRIu64
                      ", \"file_full\": %" PRIu64 ", \"from_us\": ",
                 p->pid, th->tid, dropped, th->dropped_buffer, th->dropped_file);
-        ns_as_us(out, at_ns(t, th->drop_first));
+        ns_as_us(out, hs_timeline_ns(t, th->drop_first));
         fputs(", \"to_us\": ", out);
-        ns_as_us(out, at_ns(t, th->drop_last));
+        ns_as_us(out, hs_timeline_ns(t, th->drop_last));
         fputs("}}", out);
     }
     sampled_thread_names(&o);

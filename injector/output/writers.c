@@ -55,13 +55,16 @@ static bool has_timeline(const hs_profile *p) { return p->timeline != NULL; }
 static const hs_writer trace_json = { "trace", "trace.json",
                                       "the timeline's calls (--timeline) for Perfetto, chrome://tracing, speedscope",
                                       has_timeline, hs_write_trace_json };
+static const hs_writer firefox = { "firefox", "profile.firefox.json",
+                                   "for the Firefox Profiler: samples in time with thread states, the timeline's calls",
+                                   hs_firefox_wanted, hs_write_firefox };
 static const hs_writer dtrace = { "dtrace", NULL,
                                   "@[ustack()] = count() as DTrace prints it (CPU samples, else entry stacks)",
                                   hs_flamegraph_wanted, hs_write_dtrace };
 
 const hs_writer *const hs_writers[] = { &txt, &json, &folded, &folded_time, &folded_cpu, &folded_wait,
                                         &folded_ready, &folded_hookscope, &svg, &speedscope, &callgrind,
-                                        &pprof, &trace_json, &dtrace, NULL };
+                                        &pprof, &trace_json, &firefox, &dtrace, NULL };
 
 const hs_writer *hs_writer_find(const char *format)
 {

@@ -49,10 +49,12 @@ int hs_write_callgrind(const hs_profile *p, FILE *out);    /* output/callgrind.c
 int hs_write_dtrace(const hs_profile *p, FILE *out);       /* output/dtrace_agg.c */
 int hs_write_pprof(const hs_profile *p, FILE *out);        /* output/pprof.c */
 int hs_write_trace_json(const hs_profile *p, FILE *out);   /* output/trace_json.c */
+int hs_write_firefox(const hs_profile *p, FILE *out);      /* output/firefox.c */
 bool hs_flamegraph_wanted(const hs_profile *p);
 bool hs_speedscope_wanted(const hs_profile *p);
 bool hs_callgrind_wanted(const hs_profile *p);
 bool hs_pprof_wanted(const hs_profile *p);
+bool hs_firefox_wanted(const hs_profile *p);
 
 /* How report.txt is shaped (`hookscope report --sort --top --threads`);
  * a run writes it with the defaults (all zero). */

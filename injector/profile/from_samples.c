@@ -112,10 +112,11 @@ static uint32_t *add_modules(hs_profile *p, const hs_sampleset *s)
 }
 
 /* The set's stacks into p; samples without a stack (a stretch off the CPU
- * that had none) are counted in the sampling figures only. *first_of
- * (malloc'd) gets, for each of the set's stacks, the first profile stack
- * made of it (UINT32_MAX: none). */
-static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *module_at, uint32_t **first_of)
+ * that had none) are counted in the sampling figures only. *of_kind
+ * (malloc'd) gets, for each of the set's stacks and each kind, the
+ * profile stack made of it (index stack * HS_SAMPLE__KINDS + kind; at
+ * kind 0 the first made of it; UINT32_MAX: none). */
+static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *module_at, uint32_t **of_kind)
 {
     size_t n = hs_sampleset_nstacks(s);
     hs_sample_stack *st = hs_xcalloc(n ? n : 1, sizeof *st);
@@ -129,8 +130,9 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
     for (size_t i = 0; i < n; i++)
         order[i] = keys[i].stack;
     free(keys);
-    uint32_t *first = hs_xmalloc((n ? n : 1) * sizeof *first);
-    memset(first, 0xff, (n ? n : 1) * sizeof *first);
+    size_t nk = (n ? n : 1) * HS_SAMPLE__KINDS;
+    uint32_t *first = hs_xmalloc(nk * sizeof *first);
+    memset(first, 0xff, nk * sizeof *first);
     for (int kind = HS_SAMPLE_CPU; kind < HS_SAMPLE__KINDS; kind++) {
         for (size_t k = 0; k < n; k++) {
             const hs_sample_stack *x = &st[order[k]];
@@ -140,8 +142,10 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
                 p->sampling.ready_no_stack += x->count[kind];
             if (!x->count[kind] || !x->nframes)
                 continue;
-            if (first[order[k]] == UINT32_MAX)
-                first[order[k]] = (uint32_t)p->nstacks;
+            uint32_t *at = &first[(size_t)order[k] * HS_SAMPLE__KINDS];
+            if (at[0] == UINT32_MAX)
+                at[0] = (uint32_t)p->nstacks;
+            at[kind] = (uint32_t)p->nstacks;
             hs_prof_stack *d = hs_profile_add_stack(p, stack_kind(kind), 0, x->count[kind], x->nframes);
             d->tid = x->tid;
             d->truncated = x->truncated;
@@ -156,11 +160,13 @@ static void add_stacks(hs_profile *p, const hs_sampleset *s, const uint32_t *mod
     }
     free(order);
     free(st);
-    *first_of = first;
+    *of_kind = first;
 }
 
-/* --timeline: each sample with its time, as a profile stack's. */
-static void add_times(hs_profile *p, const hs_sampleset *s, const uint32_t *first_of)
+/* --timeline: each sample with its time, as a profile stack's: the one
+ * of the kind it was counted as, where the backend told it, else the
+ * first made of its stack. */
+static void add_times(hs_profile *p, const hs_sampleset *s, const uint32_t *of_kind)
 {
     hs_prof_timeline *t = p->timeline;
     size_t n = hs_sampleset_ntimes(s);
@@ -168,11 +174,13 @@ static void add_times(hs_profile *p, const hs_sampleset *s, const uint32_t *firs
     t->samples = hs_xrealloc(t->samples, (t->nsamples + n + 1) * sizeof *t->samples);
     for (size_t i = 0; i < n; i++) {
         hs_sample_time x = hs_sampleset_time_at(s, i);
-        if (first_of[x.stack] == UINT32_MAX) {
+        const uint32_t *at = &of_kind[(size_t)x.stack * HS_SAMPLE__KINDS];
+        uint32_t stack = x.kind && at[x.kind] != UINT32_MAX ? at[x.kind] : at[0];
+        if (stack == UINT32_MAX) {
             t->samples_dropped++;   /* a stack no kind counted */
             continue;
         }
-        t->samples[t->nsamples].stack = first_of[x.stack];
+        t->samples[t->nsamples].stack = stack;
         t->samples[t->nsamples].qpc = x.qpc;
         t->nsamples++;
     }
@@ -211,12 +219,12 @@ static uint32_t add_threads(hs_profile *p, const hs_sampleset *s)
 
 void hs_profile_add_samples(hs_profile *p, const hs_sampleset *s)
 {
-    uint32_t *module_at = add_modules(p, s), *first_of;
-    add_stacks(p, s, module_at, &first_of);
+    uint32_t *module_at = add_modules(p, s), *of_kind;
+    add_stacks(p, s, module_at, &of_kind);
     free(module_at);
     if (p->timeline)
-        add_times(p, s, first_of);
-    free(first_of);
+        add_times(p, s, of_kind);
+    free(of_kind);
     uint32_t sampled = add_threads(p, s);
     hs_prof_sampling *sm = &p->sampling;
     sm->on = true;

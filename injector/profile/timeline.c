@@ -73,11 +73,33 @@ double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc)
     return (double)(qpc - t->qpc_start) * 1e6 / (double)t->qpc_hz;
 }
 
+static uint64_t us_as_ns(double us)
+{
+    return us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0;
+}
+
+uint64_t hs_timeline_ns(const hs_prof_timeline *t, uint64_t tsc)
+{
+    return us_as_ns(hs_timeline_us(t, tsc));
+}
+
+uint64_t hs_timeline_qpc_ns(const hs_prof_timeline *t, int64_t qpc)
+{
+    return us_as_ns(hs_timeline_qpc_us(t, qpc));
+}
+
 /* Events read at a time. */
 #define CHUNK 8192u
 
-int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, uint64_t *unknown,
-                     char *err, size_t errlen)
+static void cut_short(const hs_prof_timeline *t, uint64_t off, uint32_t count, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s is cut short at byte %llu (a block of %u events)", t->file, (unsigned long long)off,
+             count);
+}
+
+/* hs_timeline_read of every thread (all), or of thread tid. */
+static int read_blocks(const hs_prof_timeline *t, size_t nfuncs, bool all, uint32_t tid, hs_tl_block_fn fn,
+                       void *ctx, uint64_t *unknown, char *err, size_t errlen)
 {
     FILE *f = hs_fopen(t->file, "rb");
     if (!f) {
@@ -88,7 +110,13 @@ int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn
     int rc = 0;
     hs_tl_rec *buf = hs_xmalloc(CHUNK * sizeof *buf);
     uint64_t off = sizeof h;
-    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, HS_TL_FILE_MAGIC, 8) || h.event_size != sizeof(hs_tl_rec)) {
+    int64_t size = -1;   /* (known when blocks are skipped) */
+    if (!all &&
+        (hs_fseek(f, 0, SEEK_END) != 0 || (size = (int64_t)hs_ftell(f)) < 0 || hs_fseek(f, 0, SEEK_SET) != 0)) {
+        snprintf(err, errlen, "cannot read %s", t->file);
+        rc = -1;
+    } else if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, HS_TL_FILE_MAGIC, 8) ||
+               h.event_size != sizeof(hs_tl_rec)) {
         snprintf(err, errlen, "%s is not a hookscope timeline", t->file);
         rc = -1;
     }
@@ -103,11 +131,19 @@ int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn
             break;
         }
         off += sizeof b;
+        if (!all && b.tid != tid) {
+            uint64_t skip = (uint64_t)b.count * sizeof *buf;
+            if (off + skip > (uint64_t)size || hs_fseek(f, (int64_t)skip, SEEK_CUR) != 0) {
+                cut_short(t, off, b.count, err, errlen);
+                rc = -1;
+            }
+            off += skip;
+            continue;
+        }
         for (uint32_t done = 0; !rc && done < b.count;) {
             uint32_t n = b.count - done < CHUNK ? b.count - done : CHUNK;
             if (fread(buf, sizeof *buf, n, f) != n) {
-                snprintf(err, errlen, "%s is cut short at byte %llu (a block of %u events)", t->file,
-                         (unsigned long long)off, b.count);
+                cut_short(t, off, b.count, err, errlen);
                 rc = -1;
                 break;
             }
@@ -137,5 +173,78 @@ int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn
     }
     free(buf);
     fclose(f);
+    return rc;
+}
+
+int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, uint64_t *unknown,
+                     char *err, size_t errlen)
+{
+    return read_blocks(t, nfuncs, true, 0, fn, ctx, unknown, err, errlen);
+}
+
+int hs_timeline_read_thread(const hs_prof_timeline *t, size_t nfuncs, uint32_t tid, hs_tl_block_fn fn, void *ctx,
+                            uint64_t *unknown, char *err, size_t errlen)
+{
+    return read_blocks(t, nfuncs, false, tid, fn, ctx, unknown, err, errlen);
+}
+
+/* ---- the first calls, for views of a bounded size ---------------------------- */
+
+#define CUT_BUCKETS 65536u
+
+typedef struct cut_scan {
+    uint64_t lo, hi, n;          /* the first and last start, the calls */
+    uint64_t *hist;              /* NULL: the first read */
+    double width;
+} cut_scan;
+
+static int scan_starts(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)tid;
+    (void)open;
+    cut_scan *c = ctx;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = ev[i].t0;
+        if (!c->hist) {
+            c->lo = c->n ? (t0 < c->lo ? t0 : c->lo) : t0;
+            c->hi = c->n ? (t0 > c->hi ? t0 : c->hi) : t0;
+            c->n++;
+            continue;
+        }
+        uint64_t b = (uint64_t)((double)(t0 - c->lo) / c->width);
+        c->hist[b < CUT_BUCKETS ? b : CUT_BUCKETS - 1]++;
+    }
+    return 0;
+}
+
+int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, uint64_t *cut, uint64_t *kept,
+                       uint64_t *total, char *err, size_t errlen)
+{
+    cut_scan c = { 0 };
+    *cut = UINT64_MAX;
+    *kept = *total = 0;
+    if (hs_timeline_read(t, nfuncs, scan_starts, &c, NULL, err, errlen) != 0)
+        return -1;
+    *kept = *total = c.n;
+    if (c.n <= max_calls)
+        return 0;
+    /* buckets of start times: the cut at the end of the last bucket
+     * whose calls, with all before, still fit */
+    c.hist = hs_xcalloc(CUT_BUCKETS, sizeof *c.hist);
+    c.width = (double)(c.hi - c.lo + 1) / CUT_BUCKETS;
+    int rc = hs_timeline_read(t, nfuncs, scan_starts, &c, NULL, err, errlen);
+    uint64_t sum = 0;
+    uint32_t b = 0;
+    while (!rc && b < CUT_BUCKETS && sum + c.hist[b] <= max_calls)
+        sum += c.hist[b++];
+    /* (the first start whose bucket is b: the bucket bounds as scan_starts drew them) */
+    uint64_t at = c.lo + (uint64_t)((double)b * c.width);
+    while (!rc && at > c.lo && (uint64_t)((double)(at - 1 - c.lo) / c.width) >= b)
+        at--;
+    while (!rc && (uint64_t)((double)(at - c.lo) / c.width) < b)
+        at++;
+    *cut = at;
+    *kept = sum;
+    free(c.hist);
     return rc;
 }

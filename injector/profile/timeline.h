@@ -101,6 +101,11 @@ hs_prof_tl_thread hs_timeline_totals(const hs_prof_timeline *t);
  * counter value `qpc` (read by the sampler). */
 double hs_timeline_us(const hs_prof_timeline *t, uint64_t tsc);
 double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc);
+/* The same in whole nanoseconds, rounded (before the start: 0): a call's
+ * start and end each rounded first, so that a call nests inside its
+ * caller in every writer exactly as the clock saw it. */
+uint64_t hs_timeline_ns(const hs_prof_timeline *t, uint64_t tsc);
+uint64_t hs_timeline_qpc_ns(const hs_prof_timeline *t, int64_t qpc);
 
 /* Read the events' file of t: calls fn for each block (its thread, its
  * events, already checked: a function of the map, t0 <= t1, the duration
@@ -114,5 +119,22 @@ double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc);
 typedef int (*hs_tl_block_fn)(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n);
 int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, uint64_t *unknown,
                      char *err, size_t errlen);
+/* The views of the timeline that a browser opens (profile.firefox.json,
+ * speedscope's evented profiles) hold at most this many calls: a browser
+ * reads a file whole into one string, which cannot pass 512 MiB (V8's
+ * limit), and a file past it only costs the time to write it. */
+#define HS_TIMELINE_VIEW_CALLS 2000000u
+
+/* The calls that such a view keeps: those that begin before *cut (an
+ * rdtsc value; UINT64_MAX: every call), as many of the first as fit in
+ * max_calls (*kept of *total). Two reads of the file; 0, or -1 with a
+ * one-line reason in err. */
+int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, uint64_t *cut, uint64_t *kept,
+                       uint64_t *total, char *err, size_t errlen);
+
+/* The same for one thread's blocks only (the others are skipped, their
+ * events unread, their sizes still checked against the file's). */
+int hs_timeline_read_thread(const hs_prof_timeline *t, size_t nfuncs, uint32_t tid, hs_tl_block_fn fn, void *ctx,
+                            uint64_t *unknown, char *err, size_t errlen);
 
 #endif

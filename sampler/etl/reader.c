@@ -18,16 +18,9 @@
 #include <string.h>
 
 #include "hook/base/bytes.h"
+#include "hook/base/util.h"
 #include "sampler/etl/decompress.h"
 #include "sampler/etl/internal.h"
-
-#ifdef _WIN32
-#define hs_fseek _fseeki64
-#define hs_ftell _ftelli64
-#else
-#define hs_fseek fseeko
-#define hs_ftell ftello
-#endif
 
 struct bufix {
     uint64_t off, seq;

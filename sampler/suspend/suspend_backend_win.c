@@ -29,7 +29,8 @@
  * Threads that do not run are not suspended: a thread whose CPU clock did
  * not move since its last suspension has the same registers and stack,
  * so its sample reuses that stack (a wait sample where it stood at a
- * system-call return, else ready). With a cycle counter this is exact (a
+ * system-call return, else ready), and with --timeline takes the time
+ * at which its clock was found unmoved. With a cycle counter this is exact (a
  * thread that ran less than RAN_US counts as not run); it is checked
  * again by a real suspension every REVISIT_EXACT_S. With thread times
  * that move in ticks (10 ms under Wine, whose QueryThreadCycleTime fails)
@@ -105,6 +106,8 @@ typedef struct sthread {
     bool prev_waiting;         /* whether it stood at a system-call return, */
     bool prev_own;             /* and whether it was in hookscope's own code */
     hs_cls_thread cls;
+    size_t *timed;             /* --timeline: the time index of each sample the classifier holds, */
+    size_t timed_at, ntimed, timed_cap;   /* in order (HS_NO_TIME: no time kept) */
     uint64_t last_cpu;         /* CPU clock at its last sample */
     double clock_at;           /* when its thread times were read last */
     double cpu_s;              /* its CPU time (thread times), -1 unknown */
@@ -255,9 +258,34 @@ static bool unmoved(const hs_sampler *s, const sthread *t, uint64_t cpu, double 
 
 /* ---- classification into the set --------------------------------------------------- */
 
+/* A sample's kind, as the classifier decides it: counted for its stack,
+ * and told to its time (the classifier decides a thread's samples in the
+ * order they came). */
+typedef struct emit_to {
+    hs_sampleset *out;
+    sthread *t;
+} emit_to;
+
 static void emit(void *ctx, uint32_t stack, uint8_t kind)
 {
-    hs_sampleset_count(ctx, stack, kind, 1);
+    emit_to *e = ctx;
+    hs_sampleset_count(e->out, stack, kind, 1);
+    sthread *t = e->t;
+    if (t->timed_at < t->ntimed) {
+        hs_sampleset_time_kind(e->out, t->timed[t->timed_at++], kind);
+        if (t->timed_at == t->ntimed)
+            t->timed_at = t->ntimed = 0;
+    }
+}
+
+/* A sample to the classifier, with its time index (HS_NO_TIME: none). */
+static void classify(hs_sampler *s, sthread *t, uint64_t wall, uint64_t cpu, bool moved, bool waiting,
+                     uint32_t stack, size_t time)
+{
+    hs_xgrow(&t->timed, &t->timed_cap, t->ntimed + 1, sizeof *t->timed);
+    t->timed[t->ntimed++] = time;
+    emit_to e = { s->out, t };
+    hs_cls_sample(&t->cls, wall, cpu, moved, waiting, stack, wall_units(s, MAX_WINDOW_S), emit, &e);
 }
 
 static void thread_done(hs_sampler *s, sthread *t)
@@ -265,7 +293,8 @@ static void thread_done(hs_sampler *s, sthread *t)
     uint64_t wall, cpu;
     t->clock_at = 0;
     bool known = read_clock(s, t, &wall, &cpu) && cpu >= t->last_cpu && cpu > 0;
-    hs_cls_finish(&t->cls, wall, cpu, known, emit, s->out);
+    emit_to e = { s->out, t };
+    hs_cls_finish(&t->cls, wall, cpu, known, emit, &e);
     if (!s->cycles && !known)
         t->cpu_s = (double)t->last_cpu / 1e7;   /* its last reading: Wine forgets ended threads' times */
     if (s->cycles) {
@@ -280,6 +309,7 @@ static void thread_done(hs_sampler *s, sthread *t)
     if (t->first_at > 0)
         s->threads_s += t->last_at - t->first_at + s->period_s;
     hs_cls_free(&t->cls);
+    free(t->timed);
     CloseHandle(t->h);
 }
 
@@ -556,9 +586,11 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         s->reused++;
         t->since_real++;
         hs_sampleset_taken_add(s->out, 1);
+        LARGE_INTEGER at;
+        QueryPerformanceCounter(&at);
+        size_t time = hs_sampleset_time(s->out, t->prev_stack, at.QuadPart);   /* (where it still stands) */
         t->last_at = now;
-        hs_cls_sample(&t->cls, wall, cpu, false, t->prev_waiting, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit,
-                      s->out);
+        classify(s, t, wall, cpu, false, t->prev_waiting, t->prev_stack, time);
         if (cpu > t->last_cpu)
             t->last_cpu = cpu;
         return true;
@@ -574,7 +606,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         if (t->have_prev)
             hs_sampleset_taken_add(s->out, 1);
         if (t->have_prev && clock_ok)
-            hs_cls_sample(&t->cls, wall, cpu, false, true, t->prev_stack, wall_units(s, MAX_WINDOW_S), emit, s->out);
+            classify(s, t, wall, cpu, false, true, t->prev_stack, HS_NO_TIME);
         else if (t->have_prev)
             hs_sampleset_count(s->out, t->prev_stack, HS_SAMPLE_WAIT, 1);
         return true;
@@ -675,22 +707,24 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     }
     note_ever(s, t->tid);
     hs_sampleset_taken_add(s->out, 1);
-    hs_sampleset_time(s->out, id, g.at_qpc);
+    size_t time = hs_sampleset_time(s->out, id, g.at_qpc);
     if (t->first_at <= 0)
         t->first_at = now;
     t->last_at = now;
     if (t->prev_own) {
         /* in hookscope's own code: its cost, running or not */
         hs_sampleset_count(s->out, id, HS_SAMPLE_HOOKSCOPE, 1);
+        hs_sampleset_time_kind(s->out, time, HS_SAMPLE_HOOKSCOPE);
         return true;
     }
     if (!clock_ok) {
         /* no clock: the registers alone say whether it ran */
-        hs_sampleset_count(s->out, id,
-                           t->prev_waiting ? HS_SAMPLE_WAIT : moved ? HS_SAMPLE_CPU : HS_SAMPLE_READY, 1);
+        uint8_t kind = t->prev_waiting ? HS_SAMPLE_WAIT : moved ? HS_SAMPLE_CPU : HS_SAMPLE_READY;
+        hs_sampleset_count(s->out, id, kind, 1);
+        hs_sampleset_time_kind(s->out, time, kind);
         return true;
     }
-    hs_cls_sample(&t->cls, wall, cpu, moved, t->prev_waiting, id, wall_units(s, MAX_WINDOW_S), emit, s->out);
+    classify(s, t, wall, cpu, moved, t->prev_waiting, id, time);
     if (cpu > t->last_cpu)
         t->last_cpu = cpu;
     return true;

@@ -18,12 +18,15 @@
  * location names, tick conversion, the stable sort, two functions of one
  * name from merge to load (and from a report.json that did not save their
  * rvas in stacks), a report.json from before ready and hookscope samples,
- * and a fuzz of the loader with a fixed seed.
+ * one thread's read of a timeline file and its first calls that fit a
+ * view, and a fuzz of the loader with a
+ * fixed seed.
  */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hook/base/util.h"
 #include "injector/output/writers.h"
@@ -446,6 +449,98 @@ static void test_same_name_old_report(void)
     free(text);
 }
 
+/* What a read of the timeline saw: events per thread, open ones apart. */
+typedef struct tl_seen {
+    uint32_t events[3], open[3];
+} tl_seen;
+
+static int tl_count(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)ev;
+    tl_seen *s = ctx;
+    if (tid < 3)
+        (open ? s->open : s->events)[tid] += n;
+    return 0;
+}
+
+/* One thread's read of a timeline file: its blocks only, the others
+ * skipped; a skipped block that claims more events than the file holds
+ * makes the file "cut short", as a block read would. */
+static void test_timeline_one_thread(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/hs-timeline-%d.bin", (int)getpid());
+    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
+    hs_tl_rec ev[2] = { { 10, 20, 10, 0, 1 }, { 5, 30, 25, 1, 0 } };
+    hs_tl_block blocks[3] = { { HS_TL_BLOCK_MAGIC, 1, 2, 0 }, { HS_TL_BLOCK_MAGIC, 2, 1, 0 },
+                              { HS_TL_BLOCK_MAGIC, 1, 1, HS_TL_BLOCK_OPEN } };
+    FILE *f = fopen(path, "wb");
+    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
+    fwrite(&h, sizeof h, 1, f);
+    for (int i = 0; i < 3; i++) {
+        fwrite(&blocks[i], sizeof blocks[i], 1, f);
+        fwrite(ev, sizeof ev[0], blocks[i].count, f);
+    }
+    fclose(f);
+    uint32_t map[2] = { 0, 1 };
+    hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 2 };
+    char err[300] = "";
+    tl_seen s1 = { 0 }, s2 = { 0 }, all = { 0 };
+    int r1 = hs_timeline_read_thread(&t, 2, 1, tl_count, &s1, NULL, err, sizeof err);
+    int r2 = hs_timeline_read_thread(&t, 2, 2, tl_count, &s2, NULL, err, sizeof err);
+    int ra = hs_timeline_read(&t, 2, tl_count, &all, NULL, err, sizeof err);
+    tap_check(!r1 && !r2 && !ra && s1.events[1] == 2 && s1.open[1] == 1 && !s1.events[2] && s2.events[2] == 1 &&
+                  !s2.events[1] && !s2.open[1] && all.events[1] == 2 && all.events[2] == 1 && all.open[1] == 1,
+              "timeline: one thread's blocks", "%d %d %d: thread 1 %u+%u open, thread 2 %u; %s", r1, r2, ra,
+              s1.events[1], s1.open[1], s2.events[2], err);
+    /* thread 2's block claims 1000 events: thread 1's read skips it unread */
+    f = fopen(path, "r+b");
+    long at = (long)(sizeof h + sizeof blocks[0] + 2 * sizeof ev[0]);
+    blocks[1].count = 1000;
+    fseek(f, at, SEEK_SET);
+    fwrite(&blocks[1], sizeof blocks[1], 1, f);
+    fclose(f);
+    char want[160];
+    snprintf(want, sizeof want, "%s is cut short at byte %ld (a block of 1000 events)", path,
+             at + (long)sizeof blocks[1]);
+    memset(&s1, 0, sizeof s1);
+    r1 = hs_timeline_read_thread(&t, 2, 1, tl_count, &s1, NULL, err, sizeof err);
+    tap_check(r1 == -1 && !strcmp(err, want) && s1.events[1] == 2 && !s1.open[1],
+              "timeline: a skipped block past the end is refused", "%d, '%s', not '%s'", r1, err, want);
+    remove(path);
+}
+
+/* The first calls of a timeline that fit a view: those that begin before
+ * the cut, as many as fit. */
+static void test_timeline_cutoff(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/hs-timeline-cut-%d.bin", (int)getpid());
+    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
+    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
+    hs_tl_rec ev[10];
+    for (int i = 0; i < 10; i++)   /* (in the order they end: the last to begin first) */
+        ev[i] = (hs_tl_rec){ (uint64_t)(1000 - 100 * i), (uint64_t)(1050 - 100 * i), 50, 0, 0 };
+    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, 10, 0 };
+    FILE *f = fopen(path, "wb");
+    fwrite(&h, sizeof h, 1, f);
+    fwrite(&b, sizeof b, 1, f);
+    fwrite(ev, sizeof ev[0], 10, f);
+    fclose(f);
+    uint32_t map[1] = { 0 };
+    hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
+    char err[300] = "";
+    uint64_t cut, kept, total;
+    int rc = hs_timeline_cutoff(&t, 1, 4, &cut, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 4 && total == 10 && cut > 400 && cut <= 500, "timeline: the first calls that fit",
+              "%d: cut %llu, %llu of %llu; %s", rc, (unsigned long long)cut, (unsigned long long)kept,
+              (unsigned long long)total, err);
+    rc = hs_timeline_cutoff(&t, 1, 10, &cut, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 10 && total == 10 && cut == UINT64_MAX, "timeline: all calls fit", "%d: cut %llu, %llu",
+              rc, (unsigned long long)cut, (unsigned long long)kept);
+    remove(path);
+}
+
 /* A sampled stack deeper than the sampler walked keeps its "[truncated]"
  * root when written again from report.json. */
 static void test_truncated_samples(void)
@@ -653,6 +748,8 @@ int main(void)
     test_same_name();
     test_same_name_old_report();
     test_truncated_samples();
+    test_timeline_one_thread();
+    test_timeline_cutoff();
     test_old_report_kinds();
     test_saved_profiles();
     test_fuzz_loader();
