@@ -287,25 +287,26 @@ def test_samples_without_a_timeline():
 
 
 def test_timeline_with_the_etw_sampler():
-    """--timeline with the etw sampler (the fake of tests/test_etw_run.py:
-    37 samples of fib), whose samples have no times on the timeline: the
-    file has every call as a marker, no sample, and on the sampled thread
-    the note that the samples are in the other outputs."""
+    """--timeline with the etw sampler (the fake of tests/test_etw_run.py,
+    its samples at times of the real clock: 37 samples of fib): the
+    session's samples are on the timeline as the suspend sampler's are, so
+    the file has every call as a marker and the 37 samples, in time order,
+    on the thread that made the calls, with their stack; no note."""
     from test_etw_run import fake_run, rvas
     rva, _, _ = rvas("ff_etw")
-    script = f"sample 37 exe+{rva['fib'] + 4:#x} exe+{rva['main'] + 0x10:#x}\n"
+    script = f"timed\nsample 37 exe+{rva['fib'] + 4:#x} exe+{rva['main'] + 0x10:#x}\n"
     t, _ = fake_run("ff_etw", script, ["--sampler", "etw", "--timeline", "--timeline-buffer", "262144"])
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
-    hs.eq((t.json["sampling"]["backend"], t.json["sampling"]["samples"], t.json["timeline"]["samples"]), ("etw", 37, []),
-          "37 samples, none timed")
+    hs.eq((t.json["sampling"]["backend"], t.json["sampling"]["samples"], len(t.json["timeline"]["samples"])),
+          ("etw", 37, 37), "37 samples, each timed")
     doc = load(t)
     gecko_profile.check(doc)
-    hs.eq([th["samples"]["data"] for th in doc["threads"]], [[] for _ in doc["threads"]], "no sample in the file")
     calls = calls_by_thread(doc)
     hs.eq(sum(len(v) for v in calls.values()),
           sum(th["events"] + th["open"] for th in t.json["timeline"]["threads"]), "a marker a call kept")
     (sampled,) = {st["thread"] for st in t.json["sample_stacks"]}
+    per_thread = {th["tid"]: th["samples"]["data"] for th in doc["threads"]}
+    hs.eq({tid: len(d) for tid, d in per_thread.items() if d}, {sampled: 37}, "the 37 samples, on the sampled thread")
     notes = {th["tid"]: [m[5]["text"] for m in th["markers"]["data"] if m[5]["type"] == "HookscopeNote"]
              for th in doc["threads"]}
-    hs.check(len(notes[sampled]) == 1 and "the etw sampler's samples are not on it yet" in notes[sampled][0],
-             f"the note on the sampled thread: {notes}")
+    hs.eq(notes.get(sampled), [], "no note on the sampled thread")

@@ -361,8 +361,7 @@ static int put_markers(ff_out *o, uint32_t tid)
     }
     if (!t->nsamples && o->sampled)
         note(o, "samples without times", 0,
-             "the timeline kept no sample's time (the etw sampler's samples are not on it yet): the samples are "
-             "in the other outputs");
+             "the timeline kept no sample's time: the samples are in the other outputs");
     for (size_t i = 0; i < t->nthreads; i++) {
         const hs_prof_tl_thread *th = &t->threads[i];
         uint64_t dropped = th->dropped_buffer + th->dropped_file;
