@@ -44,8 +44,9 @@ typedef struct view {
     int nov;
 } view;
 
-/* A value read from the stack: 0, or why not. */
-static int stack_read(const view *vw, uint64_t addr, uint64_t *v)
+/* A value read from the stack: 0, or why not. (Inline: a plan's run is
+ * little more than these reads.) */
+static inline int stack_read(const view *vw, uint64_t addr, uint64_t *v)
 {
     for (int i = vw->nov; i-- > 0;) {
         if (vw->ov_addr[i] == addr) {
@@ -310,6 +311,8 @@ typedef struct codes_cursor {
     uinfo ui;
     int64_t offset;            /* pc's offset in the function; -1 in a parent (all codes apply) */
     int i;                     /* the next code; -1: the frame base is not planned yet */
+    int frame_at;              /* the FRAME of this UNWIND_INFO in the part being planned, while
+                                  no LOAD needs it; else -1 */
     int depth;                 /* parents read */
 } codes_cursor;
 
@@ -327,13 +330,15 @@ static int plan_bad(hs_uw_plan *p)
  * frame base as it is before an UNWIND_INFO's codes are undone. */
 static int plan_codes(const hs_uw_env *env, const hs_uw_entry *e, codes_cursor *k, hs_uw_plan *p)
 {
+    k->frame_at = -1;          /* (a FRAME of an earlier part has run) */
     for (;;) {
         const hs_unwind *u = &k->ui.u;
         int in_prolog = k->offset >= 0 && k->offset < u->prolog_size;
         hs_unwind_code c;
         if (k->i < 0) {
             /* the frame base: the frame register less its offset once the
-             * register is set, else rsp */
+             * register is set, else rsp (dropped below if nothing loads
+             * from it) */
             int set = 0;
             if (u->frame_reg) {
                 set = !in_prolog;
@@ -346,6 +351,7 @@ static int plan_codes(const hs_uw_env *env, const hs_uw_entry *e, codes_cursor *
             }
             if (plan_op(p, OP_FRAME, set ? u->frame_reg : HS_RSP, set ? -(uint32_t)u->frame_off * 16 : 0) < 0)
                 return 0;
+            k->frame_at = p->n - 1;
             k->i = 0;
         }
         for (; k->i < u->count_codes; k->i += c.slots) {
@@ -368,10 +374,9 @@ static int plan_codes(const hs_uw_env *env, const hs_uw_entry *e, codes_cursor *
                 full = plan_op(p, OP_SET_RSP, u->frame_reg, -(uint32_t)u->frame_off * 16);
                 break;
             case HS_UWOP_SAVE_NONVOL:
-                full = plan_op(p, OP_LOAD, c.info, c.arg * 8);
-                break;
             case HS_UWOP_SAVE_NONVOL_FAR:
-                full = plan_op(p, OP_LOAD, c.info, c.arg);
+                full = plan_op(p, OP_LOAD, c.info, c.op == HS_UWOP_SAVE_NONVOL ? c.arg * 8 : c.arg);
+                k->frame_at = -1;
                 break;
             case HS_UWOP_EPILOG:
             case HS_UWOP_SPARE:
@@ -386,6 +391,17 @@ static int plan_codes(const hs_uw_env *env, const hs_uw_entry *e, codes_cursor *
             }
             if (full)
                 return 0;
+        }
+        if (k->frame_at >= 0) {
+            /* no save: the frame base is not needed (moved one by one: no
+             * C runtime call, the agent runs this inside the target's calls) */
+            for (int j = k->frame_at; j + 1 < p->n; j++) {
+                uint32_t a = p->arg[j + 1];
+                p->op[j] = p->op[j + 1];
+                p->arg[j] = a;
+            }
+            p->n--;
+            k->frame_at = -1;
         }
         if (!(u->flags & HS_UNW_CHAININFO))
             return 1;
