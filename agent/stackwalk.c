@@ -13,6 +13,17 @@
  * addresses repeat, so each thread keeps the answers in a small cache in
  * its region's header page: (return address -> function entry, image
  * base). A module unloaded (hs_stackwalk_forget) empties every cache.
+ *
+ * Then each step decodes the function's unwind data and looks for an
+ * epilogue at the return address: the unwinder's plan of the step
+ * (hs_unwind_step_plan) is the same for every stack through that return
+ * address, so the plans are kept too, in one table for all threads
+ * (return address -> plan, a slot per hash, each slot a seqlock: a thread
+ * writing a slot makes its count odd, a reader takes a copy only between
+ * two equal even counts), and a return address seen before costs a probe
+ * of the table and the plan's few loads from the stack (bench/run.py
+ * stacks: "per captured stack"). The plans of a module unloaded are
+ * forgotten with the caches: a slot holds the generation it was made in.
  * No heap and no lock: this runs in the middle of the target's calls.
  */
 #include <string.h>
@@ -39,6 +50,48 @@ static volatile LONG code_gen;
 void hs_stackwalk_forget(void)
 {
     InterlockedIncrement(&code_gen);
+}
+
+/* The plans: a slot per hash of the return address, 64 bytes each. */
+#define PLAN_BITS 11
+typedef struct plan_slot {
+    volatile LONG seq;             /* odd while a thread writes the slot */
+    LONG gen;                      /* code_gen it was made in */
+    uint64_t pc;
+    hs_uw_plan plan;
+} plan_slot;
+_Static_assert(sizeof(plan_slot) == 64, "a plan slot is a cache line");
+static plan_slot plans[1u << PLAN_BITS] __attribute__((aligned(64)));
+
+static plan_slot *plan_slot_of(uint64_t pc)
+{
+    return &plans[(pc * 0x9E3779B97F4A7C15ull) >> (64 - PLAN_BITS)];
+}
+
+/* The plan of pc made in generation gen, copied to *p: 1, or 0 (none, or
+ * being written). */
+static int plan_get(uint64_t pc, LONG gen, hs_uw_plan *p)
+{
+    plan_slot *s = plan_slot_of(pc);
+    LONG seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if ((seq & 1) || s->pc != pc || s->gen != gen)
+        return 0;
+    *p = s->plan;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq;
+}
+
+/* Keep pc's plan, unless another thread is writing its slot. */
+static void plan_put(uint64_t pc, LONG gen, const hs_uw_plan *p)
+{
+    plan_slot *s = plan_slot_of(pc);
+    LONG seq = s->seq;
+    if ((seq & 1) || InterlockedCompareExchange(&s->seq, seq + 1, seq) != seq)
+        return;
+    s->pc = pc;
+    s->gen = gen;
+    s->plan = *p;
+    __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 static PRUNTIME_FUNCTION lookup(walk_cache *c, uint64_t pc, DWORD64 *base)
@@ -173,9 +226,19 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
      * pops its return address (or, for a part entered with a frame set up,
      * like gcc's .cold parts, undoes the codes at offset 0 first) */
     const uint64_t wrapper_ret = (uint64_t)(uintptr_t)hs_wrapper_ret;
+    hs_uw_plan plan;
     for (;;) {
-        uint64_t sp = regs.r[HS_RSP];
-        int err = regs.rip == wrapper_ret ? wrapper_step(&regs, lo, hi) : hs_unwind_step(&env, &st, &regs);
+        uint64_t sp = regs.r[HS_RSP], pc = regs.rip;
+        int err;
+        if (pc == wrapper_ret) {
+            err = wrapper_step(&regs, lo, hi);
+        } else if (plan_get(pc, gen, &plan)) {
+            err = hs_unwind_run(&plan, &st, &regs);
+        } else {
+            err = hs_unwind_step_plan(&env, &st, &regs, &plan);
+            if (plan.whole)
+                plan_put(pc, gen, &plan);
+        }
         if (err != HS_UW_END)
             break;
         /* Wine can leave junk after the last frame: stop at the first null

@@ -337,7 +337,7 @@ DRAIN_TARGET_M = 50.0
 def overhead():
     cb = "build/bench/callbench.exe"
     sb = "build/bench/stackbench.exe"
-    sb_calls = "200000"   # a captured stack costs ~0.5 us: keep the rounds short
+    sb_calls = "200000"   # a captured stack costs ~0.2 us: keep the rounds short
 
     def traced(exe, *opts, args=()):
         return run([HOOKSCOPE, "run", "-q", "-o", OUT] + list(opts) + ["--", exe] + list(args))

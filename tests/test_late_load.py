@@ -91,3 +91,27 @@ def test_unloaded_flag_only_for_freelibrary():
     t = hs.trace(exe, modules=["libstdc++-6.dll"], name="unloaded_flag_static_dll")
     hs.eq(t.rc, 0, "exit code")
     hs.eq(t.module("libstdc++-6.dll")["unloaded"], False, "libstdc++-6.dll (imported, never freed): unloaded")
+
+
+def test_entry_stacks_through_a_dll_replaced_at_its_base():
+    """relayload.exe loads relay1.dll, calls relay(ping), frees it, then
+    the same with relay2.dll at the same base, whose relay returns from ping
+    to the same address behind a bigger frame (tests/targets/relaydll.c).
+    ping's entry stack is ping, relay, through, main, ... both times: what
+    the stack walk kept of relay1's frame at that address goes with it."""
+    exe = hs.need("build/tests/relayload.exe")
+    hs.need("build/tests/relay1.dll")
+    hs.need("build/tests/relay2.dll")
+    plain = hs.wine([exe])
+    hs.eq((plain.returncode, plain.stdout), (0, b"one base: 1\r\npings: 2\r\n"), "untraced exit code, stdout")
+    t = hs.trace(exe, options=["--stacks=8"], name="relayload_stacks")
+    hs.eq((t.rc, t.stdout, t.stderr), (0, plain.stdout, plain.stderr), "traced exit code, stdout, stderr")
+
+    def function(frame):
+        return frame.split("!", 1)[1].rsplit("+", 1)[0] if "!" in frame else frame
+
+    pings = [s for s in t.json["stacks"] if s["function"] == "ping"]
+    hs.eq(sum(s["count"] for s in pings), 2, "ping's entry stacks captured")
+    for s in pings:
+        hs.eq([function(f) for f in s["frames"][:4]], ["ping", "relay", "through", "main"],
+              f"ping's entry stack {s['frames']}")

@@ -17,6 +17,11 @@
  * offset <= pc's offset) are undone. The frame base of the saves is the
  * frame register minus its offset once the frame register is set, else
  * rsp (the stack pointer does not move in a body without one).
+ *
+ * A step out of code with a function entry is planned (the epilogue
+ * recognised in the code, or the codes that apply decoded, as operations
+ * on the registers and the stack), then the plan is run: the same plan
+ * run again later is the same step without the decoding.
  */
 #include "hook/unwind/unwinder.h"
 
@@ -39,8 +44,9 @@ typedef struct view {
     int nov;
 } view;
 
-/* A value read from the stack: 0, or why not. */
-static int stack_read(const view *vw, uint64_t addr, uint64_t *v)
+/* A value read from the stack: 0, or why not. (Inline: a plan's run is
+ * little more than these reads.) */
+static inline int stack_read(const view *vw, uint64_t addr, uint64_t *v)
 {
     for (int i = vw->nov; i-- > 0;) {
         if (vw->ov_addr[i] == addr) {
@@ -110,33 +116,148 @@ static int read_uinfo(const hs_uw_env *env, uint64_t base, uint32_t rva, uinfo *
     return hs_unwind_parse(all, len, &ui->u);
 }
 
-/* Is pc in an epilogue of its function? If so, finish the epilogue on
- * regs (and pop the return address) and return 1. */
-static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, const hs_unwind *u,
-                    hs_uw_regs *regs, int *err)
+/* The operations of a plan (hs_uw_plan), in the order they run; `reg` is
+ * the high 4 bits of op[i], `arg` arg[i]:
+ *   POPS      reg (1..8) pops: [rsp] into the register of each 4 bits of
+ *             arg, lowest first, rsp += 8 each (the value of a pop into
+ *             rsp is dropped: an epilogue's rsp is what its pops leave)
+ *   POP_RSP   rsp = [rsp] + 8 (PUSH_NONVOL of rsp, undone)
+ *   ADD       rsp += arg
+ *   SET_RSP   rsp = reg + (int32)arg
+ *   FRAME     the frame base of the saves = reg + (int32)arg
+ *   LOAD      reg = [frame base + arg]
+ *   MACHFRAME rip = [rsp + arg], rsp = [rsp + arg + 24]: no return address
+ *             to pop after the plan
+ *   BAD       unwind data that cannot be followed: HS_UW_BAD
+ */
+enum { OP_POPS, OP_POP_RSP, OP_ADD, OP_SET_RSP, OP_FRAME, OP_LOAD, OP_MACHFRAME, OP_BAD };
+
+/* Append an operation: 0, or -1 when the plan is full. */
+static int plan_op(hs_uw_plan *p, int op, int reg, uint32_t arg)
+{
+    if (p->n == HS_UW_PLAN_OPS)
+        return -1;
+    p->op[p->n] = (uint8_t)(op | reg << 4);
+    p->arg[p->n++] = arg;
+    return 0;
+}
+
+/* A pop of reg, into the plan's last POPS while it has room. */
+static int plan_pop(hs_uw_plan *p, int reg)
+{
+    uint8_t *last = p->n ? &p->op[p->n - 1] : NULL;
+    if (last && (*last & 15) == OP_POPS && (*last >> 4) < 8) {
+        int k = *last >> 4;
+        p->arg[p->n - 1] |= (uint32_t)reg << (4 * k);
+        *last = (uint8_t)(OP_POPS | (k + 1) << 4);
+        return 0;
+    }
+    return plan_op(p, OP_POPS, 1, (uint32_t)reg);
+}
+
+static int plan_add(hs_uw_plan *p, uint64_t n)
+{
+    if (p->n && p->op[p->n - 1] == OP_ADD && n <= UINT32_MAX - p->arg[p->n - 1]) {
+        p->arg[p->n - 1] += (uint32_t)n;
+        return 0;
+    }
+    return plan_op(p, OP_ADD, 0, (uint32_t)n);
+}
+
+/* Run a plan's operations; `frame` and `machframe` carry over from one
+ * part of a long step to the next. 0, or why the step cannot be done. */
+static int run_ops(const hs_uw_plan *p, const view *st, hs_uw_regs *regs, uint64_t *frame, int *machframe)
+{
+    for (int i = 0; i < p->n; i++) {
+        int reg = p->op[i] >> 4, err;
+        uint32_t arg = p->arg[i];
+        uint64_t v, w;
+        switch (p->op[i] & 15) {
+        case OP_POPS:
+            for (int k = 0; k < reg; k++, arg >>= 4) {
+                if ((err = stack_read(st, regs->r[HS_RSP], &v)) != 0)
+                    return err;
+                if ((arg & 15) != HS_RSP)
+                    regs->r[arg & 15] = v;
+                regs->r[HS_RSP] += 8;
+            }
+            break;
+        case OP_POP_RSP:
+            if ((err = stack_read(st, regs->r[HS_RSP], &v)) != 0)
+                return err;
+            regs->r[HS_RSP] = v + 8;
+            break;
+        case OP_ADD:
+            regs->r[HS_RSP] += arg;
+            break;
+        case OP_SET_RSP:
+            regs->r[HS_RSP] = regs->r[reg] + (uint64_t)(int64_t)(int32_t)arg;
+            break;
+        case OP_FRAME:
+            *frame = regs->r[reg] + (uint64_t)(int64_t)(int32_t)arg;
+            break;
+        case OP_LOAD:
+            if ((err = stack_read(st, *frame + arg, &v)) != 0)
+                return err;
+            regs->r[reg] = v;
+            break;
+        case OP_MACHFRAME:
+            v = regs->r[HS_RSP] + arg;
+            if ((err = stack_read(st, v, &w)) != 0 || (err = stack_read(st, v + 24, &v)) != 0)
+                return err;
+            regs->rip = w;
+            regs->r[HS_RSP] = v;
+            *machframe = 1;
+            break;
+        default:
+            return HS_UW_BAD;
+        }
+    }
+    return 0;
+}
+
+static int step_leaf(const view *st, hs_uw_regs *regs);
+
+/* A whole plan: its operations, then the return address. */
+static int run_plan(const hs_uw_plan *p, const view *st, hs_uw_regs *regs)
+{
+    uint64_t frame = 0;
+    int machframe = 0;
+    int err = run_ops(p, st, regs, &frame, &machframe);
+    return err || machframe ? err : step_leaf(st, regs);
+}
+
+/* Is pc in an epilogue of its function? If so, plan the rest of the
+ * epilogue (then the return address is popped) and return 1. */
+static int epilogue(const hs_uw_env *env, const hs_uw_entry *e, const hs_unwind *u, uint64_t pc,
+                    hs_uw_plan *p)
 {
     uint8_t buf[64];
     const uint8_t *c;
-    size_t n = code_bytes(env, regs->rip, buf, sizeof buf, &c);
+    size_t n = code_bytes(env, pc, buf, sizeof buf, &c);
     size_t i = 0;
-    uint64_t rsp = regs->r[HS_RSP];
     /* add rsp, imm8 / imm32, or lea rsp, [frame register + disp] */
+    int base = -1;
+    uint32_t disp = 0;
     if (n >= 4 && c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xC4) {
-        rsp += (uint64_t)(int64_t)(int8_t)c[3];
+        base = HS_RSP;
+        disp = (uint32_t)(int32_t)(int8_t)c[3];
         i = 4;
     } else if (n >= 7 && c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xC4) {
-        rsp += (uint64_t)(int64_t)(int32_t)hs_le32(c + 3);
+        base = HS_RSP;
+        disp = hs_le32(c + 3);
         i = 7;
     } else if (n >= 3 && (c[0] == 0x48 || c[0] == 0x49) && c[1] == 0x8D && u->frame_reg) {
         uint8_t mod = c[2] >> 6, reg = (c[2] >> 3) & 7;
         uint8_t rm = (uint8_t)((c[2] & 7) | (c[0] & 1) << 3);
         if (reg != HS_RSP || rm != u->frame_reg || (c[2] & 7) == 4)
             return 0;
+        base = rm;
         if (mod == 1 && n >= 4) {
-            rsp = regs->r[rm] + (uint64_t)(int64_t)(int8_t)c[3];
+            disp = (uint32_t)(int32_t)(int8_t)c[3];
             i = 4;
         } else if (mod == 2 && n >= 7) {
-            rsp = regs->r[rm] + (uint64_t)(int64_t)(int32_t)hs_le32(c + 3);
+            disp = hs_le32(c + 3);
             i = 7;
         } else {
             return 0;
@@ -166,7 +287,7 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
         end = 1;
     else if ((i + 4 < n && c[i] == 0xE9) || (i + 1 < n && c[i] == 0xEB)) {
         int64_t rel = c[i] == 0xE9 ? (int32_t)hs_le32(c + i + 1) : (int8_t)c[i + 1];
-        uint64_t target = regs->rip + i + (c[i] == 0xE9 ? 5 : 2) + (uint64_t)rel;
+        uint64_t target = pc + i + (c[i] == 0xE9 ? 5 : 2) + (uint64_t)rel;
         end = target < e->base + e->begin || target >= e->base + e->end;
     } else if (i + 1 < n && c[i] == 0xFF && c[i + 1] == 0x25) {
         end = 1;   /* jmp [rip+disp]: a tail call through a pointer */
@@ -175,122 +296,158 @@ static int epilogue(const hs_uw_env *env, const view *st, const hs_uw_entry *e, 
     }
     if (!end)
         return 0;
-    for (int k = 0; k < npop; k++) {
-        uint64_t v;
-        if ((*err = stack_read(st, rsp, &v)) != 0)
-            return 1;
-        regs->r[popped[k]] = v;
-        rsp += 8;
-    }
-    uint64_t ret;
-    if ((*err = stack_read(st, rsp, &ret)) != 0)
-        return 1;
-    regs->rip = ret;
-    regs->r[HS_RSP] = rsp + 8;
-    *err = 0;
+    /* at most 1 + 2 operations: they fit */
+    p->n = 0;
+    if (base >= 0)
+        plan_op(p, OP_SET_RSP, base, disp);
+    for (int k = 0; k < npop; k++)
+        plan_pop(p, popped[k]);
     return 1;
 }
 
-/* Undo the unwind codes of one UNWIND_INFO. `offset`: pc's offset in the
- * function, or -1 when all codes apply (a chained parent). Sets *machframe
- * when a machine frame gave rip and rsp. */
-static int undo_codes(const view *st, const hs_unwind *u, int64_t offset, hs_uw_regs *regs, int *machframe)
+/* Where planning the undoing of unwind codes stands: pc's UNWIND_INFO,
+ * then its chained parents. */
+typedef struct codes_cursor {
+    uinfo ui;
+    int64_t offset;            /* pc's offset in the function; -1 in a parent (all codes apply) */
+    int i;                     /* the next code; -1: the frame base is not planned yet */
+    int frame_at;              /* the FRAME of this UNWIND_INFO in the part being planned, while
+                                  no LOAD needs it; else -1 */
+    int depth;                 /* parents read */
+} codes_cursor;
+
+/* Plan BAD (the codes cannot be followed from here): 1, or 0 when the
+ * plan is full (the next part plans it). */
+static int plan_bad(hs_uw_plan *p)
 {
-    int in_prolog = offset >= 0 && offset < u->prolog_size;
-    hs_unwind_code c;
-    /* the frame base for the saves */
-    uint64_t frame = regs->r[HS_RSP];
-    if (u->frame_reg) {
-        int set = !in_prolog;
-        for (int i = 0; i < u->count_codes && !set; i += c.slots) {
-            if (hs_unwind_code_at(u, i, &c) < 0)
-                return HS_UW_BAD;
-            if (c.op == HS_UWOP_SET_FPREG && c.off <= offset)
-                set = 1;
-        }
-        if (set)
-            frame = regs->r[u->frame_reg] - (uint64_t)u->frame_off * 16;
-    }
-    for (int i = 0; i < u->count_codes; i += c.slots) {
-        if (hs_unwind_code_at(u, i, &c) < 0)
-            return HS_UW_BAD;
-        if (in_prolog && c.off > offset)
-            continue;
-        uint64_t v;
-        int err;
-        switch (c.op) {
-        case HS_UWOP_PUSH_NONVOL:
-            if ((err = stack_read(st, regs->r[HS_RSP], &v)) != 0)
-                return err;
-            regs->r[c.info] = v;
-            regs->r[HS_RSP] += 8;
-            break;
-        case HS_UWOP_ALLOC_LARGE:
-            regs->r[HS_RSP] += c.info ? c.arg : (uint64_t)c.arg * 8;
-            break;
-        case HS_UWOP_ALLOC_SMALL:
-            regs->r[HS_RSP] += (uint64_t)c.info * 8 + 8;
-            break;
-        case HS_UWOP_SET_FPREG:
-            regs->r[HS_RSP] = regs->r[u->frame_reg] - (uint64_t)u->frame_off * 16;
-            break;
-        case HS_UWOP_SAVE_NONVOL:
-        case HS_UWOP_SAVE_NONVOL_FAR: {
-            uint64_t at = frame + (c.op == HS_UWOP_SAVE_NONVOL ? (uint64_t)c.arg * 8 : c.arg);
-            if ((err = stack_read(st, at, &v)) != 0)
-                return err;
-            regs->r[c.info] = v;
-            break;
-        }
-        case HS_UWOP_EPILOG:
-        case HS_UWOP_SPARE:
-        case HS_UWOP_SAVE_XMM128:
-        case HS_UWOP_SAVE_XMM128_FAR:
-            break;
-        case HS_UWOP_PUSH_MACHFRAME: {
-            uint64_t at = regs->r[HS_RSP] + (c.info ? 8 : 0), rip, rsp;
-            if ((err = stack_read(st, at, &rip)) != 0 || (err = stack_read(st, at + 24, &rsp)) != 0)
-                return err;
-            regs->rip = rip;
-            regs->r[HS_RSP] = rsp;
-            *machframe = 1;
-            break;
-        }
-        default:
-            return HS_UW_BAD;
-        }
-    }
-    return 0;
+    return plan_op(p, OP_BAD, 0, 0) == 0;
 }
 
-static int step_table(const hs_uw_env *env, const view *st, const hs_uw_entry *e, hs_uw_regs *regs)
+/* Plan the undoing of the unwind codes from k on, as much as fits in p:
+ * 1 when all is planned, 0 when p is full (k is where the next part
+ * starts). In a prologue only the codes of instructions already executed
+ * (code offset <= pc's offset) are undone; the saves are relative to the
+ * frame base as it is before an UNWIND_INFO's codes are undone. */
+static int plan_codes(const hs_uw_env *env, const hs_uw_entry *e, codes_cursor *k, hs_uw_plan *p)
 {
-    uinfo ui;
-    if (read_uinfo(env, e->base, e->unwind, &ui) < 0)
+    k->frame_at = -1;          /* (a FRAME of an earlier part has run) */
+    for (;;) {
+        const hs_unwind *u = &k->ui.u;
+        int in_prolog = k->offset >= 0 && k->offset < u->prolog_size;
+        hs_unwind_code c;
+        if (k->i < 0) {
+            /* the frame base: the frame register less its offset once the
+             * register is set, else rsp (dropped below if nothing loads
+             * from it) */
+            int set = 0;
+            if (u->frame_reg) {
+                set = !in_prolog;
+                for (int i = 0; i < u->count_codes && !set; i += c.slots) {
+                    if (hs_unwind_code_at(u, i, &c) < 0)
+                        return plan_bad(p);
+                    if (c.op == HS_UWOP_SET_FPREG && c.off <= k->offset)
+                        set = 1;
+                }
+            }
+            if (plan_op(p, OP_FRAME, set ? u->frame_reg : HS_RSP, set ? -(uint32_t)u->frame_off * 16 : 0) < 0)
+                return 0;
+            k->frame_at = p->n - 1;
+            k->i = 0;
+        }
+        for (; k->i < u->count_codes; k->i += c.slots) {
+            if (hs_unwind_code_at(u, k->i, &c) < 0)
+                return plan_bad(p);
+            if (in_prolog && c.off > k->offset)
+                continue;
+            int full = 0;
+            switch (c.op) {
+            case HS_UWOP_PUSH_NONVOL:
+                full = c.info == HS_RSP ? plan_op(p, OP_POP_RSP, 0, 0) : plan_pop(p, c.info);
+                break;
+            case HS_UWOP_ALLOC_LARGE:
+                full = plan_add(p, c.info ? c.arg : (uint64_t)c.arg * 8);
+                break;
+            case HS_UWOP_ALLOC_SMALL:
+                full = plan_add(p, (uint64_t)c.info * 8 + 8);
+                break;
+            case HS_UWOP_SET_FPREG:
+                full = plan_op(p, OP_SET_RSP, u->frame_reg, -(uint32_t)u->frame_off * 16);
+                break;
+            case HS_UWOP_SAVE_NONVOL:
+            case HS_UWOP_SAVE_NONVOL_FAR:
+                full = plan_op(p, OP_LOAD, c.info, c.op == HS_UWOP_SAVE_NONVOL ? c.arg * 8 : c.arg);
+                k->frame_at = -1;
+                break;
+            case HS_UWOP_EPILOG:
+            case HS_UWOP_SPARE:
+            case HS_UWOP_SAVE_XMM128:
+            case HS_UWOP_SAVE_XMM128_FAR:
+                break;
+            case HS_UWOP_PUSH_MACHFRAME:
+                full = plan_op(p, OP_MACHFRAME, 0, c.info ? 8 : 0);
+                break;
+            default:
+                return plan_bad(p);
+            }
+            if (full)
+                return 0;
+        }
+        if (k->frame_at >= 0) {
+            /* no save: the frame base is not needed (moved one by one: no
+             * C runtime call, the agent runs this inside the target's calls) */
+            for (int j = k->frame_at; j + 1 < p->n; j++) {
+                uint32_t a = p->arg[j + 1];
+                p->op[j] = p->op[j + 1];
+                p->arg[j] = a;
+            }
+            p->n--;
+            k->frame_at = -1;
+        }
+        if (!(u->flags & HS_UNW_CHAININFO))
+            return 1;
+        if (p->n == HS_UW_PLAN_OPS)
+            return 0;          /* (room for BAD first: a failed read leaves k->ui unusable) */
+        if (k->depth == MAX_CHAIN || read_uinfo(env, e->base, u->chained_unwind, &k->ui) < 0)
+            return plan_bad(p);
+        k->depth++;
+        k->offset = -1;
+        k->i = -1;
+    }
+}
+
+/* A step out of code with a function entry: its epilogue, or its unwind
+ * codes (pc's UNWIND_INFO, then its chained parents), planned and run, in
+ * parts when one plan cannot hold them all. *p: the plan, whole when it
+ * was one part. */
+static int step_table(const hs_uw_env *env, const view *st, const hs_uw_entry *e, hs_uw_regs *regs,
+                      hs_uw_plan *p)
+{
+    codes_cursor k;
+    p->n = 0;
+    p->whole = 0;
+    if (read_uinfo(env, e->base, e->unwind, &k.ui) < 0)
         return HS_UW_BAD;
-    int64_t offset = (int64_t)(regs->rip - (e->base + e->begin));
-    if (offset >= ui.u.prolog_size) {
-        int err = 0;
-        if (epilogue(env, st, e, &ui.u, regs, &err))
-            return err;
+    k.offset = (int64_t)(regs->rip - (e->base + e->begin));
+    if (k.offset >= k.ui.u.prolog_size && epilogue(env, e, &k.ui.u, regs->rip, p)) {
+        p->whole = 1;
+        return run_plan(p, st, regs);
     }
+    k.i = -1;
+    k.depth = 0;
+    uint64_t frame = 0;
     int machframe = 0;
-    int err = undo_codes(st, &ui.u, offset, regs, &machframe);
-    for (int depth = 0; !err && (ui.u.flags & HS_UNW_CHAININFO); depth++) {
-        if (depth == MAX_CHAIN || read_uinfo(env, e->base, ui.u.chained_unwind, &ui) < 0)
-            return HS_UW_BAD;
-        err = undo_codes(st, &ui.u, -1, regs, &machframe);
-    }
-    if (err)
-        return err;
-    if (!machframe) {
-        uint64_t ret;
-        if ((err = stack_read(st, regs->r[HS_RSP], &ret)) != 0)
+    for (int part = 0;; part++) {
+        p->n = 0;
+        int done = plan_codes(env, e, &k, p);
+        int err = run_ops(p, st, regs, &frame, &machframe);
+        if (err)
             return err;
-        regs->rip = ret;
-        regs->r[HS_RSP] += 8;
+        if (done) {
+            p->whole = part == 0;
+            break;
+        }
     }
-    return 0;
+    return machframe ? 0 : step_leaf(st, regs);
 }
 
 static int step_leaf(const view *st, hs_uw_regs *regs)
@@ -461,12 +618,15 @@ static int step_emulate(const hs_uw_env *env, view *vw, hs_uw_regs *regs, int *r
     return HS_UW_BAD;
 }
 
-static int step(const hs_uw_env *env, view *vw, hs_uw_regs *regs)
+/* One step; *p: its plan, whole only when the step is a table step. */
+static int step(const hs_uw_env *env, view *vw, hs_uw_regs *regs, hs_uw_plan *p)
 {
     hs_uw_entry e;
     int kind = env->lookup(env->ctx, regs->rip, &e);
+    p->n = 0;
+    p->whole = 0;
     if (kind == HS_UW_TABLE)
-        return step_table(env, vw, &e, regs);
+        return step_table(env, vw, &e, regs, p);
     if (kind == HS_UW_LEAF)
         return step_image_leaf(env, vw, regs);
     if (kind != HS_UW_EMULATE)
@@ -477,7 +637,8 @@ static int step(const hs_uw_env *env, view *vw, hs_uw_regs *regs)
     int err = step_emulate(env, vw, &r, &returned);
     if (!err && !returned) {
         kind = env->lookup(env->ctx, r.rip, &e);
-        err = kind == HS_UW_TABLE ? step_table(env, vw, &e, &r) : step_leaf(vw, &r);
+        err = kind == HS_UW_TABLE ? step_table(env, vw, &e, &r, p) : step_leaf(vw, &r);
+        p->whole = 0;
     }
     if (!err)
         *regs = r;
@@ -505,12 +666,26 @@ const uint32_t *hs_pdata_find(const uint32_t *table, size_t n, uint32_t rva)
     return rva < e[1] ? e : NULL;
 }
 
-int hs_unwind_step(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs)
+int hs_unwind_step_plan(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs, hs_uw_plan *plan)
 {
     view vw;
     vw.st = st;
     vw.nov = 0;
-    return step(env, &vw, regs);
+    return step(env, &vw, regs, plan);
+}
+
+int hs_unwind_step(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs)
+{
+    hs_uw_plan p;
+    return hs_unwind_step_plan(env, st, regs, &p);
+}
+
+int hs_unwind_run(const hs_uw_plan *plan, const hs_uw_stack *st, hs_uw_regs *regs)
+{
+    view vw;
+    vw.st = st;
+    vw.nov = 0;
+    return run_plan(plan, &vw, regs);
 }
 
 hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const hs_uw_regs *start,
@@ -523,6 +698,7 @@ hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const h
     vw.st = st;
     vw.nov = 0;
     hs_uw_regs regs = *start;
+    hs_uw_plan plan;
     frames[res.n++] = regs.rip;
     hs_uw_entry e;
     if (env->lookup(env->ctx, regs.rip, &e) == HS_UW_UNKNOWN) {
@@ -532,7 +708,7 @@ hs_uw_result hs_unwind_walk(const hs_uw_env *env, const hs_uw_stack *st, const h
     }
     for (;;) {
         uint64_t sp = regs.r[HS_RSP];
-        int err = step(env, &vw, &regs);
+        int err = step(env, &vw, &regs, &plan);
         if (err) {
             res.stop = err == HS_UW_AT_BASE ? HS_UW_END : err;
             return res;

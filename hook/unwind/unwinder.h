@@ -20,6 +20,14 @@
  *     as long as it only pushes, pops, moves constants or loads into
  *     registers, and jumps: until it reaches code with unwind data (the
  *     same frame, in a described state) or returns.
+ *
+ * A step out of code with a function entry is decoded into a plan first
+ * (the loads from the stack and the changes of rsp that undoing its
+ * epilogue or its unwind codes makes, hs_uw_plan), then the plan is run.
+ * The plan depends on pc alone (its code, its unwind data), so a walker
+ * that meets the same return addresses again and again (the agent's entry
+ * stacks) keeps the plans and runs them without reading unwind data or
+ * code: hs_unwind_step_plan, hs_unwind_run.
  */
 #ifndef HOOKSCOPE_SAMPLER_UNWIND_H
 #define HOOKSCOPE_SAMPLER_UNWIND_H
@@ -86,6 +94,19 @@ typedef struct hs_uw_result {
     uint64_t unknown_pc;       /* HS_UW_UNKNOWN_PC: the address */
 } hs_uw_result;
 
+/* What one step out of a frame with a function entry does (unwinder.c
+ * lists the operations): at most HS_UW_PLAN_OPS operations, each of them
+ * (op[i] low 4 bits) with a register (high 4 bits) and arg[i]; then the
+ * return address is popped, unless a machine frame gave rip and rsp. */
+#define HS_UW_PLAN_OPS 9
+typedef struct hs_uw_plan {
+    uint8_t n;                 /* operations */
+    uint8_t whole;             /* 1: the plan is the whole step of its pc, to be run again
+                                  (hs_unwind_run); 0: none, or a part of a longer step */
+    uint8_t op[HS_UW_PLAN_OPS];
+    uint32_t arg[HS_UW_PLAN_OPS];
+} hs_uw_plan;
+
 /* The entry of a function table covering rva: `table` holds n
  * RUNTIME_FUNCTIONs as (begin, end, unwind) RVA triples sorted by begin
  * (an image's .pdata, or the table of generated code). NULL: none. */
@@ -95,6 +116,14 @@ const uint32_t *hs_pdata_find(const uint32_t *table, size_t n, uint32_t rva);
  * caller's. Returns HS_UW_END (0) on success, else why it cannot (regs
  * then unchanged). */
 int hs_unwind_step(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs);
+/* The same, and the step's plan in *plan: plan->whole is 1 when the step
+ * from this pc is always that plan (the code has a function entry and its
+ * step fits one plan), whatever the registers and the stack. */
+int hs_unwind_step_plan(const hs_uw_env *env, const hs_uw_stack *st, hs_uw_regs *regs, hs_uw_plan *plan);
+/* Run a whole plan of regs->rip again (from hs_unwind_step_plan, while the
+ * code and unwind data it came from stay mapped): what hs_unwind_step
+ * would do, without the environment. */
+int hs_unwind_run(const hs_uw_plan *plan, const hs_uw_stack *st, hs_uw_regs *regs);
 
 /* Walk from regs: frames[0] = regs->rip, then one return address per
  * caller, leaf first, at most max frames. */

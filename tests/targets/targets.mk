@@ -4,7 +4,7 @@ TGT_DIR   := $(B)/tests
 TGT_CFLAGS := -std=gnu11 -O1 -gdwarf-4 -fno-inline -Wall -Wno-unused-parameter
 # DLL sources (built by their own rules below, not as programs), and sources
 # built in several variants by rules of their own
-TGT_DLL_C := tests/targets/latedll.c tests/targets/burndll.c
+TGT_DLL_C := tests/targets/latedll.c tests/targets/burndll.c tests/targets/relaydll.c
 TGT_MULTI_C := tests/targets/tailfwd.c tests/targets/switchtab.c
 TGT_C     := $(filter-out $(TGT_DLL_C) $(TGT_MULTI_C),$(wildcard tests/targets/*.c))
 TGT_CXX   := $(wildcard tests/targets/*.cpp)
@@ -68,6 +68,14 @@ $(TGT_DIR)/burndll.dll: tests/targets/burndll.c tests/targets/burnms.h
 	@mkdir -p $(dir $@)
 	$(WCC) $(TGT_CFLAGS) -shared -o $@ $<
 test-targets: $(TGT_DIR)/burndll.dll
+
+# relay1.dll and relay2.dll: relaydll.c in its two variants, at one base
+# (no dynamic base), loaded one after the other by relayload.exe
+RELAY_DLLS := $(TGT_DIR)/relay1.dll $(TGT_DIR)/relay2.dll
+$(RELAY_DLLS): $(TGT_DIR)/relay%.dll: tests/targets/relaydll.c
+	@mkdir -p $(dir $@)
+	$(WCC) $(TGT_CFLAGS) -DRELAY_VARIANT=$* -shared -Wl,--image-base=0x3e0000000 -Wl,--disable-dynamicbase -o $@ $<
+test-targets: $(RELAY_DLLS)
 
 # spin.exe built a second time with slow_part() doing 100 times the work
 $(TGT_DIR)/spin_slow.exe: tests/targets/spin.c

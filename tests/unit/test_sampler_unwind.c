@@ -64,8 +64,8 @@ static void input(xr_input *in)
 }
 
 /* The function's instructions: addresses of [rva, end) (or up to its
- * first ret when it has no .pdata entry). */
-static size_t instructions(csh cs, const image *im, uint32_t rva, uint64_t *out, size_t max)
+ * first ret when it has no .pdata entry: then *leaf is 1). */
+static size_t instructions(csh cs, const image *im, uint32_t rva, uint64_t *out, size_t max, int *leaf_out)
 {
     uint32_t end = 0;
     const uint32_t *t = (const uint32_t *)hs_pe_ptr(&im->pe, im->pe.dir_rva[HS_DIR_EXCEPTION],
@@ -85,6 +85,8 @@ static size_t instructions(csh cs, const image *im, uint32_t rva, uint64_t *out,
             break;
     }
     cs_free(insn, n);
+    if (leaf_out)
+        *leaf_out = leaf;
     return k;
 }
 
@@ -140,7 +142,9 @@ static void regs_of(const xr_result *r, hs_uw_regs *g)
     g->rip = r->at;
 }
 
-/* Every instruction of `name` reached when it is called directly. */
+/* Every instruction of `name` reached when it is called directly; and
+ * there, the step's plan (every step of a function with unwind data has
+ * one) run again from the same state gives the step's registers. */
 static void one_frame(csh cs, const image *im, hs_codemap *cm, const char *opt, const char *name)
 {
     uint32_t rva = hs_pe_export_rva(&im->pe, name);
@@ -151,9 +155,10 @@ static void one_frame(csh cs, const image *im, hs_codemap *cm, const char *opt, 
         return;
     }
     uint64_t at[1024];
-    size_t n = instructions(cs, im, rva, at, 1024);
+    int leaf;
+    size_t n = instructions(cs, im, rva, at, 1024, &leaf);
     hs_uw_env env = hs_codemap_env(cm);
-    size_t reached = 0;
+    size_t reached = 0, planned = 0;
     for (size_t i = 0; i < n; i++) {
         xr_result r;
         int hit = run_to(BASE + rva, at[i], im, &r);
@@ -161,12 +166,22 @@ static void one_frame(csh cs, const image *im, hs_codemap *cm, const char *opt, 
             reached++;
             hs_uw_regs g;
             regs_of(&r, &g);
+            const hs_uw_regs start = g;
             hs_uw_stack st = stack_of(&r, g.r[HS_RSP]);
             int err = hs_unwind_step(&env, &st, &g);
-            char why[200];
-            if (err || !entry_state(&g, why, sizeof why)) {
-                if (err)
-                    snprintf(why, sizeof why, "step failed (%d)", err);
+            char why[200] = "";
+            if (!err && entry_state(&g, why, sizeof why)) {
+                hs_uw_regs p = start, q = start;
+                hs_uw_plan plan;
+                if (hs_unwind_step_plan(&env, &st, &p, &plan) != 0 || memcmp(&p, &g, sizeof p) != 0)
+                    snprintf(why, sizeof why, "hs_unwind_step_plan: not the step's registers");
+                else if (plan.whole && (hs_unwind_run(&plan, &st, &q) != 0 || memcmp(&q, &g, sizeof q) != 0))
+                    snprintf(why, sizeof why, "the plan run again: not the step's registers");
+                planned += plan.whole;
+            } else if (err) {
+                snprintf(why, sizeof why, "step failed (%d)", err);
+            }
+            if (why[0]) {
                 tap_fail(tname, "at +0x%llx: %s", (unsigned long long)(at[i] - BASE - rva), why);
                 xr_result_free(&r);
                 return;
@@ -175,7 +190,8 @@ static void one_frame(csh cs, const image *im, hs_codemap *cm, const char *opt, 
         xr_result_free(&r);
     }
     /* most of a function runs with these arguments: prologue, body, epilogue */
-    tap_check(reached * 10 >= n * 6, tname, "only %zu of %zu instructions reached", reached, n);
+    tap_check(reached * 10 >= n * 6 && planned == (leaf ? 0 : reached), tname,
+              "%zu of %zu instructions reached, %zu steps planned (a leaf: %d)", reached, n, planned, leaf);
 }
 
 /* The rva of the first function `name` calls (big_frame's: its stack
@@ -202,7 +218,7 @@ static void chain(csh cs, const image *im, hs_codemap *cm, const char *opt, cons
     char tname[128];
     snprintf(tname, sizeof tname, "unwind%s/chain3 -> ... -> %s: the whole walk", opt, callee);
     uint64_t at[1024];
-    size_t n = instructions(cs, im, rva, at, 1024);
+    size_t n = instructions(cs, im, rva, at, 1024, NULL);
     hs_uw_env env = hs_codemap_env(cm);
     size_t reached = 0, deepest = 0;
     for (size_t i = 0; i < n; i++) {
