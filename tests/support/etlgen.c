@@ -9,7 +9,7 @@
  *   etlgen states-noready OUT.etl   the same without its ReadyThread event
  *   etlgen jit OUT.etl              JIT-compiled methods, one range reused
  *                                   (the second timeline)
- *   etlgen images OUT.etl NAME=KEY@RVA...
+ *   etlgen images OUT.etl [--rounds N] NAME=KEY@RVA...
  *                                   images known only by their PDB's
  *                                   identity, or by timestamp and size
  *                                   (the third timeline, at the end)
@@ -237,7 +237,8 @@ static int jit(const char *path)
  *   <TIMESTAMP><SIZE>  8 hex digits, then hex: the image has that
  *                 TimeDateStamp and SizeOfImage, and no such records;
  * then, at ms 1 + i, one sample at the image's RVA (RVA,RVA,...: one at
- * each, a ms apart, after the others' samples). */
+ * each, a ms apart, after the others' samples); --rounds N first: all
+ * that N times over (a trace of any size). */
 #define IMAGES 0x180000000ull
 
 static int hexval(char c)
@@ -271,6 +272,12 @@ static int parse_key(const char *key, size_t n, uint8_t guid[16], uint32_t *age)
 
 static int images(const char *path, int n, char **specs)
 {
+    long rounds = 1;
+    if (n >= 2 && !strcmp(specs[0], "--rounds")) {
+        rounds = strtol(specs[1], NULL, 10);
+        specs += 2;
+        n -= 2;
+    }
     one_process(400, 41, "images.exe");
     uint64_t ips[64], more[64];
     int nmore = 0;
@@ -315,10 +322,16 @@ static int images(const char *path, int n, char **specs)
         etlb_p_image(&pl, P, base, size, 400, 0, timestamp, image);
         sys(0x14, 3, 3, 0, 400, T0);
     }
-    for (int i = 0; i < n && i < 64; i++)
-        sample(MS(1.0 + i), 41, ips[i]);
-    for (int i = 0; i < nmore; i++)
-        sample(MS(1.0 + (n < 64 ? n : 64) + i), 41, more[i]);
+    /* the samples, rounds times over (a ms apart), in buffers of 64 KB */
+    uint64_t seq = 1, at = 0;
+    for (long r = 0; r < rounds; r++)
+        for (int i = 0; i < (n < 64 ? n : 64) + nmore; i++) {
+            sample(MS(1.0 + (double)at++), 41, i < n && i < 64 ? ips[i] : more[i - (n < 64 ? n : 64)]);
+            if (b.buf.n > 60 * 1024) {
+                etlb_end(&b, ETLB_PLAIN);
+                etlb_begin(&b, 0, ++seq);
+            }
+        }
     etlb_end(&b, ETLB_PLAIN);
     return write_file(path);
 }
@@ -333,6 +346,6 @@ int main(int argc, char **argv)
         return states(argv[2], 0);
     if (argc == 3 && !strcmp(argv[1], "jit"))
         return jit(argv[2]);
-    fprintf(stderr, "usage: etlgen states|states-noready|jit OUT.etl | etlgen images OUT.etl NAME=KEY@RVA...\n");
+    fprintf(stderr, "usage: etlgen states|states-noready|jit OUT.etl | etlgen images OUT.etl [--rounds N] NAME=KEY@RVA...\n");
     return 2;
 }
