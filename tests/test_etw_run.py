@@ -22,9 +22,10 @@ FAKE = "build/tests/etw_fake.dll"
 MACHINE_INTERVAL = 10000     # the fake machine's interval before a run (100 ns units: 1 kHz)
 
 
-def fake_run(name, script, options=(), target=DEMO, args=(), env=None):
-    """hookscope run with the fake ETW; returns (Trace, the fake's log as
-    a list of (when, {key: [values]}))."""
+def fake_run(name, script, options=(), target=DEMO, args=(), env=None, attach_pid=None):
+    """hookscope run (attach_pid: attach to that process) with the fake
+    ETW; returns (Trace, the fake's log as a list of (when, {key:
+    [values]}))."""
     hs.need(FAKE)
     out = hs.outdir(name)
     sp = os.path.join(hs.ROOT, out + ".script")
@@ -35,8 +36,12 @@ def fake_run(name, script, options=(), target=DEMO, args=(), env=None):
         os.remove(lp)
     e = {"HOOKSCOPE_ETW_API": FAKE, "HS_FAKE_ETW_SCRIPT": sp, "HS_FAKE_ETW_LOG": lp}
     e.update(env or {})
-    p = hs.hookscope(["run", "-q", "-o", out] + list(options) + ["--", target] + list(args), extra_env=e,
-                     timeout=300)
+    if attach_pid:
+        e["HS_FAKE_ETW_PID"] = str(attach_pid)
+        cmd = ["attach", str(attach_pid), "-q", "-o", out] + list(options)
+    else:
+        cmd = ["run", "-q", "-o", out] + list(options) + ["--", target] + list(args)
+    p = hs.hookscope(cmd, extra_env=e, timeout=300)
     log = []
     if os.path.exists(lp):
         for line in open(lp, encoding="utf-8", errors="replace"):
@@ -392,3 +397,20 @@ sample 5 abs+0x7ff700020004 exe+{main + 0x10:#x}
     hs.check("App.Worker" not in folded2 and "0x7ff700010010" in folded2.replace("+", " "),
              f"refused: the frames stay addresses: {folded2!r}")
     hs.eq(t2.json["sampling"]["samples"], 17, "refused: every sample still there")
+
+
+def test_etw_attach_ends_with_a_rundown():
+    """attach --sampler etw to a process that runs on: the session enables
+    the runtime's and the rundown's providers at its start as a run does,
+    and before it stops, the target still running, the rundown's again
+    with EndRundown (0x138), for the target only; the target goes on."""
+    import test_attach
+    p, pid = test_attach.start()
+    with p:
+        t, log = fake_run("etw_attach_rundown", "sample 5 exe+0x1010\n", ["--sampler", "etw", "-d", "1"],
+                          attach_pid=pid)
+        hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+        hs.eq(final(log).get("enabled"), ["clr-runtime 5 0x40038 target", "clr-rundown 5 0x78 target",
+                                          "clr-rundown 5 0x138 target"], "the providers enabled, the end rundown last")
+        hs.eq(t.json["target"]["stop"], "detach", "detached")
+        hs.eq(test_attach.finish(p)[0], 0, "the target went on, nothing wrong")
