@@ -29,8 +29,8 @@
  * samples have no times: each stack's samples follow one another an
  * interval apart, in the profile's order of stacks (the call tree and the
  * flame graph are exact, the order in time is not), and an instant marker
- * at 0 on each thread says so. A timeline without sample times (the etw
- * sampler's) has its calls and no samples, and the same marker.
+ * at 0 on each thread says so. A timeline that kept no sample's time has
+ * its calls and no samples, and a marker saying so.
  *
  * markers: every call the timeline kept, an interval marker (phase 1)
  * named by its function, from its start to its end (each rounded to the
