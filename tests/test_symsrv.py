@@ -519,7 +519,7 @@ def test_bare_server_keeps_in_the_cache_entry():
         for bad in ("abc", "0", "-1", "2s", "3601"):
             p = hs.hookscope(["functions", exe], extra_env={"HOOKSCOPE_SYMSRV_TIMEOUT": bad})
             hs.eq((p.returncode, p.stderr.decode().splitlines()),
-                  (2, [f"hookscope: HOOKSCOPE_SYMSRV_TIMEOUT={bad}: not a number of seconds between 0 and 3600"]),
+                  (2, [f"hookscope: HOOKSCOPE_SYMSRV_TIMEOUT={bad}: not a number of seconds above 0 and at most 3600"]),
                   f"HOOKSCOPE_SYMSRV_TIMEOUT={bad}")
     finally:
         srv.close()

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import time
 
@@ -215,6 +216,16 @@ def test_longest_calls_per_thread():
     hs.eq(p.returncode, 0, "report -o: " + p.stderr.decode(errors="replace"))
     with open(os.path.join(hs.ROOT, again, "report.txt"), encoding="utf-8") as f:
         hs.eq(f.read().split("\nlongest calls")[1], t.txt.split("\nlongest calls")[1], "report DIR: the same section")
+    p = hs.hookscope(["report", t.out, "--top", "2"], timeout=300)
+    rows = [l for l in p.stdout.decode().split("\nlongest calls")[1].splitlines()[2:] if l.startswith("  ")]
+    hs.eq(len(rows), 2 * len(want), "--top 2: two calls a thread")
+    # a timeline that dropped calls says so on the thread's line
+    d = hs.trace(DEMO, options=["--timeline", "--no-sample", "--timeline-max", "4K"], name="tl_longest_dropped")
+    hs.eq(d.rc, 0, "exit code (dropped): " + d.stderr.decode(errors="replace"))
+    dropped = sum(th["dropped_buffer"] + th["dropped_file"] for th in d.json["timeline"]["threads"])
+    hs.check(dropped > 0, "--timeline-max 4K dropped calls")
+    hs.check(re.search(rf"\nthread \d+ \({dropped} of its calls were dropped: longer ones may be among them\)\n",
+                       d.txt), "the thread's line says its calls were dropped: " + d.txt.split("longest calls")[-1][:400])
 
 
 def test_speedscope_opens_the_trace():
@@ -628,3 +639,19 @@ def test_usage_errors():
         err = p.stderr.decode()
         hs.eq(p.returncode, 2, f"{args}: exit code ({err})")
         hs.check(err.splitlines()[0].startswith("hookscope: " + line), f"{args}: {err!r}")
+
+
+def test_closed_stdout_gives_one_line():
+    """report DIR --format trace|firefox|speedscope into a pipe its reader
+    closes at once: one line on stderr saying the output could not be
+    written, nothing else (the timeline's reader had no error of its own
+    to say: a writer's failure was once printed as an unset message)."""
+    t = hs.trace(DEMO, options=["--timeline", "--no-sample"], name="tl_closed_stdout")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    for fmt in ("trace", "firefox", "speedscope"):
+        p = subprocess.run(["sh", "-c", f'"$0" report "$1" --format {fmt} | head -c 10 >/dev/null',
+                            os.path.join(hs.ROOT, "hookscope"), t.out], cwd=hs.ROOT, env=hs.env(),
+                           capture_output=True, timeout=300)
+        lines = p.stderr.decode(errors="replace").replace("\r\n", "\n").strip().splitlines()
+        hs.eq(len(lines), 1, f"{fmt}: one line ({lines})")
+        hs.check(re.fullmatch(rf"hookscope: cannot write the {fmt} output to stdout.*", lines[0]), f"{fmt}: {lines}")

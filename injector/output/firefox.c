@@ -374,9 +374,10 @@ static int put_markers(ff_out *o, uint32_t tid)
                  dropped, th->dropped_buffer, th->dropped_file, (double)hs_timeline_ns(t, th->drop_last) / 1e6);
         note(o, name, hs_timeline_ns(t, th->drop_first), text);
     }
-    char err[400];
+    char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
     if (hs_timeline_read_thread(t, o->p->nfuncs, tid, put_calls, o, NULL, err, sizeof err) != 0) {
-        hs_err("%s", err);
+        if (err[0])
+            hs_err("%s", err);
         return -1;
     }
     if (o->th.left) {
@@ -483,9 +484,10 @@ int hs_write_firefox(const hs_profile *p, FILE *out)
 {
     ff_out o = { .p = p, .out = out, .cut = UINT64_MAX, .sampled = has_samples(p) };
     const hs_prof_timeline *t = p->timeline;
-    char err[400];
+    char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
     if (t && hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &o.cut, &o.kept, &o.total, err, sizeof err)) {
-        hs_err("%s", err);
+        if (err[0])
+            hs_err("%s", err);
         return -1;
     }
     size_t nts = 0, at = 0, ntids;

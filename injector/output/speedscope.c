@@ -246,17 +246,19 @@ static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *npr
     if (!has_calls(p))
         return 0;
     const hs_prof_timeline *t = p->timeline;
-    char err[400];
+    char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
     tl_calls c = { p, frames, out != NULL, UINT64_MAX, 0, NULL, 0, 0 };
     if (!out) {
         if (hs_timeline_read(t, p->nfuncs, take_calls, &c, NULL, err, sizeof err) == 0)
             return 0;
-        hs_err("%s", err);
+        if (err[0])
+            hs_err("%s", err);
         return -1;
     }
     uint64_t kept, total;
     if (hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &c.cut, &kept, &total, err, sizeof err) != 0) {
-        hs_err("%s", err);
+        if (err[0])
+            hs_err("%s", err);
         return -1;
     }
     uint32_t *tids = hs_xcalloc(t->nthreads + 1, sizeof *tids);
@@ -270,7 +272,8 @@ static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *npr
         c.n = 0;
         c.left = 0;
         if (hs_timeline_read_thread(t, p->nfuncs, tids[i], take_calls, &c, NULL, err, sizeof err) != 0) {
-            hs_err("%s", err);
+            if (err[0])
+                hs_err("%s", err);
             rc = -1;
             break;
         }

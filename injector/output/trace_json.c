@@ -165,9 +165,10 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
     }
     sampled_thread_names(&o);
     put_samples(&o);
-    char err[400];
+    char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
     if (hs_timeline_read(t, p->nfuncs, put_events, &o, NULL, err, sizeof err) != 0) {
-        hs_err("%s", err);
+        if (err[0])
+            hs_err("%s", err);
         return -1;
     }
     fputs("\n]}\n", out);

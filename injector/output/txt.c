@@ -722,7 +722,7 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     if (p->stack_depth)
         write_stacks(p, out);
     free(idx);
-    if (hs_write_txt_longest(p, out) != 0)
+    if (hs_write_txt_longest(p, v->top, out) != 0)
         return -1;
     return ferror(out) ? -1 : 0;
 }

@@ -142,16 +142,18 @@ static void put_call(const hs_profile *p, const longest_call *c, FILE *out)
     fputc('\n', out);
 }
 
-int hs_write_txt_longest(const hs_profile *p, FILE *out)
+int hs_write_txt_longest(const hs_profile *p, uint32_t top, FILE *out)
 {
+    uint32_t shown = top && top < LONGEST ? top : LONGEST;
     const hs_prof_timeline *t = p->timeline;
     if (!t)
         return 0;
     longest_scan s = { t, NULL, 0 };
-    char err[400];
+    char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
     if (hs_timeline_read(t, p->nfuncs, keep_longest, &s, NULL, err, sizeof err) != 0 ||
         hs_timeline_read(t, p->nfuncs, find_around, &s, NULL, err, sizeof err) != 0) {
-        hs_err("%s", err);
+        if (err[0])
+            hs_err("%s", err);
         free(s.threads);
         return -1;
     }
@@ -160,15 +162,24 @@ int hs_write_txt_longest(const hs_profile *p, FILE *out)
         any |= s.threads[i].n > 0;
     if (any) {
         fprintf(out, "\nlongest calls, per thread (--timeline: each call's time as --time counts it, when it began "
-                     "in the run, the calls it ran under)\n");
+                     "(seconds from the timeline's start, which is hookscope's and comes before the target's), the "
+                     "calls it ran under)\n");
         fprintf(out, "  %12s %14s  %-40s\n", "time", "began", "function (module)");
     }
     for (size_t i = 0; i < s.nthreads; i++) {
         const longest_thread *th = &s.threads[i];
         if (!th->n)
             continue;
-        fprintf(out, "thread %u\n", th->tid);
-        for (uint32_t k = 0; k < th->n; k++)
+        fprintf(out, "thread %u", th->tid);
+        for (size_t j = 0; j < t->nthreads; j++) {
+            const hs_prof_tl_thread *x = &t->threads[j];
+            uint64_t dropped = x->dropped_buffer + x->dropped_file;
+            if (x->tid == th->tid && dropped)
+                fprintf(out, " (%llu of its calls were dropped: longer ones may be among them)",
+                        (unsigned long long)dropped);
+        }
+        fputc('\n', out);
+        for (uint32_t k = 0; k < th->n && k < shown; k++)
             put_call(p, &th->calls[k], out);
     }
     free(s.threads);

@@ -92,7 +92,8 @@ int hs_write_folded_hookscope(const hs_profile *p, FILE *out);
 void hs_write_txt_samples(const hs_profile *p, const hs_txt_view *v, FILE *out, bool hooks);
 
 /* report.txt's longest calls per thread (txt_longest.c; --timeline: none
- * without one). 0, or -1 (the timeline's file could not be read: said). */
-int hs_write_txt_longest(const hs_profile *p, FILE *out);
+ * without one), 5 a thread or top (--top) if fewer. 0, or -1 (the
+ * timeline's file could not be read: said). */
+int hs_write_txt_longest(const hs_profile *p, uint32_t top, FILE *out);
 
 #endif

@@ -606,7 +606,7 @@ const hs_symfetch *hs_symfetch_host(void)
         char *end;
         double s = strtod(t, &end);
         if (*end || !(s > 0 && s <= 3600)) {
-            hs_err("%s=%s: not a number of seconds between 0 and 3600", TIMEOUT_ENV, t);
+            hs_err("%s=%s: not a number of seconds above 0 and at most 3600", TIMEOUT_ENV, t);
             exit(HS_EXIT_USAGE);
         }
         g.timeout_ms = (DWORD)(s * 1000 + 0.5) ? (DWORD)(s * 1000 + 0.5) : 1;
