@@ -852,15 +852,17 @@ PROBES_WARNING = r"hookscope's probes cost (\d+)x the program's own time \(([\d.
 
 def test_probes_costing_more_than_the_program_are_named():
     """A program that is nearly all calls (callheavy: three million
-    one-addition calls, a few ms untraced), with an entry stack at every call: the
+    one-addition calls 40 frames deep, a few ms untraced), with an entry stack at every call: the
     probes cost more than 10x the program's own time, and report.txt,
     report.json and the progress line say so; counted only (no slow path
     but the first call's), nothing is said."""
     exe = hs.need(f"{T}/callheavy.exe")
-    # 3 million calls: 1.2 s of captures against the program's some 40 ms
-    # (its start and exit under Wine); a million gave a ratio of 10 to 21,
-    # at the threshold on a quiet machine
-    t = hs.trace(exe, ["3000000"], options=["--stacks"], name="probes-heavy")
+    # 3 million calls 40 frames deep, each captured whole (--stacks=64):
+    # a capture walks some 45 frames against the program's own ~10 ns a
+    # call (its calls counted; its start and exit under Wine). (7 frames
+    # deep, the captures got fast enough that the ratio stayed at 11-12
+    # however many calls.)
+    t = hs.trace(exe, ["3000000", "40"], options=["--stacks=64"], name="probes-heavy")
     warned = [w for w in t.json["warnings"] if re.match(PROBES_WARNING, w)]
     hs.eq(len(warned), 1, f"the warning in report.json: {t.json['warnings']}")
     ratio, secs = re.match(PROBES_WARNING, warned[0]).groups()
@@ -869,7 +871,7 @@ def test_probes_costing_more_than_the_program_are_named():
         hs.check("warning    " + warned[0] in f.read(), "the warning in report.txt")
     plain = hs.trace(exe, name="probes-plain")
     hs.eq([w for w in plain.json["warnings"] if "probes cost" in w], [], "counting only: no warning")
-    text = run_on_pty(["run", "--stacks", "-o", hs.outdir("probes-progress"), "--", exe, "3000000"])
+    text = run_on_pty(["run", "--stacks=64", "-o", hs.outdir("probes-progress"), "--", exe, "3000000", "40"])
     hs.check(re.search(r"probes ?\d+x ?the ?program", text),
              "the progress line: " + repr(text[-400:]))
 

@@ -66,6 +66,7 @@
 #define ENUM_MS 25                 /* threads are listed this often while they come and go, */
 #define ENUM_MAX_MS 200            /* and up to this seldom while they do not */
 #define OWN_MS 100                 /* hookscope's own code and threads are read this often */
+#define RATE_REACHED_MIN 0.5       /* a rate reached below this share of the one asked is the run's */
 #define CLOCK_MS 4                 /* thread times (10-16 ms steps) are read at most this often */
 #define MODULES_MS 5000            /* without hooks: the loader list is read this often (and
                                       MODULES_RETRY_MS after a reading that failed), */
@@ -1022,6 +1023,17 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
                      s->rate_lo, s->rate_hi, s->rate_changes, s->rate_changes == 1 ? "" : "s", s->rate);
         snprintf(st->rate_reason, sizeof st->rate_reason, "%s; %.0f Hz in the first %.3f s, while measuring%s",
                  s->reason, HS_RATE_MAX, s->chosen_at - s->rate_t0, then);
+    }
+    /* a rate its rounds could not keep (each round takes longer than the
+     * period: many threads, slow suspensions, a loaded machine): the rate
+     * the samples came at is the one that weighs them (pprof's period,
+     * speedscope's weights), and the reason says so */
+    double reached = end > s->rate_t0 ? (double)s->ticks / (end - s->rate_t0) : 0;
+    if (reached > 0 && reached < st->rate_hz * RATE_REACHED_MIN) {
+        size_t n = strlen(st->rate_reason);
+        snprintf(st->rate_reason + n, sizeof st->rate_reason - n, "; asked %.0f Hz, reached %.0f Hz (its rounds "
+                 "took longer than the period)", st->rate_hz, reached);
+        st->rate_hz = reached;
     }
     if (s->nstopped) {
         hs_sort(s->stopped_us, s->nstopped, sizeof *s->stopped_us, cmp_float, NULL);

@@ -1,7 +1,7 @@
 /*
- * callheavy.c - a program that is nearly all calls: `callheavy N` (default
- * 1,000,000) calls leaf() N times, seven frames below main (five levels
- * of nest, then calls); a call does one addition. Untraced it runs in a few milliseconds; with an entry stack at
+ * callheavy.c - a program that is nearly all calls: `callheavy N [DEPTH]`
+ * (default 1,000,000 and 4) calls leaf() N times, DEPTH + 3 frames below
+ * main (DEPTH + 1 levels of nest, then calls); a call does one addition. Untraced it runs in a few milliseconds; with an entry stack at
  * every call hookscope's probes cost far more than the program itself.
  * Prints the sum; exit 0.
  */
@@ -30,7 +30,8 @@ __attribute__((noinline)) void nest(int depth, int n)
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 1000000;
-    nest(4, n);
+    int depth = argc > 2 ? atoi(argv[2]) : 4;
+    nest(depth, n);
     printf("sum %lld\n", (long long)sink);
     return 0;
 }
