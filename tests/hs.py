@@ -53,6 +53,18 @@ def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):
     return p
 
 
+def rate_reported(t, asked):
+    """The rate a Trace's report.json should give for --sample-rate
+    `asked`: that one, or, where the sampler's rounds could not keep half
+    of it (a loaded machine: its thread waits behind the target's), the
+    rate it reached, which its reason then names."""
+    s = t.json["sampling"]
+    if f"asked {asked} Hz, reached" in s.get("rate_reason", ""):
+        check(s["rate_hz"] < asked / 2, f"a rate reached below half of {asked} Hz: {s['rate_hz']}")
+        return s["rate_hz"]
+    return asked
+
+
 def hookscope(args, input=None, timeout=300, cwd=ROOT, extra_env=None):
     """Run ./hookscope with args; returns CompletedProcess (bytes)."""
     e = env()

@@ -77,7 +77,7 @@ def test_bursts_stay_sampled():
         args = ["bursts", "3", "8000", period, "3000"]
         tuned, st = run(args, ["--sample-rate", "200"], f"scaling_bursts_{period}")
         every, se = run(args, ["--sample-rate", "200"], f"scaling_bursts_{period}_every", every=True)
-        hs.eq(st["rate_reason"], "--sample-rate", "a fixed rate says so")
+        hs.check(st["rate_reason"].startswith("--sample-rate"), f"a fixed rate says so: {st['rate_reason']}")
         n_tuned, cpu_tuned = burst_cpu(tuned)
         n_every, _ = burst_cpu(every)
         hs.check(n_tuned >= n_every * 0.5 - 5,

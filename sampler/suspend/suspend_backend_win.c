@@ -1024,12 +1024,13 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
         snprintf(st->rate_reason, sizeof st->rate_reason, "%s; %.0f Hz in the first %.3f s, while measuring%s",
                  s->reason, HS_RATE_MAX, s->chosen_at - s->rate_t0, then);
     }
-    /* a rate its rounds could not keep (each round takes longer than the
-     * period: many threads, slow suspensions, a loaded machine): the rate
+    /* a rate asked that its rounds could not keep (each round takes longer
+     * than the period: many threads, slow suspensions, a loaded machine;
+     * a chosen rate is the mean of what ran, and stays so): the rate
      * the samples came at is the one that weighs them (pprof's period,
      * speedscope's weights), and the reason says so */
     double reached = end > s->rate_t0 ? (double)s->ticks / (end - s->rate_t0) : 0;
-    if (reached > 0 && reached < st->rate_hz * RATE_REACHED_MIN) {
+    if (!s->auto_rate && reached > 0 && reached < st->rate_hz * RATE_REACHED_MIN) {
         size_t n = strlen(st->rate_reason);
         snprintf(st->rate_reason + n, sizeof st->rate_reason - n, "; asked %.0f Hz, reached %.0f Hz (its rounds "
                  "took longer than the period)", st->rate_hz, reached);
