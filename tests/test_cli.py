@@ -173,7 +173,7 @@ TAKES = {
 
 def help_options(args):
     p = hs.hookscope(args)
-    hs.eq(p.returncode, 0, f"exit code of {args}")
+    hs.eq(p.returncode, 0, f"exit code of {args} (stdout {p.stdout[:200]!r}, stderr {p.stderr[-300:]!r})")
     out = p.stdout.decode()
     hs.check(out.startswith(f"usage: hookscope {args[0] if args[0] != 'help' else args[1]} "), f"{args}: {out[:60]!r}")
     return set(re.findall(r"(?m)^  (?:-\w, |    )(--[a-z-]+)", out.split("Options:")[1]))
