@@ -289,6 +289,14 @@ static void classify(hs_sampler *s, sthread *t, uint64_t wall, uint64_t cpu, boo
     hs_cls_sample(&t->cls, wall, cpu, moved, waiting, stack, wall_units(s, MAX_WINDOW_S), emit, &e);
 }
 
+/* What a thread's entry holds, given back. */
+static void thread_release(sthread *t)
+{
+    hs_cls_free(&t->cls);
+    free(t->timed);
+    CloseHandle(t->h);
+}
+
 static void thread_done(hs_sampler *s, sthread *t)
 {
     uint64_t wall, cpu;
@@ -309,17 +317,18 @@ static void thread_done(hs_sampler *s, sthread *t)
         s->ended_cpu_s += t->cpu_s;
     if (t->first_at > 0)
         s->threads_s += t->last_at - t->first_at + s->period_s;
-    hs_cls_free(&t->cls);
-    free(t->timed);
-    CloseHandle(t->h);
+    thread_release(t);
 }
 
-/* A thread that is hookscope's (found so after it was listed): let go,
- * recorded nowhere; what it did is not the program's. */
-static void thread_drop(sthread *t)
+/* A thread no longer sampled: ended (thread_done), or one that is
+ * hookscope's (found so after it was listed: let go, recorded nowhere;
+ * what it did is not the program's). */
+static void thread_end(hs_sampler *s, sthread *t)
 {
-    hs_cls_free(&t->cls);
-    CloseHandle(t->h);
+    if (hs_codemap_own_thread(s->map, t->tid))
+        thread_release(t);
+    else
+        thread_done(s, t);
 }
 
 /* ---- threads ------------------------------------------------------------------------- */
@@ -421,15 +430,11 @@ static bool enumerate_threads(hs_sampler *s)
     /* threads no longer listed, or now hookscope's own */
     for (size_t i = 0; i < s->nthreads;) {
         sthread *t = &s->threads[i];
-        bool own = hs_codemap_own_thread(s->map, t->tid);
-        if (t->seen && !own) {
+        if (t->seen && !hs_codemap_own_thread(s->map, t->tid)) {
             i++;
             continue;
         }
-        if (own)
-            thread_drop(t);
-        else
-            thread_done(s, t);
+        thread_end(s, t);
         s->threads[i] = s->threads[--s->nthreads];
         changed = true;
     }
@@ -885,10 +890,7 @@ static DWORD WINAPI sampler_main(void *arg)
         bool gone = false;
         for (size_t i = 0; i < s->nthreads;) {
             if (!sample_thread(s, &s->threads[i], now)) {
-                if (hs_codemap_own_thread(s->map, s->threads[i].tid))
-                    thread_drop(&s->threads[i]);
-                else
-                    thread_done(s, &s->threads[i]);
+                thread_end(s, &s->threads[i]);
                 s->threads[i] = s->threads[--s->nthreads];
                 gone = true;
                 continue;
@@ -987,7 +989,7 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     }
     CloseHandle(s->thread);
     for (size_t i = 0; i < s->nthreads; i++)
-        thread_done(s, &s->threads[i]);
+        thread_end(s, &s->threads[i]);
     s->nthreads = 0;
     /* the process's CPU time in the window: GetProcessTimes, unless its
      * threads' times add up to more (Wine does not keep the times of

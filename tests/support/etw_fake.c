@@ -312,8 +312,6 @@ static ULONG WINAPI fake_enable_ex2(TRACEHANDLE h, LPCGUID provider, ULONG code,
                                     ULONGLONG all, ULONG timeout, PENABLE_TRACE_PARAMETERS params)
 {
     (void)all, (void)timeout;
-    static const GUID runtime = { 0xe13c0d23, 0xccbc, 0x4e12, { 0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4 } };
-    static const GUID rundown = { 0xa669021c, 0xc450, 0x4609, { 0xa0, 0x35, 0x5a, 0xf5, 0x9a, 0xf4, 0xdf, 0x18 } };
     record("enable", (unsigned long)code);
     if (h != FAKE_HANDLE || !fake->running || code != EVENT_CONTROL_CODE_ENABLE_PROVIDER)
         return ERROR_INVALID_PARAMETER;
@@ -323,8 +321,8 @@ static ULONG WINAPI fake_enable_ex2(TRACEHANDLE h, LPCGUID provider, ULONG code,
         return ERROR_NO_SYSTEM_RESOURCES;
     fake_enable *e = &fake->enables[fake->nenables++];
     snprintf(e->provider, sizeof e->provider, "%s",
-             !memcmp(provider, &runtime, sizeof runtime) ? "clr-runtime"
-             : !memcmp(provider, &rundown, sizeof rundown) ? "clr-rundown" : "other");
+             !memcmp(provider, etlb_guid_clr_runtime, 16) ? "clr-runtime"   /* (a GUID's bytes as a trace has them) */
+             : !memcmp(provider, etlb_guid_clr_rundown, 16) ? "clr-rundown" : "other");
     e->level = level;
     e->keywords = any;
     e->pid = 0;
