@@ -231,8 +231,8 @@ static uint64_t add(builder *b, uint32_t tid, uint64_t ts, const hs_etl_stack *s
     uint32_t id = hs_sampleset_stack_in(b->out, tid, false, b->frames, b->mods, depth);
     uint8_t k = attr == HS_ATTR_HOOKSCOPE ? HS_SAMPLE_HOOKSCOPE : kind;
     hs_sampleset_count(b->out, id, k, n);
-    if (kind == HS_SAMPLE_CPU)
-        hs_sampleset_time(b->out, id, (int64_t)ts);   /* --timeline (hookscope's sessions: a QPC clock) */
+    if (kind == HS_SAMPLE_CPU)   /* --timeline (hookscope's sessions: a QPC clock), in the kind counted */
+        hs_sampleset_time_kind(b->out, hs_sampleset_time(b->out, id, (int64_t)ts), k);
     b->st->by_kind[k] += n;
     if (!depth && kind == HS_SAMPLE_WAIT)
         b->st->wait_no_stack += n;

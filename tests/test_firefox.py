@@ -297,11 +297,12 @@ def test_timeline_with_the_etw_sampler():
     on the thread that made the calls, with their stack; no note."""
     from test_etw_run import fake_run, rvas
     rva, _, _ = rvas("ff_etw")
-    script = f"timed\nsample 37 exe+{rva['fib'] + 4:#x} exe+{rva['main'] + 0x10:#x}\n"
+    script = (f"timed\nsample 37 exe+{rva['fib'] + 4:#x} exe+{rva['main'] + 0x10:#x}\n"
+              f"sample 20 stub+{rva['fib']:#x} exe+{rva['main'] + 0x10:#x}\n")
     t, _ = fake_run("ff_etw", script, ["--sampler", "etw", "--timeline", "--timeline-buffer", "262144"])
     hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
-    hs.eq((t.json["sampling"]["backend"], t.json["sampling"]["samples"], len(t.json["timeline"]["samples"])),
-          ("etw", 37, 37), "37 samples, each timed")
+    hs.eq((t.json["sampling"]["backend"], t.json["sampling"]["samples"], t.json["sampling"]["hookscope_samples"],
+           len(t.json["timeline"]["samples"])), ("etw", 37, 20, 57), "37 samples and 20 in fib's stub, each timed")
     doc = load(t)
     gecko_profile.check(doc)
     calls = calls_by_thread(doc)
@@ -309,7 +310,9 @@ def test_timeline_with_the_etw_sampler():
           sum(th["events"] + th["open"] for th in t.json["timeline"]["threads"]), "a marker a call kept")
     (sampled,) = {st["thread"] for st in t.json["sample_stacks"]}
     per_thread = {th["tid"]: th["samples"]["data"] for th in doc["threads"]}
-    hs.eq({tid: len(d) for tid, d in per_thread.items() if d}, {sampled: 37}, "the 37 samples, on the sampled thread")
+    hs.eq({tid: collections.Counter(sample_category(doc, th, s) for s, _, _ in th["samples"]["data"])
+           for tid, th in ((th["tid"], th) for th in doc["threads"]) if th["samples"]["data"]},
+          {sampled: {"Running": 37, "hookscope": 20}}, "the samples on the sampled thread, each in its kind")
     notes = {th["tid"]: [m[5]["text"] for m in th["markers"]["data"] if m[5]["type"] == "HookscopeNote"]
              for th in doc["threads"]}
     hs.eq(notes.get(sampled), [], "no note on the sampled thread")
