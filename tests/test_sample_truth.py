@@ -18,9 +18,13 @@ import time
 import hs
 
 T = hs.TARGETS
-# hookscope's frames, or bare addresses of its arenas (which lie near the
-# modules they hook; a bare 0x7f... is Wine's code on its Unix side)
-OWN = re.compile(r"hookscope|\bhs_|^0x(?!7f[0-9a-f]{10}$)[0-9a-f]{9,}$")
+# hookscope's frames, or bare addresses of its arenas (which lie within 2 GB
+# of the modules they hook, all of them far below 0x7e0000000000 under Wine).
+# A bare 0x7e... or 0x7f... is Wine's code on its Unix side: Linux maps
+# shared libraries below a base randomized over 1 TB under the top of user
+# space, so they lie anywhere in 0x7eff...-0x7fff... and a little below
+# (a CI run sampled one at 0x7efd7f29dbbf)
+OWN = re.compile(r"hookscope|\bhs_|^0x(?!7[ef][0-9a-f]{10}$)[0-9a-f]{9,}$")
 
 
 STEPPED = ["leaf_fn", "call_fn", "branch_fn", "frame_fn"]
