@@ -154,6 +154,9 @@ int hs_sink_init(void);
 void hs_thread_exit(void);
 /* Forget the threads that owned regions (a new session starts). */
 void hs_regions_reset(void);
+/* Set up the first regions before any thread needs one (after
+ * hs_sink_init: the session is known). */
+void hs_regions_prepare(void);
 
 /* tables.c: a region's tables */
 hs_region_hdr *hs_region_of(uint64_t *counters);
@@ -277,6 +280,8 @@ static inline uint32_t hs_edge_slot(uint64_t site, uint32_t fidx, uint32_t cap)
 #define HS_TEB_TLS_EXPANSION 0x1780
 #define HS_TEB_LAST_ERROR 0x68
 #define HS_TEB_THREAD_ID 0x48
+#define HS_TEB_PEB 0x60
+#define HS_PEB_LOADER_LOCK 0x110   /* PEB.LoaderLock: the loader's RTL_CRITICAL_SECTION */
 
 /* gs-relative TEB access (the intrinsics trip a gcc 12 -Warray-bounds bug) */
 static inline uint64_t hs_teb_read(uint32_t off)

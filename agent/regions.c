@@ -16,6 +16,10 @@
 
 #include "agent/agent.h"
 
+/* Regions [threads_used, prepared) are committed ahead of the threads
+ * that will take them (under layout_lock). */
+static uint32_t prepared;
+
 static uint32_t live_regions(void)
 {
     int32_t used = g_hs.hdr->threads_used;
@@ -72,14 +76,17 @@ static int region_init(char *r, commit_fn commit, int timed)
 /* --timeline: name the thread in its region's ring: the events after the
  * name are its own. A region passed on from a thread that is gone may
  * still hold that thread's events, which the injector takes within
- * milliseconds; after a second without room, every event of the new
- * thread is dropped (and counted). Called with layout_lock held. */
-static void timeline_thread(hs_region_hdr *rh, uint32_t tid)
+ * milliseconds: a thread outside the loader lock waits up to a second
+ * for room, one under it not at all; without room, every event of the
+ * new thread is dropped (and counted), and the next thread to take the
+ * region tries again. Called by the thread that takes the region. */
+static void timeline_thread(hs_region_hdr *rh, uint32_t tid, int may_wait)
 {
     if (!rh->tl_base)
         return;
+    rh->tl_cap = g_hs.hdr->region_timeline_cap;
     for (int waited = 0; rh->tl_head - rh->tl_tail >= rh->tl_cap; waited++) {
-        if (waited == 1000) {
+        if (!may_wait || waited == 1000) {
             rh->tl_cap = 0;
             return;
         }
@@ -115,6 +122,8 @@ static int region_funcs(char *r, uint32_t n, commit_fn commit)
 int hs_regions_grow(uint32_t n_functions)
 {
     uint32_t live = live_regions();
+    if (prepared > live)
+        live = prepared;   /* (and the regions committed ahead) */
     for (uint32_t k = 0; k < live; k++)
         if (region_funcs(hs_session_region(g_hs.view, k), n_functions, hs_session_commit) < 0)
             return -1;
@@ -137,72 +146,183 @@ int hs_sink_init(void)
     return 0;
 }
 
-/* The threads that own regions, to tell when one is gone for good (a
- * thread that passed DLL_THREAD_DETACH may still run other DLLs' detach
- * code, and count, until its handle is signaled). */
-static HANDLE owner[HS_MAX_THREADS_LIMIT + 1];
+/* Regions whose threads passed DLL_THREAD_DETACH, oldest first (a ring:
+ * each region is in it at most once). */
+static uint32_t ended[HS_MAX_THREADS_LIMIT + 1];
+static uint32_t ended_first, ended_n;
+static SRWLOCK ended_lock = SRWLOCK_INIT;   /* the ring: a few stores under it, never a wait */
 
-/* A region whose thread has exited, folded into the overflow region and
- * cleared; or max_threads when there is none. Scans only slots marked
- * exited at DLL_THREAD_DETACH. Called with layout_lock held. */
+/* Regions kept committed ahead: the first threads of a run, and a burst
+ * of threads started together, take one with no system call. */
+#define PREPARED_AHEAD 32
+#define PREPARED_AHEAD_TIMELINE 4   /* (each region's ring is touched when committed: 8 MiB by default) */
+
+/* The loader lock (PEB.LoaderLock). A thread's first hooked call often
+ * runs in a TLS callback or a DllMain at DLL_THREAD_ATTACH, and its last
+ * ones at DLL_THREAD_DETACH, under that lock, where every thread that
+ * starts or ends waits for it: there no region is committed and nothing
+ * waits (under Wine each commit of the section is a round trip to the
+ * server, hundreds of microseconds while threads are being made). */
+static RTL_CRITICAL_SECTION *loader_lock(void)
+{
+    const char *peb = (const char *)(uintptr_t)hs_teb_read(HS_TEB_PEB);
+    return peb ? *(RTL_CRITICAL_SECTION *const *)(peb + HS_PEB_LOADER_LOCK) : NULL;
+}
+
+static int holds_loader_lock(void)
+{
+    const RTL_CRITICAL_SECTION *cs = loader_lock();
+    return cs && (uint64_t)(uintptr_t)cs->OwningThread == hs_teb_read(HS_TEB_THREAD_ID);
+}
+
+/* Folds into the overflow region, one at a time (its stack table and
+ * time records are written without atomics). */
+static SRWLOCK fold_lock = SRWLOCK_INIT;
+
+/* The region of the thread that ended first, folded into the overflow
+ * region and cleared; or max_threads. Called with the loader lock held:
+ * a thread gives its region back at DLL_THREAD_DETACH, under that lock,
+ * and what it runs after (other DLLs' detach code, the exe's TLS
+ * callbacks, still counted and timed in its region) runs under the same
+ * hold; once another thread holds the lock, the one that ended runs no
+ * more hooked code. No handle, no system call. */
 static uint32_t reclaim(void)
 {
     hs_session_header *h = g_hs.hdr;
-    for (uint32_t k = 0; k < h->max_threads; k++) {
-        hs_thread_slot *s = hs_session_slot(g_hs.view, k);
-        if (s->state != HS_SLOT_EXITED || !owner[k] || WaitForSingleObject(owner[k], 0) != WAIT_OBJECT_0)
-            continue;
-        hs_region_fold(k);
-        CloseHandle(owner[k]);
-        owner[k] = NULL;
-        return k;
+    AcquireSRWLockExclusive(&ended_lock);
+    uint32_t k = h->max_threads;
+    if (ended_n) {
+        k = ended[ended_first];
+        ended_first = (ended_first + 1) % (HS_MAX_THREADS_LIMIT + 1);
+        ended_n--;
     }
-    return h->max_threads;
+    ReleaseSRWLockExclusive(&ended_lock);
+    if (k >= h->max_threads)
+        return k;
+    AcquireSRWLockExclusive(&fold_lock);
+    hs_region_fold(k);
+    ReleaseSRWLockExclusive(&fold_lock);
+    return k;
+}
+
+/* Commit region k (a fresh one) for the functions known now. */
+static int prepare(uint32_t k)
+{
+    hs_session_header *h = g_hs.hdr;
+    char *r = hs_session_region(g_hs.view, k);
+    return region_init(r, hs_session_commit, (h->options & HS_OPT_TIME) != 0) == 0 &&
+                   region_funcs(r, h->n_functions, hs_session_commit) == 0 &&
+                   hs_session_commit(hs_session_slot(g_hs.view, k), sizeof(hs_thread_slot)) == 0
+               ? 0
+               : -1;
+}
+
+/* Keep PREPARED_AHEAD fresh regions committed past the ones in use: by
+ * one thread at a time, outside the loader lock, committing outside
+ * layout_lock (a thread under the loader lock may wait for that lock);
+ * a growth of the function table meanwhile is made up for before the
+ * region counts as prepared. */
+static SRWLOCK prepare_lock = SRWLOCK_INIT;
+
+static void prepare_ahead(int wait)
+{
+    hs_session_header *h = g_hs.hdr;
+    if (wait)
+        AcquireSRWLockExclusive(&prepare_lock);
+    else if (!TryAcquireSRWLockExclusive(&prepare_lock))
+        return;   /* (another thread does it) */
+    for (;;) {
+        AcquireSRWLockExclusive(&g_hs.layout_lock);
+        uint32_t used = live_regions();
+        if (prepared < used)
+            prepared = used;
+        uint32_t k = prepared;
+        ReleaseSRWLockExclusive(&g_hs.layout_lock);
+        uint32_t ahead = (h->options & HS_OPT_TIMELINE) && h->region_timeline_cap ? PREPARED_AHEAD_TIMELINE : PREPARED_AHEAD;
+        if (k >= h->max_threads || k >= used + ahead || prepare(k) < 0)
+            break;
+        AcquireSRWLockExclusive(&g_hs.layout_lock);
+        int ok = region_funcs(hs_session_region(g_hs.view, k), h->n_functions, hs_session_commit) == 0;
+        if (ok && prepared == k)
+            prepared = k + 1;
+        ReleaseSRWLockExclusive(&g_hs.layout_lock);
+        if (!ok)
+            break;
+    }
+    ReleaseSRWLockExclusive(&prepare_lock);
+}
+
+void hs_regions_prepare(void)
+{
+    prepare_ahead(1);
 }
 
 void hs_regions_reset(void)
 {
-    for (uint32_t k = 0; k <= HS_MAX_THREADS_LIMIT; k++) {
-        if (owner[k])
-            CloseHandle(owner[k]);
-        owner[k] = NULL;
-    }
+    AcquireSRWLockExclusive(&ended_lock);
+    ended_first = ended_n = 0;
+    ReleaseSRWLockExclusive(&ended_lock);
+    prepared = 0;
 }
 
+/* Give the calling thread a region: one whose thread ended, else a
+ * prepared one; outside the loader lock, when neither is at hand, it
+ * prepares more first. Under the loader lock it neither commits nor
+ * waits for another thread's commits: when no region is at hand there,
+ * its calls count in the overflow region until its first call outside
+ * the lock takes one. Outside the lock, a region whose thread ended is
+ * taken only while the lock is free to take (a try: a thread that holds
+ * a lock of its own and waited for the loader's could deadlock). */
 uint64_t *hs_region_acquire(void)
 {
     hs_session_header *h = g_hs.hdr;
-    uint64_t *counters = NULL;
-    AcquireSRWLockExclusive(&g_hs.layout_lock);
-    uint32_t k = (uint32_t)h->threads_used;
-    int fresh = k < h->max_threads;
-    if (!fresh)
-        k = reclaim();
-    if (k < h->max_threads) {
-        char *r = hs_session_region(g_hs.view, k);
-        if (region_init(r, hs_session_commit, (h->options & HS_OPT_TIME) != 0) == 0 &&
-            region_funcs(r, h->n_functions, hs_session_commit) == 0 &&
-            hs_session_commit(hs_session_slot(g_hs.view, k), sizeof(hs_thread_slot)) == 0) {
+    int locked = holds_loader_lock();
+    for (int round = 0;; round++) {
+        uint32_t k = h->max_threads;
+        if (locked) {
+            k = reclaim();
+        } else {
+            RTL_CRITICAL_SECTION *ll = loader_lock();
+            if (ll && TryEnterCriticalSection(ll)) {
+                k = reclaim();
+                LeaveCriticalSection(ll);
+            }
+        }
+        int full = 0;
+        if (k >= h->max_threads) {
+            if (locked ? !TryAcquireSRWLockExclusive(&g_hs.layout_lock)
+                       : (AcquireSRWLockExclusive(&g_hs.layout_lock), 0))
+                return NULL;
+            k = (uint32_t)h->threads_used;
+            if (k < prepared)
+                h->threads_used = (int32_t)k + 1;
+            else
+                k = h->max_threads;
+            full = (uint32_t)h->threads_used >= h->max_threads;
+            ReleaseSRWLockExclusive(&g_hs.layout_lock);
+        }
+        if (k < h->max_threads) {
             uint32_t tid = (uint32_t)hs_teb_read(HS_TEB_THREAD_ID);
-            hs_region_hdr *rh = (hs_region_hdr *)r;
+            hs_region_hdr *rh = (hs_region_hdr *)hs_session_region(g_hs.view, k);
             rh->tid = tid;
             rh->slot = k;
-            timeline_thread(rh, tid);
+            timeline_thread(rh, tid, !locked);
             hs_thread_slot *s = hs_session_slot(g_hs.view, k);
             s->tid = tid;
-            s->state = HS_SLOT_LIVE;
-            if (k < HS_MAX_THREADS_LIMIT &&
-                !DuplicateHandle(GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &owner[k],
-                                 SYNCHRONIZE, FALSE, 0))
-                owner[k] = NULL;
-            counters = hs_region_counters(g_hs.view, k);
             MemoryBarrier();
-            if (fresh)
-                h->threads_used = (int32_t)k + 1;
+            s->state = HS_SLOT_LIVE;
+            if (!locked)
+                prepare_ahead(0);
+            return hs_region_counters(g_hs.view, k);
         }
+        if (locked)
+            return NULL;
+        /* outside the loader lock: more regions ahead, this thread's first
+         * (at most twice: every region may be taken) */
+        prepare_ahead(1);
+        if (full || round == 2)
+            return NULL;
     }
-    ReleaseSRWLockExclusive(&g_hs.layout_lock);
-    return counters;
 }
 
 void hs_thread_exit(void)
@@ -212,8 +332,20 @@ void hs_thread_exit(void)
     uint64_t *c = hs_tls_get();
     if (!c || c == g_hs.sink)
         return;
-    hs_thread_slot *s = hs_session_slot(g_hs.view, hs_region_of(c)->slot);
+    uint32_t k = hs_region_of(c)->slot;
+    hs_thread_slot *s = hs_session_slot(g_hs.view, k);
+    if (s->state == HS_SLOT_EXITED)
+        return;
     s->state = HS_SLOT_EXITED;
+    if (k >= g_hs.hdr->max_threads || k >= HS_MAX_THREADS_LIMIT)
+        return;
+    /* (its region is handed on once this thread let go of the loader lock:
+     * until then the exe's TLS callbacks and other DLLs' detach code count
+     * in it) */
+    AcquireSRWLockExclusive(&ended_lock);
+    ended[(ended_first + ended_n) % (HS_MAX_THREADS_LIMIT + 1)] = k;
+    ended_n++;
+    ReleaseSRWLockExclusive(&ended_lock);
 }
 
 uint64_t hs_live_wrapper_frames(void)
@@ -227,8 +359,7 @@ uint64_t hs_live_wrapper_frames(void)
     for (uint32_t k = 0; k < live; k++) {
         const hs_region_hdr *r = (const hs_region_hdr *)hs_session_region(g_hs.view, k);
         /* a thread that ended inside timed calls never returns from them */
-        if (hs_session_slot(g_hs.view, k)->state == HS_SLOT_EXITED ||
-            (k < HS_MAX_THREADS_LIMIT && owner[k] && WaitForSingleObject(owner[k], 0) == WAIT_OBJECT_0))
+        if (hs_session_slot(g_hs.view, k)->state == HS_SLOT_EXITED)
             continue;
         if (r->shadow_top > r->shadow_base)
             n += (r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec);
@@ -259,8 +390,8 @@ int hs_session_add_functions(uint32_t n, uint32_t *first)
 /* ---- reusing the region of a thread that is gone ---------------------------- */
 
 /* Add everything region k counted to the overflow region, then clear k
- * for another thread. The thread that owned k has exited (nobody writes
- * k); called with layout_lock held. */
+ * for another thread. The thread that owned k ended (nobody writes k:
+ * see reclaim); called with fold_lock held. */
 void hs_region_fold(uint32_t k)
 {
     hs_session_header *h = g_hs.hdr;
@@ -285,20 +416,22 @@ void hs_region_fold(uint32_t k)
                     hs_edge_add(de, &dr->edges_used, b->edge[k].site, i, b->edge[k].count) < 0)
                     dr->edges_overflowed++;
         }
-        for (uint32_t i = 0; i < h->region_edges_cap; i++)
+        for (uint32_t i = 0; sr->edges_used && i < h->region_edges_cap; i++)
             if (se[i].site && se[i].count && hs_edge_add(de, &dr->edges_used, se[i].site, se[i].callee, se[i].count) < 0)
                 dr->edges_overflowed++;
         ReleaseSRWLockExclusive(&hs_overflow_lock);
-        memset(se, 0, (size_t)h->region_edges_cap * sizeof *se);
+        if (sr->edges_used)   /* (an empty table is all zeros, its pages maybe never touched) */
+            memset(se, 0, (size_t)h->region_edges_cap * sizeof *se);
     }
     if (h->options & HS_OPT_STACKS) {
         hs_stack_rec *ss = (hs_stack_rec *)(src + h->region_stacks_off);
         const uint64_t *pool = (const uint64_t *)(src + h->region_frames_off);
-        for (uint32_t i = 0; i < h->region_stacks_cap; i++)
+        for (uint32_t i = 0; sr->stacks_used && i < h->region_stacks_cap; i++)
             if (ss[i].hash && hs_stack_add(dr, ss[i].func, pool + ss[i].frames, ss[i].depth, ss[i].truncated,
                                         ss[i].count) < 0)
                 dr->stacks_dropped += ss[i].count;
-        memset(ss, 0, (size_t)h->region_stacks_cap * sizeof *ss);
+        if (sr->stacks_used)
+            memset(ss, 0, (size_t)h->region_stacks_cap * sizeof *ss);
         dr->stacks_dropped += sr->stacks_dropped;
     }
     if (h->options & HS_OPT_TIME) {

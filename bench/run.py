@@ -2,7 +2,7 @@
 """Run hookscope's benchmarks and print each against an unhooked run.
 
   bench/run.py [calls] [overhead] [timeline-overhead] [install] [report] [stacks] [etl] [sample] [sample-rates]
-               [lua-time-stacks]          (default: all but sample-rates; stacks
+               [lua-time-stacks] [threads] (default: all but sample-rates; stacks
                                           ends with lua-time-stacks)
 
   calls    ns per call: untraced vs `hookscope run` (entry counting).
@@ -73,6 +73,13 @@ here) measures another build, e.g. before and after a change.
            (build/native/bench/mergebench; goal: at most 1 s).
   sample-rates  the slowdown of spin.exe (1 thread) at rates from 25 Hz to
            1 kHz, for choosing the default: the highest rate within 5%.
+  threads  what a thread's start and end cost with hooks on
+           (build/tests/shortthreads.exe lat 200 1000: 200 threads one after
+           another, each timing its own start and end; goal: at most 20 us
+           more than untraced, each), and 400 short-lived threads started
+           at once, each calling a leaf 20,000 times, with hooks and the
+           default sampler (shortthreads.exe run 400 20000; goal: at most
+           1.5x the untraced run's wall time); runs interleaved, medians.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -713,6 +720,47 @@ def pool():
           f"{med([b for _, b, _ in susp]):.0f} samples at {med([c for _, _, c in susp]):.0f} Hz")
 
 
+SHORT = "build/tests/shortthreads.exe"
+THREAD_GOAL_US = 20
+THREADS_GOAL = 1.5
+
+
+def short_run(args, traced):
+    """shortthreads.exe's figures ({name: value}), untraced or under
+    `hookscope run` (hooks on, the default sampler unless --no-sample)."""
+    out = os.path.join(OUT, "short")
+    cmd = ([HOOKSCOPE, "run", "-q", "-o", out] + list(traced) + ["--"] if traced is not None else ["wine"])
+    p = subprocess.run(cmd + [SHORT] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd + [SHORT] + args)} failed ({p.returncode}): {p.stderr.strip()}")
+    words = p.stdout.split()
+    return {words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+
+
+def threads():
+    if not need(SHORT, "make test-build"):
+        return
+    lat = {"plain": [], "hooked": []}
+    burst = {"plain": [], "hooked": [], "no_sample": []}
+    for _ in range(ROUNDS):
+        lat["plain"].append(short_run(["lat", "200", "1000"], None))
+        lat["hooked"].append(short_run(["lat", "200", "1000"], ["--no-sample"]))
+        burst["plain"].append(short_run(["run", "400", "20000"], None)["wall_s"])
+        burst["hooked"].append(short_run(["run", "400", "20000"], [])["wall_s"])
+        burst["no_sample"].append(short_run(["run", "400", "20000"], ["--no-sample"])["wall_s"])
+    print(f"== a thread's start and end: shortthreads.exe lat 200 1000 (medians over the threads, then of "
+          f"{ROUNDS} interleaved runs; hooks on, --no-sample)")
+    for k, what in (("start_us", "start (CreateThread -> its first instruction)"),
+                    ("end_us", "end (its last instruction -> the wait returns)")):
+        a, b = med([r[k] for r in lat["plain"]]), med([r[k] for r in lat["hooked"]])
+        print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us; goal <= "
+              f"+{THREAD_GOAL_US} us: {'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
+    a, b, c = med(burst["plain"]), med(burst["hooked"]), med(burst["no_sample"])
+    print(f"== 400 threads at once: shortthreads.exe run 400 20000 (wall time, median of {ROUNDS}): untraced "
+          f"{a:.3f} s, hooked with the default sampler {b:.3f} s ({b / a:.2f}x; goal <= {THREADS_GOAL}x: "
+          f"{'met' if b / a <= THREADS_GOAL else 'NOT met'}), hooked --no-sample {c:.3f} s ({c / a:.2f}x)")
+
+
 def sample_rates():
     if not need(SPIN, "make bench-build"):
         return
@@ -732,7 +780,7 @@ def sample_rates():
 
 if __name__ == "__main__":
     which = [w.replace("-", "_") for w in sys.argv[1:]] or ["calls", "overhead", "install", "report", "stacks", "etl",
-                                                            "sample"]
+                                                            "sample", "threads"]
     server = WineServer()
     try:
         for i, w in enumerate(which):

@@ -33,3 +33,42 @@ def test_region_reuse_edges_stacks_time():
     stacks = [s for s in t.json["stacks"] if s["function"] == "work"]
     hs.eq(sum(s["count"] for s in stacks), 600_000, "entry stacks of work")
     hs.check(all(s["frames"][1].startswith("churn.exe!worker+") for s in stacks), "work is called by worker")
+
+
+def test_short_threads_reuse_regions_and_stay_timed():
+    """shortthreads.exe: 200 threads one after another reuse the region of
+    the one before (its handle signaled: no fresh region after the first
+    few, whatever --max-threads allows), and 300 started at once; every
+    call counted, and with --time every call of every hooked function is
+    timed, the exe's TLS callbacks too, which run under the loader lock at
+    a thread's start and end (in the burst, a thread under that lock with
+    no region at hand counts them untimed rather than wait: said in the
+    report)."""
+    exe = hs.need("build/tests/shortthreads.exe")
+    for args, opts, name in ((["lat", "200", "1000"], ["--time", "--no-sample"], "short_lat"),
+                             (["run", "300", "2000"], ["--time"], "short_burst")):
+        n, m = int(args[1]), int(args[2])
+        t = hs.trace(exe, args, options=opts, name=name, timeout=600)
+        hs.eq(t.rc, 0, f"{name}: exit code ({t.stderr!r})")
+        hs.check(f"calls {n * m} bad 0" in t.stdout.decode(), f"{name}: stdout {t.stdout!r}")
+        f = {x["name"]: x for x in t.functions("shortthreads.exe")}
+        hs.eq(f["leaf"]["calls"], n * m, f"{name}: calls of leaf")
+        untimed = {k: (x["calls"], x["time"]["calls"]) for k, x in f.items()
+                   if x["calls"] and x.get("time") and x["time"]["calls"] + x["time"]["open"] != x["calls"]}
+        if args[0] == "lat":
+            hs.eq(untimed, {}, f"{name}: functions with calls not timed (calls, timed)")
+            hs.check("not seen to end" not in t.txt, f"{name}: report.txt names calls not seen to end")
+        else:
+            # a thread under the loader lock with no region at hand does not
+            # wait for one: its calls there count in the overflow region,
+            # untimed, and report.txt names them
+            missing = sum(c - tc for c, tc in untimed.values())
+            hs.check(set(untimed) <= {"__dyn_tls_init", "__dyn_tls_dtor", "__mingw_TLScallback",
+                                      "__mingwthr_run_key_dtors.part.0"}, f"{name}: untimed {untimed}")
+            hs.check(missing <= t.json["overflow_calls"], f"{name}: {missing} untimed, "
+                     f"{t.json['overflow_calls']} counted in the overflow region")
+            hs.check(not untimed or "not seen to end" in t.txt, f"{name}: report.txt names the untimed calls")
+        used = t.json["threads"]
+        hs.eq(used + t.json["regions_reused"], n + 1, f"{name}: regions taken (fresh {used})")
+        if args[0] == "lat":
+            hs.check(used <= 12, f"{name}: {used} fresh regions for threads that ran one after another")

@@ -633,7 +633,9 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
         fputc('\n', out);
         fprintf(out, "calls      %llu\n", (unsigned long long)p->total_calls);
         if (p->overflow_calls)
-            fprintf(out, "           %lld calls counted in the shared overflow region (too many threads)\n",
+            fprintf(out, "           %lld calls counted in the shared overflow region (calls of threads without "
+                         "a region of their own: under the loader lock at their start or end, or past "
+                         "--max-threads)\n",
                     (long long)p->overflow_calls);
     }
     if (p->timeline)
