@@ -15,7 +15,7 @@
 # architectures, and the i386 indexes need not offer the version installed
 # for amd64 (here the i386 index of bookworm-security fails to download,
 # "Mirror sync in progress?"; a plain `apt-get install wine32:i386` then
-# removed wine64 and libwine:amd64). scripts/multiarch_pins.py chooses,
+# gives up, or removes wine64 and libwine:amd64). scripts/multiarch_pins.py chooses,
 # for every library wine32:i386 may need, the version both architectures
 # can have (the installed one when the i386 index has it), and the install
 # runs with those pins, --no-install-recommends and --no-remove (apt aborts

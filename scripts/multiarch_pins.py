@@ -9,22 +9,25 @@ architectures it is installed for. The indexes of the two architectures
 need not offer the installed native version: a suite's index of one
 architecture can fail to download ("Mirror sync in progress?") while the
 other's is newer, or the machine was installed from an older snapshot. apt
-then either gives up or takes the way out of removing native packages
-(wine64 and libwine:amd64 went that way once, for
-libgstreamer-plugins-base1.0-0).
+then either gives up or removes native packages (wine64 and libwine:amd64,
+for libgstreamer-plugins-base1.0-0 at a version the i386 index lacked).
 
 For every Multi-Arch: same package that PACKAGE may depend on (recursively,
 every alternative; recommends left out) and that is installed for the
 native architecture, this chooses the version both architectures are to
 have: the installed one when the foreign index offers it (the native side
 is left as it is), else the newest version both indexes offer (the native
-package moves to it: printed), else none (printed: apt will refuse). It
-writes those choices as apt preferences (priority 1001: a downgrade is
-allowed) to PREFERENCES_FILE, for `apt-get -o Dir::Etc::Preferences=FILE`
-(the machine's own preferences are left as they are), and prints one line
-per native package that changes version ("move NAME:ARCH FROM -> TO") or
-cannot be matched ("none NAME:ARCH VERSION"). Python 3 standard library
-only.
+package moves to it: printed), else none (printed: apt will refuse). Each
+is pinned, moved or not: installing one architecture's package, apt brings
+the other's to its candidate, and the two candidates may differ. The
+native packages built from the same source as one that moves depend on its
+exact version (libssl-dev on libssl3): they move with it, or apt would
+remove them. The choices are written as apt preferences (priority 1001: a
+downgrade is allowed) to PREFERENCES_FILE, for `apt-get -o
+Dir::Etc::Preferences=FILE` (the machine's own preferences are left as
+they are); one line is printed per native package that changes version
+("move NAME:ARCH FROM -> TO") or cannot be matched ("none NAME:ARCH
+VERSION"). Python 3 standard library only.
 """
 import re
 import subprocess
@@ -46,15 +49,16 @@ def closure(pkg):
     return names
 
 
-def installed_same(arch):
-    """{name: version} of the installed Multi-Arch: same packages of arch."""
-    out = run("dpkg-query", "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Architecture}\t${Multi-Arch}\t${Version}\n")
-    got = {}
+def installed(arch):
+    """The installed packages of arch and of all: (name, Multi-Arch, source, version)."""
+    out = run("dpkg-query", "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Architecture}\t${Multi-Arch}\t"
+              "${source:Package}\t${Version}\n")
+    rows = []
     for line in out.splitlines():
         f = line.split("\t")
-        if len(f) == 5 and f[0].strip() == "ii" and f[2] == arch and f[3] == "same":
-            got[f[1]] = f[4]
-    return got
+        if len(f) == 6 and f[0].strip() == "ii" and f[2] in (arch, "all"):
+            rows.append((f[1], f[3], f[4], f[5]))
+    return rows
 
 
 def offers(names, arch):
@@ -70,17 +74,6 @@ def offers(names, arch):
         name = f[0].split(":", 1)[0]
         if name in got and f[1] not in got[name]:
             got[name].append(f[1])
-    return got
-
-
-def sources(arch):
-    """{source package: [(name, version) installed for arch]}."""
-    out = run("dpkg-query", "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Architecture}\t${source:Package}\t${Version}\n")
-    got = {}
-    for line in out.splitlines():
-        f = line.split("\t")
-        if len(f) == 5 and f[0].strip() == "ii" and f[2] in (arch, "all"):
-            got.setdefault(f[3], []).append((f[1], f[4]))
     return got
 
 
@@ -100,7 +93,8 @@ def main():
     pkg, prefs = sys.argv[1], sys.argv[2]
     foreign = pkg.split(":", 1)[1]
     native = run("dpkg", "--print-architecture").strip()
-    have = installed_same(native)
+    rows = installed(native)
+    have = {n: v for n, ma, _, v in rows if ma == "same"}
     names = sorted(closure(pkg) & set(have))
     theirs, ours = offers(names, foreign), offers(names, native)
     pins = {}     # (name, arch): version
@@ -120,11 +114,10 @@ def main():
         pins[(n, native)] = pins[(n, foreign)] = v
     # the installed packages built from the same source as a moved one
     # depend on its exact version (libssl-dev on libssl3): they move with it
-    by_source = sources(native)
-    source_of = {}
-    for s, pkgs in by_source.items():
-        for n, _ in pkgs:
-            source_of[n] = s
+    by_source, source_of = {}, {}
+    for n, _, src, v in rows:
+        by_source.setdefault(src, []).append((n, v))
+        source_of[n] = src
     siblings = {}
     for n, (old, new) in moved.items():
         for m, v in by_source.get(source_of.get(n), []):
