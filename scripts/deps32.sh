@@ -31,7 +31,9 @@
 # wineboot -u`). So Wine's 32-bit side is installed only when no such
 # prefix is in use here, other than the one this script updates:
 # ${WINEPREFIX:-~/.wine}; with HS_WINE32_UPDATE_PREFIXES=1 it is installed
-# anyway and every prefix found (~/.wine*) is updated.
+# anyway and every prefix found (~/.wine*) is updated (the programs running
+# in a prefix are ended first: under its running wineserver the update
+# fails).
 #
 # build/deps32/status holds "ready", or the one line that says why 32-bit
 # targets cannot run here (printed too; the 32-bit tests skip with it). The
@@ -62,15 +64,19 @@ installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
 }
 
-# A prefix Wine made without its 32-bit side: 64-bit, no syswow64 kernel32.
+# A prefix Wine made without its 32-bit side: a 64-bit prefix (it has a
+# syswow64 folder) with no kernel32.dll there. (Not read from system.reg:
+# the wineserver of a prefix in use writes it only now and then.)
 no_wow64() {
-    [ -f "$1/system.reg" ] && grep -q '^#arch=win64' "$1/system.reg" &&
-        [ ! -f "$1/drive_c/windows/syswow64/kernel32.dll" ]
+    [ -d "$1/drive_c/windows/syswow64" ] && [ ! -f "$1/drive_c/windows/syswow64/kernel32.dll" ]
 }
 
 # Have the 64-bit loader update a prefix (it fills syswow64 once Wine's
-# 32-bit side is there; the 32-bit loader cannot).
+# 32-bit side is there; the 32-bit loader cannot). Not under a running
+# wineserver of the prefix (the update then leaves syswow64 empty): the
+# programs of the prefix are ended first.
 update_prefix() {
+    WINEPREFIX="$1" wineserver -k </dev/null >/dev/null 2>&1
     rm -f "$1/.update-timestamp"
     WINEPREFIX="$1" "$wine64" wineboot -u </dev/null >/dev/null 2>&1
     WINEPREFIX="$1" wineserver -w </dev/null >/dev/null 2>&1
