@@ -93,7 +93,8 @@ deps:
 # Debian machine. A missing capstone for Windows is built by it as well.
 DEPS_STAMP := $(B)/deps/.ready
 
-$(DEPS_STAMP): scripts/deps.sh scripts/fixture-packages.txt
+$(DEPS_STAMP): scripts/deps.sh scripts/deps32.sh scripts/multiarch_pins.py scripts/bitness.c \
+              scripts/fixture-packages.txt
 	./scripts/deps.sh
 	@mkdir -p $(dir $@) && touch $@
 
@@ -161,12 +162,13 @@ unit: $(UNIT_BIN)
 
 # --- test programs, fixtures, examples, benchmarks --------------------------
 include tests/targets/targets.mk
+include tests/targets32/targets32.mk
 include tests/support/support.mk
 -include tests/fixtures.mk
 include examples/examples.mk
 include bench/bench.mk
 
-test-build: all unit test-targets fixtures examples
+test-build: all unit test-targets test-targets32 fixtures examples
 
 # the dependencies first, then everything else (a sub-make, so that nothing
 # is compiled before the compilers are there)
@@ -210,7 +212,7 @@ unit-asan: unit-asan-build
 test-build: bench-build unit-asan-build
 
 clean:
-	rm -rf $(B)/win $(B)/native $(B)/native-asan $(B)/bin $(B)/tests $(B)/examples $(B)/bench
+	rm -rf $(B)/win $(B)/native $(B)/native-asan $(B)/bin $(B)/tests $(B)/tests32 $(B)/examples $(B)/bench
 
 distclean:
 	rm -rf $(B)

@@ -12,6 +12,10 @@
 #     (flamegraph.svg, headless), valgrind (callgrind_annotate),
 #     python3-jsonschema, golang-go (`go tool pprof`, profile.pb.gz), and
 #     the speedscope npm package (its file-format schema) in build/npm/
+#   - what 32-bit targets need (scripts/deps32.sh: i386 multiarch, Wine's
+#     32-bit side, the i686 toolchain, capstone for i686 in build/deps32/);
+#     never fatal: when it cannot be had, one line says why and the 32-bit
+#     tests skip with that reason
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +43,13 @@ if [ -f "$top/scripts/fixture-packages.txt" ]; then
     done < "$top/scripts/fixture-packages.txt"
 fi
 
+# An index that fails to download (apt names it; "Mirror sync in progress?"
+# happens to one architecture of one suite) leaves its packages out, not
+# the install of the others.
+apt_update() {
+    $SUDO apt-get update -qq || echo "deps: apt-get update failed for an index (above); going on with the others"
+}
+
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -46,7 +57,7 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "deps: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
+    apt_update
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
@@ -60,7 +71,7 @@ Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-    $SUDO apt-get update -qq
+    apt_update
 fi
 
 # capstone for Windows, static, x86 only.
@@ -95,6 +106,10 @@ if ! grep -qs "\"version\": \"$SPEEDSCOPE_VERSION\"" "$ss"; then
     npm install --prefix "$top/build/npm" --no-audit --no-fund --loglevel=error \
         "speedscope@$SPEEDSCOPE_VERSION" </dev/null >/dev/null
 fi
+
+# Before the prefix is made: made once Wine's 32-bit side is there, it
+# serves both loaders.
+"$top/scripts/deps32.sh"
 
 # A wine prefix, created once (the first start takes seconds).
 if [ ! -f "${WINEPREFIX:-$HOME/.wine}/system.reg" ]; then

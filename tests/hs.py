@@ -424,3 +424,28 @@ def agent_mappings(linux_pid):
     (empty: the agent is not loaded)."""
     with open(f"/proc/{linux_pid}/maps") as f:
         return [l.strip() for l in f if "hookscope-agent" in l.lower()]
+
+
+# --- 32-bit (i386, WOW64) programs ------------------------------------------
+
+TARGETS32 = "build/tests32"
+DEPS32_STATUS = os.path.join(BUILD, "deps32", "status")
+
+
+def need_wow64():
+    """Skip the test when Wine cannot run 32-bit programs here, with the
+    reason scripts/deps32.sh (make deps) wrote to build/deps32/status;
+    fail when that never ran, or when the test prefix was made without
+    Wine's 32-bit side (every program run there through `wine` fails)."""
+    try:
+        with open(DEPS32_STATUS) as f:
+            status = f.read().strip()
+    except OSError:
+        raise AssertionError(f"{os.path.relpath(DEPS32_STATUS, ROOT)} is missing: make deps "
+                             "(scripts/deps32.sh) writes it")
+    if status != "ready":
+        raise Skip(f"32-bit targets unavailable here: {status}")
+    prefix = os.environ.get("WINEPREFIX") or os.path.expanduser("~/.wine")
+    if not os.path.exists(os.path.join(prefix, "drive_c", "windows", "syswow64", "kernel32.dll")):
+        raise AssertionError(f"the Wine prefix {prefix} was made without Wine's 32-bit side: "
+                             "make deps updates it (scripts/deps32.sh)")

@@ -15,7 +15,11 @@ to another piece of work: the check stays in the run, its failure is
 reported as a skip with the reason, and the day it passes the runner
 fails the run so that the entry is taken out.
 """
+import os
 import re
+
+DEPS32_STATUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "build", "deps32", "status")
 
 
 def cpu_flags():
@@ -32,6 +36,19 @@ def cpu_flags():
 
 def lacks(*flags):
     return lambda m: not set(flags) <= cpu_flags()
+
+
+def deps32_says():
+    """The reason is what scripts/deps32.sh found on this machine (make deps
+    wrote it to build/deps32/status: wine32:i386 not installed, and why)."""
+    def holds(m):
+        try:
+            with open(DEPS32_STATUS) as f:
+                status = f.read().strip()
+        except OSError:
+            return False
+        return status != "ready" and status == m.group(1)
+    return holds
 
 
 def below(limit):
@@ -64,6 +81,9 @@ SKIPS = [
           r"^the machine ran the busy thread only (\d+)% of its life in 3 runs",
           "under Wine a suspension waits until the thread is scheduled: with less than half a core for the "
           "busy thread (the program's own measure) the suspend sampler cannot keep its pace", below(50)),
+    Entry(r"^test_wow64\.", r"^32-bit targets unavailable here: (.+)$",
+          "Wine cannot run 32-bit programs on this machine: scripts/deps32.sh (make deps) did not install "
+          "its 32-bit side, for the reason it gives", deps32_says()),
 ]
 
 KNOWN = [

@@ -1,0 +1,23 @@
+# 32-bit (i686) test programs, built with the i686 mingw-w64 toolchain
+# (scripts/deps32.sh installs it) into build/tests32/: the 32-bit tests
+# (tests/test_wow64.py) run them under Wine's 32-bit side.
+CROSS32    ?= i686-w64-mingw32-
+WCC32      := $(CROSS32)gcc
+TGT32_DIR  := $(B)/tests32
+TGT32_C    := $(wildcard tests/targets32/*.c)
+TGT32_EXES := $(patsubst tests/targets32/%.c,$(TGT32_DIR)/%.exe,$(TGT32_C))
+
+$(TGT32_DIR)/%.exe: tests/targets32/%.c
+	@mkdir -p $(dir $@)
+	$(WCC32) $(TGT_CFLAGS) -Wextra -o $@ $<
+
+# the ground-truth fixture's program (scripts/fixtures-groundtruth.sh),
+# built for i686 with the same flags: it prints what the x86-64 build prints
+GT32_FLAGS := -std=gnu11 -O1 -gdwarf-4 -fno-inline -Wall -Wextra \
+              -fno-ipa-cp -fno-ipa-sra -fno-ipa-pure-const -fno-ipa-modref -fno-optimize-sibling-calls
+$(TGT32_DIR)/groundtruth.exe: tests/fixtures/groundtruth/groundtruth.c
+	@mkdir -p $(dir $@)
+	$(WCC32) $(GT32_FLAGS) -static -o $@ $<
+
+.PHONY: test-targets32
+test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe
