@@ -429,8 +429,9 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         o->etl = hs_utf8(val);
         break;
     case OPT_PID:
-        if (parse_uint(val, 1, UINT32_MAX, &o->etl_pid) < 0)
+        if (parse_uint(val, 0, UINT32_MAX, &o->etl_pid) < 0)
             return usage_error("--pid needs a process id, not '%s'", hs_utf8(val));
+        o->etl_pid_set = true;
         break;
     case OPT_PROCESS:
         if (!*val)
@@ -713,13 +714,13 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         return usage_error("%s", "attach needs a process id");
     if (o->cmd->bit == HS_CMD_FUNCTIONS && !o->file)
         return usage_error("%s", "functions needs a file");
-    if ((o->etl_pid || o->etl_process) && !o->etl)
+    if ((o->etl_pid_set || o->etl_process) && !o->etl)
         return usage_error("%s", "--pid and --process choose a process of an --etl trace");
     if (o->cmd->bit == HS_CMD_REPORT && !o->file && !o->etl)
         return usage_error("%s", "report needs the directory of a run (with its report.json), or --etl FILE");
     if (o->cmd->bit == HS_CMD_REPORT && o->file && o->etl)
         return usage_error("%s", "report reads a run's directory or an --etl file, not both");
-    if (o->etl_pid && o->etl_process)
+    if (o->etl_pid_set && o->etl_process)
         return usage_error("%s", "give --pid or --process, not both");
     if (o->cmd->bit == HS_CMD_DIFF && !o->file2)
         return usage_error("%s", "diff needs the directories of two runs (with their report.json)");
