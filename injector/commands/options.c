@@ -115,7 +115,7 @@ static const optdef options[] = {
       "read a recorded ETW trace (.etl: xperf, WPR,\n"
       "UIforETW, PerfView) instead of a run's directory" },
     { OPT_PID, L"--pid", NULL, "N", 0, HS_CMD_REPORT,
-      "with --etl: the process to report (without\n"
+      "with --etl: the process to report (0: Idle; without\n"
       "--pid or --process: a table of the processes)" },
     { OPT_PROCESS, L"--process", NULL, "NAME", 0, HS_CMD_REPORT,
       "with --etl: the process to report, by image name" },
