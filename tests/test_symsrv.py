@@ -605,3 +605,30 @@ def test_trace_image_without_symbols_grouped_by_its_functions():
     t = hs.Trace(p, os.path.relpath(out, hs.ROOT))
     hs.eq(sorted(t.file("cpu-stacks.folded").splitlines()),
           sorted(f"cpusplit.exe+{r:#x} 1" for r in (a + 2, a + 0x30, b + 4)), "without the image: places")
+
+
+def test_bad_symbol_paths_one_line_each():
+    """A --symbols entry that cannot be used is a usage error in one line
+    (exit 2, nothing read): a server that is not http:// or https://, a
+    srv* or cache* that names nothing, a server outside srv*, a file where
+    a folder is expected (a folder entry, a store); a good path passes."""
+    pdb = os.path.join(hs.ROOT, PDB, "pdbc-instr.pdb")
+    cases = [
+        ("srv*BADSCHEME://x", "'srv*BADSCHEME://x': a symbol server's address begins with http:// or https://"),
+        ("srv*", "'srv*' names no folder and no server"),
+        ("cache*", "'cache*' names no folder and no server"),
+        ("C:\\syms;SRV**", "'SRV**' names no folder and no server"),
+        ("https://example.org/symbols",
+         "'https://example.org/symbols' is a symbol server: give it as srv*DIR*https://example.org/symbols "
+         "(DIR: where to keep its files)"),
+        (pdb, f"'{pdb}': {pdb} is a file, not a folder (give the folder that holds it)"),
+        (f"srv*{pdb}*https://example.org/s", f"'srv*{pdb}*https://example.org/s': {pdb} is a file, not a folder "
+                                             "(give the folder that holds it)"),
+    ]
+    for path, why in cases:
+        p = hs.hookscope(["functions", "--symbols", path, "build/examples/demo.exe"])
+        hs.eq((p.returncode, p.stdout), (2, b""), f"{path}: exit code, nothing listed")
+        hs.eq(p.stderr.decode().splitlines()[0], "hookscope: --symbols: " + why, f"{path}: the line")
+    p = hs.hookscope(["functions", "--symbols", f"cache*{os.path.dirname(pdb)};srv*C:\\nosuch*https://example.org/s",
+                      "build/examples/demo.exe"])
+    hs.eq((p.returncode, p.stderr.decode()), (0, ""), "a good path: exit code, stderr")

@@ -16,6 +16,7 @@
 #include "hookscope/session.h"
 #include "injector/commands/commands.h"
 #include "injector/output/writers.h"
+#include "injector/symbols/symstore.h"
 #include "sampler/sampler.h"
 
 enum opt_id {
@@ -415,12 +416,16 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     case OPT_KEEP_ETL: o->keep_etl = 1; break;
     case OPT_ELEVATED_TARGET: o->elevated_target = 1; break;
     case OPT_NO_HOOKS: o->no_hooks = 1; break;
-    case OPT_SYMBOLS:
+    case OPT_SYMBOLS: {
         if (!*val)
             return usage_error("option '%s' needs a path", au);
         free(o->symbols);
         o->symbols = hs_utf8(val);
+        char why[700];
+        if (hs_symstore_check(o->symbols, hs_symfs_host(), why, sizeof why) < 0)
+            return usage_error("--symbols: %s", why);
         break;
+    }
     case OPT_SRCLINE: o->srcline = 1; break;
     case OPT_ETL:
         if (!*val)
