@@ -582,6 +582,92 @@ def corrupt_copy(src, name, change):
     return dst
 
 
+VIEW_CALLS = 2000000   # the first calls profile.firefox.json and profile.speedscope.json hold (README)
+TRACE_CALLS = 500000   # the longest calls trace.json holds (README)
+
+
+def test_views_bound_and_say_what_they_lack():
+    """A demo run's directory given a timeline.bin of 2,100,000 calls one
+    after another on its thread, 100 to 3,099 ticks long (700 of each
+    length), and 5 calls dropped for a full buffer: trace.json keeps the
+    longest 499,800 (700 of each length from 2,386 ticks on: 714 lengths
+    fit in 500,000; the 1,600,200 shorter left out), says so in its
+    otherData, in the thread's name and in an instant event; speedscope's
+    evented profile keeps the first 2,000,000 at most and its name says
+    what was dropped and what left out; report.txt says what each view
+    holds."""
+    t = hs.trace(DEMO, options=["--timeline", "--no-sample"], name="tl_views_src")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    d = hs.outdir("tl_views")
+    shutil.copytree(os.path.join(hs.ROOT, t.out), os.path.join(hs.ROOT, d))
+    path = os.path.join(hs.ROOT, d, "timeline.bin")
+    with open(path, "rb") as f:
+        head = f.read(16 + BLOCK.size + EVENT.size)
+    tid = BLOCK.unpack_from(head, 16)[1]
+    t0, _, _, func, _ = EVENT.unpack_from(head, 16 + BLOCK.size)
+    n, step = 2100000, 65536
+    with open(path, "wb") as f:
+        f.write(head[:16])
+        for at in range(0, n, step):
+            k = min(step, n - at)
+            f.write(BLOCK.pack(0x42544C48, tid, k, 0))
+            f.write(b"".join(EVENT.pack(t0 + 4000 * i, t0 + 4000 * i + 100 + i % 3000, 100 + i % 3000, func, 0)
+                             for i in range(at, at + k)))
+    j = json.loads(t.file("report.json"))
+    tl = j["timeline"]
+    (th,) = [x for x in tl["threads"] if x["tid"] == tid]
+    tl["threads"] = [th]
+    th.update(events=n, open=0, dropped_buffer=5, dropped_file=0, drop_first=t0 + 4000, drop_last=t0 + 8000)
+    tl["bytes"] = os.path.getsize(path)
+    with open(os.path.join(hs.ROOT, d, "report.json"), "w", encoding="utf-8") as f:
+        json.dump(j, f)
+    hz = tl["tsc_hz"]
+
+    def us(ticks):   # a duration as the writers print it: ns rounded, in us
+        return "%.3f" % (round((ticks) * 1e9 / hz) / 1000)
+
+    out = hs.outdir("tl_views_out")
+    for fmt in ("trace", "speedscope", "txt"):
+        p = hs.hookscope(["report", "-q", "--format", fmt, "-o", out, d], timeout=400)
+        hs.eq(p.returncode, 0, f"report --format {fmt}: " + p.stderr.decode(errors="replace"))
+    with open(os.path.join(hs.ROOT, out, "trace.json"), encoding="utf-8") as f:
+        trace = json.load(f)
+    kept, left, shortest = TRACE_CALLS // 700 * 700, n - TRACE_CALLS // 700 * 700, 3100 - TRACE_CALLS // 700
+    hs.eq((kept, left, shortest), (499800, 1600200, 2386), "the figures expected")
+    hs.eq(trace["otherData"], {"calls": n, "calls_kept": kept, "calls_left_out": left,
+                               "shortest_kept_us": float(us(shortest)),
+                               "left_out": "the calls shorter than shortest_kept_us: the file keeps the longest calls "
+                                           "(speedscope takes minutes to import more); timeline.bin has them all"},
+          "trace.json's otherData")
+    by_name, other = calls_of(trace)
+    durs = sorted(ns(e["dur"]) for v in by_name.values() for e in v)
+    hs.eq(len(durs), kept, "the calls in trace.json")
+    hs.check(abs(durs[0] - shortest * 1e9 / hz) <= 1 and abs(durs[-1] - 3099e9 / hz) <= 1,
+             f"the shortest kept is {shortest} ticks, the longest 3099: {durs[0]}, {durs[-1]} ns")
+    hs.eq([e["args"]["name"] for e in other if e["name"] == "thread_name" and e["tid"] == tid],
+          [f"thread {tid} ({left} calls shorter than {us(shortest)} us left out)"], "the thread's name says so")
+    hs.eq([(e["name"], e["args"]) for e in other if e["name"].startswith("hookscope left out")],
+          [(f"hookscope left out {left} calls", {"left_out": left, "shortest_kept_us": float(us(shortest)),
+                                                 "run_calls": n, "run_calls_kept": kept})], "an instant event too")
+    with open(os.path.join(hs.ROOT, out, "profile.speedscope.json"), encoding="utf-8") as f:
+        ss = json.load(f)
+    (prof,) = [x for x in ss["profiles"] if x["type"] == "evented"]
+    cut_ms = (t0 + 4000 * VIEW_CALLS - tl["tsc_start"]) / hz * 1e3
+    m = re.fullmatch(rf"calls, thread {tid} \(5 calls dropped from (\S+) to (\S+) ms: 5 for a full buffer, 0 past "
+                     rf"--timeline-max; (\d+) calls from (\S+) ms on left out: a browser opens no larger file\)",
+                     prof["name"])
+    hs.check(m, "speedscope's profile names the drops and the calls left out: " + prof["name"])
+    first_ms = (t0 + 4000 - tl["tsc_start"]) / hz * 1e3
+    hs.check(abs(float(m.group(1)) - first_ms) < 0.002 and int(m.group(3)) == n - len(prof["events"]) // 2 and
+             abs(float(m.group(4)) - cut_ms) < 0.01 * cut_ms, f"its figures: {m.groups()}, {first_ms}, {cut_ms}")
+    with open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8") as f:
+        txt = f.read()
+    hs.check(f"\nviews      trace.json holds the longest {kept} of the timeline's {n} calls (those shorter than "
+             f"{us(shortest)} us left out: speedscope takes minutes to import more); timeline.bin has them all\n"
+             f"views      profile.firefox.json and profile.speedscope.json hold the first {len(prof['events']) // 2} of "
+             f"the timeline's {n} calls (those from " in txt, "report.txt says what the views hold: " + txt[:1500])
+
+
 def test_damaged_timeline_is_refused_in_one_line():
     """report DIR with a timeline.bin that is missing, not a timeline, cut
     short, names a function that does not exist, or has an event ending

@@ -292,13 +292,6 @@ static uint64_t self_ticks(ff_thread *th, const hs_tl_rec *e)
     return e->ticks > kids ? e->ticks - kids : 0;
 }
 
-/* A duration of `ticks` in ns on the timeline's clock (its rate in whole
- * Hz, as report.json keeps it: `report DIR` gives the same figures). */
-static uint64_t ticks_ns(const hs_prof_timeline *t, uint64_t ticks)
-{
-    return hs_timeline_ns(t, t->tsc_start + ticks);
-}
-
 static int cmp_deeper_first(const void *a, const void *b, void *ctx)
 {
     (void)ctx;
@@ -335,9 +328,9 @@ static int put_calls(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, ui
         fprintf(o->out, ", 1, %d, {\"type\": \"HookedCall\", \"module\": ", CAT_CALL);
         hs_json_quote(o->out, p->modules[p->funcs[f].module].name);
         fputs(", \"time\": ", o->out);
-        ns_as_ms(o->out, ticks_ns(t, e->ticks));
+        ns_as_ms(o->out, hs_timeline_ticks_ns(t, e->ticks));
         fputs(", \"self\": ", o->out);
-        ns_as_ms(o->out, ticks_ns(t, self));
+        ns_as_ms(o->out, hs_timeline_ticks_ns(t, self));
         fprintf(o->out, ", \"depth\": %u}]", e->depth);
     }
     free(sorted);
@@ -386,7 +379,7 @@ static int put_markers(ff_out *o, uint32_t tid)
         snprintf(name, sizeof name, "hookscope left out %" PRIu64 " calls", o->th.left);
         snprintf(text, sizeof text, "the calls of this thread that begin from %.3f ms on are not in this file, which "
                  "holds the first %" PRIu64 " of the run's %" PRIu64 " calls (a browser opens no larger one); "
-                 "trace.json and timeline.bin hold them all", at_ms, o->kept, o->total);
+                 "timeline.bin holds them all (trace.json the longest of the run's calls)", at_ms, o->kept, o->total);
         note(o, name, hs_timeline_ns(t, o->cut), text);
     }
     fputs("]}", o->out);

@@ -26,7 +26,15 @@
  * that code served, whose call may not have begun or may have ended.
  * Events come in the file's order (per thread, as the calls ended, then
  * the calls still open at the end, up to the end), which the format
- * allows for complete events.
+ * allows for complete events; the threads' names after them.
+ *
+ * At most HS_TRACE_VIEW_CALLS calls, the longest (speedscope's app takes
+ * minutes to import more): the whole run stays in view, and a call kept has its
+ * callers kept. What a cut leaves out is said three times: the file's
+ * otherData (calls, kept, left out, the shortest duration kept), each
+ * thread's name ("thread N (M calls shorter than D us left out)", which
+ * Perfetto and speedscope show), and an instant event at the thread's
+ * start with the same figures.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -39,6 +47,9 @@ typedef struct trace_out {
     const hs_profile *p;
     FILE *out;
     bool first;
+    uint64_t min_ticks;          /* calls shorter (t1 - t0) are left out, */
+    uint64_t *left;              /* these many of each timeline thread's */
+    size_t at;                   /* the thread (its index) of the last block */
 } trace_out;
 
 static void sep(trace_out *o)
@@ -57,8 +68,16 @@ static int put_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, u
     (void)open;   /* (shown as any call, up to the end: report.json counts them) */
     trace_out *o = ctx;
     const hs_prof_timeline *t = o->p->timeline;
+    /* (a thread the profile does not list: the spare count at nthreads) */
+    if (o->at >= t->nthreads || t->threads[o->at].tid != tid)
+        for (o->at = 0; o->at < t->nthreads && t->threads[o->at].tid != tid;)
+            o->at++;
     for (uint32_t i = 0; i < n; i++) {
         const hs_tl_rec *e = &ev[i];
+        if (e->t1 - e->t0 < o->min_ticks) {
+            o->left[o->at]++;
+            continue;
+        }
         uint32_t f = t->func_map[e->func];
         uint64_t start = hs_timeline_ns(t, e->t0), end = hs_timeline_ns(t, e->t1);
         sep(o);
@@ -75,13 +94,38 @@ static int put_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, u
     return ferror(o->out) ? -1 : 0;
 }
 
-static void thread_name(trace_out *o, uint32_t tid)
+/* A thread's name, with the calls the cut left out of it (0: none). */
+static void thread_name(trace_out *o, uint32_t tid, uint64_t left)
 {
     sep(o);
-    fprintf(o->out,
-            "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"thread "
-            "%u\"}}",
+    fprintf(o->out, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"thread %u",
             o->p->pid, tid, tid);
+    if (left) {
+        fprintf(o->out, " (%" PRIu64 " calls shorter than ", left);
+        ns_as_us(o->out, hs_timeline_ticks_ns(o->p->timeline, o->min_ticks));
+        fputs(" us left out)", o->out);
+    }
+    fputs("\"}}", o->out);
+}
+
+/* The timeline's threads' names, and an instant event on each thread
+ * that has calls left out. */
+static void timeline_thread_names(trace_out *o, uint64_t kept, uint64_t total)
+{
+    const hs_prof_timeline *t = o->p->timeline;
+    for (size_t i = 0; i < t->nthreads; i++) {
+        uint32_t tid = t->threads[i].tid;
+        thread_name(o, tid, o->left[i]);
+        if (!o->left[i])
+            continue;
+        sep(o);
+        fprintf(o->out, "{\"name\": \"hookscope left out %" PRIu64 " calls\", \"cat\": \"hookscope\", \"ph\": \"i\", "
+                        "\"s\": \"t\", \"ts\": 0.000, \"pid\": %u, \"tid\": %u, \"args\": {\"left_out\": %" PRIu64
+                        ", \"shortest_kept_us\": ",
+                o->left[i], o->p->pid, tid, o->left[i]);
+        ns_as_us(o->out, hs_timeline_ticks_ns(t, o->min_ticks));
+        fprintf(o->out, ", \"run_calls\": %" PRIu64 ", \"run_calls_kept\": %" PRIu64 "}}", total, kept);
+    }
 }
 
 /* Names for the threads that have samples and no calls. */
@@ -99,7 +143,7 @@ static void sampled_thread_names(trace_out *o)
             k++;
         if (k == n) {
             named[n++] = tid;
-            thread_name(o, tid);
+            thread_name(o, tid, 0);
         }
     }
     free(named);
@@ -135,8 +179,28 @@ static void put_samples(trace_out *o)
 int hs_write_trace_json(const hs_profile *p, FILE *out)
 {
     const hs_prof_timeline *t = p->timeline;
-    trace_out o = { p, out, true };
-    fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
+    trace_out o = { p, out, true, 0, NULL, 0 };
+    uint64_t kept = 0, total = 0;
+    char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
+    if (t) {
+        hs_prof_tl_thread sum = hs_timeline_totals(t);
+        if (sum.events + sum.open > HS_TRACE_VIEW_CALLS &&
+            hs_timeline_longest(t, p->nfuncs, HS_TRACE_VIEW_CALLS, &o.min_ticks, &kept, &total, err, sizeof err)) {
+            if (err[0])
+                hs_err("%s", err);
+            return -1;
+        }
+        o.left = hs_xcalloc(t->nthreads + 1, sizeof *o.left);
+    }
+    fputs("{\"displayTimeUnit\": \"ns\", ", out);
+    if (kept < total) {
+        fprintf(out, "\"otherData\": {\"calls\": %" PRIu64 ", \"calls_kept\": %" PRIu64 ", \"calls_left_out\": %" PRIu64
+                     ", \"shortest_kept_us\": ", total, kept, total - kept);
+        ns_as_us(out, hs_timeline_ticks_ns(t, o.min_ticks));
+        fputs(", \"left_out\": \"the calls shorter than shortest_kept_us: the file keeps the longest calls "
+              "(speedscope takes minutes to import more); timeline.bin has them all\"},\n ", out);
+    }
+    fputs("\"traceEvents\": [", out);
     sep(&o);
     fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": 0, \"args\": {\"name\": ", p->pid);
     hs_json_quote(out, p->target_path ? hs_basename(p->target_path) : "target");
@@ -147,7 +211,6 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
     }
     for (size_t i = 0; i < t->nthreads; i++) {
         const hs_prof_tl_thread *th = &t->threads[i];
-        thread_name(&o, th->tid);
         uint64_t dropped = th->dropped_buffer + th->dropped_file;
         if (!dropped)
             continue;
@@ -165,12 +228,14 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
     }
     sampled_thread_names(&o);
     put_samples(&o);
-    char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
     if (hs_timeline_read(t, p->nfuncs, put_events, &o, NULL, err, sizeof err) != 0) {
         if (err[0])
             hs_err("%s", err);
+        free(o.left);
         return -1;
     }
+    timeline_thread_names(&o, kept, total);
+    free(o.left);
     fputs("\n]}\n", out);
     return ferror(out) ? -1 : 0;
 }

@@ -88,6 +88,11 @@ uint64_t hs_timeline_qpc_ns(const hs_prof_timeline *t, int64_t qpc)
     return us_as_ns(hs_timeline_qpc_us(t, qpc));
 }
 
+uint64_t hs_timeline_ticks_ns(const hs_prof_timeline *t, uint64_t ticks)
+{
+    return hs_timeline_ns(t, t->tsc_start + ticks);
+}
+
 /* Events read at a time. */
 #define CHUNK 8192u
 
@@ -245,6 +250,70 @@ int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_ca
         at++;
     *cut = at;
     *kept = sum;
+    free(c.hist);
+    return rc;
+}
+
+/* ---- the longest calls, for a view of the whole run ------------------------- */
+
+/* Durations (rdtsc ticks) in buckets, in the order of the durations: the
+ * first 4096 one tick each, then 4096 to each power of two (a bucket
+ * 1/4096 of its durations wide). */
+#define DUR_EXACT 4096u
+#define DUR_BUCKETS (DUR_EXACT + 52u * DUR_EXACT)
+
+static uint32_t dur_bucket(uint64_t d)
+{
+    if (d < DUR_EXACT)
+        return (uint32_t)d;
+    uint32_t e = 63u - (uint32_t)__builtin_clzll(d);   /* 12 to 63 */
+    return DUR_EXACT + (e - 12u) * DUR_EXACT + (uint32_t)((d >> (e - 12u)) & (DUR_EXACT - 1u));
+}
+
+/* The shortest duration of bucket b. */
+static uint64_t dur_bucket_min(uint32_t b)
+{
+    if (b < DUR_EXACT)
+        return b;
+    uint32_t e = (b - DUR_EXACT) / DUR_EXACT + 12u;
+    return (uint64_t)(DUR_EXACT + (b - DUR_EXACT) % DUR_EXACT) << (e - 12u);
+}
+
+typedef struct dur_scan {
+    uint64_t *hist;
+    uint64_t n;
+} dur_scan;
+
+static int scan_durations(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)tid;
+    (void)open;
+    dur_scan *c = ctx;
+    for (uint32_t i = 0; i < n; i++)
+        c->hist[dur_bucket(ev[i].t1 - ev[i].t0)]++;
+    c->n += n;
+    return 0;
+}
+
+int hs_timeline_longest(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, uint64_t *min_ticks,
+                        uint64_t *kept, uint64_t *total, char *err, size_t errlen)
+{
+    dur_scan c = { hs_xcalloc(DUR_BUCKETS, sizeof *c.hist), 0 };
+    *min_ticks = 0;
+    *kept = *total = 0;
+    int rc = hs_timeline_read(t, nfuncs, scan_durations, &c, NULL, err, errlen);
+    if (!rc) {
+        *kept = *total = c.n;
+        if (c.n > max_calls) {
+            /* whole buckets from the longest down, while they fit */
+            uint64_t sum = 0;
+            uint32_t b = DUR_BUCKETS;
+            while (b > 0 && sum + c.hist[b - 1] <= max_calls)
+                sum += c.hist[--b];
+            *min_ticks = b < DUR_BUCKETS ? dur_bucket_min(b) : UINT64_MAX;
+            *kept = sum;
+        }
+    }
     free(c.hist);
     return rc;
 }

@@ -18,8 +18,8 @@
  * location names, tick conversion, the stable sort, two functions of one
  * name from merge to load (and from a report.json that did not save their
  * rvas in stacks), a report.json from before ready and hookscope samples,
- * one thread's read of a timeline file and its first calls that fit a
- * view, and a fuzz of the loader with a
+ * one thread's read of a timeline file, its first calls and its longest
+ * calls that fit a view, and a fuzz of the loader with a
  * fixed seed.
  */
 #include <dirent.h>
@@ -541,6 +541,48 @@ static void test_timeline_cutoff(void)
     remove(path);
 }
 
+/* The longest calls of a timeline that fit a view: whole durations (1
+ * tick apart below 4096 ticks, 1/4096 of a duration above), from the
+ * longest down; the cut just above the longest call left out. */
+static void test_timeline_longest(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/hs-timeline-long-%d.bin", (int)getpid());
+    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
+    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
+    hs_tl_rec ev[12];
+    for (int i = 0; i < 10; i++)   /* 10 to 100 ticks */
+        ev[i] = (hs_tl_rec){ (uint64_t)(1000 * i), (uint64_t)(1000 * i + 10 * (i + 1)), 5, 0, 0 };
+    /* two of 1,000,000 and 1,000,050 ticks: one bucket, 999,936 to 1,000,063 */
+    ev[10] = (hs_tl_rec){ 20000, 1020000, 5, 0, 0 };
+    ev[11] = (hs_tl_rec){ 20000, 1020050, 5, 0, 0 };
+    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, 12, 0 };
+    FILE *f = fopen(path, "wb");
+    fwrite(&h, sizeof h, 1, f);
+    fwrite(&b, sizeof b, 1, f);
+    fwrite(ev, sizeof ev[0], 12, f);
+    fclose(f);
+    uint32_t map[1] = { 0 };
+    hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
+    char err[300] = "";
+    uint64_t min, kept, total;
+    int rc = hs_timeline_longest(&t, 1, 6, &min, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 6 && total == 12 && min == 61, "timeline: the longest calls that fit",
+              "%d: shortest %llu, %llu of %llu; %s", rc, (unsigned long long)min, (unsigned long long)kept,
+              (unsigned long long)total, err);
+    rc = hs_timeline_longest(&t, 1, 2, &min, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 2 && min == 101,
+              "timeline: the longest 2 calls", "%d: shortest %llu, %llu kept", rc,
+              (unsigned long long)min, (unsigned long long)kept);
+    rc = hs_timeline_longest(&t, 1, 1, &min, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 0 && min == 1000064, "timeline: the longest calls, none fits",
+              "%d: shortest %llu, %llu kept", rc, (unsigned long long)min, (unsigned long long)kept);
+    rc = hs_timeline_longest(&t, 1, 12, &min, &kept, &total, err, sizeof err);
+    tap_check(!rc && kept == 12 && total == 12 && min == 0, "timeline: every call fits", "%d: shortest %llu, %llu",
+              rc, (unsigned long long)min, (unsigned long long)kept);
+    remove(path);
+}
+
 /* A sampled stack deeper than the sampler walked keeps its "[truncated]"
  * root when written again from report.json. */
 static void test_truncated_samples(void)
@@ -750,6 +792,7 @@ int main(void)
     test_truncated_samples();
     test_timeline_one_thread();
     test_timeline_cutoff();
+    test_timeline_longest();
     test_old_report_kinds();
     test_saved_profiles();
     test_fuzz_loader();
