@@ -194,6 +194,44 @@ class Silent:
         self.sock.close()
 
 
+class Drip:
+    """A server that answers 200 with 100,000 bytes announced, then sends
+    one byte every 0.5 s (each pause shorter than the timeout)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted, self.sent, self.stop = [], 0, threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(c)
+            threading.Thread(target=self._drip, args=(c,), daemon=True).start()
+
+    def _drip(self, c):
+        try:
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            while not self.stop.wait(0.5):
+                c.sendall(b"x")
+                self.sent += 1
+        except OSError:
+            return
+
+    def close(self):
+        self.stop.set()
+        for c in self.accepted:
+            c.close()
+        self.sock.close()
+
+
 def setup(name):
     """The images (RSDS paths that name no file), the served store, its
     keys: (work dir, {name: (exe, key)})."""
@@ -351,6 +389,31 @@ def test_failures_one_line_each():
     finally:
         srv.close()
         silent.close()
+
+
+def test_dripping_server_meets_the_deadline():
+    """A server that sends a byte every 0.5 s never pauses for the timeout
+    (2 s here): the download ends at its deadline, twice the timeout and
+    the timeout again per MB that came (4 s here), in one line; the server
+    is not asked again in the run, which goes on."""
+    work, images = setup("drip")
+    drip = Drip()
+    exe, key = images["pdbc"]
+    try:
+        cache = os.path.join(work, "cache")
+        t, elapsed = run(work, exe, f"srv*{cache}*{drip.url}", "drip", env={"HOOKSCOPE_SYMSRV_TIMEOUT": str(TIMEOUT_S)})
+        err = t.stderr.decode(errors="replace")
+        hs.eq(t.rc, 0, f"exit code ({err})")
+        lines = [l for l in err.splitlines() if l]
+        m = re.fullmatch(rf"hookscope: pdbc\.pdb {key} from {re.escape(drip.url)}: too slow \(pdbc\.pdb: (\d+) bytes in "
+                         rf"(\S+) s; a download has 4 s, and 2 s more per MB that comes\)", lines[0] if lines else "")
+        hs.check(m, f"the line: {lines}")
+        hs.check(4 <= float(m.group(2)) < 5.5 and 5 <= int(m.group(1)) <= 11, f"the deadline's figures: {m.groups()}")
+        hs.eq(len(drip.accepted), 1, "connections (the server is not asked again in the run)")
+        hs.check(elapsed < 2 * TIMEOUT_S + 10, f"the run took {elapsed:.1f} s")
+        hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), "the run went on: calls counted")
+    finally:
+        drip.close()
 
 
 def pdb_function(n):

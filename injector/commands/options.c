@@ -125,7 +125,10 @@ static const optdef options[] = {
       "cache*DIR symbol stores, srv*DIR*https://SERVER\n"
       "symbol servers (downloaded into DIR), separated\n"
       "by ';' (after the image's own path and folder;\n"
-      "then _NT_SYMBOL_PATH)" },
+      "then _NT_SYMBOL_PATH); a download waits at most\n"
+      "HOOKSCOPE_SYMSRV_TIMEOUT s (default 10) for each\n"
+      "answer, and lasts at most twice that, and that\n"
+      "again per MB that comes" },
     { OPT_SRCLINE, L"--srcline", NULL, NULL, 0, TRACE | HS_CMD_REPORT,
       "add file:line (PDB or DWARF line tables) to each\n"
       "function and stack frame in the reports" },

@@ -40,7 +40,8 @@ typedef struct hs_symfetch {
 
 /* The client over WinHTTP (Windows; NULL elsewhere). One per process; its
  * downloads stop at HOOKSCOPE_SYMSRV_TIMEOUT seconds without an answer
- * (default 10). */
+ * (default 10), and at their deadline: twice that, and that again per MB
+ * that came. */
 const hs_symfetch *hs_symfetch_host(void);
 
 /* The places of a search path, in order: entries separated by ';' are
