@@ -22,8 +22,11 @@
  * was stopped, on the performance counter, which the run read together
  * with the TSC at its start (report.json: qpc_start, tsc_start), so a
  * sample stands inside the calls it interrupted. A sample in hookscope's
- * own code (category "hookscope-sample") is named by the hooked function
- * that code served, whose call may not have begun or may have ended.
+ * own code (category "hookscope-sample") is "hookscope serving F", F the
+ * hooked function that code served (its stack's leaf, there as
+ * "hookscope serving module!F"): F's call may not have begun (the entry
+ * probe runs before the call is timed) or may have ended, and a sample
+ * named F would stand outside every call of F.
  * Events come in the file's order (per thread, as the calls ended, then
  * the calls still open at the end, up to the end), which the format
  * allows for complete events; the threads' names after them.
@@ -149,26 +152,39 @@ static void sampled_thread_names(trace_out *o)
     free(named);
 }
 
+/* Frame f of a sample's stack as text (with_module: "module!function");
+ * the leaf of a sample in hookscope's own code is "hookscope serving"
+ * the function. */
+static const char *sample_frame(const hs_profile *p, const hs_prof_stack *st, uint32_t f, bool with_module,
+                                char *buf, size_t len)
+{
+    char name[600];
+    if (f || st->kind != HS_STACK_HOOKSCOPE)
+        return hs_loc_format(p, st->frames[f], with_module, false, buf, len);
+    snprintf(buf, len, "hookscope serving %s", hs_loc_format(p, st->frames[0], with_module, false, name, sizeof name));
+    return buf;
+}
+
 /* The samples, as instant events. */
 static void put_samples(trace_out *o)
 {
     const hs_prof_timeline *t = o->p->timeline;
-    char buf[600];
+    char buf[640];
     for (size_t i = 0; i < t->nsamples; i++) {
         const hs_prof_stack *st = &o->p->stacks[t->samples[i].stack];
         if (!st->nframes)
             continue;
+        /* a sample in hookscope's own code (its probes, the wrapper) is its
+         * cost, for the hooked function it served */
+        bool own = st->kind == HS_STACK_HOOKSCOPE;
         sep(o);
         fputs("{\"name\": ", o->out);
-        hs_json_quote(o->out, hs_loc_format(o->p, st->frames[0], false, false, buf, sizeof buf));
-        /* a sample in hookscope's own code (its probes, the wrapper) is its
-         * cost, named by the hooked function it served */
-        fprintf(o->out, ", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ",
-                st->kind == HS_STACK_HOOKSCOPE ? "hookscope-sample" : "sample");
+        hs_json_quote(o->out, sample_frame(o->p, st, 0, false, buf, sizeof buf));
+        fprintf(o->out, ", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ", own ? "hookscope-sample" : "sample");
         ns_as_us(o->out, hs_timeline_qpc_ns(t, t->samples[i].qpc));
         fprintf(o->out, ", \"pid\": %u, \"tid\": %u, \"args\": {\"stack\": [", o->p->pid, st->tid);
         for (uint32_t f = st->nframes; f-- > 0;) {
-            hs_json_quote(o->out, hs_loc_format(o->p, st->frames[f], true, false, buf, sizeof buf));
+            hs_json_quote(o->out, sample_frame(o->p, st, f, true, buf, sizeof buf));
             if (f)
                 fputs(", ", o->out);
         }
