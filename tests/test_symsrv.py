@@ -187,6 +187,10 @@ class Silent:
             except OSError:
                 return
             self.accepted.append(c)
+            self.serve(c)
+
+    def serve(self, c):
+        pass
 
     def close(self):
         for c in self.accepted:
@@ -194,26 +198,16 @@ class Silent:
         self.sock.close()
 
 
-class Drip:
+class Drip(Silent):
     """A server that answers 200 with 100,000 bytes announced, then sends
     one byte every 0.5 s (each pause shorter than the timeout)."""
 
     def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.accepted, self.sent, self.stop = [], 0, threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.sent, self.stop = 0, threading.Event()
+        super().__init__()
 
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(c)
-            threading.Thread(target=self._drip, args=(c,), daemon=True).start()
+    def serve(self, c):
+        threading.Thread(target=self._drip, args=(c,), daemon=True).start()
 
     def _drip(self, c):
         try:
@@ -227,9 +221,7 @@ class Drip:
 
     def close(self):
         self.stop.set()
-        for c in self.accepted:
-            c.close()
-        self.sock.close()
+        super().close()
 
 
 def setup(name):

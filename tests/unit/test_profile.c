@@ -510,23 +510,29 @@ static void test_timeline_one_thread(void)
     remove(path);
 }
 
+/* A timeline file of one block: n events of thread 1. */
+static void write_one_block(const char *path, const hs_tl_rec *ev, uint32_t n)
+{
+    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
+    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
+    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, n, 0 };
+    FILE *f = fopen(path, "wb");
+    fwrite(&h, sizeof h, 1, f);
+    fwrite(&b, sizeof b, 1, f);
+    fwrite(ev, sizeof ev[0], n, f);
+    fclose(f);
+}
+
 /* The first calls of a timeline that fit a view: those that begin before
  * the cut, as many as fit. */
 static void test_timeline_cutoff(void)
 {
     char path[64];
     snprintf(path, sizeof path, "/tmp/hs-timeline-cut-%d.bin", (int)getpid());
-    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
-    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
     hs_tl_rec ev[10];
     for (int i = 0; i < 10; i++)   /* (in the order they end: the last to begin first) */
         ev[i] = (hs_tl_rec){ (uint64_t)(1000 - 100 * i), (uint64_t)(1050 - 100 * i), 50, 0, 0 };
-    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, 10, 0 };
-    FILE *f = fopen(path, "wb");
-    fwrite(&h, sizeof h, 1, f);
-    fwrite(&b, sizeof b, 1, f);
-    fwrite(ev, sizeof ev[0], 10, f);
-    fclose(f);
+    write_one_block(path, ev, 10);
     uint32_t map[1] = { 0 };
     hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
     char err[300] = "";
@@ -548,20 +554,13 @@ static void test_timeline_longest(void)
 {
     char path[64];
     snprintf(path, sizeof path, "/tmp/hs-timeline-long-%d.bin", (int)getpid());
-    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
-    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
     hs_tl_rec ev[12];
     for (int i = 0; i < 10; i++)   /* 10 to 100 ticks */
         ev[i] = (hs_tl_rec){ (uint64_t)(1000 * i), (uint64_t)(1000 * i + 10 * (i + 1)), 5, 0, 0 };
     /* two of 1,000,000 and 1,000,050 ticks: one bucket, 999,936 to 1,000,063 */
     ev[10] = (hs_tl_rec){ 20000, 1020000, 5, 0, 0 };
     ev[11] = (hs_tl_rec){ 20000, 1020050, 5, 0, 0 };
-    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, 12, 0 };
-    FILE *f = fopen(path, "wb");
-    fwrite(&h, sizeof h, 1, f);
-    fwrite(&b, sizeof b, 1, f);
-    fwrite(ev, sizeof ev[0], 12, f);
-    fclose(f);
+    write_one_block(path, ev, 12);
     uint32_t map[1] = { 0 };
     hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
     char err[300] = "";
