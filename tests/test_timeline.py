@@ -10,6 +10,7 @@ cannot keep (a full buffer, --timeline-max) is counted, reported and
 shown; a damaged timeline file is refused in one line by `report DIR`.
 """
 import bisect
+import collections
 import json
 import os
 import re
@@ -596,9 +597,10 @@ def test_views_bound_and_say_what_they_lack():
     """A demo run's directory given a timeline.bin of 2,100,000 calls one
     after another on its thread, 100 to 3,099 ticks long (700 of each
     length), and 5 calls dropped for a full buffer: trace.json keeps the
-    longest 499,800 (700 of each length from 2,386 ticks on: 714 lengths
-    fit in 500,000; the 1,600,200 shorter left out), says so in its
-    otherData, in the thread's name and in an instant event; speedscope's
+    longest 500,000 (700 of each length from 2,386 ticks on: 714 lengths
+    fit, 499,800 calls; then of the 2,385-tick ones the first 200 to
+    begin; the 1,600,000 others left out), says so in its otherData, in
+    the thread's name and in an instant event; speedscope's
     evented profile keeps the first 2,000,000 at most and its name says
     what was dropped and what left out; report.txt says what each view
     holds."""
@@ -629,32 +631,38 @@ def test_views_bound_and_say_what_they_lack():
         json.dump(j, f)
     hz = tl["tsc_hz"]
 
-    def us(ticks):   # a duration as the writers print it: ns rounded, in us
-        return "%.3f" % (round((ticks) * 1e9 / hz) / 1000)
-
     out = hs.outdir("tl_views_out")
     for fmt in ("trace", "speedscope", "txt"):
         p = hs.hookscope(["report", "-q", "--format", fmt, "-o", out, d], timeout=400)
         hs.eq(p.returncode, 0, f"report --format {fmt}: " + p.stderr.decode(errors="replace"))
     with open(os.path.join(hs.ROOT, out, "trace.json"), encoding="utf-8") as f:
         trace = json.load(f)
-    kept, left, shortest = TRACE_CALLS // 700 * 700, n - TRACE_CALLS // 700 * 700, 3100 - TRACE_CALLS // 700
-    hs.eq((kept, left, shortest), (499800, 1600200, 2386), "the figures expected")
-    hs.eq(trace["otherData"], {"calls": n, "calls_kept": kept, "calls_left_out": left,
-                               "shortest_kept_us": float(us(shortest)),
-                               "left_out": "the calls shorter than shortest_kept_us: the file keeps the longest calls "
-                                           "(speedscope takes minutes to import more); timeline.bin has them all"},
-          "trace.json's otherData")
+    whole = TRACE_CALLS // 700 * 700   # the lengths kept whole
+    shortest, kept, left = 3100 - TRACE_CALLS // 700, TRACE_CALLS, n - TRACE_CALLS
+    hs.eq((whole, shortest, kept, left), (499800, 2386, 500000, 1600000), "the figures expected")
+    other_data = dict(trace["otherData"])
+    kept_m = re.fullmatch(rf"the calls of {shortest * 1e9 / hz:.2f} ns or more, and of the calls from "
+                          rf"{(shortest - 1) * 1e9 / hz:.2f} ns, those that began before (\S+) ms",
+                          other_data.pop("kept"))
+    hs.check(kept_m, f"otherData says which calls it kept: {trace['otherData']}")
+    hs.eq(other_data, {"calls": n, "calls_kept": kept, "calls_left_out": left,
+                       "left_out": "the other calls, shorter: the file keeps the longest (speedscope takes minutes to "
+                                   "import more); timeline.bin has them all"}, "trace.json's otherData")
     by_name, other = calls_of(trace)
-    durs = sorted(ns(e["dur"]) for v in by_name.values() for e in v)
-    hs.eq(len(durs), kept, "the calls in trace.json")
-    hs.check(abs(durs[0] - shortest * 1e9 / hz) <= 1 and abs(durs[-1] - 3099e9 / hz) <= 1,
-             f"the shortest kept is {shortest} ticks, the longest 3099: {durs[0]}, {durs[-1]} ns")
+    # each call's number (its start: t0 + 4000 ticks a call) says its length (100 + number % 3000 ticks)
+    numbers = sorted(round((e["ts"] * 1e-6 * hz + tl["tsc_start"] - t0) / 4000) for v in by_name.values() for e in v)
+    hs.eq(len(numbers), kept, "the calls in trace.json")
+    lengths = collections.Counter(100 + i % 3000 for i in numbers)
+    hs.eq(lengths, {**{d: 700 for d in range(shortest, 3100)}, shortest - 1: 200}, "the calls kept, by length")
+    edge = [i for i in numbers if 100 + i % 3000 == shortest - 1]
+    hs.eq(edge, list(range(shortest - 1 - 100, n, 3000))[:200], "the 2,385-tick calls kept: the first 200 to begin")
+    hs.check((t0 + 4000 * edge[-1] - tl["tsc_start"]) / hz * 1e3 < float(kept_m.group(1)) <
+             (t0 + 4000 * (edge[-1] + 3000) - tl["tsc_start"]) / hz * 1e3, f"the time said: {kept_m.group(1)} ms")
     hs.eq([e["args"]["name"] for e in other if e["name"] == "thread_name" and e["tid"] == tid],
-          [f"thread {tid} ({left} calls shorter than {us(shortest)} us left out)"], "the thread's name says so")
+          [f"thread {tid} ({left} shorter calls left out)"], "the thread's name says so")
     hs.eq([(e["name"], e["args"]) for e in other if e["name"].startswith("hookscope left out")],
-          [(f"hookscope left out {left} calls", {"left_out": left, "shortest_kept_us": float(us(shortest)),
-                                                 "run_calls": n, "run_calls_kept": kept})], "an instant event too")
+          [(f"hookscope left out {left} calls", {"left_out": left, "run_calls": n, "run_calls_kept": kept})],
+          "an instant event too")
     with open(os.path.join(hs.ROOT, out, "profile.speedscope.json"), encoding="utf-8") as f:
         ss = json.load(f)
     (prof,) = [x for x in ss["profiles"] if x["type"] == "evented"]
@@ -668,8 +676,8 @@ def test_views_bound_and_say_what_they_lack():
              abs(float(m.group(4)) - cut_ms) < 0.01 * cut_ms, f"its figures: {m.groups()}, {first_ms}, {cut_ms}")
     with open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8") as f:
         txt = f.read()
-    hs.check(f"\nviews      trace.json holds the longest {kept} of the timeline's {n} calls (those shorter than "
-             f"{us(shortest)} us left out: speedscope takes minutes to import more); timeline.bin has them all\n"
+    hs.check(f"\nviews      trace.json holds the longest {kept} of the timeline's {n} calls ({kept_m.group(0)}: "
+             f"speedscope takes minutes to import more); timeline.bin has them all\n"
              f"views      profile.firefox.json and profile.speedscope.json hold the first {len(prof['events']) // 2} of "
              f"the timeline's {n} calls (those from " in txt, "report.txt says what the views hold: " + txt[:1500])
 

@@ -32,12 +32,12 @@
  * allows for complete events; the threads' names after them.
  *
  * At most HS_TRACE_VIEW_CALLS calls, the longest (speedscope's app takes
- * minutes to import more): the whole run stays in view, and a call kept has its
- * callers kept. What a cut leaves out is said three times: the file's
- * otherData (calls, kept, left out, the shortest duration kept), each
- * thread's name ("thread N (M calls shorter than D us left out)", which
- * Perfetto and speedscope show), and an instant event at the thread's
- * start with the same figures.
+ * minutes to import more; hs_timeline_longest): the whole run stays in
+ * view, and a call kept has its callers kept. What a cut leaves out is
+ * said three times: the file's otherData (calls, kept, left out, and
+ * which were kept), each thread's name ("thread N (M shorter calls left
+ * out)", which Perfetto and speedscope show), and an instant event at the
+ * thread's start with its figures.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -50,7 +50,7 @@ typedef struct trace_out {
     const hs_profile *p;
     FILE *out;
     bool first;
-    uint64_t min_ticks;          /* calls shorter (t1 - t0) are left out, */
+    hs_tl_longest keep;          /* the calls kept; the others left out, */
     uint64_t *left;              /* these many of each timeline thread's */
     size_t at;                   /* the thread (its index) of the last block */
 } trace_out;
@@ -77,7 +77,7 @@ static int put_events(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, u
             o->at++;
     for (uint32_t i = 0; i < n; i++) {
         const hs_tl_rec *e = &ev[i];
-        if (e->t1 - e->t0 < o->min_ticks) {
+        if (!hs_tl_longest_keeps(&o->keep, e)) {
             o->left[o->at]++;
             continue;
         }
@@ -103,17 +103,14 @@ static void thread_name(trace_out *o, uint32_t tid, uint64_t left)
     sep(o);
     fprintf(o->out, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"thread %u",
             o->p->pid, tid, tid);
-    if (left) {
-        fprintf(o->out, " (%" PRIu64 " calls shorter than ", left);
-        ns_as_us(o->out, hs_timeline_ticks_ns(o->p->timeline, o->min_ticks));
-        fputs(" us left out)", o->out);
-    }
+    if (left)
+        fprintf(o->out, " (%" PRIu64 " shorter calls left out)", left);
     fputs("\"}}", o->out);
 }
 
 /* The timeline's threads' names, and an instant event on each thread
  * that has calls left out. */
-static void timeline_thread_names(trace_out *o, uint64_t kept, uint64_t total)
+static void timeline_thread_names(trace_out *o)
 {
     const hs_prof_timeline *t = o->p->timeline;
     for (size_t i = 0; i < t->nthreads; i++) {
@@ -124,10 +121,8 @@ static void timeline_thread_names(trace_out *o, uint64_t kept, uint64_t total)
         sep(o);
         fprintf(o->out, "{\"name\": \"hookscope left out %" PRIu64 " calls\", \"cat\": \"hookscope\", \"ph\": \"i\", "
                         "\"s\": \"t\", \"ts\": 0.000, \"pid\": %u, \"tid\": %u, \"args\": {\"left_out\": %" PRIu64
-                        ", \"shortest_kept_us\": ",
-                o->left[i], o->p->pid, tid, o->left[i]);
-        ns_as_us(o->out, hs_timeline_ticks_ns(t, o->min_ticks));
-        fprintf(o->out, ", \"run_calls\": %" PRIu64 ", \"run_calls_kept\": %" PRIu64 "}}", total, kept);
+                        ", \"run_calls\": %" PRIu64 ", \"run_calls_kept\": %" PRIu64 "}}",
+                o->left[i], o->p->pid, tid, o->left[i], o->keep.total, o->keep.kept);
     }
 }
 
@@ -195,13 +190,12 @@ static void put_samples(trace_out *o)
 int hs_write_trace_json(const hs_profile *p, FILE *out)
 {
     const hs_prof_timeline *t = p->timeline;
-    trace_out o = { p, out, true, 0, NULL, 0 };
-    uint64_t kept = 0, total = 0;
+    trace_out o = { .p = p, .out = out, .first = true };
     char err[400] = "";   /* (a writer's own failure sets none: said by the caller) */
     if (t) {
         hs_prof_tl_thread sum = hs_timeline_totals(t);
         if (sum.events + sum.open > HS_TRACE_VIEW_CALLS &&
-            hs_timeline_longest(t, p->nfuncs, HS_TRACE_VIEW_CALLS, &o.min_ticks, &kept, &total, err, sizeof err)) {
+            hs_timeline_longest(t, p->nfuncs, HS_TRACE_VIEW_CALLS, &o.keep, err, sizeof err)) {
             if (err[0])
                 hs_err("%s", err);
             return -1;
@@ -209,12 +203,12 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
         o.left = hs_xcalloc(t->nthreads + 1, sizeof *o.left);
     }
     fputs("{\"displayTimeUnit\": \"ns\", ", out);
-    if (kept < total) {
+    if (o.keep.kept < o.keep.total) {
+        char kept[300];
         fprintf(out, "\"otherData\": {\"calls\": %" PRIu64 ", \"calls_kept\": %" PRIu64 ", \"calls_left_out\": %" PRIu64
-                     ", \"shortest_kept_us\": ", total, kept, total - kept);
-        ns_as_us(out, hs_timeline_ticks_ns(t, o.min_ticks));
-        fputs(", \"left_out\": \"the calls shorter than shortest_kept_us: the file keeps the longest calls "
-              "(speedscope takes minutes to import more); timeline.bin has them all\"},\n ", out);
+                     ", \"kept\": \"%s\", \"left_out\": \"the other calls, shorter: the file keeps the longest "
+                     "(speedscope takes minutes to import more); timeline.bin has them all\"},\n ",
+                o.keep.total, o.keep.kept, o.keep.total - o.keep.kept, hs_fmt_longest_kept(t, &o.keep, kept, sizeof kept));
     }
     fputs("\"traceEvents\": [", out);
     sep(&o);
@@ -250,7 +244,7 @@ int hs_write_trace_json(const hs_profile *p, FILE *out)
         free(o.left);
         return -1;
     }
-    timeline_thread_names(&o, kept, total);
+    timeline_thread_names(&o);
     free(o.left);
     fputs("\n]}\n", out);
     return ferror(out) ? -1 : 0;

@@ -488,16 +488,18 @@ static int write_view_cuts(const hs_profile *p, FILE *out)
 {
     const hs_prof_timeline *t = p->timeline;
     hs_prof_tl_thread sum = hs_timeline_totals(t);
-    uint64_t cut, kept, min_ticks, total;
+    uint64_t cut, kept, total;
     char err[400] = "";
     if (sum.events + sum.open > HS_TRACE_VIEW_CALLS) {
-        if (hs_timeline_longest(t, p->nfuncs, HS_TRACE_VIEW_CALLS, &min_ticks, &kept, &total, err, sizeof err))
+        hs_tl_longest l;
+        char which[300];
+        if (hs_timeline_longest(t, p->nfuncs, HS_TRACE_VIEW_CALLS, &l, err, sizeof err))
             goto failed;
-        if (kept < total)
-            fprintf(out, "views      trace.json holds the longest %llu of the timeline's %llu calls (those shorter "
-                         "than %.3f us left out: speedscope takes minutes to import more); timeline.bin has them all\n",
-                    (unsigned long long)kept, (unsigned long long)total,
-                    (double)hs_timeline_ticks_ns(t, min_ticks) / 1e3);
+        if (l.kept < l.total)
+            fprintf(out, "views      trace.json holds the longest %llu of the timeline's %llu calls (%s: speedscope "
+                         "takes minutes to import more); timeline.bin has them all\n",
+                    (unsigned long long)l.kept, (unsigned long long)l.total,
+                    hs_fmt_longest_kept(t, &l, which, sizeof which));
     }
     if (sum.events + sum.open > HS_TIMELINE_VIEW_CALLS) {
         if (hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &cut, &kept, &total, err, sizeof err))

@@ -141,15 +141,28 @@ int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_ca
                        uint64_t *total, char *err, size_t errlen);
 
 /* The calls that a view of the whole run keeps (trace.json): the
- * longest, those that last *min_ticks or more (t1 - t0; 0: every call),
- * as many as fit in max_calls (*kept of *total); *min_ticks lies just
- * above the longest call left out. A call kept has its callers kept
- * (none is shorter), so the calls still nest. Calls 1/4096 of their
- * duration apart may fall on one side of the cut together (a view may
- * keep fewer than max_calls). One read of the file; 0, or -1 with a
- * one-line reason in err. */
-int hs_timeline_longest(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, uint64_t *min_ticks,
-                        uint64_t *kept, uint64_t *total, char *err, size_t errlen);
+ * longest, as many as fit in max_calls (kept of total). Durations (t1 -
+ * t0) are taken in buckets (one tick wide below 4096 ticks, 1/4096 of a
+ * duration above): every call of min_ticks or more (0: every call), then
+ * of the bucket that does not fit whole, edge_ticks to min_ticks - 1,
+ * those that begin before edge_until (rdtsc; 0: none), as many as fit
+ * (start times in 65,536 buckets too: a view may keep a few less than
+ * max_calls). A call kept has its callers kept: each is longer, and
+ * began earlier. */
+typedef struct hs_tl_longest {
+    uint64_t min_ticks;
+    uint64_t edge_ticks, edge_until;
+    uint64_t kept, total;
+} hs_tl_longest;
+
+/* Whether l keeps the call e. */
+bool hs_tl_longest_keeps(const hs_tl_longest *l, const hs_tl_rec *e);
+
+/* The longest calls that fit in max_calls; one read of the file, three
+ * when a bucket does not fit whole. 0, or -1 with a one-line reason in
+ * err. */
+int hs_timeline_longest(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, hs_tl_longest *l, char *err,
+                        size_t errlen);
 
 /* The same for one thread's blocks only (the others are skipped, their
  * events unread, their sizes still checked against the file's). */

@@ -549,7 +549,8 @@ static void test_timeline_cutoff(void)
 
 /* The longest calls of a timeline that fit a view: whole durations (1
  * tick apart below 4096 ticks, 1/4096 of a duration above), from the
- * longest down; the cut just above the longest call left out. */
+ * longest down, the cut just above the longest call left out; of the
+ * durations that do not fit whole, the first to begin. */
 static void test_timeline_longest(void)
 {
     char path[64];
@@ -557,28 +558,33 @@ static void test_timeline_longest(void)
     hs_tl_rec ev[12];
     for (int i = 0; i < 10; i++)   /* 10 to 100 ticks */
         ev[i] = (hs_tl_rec){ (uint64_t)(1000 * i), (uint64_t)(1000 * i + 10 * (i + 1)), 5, 0, 0 };
-    /* two of 1,000,000 and 1,000,050 ticks: one bucket, 999,936 to 1,000,063 */
+    /* 1,000,000 and 1,000,050 ticks: one bucket, 999,936 to 1,000,063 */
     ev[10] = (hs_tl_rec){ 20000, 1020000, 5, 0, 0 };
-    ev[11] = (hs_tl_rec){ 20000, 1020050, 5, 0, 0 };
+    ev[11] = (hs_tl_rec){ 30000, 1030050, 5, 0, 0 };
     write_one_block(path, ev, 12);
     uint32_t map[1] = { 0 };
     hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
     char err[300] = "";
-    uint64_t min, kept, total;
-    int rc = hs_timeline_longest(&t, 1, 6, &min, &kept, &total, err, sizeof err);
-    tap_check(!rc && kept == 6 && total == 12 && min == 61, "timeline: the longest calls that fit",
-              "%d: shortest %llu, %llu of %llu; %s", rc, (unsigned long long)min, (unsigned long long)kept,
-              (unsigned long long)total, err);
-    rc = hs_timeline_longest(&t, 1, 2, &min, &kept, &total, err, sizeof err);
-    tap_check(!rc && kept == 2 && min == 101,
-              "timeline: the longest 2 calls", "%d: shortest %llu, %llu kept", rc,
-              (unsigned long long)min, (unsigned long long)kept);
-    rc = hs_timeline_longest(&t, 1, 1, &min, &kept, &total, err, sizeof err);
-    tap_check(!rc && kept == 0 && min == 1000064, "timeline: the longest calls, none fits",
-              "%d: shortest %llu, %llu kept", rc, (unsigned long long)min, (unsigned long long)kept);
-    rc = hs_timeline_longest(&t, 1, 12, &min, &kept, &total, err, sizeof err);
-    tap_check(!rc && kept == 12 && total == 12 && min == 0, "timeline: every call fits", "%d: shortest %llu, %llu",
-              rc, (unsigned long long)min, (unsigned long long)kept);
+    hs_tl_longest l;
+    int rc = hs_timeline_longest(&t, 1, 6, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 6 && l.total == 12 && l.min_ticks == 61 && !l.edge_until,
+              "timeline: the longest calls that fit", "%d: shortest %llu, %llu of %llu, edge until %llu; %s", rc,
+              (unsigned long long)l.min_ticks, (unsigned long long)l.kept, (unsigned long long)l.total,
+              (unsigned long long)l.edge_until, err);
+    rc = hs_timeline_longest(&t, 1, 2, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 2 && l.min_ticks == 101 && !l.edge_until, "timeline: the longest 2 calls",
+              "%d: shortest %llu, %llu kept", rc, (unsigned long long)l.min_ticks, (unsigned long long)l.kept);
+    rc = hs_timeline_longest(&t, 1, 1, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 1 && l.min_ticks == 1000064 && l.edge_ticks == 999936 && l.edge_until > 20000 &&
+                  l.edge_until <= 30000 && hs_tl_longest_keeps(&l, &ev[10]) && !hs_tl_longest_keeps(&l, &ev[11]) &&
+                  !hs_tl_longest_keeps(&l, &ev[9]),
+              "timeline: the longest call, the first of its bucket", "%d: %llu kept, %llu.., %llu until %llu", rc,
+              (unsigned long long)l.kept, (unsigned long long)l.min_ticks, (unsigned long long)l.edge_ticks,
+              (unsigned long long)l.edge_until);
+    rc = hs_timeline_longest(&t, 1, 12, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 12 && l.total == 12 && l.min_ticks == 0 && hs_tl_longest_keeps(&l, &ev[0]),
+              "timeline: every call fits", "%d: shortest %llu, %llu", rc, (unsigned long long)l.min_ticks,
+              (unsigned long long)l.kept);
     remove(path);
 }
 
