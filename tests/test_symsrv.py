@@ -666,7 +666,8 @@ def test_bad_symbol_paths_one_line_each():
     """A --symbols entry that cannot be used is a usage error in one line
     (exit 2, nothing read): a server that is not http:// or https://, a
     srv* or cache* that names nothing, a server outside srv*, a file where
-    a folder is expected (a folder entry, a store); a good path passes."""
+    a folder is expected (a folder entry, a store); a good path passes.
+    In _NT_SYMBOL_PATH such an entry is one line, and the command goes on."""
     pdb = os.path.join(hs.ROOT, PDB, "pdbc-instr.pdb")
     cases = [
         ("srv*BADSCHEME://x", "'srv*BADSCHEME://x': a symbol server's address begins with http:// or https://"),
@@ -687,3 +688,9 @@ def test_bad_symbol_paths_one_line_each():
     p = hs.hookscope(["functions", "--symbols", f"cache*{os.path.dirname(pdb)};srv*C:\\nosuch*https://example.org/s",
                       "build/examples/demo.exe"])
     hs.eq((p.returncode, p.stderr.decode()), (0, ""), "a good path: exit code, stderr")
+    # _NT_SYMBOL_PATH is the environment's, not the command's: one line, and the command goes on
+    p = hs.hookscope(["functions", "build/examples/demo.exe"], extra_env={"_NT_SYMBOL_PATH": f"C:\\syms;srv*BAD://x"})
+    hs.eq((p.returncode, p.stderr.decode().splitlines()),
+          (0, ["hookscope: _NT_SYMBOL_PATH: 'srv*BAD://x': a symbol server's address begins with http:// or "
+               "https:// (that entry is not used)"]), "_NT_SYMBOL_PATH: exit code, the line")
+    hs.check(b"main" in p.stdout, "the functions listed")

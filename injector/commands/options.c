@@ -560,6 +560,10 @@ hs_symconf hs_options_symconf(const hs_options *o)
     hs_symconf c = { o->symbols, getenv("_NT_SYMBOL_PATH"), hs_symfetch_host() };
     if (c.nt_symbol_path && !*c.nt_symbol_path)
         c.nt_symbol_path = NULL;
+    /* the environment's path is not this command's: said, not refused */
+    char why[700];
+    if (c.nt_symbol_path && hs_symstore_check(c.nt_symbol_path, hs_symfs_host(), why, sizeof why) < 0)
+        hs_err("_NT_SYMBOL_PATH: %s (that entry is not used)", why);
     return c;
 }
 
