@@ -76,7 +76,7 @@ int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, u
     int found = 0;
     for (uint32_t i = 0; i < t->nprocs; i++) {
         const hs_etl_process *pr = &t->procs[i];
-        if (pid ? pr->pid != pid : !name_is(pr->name, name))
+        if (name ? !name_is(pr->name, name) : pr->pid != pid)
             continue;
         if (!found || samples[i] > samples[*index])
             *index = i;
@@ -88,7 +88,7 @@ int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, u
     free(with_stack);
     if (found)
         return 0;
-    if (pid)
+    if (!name)
         snprintf(err, errlen, "the trace has no process with id %u (run 'hookscope report --etl FILE' for the "
                               "processes it has)", pid);
     else

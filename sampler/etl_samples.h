@@ -59,8 +59,9 @@ typedef struct hs_etl_proc_row {
 /* The processes with samples, by samples (most first), then pid; malloc'd. */
 size_t hs_etl_process_table(const hs_etl_trace *t, hs_etl_proc_row **rows);
 
-/* The process instance to profile: by pid (pid != 0) or by image name
- * (case ignored); when several instances match, the one with the most
+/* The process instance to profile: by image name (case ignored), or
+ * with name NULL by pid (0: the Idle process, whose samples are the
+ * processors' idle time); when several instances match, the one with the most
  * samples (*matched, if not NULL: how many matched). Returns 0, or -1
  * with one line in err naming what exists. */
 int hs_etl_pick_process(const hs_etl_trace *t, uint32_t pid, const char *name, uint32_t *index, uint32_t *matched,

@@ -331,7 +331,8 @@ def test_etw_samples_on_the_timeline():
     the session, as hookscope's own QPC-clocked session records them) are
     on the timeline as the suspend sampler's are: one instant event per
     CPU sample of the target (none of another process'), 30 named fib and
-    the 20 in fib's stub as hookscope's, in time order, inside the run
+    the 20 in fib's stub as hookscope's ("hookscope serving fib": the entry
+    probe runs before fib's call is timed), in time order, inside the run
     (from its start to its wall time), on the thread that has the calls."""
     rva, _, stdout = rvas("etw_run_timeline")
     fib, main = rva["fib"], rva["main"]
@@ -348,7 +349,7 @@ foreign 11 exe+{fib + 4:#x}
     evs = trace["traceEvents"]
     samples = [e for e in evs if e.get("cat") in ("sample", "hookscope-sample")]
     hs.eq(sorted((e["cat"], e["name"]) for e in samples),
-          sorted([("sample", "fib")] * 30 + [("hookscope-sample", "fib")] * 20),
+          sorted([("sample", "fib")] * 30 + [("hookscope-sample", "hookscope serving fib")] * 20),
           "the target's samples, each an instant event (the stub's are hookscope's)")
     hs.eq(len(t.json["timeline"]["samples"]), 50, "report.json's timeline samples")
     calls_tid = {e["tid"] for e in evs if e["ph"] == "X"}

@@ -114,12 +114,16 @@ def test_profile_of_the_timeline():
                  f"{f['name']}: times add up to sum_ns {f['time']['sum_ns']}")
     hs.eq({n: len(per_func[n]) for n in ("burn_a", "burn_b", "burn_c")},
           {n: t.calls("cpusplit.exe")[n] for n in ("burn_a", "burn_b", "burn_c")}, "the burners' calls")
-    # samples: the timeline's, each with its stack and state
+    # samples: the timeline's, each with its stack and state (hookscope's
+    # own: the leaf is "hookscope serving" the function)
     want = collections.Counter()
     for kind, pos, _ in tl["samples"]:
         key, cat = KINDS[kind]
         st = t.json[key][pos]
-        want[(st["thread"], cat, tuple(location(fr) for fr in reversed(st["frames"])))] += 1
+        frames = [location(fr) for fr in reversed(st["frames"])]
+        if cat == "hookscope":
+            frames[-1] = "hookscope serving " + frames[-1]
+        want[(st["thread"], cat, tuple(frames))] += 1
     got = collections.Counter()
     for th in doc["threads"]:
         for s, _, _ in th["samples"]["data"]:
@@ -316,3 +320,15 @@ def test_timeline_with_the_etw_sampler():
     notes = {th["tid"]: [m[5]["text"] for m in th["markers"]["data"] if m[5]["type"] == "HookscopeNote"]
              for th in doc["threads"]}
     hs.eq(notes.get(sampled), [], "no note on the sampled thread")
+    # a sample in fib's stub (the entry probe runs before the call is timed) is
+    # "hookscope serving fib", in the file and in trace.json: one named fib
+    # would stand outside fib's calls
+    exe = os.path.basename(t.json["target"]["path"].replace("\\", "/"))
+    (th,) = [th for th in doc["threads"] if th["tid"] == sampled]
+    hs.eq(collections.Counter(stack_of(th, s)[-1] for s, _, _ in th["samples"]["data"]
+                              if sample_category(doc, th, s) == "hookscope"),
+          {f"hookscope serving fib (in {exe})": 20}, "the leaf of the samples in fib's stub")
+    trace = json.loads(t.file("trace.json"))
+    own = [e for e in trace["traceEvents"] if e.get("cat") == "hookscope-sample"]
+    hs.eq(collections.Counter((e["name"], e["args"]["stack"][-1]) for e in own),
+          {("hookscope serving fib", f"hookscope serving {exe}!fib"): 20}, "trace.json's samples in fib's stub")

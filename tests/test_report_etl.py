@@ -63,6 +63,18 @@ def test_powerpoint_by_pid():
     hs.check(all("+0x" in f for s in j["sample_stacks"] for f in s["frames"]), "frames are module+0xoff")
 
 
+def test_idle_process_by_pid_zero():
+    """--pid 0 is the Idle process, which the table lists first: its
+    samples (the processors' idle time) as any process's."""
+    hs.need(PPT)
+    out = hs.outdir("etl-idle")
+    p = hs.hookscope(["report", "-q", "--etl", PPT, "--pid", "0", "-o", out])
+    hs.eq(p.returncode, 0, f"exit code ({p.stderr.decode(errors='replace')})")
+    j = load(out)
+    hs.eq((j["target"]["pid"], j["target"]["path"], j["sampling"]["samples"]), (0, "Idle", 125873),
+          "the Idle process and its samples")
+
+
 def test_perfview_by_name_compressed_with_stack_keys():
     hs.need(PERFVIEW)
     out = hs.outdir("etl-perfview")
@@ -225,6 +237,12 @@ def test_errors():
          "processes it has)"),
         (["report", "--pid", "5"], 2, "hookscope: --pid and --process choose a process of an --etl trace"),
         (["report", "--etl", PPT, "dir"], 2, "hookscope: report reads a run's directory or an --etl file, not both"),
+        (["report", "--etl", PPT, "--pid", "5100", "--format", "trace"], 125,
+         "hookscope: this trace has nothing for --format trace (an ETW trace has samples, no hooked calls: "
+         "trace.json is the timeline of a run with --timeline)"),
+        (["report", "--etl", PPT, "--pid", "5100", "--format", "folded"], 125,
+         "hookscope: this trace has nothing for --format folded (an ETW trace has samples, no hooked calls: "
+         "--format folded-cpu writes its CPU samples' stacks)"),
     ]
     for args, code, msg in cases:
         p = hs.hookscope(args)

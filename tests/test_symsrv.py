@@ -187,11 +187,41 @@ class Silent:
             except OSError:
                 return
             self.accepted.append(c)
+            self.serve(c)
+
+    def serve(self, c):
+        pass
 
     def close(self):
         for c in self.accepted:
             c.close()
         self.sock.close()
+
+
+class Drip(Silent):
+    """A server that answers 200 with 100,000 bytes announced, then sends
+    one byte every 0.5 s (each pause shorter than the timeout)."""
+
+    def __init__(self):
+        self.sent, self.stop = 0, threading.Event()
+        super().__init__()
+
+    def serve(self, c):
+        threading.Thread(target=self._drip, args=(c,), daemon=True).start()
+
+    def _drip(self, c):
+        try:
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            while not self.stop.wait(0.5):
+                c.sendall(b"x")
+                self.sent += 1
+        except OSError:
+            return
+
+    def close(self):
+        self.stop.set()
+        super().close()
 
 
 def setup(name):
@@ -351,6 +381,31 @@ def test_failures_one_line_each():
     finally:
         srv.close()
         silent.close()
+
+
+def test_dripping_server_meets_the_deadline():
+    """A server that sends a byte every 0.5 s never pauses for the timeout
+    (2 s here): the download ends at its deadline, twice the timeout and
+    the timeout again per MB that came (4 s here), in one line; the server
+    is not asked again in the run, which goes on."""
+    work, images = setup("drip")
+    drip = Drip()
+    exe, key = images["pdbc"]
+    try:
+        cache = os.path.join(work, "cache")
+        t, elapsed = run(work, exe, f"srv*{cache}*{drip.url}", "drip", env={"HOOKSCOPE_SYMSRV_TIMEOUT": str(TIMEOUT_S)})
+        err = t.stderr.decode(errors="replace")
+        hs.eq(t.rc, 0, f"exit code ({err})")
+        lines = [l for l in err.splitlines() if l]
+        m = re.fullmatch(rf"hookscope: pdbc\.pdb {key} from {re.escape(drip.url)}: too slow \(pdbc\.pdb: (\d+) bytes in "
+                         rf"(\S+) s; a download has 4 s, and 2 s more per MB that comes\)", lines[0] if lines else "")
+        hs.check(m, f"the line: {lines}")
+        hs.check(4 <= float(m.group(2)) < 5.5 and 5 <= int(m.group(1)) <= 11, f"the deadline's figures: {m.groups()}")
+        hs.eq(len(drip.accepted), 1, "connections (the server is not asked again in the run)")
+        hs.check(elapsed < 2 * TIMEOUT_S + 10, f"the run took {elapsed:.1f} s")
+        hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), "the run went on: calls counted")
+    finally:
+        drip.close()
 
 
 def pdb_function(n):
@@ -605,3 +660,37 @@ def test_trace_image_without_symbols_grouped_by_its_functions():
     t = hs.Trace(p, os.path.relpath(out, hs.ROOT))
     hs.eq(sorted(t.file("cpu-stacks.folded").splitlines()),
           sorted(f"cpusplit.exe+{r:#x} 1" for r in (a + 2, a + 0x30, b + 4)), "without the image: places")
+
+
+def test_bad_symbol_paths_one_line_each():
+    """A --symbols entry that cannot be used is a usage error in one line
+    (exit 2, nothing read): a server that is not http:// or https://, a
+    srv* or cache* that names nothing, a server outside srv*, a file where
+    a folder is expected (a folder entry, a store); a good path passes.
+    In _NT_SYMBOL_PATH such an entry is one line, and the command goes on."""
+    pdb = os.path.join(hs.ROOT, PDB, "pdbc-instr.pdb")
+    cases = [
+        ("srv*BADSCHEME://x", "'srv*BADSCHEME://x': a symbol server's address begins with http:// or https://"),
+        ("srv*", "'srv*' names no folder and no server"),
+        ("cache*", "'cache*' names no folder and no server"),
+        ("C:\\syms;SRV**", "'SRV**' names no folder and no server"),
+        ("https://example.org/symbols",
+         "'https://example.org/symbols' is a symbol server: give it as srv*DIR*https://example.org/symbols "
+         "(DIR: where to keep its files)"),
+        (pdb, f"'{pdb}': {pdb} is a file, not a folder (give the folder that holds it)"),
+        (f"srv*{pdb}*https://example.org/s", f"'srv*{pdb}*https://example.org/s': {pdb} is a file, not a folder "
+                                             "(give the folder that holds it)"),
+    ]
+    for path, why in cases:
+        p = hs.hookscope(["functions", "--symbols", path, "build/examples/demo.exe"])
+        hs.eq((p.returncode, p.stdout), (2, b""), f"{path}: exit code, nothing listed")
+        hs.eq(p.stderr.decode().splitlines()[0], "hookscope: --symbols: " + why, f"{path}: the line")
+    p = hs.hookscope(["functions", "--symbols", f"cache*{os.path.dirname(pdb)};srv*C:\\nosuch*https://example.org/s",
+                      "build/examples/demo.exe"])
+    hs.eq((p.returncode, p.stderr.decode()), (0, ""), "a good path: exit code, stderr")
+    # _NT_SYMBOL_PATH is the environment's, not the command's: one line, and the command goes on
+    p = hs.hookscope(["functions", "build/examples/demo.exe"], extra_env={"_NT_SYMBOL_PATH": f"C:\\syms;srv*BAD://x"})
+    hs.eq((p.returncode, p.stderr.decode().splitlines()),
+          (0, ["hookscope: _NT_SYMBOL_PATH: 'srv*BAD://x': a symbol server's address begins with http:// or "
+               "https:// (that entry is not used)"]), "_NT_SYMBOL_PATH: exit code, the line")
+    hs.check(b"main" in p.stdout, "the functions listed")

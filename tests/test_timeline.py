@@ -10,6 +10,7 @@ cannot keep (a full buffer, --timeline-max) is counted, reported and
 shown; a damaged timeline file is refused in one line by `report DIR`.
 """
 import bisect
+import collections
 import json
 import os
 import re
@@ -397,7 +398,10 @@ def test_samples_fall_inside_their_calls():
     whose leaf frame is a timed function lies inside a call of that
     function on its thread (the sampler's performance counter, read while
     the thread stood still, on the calls' TSC through the pair read at the
-    run's start); every thread with samples or calls is named; report DIR
+    run's start); a sample in hookscope's own code is "hookscope serving
+    F" (F's call may not have begun: the entry probe runs before the call
+    is timed), its stack's leaf "hookscope serving module!F", so no sample
+    names a call it lies outside of; every thread with samples or calls is named; report DIR
     writes trace.json again byte for byte, samples included; speedscope's
     file holds the sampled profiles, then one evented profile a thread,
     valid against its schema, each timed function opened as often as
@@ -412,8 +416,11 @@ def test_samples_fall_inside_their_calls():
           len(t.json["timeline"]["samples"]), "one instant event a sample")
     timed = {f["name"] for f in t.functions("cpusplit.exe") if f.get("time")}
     inside, margins = 0, []
-    for s in samples:
-        hs.eq(s["args"]["stack"][-1].split("!")[-1], s["name"], "the stack's leaf names the sample")
+    for s in samples + [e for e in other if e.get("cat") == "hookscope-sample"]:
+        if s["cat"] == "hookscope-sample":
+            hs.check(s["name"].startswith("hookscope serving ") and
+                     s["args"]["stack"][-1].startswith("hookscope serving cpusplit.exe!"), f"a sample of hookscope's: {s}")
+        hs.eq(s["args"]["stack"][-1].split("!")[-1], s["name"].split(" ")[-1], "the stack's leaf names the sample")
         if s["name"] not in timed:
             continue
         at = ns(s["ts"])
@@ -580,6 +587,99 @@ def corrupt_copy(src, name, change):
         with open(path, "wb") as f:
             f.write(data)
     return dst
+
+
+VIEW_CALLS = 2000000   # the first calls profile.firefox.json and profile.speedscope.json hold (README)
+TRACE_CALLS = 500000   # the longest calls trace.json holds (README)
+
+
+def test_views_bound_and_say_what_they_lack():
+    """A demo run's directory given a timeline.bin of 2,100,000 calls one
+    after another on its thread, 100 to 3,099 ticks long (700 of each
+    length), and 5 calls dropped for a full buffer: trace.json keeps the
+    longest 500,000 (700 of each length from 2,386 ticks on: 714 lengths
+    fit, 499,800 calls; then of the 2,385-tick ones the first 200 to
+    begin; the 1,600,000 others left out), says so in its otherData, in
+    the thread's name and in an instant event; speedscope's
+    evented profile keeps the first 2,000,000 at most and its name says
+    what was dropped and what left out; report.txt says what each view
+    holds."""
+    t = hs.trace(DEMO, options=["--timeline", "--no-sample"], name="tl_views_src")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    d = hs.outdir("tl_views")
+    shutil.copytree(os.path.join(hs.ROOT, t.out), os.path.join(hs.ROOT, d))
+    path = os.path.join(hs.ROOT, d, "timeline.bin")
+    with open(path, "rb") as f:
+        head = f.read(16 + BLOCK.size + EVENT.size)
+    tid = BLOCK.unpack_from(head, 16)[1]
+    t0, _, _, func, _ = EVENT.unpack_from(head, 16 + BLOCK.size)
+    n, step = 2100000, 65536
+    with open(path, "wb") as f:
+        f.write(head[:16])
+        for at in range(0, n, step):
+            k = min(step, n - at)
+            f.write(BLOCK.pack(0x42544C48, tid, k, 0))
+            f.write(b"".join(EVENT.pack(t0 + 4000 * i, t0 + 4000 * i + 100 + i % 3000, 100 + i % 3000, func, 0)
+                             for i in range(at, at + k)))
+    j = json.loads(t.file("report.json"))
+    tl = j["timeline"]
+    (th,) = [x for x in tl["threads"] if x["tid"] == tid]
+    tl["threads"] = [th]
+    th.update(events=n, open=0, dropped_buffer=5, dropped_file=0, drop_first=t0 + 4000, drop_last=t0 + 8000)
+    tl["bytes"] = os.path.getsize(path)
+    with open(os.path.join(hs.ROOT, d, "report.json"), "w", encoding="utf-8") as f:
+        json.dump(j, f)
+    hz = tl["tsc_hz"]
+
+    out = hs.outdir("tl_views_out")
+    for fmt in ("trace", "speedscope", "txt"):
+        p = hs.hookscope(["report", "-q", "--format", fmt, "-o", out, d], timeout=400)
+        hs.eq(p.returncode, 0, f"report --format {fmt}: " + p.stderr.decode(errors="replace"))
+    with open(os.path.join(hs.ROOT, out, "trace.json"), encoding="utf-8") as f:
+        trace = json.load(f)
+    whole = TRACE_CALLS // 700 * 700   # the lengths kept whole
+    shortest, kept, left = 3100 - TRACE_CALLS // 700, TRACE_CALLS, n - TRACE_CALLS
+    hs.eq((whole, shortest, kept, left), (499800, 2386, 500000, 1600000), "the figures expected")
+    other_data = dict(trace["otherData"])
+    kept_m = re.fullmatch(rf"the calls of {shortest * 1e9 / hz:.2f} ns or more, and of the calls from "
+                          rf"{(shortest - 1) * 1e9 / hz:.2f} ns, those that began before (\S+) ms",
+                          other_data.pop("kept"))
+    hs.check(kept_m, f"otherData says which calls it kept: {trace['otherData']}")
+    hs.eq(other_data, {"calls": n, "calls_kept": kept, "calls_left_out": left,
+                       "left_out": "the other calls, shorter: the file keeps the longest (speedscope takes minutes to "
+                                   "import more); timeline.bin has them all"}, "trace.json's otherData")
+    by_name, other = calls_of(trace)
+    # each call's number (its start: t0 + 4000 ticks a call) says its length (100 + number % 3000 ticks)
+    numbers = sorted(round((e["ts"] * 1e-6 * hz + tl["tsc_start"] - t0) / 4000) for v in by_name.values() for e in v)
+    hs.eq(len(numbers), kept, "the calls in trace.json")
+    lengths = collections.Counter(100 + i % 3000 for i in numbers)
+    hs.eq(lengths, {**{d: 700 for d in range(shortest, 3100)}, shortest - 1: 200}, "the calls kept, by length")
+    edge = [i for i in numbers if 100 + i % 3000 == shortest - 1]
+    hs.eq(edge, list(range(shortest - 1 - 100, n, 3000))[:200], "the 2,385-tick calls kept: the first 200 to begin")
+    hs.check((t0 + 4000 * edge[-1] - tl["tsc_start"]) / hz * 1e3 < float(kept_m.group(1)) <
+             (t0 + 4000 * (edge[-1] + 3000) - tl["tsc_start"]) / hz * 1e3, f"the time said: {kept_m.group(1)} ms")
+    hs.eq([e["args"]["name"] for e in other if e["name"] == "thread_name" and e["tid"] == tid],
+          [f"thread {tid} ({left} shorter calls left out)"], "the thread's name says so")
+    hs.eq([(e["name"], e["args"]) for e in other if e["name"].startswith("hookscope left out")],
+          [(f"hookscope left out {left} calls", {"left_out": left, "run_calls": n, "run_calls_kept": kept})],
+          "an instant event too")
+    with open(os.path.join(hs.ROOT, out, "profile.speedscope.json"), encoding="utf-8") as f:
+        ss = json.load(f)
+    (prof,) = [x for x in ss["profiles"] if x["type"] == "evented"]
+    cut_ms = (t0 + 4000 * VIEW_CALLS - tl["tsc_start"]) / hz * 1e3
+    m = re.fullmatch(rf"calls, thread {tid} \(5 calls dropped from (\S+) to (\S+) ms: 5 for a full buffer, 0 past "
+                     rf"--timeline-max; (\d+) calls from (\S+) ms on left out: a browser opens no larger file\)",
+                     prof["name"])
+    hs.check(m, "speedscope's profile names the drops and the calls left out: " + prof["name"])
+    first_ms = (t0 + 4000 - tl["tsc_start"]) / hz * 1e3
+    hs.check(abs(float(m.group(1)) - first_ms) < 0.002 and int(m.group(3)) == n - len(prof["events"]) // 2 and
+             abs(float(m.group(4)) - cut_ms) < 0.01 * cut_ms, f"its figures: {m.groups()}, {first_ms}, {cut_ms}")
+    with open(os.path.join(hs.ROOT, out, "report.txt"), encoding="utf-8") as f:
+        txt = f.read()
+    hs.check(f"\nviews      trace.json holds the longest {kept} of the timeline's {n} calls ({kept_m.group(0)}: "
+             f"speedscope takes minutes to import more); timeline.bin has them all\n"
+             f"views      profile.firefox.json and profile.speedscope.json hold the first {len(prof['events']) // 2} of "
+             f"the timeline's {n} calls (those from " in txt, "report.txt says what the views hold: " + txt[:1500])
 
 
 def test_damaged_timeline_is_refused_in_one_line():

@@ -16,6 +16,7 @@
 #include "hookscope/session.h"
 #include "injector/commands/commands.h"
 #include "injector/output/writers.h"
+#include "injector/symbols/symstore.h"
 #include "sampler/sampler.h"
 
 enum opt_id {
@@ -115,7 +116,7 @@ static const optdef options[] = {
       "read a recorded ETW trace (.etl: xperf, WPR,\n"
       "UIforETW, PerfView) instead of a run's directory" },
     { OPT_PID, L"--pid", NULL, "N", 0, HS_CMD_REPORT,
-      "with --etl: the process to report (without\n"
+      "with --etl: the process to report (0: Idle; without\n"
       "--pid or --process: a table of the processes)" },
     { OPT_PROCESS, L"--process", NULL, "NAME", 0, HS_CMD_REPORT,
       "with --etl: the process to report, by image name" },
@@ -124,7 +125,10 @@ static const optdef options[] = {
       "cache*DIR symbol stores, srv*DIR*https://SERVER\n"
       "symbol servers (downloaded into DIR), separated\n"
       "by ';' (after the image's own path and folder;\n"
-      "then _NT_SYMBOL_PATH)" },
+      "then _NT_SYMBOL_PATH); a download waits at most\n"
+      "HOOKSCOPE_SYMSRV_TIMEOUT s (default 10) for each\n"
+      "answer, and lasts at most twice that, and that\n"
+      "again per MB that comes" },
     { OPT_SRCLINE, L"--srcline", NULL, NULL, 0, TRACE | HS_CMD_REPORT,
       "add file:line (PDB or DWARF line tables) to each\n"
       "function and stack frame in the reports" },
@@ -415,12 +419,16 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
     case OPT_KEEP_ETL: o->keep_etl = 1; break;
     case OPT_ELEVATED_TARGET: o->elevated_target = 1; break;
     case OPT_NO_HOOKS: o->no_hooks = 1; break;
-    case OPT_SYMBOLS:
+    case OPT_SYMBOLS: {
         if (!*val)
             return usage_error("option '%s' needs a path", au);
         free(o->symbols);
         o->symbols = hs_utf8(val);
+        char why[700];
+        if (hs_symstore_check(o->symbols, hs_symfs_host(), why, sizeof why) < 0)
+            return usage_error("--symbols: %s", why);
         break;
+    }
     case OPT_SRCLINE: o->srcline = 1; break;
     case OPT_ETL:
         if (!*val)
@@ -429,8 +437,9 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
         o->etl = hs_utf8(val);
         break;
     case OPT_PID:
-        if (parse_uint(val, 1, UINT32_MAX, &o->etl_pid) < 0)
+        if (parse_uint(val, 0, UINT32_MAX, &o->etl_pid) < 0)
             return usage_error("--pid needs a process id, not '%s'", hs_utf8(val));
+        o->etl_pid_set = true;
         break;
     case OPT_PROCESS:
         if (!*val)
@@ -551,6 +560,10 @@ hs_symconf hs_options_symconf(const hs_options *o)
     hs_symconf c = { o->symbols, getenv("_NT_SYMBOL_PATH"), hs_symfetch_host() };
     if (c.nt_symbol_path && !*c.nt_symbol_path)
         c.nt_symbol_path = NULL;
+    /* the environment's path is not this command's: said, not refused */
+    char why[700];
+    if (c.nt_symbol_path && hs_symstore_check(c.nt_symbol_path, hs_symfs_host(), why, sizeof why) < 0)
+        hs_err("_NT_SYMBOL_PATH: %s (that entry is not used)", why);
     return c;
 }
 
@@ -713,13 +726,13 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
         return usage_error("%s", "attach needs a process id");
     if (o->cmd->bit == HS_CMD_FUNCTIONS && !o->file)
         return usage_error("%s", "functions needs a file");
-    if ((o->etl_pid || o->etl_process) && !o->etl)
+    if ((o->etl_pid_set || o->etl_process) && !o->etl)
         return usage_error("%s", "--pid and --process choose a process of an --etl trace");
     if (o->cmd->bit == HS_CMD_REPORT && !o->file && !o->etl)
         return usage_error("%s", "report needs the directory of a run (with its report.json), or --etl FILE");
     if (o->cmd->bit == HS_CMD_REPORT && o->file && o->etl)
         return usage_error("%s", "report reads a run's directory or an --etl file, not both");
-    if (o->etl_pid && o->etl_process)
+    if (o->etl_pid_set && o->etl_process)
         return usage_error("%s", "give --pid or --process, not both");
     if (o->cmd->bit == HS_CMD_DIFF && !o->file2)
         return usage_error("%s", "diff needs the directories of two runs (with their report.json)");

@@ -51,7 +51,8 @@ typedef struct hs_options {
                                    (sampler.h, HS_RATE_*) */
     char *symbols;              /* --symbols PATH[;PATH...], UTF-8, or NULL */
     char *etl;                  /* report --etl FILE, UTF-8, or NULL */
-    uint32_t etl_pid;           /* report --pid N */
+    uint32_t etl_pid;           /* report --pid N (0: the Idle process), */
+    bool etl_pid_set;           /*   when given */
     char *etl_process;          /* report --process NAME */
     int srcline;                /* --srcline: source lines of functions and frames */
 } hs_options;

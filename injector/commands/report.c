@@ -117,6 +117,13 @@ static int write_profile(const hs_options *o, hs_profile *p, const char *out, bo
 static int write_one(const hs_options *o, const hs_profile *p, const char *out)
 {
     const hs_writer *w = hs_writer_find(o->format);
+    if (w->wanted && !w->wanted(p) && p->trace.file &&
+        (!strcmp(w->format, "trace") || !strcmp(w->format, "folded"))) {
+        hs_err("this trace has nothing for --format %s (an ETW trace has samples, no hooked calls: %s)", w->format,
+               !strcmp(w->format, "trace") ? "trace.json is the timeline of a run with --timeline"
+                                           : "--format folded-cpu writes its CPU samples' stacks");
+        return HS_EXIT_FAILED;
+    }
     if (w->wanted && !w->wanted(p)) {
         hs_err("this run has nothing for --format %s (%s)", w->format,
                !strcmp(w->format, "folded") ? "it has no entry stacks: run with --stacks"
@@ -201,7 +208,7 @@ static int report_etl(const hs_options *o)
         hs_etl_trace_free(&t);
         return HS_EXIT_FAILED;
     }
-    if (!o->etl_pid && !o->etl_process) {
+    if (!o->etl_pid_set && !o->etl_process) {
         hs_etl_proc_row *rows;
         size_t n = hs_etl_process_table(&t, &rows);
         printf("%10s %12s %12s  %s\n", "pid", "samples", "with stack", "process");
@@ -222,7 +229,7 @@ static int report_etl(const hs_options *o)
     }
     hs_profile *p = hs_profile_new();
     hs_profile_from_etl(&t, index, o->etl, local_file, NULL, p);
-    p->trace.named = o->etl_pid ? 1 : named;
+    p->trace.named = o->etl_process ? named : 1;
     hs_etl_trace_free(&t);
     hs_symconf conf = hs_options_symconf(o);
     p->srcline_on = o->srcline != 0;

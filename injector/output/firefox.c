@@ -23,8 +23,9 @@
  * --timeline each sample the sampler took, at its time. The frames of a
  * sample's stack carry its thread's state as their category (Running: a
  * CPU sample; Waiting, in a system call; Ready, runnable and not running;
- * hookscope: hookscope's own code in the target, named by the hooked
- * function it served), so the activity graph and the call tree show the
+ * hookscope: hookscope's own code in the target, its leaf "hookscope
+ * serving F" for the hooked function F it served: F's call may not have
+ * begun, the entry probe runs before it is timed), so the activity graph and the call tree show the
  * states, each sample's as the sampler counted it. Without --timeline
  * samples have no times: each stack's samples follow one another an
  * interval apart, in the profile's order of stacks (the call tree and the
@@ -134,27 +135,30 @@ static void thread_reset(ff_thread *th)
     memset(th, 0, sizeof *th);
 }
 
-/* The frame row of a frame key in a category (added when new). */
-static uint32_t frame_row(ff_out *o, hs_loc key, int cat)
+/* The frame row of a frame key in a category (added when new); serving:
+ * the leaf of a sample in hookscope's own code, "hookscope serving" the
+ * hooked function (whose call may not have begun, or may have ended). */
+static uint32_t frame_row(ff_out *o, hs_loc key, int cat, bool serving)
 {
     ff_thread *th = &o->th;
     uint32_t k = hs_frametab_add(&o->keys, key);
-    uint32_t row = hs_map_get(&th->rows, k, (uint64_t)cat);
+    uint32_t row = hs_map_get(&th->rows, k, (uint64_t)cat | (uint64_t)serving << 8);
     if (row != HS_MAP_NONE)
         return row;
-    char name[600], loc[800];
+    char name[600], loc[840];
     hs_loc_format(o->p, key, false, false, name, sizeof name);
     int32_t m = hs_loc_module(o->p, key);
+    const char *own = serving ? "hookscope serving " : "";
     if (m >= 0)
-        snprintf(loc, sizeof loc, "%s (in %s)", name, o->p->modules[m].name);
+        snprintf(loc, sizeof loc, "%s%s (in %s)", own, name, o->p->modules[m].name);
     else
-        snprintf(loc, sizeof loc, "%s", name);
+        snprintf(loc, sizeof loc, "%s%s", own, name);
     row = (uint32_t)th->nrows++;
     hs_xgrow(&th->row_loc, &th->row_loc_cap, th->nrows, sizeof *th->row_loc);
     hs_xgrow(&th->row_cat, &th->row_cat_cap, th->nrows, sizeof *th->row_cat);
     th->row_loc[row] = hs_strtab_add(&th->strings, loc);
     th->row_cat[row] = (uint8_t)cat;
-    hs_map_xput(&th->rows, k, (uint64_t)cat, row);
+    hs_map_xput(&th->rows, k, (uint64_t)cat | (uint64_t)serving << 8, row);
     return row;
 }
 
@@ -170,7 +174,7 @@ static uint32_t stack_of(ff_out *o, uint32_t s)
     int cat = category_of(st->kind);
     uint32_t prefix = UINT32_MAX;
     for (uint32_t d = st->nframes; d-- > 0;) {
-        uint32_t row = frame_row(o, hs_frame_key(st->frames[d]), cat);
+        uint32_t row = frame_row(o, hs_frame_key(st->frames[d]), cat, !d && st->kind == HS_STACK_HOOKSCOPE);
         uint32_t next = hs_map_get(&th->stacks, (uint64_t)prefix + 1, row);
         if (next == HS_MAP_NONE) {
             next = (uint32_t)th->nstacks++;
@@ -292,13 +296,6 @@ static uint64_t self_ticks(ff_thread *th, const hs_tl_rec *e)
     return e->ticks > kids ? e->ticks - kids : 0;
 }
 
-/* A duration of `ticks` in ns on the timeline's clock (its rate in whole
- * Hz, as report.json keeps it: `report DIR` gives the same figures). */
-static uint64_t ticks_ns(const hs_prof_timeline *t, uint64_t ticks)
-{
-    return hs_timeline_ns(t, t->tsc_start + ticks);
-}
-
 static int cmp_deeper_first(const void *a, const void *b, void *ctx)
 {
     (void)ctx;
@@ -335,9 +332,9 @@ static int put_calls(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, ui
         fprintf(o->out, ", 1, %d, {\"type\": \"HookedCall\", \"module\": ", CAT_CALL);
         hs_json_quote(o->out, p->modules[p->funcs[f].module].name);
         fputs(", \"time\": ", o->out);
-        ns_as_ms(o->out, ticks_ns(t, e->ticks));
+        ns_as_ms(o->out, hs_timeline_ticks_ns(t, e->ticks));
         fputs(", \"self\": ", o->out);
-        ns_as_ms(o->out, ticks_ns(t, self));
+        ns_as_ms(o->out, hs_timeline_ticks_ns(t, self));
         fprintf(o->out, ", \"depth\": %u}]", e->depth);
     }
     free(sorted);
@@ -386,7 +383,7 @@ static int put_markers(ff_out *o, uint32_t tid)
         snprintf(name, sizeof name, "hookscope left out %" PRIu64 " calls", o->th.left);
         snprintf(text, sizeof text, "the calls of this thread that begin from %.3f ms on are not in this file, which "
                  "holds the first %" PRIu64 " of the run's %" PRIu64 " calls (a browser opens no larger one); "
-                 "trace.json and timeline.bin hold them all", at_ms, o->kept, o->total);
+                 "timeline.bin holds them all (trace.json the longest of the run's calls)", at_ms, o->kept, o->total);
         note(o, name, hs_timeline_ns(t, o->cut), text);
     }
     fputs("]}", o->out);

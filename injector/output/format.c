@@ -63,6 +63,16 @@ void hs_json_quote(FILE *out, const char *s)
     fputc('"', out);
 }
 
+const char *hs_fmt_longest_kept(const hs_prof_timeline *t, const hs_tl_longest *l, char *buf, size_t len)
+{
+    /* (lengths a tick apart: in ns to 1/100, from the ticks) */
+    int n = snprintf(buf, len, "the calls of %.2f ns or more", (double)l->min_ticks * 1e9 / t->tsc_hz);
+    if (l->edge_until && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ", and of the calls from %.2f ns, those that began before %.3f ms",
+                 (double)l->edge_ticks * 1e9 / t->tsc_hz, (double)hs_timeline_ns(t, l->edge_until) / 1e6);
+    return buf;
+}
+
 const char *hs_fmt_duration(double ns, char *buf, size_t len)
 {
     if (ns < 1e3)

@@ -21,6 +21,11 @@ void hs_json_quote(FILE *out, const char *s);
  * follows it); returns its length. */
 size_t hs_json_quoted(const char *s, char *buf, size_t cap);
 
+/* Which calls a cut of the timeline to its longest keeps, as text: "the
+ * calls of 917.31 ns or more[, and of the calls from 916.92 ns, those
+ * that began before 12.345 ms]". */
+const char *hs_fmt_longest_kept(const hs_prof_timeline *t, const hs_tl_longest *l, char *buf, size_t len);
+
 /* A duration with a unit that keeps 3-4 significant digits ("12.56 us"). */
 const char *hs_fmt_duration(double ns, char *buf, size_t len);
 

@@ -32,8 +32,10 @@
  * call open around it (its caller was dropped) closes that call first.
  * A thread's calls are held while its profile is written (24 bytes a
  * call), one thread at a time. At most HS_TIMELINE_VIEW_CALLS calls, the
- * first to begin (a browser opens no larger file): a profile whose
- * thread has calls left out says how many, and from when, in its name.
+ * first to begin (a browser opens no larger file). A profile's name says
+ * what its thread's timeline lacks (speedscope shows the name above the
+ * chart): the calls dropped (how many, why, when) and those left out
+ * (how many, from when).
  * A sample stands for the sampling
  * interval, so CPU and wait samples weigh count x 1000 / rate_hz in
  * "milliseconds" (speedscope then shows times; "none", counts, where the
@@ -283,12 +285,28 @@ static int evented(const hs_profile *p, FILE *out, hs_frametab *frames, int *npr
         uint64_t end = 0;
         for (size_t k = 0; k < c.n; k++)
             end = c.v[k].t1 > end ? c.v[k].t1 : end;
-        char name[200];
-        int len = snprintf(name, sizeof name, "calls, thread %u", tids[i]);
+        char name[400];   /* (the longest name takes ~330 bytes) */
+        size_t len = (size_t)snprintf(name, sizeof name, "calls, thread %u", tids[i]);
+        const char *open_paren = " (";
+        for (size_t k = 0; k < t->nthreads; k++) {
+            const hs_prof_tl_thread *th = &t->threads[k];
+            uint64_t dropped = th->dropped_buffer + th->dropped_file;
+            if (th->tid != tids[i] || !dropped)
+                continue;
+            len += (size_t)snprintf(name + len, sizeof name - len,
+                                    "%s%llu calls dropped from %.3f to %.3f ms: %llu for a full buffer, %llu past "
+                                    "--timeline-max", open_paren, (unsigned long long)dropped,
+                                    (double)hs_timeline_ns(t, th->drop_first) / 1e6,
+                                    (double)hs_timeline_ns(t, th->drop_last) / 1e6,
+                                    (unsigned long long)th->dropped_buffer, (unsigned long long)th->dropped_file);
+            open_paren = "; ";
+        }
         if (c.left)
-            snprintf(name + len, sizeof name - (size_t)len,
-                     " (%llu calls from %.3f ms on left out: a browser opens no larger file)",
-                     (unsigned long long)c.left, (double)hs_timeline_ns(t, c.cut) / 1e6);
+            len += (size_t)snprintf(name + len, sizeof name - len,
+                                    "%s%llu calls from %.3f ms on left out: a browser opens no larger file",
+                                    open_paren, (unsigned long long)c.left, (double)hs_timeline_ns(t, c.cut) / 1e6);
+        if (c.left || open_paren[0] == ';')
+            snprintf(name + len, sizeof name - len, ")");
         fprintf(out, "%s\n  {\"type\": \"evented\", \"name\": \"%s\", \"unit\": \"nanoseconds\", "
                      "\"startValue\": %llu, \"endValue\": %llu,\n   \"events\": [",
                 (*nprof)++ ? "," : "", name, (unsigned long long)c.v[0].t0, (unsigned long long)end);

@@ -480,8 +480,44 @@ static void write_sampling(const hs_profile *p, FILE *out)
         fprintf(out, "etw trace  hookscope.etl (kept: --keep-etl)\n");
 }
 
+/* The calls the views a browser opens left out, when the timeline has
+ * more than they hold (HS_TRACE_VIEW_CALLS, HS_TIMELINE_VIEW_CALLS): a
+ * line each. 0, or -1 after printing why (the timeline's file could not
+ * be read). */
+static int write_view_cuts(const hs_profile *p, FILE *out)
+{
+    const hs_prof_timeline *t = p->timeline;
+    hs_prof_tl_thread sum = hs_timeline_totals(t);
+    uint64_t cut, kept, total;
+    char err[400] = "";
+    if (sum.events + sum.open > HS_TRACE_VIEW_CALLS) {
+        hs_tl_longest l;
+        char which[300];
+        if (hs_timeline_longest(t, p->nfuncs, HS_TRACE_VIEW_CALLS, &l, err, sizeof err))
+            goto failed;
+        if (l.kept < l.total)
+            fprintf(out, "views      trace.json holds the longest %llu of the timeline's %llu calls (%s: speedscope "
+                         "takes minutes to import more); timeline.bin has them all\n",
+                    (unsigned long long)l.kept, (unsigned long long)l.total,
+                    hs_fmt_longest_kept(t, &l, which, sizeof which));
+    }
+    if (sum.events + sum.open > HS_TIMELINE_VIEW_CALLS) {
+        if (hs_timeline_cutoff(t, p->nfuncs, HS_TIMELINE_VIEW_CALLS, &cut, &kept, &total, err, sizeof err))
+            goto failed;
+        if (kept < total)
+            fprintf(out, "views      profile.firefox.json and profile.speedscope.json hold the first %llu of the "
+                         "timeline's %llu calls (those from %.3f ms on left out: a browser opens no larger file)\n",
+                    (unsigned long long)kept, (unsigned long long)total, (double)hs_timeline_ns(t, cut) / 1e6);
+    }
+    return 0;
+failed:
+    if (err[0])
+        hs_err("%s", err);
+    return -1;
+}
+
 /* --timeline: the calls it kept, left out and dropped, and its file. */
-static void write_timeline(const hs_profile *p, FILE *out)
+static int write_timeline(const hs_profile *p, FILE *out)
 {
     const hs_prof_timeline *t = p->timeline;
     hs_prof_tl_thread sum = hs_timeline_totals(t);
@@ -499,6 +535,7 @@ static void write_timeline(const hs_profile *p, FILE *out)
     }
     fprintf(out, ", %llu dropped; %llu samples; timeline.bin %llu bytes\n", (unsigned long long)dropped,
             (unsigned long long)t->nsamples, (unsigned long long)t->bytes);
+    return write_view_cuts(p, out);
 }
 
 /* ---- threads (--threads) ------------------------------------------------------ */
@@ -638,8 +675,8 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
                          "--max-threads)\n",
                     (long long)p->overflow_calls);
     }
-    if (p->timeline)
-        write_timeline(p, out);
+    if (p->timeline && write_timeline(p, out) != 0)
+        return -1;
     if (p->sampling.on)
         write_sampling(p, out);
     for (size_t i = 0; i < p->nwarnings; i++)

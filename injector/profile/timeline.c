@@ -88,6 +88,11 @@ uint64_t hs_timeline_qpc_ns(const hs_prof_timeline *t, int64_t qpc)
     return us_as_ns(hs_timeline_qpc_us(t, qpc));
 }
 
+uint64_t hs_timeline_ticks_ns(const hs_prof_timeline *t, uint64_t ticks)
+{
+    return hs_timeline_ns(t, t->tsc_start + ticks);
+}
+
 /* Events read at a time. */
 #define CHUNK 8192u
 
@@ -192,8 +197,11 @@ int hs_timeline_read_thread(const hs_prof_timeline *t, size_t nfuncs, uint32_t t
 
 #define CUT_BUCKETS 65536u
 
+/* Start times in buckets: of every call, or of those from edge_lo to
+ * edge_hi - 1 ticks long. */
 typedef struct cut_scan {
     uint64_t lo, hi, n;          /* the first and last start, the calls */
+    uint64_t edge_lo, edge_hi;
     uint64_t *hist;              /* NULL: the first read */
     double width;
 } cut_scan;
@@ -204,7 +212,9 @@ static int scan_starts(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, 
     (void)open;
     cut_scan *c = ctx;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t t0 = ev[i].t0;
+        uint64_t t0 = ev[i].t0, d = ev[i].t1 - ev[i].t0;
+        if (d < c->edge_lo || d >= c->edge_hi)
+            continue;
         if (!c->hist) {
             c->lo = c->n ? (t0 < c->lo ? t0 : c->lo) : t0;
             c->hi = c->n ? (t0 > c->hi ? t0 : c->hi) : t0;
@@ -217,10 +227,37 @@ static int scan_starts(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, 
     return 0;
 }
 
+/* The second read of c (its lo and hi known): the first start from which
+ * the calls counted no longer fit in max, at the end of the last bucket
+ * whose calls, with all before, still fit (*fit: how many); UINT64_MAX
+ * when they all fit. 0, or -1 with err set. */
+static int start_cut(const hs_prof_timeline *t, size_t nfuncs, cut_scan *c, uint64_t max, uint64_t *cut,
+                     uint64_t *fit, char *err, size_t errlen)
+{
+    c->hist = hs_xcalloc(CUT_BUCKETS, sizeof *c->hist);
+    c->width = (double)(c->hi - c->lo + 1) / CUT_BUCKETS;
+    int rc = hs_timeline_read(t, nfuncs, scan_starts, c, NULL, err, errlen);
+    uint64_t sum = 0;
+    uint32_t b = 0;
+    while (!rc && b < CUT_BUCKETS && sum + c->hist[b] <= max)
+        sum += c->hist[b++];
+    /* (the first start whose bucket is b: the bucket bounds as scan_starts drew them) */
+    uint64_t at = c->lo + (uint64_t)((double)b * c->width);
+    while (!rc && at > c->lo && (uint64_t)((double)(at - 1 - c->lo) / c->width) >= b)
+        at--;
+    while (!rc && (uint64_t)((double)(at - c->lo) / c->width) < b)
+        at++;
+    *cut = b < CUT_BUCKETS ? at : UINT64_MAX;
+    *fit = sum;
+    free(c->hist);
+    c->hist = NULL;
+    return rc;
+}
+
 int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, uint64_t *cut, uint64_t *kept,
                        uint64_t *total, char *err, size_t errlen)
 {
-    cut_scan c = { 0 };
+    cut_scan c = { .edge_hi = UINT64_MAX };
     *cut = UINT64_MAX;
     *kept = *total = 0;
     if (hs_timeline_read(t, nfuncs, scan_starts, &c, NULL, err, errlen) != 0)
@@ -228,23 +265,84 @@ int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_ca
     *kept = *total = c.n;
     if (c.n <= max_calls)
         return 0;
-    /* buckets of start times: the cut at the end of the last bucket
-     * whose calls, with all before, still fit */
-    c.hist = hs_xcalloc(CUT_BUCKETS, sizeof *c.hist);
-    c.width = (double)(c.hi - c.lo + 1) / CUT_BUCKETS;
-    int rc = hs_timeline_read(t, nfuncs, scan_starts, &c, NULL, err, errlen);
-    uint64_t sum = 0;
-    uint32_t b = 0;
-    while (!rc && b < CUT_BUCKETS && sum + c.hist[b] <= max_calls)
-        sum += c.hist[b++];
-    /* (the first start whose bucket is b: the bucket bounds as scan_starts drew them) */
-    uint64_t at = c.lo + (uint64_t)((double)b * c.width);
-    while (!rc && at > c.lo && (uint64_t)((double)(at - 1 - c.lo) / c.width) >= b)
-        at--;
-    while (!rc && (uint64_t)((double)(at - c.lo) / c.width) < b)
-        at++;
-    *cut = at;
-    *kept = sum;
+    return start_cut(t, nfuncs, &c, max_calls, cut, kept, err, errlen);
+}
+
+/* ---- the longest calls, for a view of the whole run ------------------------- */
+
+/* Durations (rdtsc ticks) in buckets, in the order of the durations: the
+ * first 4096 one tick each, then 4096 to each power of two (a bucket
+ * 1/4096 of its durations wide). */
+#define DUR_EXACT 4096u
+#define DUR_BUCKETS (DUR_EXACT + 52u * DUR_EXACT)
+
+static uint32_t dur_bucket(uint64_t d)
+{
+    if (d < DUR_EXACT)
+        return (uint32_t)d;
+    uint32_t e = 63u - (uint32_t)__builtin_clzll(d);   /* 12 to 63 */
+    return DUR_EXACT + (e - 12u) * DUR_EXACT + (uint32_t)((d >> (e - 12u)) & (DUR_EXACT - 1u));
+}
+
+/* The shortest duration of bucket b. */
+static uint64_t dur_bucket_min(uint32_t b)
+{
+    if (b < DUR_EXACT)
+        return b;
+    uint32_t e = (b - DUR_EXACT) / DUR_EXACT + 12u;
+    return (uint64_t)(DUR_EXACT + (b - DUR_EXACT) % DUR_EXACT) << (e - 12u);
+}
+
+typedef struct dur_scan {
+    uint64_t *hist;
+    uint64_t n;
+} dur_scan;
+
+static int scan_durations(void *ctx, uint32_t tid, bool open, const hs_tl_rec *ev, uint32_t n)
+{
+    (void)tid;
+    (void)open;
+    dur_scan *c = ctx;
+    for (uint32_t i = 0; i < n; i++)
+        c->hist[dur_bucket(ev[i].t1 - ev[i].t0)]++;
+    c->n += n;
+    return 0;
+}
+
+bool hs_tl_longest_keeps(const hs_tl_longest *l, const hs_tl_rec *e)
+{
+    uint64_t d = e->t1 - e->t0;
+    return d >= l->min_ticks || (d >= l->edge_ticks && e->t0 < l->edge_until);
+}
+
+int hs_timeline_longest(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, hs_tl_longest *l, char *err,
+                        size_t errlen)
+{
+    dur_scan c = { hs_xcalloc(DUR_BUCKETS, sizeof *c.hist), 0 };
+    memset(l, 0, sizeof *l);
+    int rc = hs_timeline_read(t, nfuncs, scan_durations, &c, NULL, err, errlen);
+    l->kept = l->total = c.n;
+    if (!rc && c.n > max_calls) {
+        /* whole buckets from the longest down, while they fit */
+        uint64_t sum = 0;
+        uint32_t b = DUR_BUCKETS;
+        while (b > 0 && sum + c.hist[b - 1] <= max_calls)
+            sum += c.hist[--b];
+        l->min_ticks = b < DUR_BUCKETS ? dur_bucket_min(b) : UINT64_MAX;
+        l->kept = sum;
+        /* the rest from the bucket that did not fit, the first to begin
+         * (b > 0: a bucket did not fit) */
+        cut_scan e = { .edge_lo = dur_bucket_min(b - 1), .edge_hi = l->min_ticks };
+        uint64_t fit = 0;
+        if (sum < max_calls && hs_timeline_read(t, nfuncs, scan_starts, &e, NULL, err, errlen) == 0 &&
+            start_cut(t, nfuncs, &e, max_calls - sum, &l->edge_until, &fit, err, errlen) == 0) {
+            l->edge_ticks = e.edge_lo;
+            l->edge_until = fit ? l->edge_until : 0;
+            l->kept += fit;
+        } else if (sum < max_calls) {
+            rc = -1;
+        }
+    }
     free(c.hist);
     return rc;
 }

@@ -106,6 +106,9 @@ double hs_timeline_qpc_us(const hs_prof_timeline *t, int64_t qpc);
  * caller in every writer exactly as the clock saw it. */
 uint64_t hs_timeline_ns(const hs_prof_timeline *t, uint64_t tsc);
 uint64_t hs_timeline_qpc_ns(const hs_prof_timeline *t, int64_t qpc);
+/* A duration of `ticks` in ns on the timeline's clock (its rate in whole
+ * Hz, as report.json keeps it: `report DIR` gives the same figures). */
+uint64_t hs_timeline_ticks_ns(const hs_prof_timeline *t, uint64_t ticks);
 
 /* Read the events' file of t: calls fn for each block (its thread, its
  * events, already checked: a function of the map, t0 <= t1, the duration
@@ -120,10 +123,16 @@ typedef int (*hs_tl_block_fn)(void *ctx, uint32_t tid, bool open, const hs_tl_re
 int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn, void *ctx, uint64_t *unknown,
                      char *err, size_t errlen);
 /* The views of the timeline that a browser opens (profile.firefox.json,
- * speedscope's evented profiles) hold at most this many calls: a browser
- * reads a file whole into one string, which cannot pass 512 MiB (V8's
- * limit), and a file past it only costs the time to write it. */
+ * speedscope's evented profiles) hold at most this many calls, the first:
+ * a browser reads a file whole into one string, which cannot pass 512 MiB
+ * (V8's limit), and a file past it only costs the time to write it. */
 #define HS_TIMELINE_VIEW_CALLS 2000000u
+/* trace.json holds at most this many, the longest: speedscope's app
+ * imports a Chrome trace in a time that grows faster than its calls
+ * (headless Chromium here, calls of a script: 250,000 in 88 s, 500,000
+ * in 371 s, 2,000,000 not in 14 min; an attach's 500,000 kept of 10
+ * million, 54 MB: 92 s). */
+#define HS_TRACE_VIEW_CALLS 500000u
 
 /* The calls that such a view keeps: those that begin before *cut (an
  * rdtsc value; UINT64_MAX: every call), as many of the first as fit in
@@ -131,6 +140,30 @@ int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn
  * one-line reason in err. */
 int hs_timeline_cutoff(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, uint64_t *cut, uint64_t *kept,
                        uint64_t *total, char *err, size_t errlen);
+
+/* The calls that a view of the whole run keeps (trace.json): the
+ * longest, as many as fit in max_calls (kept of total). Durations (t1 -
+ * t0) are taken in buckets (one tick wide below 4096 ticks, 1/4096 of a
+ * duration above): every call of min_ticks or more (0: every call), then
+ * of the bucket that does not fit whole, edge_ticks to min_ticks - 1,
+ * those that begin before edge_until (rdtsc; 0: none), as many as fit
+ * (start times in 65,536 buckets too: a view may keep a few less than
+ * max_calls). A call kept has its callers kept: each is longer, and
+ * began earlier. */
+typedef struct hs_tl_longest {
+    uint64_t min_ticks;
+    uint64_t edge_ticks, edge_until;
+    uint64_t kept, total;
+} hs_tl_longest;
+
+/* Whether l keeps the call e. */
+bool hs_tl_longest_keeps(const hs_tl_longest *l, const hs_tl_rec *e);
+
+/* The longest calls that fit in max_calls; one read of the file, three
+ * when a bucket does not fit whole. 0, or -1 with a one-line reason in
+ * err. */
+int hs_timeline_longest(const hs_prof_timeline *t, size_t nfuncs, uint64_t max_calls, hs_tl_longest *l, char *err,
+                        size_t errlen);
 
 /* The same for one thread's blocks only (the others are skipped, their
  * events unread, their sizes still checked against the file's). */

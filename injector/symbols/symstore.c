@@ -32,17 +32,25 @@ static bool is_url(const char *p)
     return !strncmp(p, "http://", 7) || !strncmp(p, "https://", 8);
 }
 
-/* The places of one entry (its text, NUL-terminated). */
-static int walk_entry(hs_symwalk *w, char *entry, int (*visit)(void *, const hs_place *), void *ctx)
+/* The '*'-separated parts of a srv*, symsrv* or cache* entry (*cache_entry:
+ * which), or NULL for a folder. */
+static char *entry_parts(char *entry, bool *cache_entry)
 {
     char *star = strchr(entry, '*');
     size_t first = star ? (size_t)(star - entry) : strlen(entry);
-    bool cache_entry = star && word_ci(entry, first, "cache");
-    char *parts = NULL;
-    if (star && (word_ci(entry, first, "srv") || cache_entry))
-        parts = star + 1;
-    else if (star && word_ci(entry, first, "symsrv"))
-        parts = strchr(star + 1, '*') ? strchr(star + 1, '*') + 1 : star + strlen(star);   /* after the DLL */
+    *cache_entry = star && word_ci(entry, first, "cache");
+    if (star && (word_ci(entry, first, "srv") || *cache_entry))
+        return star + 1;
+    if (star && word_ci(entry, first, "symsrv"))
+        return strchr(star + 1, '*') ? strchr(star + 1, '*') + 1 : star + strlen(star);   /* after the DLL */
+    return NULL;
+}
+
+/* The places of one entry (its text, NUL-terminated). */
+static int walk_entry(hs_symwalk *w, char *entry, int (*visit)(void *, const hs_place *), void *ctx)
+{
+    bool cache_entry;
+    char *parts = entry_parts(entry, &cache_entry);
     if (!parts) {
         hs_place d = { HS_PLACE_DIR, entry, NULL };
         return visit(ctx, &d);
@@ -73,7 +81,9 @@ static int walk_entry(hs_symwalk *w, char *entry, int (*visit)(void *, const hs_
     return rc;
 }
 
-int hs_symstore_walk(hs_symwalk *w, const char *list, int (*visit)(void *ctx, const hs_place *place), void *ctx)
+/* fn for each entry of list (its text trimmed, NUL-terminated, fn's to
+ * change), until fn returns nonzero: that value (-1: out of memory). */
+static int each_entry(const char *list, int (*fn)(void *ctx, char *entry), void *ctx)
 {
     int rc = 0;
     for (const char *p = list; p && *p && !rc;) {
@@ -91,12 +101,94 @@ int hs_symstore_walk(hs_symwalk *w, const char *list, int (*visit)(void *ctx, co
                 return -1;
             memcpy(entry, p, n);
             entry[n] = 0;
-            rc = walk_entry(w, entry, visit, ctx);
+            rc = fn(ctx, entry);
             free(entry);
         }
         p = next;
     }
     return rc;
+}
+
+typedef struct walk_ctx {
+    hs_symwalk *w;
+    int (*visit)(void *ctx, const hs_place *place);
+    void *ctx;
+} walk_ctx;
+
+static int walk_one(void *ctx, char *entry)
+{
+    walk_ctx *c = ctx;
+    return walk_entry(c->w, entry, c->visit, c->ctx);
+}
+
+int hs_symstore_walk(hs_symwalk *w, const char *list, int (*visit)(void *ctx, const hs_place *place), void *ctx)
+{
+    walk_ctx c = { w, visit, ctx };
+    return each_entry(list, walk_one, &c);
+}
+
+typedef struct check_ctx {
+    const hs_symfs *fs;
+    char *err;
+    size_t errlen;
+} check_ctx;
+
+/* A folder's fault: a URL, or a file. */
+static int check_folder(check_ctx *c, const char *entry, const char *dir)
+{
+    if (strstr(dir, "://") && !is_url(dir)) {
+        snprintf(c->err, c->errlen, "'%s': a symbol server's address begins with http:// or https://", entry);
+        return 1;
+    }
+    if (is_url(dir)) {
+        snprintf(c->err, c->errlen, "'%s' is a symbol server: give it as srv*DIR*%s (DIR: where to keep its files)",
+                 entry, dir);
+        return 1;
+    }
+    if (c->fs && c->fs->exists && c->fs->exists(c->fs->ctx, dir)) {
+        snprintf(c->err, c->errlen, "'%s': %s is a file, not a folder (give the folder that holds it)", entry, dir);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_one(void *ctx, char *entry)
+{
+    check_ctx *c = ctx;
+    char *text = malloc(strlen(entry) + 1);
+    if (!text)
+        return -1;
+    strcpy(text, entry);   /* (the whole entry, for the message) */
+    bool cache_entry;
+    char *parts = entry_parts(entry, &cache_entry);
+    int rc = 0, named = 0;
+    if (!parts)
+        rc = check_folder(c, text, entry);
+    for (char *part = parts; part && *part && !rc;) {
+        char *q = strchr(part, '*');
+        if (q)
+            *q = 0;
+        if (*part) {
+            named++;
+            rc = is_url(part) ? 0 : check_folder(c, text, part);
+        }
+        part = q ? q + 1 : part + strlen(part);
+    }
+    if (parts && !rc && !named) {
+        snprintf(c->err, c->errlen, "'%s' names no folder and no server", text);
+        rc = 1;
+    }
+    free(text);
+    return rc;
+}
+
+int hs_symstore_check(const char *list, const hs_symfs *fs, char *err, size_t errlen)
+{
+    check_ctx c = { fs, err, errlen };
+    int rc = each_entry(list, check_one, &c);
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc ? -1 : 0;
 }
 
 void hs_symwalk_end(hs_symwalk *w)

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "injector/symbols/symfs.h"
+
 /* How locate.h asks for a file a symbol server may have. */
 typedef struct hs_symfetch {
     /* NAME of the build KEY from the server at url, into cache (its store
@@ -38,7 +40,8 @@ typedef struct hs_symfetch {
 
 /* The client over WinHTTP (Windows; NULL elsewhere). One per process; its
  * downloads stop at HOOKSCOPE_SYMSRV_TIMEOUT seconds without an answer
- * (default 10). */
+ * (default 10), and at their deadline: twice that, and that again per MB
+ * that came. */
 const hs_symfetch *hs_symfetch_host(void);
 
 /* The places of a search path, in order: entries separated by ';' are
@@ -67,6 +70,12 @@ typedef struct hs_symwalk {
  * that value is returned (0: every place visited; -1: out of memory). */
 int hs_symstore_walk(hs_symwalk *w, const char *list, int (*visit)(void *ctx, const hs_place *place), void *ctx);
 void hs_symwalk_end(hs_symwalk *w);
+
+/* The first fault of a search path, as one line in err: an entry that
+ * names nothing (srv*, cache*), a server that is not http:// or https://
+ * or outside a srv* entry, a folder that is a file (fs: NULL, not looked
+ * at). 0: none; -1: err set. */
+int hs_symstore_check(const char *list, const hs_symfs *fs, char *err, size_t errlen);
 
 /* Whether a search path names a symbol server (an http:// or https://
  * part of a srv* or symsrv* entry). */

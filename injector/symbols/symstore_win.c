@@ -15,7 +15,9 @@
  * refused the connection is not asked again in the run. Each failure is
  * one line on stderr when it happens, and kept for the reports (message).
  * On a console each download shows a line when it starts and when it
- * ends; elsewhere nothing but failures is printed.
+ * ends; elsewhere nothing but failures is printed. Each download has a
+ * deadline (past_deadline): the timeout bounds each pause of the server,
+ * which a server dripping a byte now and then never makes.
  *
  * Wine 8 (measured with a server that accepts and never answers):
  * WinHttpSetTimeouts, on the session or the request, does not bound the
@@ -107,16 +109,26 @@ typedef struct body {
     size_t n, cap;
 } body;
 
-enum { GOT, TIMED_OUT, NO_CONNECTION, BROKEN, CUT_SHORT };
+enum { GOT, TIMED_OUT, NO_CONNECTION, BROKEN, CUT_SHORT, TOO_SLOW };
+
+/* Whether a download that got n bytes in ms milliseconds is past its
+ * deadline: twice the timeout, and the timeout again for each MB that
+ * came (the timeout bounds each pause; a server that drips a byte now
+ * and then would otherwise hold a download for ever). */
+static int past_deadline(size_t n, ULONGLONG ms)
+{
+    return (double)ms > (double)g.timeout_ms * (2.0 + (double)n / 1048576.0);
+}
 
 /* GET path from the server: GOT with *status and the body, or why not
  * (err: the Windows error; CUT_SHORT: fewer bytes came than the *short_of
- * the server announced). */
+ * the server announced; TOO_SLOW: past its deadline, *ms after its start). */
 static int http_get(const wchar_t *host, INTERNET_PORT port, int secure, const char *path, DWORD *status,
-                    body *b, DWORD *err, unsigned long long *short_of)
+                    body *b, DWORD *err, unsigned long long *short_of, ULONGLONG *ms)
 {
     int result = BROKEN;
     *err = 0;
+    ULONGLONG start = GetTickCount64();
     wchar_t *wpath = hs_wide(path);
     HINTERNET c = WinHttpConnect(g.session, host, port, 0);
     HINTERNET r = c ? WinHttpOpenRequest(c, L"GET", wpath, NULL, WINHTTP_NO_REFERER, WINHTTP_DEFAULT_ACCEPT_TYPES,
@@ -140,21 +152,35 @@ static int http_get(const wchar_t *host, INTERNET_PORT port, int secure, const c
         int sized = WinHttpQueryHeaders(r, WINHTTP_QUERY_CONTENT_LENGTH, WINHTTP_HEADER_NAME_BY_INDEX, announced,
                                         &len, WINHTTP_NO_HEADER_INDEX);
         unsigned long long want = sized ? wcstoull(announced, NULL, 10) : 0;
-        for (DWORD got = 0;; b->n += got) {
-            hs_xgrow(&b->p, &b->cap, b->n + 65536, 1);
-            if (!WinHttpReadData(r, b->p + b->n, 65536, &got)) {
+        /* what has come, as it comes (Wine's WinHttpReadData waits for
+         * the whole buffer while bytes keep coming) */
+        for (;;) {
+            DWORD take = 0, got = 0;
+            if (!WinHttpQueryDataAvailable(r, &take)) {
+                result = BROKEN;
+                break;
+            }
+            take = take < 65536 ? take : 65536;
+            hs_xgrow(&b->p, &b->cap, b->n + take + 1, 1);
+            if (take && !WinHttpReadData(r, b->p + b->n, take, &got)) {
                 result = BROKEN;
                 break;
             }
             if (!got)
                 break;
+            b->n += got;
+            *ms = GetTickCount64() - start;
+            if (past_deadline(b->n, *ms)) {
+                result = TOO_SLOW;
+                break;
+            }
         }
         if (result == GOT && sized && b->n != want) {
             *short_of = want;
             result = CUT_SHORT;
         }
     }
-    if (result != GOT && result != CUT_SHORT) {
+    if (result != GOT && result != CUT_SHORT && result != TOO_SLOW) {
         *err = GetLastError();
         if (*err == ERROR_WINHTTP_TIMEOUT || *err == WSAETIMEDOUT)
             result = TIMED_OUT;
@@ -378,10 +404,14 @@ static void mark_dead(const char *url)
 /* One request's failure line; 1 when the answer ends the search (anything
  * but "not here"). */
 static int request_failed(const job *j, int how, DWORD status, DWORD err, unsigned long long short_of,
-                          const body *b, const char *file)
+                          const body *b, const char *file, ULONGLONG ms)
 {
     if (how == TIMED_OUT) {
         fail(j, "timed out (nothing came for %.3g s)", g.timeout_ms / 1000.0);
+        mark_dead(j->url);
+    } else if (how == TOO_SLOW) {
+        fail(j, "too slow (%s: %zu bytes in %.1f s; a download has %.3g s, and %.3g s more per MB that comes)", file,
+             b->n, ms / 1000.0, 2 * g.timeout_ms / 1000.0, g.timeout_ms / 1000.0);
         mark_dead(j->url);
     } else if (how == NO_CONNECTION) {
         fail(j, "cannot connect (error %lu)", err);
@@ -442,10 +472,11 @@ static char *fetch(const job *j)
             hs_out_of_memory();
         DWORD status = 0, err = 0;
         unsigned long long short_of = 0;
+        ULONGLONG ms = 0;
         b.n = 0;
-        int how = http_get(host, u.nPort, secure, path, &status, &b, &err, &short_of);
+        int how = http_get(host, u.nPort, secure, path, &status, &b, &err, &short_of, &ms);
         free(path);
-        ended = request_failed(j, how, status, err, short_of, &b, files[k]);
+        ended = request_failed(j, how, status, err, short_of, &b, files[k], ms);
         if (ended || status != 200)
             continue;
         ended = 1;

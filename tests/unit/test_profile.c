@@ -18,8 +18,8 @@
  * location names, tick conversion, the stable sort, two functions of one
  * name from merge to load (and from a report.json that did not save their
  * rvas in stacks), a report.json from before ready and hookscope samples,
- * one thread's read of a timeline file and its first calls that fit a
- * view, and a fuzz of the loader with a
+ * one thread's read of a timeline file, its first calls and its longest
+ * calls that fit a view, and a fuzz of the loader with a
  * fixed seed.
  */
 #include <dirent.h>
@@ -510,23 +510,29 @@ static void test_timeline_one_thread(void)
     remove(path);
 }
 
+/* A timeline file of one block: n events of thread 1. */
+static void write_one_block(const char *path, const hs_tl_rec *ev, uint32_t n)
+{
+    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
+    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
+    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, n, 0 };
+    FILE *f = fopen(path, "wb");
+    fwrite(&h, sizeof h, 1, f);
+    fwrite(&b, sizeof b, 1, f);
+    fwrite(ev, sizeof ev[0], n, f);
+    fclose(f);
+}
+
 /* The first calls of a timeline that fit a view: those that begin before
  * the cut, as many as fit. */
 static void test_timeline_cutoff(void)
 {
     char path[64];
     snprintf(path, sizeof path, "/tmp/hs-timeline-cut-%d.bin", (int)getpid());
-    hs_tl_file_hdr h = { .event_size = sizeof(hs_tl_rec) };
-    memcpy(h.magic, HS_TL_FILE_MAGIC, 8);
     hs_tl_rec ev[10];
     for (int i = 0; i < 10; i++)   /* (in the order they end: the last to begin first) */
         ev[i] = (hs_tl_rec){ (uint64_t)(1000 - 100 * i), (uint64_t)(1050 - 100 * i), 50, 0, 0 };
-    hs_tl_block b = { HS_TL_BLOCK_MAGIC, 1, 10, 0 };
-    FILE *f = fopen(path, "wb");
-    fwrite(&h, sizeof h, 1, f);
-    fwrite(&b, sizeof b, 1, f);
-    fwrite(ev, sizeof ev[0], 10, f);
-    fclose(f);
+    write_one_block(path, ev, 10);
     uint32_t map[1] = { 0 };
     hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
     char err[300] = "";
@@ -538,6 +544,47 @@ static void test_timeline_cutoff(void)
     rc = hs_timeline_cutoff(&t, 1, 10, &cut, &kept, &total, err, sizeof err);
     tap_check(!rc && kept == 10 && total == 10 && cut == UINT64_MAX, "timeline: all calls fit", "%d: cut %llu, %llu",
               rc, (unsigned long long)cut, (unsigned long long)kept);
+    remove(path);
+}
+
+/* The longest calls of a timeline that fit a view: whole durations (1
+ * tick apart below 4096 ticks, 1/4096 of a duration above), from the
+ * longest down, the cut just above the longest call left out; of the
+ * durations that do not fit whole, the first to begin. */
+static void test_timeline_longest(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/hs-timeline-long-%d.bin", (int)getpid());
+    hs_tl_rec ev[12];
+    for (int i = 0; i < 10; i++)   /* 10 to 100 ticks */
+        ev[i] = (hs_tl_rec){ (uint64_t)(1000 * i), (uint64_t)(1000 * i + 10 * (i + 1)), 5, 0, 0 };
+    /* 1,000,000 and 1,000,050 ticks: one bucket, 999,936 to 1,000,063 */
+    ev[10] = (hs_tl_rec){ 20000, 1020000, 5, 0, 0 };
+    ev[11] = (hs_tl_rec){ 30000, 1030050, 5, 0, 0 };
+    write_one_block(path, ev, 12);
+    uint32_t map[1] = { 0 };
+    hs_prof_timeline t = { .file = path, .func_map = map, .nfunc_map = 1 };
+    char err[300] = "";
+    hs_tl_longest l;
+    int rc = hs_timeline_longest(&t, 1, 6, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 6 && l.total == 12 && l.min_ticks == 61 && !l.edge_until,
+              "timeline: the longest calls that fit", "%d: shortest %llu, %llu of %llu, edge until %llu; %s", rc,
+              (unsigned long long)l.min_ticks, (unsigned long long)l.kept, (unsigned long long)l.total,
+              (unsigned long long)l.edge_until, err);
+    rc = hs_timeline_longest(&t, 1, 2, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 2 && l.min_ticks == 101 && !l.edge_until, "timeline: the longest 2 calls",
+              "%d: shortest %llu, %llu kept", rc, (unsigned long long)l.min_ticks, (unsigned long long)l.kept);
+    rc = hs_timeline_longest(&t, 1, 1, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 1 && l.min_ticks == 1000064 && l.edge_ticks == 999936 && l.edge_until > 20000 &&
+                  l.edge_until <= 30000 && hs_tl_longest_keeps(&l, &ev[10]) && !hs_tl_longest_keeps(&l, &ev[11]) &&
+                  !hs_tl_longest_keeps(&l, &ev[9]),
+              "timeline: the longest call, the first of its bucket", "%d: %llu kept, %llu.., %llu until %llu", rc,
+              (unsigned long long)l.kept, (unsigned long long)l.min_ticks, (unsigned long long)l.edge_ticks,
+              (unsigned long long)l.edge_until);
+    rc = hs_timeline_longest(&t, 1, 12, &l, err, sizeof err);
+    tap_check(!rc && l.kept == 12 && l.total == 12 && l.min_ticks == 0 && hs_tl_longest_keeps(&l, &ev[0]),
+              "timeline: every call fits", "%d: shortest %llu, %llu", rc, (unsigned long long)l.min_ticks,
+              (unsigned long long)l.kept);
     remove(path);
 }
 
@@ -750,6 +797,7 @@ int main(void)
     test_truncated_samples();
     test_timeline_one_thread();
     test_timeline_cutoff();
+    test_timeline_longest();
     test_old_report_kinds();
     test_saved_profiles();
     test_fuzz_loader();
