@@ -666,14 +666,16 @@ def test_bad_symbol_paths_one_line_each():
     """A --symbols entry that cannot be used is a usage error in one line
     (exit 2, nothing read): a server that is not http:// or https://, a
     srv* or cache* that names nothing, a server outside srv*, a file where
-    a folder is expected (a folder entry, a store); a good path passes.
+    a folder is expected (a folder entry, a store); a good path passes;
+    a folder entry that is not there is one line and the search goes on
+    (a store's folder is made when written: no line).
     In _NT_SYMBOL_PATH such an entry is one line, and the command goes on."""
     pdb = os.path.join(hs.ROOT, PDB, "pdbc-instr.pdb")
     cases = [
         ("srv*BADSCHEME://x", "'srv*BADSCHEME://x': a symbol server's address begins with http:// or https://"),
         ("srv*", "'srv*' names no folder and no server"),
         ("cache*", "'cache*' names no folder and no server"),
-        ("C:\\syms;SRV**", "'SRV**' names no folder and no server"),
+        (f"{os.path.dirname(pdb)};SRV**", "'SRV**' names no folder and no server"),
         ("https://example.org/symbols",
          "'https://example.org/symbols' is a symbol server: give it as srv*DIR*https://example.org/symbols "
          "(DIR: where to keep its files)"),
@@ -688,8 +690,13 @@ def test_bad_symbol_paths_one_line_each():
     p = hs.hookscope(["functions", "--symbols", f"cache*{os.path.dirname(pdb)};srv*C:\\nosuch*https://example.org/s",
                       "build/examples/demo.exe"])
     hs.eq((p.returncode, p.stderr.decode()), (0, ""), "a good path: exit code, stderr")
+    p = hs.hookscope(["functions", "--symbols", "C:\\nosuch;" + os.path.dirname(pdb), "build/examples/demo.exe"])
+    hs.eq((p.returncode, p.stderr.decode().splitlines()),
+          (0, ["hookscope: --symbols: 'C:\\nosuch': no such folder (the other places are searched)"]),
+          "a folder that is not there: exit code, the line")
+    hs.check(b"main" in p.stdout, "a folder that is not there: the functions listed")
     # _NT_SYMBOL_PATH is the environment's, not the command's: one line, and the command goes on
-    p = hs.hookscope(["functions", "build/examples/demo.exe"], extra_env={"_NT_SYMBOL_PATH": f"C:\\syms;srv*BAD://x"})
+    p = hs.hookscope(["functions", "build/examples/demo.exe"], extra_env={"_NT_SYMBOL_PATH": f"{os.path.dirname(pdb)};srv*BAD://x"})
     hs.eq((p.returncode, p.stderr.decode().splitlines()),
           (0, ["hookscope: _NT_SYMBOL_PATH: 'srv*BAD://x': a symbol server's address begins with http:// or "
                "https:// (that entry is not used)"]), "_NT_SYMBOL_PATH: exit code, the line")

@@ -424,9 +424,11 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
             return usage_error("option '%s' needs a path", au);
         free(o->symbols);
         o->symbols = hs_utf8(val);
-        char why[700];
-        if (hs_symstore_check(o->symbols, hs_symfs_host(), why, sizeof why) < 0)
+        char why[700], warn[700];
+        if (hs_symstore_check(o->symbols, hs_symfs_host(), why, sizeof why, warn, sizeof warn) < 0)
             return usage_error("--symbols: %s", why);
+        if (*warn)
+            hs_err("--symbols: %s (the other places are searched)", warn);
         break;
     }
     case OPT_SRCLINE: o->srcline = 1; break;
@@ -561,9 +563,11 @@ hs_symconf hs_options_symconf(const hs_options *o)
     if (c.nt_symbol_path && !*c.nt_symbol_path)
         c.nt_symbol_path = NULL;
     /* the environment's path is not this command's: said, not refused */
-    char why[700];
-    if (c.nt_symbol_path && hs_symstore_check(c.nt_symbol_path, hs_symfs_host(), why, sizeof why) < 0)
+    char why[700], warn[700];
+    if (c.nt_symbol_path && hs_symstore_check(c.nt_symbol_path, hs_symfs_host(), why, sizeof why, warn, sizeof warn) < 0)
         hs_err("_NT_SYMBOL_PATH: %s (that entry is not used)", why);
+    else if (c.nt_symbol_path && *warn)
+        hs_err("_NT_SYMBOL_PATH: %s (the other places are searched)", warn);
     return c;
 }
 

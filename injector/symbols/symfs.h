@@ -22,6 +22,8 @@ typedef struct hs_symfs {
     void *ctx;
     /* 1: a file of that name is there, 0: not (NULL: only read answers) */
     int (*exists)(void *ctx, const char *path);
+    /* 1: a folder of that name is there, 0: not (NULL: not asked) */
+    int (*is_folder)(void *ctx, const char *path);
 } hs_symfs;
 
 /* The host's file system. */

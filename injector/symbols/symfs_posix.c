@@ -97,7 +97,18 @@ static int posix_exists(void *ctx, const char *path)
     return there;
 }
 
-static const hs_symfs host = { posix_read, NULL, posix_exists };
+static int posix_is_folder(void *ctx, const char *path)
+{
+    (void)ctx;
+    int oom;
+    char *p = host_path(path, &oom);
+    struct stat st;
+    int there = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+    free(p);
+    return there;
+}
+
+static const hs_symfs host = { posix_read, NULL, posix_exists, posix_is_folder };
 
 const hs_symfs *hs_symfs_host(void)
 {

@@ -81,7 +81,19 @@ static int win_exists(void *ctx, const char *path)
     return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
 }
 
-static const hs_symfs host = { win_read, NULL, win_exists };
+static int win_is_folder(void *ctx, const char *path)
+{
+    (void)ctx;
+    char err[64];
+    wchar_t *w = wide(path, err, sizeof err);
+    if (!w)
+        return 0;
+    DWORD a = GetFileAttributesW(w);
+    free(w);
+    return a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+static const hs_symfs host = { win_read, NULL, win_exists, win_is_folder };
 
 const hs_symfs *hs_symfs_host(void)
 {

@@ -131,6 +131,8 @@ typedef struct check_ctx {
     const hs_symfs *fs;
     char *err;
     size_t errlen;
+    char *warn;     /* the first entry that is usable but finds nothing ("" when none) */
+    size_t warnlen;
 } check_ctx;
 
 /* A folder's fault: a URL, or a file. */
@@ -162,8 +164,14 @@ static int check_one(void *ctx, char *entry)
     bool cache_entry;
     char *parts = entry_parts(entry, &cache_entry);
     int rc = 0, named = 0;
-    if (!parts)
+    if (!parts) {
         rc = check_folder(c, text, entry);
+        /* (a store's folders are made when first written; a plain one is
+         * only read: one that is not there is said, not refused, as a
+         * shared list may name folders of other machines) */
+        if (!rc && c->warn && !*c->warn && c->fs && c->fs->is_folder && !c->fs->is_folder(c->fs->ctx, entry))
+            snprintf(c->warn, c->warnlen, "'%s': no such folder", text);
+    }
     for (char *part = parts; part && *part && !rc;) {
         char *q = strchr(part, '*');
         if (q)
@@ -182,9 +190,11 @@ static int check_one(void *ctx, char *entry)
     return rc;
 }
 
-int hs_symstore_check(const char *list, const hs_symfs *fs, char *err, size_t errlen)
+int hs_symstore_check(const char *list, const hs_symfs *fs, char *err, size_t errlen, char *warn, size_t warnlen)
 {
-    check_ctx c = { fs, err, errlen };
+    if (warn && warnlen)
+        *warn = 0;
+    check_ctx c = { fs, err, errlen, warnlen ? warn : NULL, warnlen };
     int rc = each_entry(list, check_one, &c);
     if (rc < 0)
         snprintf(err, errlen, "out of memory");

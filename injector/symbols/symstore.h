@@ -74,8 +74,9 @@ void hs_symwalk_end(hs_symwalk *w);
 /* The first fault of a search path, as one line in err: an entry that
  * names nothing (srv*, cache*), a server that is not http:// or https://
  * or outside a srv* entry, a folder that is a file (fs: NULL, not looked
- * at). 0: none; -1: err set. */
-int hs_symstore_check(const char *list, const hs_symfs *fs, char *err, size_t errlen);
+ * at). 0: none; -1: err set. A folder entry that is not there is no
+ * fault: warn says it (the first; "" when none; warn may be NULL). */
+int hs_symstore_check(const char *list, const hs_symfs *fs, char *err, size_t errlen, char *warn, size_t warnlen);
 
 /* Whether a search path names a symbol server (an http:// or https://
  * part of a srv* or symsrv* entry). */

@@ -207,7 +207,7 @@ static uint8_t *slurp(const char *path, size_t *size)
 /* locate pdbc.exe's PDB with --symbols list; the status, the path found */
 static int ask(world *w, const hs_pe *pe, const char *list, bool prefetch, char *path, char *msg)
 {
-    hs_symfs fs = { world_read, w, world_exists };
+    hs_symfs fs = { world_read, w, world_exists, NULL };
     hs_symfetch fetch = { world_get, world_start, NULL, w };
     hs_pdb_search s = { "D:\\app\\pdbc.exe", list, NULL, &fs, &fetch, prefetch };
     hs_pdb_found found;
@@ -294,7 +294,7 @@ static void test_ask(void)
     char ikey[18], *found;
     hs_symstore_image_key(pe.timestamp, pe.size_of_image, ikey);
     world img = world_of(exe, exe_size, 1);
-    hs_symfs ifs = { world_read, &img, world_exists };
+    hs_symfs ifs = { world_read, &img, world_exists, NULL };
     hs_symfetch ifetch = { world_get, world_start, NULL, &img };
     hs_pdb_search is = { NULL, "C:\\bins;srv*C:\\cache*http://s/sym", NULL, &ifs, &ifetch, false };
     found = hs_image_locate("pdbc.exe", pe.timestamp, pe.size_of_image + 0x1000, &is);
