@@ -9,9 +9,15 @@
  *          worst case for a probe)
  * Each is called through a function pointer; the best of 7 rounds is
  * printed as "name ns_per_call".
+ *
+ * `callbench paced RATE SECONDS`: exe_leaf called RATE million times a
+ * second for SECONDS (in steps of 1,000 calls, each step waiting for its
+ * time), for a steady program; prints "paced-calls N" and "paced-seconds S"
+ * (S above SECONDS: the calls could not keep the pace).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <windows.h>
 
 #include "bench/clock.h"
@@ -58,8 +64,32 @@ static double empty(empty_fn volatile fn, long calls)
     return (now_ns() - a) / (double)calls;
 }
 
+static int paced(double rate, double seconds)
+{
+    /* (the performance counter read directly: the wait calls no function of the exe, which is hooked) */
+    LARGE_INTEGER f, start, t;
+    QueryPerformanceFrequency(&f);
+    unsigned long long x = sink;
+    long calls = 0, total = (long)(rate * 1e6 * seconds);
+    double per = (double)f.QuadPart / (rate * 1e6);   /* counter ticks per call */
+    QueryPerformanceCounter(&start);
+    while (calls < total) {
+        for (int i = 0; i < 1000; i++)
+            x = exe_leaf(x);
+        calls += 1000;
+        do
+            QueryPerformanceCounter(&t);
+        while ((double)(t.QuadPart - start.QuadPart) < (double)calls * per);
+    }
+    sink = x;
+    printf("paced-calls %ld\npaced-seconds %.3f\n", calls, (double)(t.QuadPart - start.QuadPart) / (double)f.QuadPart);
+    return (int)(sink & 0);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "paced") && atof(argv[2]) > 0 && atof(argv[3]) > 0)
+        return paced(atof(argv[2]), atof(argv[3]));
     long calls = argc > 1 ? atol(argv[1]) : 20000000;
     double best[4] = { 1e9, 1e9, 1e9, 1e9 };
     for (int r = 0; r < 7; r++) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Run hookscope's benchmarks and print each against an unhooked run.
 
-  bench/run.py [calls] [overhead] [timeline-overhead] [install] [report] [stacks] [etl] [sample] [sample-rates]
-               [lua-time-stacks] [threads] (default: all but sample-rates; stacks
-                                          ends with lua-time-stacks)
+  bench/run.py [calls] [overhead] [timeline-overhead] [timeline-drain] [timeline-memory [SECONDS]] [install]
+               [report] [stacks] [etl] [sample] [sample-rates] [lua-time-stacks] [threads]
+                                          (default: all but sample-rates and
+                                          timeline-memory; stacks ends with
+                                          lua-time-stacks)
 
   calls    ns per call: untraced vs `hookscope run` (entry counting).
            Every number is the best of several rounds inside one process;
@@ -19,8 +21,17 @@
            ns per call --timeline adds over --time (the event written into
            the thread's ring; target <= 8 ns), with the ring full (the
            call dropped and counted), and with a --timeline-min-duration
-           that leaves every call out (target <= 2 ns); and the drain's
-           throughput from the rings to timeline.bin (target >= 50 M calls/s)
+           that leaves every call out (target <= 2 ns); then timeline-drain
+  timeline-memory [SECONDS]
+           the peak memory (resident and private, from Linux's /proc) of
+           hookscope and of the target in two --timeline runs of lua's
+           workload, a short one and one of about SECONDS (default 60):
+           goal, the same peaks whatever the length
+  timeline-drain
+           the drain's throughput from the rings to timeline.bin (target
+           >= 50 M calls/s in the passes that moved calls), and end to end
+           with the default ring: callbench making 20 M calls/s for 1 s
+           drops nothing; and as fast as it calls (~40 M/s)
   install  hooks put in per second: build/bench/manyfuncs.exe (20,000
            generated functions, bench/gen_manyfuncs.py) under `hookscope
            run`: functions_hooked / install_s from report.json; and the
@@ -446,7 +457,8 @@ def timeline_overhead():
         r = run([HOOKSCOPE, "run", "-q", "--no-sample", "-o", out] + list(opts) + ["--", cb, "20000"])
         with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
             tl = json.load(f).get("timeline")
-        dropped = sum(t["dropped_buffer"] + t["dropped_file"] for t in tl["threads"]) if tl else 0
+        ring = sum(t["dropped_buffer"] for t in tl["threads"])
+        file = sum(t["dropped_file"] for t in tl["threads"]) if tl else 0
         return r, dropped
 
     t_time, _ = traced("--time")
@@ -467,26 +479,174 @@ def timeline_overhead():
     timeline_drain()
 
 
-def timeline_drain():
-    """The drain's throughput: callbench's 4.2 million timed calls (rounds of
-    300,000) into a ring that holds them all, so that nothing is dropped
-    whatever the drain does; from hookscope's -v line: events taken per
-    second of the drain's passes, and of those the file's writing."""
+DRAIN_LINE = re.compile(r"timeline: (\d+) calls in (\d+) bytes, taken in (\d+) passes .*?\(([\d.]+) ms in all, "
+                        r"([\d.]+) ms writing the file in (\d+) writes\); the (\d+) passes that moved calls took "
+                        r"(\d+) in ([\d.]+) ms; the drain's thread used (\d+) ms of CPU")
+DRAIN_E2E_CALLS = "1000000"   # callbench rounds: 14 million calls, ~0.45 GB of timeline
+
+
+def drain_run(*opts, calls=("300000",)):
+    """One callbench run with --timeline: the drain's -v figures, callbench's
+    output, the calls the timeline dropped (report.json)."""
     out = os.path.join(ROOT, OUT, "timeline")
-    p = subprocess.run([HOOKSCOPE, "run", "-v", "--no-sample", "-o", out, "--timeline", "--timeline-buffer", "4194304",
-                        "--", "build/bench/callbench.exe", "300000"], cwd=ROOT, env=ENV, capture_output=True,
+    # the last run's files (up to 2 GB of trace.json) gone and the disk's
+    # writeback done first: Linux makes a writer wait while much is dirty
+    shutil.rmtree(out, ignore_errors=True)
+    os.sync()
+    p = subprocess.run([HOOKSCOPE, "run", "-v", "--no-sample", "-o", out, "--timeline"] + list(opts) +
+                       ["--", "build/bench/callbench.exe"] + list(calls), cwd=ROOT, env=ENV, capture_output=True,
                        text=True, timeout=900)
-    m = re.search(r"timeline: (\d+) calls in (\d+) bytes, taken in (\d+) passes of [\d.]+ us on average "
-                  r"\(([\d.]+) ms in all, ([\d.]+) ms writing the file\)", p.stderr)
+    m = DRAIN_LINE.search(p.stderr)
     if p.returncode != 0 or not m:
         sys.exit(f"bench: the timeline's drain did not report: {p.stderr[-500:]}")
-    events, size, passes, all_ms, write_ms = (int(m[1]), int(m[2]), int(m[3]), float(m[4]), float(m[5]))
-    rate = events / (all_ms / 1e3) / 1e6
-    met = rate >= DRAIN_TARGET_M
-    print(f"== the timeline's drain: {events} calls, {size / 1e6:.0f} MB, {passes} passes: {rate:.1f} M calls/s "
-          f"({(all_ms - write_ms):.0f} ms taking them from the rings, {write_ms:.0f} ms writing timeline.bin: "
-          f"{size / 1e6 / (write_ms / 1e3):.0f} MB/s); >= {DRAIN_TARGET_M:.0f} M calls/s: "
-          f"{'met' if met else 'NOT MET'}")
+    with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+        tl = json.load(f)["timeline"]
+    dropped = sum(t["dropped_buffer"] + t["dropped_file"] for t in tl["threads"])
+    ns = dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip())
+    return m, ns, dropped
+
+
+def timeline_drain():
+    """The drain's throughput, from hookscope's -v line, in ROUNDS runs of
+    callbench's 4.2 million timed calls (rounds of 300,000) into a ring that
+    holds them all (nothing is dropped whatever the drain does): the calls
+    per second of the passes that moved calls (the drain's capacity: the
+    idle passes every 2 ms, which cost the same at any rate, left out; wall
+    time, so it includes any time the drain's thread waited for a CPU), and
+    per second of the drain thread's CPU time (every pass; Wine counts it
+    in 10 ms steps). Then end to end, with the default ring, the calls
+    dropped: callbench making 20 million calls a second for a second
+    (`paced`; goal: none dropped), and its 14 million calls at the rate it
+    makes them (two to three times that). A loaded machine (the load
+    average is printed) makes all of them worse."""
+    print(f"== the timeline's drain: callbench 300000 (4.2 million timed calls), a ring that holds them all, "
+          f"{ROUNDS} runs (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    print(f"{'run':<5}{'calls':>10}{'MB':>6}{'passes':>8}{'moving':>8}{'ms':>8}{'M calls/s':>11}{'writes':>8}"
+          f"{'writing ms':>12}{'MB/s':>7}{'CPU ms':>8}{'M calls/CPU s':>15}")
+    busy, cpu = [], []
+    for i in range(ROUNDS):
+        m, _, _ = drain_run("--timeline-buffer", "4194304")
+        events, size, passes, write_ms, writes, moving, busy_ms, cpu_ms = (
+            int(m[1]), int(m[2]), int(m[3]), float(m[5]), int(m[6]), int(m[7]), float(m[9]), int(m[10]))
+        busy.append(events / busy_ms / 1e3)
+        cpu.append(events / cpu_ms / 1e3 if cpu_ms else float("inf"))
+        print(f"{i + 1:<5}{events:>10}{size / 1e6:>6.0f}{passes:>8}{moving:>8}{busy_ms:>8.1f}{busy[-1]:>11.1f}"
+              f"{writes:>8}{write_ms:>12.1f}{size / 1e6 / (write_ms / 1e3):>7.0f}{cpu_ms:>8}{cpu[-1]:>15.1f}")
+    rate = med(busy)
+    print(f"median {rate:.1f} M calls/s in the passes that moved calls, {med(cpu):.1f} M per second of the drain's "
+          f"CPU; >= {DRAIN_TARGET_M:.0f} M calls/s: {'met' if rate >= DRAIN_TARGET_M else 'NOT MET'}")
+    m, out, dropped = drain_run(calls=("paced", "20", "1"))
+    rate = out["paced-calls"] / out["paced-seconds"] / 1e6
+    print(f"end to end, the default ring (load average {os.getloadavg()[0]:.1f}): callbench paced at "
+          f"{rate:.1f} M calls/s for {out['paced-seconds']:.2f} s, {int(m[1]) + dropped} timed calls, {dropped} dropped; "
+          f"none at 20 M calls/s: {'met' if dropped == 0 and rate >= 19.9 else 'NOT MET'}")
+    m, ns, dropped = drain_run(calls=(DRAIN_E2E_CALLS,))
+    rates = ", ".join(f"{k} {1e3 / ns[k]:.0f} M calls/s" for k in ("chain", "empty"))
+    print(f"end to end, callbench {DRAIN_E2E_CALLS} as fast as it calls ({rates}): {int(m[1]) + dropped} timed calls, "
+          f"{dropped} dropped")
+
+
+MEMORY_SECONDS = 60          # timeline-memory's long run by default (`timeline-memory SECONDS` sets it)
+MEMORY_SHORT_ROUNDS = 40     # lua workload rounds of its short run: ~2.3 million calls kept, past what the
+                             # views of the timeline hold (HS_TIMELINE_VIEW_CALLS), so that both runs fill them
+
+
+def wine_procs(marks):
+    """{pid: name} of this prefix's Wine processes whose command line holds
+    the arguments of one of marks ({name: [argument, ...]}): other runs in
+    the same prefix are not them."""
+    prefix = "WINEPREFIX=" + ENV.get("WINEPREFIX", os.path.expanduser("~/.wine"))
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
+            name = next((n for n, want in marks.items() if args[0].replace("\\", "/").rsplit("/", 1)[-1] == n
+                         and all(w in args for w in want)), None)
+            if not name:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if prefix.encode() not in f.read().split(b"\0"):
+                    continue
+        except OSError:
+            continue
+        found[int(pid)] = name
+    return found
+
+
+def memory_run(rounds):
+    """A --timeline run of lua's workload (sampled, lua.exe hooked, calls of
+    1 us or more kept), its processes' memory read from Linux every 50 ms:
+    per name the peak resident set (VmHWM, the kernel's own peak, as last
+    read) and the peak of its private part (RssAnon, as polled); hookscope's
+    also while the target ran. Returns (report.json, peaks, wall seconds)."""
+    cwd = os.path.join(ROOT, LUA_DIR)
+    out_abs = os.path.join(ROOT, OUT, f"timeline_memory_{rounds}")
+    out = os.path.relpath(out_abs, cwd)
+    cmd = [HOOKSCOPE, "run", "-q", "-m", "lua.exe", "--timeline", "--timeline-min-duration", "1us", "-o", out,
+           "--", "lua.exe", "workload.lua", str(rounds)]
+    marks = {"hookscope.exe": [out], "lua.exe": ["workload.lua", str(rounds)]}
+    start = time.time()
+    p = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peaks = {n: {"hwm": 0, "anon": 0} for n in marks}
+    running_hwm = 0   # hookscope's peak while the target ran
+    while p.poll() is None:
+        procs = wine_procs(marks)
+        target_alive = "lua.exe" in procs.values()
+        for pid, name in procs.items():
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    st = dict(l.split(":", 1) for l in f if ":" in l)
+            except OSError:
+                continue
+            hwm, anon = int(st["VmHWM"].split()[0]), int(st["RssAnon"].split()[0])
+            peaks[name]["hwm"] = max(peaks[name]["hwm"], hwm)
+            peaks[name]["anon"] = max(peaks[name]["anon"], anon)
+            if name == "hookscope.exe" and target_alive:
+                running_hwm = max(running_hwm, hwm)
+        time.sleep(0.05)
+    err = p.stderr.read().decode(errors="replace")
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}): {err.strip()}")
+    peaks["running"] = running_hwm
+    with open(os.path.join(out_abs, "report.json"), encoding="utf-8") as f:
+        return json.load(f), peaks, time.time() - start
+
+
+def timeline_memory(seconds=MEMORY_SECONDS):
+    """Peak memory of hookscope and of the target in --timeline runs of
+    lua's workload of two lengths: MEMORY_SHORT_ROUNDS rounds, and as many
+    as last about `seconds` (scaled from the short run's length). Goal:
+    memory bounded whatever the run's length, so the long run's peaks are
+    the short run's. (The ring's drops are calls the drain was too late
+    for; the file's, calls past --timeline-max, 1 GiB.)"""
+    seconds = float(seconds)
+    print(f"== peak memory of a --timeline run (lua workload.lua, lua.exe hooked, sampled, "
+          f"--timeline-min-duration 1us), read from Linux every 50 ms; MB")
+    print(f"{'rounds':>7}{'target s':>10}{'calls kept':>12}{'dropped ring/file':>19}{'timeline MB':>13}{'samples':>9}"
+          f"{'hookscope peak':>16}{'while running':>15}{'private':>9}{'target peak':>13}{'private':>9}")
+    rows = []
+    rounds = MEMORY_SHORT_ROUNDS
+    for _ in range(2):
+        j, peaks, _ = memory_run(rounds)
+        tl = j["timeline"]
+        kept = sum(t["events"] for t in tl["threads"])
+        ring = sum(t["dropped_buffer"] for t in tl["threads"])
+        file = sum(t["dropped_file"] for t in tl["threads"])
+        h, t = peaks["hookscope.exe"], peaks["lua.exe"]
+        rows.append((j["target"]["wall_time_s"], h["hwm"], t["hwm"]))
+        print(f"{rounds:>7}{j['target']['wall_time_s']:>10.1f}{kept:>12}{f'{ring}/{file}':>19}{tl['bytes'] / 1e6:>13.0f}"
+              f"{len(tl['samples']):>9}{h['hwm'] / 1024:>16.1f}{peaks['running'] / 1024:>15.1f}"
+              f"{h['anon'] / 1024:>9.1f}{t['hwm'] / 1024:>13.1f}{t['anon'] / 1024:>9.1f}")
+        rounds = max(rounds + 1, round(rounds * seconds / max(j["target"]["wall_time_s"], 0.1)))
+    (s_len, s_h, s_t), (l_len, l_h, l_t) = rows
+    grow = max(l_h / s_h, l_t / s_t)
+    print(f"a run {l_len / s_len:.1f}x as long: hookscope's peak x{l_h / s_h:.2f}, the target's x{l_t / s_t:.2f}; "
+          f"bounded (each within 1.25x): {'met' if grow <= 1.25 else 'NOT MET'}")
+    print("peak: VmHWM, the resident set's peak; private: RssAnon's peak as polled; while running: hookscope's")
+    print("peak before the target ended (after it, hookscope writes the views of the timeline)")
 
 
 SYS_DLLS = ["jscript.dll", "oleaut32.dll", "ole32.dll", "combase.dll", "kernelbase.dll", "msvcrt.dll",
@@ -779,13 +939,20 @@ def sample_rates():
 
 
 if __name__ == "__main__":
-    which = [w.replace("-", "_") for w in sys.argv[1:]] or ["calls", "overhead", "install", "report", "stacks", "etl",
-                                                            "sample", "threads"]
+    # a mode, each followed by its arguments if it takes any (timeline-memory SECONDS)
+    which = []
+    for a in sys.argv[1:]:
+        if which and a.replace(".", "", 1).isdigit():
+            which[-1][1].append(a)
+        else:
+            which.append((a.replace("-", "_"), []))
+    which = which or [(w, []) for w in ("calls", "overhead", "install", "report", "stacks", "etl", "sample",
+                                        "threads")]
     server = WineServer()
     try:
-        for i, w in enumerate(which):
+        for i, (w, args) in enumerate(which):
             if i:
                 print()
-            globals()[w]()
+            globals()[w](*args)
     finally:
         server.stop()

@@ -525,6 +525,32 @@ def test_timeline_max_bounds_the_file():
     hs.check(f"{th['dropped_file']} did not fit in --timeline-max" in t.txt, "report.txt says so")
 
 
+def test_drain_writes_once_a_pass():
+    """lua's workload (lua.exe hooked, its calls of 1 us or more kept)
+    keeps the drain busy for a while: its passes gather every take of
+    every ring into one buffer (512 KiB) and write it once, when it fills
+    and at the pass's end; so the file gets at most one write per pass
+    that moved calls, one per buffer filled and one for the calls open at
+    the end (one a take, as each steady take was, would be several a
+    pass). -v says what the passes moved: every call kept or dropped for
+    the file, exactly."""
+    hs.need("build/fixtures/lua/lua.exe")
+    t = hs.trace("lua.exe", ["workload.lua", "2"], modules=["lua.exe"], cwd="build/fixtures/lua", name="tl_drain",
+                 options=["-v", "--timeline", "--timeline-min-duration", "1us", "--no-sample"])
+    err = t.stderr.decode(errors="replace")
+    hs.eq(t.rc, 0, "exit code: " + err[-2000:])
+    m = re.search(r"timeline: (\d+) calls in (\d+) bytes, taken in (\d+) passes .* in (\d+) writes\); the (\d+) "
+                  r"passes that moved calls took (\d+) in", err)
+    hs.check(m, "hookscope -v says what the drain did: " + err[-2000:])
+    calls, size, passes, writes, moving, moved = (int(x) for x in m.groups())
+    tl = t.json["timeline"]
+    hs.eq((calls, size), (sum(th["events"] for th in tl["threads"]), tl["bytes"]), "-v's calls and bytes")
+    hs.eq(moved, sum(th["events"] + th["dropped_file"] for th in tl["threads"]), "the passes moved every call taken")
+    hs.check(moving >= 10, f"{moving} of {passes} passes moved calls: the drain was busy")
+    fills = -(-size // (480 * 1024))
+    hs.check(writes <= moving + fills + 1, f"{writes} writes for {moving} passes that moved calls and {size} bytes")
+
+
 def test_filters_decide_at_the_exit():
     """--timeline-min-duration 1us keeps only calls of at least a
     microsecond (their durations in timeline.bin, at the agent's clock

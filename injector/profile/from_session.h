@@ -67,6 +67,8 @@ void hs_session_header_copy(const hs_session_src *s, hs_session_header *out);
  * wrote, at most the capacity. */
 uint32_t hs_session_modules(const hs_session_src *s);
 uint32_t hs_session_functions(const hs_session_src *s);
+/* The thread regions in use (threads_used, at most the capacity). */
+uint32_t hs_session_regions(const hs_session_src *s);
 /* Record i (< hs_session_modules), copied, its path terminated; false
  * when it cannot be read. */
 bool hs_session_module_at(const hs_session_src *s, uint32_t i, hs_module_rec *out);
@@ -86,6 +88,7 @@ typedef struct hs_session_tl {
     uint64_t filtered;           /* the region's tl_filtered as last read */
     uint64_t dropped;            /* the region's tl_dropped as last read, */
     uint64_t drop_first, drop_last; /*   and its range of times */
+    uint32_t funcs;              /* the events the last take returned: their highest function + 1 */
 } hs_session_tl;
 
 /* Take the events region k (< the regions in use) holds now, at most max,

@@ -215,6 +215,20 @@ static uint32_t n_functions(const hs_session_src *s, hs_session_trust *t)
     return hs_sr_count(n, s->layout->max_functions, "function", t);
 }
 
+static uint32_t regions_used(int32_t used, uint32_t max)
+{
+    return used < 0 ? 0 : (uint32_t)used < max ? (uint32_t)used : max;
+}
+
+uint32_t hs_session_regions(const hs_session_src *s)
+{
+    /* (the count read alone, not the whole header: a drain asks thousands
+     * of times a second) */
+    int32_t used = 0;
+    hs_sr_read(s, offsetof(hs_session_header, threads_used), &used, sizeof used);
+    return regions_used(used, s->layout->max_threads);
+}
+
 uint32_t hs_session_modules(const hs_session_src *s)
 {
     return n_modules(s, NULL);
@@ -276,8 +290,7 @@ bool hs_session_module_at(const hs_session_src *s, uint32_t i, hs_module_rec *ou
 
 uint32_t hs_sr_regions(const hs_session_header *h)
 {
-    int32_t used = h->threads_used;
-    return used < 0 ? 0 : (uint32_t)used < h->max_threads ? (uint32_t)used : h->max_threads;
+    return regions_used(h->threads_used, h->max_threads);
 }
 
 bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64_t *base, hs_region_hdr *rh)
@@ -295,9 +308,7 @@ bool hs_sr_region(const hs_session_src *s, uint32_t k, uint32_t nregions, uint64
  * (copied); false when there is no such region. */
 static bool timeline_region(const hs_session_src *s, uint32_t k, uint32_t *nfuncs, uint64_t *base, hs_region_hdr *rh)
 {
-    hs_session_header h;
-    hs_session_header_copy(s, &h);
-    uint32_t nregions = hs_sr_regions(&h);
+    uint32_t nregions = hs_session_regions(s);
     *nfuncs = n_functions(s, NULL);
     return (s->layout->options & HS_OPT_TIMELINE) && k < nregions && hs_sr_region(s, k, nregions, base, rh);
 }
@@ -362,6 +373,7 @@ size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_
         st->tail = head - cap;   /* the ring holds the last cap at most */
     }
     size_t n = 0;
+    uint32_t funcs = 0;
     while (st->tail < head && n < max) {
         /* the ring's part from the tail to its end or the head */
         uint64_t at = st->tail & (cap - 1);
@@ -395,6 +407,8 @@ size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_
                               (unsigned long long)(st->tail + used), e.func, e.depth);
                 continue;
             }
+            if (e.func >= funcs)
+                funcs = e.func + 1;
             out[kept++] = e;
         }
         st->tail += used;
@@ -405,6 +419,7 @@ size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_
     /* the room taken back: the agent writes over it from now on */
     volatile uint64_t *tail = (volatile uint64_t *)((char *)s->view + base + offsetof(hs_region_hdr, tl_tail));
     *tail = st->tail;
+    st->funcs = funcs;
     return n;
 }
 

@@ -14,6 +14,14 @@
  * given to the wrong thread. The ring's drops are the agent's counts (per
  * region: given to the thread the region serves when they are read); the
  * file's are counted here.
+ *
+ * The blocks are taken straight into one buffer of OUT_BYTES, in place
+ * behind their headers, and the buffer goes to the file in one write
+ * when it is full and at the end of each pass: the events are copied out
+ * of the view, checked and written while they are in the cache, and a
+ * pass makes one system call however many rings and takes it had (a write
+ * costs ~10 us under Wine whatever its size; one a take made the drain of
+ * a steady program cost more than its copying).
  */
 #include "injector/trace/timeline_drain.h"
 
@@ -31,6 +39,10 @@ _Static_assert(offsetof(hs_tl_rec, depth) == offsetof(hs_tl_event, depth), "even
 
 /* How often the rings are emptied. */
 #define DRAIN_MS 2
+/* The buffer of blocks written at a time (within a core's L2 cache), and
+ * the room for events below which it is written before the next take. */
+#define OUT_BYTES (512u * 1024)
+#define OUT_MIN_EVENTS 1024u
 
 struct hs_tl_drain {
     hs_session_host *s;
@@ -42,12 +54,16 @@ struct hs_tl_drain {
     hs_session_tl *rings;       /* per region (the layout's max_threads) */
     uint64_t *seen_dropped;     /* the ring's drops already given to a thread */
     uint64_t *seen_filtered;    /* the same of the calls the filters left out */
-    hs_tl_event *buf;           /* one ring's worth */
-    size_t cap;
+    unsigned char *out;         /* blocks not written yet (OUT_BYTES) */
+    size_t used;
     hs_session_trust trust;
     HANDLE thread, stop;
     uint64_t passes;            /* for -v: the passes, the seconds they took, and writing */
     double pass_s, write_s;
+    uint64_t writes;
+    uint64_t busy_passes, busy_events;  /*   the passes that moved calls, their calls and seconds */
+    double busy_s;
+    double cpu_s;               /*   the CPU time of the drain's thread (its passes, idle or not) */
     SRWLOCK lock;               /* one pass at a time (the thread's, the last one's) */
 };
 
@@ -95,47 +111,91 @@ static int committed_cached(const void *p, uint64_t *run)
     return ok;
 }
 
-/* The regions in use now (threads_used, at most the capacity). */
-static uint32_t regions_in_use(const hs_tl_drain *d, const hs_session_src *src)
+/* Where the next block's events go in the buffer, and how many fit
+ * (written first when fewer than OUT_MIN_EVENTS would). */
+static void flush(hs_tl_drain *d);
+static hs_tl_event *reserve(hs_tl_drain *d, size_t *room)
 {
-    hs_session_header h;
-    hs_session_header_copy(src, &h);
-    uint32_t max = d->s->layout.max_threads;
-    return h.threads_used < 0 ? 0 : (uint32_t)h.threads_used < max ? (uint32_t)h.threads_used : max;
+    if (OUT_BYTES - d->used < sizeof(hs_tl_block) + OUT_MIN_EVENTS * sizeof(hs_tl_event))
+        flush(d);
+    *room = (OUT_BYTES - d->used - sizeof(hs_tl_block)) / sizeof(hs_tl_event);
+    return (hs_tl_event *)(d->out + d->used + sizeof(hs_tl_block));
 }
 
-/* Append one block of thread tid's events (flags: HS_TL_BLOCK_*), as far
- * as --timeline-max lets. */
-static void put_block(hs_tl_drain *d, uint32_t tid, uint32_t flags, const hs_tl_event *ev, size_t n)
+static uint32_t funcs_of(const hs_tl_event *ev, size_t n)
+{
+    uint32_t funcs = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].func >= funcs)
+            funcs = ev[i].func + 1;
+    return funcs;
+}
+
+/* Make the n events reserve() placed one block of thread tid (flags:
+ * HS_TL_BLOCK_*), as far as --timeline-max lets; funcs: their highest
+ * function + 1. They count as in the file from here (flush takes them
+ * back if the write fails). */
+static void put_block(hs_tl_drain *d, uint32_t tid, uint32_t flags, size_t n, uint32_t funcs)
 {
     hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
+    hs_tl_event *ev = (hs_tl_event *)(d->out + d->used + sizeof(hs_tl_block));
     uint64_t room = d->tl->bytes + sizeof(hs_tl_block) < d->max_bytes
                         ? (d->max_bytes - d->tl->bytes - sizeof(hs_tl_block)) / sizeof *ev
                         : 0;
-    size_t fit = n < room ? n : (size_t)room;
-    if (fit && !d->write_failed) {
+    size_t fit = d->write_failed ? 0 : n < room ? n : (size_t)room;
+    if (fit) {
         hs_tl_block b = { HS_TL_BLOCK_MAGIC, tid, (uint32_t)fit, flags };
-        if (fwrite(&b, sizeof b, 1, d->f) != 1 || fwrite(ev, sizeof *ev, fit, d->f) != fit) {
-            hs_err("cannot write %s: the timeline stops here", d->path);
-            d->write_failed = true;
-        } else {
-            d->tl->bytes += sizeof b + fit * sizeof *ev;
-            for (size_t i = 0; i < fit; i++)
-                if (ev[i].func >= d->tl->funcs_named)
-                    d->tl->funcs_named = ev[i].func + 1;
-            if (flags & HS_TL_BLOCK_OPEN)
-                th->open += fit;
-            else
-                th->events += fit;
-        }
+        memcpy(d->out + d->used, &b, sizeof b);
+        d->used += sizeof b + fit * sizeof *ev;
+        d->tl->bytes += sizeof b + fit * sizeof *ev;
+        if (fit < n)
+            funcs = funcs_of(ev, fit);
+        if (funcs > d->tl->funcs_named)
+            d->tl->funcs_named = funcs;
+        if (flags & HS_TL_BLOCK_OPEN)
+            th->open += fit;
+        else
+            th->events += fit;
     }
-    if (d->write_failed)
-        fit = 0;
     if (flags & HS_TL_BLOCK_OPEN)
         return;   /* (not calls that ended: the report counts them as open) */
     for (size_t i = fit; i < n; i++)
         widen(th, ev[i].t0, ev[i].t1);
     th->dropped_file += n - fit;
+}
+
+/* Write the buffer's blocks; when that fails, the timeline stops there
+ * and their calls count as not in the file. */
+static void flush(hs_tl_drain *d)
+{
+    if (!d->used)
+        return;
+    double tw = hs_now();
+    bool ok = !d->write_failed && fwrite(d->out, 1, d->used, d->f) == d->used;
+    d->write_s += hs_now() - tw;
+    d->writes++;
+    if (!ok) {
+        if (!d->write_failed)
+            hs_err("cannot write %s: the timeline stops here", d->path);
+        d->write_failed = true;
+        d->tl->bytes -= d->used;
+        for (size_t at = 0; at < d->used;) {
+            hs_tl_block b;
+            memcpy(&b, d->out + at, sizeof b);
+            const hs_tl_event *ev = (const hs_tl_event *)(d->out + at + sizeof b);
+            hs_prof_tl_thread *th = hs_timeline_thread(d->tl, b.tid);
+            if (b.flags & HS_TL_BLOCK_OPEN) {
+                th->open -= b.count;
+            } else {
+                th->events -= b.count;
+                th->dropped_file += b.count;
+                for (uint32_t i = 0; i < b.count; i++)
+                    widen(th, ev[i].t0, ev[i].t1);
+            }
+            at += sizeof b + (size_t)b.count * sizeof *ev;
+        }
+    }
+    d->used = 0;
 }
 
 /* Empty every ring once. */
@@ -147,12 +207,15 @@ static void pass(hs_tl_drain *d)
     host_committed = src.committed;
     if (src.committed)
         src.committed = committed_cached;
-    uint32_t nregions = regions_in_use(d, &src);
+    uint32_t nregions = hs_session_regions(&src);
+    uint64_t moved = 0;
     for (uint32_t k = 0; k < nregions; k++) {
         hs_session_tl *st = &d->rings[k];
         for (;;) {
             uint32_t tid = st->tid;
-            size_t n = hs_session_timeline_take(&src, k, st, d->buf, d->cap, &d->trust);
+            size_t room;
+            hs_tl_event *ev = reserve(d, &room);
+            size_t n = hs_session_timeline_take(&src, k, st, ev, room, &d->trust);
             if (!tid)
                 tid = st->tid;
             if (!tid) {
@@ -174,13 +237,19 @@ static void pass(hs_tl_drain *d)
             }
             if (!n)
                 break;
-            double tw = hs_now();
-            put_block(d, st->tid, 0, d->buf, n);
-            d->write_s += hs_now() - tw;
+            put_block(d, st->tid, 0, n, st->funcs);
+            moved += n;
         }
     }
+    flush(d);
+    double took = hs_now() - t0;
     d->passes++;
-    d->pass_s += hs_now() - t0;
+    d->pass_s += took;
+    if (moved) {
+        d->busy_passes++;
+        d->busy_events += moved;
+        d->busy_s += took;
+    }
     ReleaseSRWLockExclusive(&d->lock);
 }
 
@@ -191,22 +260,31 @@ static void open_calls(hs_tl_drain *d)
 {
     hs_session_src src = hs_session_host_src(d->s);
     uint64_t end = rdtsc();
-    uint32_t nregions = regions_in_use(d, &src);
+    uint32_t nregions = hs_session_regions(&src);
+    size_t cap = d->s->layout.region_shadow_cap;
+    hs_tl_event *buf = hs_xmalloc((cap ? cap : 1) * sizeof *buf);
     for (uint32_t k = 0; k < nregions; k++) {
         if (!d->rings[k].tid)
             continue;
-        size_t n = hs_session_timeline_open(&src, k, d->buf, d->cap, &d->trust), kept = 0;
+        size_t n = hs_session_timeline_open(&src, k, buf, cap, &d->trust), kept = 0;
         for (size_t i = 0; i < n; i++) {
-            if (d->buf[i].t0 > end)
+            if (buf[i].t0 > end)
                 continue;   /* (its t0 was written by the target: it cannot have begun after now) */
-            d->buf[kept] = d->buf[i];
-            d->buf[kept].t1 = d->buf[kept].ticks = end;
-            d->buf[kept].ticks -= d->buf[kept].t0;
+            buf[kept] = buf[i];
+            buf[kept].t1 = buf[kept].ticks = end;
+            buf[kept].ticks -= buf[kept].t0;
             kept++;
         }
-        if (kept)
-            put_block(d, d->rings[k].tid, HS_TL_BLOCK_OPEN, d->buf, kept);
+        for (size_t done = 0, room; done < kept; done += room) {
+            hs_tl_event *ev = reserve(d, &room);
+            if (room > kept - done)
+                room = kept - done;
+            memcpy(ev, buf + done, room * sizeof *ev);
+            put_block(d, d->rings[k].tid, HS_TL_BLOCK_OPEN, room, funcs_of(ev, room));
+        }
     }
+    free(buf);
+    flush(d);
 }
 
 static DWORD WINAPI drain_main(void *arg)
@@ -214,6 +292,11 @@ static DWORD WINAPI drain_main(void *arg)
     hs_tl_drain *d = arg;
     while (WaitForSingleObject(d->stop, DRAIN_MS) == WAIT_TIMEOUT)
         pass(d);
+    /* (read by the thread itself: Wine has no times of a thread that ended) */
+    FILETIME c, e, k, u;
+    if (GetThreadTimes(GetCurrentThread(), &c, &e, &k, &u))
+        d->cpu_s = (double)(((uint64_t)k.dwHighDateTime << 32 | k.dwLowDateTime) +
+                            ((uint64_t)u.dwHighDateTime << 32 | u.dwLowDateTime)) / 1e7;
     return 0;
 }
 
@@ -231,9 +314,8 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
         free(d);
         return NULL;
     }
-    /* unbuffered: a pass writes each ring's events in one piece, and the C
-     * runtime's buffer only copies them first (Wine's msvcrt: 256 KB pieces
-     * through a 1 MB buffer at ~0.4 GB/s, written directly at ~4 GB/s) */
+    /* unbuffered: the drain gathers its writes itself (OUT_BYTES), and the
+     * C runtime's buffer would only copy them first */
     setvbuf(d->f, NULL, _IONBF, 0);
     hs_tl_file_hdr fh;
     memset(&fh, 0, sizeof fh);
@@ -257,8 +339,7 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
     d->rings = hs_xcalloc(regions, sizeof *d->rings);
     d->seen_dropped = hs_xcalloc(regions, sizeof *d->seen_dropped);
     d->seen_filtered = hs_xcalloc(regions, sizeof *d->seen_filtered);
-    d->cap = s->layout.region_timeline_cap ? s->layout.region_timeline_cap : 1;
-    d->buf = hs_xmalloc(d->cap * sizeof *d->buf);
+    d->out = hs_xmalloc(OUT_BYTES);
     InitializeSRWLock(&d->lock);
     d->stop = CreateEventW(NULL, TRUE, FALSE, NULL);
     d->thread = d->stop ? CreateThread(NULL, 0, drain_main, d, 0, NULL) : NULL;
@@ -293,9 +374,12 @@ hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
     for (size_t i = 0; i < d->tl->nthreads; i++)
         events += d->tl->threads[i].events;
     hs_log("timeline: %llu calls in %llu bytes, taken in %llu passes of %.1f us on average (%.1f ms in all, "
-           "%.1f ms writing the file)",
+           "%.1f ms writing the file in %llu writes); the %llu passes that moved calls took %llu in %.1f ms; "
+           "the drain's thread used %.0f ms of CPU",
            (unsigned long long)events, (unsigned long long)d->tl->bytes, (unsigned long long)d->passes,
-           d->passes ? d->pass_s * 1e6 / (double)d->passes : 0.0, d->pass_s * 1e3, d->write_s * 1e3);
+           d->passes ? d->pass_s * 1e6 / (double)d->passes : 0.0, d->pass_s * 1e3, d->write_s * 1e3,
+           (unsigned long long)d->writes, (unsigned long long)d->busy_passes, (unsigned long long)d->busy_events,
+           d->busy_s * 1e3, d->cpu_s * 1e3);
     if (trust && d->trust.problems) {
         if (!trust->problems)
             memcpy(trust->first, d->trust.first, sizeof trust->first);
@@ -305,7 +389,7 @@ hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
     free(d->rings);
     free(d->seen_dropped);
     free(d->seen_filtered);
-    free(d->buf);
+    free(d->out);
     free(d->path);
     free(d);
     return tl;

@@ -303,11 +303,17 @@ static int read_all(bool clean, bool named, char *why, size_t len)
         hs_tl_event ev[TL_CAP];
         size_t got = 0, n;
         for (int take = 0; take < 4 && (n = hs_session_timeline_take(&src, k, &st, ev, TL_CAP, &tt)) > 0; take++) {
-            for (size_t i = 0; i < n && !rc; i++)
+            uint32_t funcs = 0;
+            for (size_t i = 0; i < n && !rc; i++) {
                 if (ev[i].func >= layout.max_functions || ev[i].t1 < ev[i].t0 || ev[i].ticks > ev[i].t1 - ev[i].t0 ||
                     ev[i].depth >= layout.region_shadow_cap)
                     rc = fail(why, len, "region %u's timeline event %zu: function %u, depth %u", k, i, ev[i].func,
                               ev[i].depth);
+                if (ev[i].func >= funcs)
+                    funcs = ev[i].func + 1;
+            }
+            if (!rc && st.funcs != funcs)
+                rc = fail(why, len, "region %u's take names functions below %u, its events %u", k, st.funcs, funcs);
             got += n;
         }
         if (!rc && got > (size_t)TL_CAP * 4)
