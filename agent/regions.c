@@ -16,6 +16,12 @@
 
 #include "agent/agent.h"
 
+/* After a call that would end its function: gcc makes no tail jump of it.
+ * Wine's RtlVirtualUnwind (a foreign walker, as ETW's) misreads the
+ * epilogue `add rsp; pop ...; jmp rel32` of a slow path the entry stub
+ * calls: test_sample_truth's stepping finds it. */
+#define NO_TAIL_CALL() __asm__ volatile("")
+
 /* Regions [threads_used, prepared) are committed ahead of the threads
  * that will take them (under layout_lock). */
 static uint32_t prepared;
@@ -250,6 +256,7 @@ static void prepare_ahead(int wait)
             break;
     }
     ReleaseSRWLockExclusive(&prepare_lock);
+    NO_TAIL_CALL();
 }
 
 void hs_regions_prepare(void)
@@ -346,6 +353,7 @@ void hs_thread_exit(void)
     ended[(ended_first + ended_n) % (HS_MAX_THREADS_LIMIT + 1)] = k;
     ended_n++;
     ReleaseSRWLockExclusive(&ended_lock);
+    NO_TAIL_CALL();
 }
 
 uint64_t hs_live_wrapper_frames(void)
