@@ -7,6 +7,8 @@ Where Wine cannot run 32-bit programs here, the tests that run one skip
 with the reason scripts/deps32.sh (make deps) found (hs.need_wow64);
 hookscope's answer to a 32-bit target needs only the 64-bit side."""
 import os
+import re
+import struct
 
 import hs
 
@@ -61,3 +63,97 @@ def test_wow64_run_refused():
     lines = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
     hs.eq(lines, [f"hookscope: '{exe}': 32-bit targets are not supported yet"], "stderr")
     hs.eq(p.stdout, b"", "stdout")
+
+
+ROW = re.compile(r"^0x([0-9a-f]{8})\s+(\d+)\s+(\S+)\s+(yes \(\S+\)|yes|no: \S+)\s+(\S+)\s+(.+)$")
+
+
+def listing(path):
+    """`hookscope functions PATH`: {name: (rva, size, bounds, hook, source)}
+    and the summary line."""
+    p = hs.hookscope(["functions", path])
+    hs.eq((p.returncode, p.stderr), (0, b""), f"exit code and stderr of functions {path}")
+    lines = out_lines(p)
+    hs.eq(lines[0].split(), ["rva", "size", "bounds", "hook", "source", "name"], "header")
+    rows = {}
+    for line in lines[1:]:
+        m = ROW.match(line)
+        if m:
+            hs.check(m.group(6) not in rows, f"{m.group(6)} listed twice")
+            rows[m.group(6)] = (int(m.group(1), 16), int(m.group(2)), m.group(3), m.group(4), m.group(5))
+    return rows, lines[-1]
+
+
+def defined_in(source):
+    """The functions a C file defines (a line at column 0 that names one,
+    its parameters closed, and is not a declaration)."""
+    names = set()
+    with open(os.path.join(hs.ROOT, source)) as f:
+        for line in f:
+            m = re.match(r"^(?!typedef)[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;{]*\)\s*(\{.*)?$", line)
+            if m:
+                names.add(m.group(1))
+    hs.check(names, f"{source} defines no function")
+    return names
+
+
+def test_wow64_functions_listed():
+    """`hookscope functions` on the i686 builds lists the functions the
+    x86-64 build of the same source lists, by name (their stdcall,
+    fastcall and cdecl decoration undone), each bounded by its COFF
+    symbol and the next start ("next": no .pdata, no debug extents read
+    for i386 yet), each "no: i386-code" (the hook engine decodes x86-64
+    only); the hookscope.exe that reads them is the 64-bit one."""
+    gt32, sum32 = listing(hs.need(f"{hs.TARGETS32}/groundtruth.exe"))
+    fx = hs.fixture("groundtruth")
+    gt64, _ = listing(os.path.relpath(os.path.join(hs.ROOT, fx["cwd"], fx["program"]), hs.ROOT))
+    own = defined_in("tests/fixtures/groundtruth/groundtruth.c")
+    hs.eq(len(own), 36, "functions defined in groundtruth.c")
+    hs.eq(sorted(own & set(gt32)), sorted(own), "the program's own functions listed for i686")
+    hs.eq(sorted(own & set(gt64)), sorted(own), "the program's own functions listed for x86-64")
+    # the rest is the static C runtime of each toolchain: these differ
+    hs.eq((sorted(set(gt32) - set(gt64)), sorted(set(gt64) - set(gt32))),
+          (["atoi", "init_codepage_func", "msvcrt___lc_codepage_func", "setlocale", "setlocale_codepage_hack",
+            "strchr"], ["__iob_func"]), "names only one build lists (i686, x86-64)")
+    hs.eq({r[2:] for r in gt32.values()}, {("next", "no: i386-code", "coff")},
+          "bounds, hook and name source of every i686 function")
+    hs.eq(sum32, f"{len(gt32)} functions, 0 hookable (0.0%); not hookable: i386-code {len(gt32)}", "summary")
+
+    cc, _ = listing(hs.need(f"{hs.TARGETS32}/callconv.exe"))
+    cc_own = ["average", "cdecl_add", "counter_add", "fastcall_mul", "main", "mul64", "stdcall_mix", "sum_varargs"]
+    hs.eq(sorted(set(cc_own) & set(cc)), cc_own, "callconv.exe's functions (its header's list), undecorated")
+    # the decorated names as the COFF symbol table has them: filters match either
+    p = hs.hookscope(["functions", "-f", "_stdcall_mix@12", "-f", "@fastcall_mul@12", "-f", "counter_add",
+                      hs.need(f"{hs.TARGETS32}/callconv.exe")])
+    hs.eq(p.returncode, 0, "exit code with filters")
+    hs.eq(sorted(l.split()[-1] for l in out_lines(p) if l.startswith("0x")),
+          ["counter_add", "fastcall_mul", "stdcall_mix"], "functions the decorated filters select")
+
+
+def test_wow64_functions_corrupt():
+    """A cut or corrupt i386 image: one line and exit 125, as for x86-64."""
+    src = open(os.path.join(hs.ROOT, hs.need(f"{hs.TARGETS32}/callconv.exe")), "rb").read()
+    os.makedirs(hs.OUT, exist_ok=True)
+    pe = struct.unpack_from("<I", src, 0x3C)[0]
+    cases = []
+    cut = os.path.join(hs.OUT, "pe32_cut.exe")            # the section table cut off
+    with open(cut, "wb") as f:
+        f.write(src[:pe + 24 + 224 + 8])
+    cases.append((cut, "corrupt PE headers"))
+    wide = bytearray(src)                                  # an i386 machine with a PE32+ header
+    struct.pack_into("<H", wide, pe + 24, 0x20B)
+    mixed = os.path.join(hs.OUT, "pe32_mixed.exe")
+    open(mixed, "wb").write(wide)
+    cases.append((mixed, "corrupt PE headers"))
+    arm = bytearray(src)
+    struct.pack_into("<H", arm, pe + 4, 0x1C4)
+    armf = os.path.join(hs.OUT, "pe32_arm.exe")
+    open(armf, "wb").write(arm)
+    cases.append((armf, "not an x86 or x86-64 PE file"))
+    for path, why in cases:
+        rel = os.path.relpath(path, hs.ROOT)
+        p = hs.hookscope(["functions", rel])
+        hs.eq(p.returncode, 125, f"exit code for {rel}")
+        hs.eq([l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()],
+              [f"hookscope: '{rel}': {why}"], f"stderr for {rel}")
+        hs.eq(p.stdout, b"", f"stdout for {rel}")

@@ -38,11 +38,13 @@ struct hs_modsyms {
     char **range_names;      /* per range no symbol names: "sub_RVA", made on first use */
 };
 
-/* malloc'd: C++ names as people write them, else a copy */
-static char *undecorate(const char *name)
+/* malloc'd: C++ names as people write them, an i386 image's C names
+ * without their decoration, else a copy */
+static char *undecorate(const hs_modsyms *t, const hs_pe_sym *s)
 {
-    char *u = hs_undecorate_sym(name, HS_UND_FULL);
-    return u ? u : hs_xstrdup(name);
+    char *u = t->pe.bits == 32 ? hs_undecorate_sym32(s->name, HS_UND_FULL, s->kind != HS_SYM_EXPORT)
+                               : hs_undecorate_sym(s->name, HS_UND_FULL);
+    return u ? u : hs_xstrdup(s->name);
 }
 
 /* DbgHelp's symbols, for an image whose PDB hookscope's reader refused as
@@ -268,7 +270,7 @@ static ptrdiff_t sym_index_at(const hs_modsyms *t, uint32_t rva)
 static void name_from_sym(hs_modsyms *t, size_t i, hs_sym_name *out)
 {
     if (!t->undecorated[i])
-        t->undecorated[i] = undecorate(t->syms.syms[i].name);
+        t->undecorated[i] = undecorate(t, &t->syms.syms[i]);
     out->name = t->undecorated[i];
     out->raw = t->syms.syms[i].name;
     out->source = t->syms.syms[i].kind == HS_SYM_EXPORT ? HS_SYMSRC_EXPORT : HS_SYMSRC_COFF;
