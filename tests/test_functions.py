@@ -13,7 +13,7 @@ def test_functions_lists_and_classifies():
     rows = {}
     nrows = 0
     for l in lines[1:]:
-        m = re.match(r"^0x([0-9a-f]{8})\s+(\d+)\s+(pdata|pdb|dwarf|dbghelp|next)\s+(yes \(\S+\)|yes|no: \S+)"
+        m = re.match(r"^0x([0-9a-f]{8})\s+(\d+)\s+(pdata|eh_frame|pdb|dwarf|dbghelp|next)\s+(yes \(\S+\)|yes|no: \S+)"
                      r"\s+(pdb|coff|export|dbghelp|-)\s+(.+)$", l)
         if m:
             nrows += 1

@@ -9,6 +9,7 @@ hookscope's answer to a 32-bit target needs only the 64-bit side."""
 import os
 import re
 import struct
+import subprocess
 
 import hs
 
@@ -97,34 +98,64 @@ def defined_in(source):
     return names
 
 
+def objdump32(args, exe):
+    """What the i686 toolchain's objdump says of exe (the reference the
+    bounds are checked against)."""
+    p = subprocess.run(["i686-w64-mingw32-objdump"] + args + [os.path.join(hs.ROOT, exe)], capture_output=True)
+    hs.eq(p.returncode, 0, f"objdump {' '.join(args)} {exe}")
+    return p.stdout.decode()
+
+
+def check_bounds(exe, rows):
+    """Each function bounded by .eh_frame has an FDE's exact extent, every
+    FDE is one function (objdump --dwarf=frames; ImageBase 0x400000), and
+    the functions with no FDE, bounded by the next start, are the import
+    thunks (`jmp [IAT]`, one per imported name)."""
+    fdes = {(int(a, 16) - 0x400000, int(b, 16) - int(a, 16)) for a, b in
+            re.findall(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", objdump32(["--dwarf=frames"], exe))}
+    hs.check(fdes, f"{exe} has no FDE")
+    hs.eq({(r[0], r[1]) for r in rows.values() if r[2] == "eh_frame"}, fdes, f"{exe}: functions bounded by .eh_frame")
+    imports = set(re.findall(r"(?m)^\t[0-9a-f]+\t\s+\d+\s+(\w+)$", objdump32(["-p"], exe)))
+    thunks = {n for n, r in rows.items() if r[2] == "next"}
+    hs.check(thunks, f"{exe}: no import thunk listed")
+    hs.eq(thunks - imports, set(), f"{exe}: functions bounded by the next start that are not import thunks")
+    hs.eq({r[2] for r in rows.values()}, {"eh_frame", "next"}, f"{exe}: sources of bounds")
+
+
 def test_wow64_functions_listed():
     """`hookscope functions` on the i686 builds lists the functions the
     x86-64 build of the same source lists, by name (their stdcall,
-    fastcall and cdecl decoration undone), each bounded by its COFF
-    symbol and the next start ("next": no .pdata, no debug extents read
-    for i386 yet), each "no: i386-code" (the hook engine decodes x86-64
-    only); the hookscope.exe that reads them is the 64-bit one."""
-    gt32, sum32 = listing(hs.need(f"{hs.TARGETS32}/groundtruth.exe"))
+    fastcall and cdecl decoration undone), each bounded by its .eh_frame
+    FDE, as objdump reads them, but the import thunks (bounded by the next
+    start), each "no: i386-code" (the hook engine decodes x86-64 only); the
+    hookscope.exe that reads them is the 64-bit one."""
+    exe32 = hs.need(f"{hs.TARGETS32}/groundtruth.exe")
+    gt32, sum32 = listing(exe32)
     fx = hs.fixture("groundtruth")
     gt64, _ = listing(os.path.relpath(os.path.join(hs.ROOT, fx["cwd"], fx["program"]), hs.ROOT))
     own = defined_in("tests/fixtures/groundtruth/groundtruth.c")
     hs.eq(len(own), 36, "functions defined in groundtruth.c")
     hs.eq(sorted(own & set(gt32)), sorted(own), "the program's own functions listed for i686")
     hs.eq(sorted(own & set(gt64)), sorted(own), "the program's own functions listed for x86-64")
+    hs.eq({gt32[n][2] for n in own}, {"eh_frame"}, "bounds of the program's own functions")
     # the rest is the static C runtime of each toolchain: these differ
     hs.eq((sorted(set(gt32) - set(gt64)), sorted(set(gt64) - set(gt32))),
           (["atoi", "init_codepage_func", "msvcrt___lc_codepage_func", "setlocale", "setlocale_codepage_hack",
             "strchr"], ["__iob_func"]), "names only one build lists (i686, x86-64)")
-    hs.eq({r[2:] for r in gt32.values()}, {("next", "no: i386-code", "coff")},
-          "bounds, hook and name source of every i686 function")
+    check_bounds(exe32, gt32)
+    hs.eq({r[3:] for r in gt32.values()}, {("no: i386-code", "coff")}, "hook and name source of every i686 function")
     hs.eq(sum32, f"{len(gt32)} functions, 0 hookable (0.0%); not hookable: i386-code {len(gt32)}", "summary")
 
-    cc, _ = listing(hs.need(f"{hs.TARGETS32}/callconv.exe"))
-    cc_own = ["average", "cdecl_add", "counter_add", "fastcall_mul", "main", "mul64", "stdcall_mix", "sum_varargs"]
-    hs.eq(sorted(set(cc_own) & set(cc)), cc_own, "callconv.exe's functions (its header's list), undecorated")
+    exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
+    cc, _ = listing(exe)
+    check_bounds(exe, cc)
+    # each function's extent as the compiler wrote it (objdump reads the same FDE)
+    hs.eq({n: cc[n][2] for n in ("cdecl_add", "stdcall_mix", "fastcall_mul", "counter_add", "sum_varargs",
+                                  "mul64", "average", "main")}, dict.fromkeys(
+          ("cdecl_add", "stdcall_mix", "fastcall_mul", "counter_add", "sum_varargs", "mul64", "average", "main"),
+          "eh_frame"), "callconv.exe's functions (its header's list), undecorated, bounded by .eh_frame")
     # the decorated names as the COFF symbol table has them: filters match either
-    p = hs.hookscope(["functions", "-f", "_stdcall_mix@12", "-f", "@fastcall_mul@12", "-f", "counter_add",
-                      hs.need(f"{hs.TARGETS32}/callconv.exe")])
+    p = hs.hookscope(["functions", "-f", "_stdcall_mix@12", "-f", "@fastcall_mul@12", "-f", "counter_add", exe])
     hs.eq(p.returncode, 0, "exit code with filters")
     hs.eq(sorted(l.split()[-1] for l in out_lines(p) if l.startswith("0x")),
           ["counter_add", "fastcall_mul", "stdcall_mix"], "functions the decorated filters select")

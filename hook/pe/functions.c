@@ -1,7 +1,7 @@
 /*
  * hook/pe/functions.c - the functions of an image (see functions.h): the
- * policy that turns .pdata, exports, COFF symbols and debug-information
- * extents into one sorted list of functions.
+ * policy that turns .pdata, .eh_frame, exports, COFF symbols and
+ * debug-information extents into one sorted list of functions.
  */
 #include "hook/pe/functions.h"
 
@@ -11,6 +11,7 @@
 #include "hook/base/bytes.h"
 #include "hook/base/search.h"
 #include "hook/base/vec.h"
+#include "hook/pe/eh_frame.h"
 #include "hook/pe/unwind_info.h"
 
 int hs_pe_part_at(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
@@ -142,6 +143,20 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
         }
     }
 
+    /* an i386 image's FDEs: its .pdata (x86-64 images have that) */
+    if (pe->bits == 32) {
+        hs_pe_extent *fde = NULL;
+        size_t nfde = 0;
+        if (hs_pe_eh_frame(pe, &fde, &nfde) < 0)
+            goto nomem;
+        for (size_t i = 0; i < nfde; i++)
+            if (push_func(&fv, fde[i].rva, fde[i].size, 0, HS_SRC_EHFRAME) < 0) {
+                free(fde);
+                goto nomem;
+            }
+        free(fde);
+    }
+
     /* debug-information procedures */
     for (size_t i = 0; i < nprocs; i++)
         if (procs[i].size && hs_pe_is_exec(pe, procs[i].rva) &&
@@ -165,6 +180,8 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
                 if (!(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)))
                     d->size = x->size;
             }
+            if ((x->src & HS_SRC_EHFRAME) && !(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)))
+                d->size = x->size;
             if (x->src & HS_SRC_DEBUG)
                 d->size = x->size;   /* the procedure's own extent */
             d->src |= x->src;
@@ -181,7 +198,7 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
     uint32_t covered_end = 0;
     for (size_t i = 0; i < fv.n; i++) {
         hs_pe_func *f = &fv.v[i];
-        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)) != 0;
+        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG | HS_SRC_EHFRAME)) != 0;
         if (!has_extent && f->rva < covered_end)
             continue;
         if (!has_extent) {

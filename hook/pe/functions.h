@@ -11,12 +11,14 @@
 
 #include "hook/pe/pe.h"
 
-/* Functions, from .pdata (non-chained entries), exports into executable
- * sections and COFF function symbols; sorted by rva, unique. */
+/* Functions, from .pdata (non-chained entries), an i386 image's .eh_frame
+ * (eh_frame.h), exports into executable sections and COFF function
+ * symbols; sorted by rva, unique. */
 enum {
     HS_SRC_PDATA = 1, HS_SRC_EXPORT = 2, HS_SRC_SYMBOL = 4,
     HS_SRC_FRAGMENT = 8, /* chained .pdata entry: part of another function, never hooked */
     HS_SRC_DEBUG = 16,   /* a procedure of the debug information (PDB): exact extent */
+    HS_SRC_EHFRAME = 32, /* an FDE of .eh_frame (i386 gcc builds): exact extent */
 };
 typedef struct hs_pe_func {
     uint32_t rva, size;

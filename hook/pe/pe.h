@@ -85,6 +85,12 @@ const uint8_t *hs_pe_ptr(const hs_pe *pe, uint32_t rva, uint32_t len);
 /* Index of the section containing rva, or -1. */
 int hs_pe_section_of(const hs_pe *pe, uint32_t rva);
 int hs_pe_is_exec(const hs_pe *pe, uint32_t rva);
+/* A section's real name: a long one ("/N" in the header, as `.eh_frame`
+ * and `.debug_*`) is read from the COFF string table, so only with the
+ * file bytes; NULL when it cannot be read. */
+const char *hs_pe_section_name(const hs_pe *pe, const hs_pe_section *s);
+/* The section called name, or NULL. */
+const hs_pe_section *hs_pe_section_named(const hs_pe *pe, const char *name);
 
 /* Reading a module's bytes by address, for hs_func_input.read (jump
  * tables): `pe` laid out by RVA, running at `base`. Reads only inside one

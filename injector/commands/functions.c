@@ -20,7 +20,7 @@
 #include "injector/symbols/suggest.h"
 
 /* Where a function's bounds come from: the debug information's procedure
- * (its exact extent), the .pdata entry, or only its start (a symbol or an
+ * (its exact extent), the .pdata entry, the .eh_frame FDE, or only its start (a symbol or an
  * export), the function then running to the next known start or its
  * section's end. */
 static const char *bounds_source(const hs_modsyms *syms, const hs_pe_func *f)
@@ -29,6 +29,8 @@ static const char *bounds_source(const hs_modsyms *syms, const hs_pe_func *f)
         return hs_symsrc_name(hs_modsyms_debug_source(syms));
     if (f->src & HS_SRC_PDATA)
         return "pdata";
+    if (f->src & HS_SRC_EHFRAME)
+        return "eh_frame";
     return "next";
 }
 
@@ -71,7 +73,7 @@ int hs_cmd_functions(const hs_options *o)
     const char **names = hs_xcalloc(n ? n : 1, sizeof *names);   /* for suggestions */
     char **owned = hs_xcalloc(n ? n : 1, sizeof *owned);
     hs_image_view view = { pe, pe->image_base };   /* jump tables, as the agent reads them */
-    printf("%-10s %8s  %-6s %-34s %-7s %s\n", "rva", "size", "bounds", "hook", "source", "name");
+    printf("%-10s %8s  %-8s %-34s %-7s %s\n", "rva", "size", "bounds", "hook", "source", "name");
     for (size_t i = 0; i < n; i++) {
         const hs_pe_func *f = &funcs[i];
         if (f->src & HS_SRC_FRAGMENT)
@@ -108,7 +110,7 @@ int hs_cmd_functions(const hs_options *o)
             skip_counts[r]++;
             snprintf(status_text, sizeof status_text, "no: %s", hs_skip_reason_name(r));
         }
-        printf("0x%08x %8u  %-6s %-34s %-7s %s\n", f->rva, f->size, bounds_source(syms, f), status_text,
+        printf("0x%08x %8u  %-8s %-34s %-7s %s\n", f->rva, f->size, bounds_source(syms, f), status_text,
                named ? hs_symsrc_name(nm.source) : "-", owned[all - 1]);
     }
     if (flt.n)

@@ -8,9 +8,14 @@
  *   pe32/refused       a machine and an optional header of different
  *                      widths, another machine, a header cut short: each
  *                      refused with its status
+ *   pe32/eh-frame      a synthetic .eh_frame (a long section name): FDEs
+ *                      of a "zR" CIE (pc-relative) and of a CIE without
+ *                      augmentation (absolute), past a terminator; an FDE
+ *                      outside the code and one of an unreadable CIE left
+ *                      out; the extents win over the symbols' next starts
  *   pe32/groundtruth   build/tests32/groundtruth.exe (i686 gcc): read as
  *                      PE32, its COFF symbols and functions found
- *   fuzz/pe32/...      mutated headers and symbol tables of both, and every
+ *   fuzz/pe32/...      mutated headers, symbol tables and .eh_frame, and every
  *                      truncation of the synthetic image: read or refused,
  *                      never a read outside the bytes (the sanitizer run)
  *   undname/i386       `_f`, `_f@12`, `@f@8`, `f@@8`, `__Z...` from COFF
@@ -22,6 +27,7 @@
 #include <string.h>
 
 #include "hook/base/util.h"
+#include "hook/pe/eh_frame.h"
 #include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
 #include "hook/pe/symbols.h"
@@ -138,6 +144,101 @@ static void test_synthetic(void)
               "%zu symbols, %zu functions", syms.count, n);
     free(f);
     hs_pe_symtab_free(&syms);
+    hs_pe_close(&pe);
+    free(b);
+}
+
+/* The synthetic image with a third section, `.eh_frame` (named "/4" in
+ * the header, through the string table), at rva 0x3000 (file 0x7c0): */
+static uint8_t *with_eh_frame(size_t *size)
+{
+    size_t base_size;
+    uint8_t *b = synthetic_pe32(&base_size);
+    uint8_t *out = calloc(1, 0x900);
+    memcpy(out, b, base_size);
+    free(b);
+    uint8_t *fh = out + SYN_LFANEW + 4;
+    put16(fh + 2, 3);
+    put32(fh + 20 + 56, 0x4000);               /* SizeOfImage */
+    uint8_t *sh = fh + 20 + 224 + 80;
+    memcpy(sh, "/4", 2);                       /* ".eh_frame", from the string table */
+    put32(sh + 8, 0x100);
+    put32(sh + 12, 0x3000);
+    put32(sh + 16, 0x100);
+    put32(sh + 20, 0x7c0);
+    put32(sh + 36, 0x40000040);
+    /* the string table: ".eh_frame" at 4, "_gee@8" after it */
+    uint8_t *strtab = out + 0x700 + 54;
+    put32(out + 0x700 + 18 + 4, 14);           /* _gee@8 moves to offset 14 */
+    put32(strtab, 4 + 10 + 7);
+    memcpy(strtab + 4, ".eh_frame", 10);
+    memcpy(strtab + 14, "_gee@8", 7);
+    uint8_t *e = out + 0x7c0;
+    size_t at = 0;
+    /* CIE 1: "zR", pointers pc-relative sdata4 (0x1b) */
+    static const uint8_t cie_zr[] = { 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x7c, 8, 1, 0x1b, 0, 0, 0 };
+    memcpy(e + at, cie_zr, sizeof cie_zr);
+    at += sizeof cie_zr;                       /* 20 */
+    /* FDE: _f at 0x1000, 0xd bytes (pc_begin relative to the field at 0x3000 + 28) */
+    put32(e + at, 12);
+    put32(e + at + 4, (uint32_t)at + 4);
+    put32(e + at + 8, (uint32_t)(0x1000 - (0x3000 + at + 8)));
+    put32(e + at + 12, 0xd);
+    at += 16;
+    /* FDE outside the code (.idata) */
+    put32(e + at, 12);
+    put32(e + at + 4, (uint32_t)at + 4);
+    put32(e + at + 8, (uint32_t)(0x2000 - (0x3000 + at + 8)));
+    put32(e + at + 12, 4);
+    at += 16;
+    put32(e + at, 0);                          /* a terminator, more after it */
+    at += 4;
+    size_t cie2 = at;                          /* CIE 2: no augmentation, absolute pointers */
+    static const uint8_t cie_abs[] = { 0x0c, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x7c, 8, 0, 0, 0 };
+    memcpy(e + at, cie_abs, sizeof cie_abs);
+    at += sizeof cie_abs;
+    put32(e + at, 12);                         /* FDE: _gee@8 at 0x1010, 6 bytes */
+    put32(e + at + 4, (uint32_t)(at + 4 - cie2));
+    put32(e + at + 8, 0x00401010);
+    put32(e + at + 12, 6);
+    at += 16;
+    size_t cie3 = at;                          /* CIE 3: an augmentation not read ("zX") */
+    static const uint8_t cie_x[] = { 0x0c, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'X', 0, 1, 0x7c, 8, 0 };
+    memcpy(e + at, cie_x, sizeof cie_x);
+    at += sizeof cie_x;
+    put32(e + at, 12);
+    put32(e + at + 4, (uint32_t)(at + 4 - cie3));
+    put32(e + at + 8, 0x00401018);
+    put32(e + at + 12, 2);
+    at += 16;
+    *size = 0x7c0 + 0x100;
+    return out;
+}
+
+static void test_eh_frame(void)
+{
+    size_t size;
+    uint8_t *b = with_eh_frame(&size);
+    hs_pe pe;
+    int st = hs_pe_load_file(&pe, b, size);
+    hs_pe_extent *x = NULL;
+    size_t nx = 0;
+    hs_pe_func *f = NULL;
+    size_t n = 0;
+    if (st != HS_PE_OK || hs_pe_eh_frame(&pe, &x, &nx) < 0 || hs_pe_functions(&pe, &f, &n) < 0) {
+        tap_fail("pe32/eh-frame", "not read: %s", hs_pe_status_text(st));
+        free(b);
+        return;
+    }
+    tap_check(nx == 2 && x[0].rva == 0x1000 && x[0].size == 0xd && x[1].rva == 0x1010 && x[1].size == 6,
+              "pe32/eh-frame", "%zu extents: %#x+%u, %#x+%u", nx, nx ? x[0].rva : 0, nx ? x[0].size : 0,
+              nx > 1 ? x[1].rva : 0, nx > 1 ? x[1].size : 0);
+    tap_check(n == 2 && f[0].size == 0xd && f[0].src == (HS_SRC_SYMBOL | HS_SRC_EHFRAME) && f[1].size == 6 &&
+              f[1].src == (HS_SRC_SYMBOL | HS_SRC_EHFRAME), "pe32/eh-frame-functions",
+              "%zu functions: %u bytes (src %#x), %u bytes (src %#x)", n, n ? f[0].size : 0, n ? f[0].src : 0,
+              n > 1 ? f[1].size : 0, n > 1 ? f[1].src : 0);
+    free(x);
+    free(f);
     hs_pe_close(&pe);
     free(b);
 }
@@ -274,7 +375,7 @@ static void fuzz_bytes(const char *name, const uint8_t *orig, size_t size, size_
 
 static void fuzz(void)
 {
-    fuzz_time_begin(3);
+    fuzz_time_begin(5);
     size_t size;
     uint8_t *b = synthetic_pe32(&size);
     int read = 0;
@@ -289,20 +390,33 @@ static void fuzz(void)
               size, size - 0x1C8);
     fuzz_bytes("fuzz/pe32/synthetic", b, size, 0, size, 20000, 1);
     free(b);
+    b = with_eh_frame(&size);
+    fuzz_bytes("fuzz/pe32/eh-frame", b, size, 0x7c0, size, 5000, 0);
+    free(b);
     size_t gsize = 0;
     uint8_t *g = slurp("build/tests32/groundtruth.exe", &gsize);
     if (!g) {
         tap_fail("fuzz/pe32/groundtruth-headers", "build/tests32/groundtruth.exe is not built");
         tap_fail("fuzz/pe32/groundtruth-symbols", "build/tests32/groundtruth.exe is not built");
+        tap_fail("fuzz/pe32/groundtruth-eh-frame", "build/tests32/groundtruth.exe is not built");
         return;
     }
     fuzz_bytes("fuzz/pe32/groundtruth-headers", g, gsize, 0, 0x400, 2000, 1);
     hs_pe pe;
-    size_t slo = 0;
+    size_t slo = 0, elo = 0, ehi = 0;
     if (hs_pe_load_file(&pe, g, gsize) == HS_PE_OK) {
         slo = pe.symtab_off;
+        const hs_pe_section *e = hs_pe_section_named(&pe, ".eh_frame");
+        if (e) {
+            elo = e->raw_off;
+            ehi = e->raw_off + e->raw_size;
+        }
         hs_pe_close(&pe);
     }
+    if (elo && ehi <= gsize && elo < ehi)
+        fuzz_bytes("fuzz/pe32/groundtruth-eh-frame", g, gsize, elo, ehi, 1000, 0);
+    else
+        tap_fail("fuzz/pe32/groundtruth-eh-frame", "no .eh_frame");
     if (slo && slo < gsize)
         fuzz_bytes("fuzz/pe32/groundtruth-symbols", g, gsize, slo, gsize, 1000, 0);
     else
@@ -351,6 +465,7 @@ int main(void)
 {
     test_synthetic();
     test_refused();
+    test_eh_frame();
     test_groundtruth();
     test_undname();
     fuzz();
