@@ -69,11 +69,12 @@ def test_wow64_run_refused():
 ROW = re.compile(r"^0x([0-9a-f]{8})\s+(\d+)\s+(\S+)\s+(yes \(\S+\)|yes|no: \S+)\s+(\S+)\s+(.+)$")
 
 
-def listing(path):
+def listing(path, stderr=()):
     """`hookscope functions PATH`: {name: (rva, size, bounds, hook, source)}
-    and the summary line."""
+    and the summary line; stderr: the lines expected there."""
     p = hs.hookscope(["functions", path])
-    hs.eq((p.returncode, p.stderr), (0, b""), f"exit code and stderr of functions {path}")
+    hs.eq((p.returncode, [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]),
+          (0, list(stderr)), f"exit code and stderr of functions {path}")
     lines = out_lines(p)
     hs.eq(lines[0].split(), ["rva", "size", "bounds", "hook", "source", "name"], "header")
     rows = {}
@@ -159,6 +160,26 @@ def test_wow64_functions_listed():
     hs.eq(p.returncode, 0, "exit code with filters")
     hs.eq(sorted(l.split()[-1] for l in out_lines(p) if l.startswith("0x")),
           ["counter_add", "fastcall_mul", "stdcall_mix"], "functions the decorated filters select")
+
+
+def test_wow64_functions_stripped():
+    """Without its symbols (GNU strip) an i386 image still bounds its
+    functions: every FDE of .eh_frame is one, named sub_<rva> (the long
+    section name stays readable: strip keeps the string table), the
+    import thunks, known only by their symbols, are gone."""
+    exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
+    full, _ = listing(exe)
+    os.makedirs(hs.OUT, exist_ok=True)
+    stripped = os.path.join(hs.OUT, "callconv_stripped.exe")
+    p = subprocess.run(["i686-w64-mingw32-strip", "-o", stripped, os.path.join(hs.ROOT, exe)], capture_output=True)
+    hs.eq(p.returncode, 0, f"i686-w64-mingw32-strip: {p.stderr.decode(errors='replace')}")
+    rel = os.path.relpath(stripped, hs.ROOT)
+    rows, summary = listing(rel, [f"hookscope: no symbols for callconv_stripped.exe (no PDB, no COFF symbols, "
+                                  f"no exports): its functions are named sub_<rva>"])
+    want = {f"sub_{r[0]:x}": (r[0], r[1], "eh_frame", "no: i386-code", "-") for r in full.values()
+            if r[2] == "eh_frame"}
+    hs.eq(rows, want, "the stripped image's functions: the FDEs' extents")
+    hs.eq(summary, f"{len(want)} functions, 0 hookable (0.0%); not hookable: i386-code {len(want)}", "summary")
 
 
 def test_wow64_functions_corrupt():
