@@ -107,20 +107,45 @@ def objdump32(args, exe):
     return p.stdout.decode()
 
 
-def check_bounds(exe, rows):
-    """Each function bounded by .eh_frame has an FDE's exact extent, every
-    FDE is one function (objdump --dwarf=frames; ImageBase 0x400000), and
-    the functions with no FDE, bounded by the next start, are the import
-    thunks (`jmp [IAT]`, one per imported name)."""
+def fde_extents(exe):
+    """The FDEs' extents (rva, size) as objdump --dwarf=frames reads them
+    (ImageBase 0x400000)."""
     fdes = {(int(a, 16) - 0x400000, int(b, 16) - int(a, 16)) for a, b in
             re.findall(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", objdump32(["--dwarf=frames"], exe))}
     hs.check(fdes, f"{exe} has no FDE")
+    return fdes
+
+
+def call_targets(exe, fdes):
+    """The rvas that direct calls and jumps inside the FDEs' extents reach
+    outside every extent (objdump -d)."""
+    def inside(rva):
+        return any(lo <= rva < lo + n for lo, n in fdes)
+    out = set()
+    for at, target in re.findall(r"(?m)^\s+([0-9a-f]+):\t[0-9a-f ]+\t(?:call|jmp)\s+(?:0x)?([0-9a-f]+)\b",
+                                 objdump32(["-d"], exe)):
+        a, t = int(at, 16) - 0x400000, int(target, 16) - 0x400000
+        if inside(a) and not inside(t):
+            out.add(t)
+    return out
+
+
+def check_bounds(exe, rows):
+    """Each function bounded by .eh_frame has an FDE's exact extent and
+    every FDE is one function; the functions with no FDE are the import
+    thunks (`jmp [IAT]`, one per imported name; bounded by the next start)
+    and the targets of calls that decoding the FDEs' code finds (`call`)."""
+    fdes = fde_extents(exe)
     hs.eq({(r[0], r[1]) for r in rows.values() if r[2] == "eh_frame"}, fdes, f"{exe}: functions bounded by .eh_frame")
     imports = set(re.findall(r"(?m)^\t[0-9a-f]+\t\s+\d+\s+(\w+)$", objdump32(["-p"], exe)))
     thunks = {n for n, r in rows.items() if r[2] == "next"}
     hs.check(thunks, f"{exe}: no import thunk listed")
     hs.eq(thunks - imports, set(), f"{exe}: functions bounded by the next start that are not import thunks")
-    hs.eq({r[2] for r in rows.values()}, {"eh_frame", "next"}, f"{exe}: sources of bounds")
+    # a function known only by a call: the assembly of libgcc's stack probe
+    # (no FDE, and a symbol not typed as a function)
+    hs.eq({n for n, r in rows.items() if r[2] == "call"}, {"__chkstk_ms"}, f"{exe}: functions found by their calls")
+    hs.check(rows["__chkstk_ms"][0] in call_targets(exe, fdes), f"{exe}: __chkstk_ms is a call's target")
+    hs.eq({r[2] for r in rows.values()}, {"eh_frame", "next", "call"}, f"{exe}: sources of bounds")
 
 
 def test_wow64_functions_listed():
@@ -139,10 +164,11 @@ def test_wow64_functions_listed():
     hs.eq(sorted(own & set(gt32)), sorted(own), "the program's own functions listed for i686")
     hs.eq(sorted(own & set(gt64)), sorted(own), "the program's own functions listed for x86-64")
     hs.eq({gt32[n][2] for n in own}, {"eh_frame"}, "bounds of the program's own functions")
-    # the rest is the static C runtime of each toolchain: these differ
+    # the rest is the static C runtime of each toolchain: these differ (the
+    # x86-64 stack probe has no .pdata nor a function symbol: not listed)
     hs.eq((sorted(set(gt32) - set(gt64)), sorted(set(gt64) - set(gt32))),
-          (["atoi", "init_codepage_func", "msvcrt___lc_codepage_func", "setlocale", "setlocale_codepage_hack",
-            "strchr"], ["__iob_func"]), "names only one build lists (i686, x86-64)")
+          (["__chkstk_ms", "atoi", "init_codepage_func", "msvcrt___lc_codepage_func", "setlocale",
+            "setlocale_codepage_hack", "strchr"], ["__iob_func"]), "names only one build lists (i686, x86-64)")
     check_bounds(exe32, gt32)
     hs.eq({r[3:] for r in gt32.values()}, {("no: i386-code", "coff")}, "hook and name source of every i686 function")
     hs.eq(sum32, f"{len(gt32)} functions, 0 hookable (0.0%); not hookable: i386-code {len(gt32)}", "summary")
@@ -163,10 +189,13 @@ def test_wow64_functions_listed():
 
 
 def test_wow64_functions_stripped():
-    """Without its symbols (GNU strip) an i386 image still bounds its
+    """Without its symbols (GNU strip) an i386 image still finds its
     functions: every FDE of .eh_frame is one, named sub_<rva> (the long
-    section name stays readable: strip keeps the string table), the
-    import thunks, known only by their symbols, are gone."""
+    section name stays readable: strip keeps the string table), with the
+    unstripped image's exact extent; the others are the targets of the
+    direct calls and tail jumps in that code (the import thunks, the stack
+    probe), each bounded by the next start (`call`), as objdump -d finds
+    them."""
     exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
     full, _ = listing(exe)
     os.makedirs(hs.OUT, exist_ok=True)
@@ -178,8 +207,14 @@ def test_wow64_functions_stripped():
                                   f"no exports): its functions are named sub_<rva>"])
     want = {f"sub_{r[0]:x}": (r[0], r[1], "eh_frame", "no: i386-code", "-") for r in full.values()
             if r[2] == "eh_frame"}
-    hs.eq(rows, want, "the stripped image's functions: the FDEs' extents")
-    hs.eq(summary, f"{len(want)} functions, 0 hookable (0.0%); not hookable: i386-code {len(want)}", "summary")
+    hs.eq({n: r for n, r in rows.items() if r[2] == "eh_frame"}, want, "the stripped image's FDEs' extents")
+    calls = {r[0] for r in rows.values() if r[2] == "call"}
+    hs.eq(sorted(calls), sorted(call_targets(rel, fde_extents(rel))), "functions found by their calls (rvas)")
+    known = {r[0]: n for n, r in full.items() if r[2] in ("next", "call")}
+    hs.eq(sorted(known.get(r, f"sub_{r:x}") for r in calls), sorted(known.values()),
+          "they are the unstripped image's import thunks (two reached by tail jumps only) and stack probe")
+    hs.eq(set(rows), set(want) | {f"sub_{r:x}" for r in calls}, "nothing else")
+    hs.eq(summary, f"{len(rows)} functions, 0 hookable (0.0%); not hookable: i386-code {len(rows)}", "summary")
 
 
 def test_wow64_functions_corrupt():

@@ -89,6 +89,12 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
 int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, hs_pe_func **out,
                        size_t *count)
 {
+    return hs_pe_functions_calls(pe, procs, nprocs, NULL, 0, out, count);
+}
+
+int hs_pe_functions_calls(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, const uint32_t *calls,
+                          size_t ncalls, hs_pe_func **out, size_t *count)
+{
     func_vec fv = { 0 };
     *out = NULL;
     *count = 0;
@@ -156,6 +162,10 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
             }
         free(fde);
     }
+
+    for (size_t i = 0; i < ncalls; i++)
+        if (hs_pe_is_exec(pe, calls[i]) && push_func(&fv, calls[i], 0, 0, HS_SRC_CALL) < 0)
+            goto nomem;
 
     /* debug-information procedures */
     for (size_t i = 0; i < nprocs; i++)

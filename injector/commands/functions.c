@@ -20,7 +20,8 @@
 #include "injector/symbols/suggest.h"
 
 /* Where a function's bounds come from: the debug information's procedure
- * (its exact extent), the .pdata entry, the .eh_frame FDE, or only its start (a symbol or an
+ * (its exact extent), the .pdata entry, the .eh_frame FDE, or only its
+ * start (a call's or tail jump's target found by decoding, a symbol, an
  * export), the function then running to the next known start or its
  * section's end. */
 static const char *bounds_source(const hs_modsyms *syms, const hs_pe_func *f)
@@ -31,6 +32,8 @@ static const char *bounds_source(const hs_modsyms *syms, const hs_pe_func *f)
         return "pdata";
     if (f->src & HS_SRC_EHFRAME)
         return "eh_frame";
+    if (f->src & HS_SRC_CALL)
+        return "call";
     return "next";
 }
 

@@ -9,6 +9,7 @@
 
 #include "hook/base/search.h"
 #include "hook/base/util.h"
+#include "hook/engine/calls.h"
 #include "hook/pe/functions.h"
 #include "hook/pe/symbols.h"
 #include "injector/symbols/debuginfo.h"
@@ -406,6 +407,15 @@ int hs_modsyms_functions(hs_modsyms *t, hs_pe_func **out, size_t *count)
         }
     }
     int rc = hs_pe_functions_ex(&t->pe, procs, n, out, count);
+    /* an i386 image: where symbols and .eh_frame stop, the targets of the
+     * calls its known code makes */
+    uint32_t *calls = NULL;
+    size_t ncalls = 0;
+    if (rc == 0 && t->pe.bits == 32 && hs_call_targets(&t->pe, *out, *count, &calls, &ncalls) == 0 && ncalls) {
+        free(*out);
+        rc = hs_pe_functions_calls(&t->pe, procs, n, calls, ncalls, out, count);
+    }
+    free(calls);
     free(procs);
     return rc;
 }

@@ -13,6 +13,9 @@
  *                      augmentation (absolute), past a terminator; an FDE
  *                      outside the code and one of an unreadable CIE left
  *                      out; the extents win over the symbols' next starts
+ *   pe32/calls         the targets of _f's direct call and tail jump, in
+ *                      32-bit mode, outside every extent; a jump inside
+ *                      it and a call to a known start are not new
  *   pe32/groundtruth   build/tests32/groundtruth.exe (i686 gcc): read as
  *                      PE32, its COFF symbols and functions found
  *   fuzz/pe32/...      mutated headers, symbol tables and .eh_frame, and every
@@ -27,6 +30,7 @@
 #include <string.h>
 
 #include "hook/base/util.h"
+#include "hook/engine/calls.h"
 #include "hook/pe/eh_frame.h"
 #include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
@@ -238,6 +242,37 @@ static void test_eh_frame(void)
               "%zu functions: %u bytes (src %#x), %u bytes (src %#x)", n, n ? f[0].size : 0, n ? f[0].src : 0,
               n > 1 ? f[1].size : 0, n > 1 ? f[1].src : 0);
     free(x);
+    free(f);
+    hs_pe_close(&pe);
+    free(b);
+}
+
+static void test_calls(void)
+{
+    size_t size;
+    uint8_t *b = with_eh_frame(&size);
+    /* _f (rva 0x1000, 0xd bytes): call 0x1018; jmp short +0 (inside);
+     * call 0x1010 (_gee@8, known); jmp 0x101c (out of it: a tail call) */
+    static const uint8_t code[] = { 0xE8, 0x13, 0, 0, 0, 0xEB, 0x00, 0xE8, 0x04, 0, 0, 0, 0xE9 };
+    memcpy(b + 0x400, code, sizeof code);
+    hs_pe pe;
+    hs_pe_func *f = NULL;
+    size_t n = 0;
+    uint32_t *t = NULL;
+    size_t nt = 0;
+    if (hs_pe_load_file(&pe, b, size) != HS_PE_OK || hs_pe_functions(&pe, &f, &n) < 0) {
+        tap_fail("pe32/calls", "not read");
+        free(b);
+        return;
+    }
+    /* the jmp rel32's displacement lies past _f's 0xd bytes: make the
+     * extent cover it, as an FDE would */
+    memcpy(pe.owned + 0x100d, "\x0b\0\0\0", 4);
+    f[0].size = 0x11;
+    int rc = hs_call_targets(&pe, f, n, &t, &nt);
+    tap_check(rc == 0 && nt == 2 && t[0] == 0x1018 && t[1] == 0x101c, "pe32/calls", "rc %d, %zu targets: %#x %#x", rc,
+              nt, nt ? t[0] : 0, nt > 1 ? t[1] : 0);
+    free(t);
     free(f);
     hs_pe_close(&pe);
     free(b);
@@ -466,6 +501,7 @@ int main(void)
     test_synthetic();
     test_refused();
     test_eh_frame();
+    test_calls();
     test_groundtruth();
     test_undname();
     fuzz();
