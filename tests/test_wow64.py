@@ -107,10 +107,16 @@ def objdump32(args, exe):
     return p.stdout.decode()
 
 
+def image_base(exe):
+    m = re.search(r"(?m)^ImageBase\s+([0-9a-f]+)$", objdump32(["-p"], exe))
+    hs.check(m, f"objdump -p {exe}: no ImageBase")
+    return int(m.group(1), 16)
+
+
 def fde_extents(exe):
-    """The FDEs' extents (rva, size) as objdump --dwarf=frames reads them
-    (ImageBase 0x400000)."""
-    fdes = {(int(a, 16) - 0x400000, int(b, 16) - int(a, 16)) for a, b in
+    """The FDEs' extents (rva, size) as objdump --dwarf=frames reads them."""
+    base = image_base(exe)
+    fdes = {(int(a, 16) - base, int(b, 16) - int(a, 16)) for a, b in
             re.findall(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", objdump32(["--dwarf=frames"], exe))}
     hs.check(fdes, f"{exe} has no FDE")
     return fdes
@@ -121,10 +127,10 @@ def call_targets(exe, fdes):
     outside every extent (objdump -d)."""
     def inside(rva):
         return any(lo <= rva < lo + n for lo, n in fdes)
-    out = set()
-    for at, target in re.findall(r"(?m)^\s+([0-9a-f]+):\t[0-9a-f ]+\t(?:call|jmp)\s+(?:0x)?([0-9a-f]+)\b",
+    out, base = set(), image_base(exe)
+    for at, target in re.findall(r"(?m)^\s*([0-9a-f]+):\t[0-9a-f ]+\t(?:call|jmp)\s+(?:0x)?([0-9a-f]+)\b",
                                  objdump32(["-d"], exe)):
-        a, t = int(at, 16) - 0x400000, int(target, 16) - 0x400000
+        a, t = int(at, 16) - base, int(target, 16) - base
         if inside(a) and not inside(t):
             out.add(t)
     return out
@@ -214,6 +220,34 @@ def test_wow64_functions_stripped():
     hs.eq(sorted(known.get(r, f"sub_{r:x}") for r in calls), sorted(known.values()),
           "they are the unstripped image's import thunks (two reached by tail jumps only) and stack probe")
     hs.eq(set(rows), set(want) | {f"sub_{r:x}" for r in calls}, "nothing else")
+    hs.eq(summary, f"{len(rows)} functions, 0 hookable (0.0%); not hookable: i386-code {len(rows)}", "summary")
+
+
+def test_wow64_functions_dll():
+    """An i386 DLL linked stripped (exports32s.dll: no COFF symbols,
+    `.eh_frame` cut to `.eh_fram`): its exports name its functions, each
+    convention's export name undecorated (`dll_stdcall@12`,
+    `@dll_fastcall@8`; `_underscored` keeps the underscore that is its
+    own), and its functions are those of the same DLL linked with its
+    symbols (exports32.dll), at the same rvas with the same bounds: each
+    FDE's, as objdump reads them there, and the calls decoded."""
+    full_dll = hs.need(f"{hs.TARGETS32}/exports32.dll")
+    full, _ = listing(full_dll)
+    fdes = fde_extents(full_dll)
+    hs.eq({(r[0], r[1]) for r in full.values() if r[2] == "eh_frame"}, fdes, "exports32.dll: bounded by .eh_frame")
+    hs.eq({r[0] for r in full.values() if r[2] == "call"},
+          call_targets(full_dll, fdes) - {r[0] for r in full.values() if r[2] == "next"},
+          "exports32.dll: functions found by their calls (where no symbol starts one)")
+    rows, summary = listing(hs.need(f"{hs.TARGETS32}/exports32s.dll"))
+    exported = {n: r for n, r in rows.items() if r[4] == "export"}
+    hs.eq(sorted(exported), ["_underscored", "dll_cdecl", "dll_fastcall", "dll_stdcall"], "exported functions")
+    hs.eq({n: r[:4] for n, r in exported.items()}, {n: full[n][:4] for n in exported},
+          "the exported functions against the unstripped DLL's (rva, size, bounds, hook)")
+    hs.eq({r[2] for r in exported.values()}, {"eh_frame"}, "the exported functions' bounds")
+    # the import thunks, bounded there by their symbols, are found here by their calls
+    hs.eq(sorted(r[:3] for r in rows.values()),
+          sorted((r[0], r[1], "call" if r[2] == "next" else r[2]) for r in full.values()),
+          "every function, against the unstripped DLL's (rva, size, bounds)")
     hs.eq(summary, f"{len(rows)} functions, 0 hookable (0.0%); not hookable: i386-code {len(rows)}", "summary")
 
 

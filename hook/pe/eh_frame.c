@@ -82,6 +82,8 @@ int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count)
     *out = NULL;
     *count = 0;
     const hs_pe_section *s = hs_pe_section_named(pe, ".eh_frame");
+    if (!s)   /* an image linked stripped (ld -s) has no string table: the name is cut to 8 bytes */
+        s = hs_pe_section_named(pe, ".eh_fram");
     if (!s)
         return 0;
     uint32_t size = s->vsize < s->raw_size || !s->raw_size ? s->vsize : s->raw_size;

@@ -2,8 +2,9 @@
  * hook/pe/eh_frame.h - function extents from an image's `.eh_frame`: the
  * DWARF call-frame records gcc's i686 (DW2 unwinding) builds carry, one
  * FDE per function with unwind tables, exact [begin, begin + range) as
- * .pdata gives on x86-64. Read from the file bytes (the section's name is
- * a long one, in the COFF string table).
+ * .pdata gives on x86-64. The section's name is a long one, in the COFF
+ * string table (so read with the file bytes), or, in an image linked
+ * stripped (`ld -s`: no string table), cut to `.eh_fram`.
  *
  * Layout (the LSB's .eh_frame, DWARF 4 section 6.4.1): records of a
  * 32-bit length (0: a terminator, read past as objdump does: the linker

@@ -19,5 +19,13 @@ $(TGT32_DIR)/groundtruth.exe: tests/fixtures/groundtruth/groundtruth.c
 	@mkdir -p $(dir $@)
 	$(WCC32) $(GT32_FLAGS) -static -o $@ $<
 
+# a DLL, and the same linked stripped (-s: named only by its exports)
+$(TGT32_DIR)/exports32.dll: tests/targets32/dll/exports32.c
+	@mkdir -p $(dir $@)
+	$(WCC32) -O1 -Wall -Wextra -shared -o $@ $<
+$(TGT32_DIR)/exports32s.dll: tests/targets32/dll/exports32.c
+	@mkdir -p $(dir $@)
+	$(WCC32) -O1 -Wall -Wextra -shared -s -o $@ $<
+
 .PHONY: test-targets32
-test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe
+test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe $(TGT32_DIR)/exports32.dll $(TGT32_DIR)/exports32s.dll
