@@ -251,6 +251,27 @@ def test_wow64_functions_dll():
     hs.eq(summary, f"{len(rows)} functions, 0 hookable (0.0%); not hookable: i386-code {len(rows)}", "summary")
 
 
+def test_wow64_functions_hotpatch():
+    """Functions reached only through pointers, without unwind tables,
+    with the hot-patchable entry of system DLLs (tests/targets32/hotpatch):
+    that entry starts them (`hotpatch`: a start, bounded by the next),
+    where their symbols are (hotpatch.exe) and where there are none
+    (hotpatchs.exe, linked stripped)."""
+    rows, _ = listing(hs.need(f"{hs.TARGETS32}/hotpatch.exe"))
+    hot = {n: r for n, r in rows.items() if r[2] == "hotpatch"}
+    hs.eq(sorted(hot), ["hp_one", "hp_two"], "hot-patchable functions, by their COFF symbols")
+    syms = objdump32(["-t"], f"{hs.TARGETS32}/hotpatch.exe")
+    for n, r in hot.items():
+        m = re.search(r"\(sec  1\)\(fl 0x00\)\(ty\s+20\)\(scl\s+2\) \(nx \d\) 0x([0-9a-f]+) _" + n + "$", syms, re.M)
+        hs.check(m, f"objdump -t: no function symbol _{n}")
+        hs.eq(r[0], 0x1000 + int(m.group(1), 16), f"rva of {n} (.text at 0x1000)")
+    stripped, _ = listing(hs.need(f"{hs.TARGETS32}/hotpatchs.exe"),
+                          ["hookscope: no symbols for hotpatchs.exe (no PDB, no COFF symbols, no exports): "
+                           "its functions are named sub_<rva>"])
+    hs.eq({n: r[:3] for n, r in stripped.items() if r[2] == "hotpatch"},
+          {f"sub_{r[0]:x}": r[:3] for r in hot.values()}, "the same, linked stripped")
+
+
 def test_wow64_functions_corrupt():
     """A cut or corrupt i386 image: one line and exit 125, as for x86-64."""
     src = open(os.path.join(hs.ROOT, hs.need(f"{hs.TARGETS32}/callconv.exe")), "rb").read()

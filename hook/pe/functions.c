@@ -69,6 +69,35 @@ static int is_fragment(const hs_pe *pe, uint32_t unwind)
     return p && ((p[0] >> 3) & HS_UNW_CHAININFO);
 }
 
+/* An i386 hot-patchable entry at p: `mov edi,edi; push ebp; mov ebp,esp`
+ * after 5 bytes of int3 or nop padding (where the patch's long jump goes). */
+static int hotpatch_at(const uint8_t *p)
+{
+    static const uint8_t entry[5] = { 0x8B, 0xFF, 0x55, 0x8B, 0xEC };
+    if (memcmp(p, entry, sizeof entry) != 0 || (p[-1] != 0xCC && p[-1] != 0x90))
+        return 0;
+    for (int k = 2; k <= 5; k++)
+        if (p[-k] != p[-1])
+            return 0;
+    return 1;
+}
+
+static int push_hotpatch(const hs_pe *pe, func_vec *fv)
+{
+    for (int i = 0; i < pe->nsections; i++) {
+        const hs_pe_section *s = &pe->sections[i];
+        if (!(s->chars & (HS_SCN_EXEC | HS_SCN_CODE)) || s->vsize < 10)
+            continue;
+        const uint8_t *code = hs_pe_ptr(pe, s->rva, s->vsize);
+        if (!code)
+            continue;
+        for (uint32_t off = 5; off + 5 <= s->vsize; off++)
+            if (code[off] == 0x8B && hotpatch_at(code + off) && push_func(fv, s->rva + off, 0, 0, HS_SRC_HOTPATCH) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 /* Section end for an rva inside an executable section. */
 static uint32_t section_end(const hs_pe *pe, uint32_t rva, uint32_t *start)
 {
@@ -161,6 +190,8 @@ int hs_pe_functions_calls(const hs_pe *pe, const hs_pe_extent *procs, size_t npr
                 goto nomem;
             }
         free(fde);
+        if (push_hotpatch(pe, &fv) < 0)
+            goto nomem;
     }
 
     for (size_t i = 0; i < ncalls; i++)

@@ -21,9 +21,9 @@
 
 /* Where a function's bounds come from: the debug information's procedure
  * (its exact extent), the .pdata entry, the .eh_frame FDE, or only its
- * start (a call's or tail jump's target found by decoding, a symbol, an
- * export), the function then running to the next known start or its
- * section's end. */
+ * start (a call's or tail jump's target found by decoding, a hot-patchable
+ * entry, a symbol, an export), the function then running to the next
+ * known start or its section's end. */
 static const char *bounds_source(const hs_modsyms *syms, const hs_pe_func *f)
 {
     if (f->src & HS_SRC_DEBUG)
@@ -34,6 +34,8 @@ static const char *bounds_source(const hs_modsyms *syms, const hs_pe_func *f)
         return "eh_frame";
     if (f->src & HS_SRC_CALL)
         return "call";
+    if (f->src & HS_SRC_HOTPATCH)
+        return "hotpatch";
     return "next";
 }
 

@@ -16,6 +16,9 @@
  *   pe32/calls         the targets of _f's direct call and tail jump, in
  *                      32-bit mode, outside every extent; a jump inside
  *                      it and a call to a known start are not new
+ *   pe32/hotpatch      `mov edi,edi; push ebp; mov ebp,esp` after 5 bytes of
+ *                      int3 or of nop padding starts a function; after 4,
+ *                      after mixed padding, or inside an FDE's extent not
  *   pe32/groundtruth   build/tests32/groundtruth.exe (i686 gcc): read as
  *                      PE32, its COFF symbols and functions found
  *   fuzz/pe32/...      mutated headers, symbol tables and .eh_frame, and every
@@ -278,6 +281,43 @@ static void test_calls(void)
     free(b);
 }
 
+static void test_hotpatch(void)
+{
+    size_t size;
+    uint8_t *b = with_eh_frame(&size);
+    uint8_t *text = b + 0x400;
+    put32(b + SYN_LFANEW + 4 + 20 + 224 + 8, 0x80);   /* .text: 0x80 bytes */
+    static const uint8_t entry[5] = { 0x8B, 0xFF, 0x55, 0x8B, 0xEC };
+    memset(text + 0x20, 0xCC, 0x60);
+    memcpy(text + 0x25, entry, 5);   /* 0x1025: after 5 int3 (0x20-0x24): found */
+    memset(text + 0x2b, 0x90, 5);
+    memcpy(text + 0x30, entry, 5);   /* 0x1030: after 5 nop (0x2b-0x2f): found */
+    memcpy(text + 0x3c, entry, 5);   /* 0x103c: after int3, nop, int3 x3 (0x37-0x3b): mixed */
+    text[0x38] = 0x90;
+    memcpy(text + 0x46, entry, 5);   /* 0x1046: after ret, int3 x4 (0x41-0x45): 4 only */
+    text[0x41] = 0xC3;
+    memset(text + 0x01, 0xCC, 5);
+    memcpy(text + 0x06, entry, 5);   /* 0x1006: inside _f's FDE extent (0x1000, 0xd bytes) */
+    hs_pe pe;
+    hs_pe_func *f = NULL;
+    size_t n = 0;
+    if (hs_pe_load_file(&pe, b, size) != HS_PE_OK || hs_pe_functions(&pe, &f, &n) < 0) {
+        tap_fail("pe32/hotpatch", "not read");
+        free(b);
+        return;
+    }
+    char got[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof got - 32; i++)
+        if (f[i].src & HS_SRC_HOTPATCH)
+            len += (size_t)snprintf(got + len, sizeof got - len, " %#x", f[i].rva);
+    tap_check(!strcmp(got, " 0x1025 0x1030"), "pe32/hotpatch", "hot-patchable entries at%s, expected 0x1025 0x1030",
+              got);
+    free(f);
+    hs_pe_close(&pe);
+    free(b);
+}
+
 static void test_refused(void)
 {
     size_t size;
@@ -502,6 +542,7 @@ int main(void)
     test_refused();
     test_eh_frame();
     test_calls();
+    test_hotpatch();
     test_groundtruth();
     test_undname();
     fuzz();
