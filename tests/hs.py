@@ -260,7 +260,7 @@ def functions_listing(path, timeout=120):
     rows = {}
     summary = None
     for line in p.stdout.decode(errors="replace").splitlines():
-        m = re.match(r"^0x([0-9a-f]+)\s+(\d+)\s+(yes \(\S+\)|yes|no: \S+)\s+\S+\s+(.+)$", line)
+        m = re.match(r"^0x([0-9a-f]+)\s+(\d+)\s+\S+\s+(yes \(\S+\)|yes|no: \S+)\s+\S+\s+(.+)$", line)
         if m:
             rows[int(m.group(1), 16)] = (int(m.group(2)), m.group(3).startswith("yes"), m.group(4))
             continue

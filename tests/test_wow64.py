@@ -7,6 +7,9 @@ Where Wine cannot run 32-bit programs here, the tests that run one skip
 with the reason scripts/deps32.sh (make deps) found (hs.need_wow64);
 hookscope's answer to a 32-bit target needs only the 64-bit side."""
 import os
+import re
+import struct
+import subprocess
 
 import hs
 
@@ -61,3 +64,238 @@ def test_wow64_run_refused():
     lines = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
     hs.eq(lines, [f"hookscope: '{exe}': 32-bit targets are not supported yet"], "stderr")
     hs.eq(p.stdout, b"", "stdout")
+
+
+ROW = re.compile(r"^0x([0-9a-f]{8})\s+(\d+)\s+(\S+)\s+(yes \(\S+\)|yes|no: \S+)\s+(\S+)\s+(.+)$")
+
+
+def listing(path, stderr=()):
+    """`hookscope functions PATH`: {name: (rva, size, bounds, hook, source)}
+    and the summary line; stderr: the lines expected there."""
+    p = hs.hookscope(["functions", path])
+    hs.eq((p.returncode, [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]),
+          (0, list(stderr)), f"exit code and stderr of functions {path}")
+    lines = out_lines(p)
+    hs.eq(lines[0].split(), ["rva", "size", "bounds", "hook", "source", "name"], "header")
+    rows = {}
+    for line in lines[1:]:
+        m = ROW.match(line)
+        if m:
+            hs.check(m.group(6) not in rows, f"{m.group(6)} listed twice")
+            rows[m.group(6)] = (int(m.group(1), 16), int(m.group(2)), m.group(3), m.group(4), m.group(5))
+    return rows, lines[-1]
+
+
+def defined_in(source):
+    """The functions a C file defines (a line at column 0 that names one,
+    its parameters closed, and is not a declaration)."""
+    names = set()
+    with open(os.path.join(hs.ROOT, source)) as f:
+        for line in f:
+            m = re.match(r"^(?!typedef)[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;{]*\)\s*(\{.*)?$", line)
+            if m:
+                names.add(m.group(1))
+    hs.check(names, f"{source} defines no function")
+    return names
+
+
+def objdump32(args, exe):
+    """What the i686 toolchain's objdump says of exe (the reference the
+    bounds are checked against)."""
+    p = subprocess.run(["i686-w64-mingw32-objdump"] + args + [os.path.join(hs.ROOT, exe)], capture_output=True)
+    hs.eq(p.returncode, 0, f"objdump {' '.join(args)} {exe}")
+    return p.stdout.decode()
+
+
+def image_base(exe):
+    m = re.search(r"(?m)^ImageBase\s+([0-9a-f]+)$", objdump32(["-p"], exe))
+    hs.check(m, f"objdump -p {exe}: no ImageBase")
+    return int(m.group(1), 16)
+
+
+def fde_extents(exe):
+    """The FDEs' extents (rva, size) as objdump --dwarf=frames reads them."""
+    base = image_base(exe)
+    fdes = {(int(a, 16) - base, int(b, 16) - int(a, 16)) for a, b in
+            re.findall(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", objdump32(["--dwarf=frames"], exe))}
+    hs.check(fdes, f"{exe} has no FDE")
+    return fdes
+
+
+def call_targets(exe, fdes):
+    """The rvas that direct calls and jumps inside the FDEs' extents reach
+    outside every extent (objdump -d)."""
+    def inside(rva):
+        return any(lo <= rva < lo + n for lo, n in fdes)
+    out, base = set(), image_base(exe)
+    for at, target in re.findall(r"(?m)^\s*([0-9a-f]+):\t[0-9a-f ]+\t(?:call|jmp)\s+(?:0x)?([0-9a-f]+)\b",
+                                 objdump32(["-d"], exe)):
+        a, t = int(at, 16) - base, int(target, 16) - base
+        if inside(a) and not inside(t):
+            out.add(t)
+    return out
+
+
+def check_bounds(exe, rows):
+    """Each function bounded by .eh_frame has an FDE's exact extent and
+    every FDE is one function; the functions with no FDE are the import
+    thunks (`jmp [IAT]`, one per imported name; bounded by the next start)
+    and the targets of calls that decoding the FDEs' code finds (`call`)."""
+    fdes = fde_extents(exe)
+    hs.eq({(r[0], r[1]) for r in rows.values() if r[2] == "eh_frame"}, fdes, f"{exe}: functions bounded by .eh_frame")
+    imports = set(re.findall(r"(?m)^\t[0-9a-f]+\t\s+\d+\s+(\w+)$", objdump32(["-p"], exe)))
+    thunks = {n for n, r in rows.items() if r[2] == "next"}
+    hs.check(thunks, f"{exe}: no import thunk listed")
+    hs.eq(thunks - imports, set(), f"{exe}: functions bounded by the next start that are not import thunks")
+    # a function known only by a call: the assembly of libgcc's stack probe
+    # (no FDE, and a symbol not typed as a function)
+    hs.eq({n for n, r in rows.items() if r[2] == "call"}, {"__chkstk_ms"}, f"{exe}: functions found by their calls")
+    hs.check(rows["__chkstk_ms"][0] in call_targets(exe, fdes), f"{exe}: __chkstk_ms is a call's target")
+    hs.eq({r[2] for r in rows.values()}, {"eh_frame", "next", "call"}, f"{exe}: sources of bounds")
+
+
+def test_wow64_functions_listed():
+    """`hookscope functions` on the i686 builds lists the functions the
+    x86-64 build of the same source lists, by name (their stdcall,
+    fastcall and cdecl decoration undone), each bounded by its .eh_frame
+    FDE, as objdump reads them, but the import thunks (bounded by the next
+    start), each "no: i386-code" (the hook engine decodes x86-64 only); the
+    hookscope.exe that reads them is the 64-bit one."""
+    exe32 = hs.need(f"{hs.TARGETS32}/groundtruth.exe")
+    gt32, sum32 = listing(exe32)
+    fx = hs.fixture("groundtruth")
+    gt64, _ = listing(os.path.relpath(os.path.join(hs.ROOT, fx["cwd"], fx["program"]), hs.ROOT))
+    own = defined_in("tests/fixtures/groundtruth/groundtruth.c")
+    hs.eq(len(own), 36, "functions defined in groundtruth.c")
+    hs.eq(sorted(own & set(gt32)), sorted(own), "the program's own functions listed for i686")
+    hs.eq(sorted(own & set(gt64)), sorted(own), "the program's own functions listed for x86-64")
+    hs.eq({gt32[n][2] for n in own}, {"eh_frame"}, "bounds of the program's own functions")
+    # the rest is the static C runtime of each toolchain: these differ (the
+    # x86-64 stack probe has no .pdata nor a function symbol: not listed)
+    hs.eq((sorted(set(gt32) - set(gt64)), sorted(set(gt64) - set(gt32))),
+          (["__chkstk_ms", "atoi", "init_codepage_func", "msvcrt___lc_codepage_func", "setlocale",
+            "setlocale_codepage_hack", "strchr"], ["__iob_func"]), "names only one build lists (i686, x86-64)")
+    check_bounds(exe32, gt32)
+    hs.eq({r[3:] for r in gt32.values()}, {("no: i386-code", "coff")}, "hook and name source of every i686 function")
+    hs.eq(sum32, f"{len(gt32)} functions, 0 hookable (0.0%); not hookable: i386-code {len(gt32)}", "summary")
+
+    exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
+    cc, _ = listing(exe)
+    check_bounds(exe, cc)
+    # each function's extent as the compiler wrote it (objdump reads the same FDE)
+    hs.eq({n: cc[n][2] for n in ("cdecl_add", "stdcall_mix", "fastcall_mul", "counter_add", "sum_varargs",
+                                  "mul64", "average", "main")}, dict.fromkeys(
+          ("cdecl_add", "stdcall_mix", "fastcall_mul", "counter_add", "sum_varargs", "mul64", "average", "main"),
+          "eh_frame"), "callconv.exe's functions (its header's list), undecorated, bounded by .eh_frame")
+    # the decorated names as the COFF symbol table has them: filters match either
+    p = hs.hookscope(["functions", "-f", "_stdcall_mix@12", "-f", "@fastcall_mul@12", "-f", "counter_add", exe])
+    hs.eq(p.returncode, 0, "exit code with filters")
+    hs.eq(sorted(l.split()[-1] for l in out_lines(p) if l.startswith("0x")),
+          ["counter_add", "fastcall_mul", "stdcall_mix"], "functions the decorated filters select")
+
+
+def test_wow64_functions_stripped():
+    """Without its symbols (GNU strip) an i386 image still finds its
+    functions: every FDE of .eh_frame is one, named sub_<rva> (the long
+    section name stays readable: strip keeps the string table), with the
+    unstripped image's exact extent; the others are the targets of the
+    direct calls and tail jumps in that code (the import thunks, the stack
+    probe), each bounded by the next start (`call`), as objdump -d finds
+    them."""
+    exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
+    full, _ = listing(exe)
+    os.makedirs(hs.OUT, exist_ok=True)
+    stripped = os.path.join(hs.OUT, "callconv_stripped.exe")
+    p = subprocess.run(["i686-w64-mingw32-strip", "-o", stripped, os.path.join(hs.ROOT, exe)], capture_output=True)
+    hs.eq(p.returncode, 0, f"i686-w64-mingw32-strip: {p.stderr.decode(errors='replace')}")
+    rel = os.path.relpath(stripped, hs.ROOT)
+    rows, summary = listing(rel, [f"hookscope: no symbols for callconv_stripped.exe (no PDB, no COFF symbols, "
+                                  f"no exports): its functions are named sub_<rva>"])
+    want = {f"sub_{r[0]:x}": (r[0], r[1], "eh_frame", "no: i386-code", "-") for r in full.values()
+            if r[2] == "eh_frame"}
+    hs.eq({n: r for n, r in rows.items() if r[2] == "eh_frame"}, want, "the stripped image's FDEs' extents")
+    calls = {r[0] for r in rows.values() if r[2] == "call"}
+    hs.eq(sorted(calls), sorted(call_targets(rel, fde_extents(rel))), "functions found by their calls (rvas)")
+    known = {r[0]: n for n, r in full.items() if r[2] in ("next", "call")}
+    hs.eq(sorted(known.get(r, f"sub_{r:x}") for r in calls), sorted(known.values()),
+          "they are the unstripped image's import thunks (two reached by tail jumps only) and stack probe")
+    hs.eq(set(rows), set(want) | {f"sub_{r:x}" for r in calls}, "nothing else")
+    hs.eq(summary, f"{len(rows)} functions, 0 hookable (0.0%); not hookable: i386-code {len(rows)}", "summary")
+
+
+def test_wow64_functions_dll():
+    """An i386 DLL linked stripped (exports32s.dll: no COFF symbols,
+    `.eh_frame` cut to `.eh_fram`): its exports name its functions, each
+    convention's export name undecorated (`dll_stdcall@12`,
+    `@dll_fastcall@8`; `_underscored` keeps the underscore that is its
+    own), and its functions are those of the same DLL linked with its
+    symbols (exports32.dll), at the same rvas with the same bounds: each
+    FDE's, as objdump reads them there, and the calls decoded."""
+    full_dll = hs.need(f"{hs.TARGETS32}/exports32.dll")
+    full, _ = listing(full_dll)
+    fdes = fde_extents(full_dll)
+    hs.eq({(r[0], r[1]) for r in full.values() if r[2] == "eh_frame"}, fdes, "exports32.dll: bounded by .eh_frame")
+    hs.eq({r[0] for r in full.values() if r[2] == "call"},
+          call_targets(full_dll, fdes) - {r[0] for r in full.values() if r[2] == "next"},
+          "exports32.dll: functions found by their calls (where no symbol starts one)")
+    rows, summary = listing(hs.need(f"{hs.TARGETS32}/exports32s.dll"))
+    exported = {n: r for n, r in rows.items() if r[4] == "export"}
+    hs.eq(sorted(exported), ["_underscored", "dll_cdecl", "dll_fastcall", "dll_stdcall"], "exported functions")
+    hs.eq({n: r[:4] for n, r in exported.items()}, {n: full[n][:4] for n in exported},
+          "the exported functions against the unstripped DLL's (rva, size, bounds, hook)")
+    hs.eq({r[2] for r in exported.values()}, {"eh_frame"}, "the exported functions' bounds")
+    # the import thunks, bounded there by their symbols, are found here by their calls
+    hs.eq(sorted(r[:3] for r in rows.values()),
+          sorted((r[0], r[1], "call" if r[2] == "next" else r[2]) for r in full.values()),
+          "every function, against the unstripped DLL's (rva, size, bounds)")
+    hs.eq(summary, f"{len(rows)} functions, 0 hookable (0.0%); not hookable: i386-code {len(rows)}", "summary")
+
+
+def test_wow64_functions_hotpatch():
+    """Functions reached only through pointers, without unwind tables,
+    with the hot-patchable entry of system DLLs (tests/targets32/hotpatch):
+    that entry starts them (`hotpatch`: a start, bounded by the next),
+    where their symbols are (hotpatch.exe) and where there are none
+    (hotpatchs.exe, linked stripped)."""
+    rows, _ = listing(hs.need(f"{hs.TARGETS32}/hotpatch.exe"))
+    hot = {n: r for n, r in rows.items() if r[2] == "hotpatch"}
+    hs.eq(sorted(hot), ["hp_one", "hp_two"], "hot-patchable functions, by their COFF symbols")
+    syms = objdump32(["-t"], f"{hs.TARGETS32}/hotpatch.exe")
+    for n, r in hot.items():
+        m = re.search(r"\(sec  1\)\(fl 0x00\)\(ty\s+20\)\(scl\s+2\) \(nx \d\) 0x([0-9a-f]+) _" + n + "$", syms, re.M)
+        hs.check(m, f"objdump -t: no function symbol _{n}")
+        hs.eq(r[0], 0x1000 + int(m.group(1), 16), f"rva of {n} (.text at 0x1000)")
+    stripped, _ = listing(hs.need(f"{hs.TARGETS32}/hotpatchs.exe"),
+                          ["hookscope: no symbols for hotpatchs.exe (no PDB, no COFF symbols, no exports): "
+                           "its functions are named sub_<rva>"])
+    hs.eq({n: r[:3] for n, r in stripped.items() if r[2] == "hotpatch"},
+          {f"sub_{r[0]:x}": r[:3] for r in hot.values()}, "the same, linked stripped")
+
+
+def test_wow64_functions_corrupt():
+    """A cut or corrupt i386 image: one line and exit 125, as for x86-64."""
+    src = open(os.path.join(hs.ROOT, hs.need(f"{hs.TARGETS32}/callconv.exe")), "rb").read()
+    os.makedirs(hs.OUT, exist_ok=True)
+    pe = struct.unpack_from("<I", src, 0x3C)[0]
+    cases = []
+    cut = os.path.join(hs.OUT, "pe32_cut.exe")            # the section table cut off
+    with open(cut, "wb") as f:
+        f.write(src[:pe + 24 + 224 + 8])
+    cases.append((cut, "corrupt PE headers"))
+    wide = bytearray(src)                                  # an i386 machine with a PE32+ header
+    struct.pack_into("<H", wide, pe + 24, 0x20B)
+    mixed = os.path.join(hs.OUT, "pe32_mixed.exe")
+    open(mixed, "wb").write(wide)
+    cases.append((mixed, "corrupt PE headers"))
+    arm = bytearray(src)
+    struct.pack_into("<H", arm, pe + 4, 0x1C4)
+    armf = os.path.join(hs.OUT, "pe32_arm.exe")
+    open(armf, "wb").write(arm)
+    cases.append((armf, "not an x86 or x86-64 PE file"))
+    for path, why in cases:
+        rel = os.path.relpath(path, hs.ROOT)
+        p = hs.hookscope(["functions", rel])
+        hs.eq(p.returncode, 125, f"exit code for {rel}")
+        hs.eq([l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()],
+              [f"hookscope: '{rel}': {why}"], f"stderr for {rel}")
+        hs.eq(p.stdout, b"", f"stdout for {rel}")

@@ -1,7 +1,7 @@
 /*
  * hook/pe/functions.c - the functions of an image (see functions.h): the
- * policy that turns .pdata, exports, COFF symbols and debug-information
- * extents into one sorted list of functions.
+ * policy that turns .pdata, .eh_frame, exports, COFF symbols and
+ * debug-information extents into one sorted list of functions.
  */
 #include "hook/pe/functions.h"
 
@@ -11,6 +11,7 @@
 #include "hook/base/bytes.h"
 #include "hook/base/search.h"
 #include "hook/base/vec.h"
+#include "hook/pe/eh_frame.h"
 #include "hook/pe/unwind_info.h"
 
 int hs_pe_part_at(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi)
@@ -68,6 +69,35 @@ static int is_fragment(const hs_pe *pe, uint32_t unwind)
     return p && ((p[0] >> 3) & HS_UNW_CHAININFO);
 }
 
+/* An i386 hot-patchable entry at p: `mov edi,edi; push ebp; mov ebp,esp`
+ * after 5 bytes of int3 or nop padding (where the patch's long jump goes). */
+static int hotpatch_at(const uint8_t *p)
+{
+    static const uint8_t entry[5] = { 0x8B, 0xFF, 0x55, 0x8B, 0xEC };
+    if (memcmp(p, entry, sizeof entry) != 0 || (p[-1] != 0xCC && p[-1] != 0x90))
+        return 0;
+    for (int k = 2; k <= 5; k++)
+        if (p[-k] != p[-1])
+            return 0;
+    return 1;
+}
+
+static int push_hotpatch(const hs_pe *pe, func_vec *fv)
+{
+    for (int i = 0; i < pe->nsections; i++) {
+        const hs_pe_section *s = &pe->sections[i];
+        if (!(s->chars & (HS_SCN_EXEC | HS_SCN_CODE)) || s->vsize < 10)
+            continue;
+        const uint8_t *code = hs_pe_ptr(pe, s->rva, s->vsize);
+        if (!code)
+            continue;
+        for (uint32_t off = 5; off + 5 <= s->vsize; off++)
+            if (code[off] == 0x8B && hotpatch_at(code + off) && push_func(fv, s->rva + off, 0, 0, HS_SRC_HOTPATCH) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 /* Section end for an rva inside an executable section. */
 static uint32_t section_end(const hs_pe *pe, uint32_t rva, uint32_t *start)
 {
@@ -87,6 +117,12 @@ int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count)
 
 int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, hs_pe_func **out,
                        size_t *count)
+{
+    return hs_pe_functions_calls(pe, procs, nprocs, NULL, 0, out, count);
+}
+
+int hs_pe_functions_calls(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, const uint32_t *calls,
+                          size_t ncalls, hs_pe_func **out, size_t *count)
 {
     func_vec fv = { 0 };
     *out = NULL;
@@ -142,6 +178,26 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
         }
     }
 
+    /* an i386 image's FDEs: its .pdata (x86-64 images have that) */
+    if (pe->bits == 32) {
+        hs_pe_extent *fde = NULL;
+        size_t nfde = 0;
+        if (hs_pe_eh_frame(pe, &fde, &nfde) < 0)
+            goto nomem;
+        for (size_t i = 0; i < nfde; i++)
+            if (push_func(&fv, fde[i].rva, fde[i].size, 0, HS_SRC_EHFRAME) < 0) {
+                free(fde);
+                goto nomem;
+            }
+        free(fde);
+        if (push_hotpatch(pe, &fv) < 0)
+            goto nomem;
+    }
+
+    for (size_t i = 0; i < ncalls; i++)
+        if (hs_pe_is_exec(pe, calls[i]) && push_func(&fv, calls[i], 0, 0, HS_SRC_CALL) < 0)
+            goto nomem;
+
     /* debug-information procedures */
     for (size_t i = 0; i < nprocs; i++)
         if (procs[i].size && hs_pe_is_exec(pe, procs[i].rva) &&
@@ -165,6 +221,8 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
                 if (!(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)))
                     d->size = x->size;
             }
+            if ((x->src & HS_SRC_EHFRAME) && !(d->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)))
+                d->size = x->size;
             if (x->src & HS_SRC_DEBUG)
                 d->size = x->size;   /* the procedure's own extent */
             d->src |= x->src;
@@ -181,7 +239,7 @@ int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs
     uint32_t covered_end = 0;
     for (size_t i = 0; i < fv.n; i++) {
         hs_pe_func *f = &fv.v[i];
-        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG)) != 0;
+        int has_extent = (f->src & (HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG | HS_SRC_EHFRAME)) != 0;
         if (!has_extent && f->rva < covered_end)
             continue;
         if (!has_extent) {

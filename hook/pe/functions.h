@@ -11,12 +11,19 @@
 
 #include "hook/pe/pe.h"
 
-/* Functions, from .pdata (non-chained entries), exports into executable
+/* Functions, from .pdata (non-chained entries), an i386 image's .eh_frame
+ * (eh_frame.h) and hot-patchable entries, exports into executable
  * sections and COFF function symbols; sorted by rva, unique. */
 enum {
     HS_SRC_PDATA = 1, HS_SRC_EXPORT = 2, HS_SRC_SYMBOL = 4,
     HS_SRC_FRAGMENT = 8, /* chained .pdata entry: part of another function, never hooked */
     HS_SRC_DEBUG = 16,   /* a procedure of the debug information (PDB): exact extent */
+    HS_SRC_EHFRAME = 32, /* an FDE of .eh_frame (i386 gcc builds): exact extent */
+    HS_SRC_CALL = 64,    /* a call's or tail jump's target found by decoding (hook/engine/calls.h):
+                            a start only */
+    HS_SRC_HOTPATCH = 128, /* an i386 hot-patchable entry (5 padding bytes, then `mov edi,edi;
+                              push ebp; mov ebp,esp`, as MSVC's /hotpatch and system DLLs
+                              have it): a start only */
 };
 typedef struct hs_pe_func {
     uint32_t rva, size;
@@ -47,5 +54,9 @@ typedef struct hs_pe_extent {
 } hs_pe_extent;
 int hs_pe_functions_ex(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, hs_pe_func **out,
                        size_t *count);
+/* The same, with the starts of functions found by decoding the others'
+ * calls (HS_SRC_CALL), each bounded by the next start. */
+int hs_pe_functions_calls(const hs_pe *pe, const hs_pe_extent *procs, size_t nprocs, const uint32_t *calls,
+                          size_t ncalls, hs_pe_func **out, size_t *count);
 
 #endif

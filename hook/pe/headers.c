@@ -1,6 +1,7 @@
 /*
  * hook/pe/headers.c - the PE reader's core (see pe.h): headers and
- * sections, from a file, a mapped module, or another process's memory;
+ * sections of PE32 (i386) and PE32+ (x86-64) images, from a file, a
+ * mapped module, or another process's memory;
  * reading by rva or by address; the import address table.
  *
  * Every offset read from the image is bounds-checked: the reader is fed
@@ -18,8 +19,7 @@ const char *hs_pe_status_text(int status)
     switch (status) {
     case HS_PE_OK: return "ok";
     case HS_PE_NOT_PE: return "not a PE file";
-    case HS_PE_32BIT: return "32-bit targets are not supported yet";
-    case HS_PE_OTHER_MACHINE: return "not an x86-64 PE file";
+    case HS_PE_OTHER_MACHINE: return "not an x86 or x86-64 PE file";
     case HS_PE_CORRUPT: return "corrupt PE headers";
     case HS_PE_NOMEM: return "out of memory";
     }
@@ -43,29 +43,37 @@ static int parse_headers(hs_pe *pe, const uint8_t *hdr, size_t size)
     pe->nsyms = hs_le32(fh + 12);
     uint16_t opt_size = hs_le16(fh + 16);
     pe->characteristics = hs_le16(fh + 18);
-    if (pe->machine == 0x14C)
-        return HS_PE_32BIT;
     const uint8_t *opt = fh + 20;
     if ((size_t)(opt - hdr) + 2 > size)
         return HS_PE_CORRUPT;
+    /* PE32 (i386) and PE32+ (x86-64) differ in ImageBase's width and where
+     * the data directories start */
     uint16_t magic = hs_le16(opt);
-    if (magic == 0x10B)
-        return HS_PE_32BIT;
-    if (pe->machine != 0x8664)
+    uint32_t dirs_at;
+    if (magic == 0x10B && pe->machine == 0x14C) {
+        pe->bits = 32;
+        dirs_at = 96;
+    } else if (magic == 0x20B && pe->machine == 0x8664) {
+        pe->bits = 64;
+        dirs_at = 112;
+    } else if (pe->machine != 0x14C && pe->machine != 0x8664) {
         return HS_PE_OTHER_MACHINE;
-    if (magic != 0x20B || opt_size < 112 || (size_t)(opt - hdr) + opt_size > size)
+    } else {
+        return HS_PE_CORRUPT;   /* a machine and an optional header of different widths */
+    }
+    if (opt_size < dirs_at || (size_t)(opt - hdr) + opt_size > size)
         return HS_PE_CORRUPT;
     pe->entry_rva = hs_le32(opt + 16);
-    pe->image_base = hs_le64(opt + 24);
+    pe->image_base = pe->bits == 32 ? hs_le32(opt + 28) : hs_le64(opt + 24);
     pe->size_of_image = hs_le32(opt + 56);
-    uint32_t ndirs = hs_le32(opt + 108);
+    uint32_t ndirs = hs_le32(opt + dirs_at - 4);
     if (ndirs > 16)
         ndirs = 16;
-    if (112 + ndirs * 8 > opt_size)
-        ndirs = (opt_size - 112) / 8;
+    if (dirs_at + ndirs * 8 > opt_size)
+        ndirs = (opt_size - dirs_at) / 8;
     for (uint32_t i = 0; i < ndirs; i++) {
-        pe->dir_rva[i] = hs_le32(opt + 112 + i * 8);
-        pe->dir_size[i] = hs_le32(opt + 116 + i * 8);
+        pe->dir_rva[i] = hs_le32(opt + dirs_at + i * 8);
+        pe->dir_size[i] = hs_le32(opt + dirs_at + 4 + i * 8);
     }
     const uint8_t *sh = opt + opt_size;
     if ((size_t)(sh - hdr) + (size_t)nsec * 40 > size)
@@ -234,13 +242,43 @@ int hs_pe_is_exec(const hs_pe *pe, uint32_t rva)
     return i >= 0 && (pe->sections[i].chars & (HS_SCN_EXEC | HS_SCN_CODE)) != 0;
 }
 
+const char *hs_pe_section_name(const hs_pe *pe, const hs_pe_section *s)
+{
+    if (s->name[0] != '/')
+        return s->name;
+    if (!pe->file || !pe->symtab_off)
+        return NULL;
+    uint64_t strtab = (uint64_t)pe->symtab_off + (uint64_t)pe->nsyms * 18;
+    if (strtab + 4 > pe->file_size)
+        return NULL;
+    uint32_t strsize = hs_le32(pe->file + strtab);
+    unsigned long off = strtoul(s->name + 1, NULL, 10);
+    if (strsize < 4 || strtab + strsize > pe->file_size || off < 4 || off >= strsize)
+        return NULL;
+    const char *n = (const char *)pe->file + strtab + off;
+    if (!memchr(n, 0, strsize - off))
+        return NULL;
+    return n;
+}
+
+const hs_pe_section *hs_pe_section_named(const hs_pe *pe, const char *name)
+{
+    for (int i = 0; i < pe->nsections; i++) {
+        const char *n = hs_pe_section_name(pe, &pe->sections[i]);
+        if (n && !strcmp(n, name))
+            return &pe->sections[i];
+    }
+    return NULL;
+}
+
 #define HS_DIR_IAT 12
 
 int hs_pe_is_iat(const hs_pe *pe, uint32_t rva)
 {
     uint32_t irva = pe->dir_rva[HS_DIR_IAT], isize = pe->dir_size[HS_DIR_IAT];
+    uint32_t w = pe->bits == 32 ? 4 : 8;   /* an entry: a pointer of the image's width */
     if (isize)
-        return rva >= irva && rva - irva < isize && ((rva - irva) & 7) == 0;
+        return rva >= irva && rva - irva < isize && ((rva - irva) % w) == 0;
     /* no IAT directory: the FirstThunk arrays of the import descriptors */
     uint32_t drva = pe->dir_rva[HS_DIR_IMPORT], dsize = pe->dir_size[HS_DIR_IMPORT];
     for (uint32_t d = 0; d + 20 <= dsize; d += 20) {
@@ -249,10 +287,10 @@ int hs_pe_is_iat(const hs_pe *pe, uint32_t rva)
             break;
         uint32_t first = hs_le32(desc + 16);
         for (uint32_t k = 0; k < 65536; k++) {
-            const uint8_t *e = hs_pe_ptr(pe, first + 8 * k, 8);
-            if (!e || (hs_le32(e) == 0 && hs_le32(e + 4) == 0))
+            const uint8_t *e = hs_pe_ptr(pe, first + w * k, w);
+            if (!e || (hs_le32(e) == 0 && (w == 4 || hs_le32(e + 4) == 0)))
                 break;
-            if (first + 8 * k == rva)
+            if (first + w * k == rva)
                 return 1;
         }
     }

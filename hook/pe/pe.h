@@ -1,6 +1,9 @@
 /*
- * hook/pe/pe.h - the one reader of x86-64 PE images: headers, sections and
- * reading by rva (this file, headers.c); the functions (functions.h), the
+ * hook/pe/pe.h - the one reader of PE images, x86-64 (PE32+) and i386
+ * (PE32; `bits` says which, and what would run or patch an image's code
+ * checks it), alike but for ImageBase's width and where the data
+ * directories are: headers, sections and reading by rva (this file,
+ * headers.c); the functions (functions.h), the
  * names the image carries (symbols.h) and its unwind data (unwind_info.h)
  * are read by the files beside it.
  *
@@ -20,8 +23,7 @@
 enum hs_pe_status {
     HS_PE_OK = 0,
     HS_PE_NOT_PE,        /* no MZ/PE signature */
-    HS_PE_32BIT,         /* i386 / PE32 */
-    HS_PE_OTHER_MACHINE, /* not x86-64 */
+    HS_PE_OTHER_MACHINE, /* neither i386 nor x86-64 */
     HS_PE_CORRUPT,       /* headers point outside the file */
     HS_PE_NOMEM,
 };
@@ -47,6 +49,7 @@ typedef struct hs_pe {
     const uint8_t *file;       /* file bytes, if known (for COFF symbols) */
     size_t file_size;
     uint16_t machine, characteristics;
+    uint8_t bits;              /* 32: PE32 for i386; 64: PE32+ for x86-64 */
     uint64_t image_base;       /* preferred base from the header */
     uint32_t entry_rva, timestamp, size_of_image;
     int nsections;
@@ -82,6 +85,12 @@ const uint8_t *hs_pe_ptr(const hs_pe *pe, uint32_t rva, uint32_t len);
 /* Index of the section containing rva, or -1. */
 int hs_pe_section_of(const hs_pe *pe, uint32_t rva);
 int hs_pe_is_exec(const hs_pe *pe, uint32_t rva);
+/* A section's real name: a long one ("/N" in the header, as `.eh_frame`
+ * and `.debug_*`) is read from the COFF string table, so only with the
+ * file bytes; NULL when it cannot be read. */
+const char *hs_pe_section_name(const hs_pe *pe, const hs_pe_section *s);
+/* The section called name, or NULL. */
+const hs_pe_section *hs_pe_section_named(const hs_pe *pe, const char *name);
 
 /* Reading a module's bytes by address, for hs_func_input.read (jump
  * tables): `pe` laid out by RVA, running at `base`. Reads only inside one

@@ -1,8 +1,10 @@
 /*
  * injector/commands/functions.c - `hookscope functions FILE`: the functions
- * of a PE file, and for each whether it can be hooked (and how) or why
- * not, decided by the same engine the agent uses, on the file's bytes,
- * named by the same symbol tables as every report.
+ * of a PE file, where each one's bounds come from, and for each whether it
+ * can be hooked (and how) or why not, decided by the same engine the agent
+ * uses, on the file's bytes, named by the same symbol tables as every
+ * report. An i386 image's functions are listed the same way; its code is
+ * not analysed (the engine decodes x86-64 only): each says `i386-code`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,26 @@
 #include "injector/commands/commands.h"
 #include "injector/symbols/modsyms.h"
 #include "injector/symbols/suggest.h"
+
+/* Where a function's bounds come from: the debug information's procedure
+ * (its exact extent), the .pdata entry, the .eh_frame FDE, or only its
+ * start (a call's or tail jump's target found by decoding, a hot-patchable
+ * entry, a symbol, an export), the function then running to the next
+ * known start or its section's end. */
+static const char *bounds_source(const hs_modsyms *syms, const hs_pe_func *f)
+{
+    if (f->src & HS_SRC_DEBUG)
+        return hs_symsrc_name(hs_modsyms_debug_source(syms));
+    if (f->src & HS_SRC_PDATA)
+        return "pdata";
+    if (f->src & HS_SRC_EHFRAME)
+        return "eh_frame";
+    if (f->src & HS_SRC_CALL)
+        return "call";
+    if (f->src & HS_SRC_HOTPATCH)
+        return "hotpatch";
+    return "next";
+}
 
 int hs_cmd_functions(const hs_options *o)
 {
@@ -56,7 +78,7 @@ int hs_cmd_functions(const hs_options *o)
     const char **names = hs_xcalloc(n ? n : 1, sizeof *names);   /* for suggestions */
     char **owned = hs_xcalloc(n ? n : 1, sizeof *owned);
     hs_image_view view = { pe, pe->image_base };   /* jump tables, as the agent reads them */
-    printf("%-10s %8s  %-34s %-7s %s\n", "rva", "size", "hook", "source", "name");
+    printf("%-10s %8s  %-8s %-34s %-7s %s\n", "rva", "size", "bounds", "hook", "source", "name");
     for (size_t i = 0; i < n; i++) {
         const hs_pe_func *f = &funcs[i];
         if (f->src & HS_SRC_FRAGMENT)
@@ -81,7 +103,7 @@ int hs_cmd_functions(const hs_options *o)
         if (flt.n && !hs_filter_admits(&flt, modname, named ? nm.raw : NULL, named ? nm.name : NULL, f->rva))
             continue;   /* only what the filters select */
         total++;
-        hs_skip_reason r = hs_analyze(eng, &in, 0, &plan);
+        hs_skip_reason r = pe->bits == 64 ? hs_analyze(eng, &in, 0, &plan) : HS_SKIP_X86;
         char status_text[64];
         if (r == HS_OK) {
             ok++;
@@ -93,10 +115,8 @@ int hs_cmd_functions(const hs_options *o)
             skip_counts[r]++;
             snprintf(status_text, sizeof status_text, "no: %s", hs_skip_reason_name(r));
         }
-        if (named)
-            printf("0x%08x %8u  %-34s %-7s %s\n", f->rva, f->size, status_text, hs_symsrc_name(nm.source), nm.name);
-        else
-            printf("0x%08x %8u  %-34s %-7s sub_%x\n", f->rva, f->size, status_text, "-", f->rva);
+        printf("0x%08x %8u  %-8s %-34s %-7s %s\n", f->rva, f->size, bounds_source(syms, f), status_text,
+               named ? hs_symsrc_name(nm.source) : "-", owned[all - 1]);
     }
     if (flt.n)
         printf("\n%zu of %zu functions match the filters, %zu hookable (%.1f%%)", total, all, ok,

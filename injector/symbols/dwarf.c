@@ -27,42 +27,12 @@ typedef struct sections {
     hs_cur line, line_str, str, info, abbrev;
 } sections;
 
-/* the section's real name: "/N" is an offset into the COFF string table */
-static const char *section_name(const hs_pe *pe, const hs_pe_section *s)
-{
-    if (s->name[0] != '/')
-        return s->name;
-    if (!pe->file || !pe->symtab_off)
-        return NULL;
-    uint64_t strtab = (uint64_t)pe->symtab_off + (uint64_t)pe->nsyms * 18;
-    if (strtab + 4 > pe->file_size)
-        return NULL;
-    uint32_t strsize = hs_le32(pe->file + strtab);
-    unsigned long off = strtoul(s->name + 1, NULL, 10);
-    if (strsize < 4 || strtab + strsize > pe->file_size || off < 4 || off >= strsize)
-        return NULL;
-    const char *n = (const char *)pe->file + strtab + off;
-    if (!memchr(n, 0, strsize - off))
-        return NULL;
-    return n;
-}
-
-const hs_pe_section *hs_pe_section_named(const hs_pe *pe, const char *name)
-{
-    for (int i = 0; i < pe->nsections; i++) {
-        const char *n = section_name(pe, &pe->sections[i]);
-        if (n && !strcmp(n, name))
-            return &pe->sections[i];
-    }
-    return NULL;
-}
-
 static void find_sections(const hs_pe *pe, sections *sec)
 {
     memset(sec, 0, sizeof *sec);
     for (int i = 0; i < pe->nsections; i++) {
         const hs_pe_section *s = &pe->sections[i];
-        const char *n = section_name(pe, s);
+        const char *n = hs_pe_section_name(pe, s);
         hs_cur *c = NULL;
         if (!n)
             continue;

@@ -28,10 +28,6 @@
 #include "hook/pe/pe.h"
 #include "injector/symbols/symtab.h"
 
-/* The section called name (long names "/N" resolved through the COFF string
- * table), or NULL. */
-const hs_pe_section *hs_pe_section_named(const hs_pe *pe, const char *name);
-
 /* Fill and finish lines. 0 (also when the image has no .debug_line: then the
  * table stays empty), or -1 with err set. */
 int hs_dwarf_lines(const hs_pe *pe, hs_linetab *lines, char *err, size_t errlen);

@@ -9,6 +9,7 @@
 
 #include "hook/base/search.h"
 #include "hook/base/util.h"
+#include "hook/engine/calls.h"
 #include "hook/pe/functions.h"
 #include "hook/pe/symbols.h"
 #include "injector/symbols/debuginfo.h"
@@ -38,11 +39,13 @@ struct hs_modsyms {
     char **range_names;      /* per range no symbol names: "sub_RVA", made on first use */
 };
 
-/* malloc'd: C++ names as people write them, else a copy */
-static char *undecorate(const char *name)
+/* malloc'd: C++ names as people write them, an i386 image's C names
+ * without their decoration, else a copy */
+static char *undecorate(const hs_modsyms *t, const hs_pe_sym *s)
 {
-    char *u = hs_undecorate_sym(name, HS_UND_FULL);
-    return u ? u : hs_xstrdup(name);
+    char *u = t->pe.bits == 32 ? hs_undecorate_sym32(s->name, HS_UND_FULL, s->kind != HS_SYM_EXPORT)
+                               : hs_undecorate_sym(s->name, HS_UND_FULL);
+    return u ? u : hs_xstrdup(s->name);
 }
 
 /* DbgHelp's symbols, for an image whose PDB hookscope's reader refused as
@@ -268,7 +271,7 @@ static ptrdiff_t sym_index_at(const hs_modsyms *t, uint32_t rva)
 static void name_from_sym(hs_modsyms *t, size_t i, hs_sym_name *out)
 {
     if (!t->undecorated[i])
-        t->undecorated[i] = undecorate(t->syms.syms[i].name);
+        t->undecorated[i] = undecorate(t, &t->syms.syms[i]);
     out->name = t->undecorated[i];
     out->raw = t->syms.syms[i].name;
     out->source = t->syms.syms[i].kind == HS_SYM_EXPORT ? HS_SYMSRC_EXPORT : HS_SYMSRC_COFF;
@@ -404,6 +407,15 @@ int hs_modsyms_functions(hs_modsyms *t, hs_pe_func **out, size_t *count)
         }
     }
     int rc = hs_pe_functions_ex(&t->pe, procs, n, out, count);
+    /* an i386 image: where symbols and .eh_frame stop, the targets of the
+     * calls its known code makes */
+    uint32_t *calls = NULL;
+    size_t ncalls = 0;
+    if (rc == 0 && t->pe.bits == 32 && hs_call_targets(&t->pe, *out, *count, &calls, &ncalls) == 0 && ncalls) {
+        free(*out);
+        rc = hs_pe_functions_calls(&t->pe, procs, n, calls, ncalls, out, count);
+    }
+    free(calls);
     free(procs);
     return rc;
 }

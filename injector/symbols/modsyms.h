@@ -116,7 +116,8 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out);
 bool hs_modsyms_line(hs_modsyms *t, uint32_t rva, bool function, const char **file, uint32_t *line);
 
 /* The functions of the image: .pdata, exports, COFF symbols and the PDB's
- * procedures (hook/pe.h's hs_pe_functions_ex); malloc'd. */
+ * procedures (hook/pe.h's hs_pe_functions_ex), and for an i386 image the
+ * targets of its known code's calls (hook/engine/calls.h); malloc'd. */
 int hs_modsyms_functions(hs_modsyms *t, hs_pe_func **out, size_t *count);
 
 #endif

@@ -1,9 +1,11 @@
 /*
  * injector/symbols/undecorate.c - Itanium names through the C++ runtime's
- * demangler, and the choice between Itanium and MSVC (see undecorate.h).
+ * demangler, the choice between Itanium and MSVC, and the C decoration of
+ * i386 names (see undecorate.h).
  */
 #include "injector/symbols/undecorate.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,4 +59,46 @@ char *hs_undecorate_sym(const char *name, int form)
     if (name[0] == '?')
         return hs_undecorate_msvc(name, form);
     return NULL;
+}
+
+/* Length of name without a trailing `@N` (N decimal digits), or 0 when it
+ * has none; `@@N` (vectorcall) goes as a whole. */
+static size_t without_arg_bytes(const char *name, size_t n)
+{
+    size_t i = n;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    if (i == n || i < 2 || name[i - 1] != '@')
+        return 0;
+    i--;
+    if (i >= 2 && name[i - 1] == '@')
+        i--;
+    return i;
+}
+
+char *hs_undecorate_sym32(const char *name, int form, int is_coff)
+{
+    if (name[0] == '?')
+        return hs_undecorate_msvc(name, form);
+    if (is_coff && name[0] == '_' && name[1] == '_' && name[2] == 'Z')
+        return hs_undecorate_itanium(name + 1, form);
+    size_t n = strlen(name), start = 0;
+    bool fastcall = name[0] == '@';
+    if (fastcall || (is_coff && name[0] == '_'))
+        start = 1;
+    size_t end = without_arg_bytes(name, n);
+    if (fastcall && !end)
+        return NULL;          /* `@x` without its argument bytes is no fastcall name */
+    if (!end)
+        end = n;
+    if (start == 0 && end == n)
+        return hs_undecorate_sym(name, form);
+    if (end <= start)
+        return NULL;
+    char *u = malloc(end - start + 1);
+    if (!u)
+        return NULL;
+    memcpy(u, name + start, end - start);
+    u[end - start] = 0;
+    return u;
 }

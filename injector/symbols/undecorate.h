@@ -26,6 +26,16 @@ enum { HS_UND_FULL = 0, HS_UND_NAME = 1 };
  * or cannot be undecorated here. */
 char *hs_undecorate_sym(const char *name, int form);
 
+/* A name of an i386 image (PE32): its C decoration taken off, then as
+ * hs_undecorate_sym. A COFF symbol carries the object file's decoration:
+ * `_f` (cdecl), `_f@12` (stdcall, 12 bytes of arguments), `@f@8`
+ * (fastcall), `f@@8` (vectorcall), `__Z...` (Itanium C++, one more
+ * underscore); an export carries only what the linker kept (`f@12`; a
+ * leading underscore there is the name's own, as msvcrt's `_open`), so
+ * only `@N` (and fastcall's `@`) comes off. `?f@@...` (MSVC C++) has no C decoration. Returns
+ * a malloc'd name, or NULL when name has no decoration. */
+char *hs_undecorate_sym32(const char *name, int form, int is_coff);
+
 /* The two parts (hs_undecorate_sym picks by the first characters). */
 char *hs_undecorate_itanium(const char *name, int form);
 char *hs_undecorate_msvc(const char *name, int form);

@@ -69,7 +69,7 @@ int hs_target_check(const wchar_t *path, const char *shown)
     hs_pe pe;
     int st = hs_pe_load_file(&pe, data, size);
     int rc = -1;
-    if (st == HS_PE_32BIT)
+    if (st == HS_PE_OK && pe.bits == 32)   /* `functions` reads one; nothing runs one yet */
         hs_err("'%s': 32-bit targets are not supported yet", shown);
     else if (st == HS_PE_NOT_PE)
         hs_err("'%s' is not a Windows program (not a PE file)", shown);

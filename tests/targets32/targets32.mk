@@ -19,5 +19,23 @@ $(TGT32_DIR)/groundtruth.exe: tests/fixtures/groundtruth/groundtruth.c
 	@mkdir -p $(dir $@)
 	$(WCC32) $(GT32_FLAGS) -static -o $@ $<
 
+# a DLL, and the same linked stripped (-s: named only by its exports)
+$(TGT32_DIR)/exports32.dll: tests/targets32/dll/exports32.c
+	@mkdir -p $(dir $@)
+	$(WCC32) -O1 -Wall -Wextra -shared -o $@ $<
+$(TGT32_DIR)/exports32s.dll: tests/targets32/dll/exports32.c
+	@mkdir -p $(dir $@)
+	$(WCC32) -O1 -Wall -Wextra -shared -s -o $@ $<
+
+# hot-patchable entries without unwind tables, and the same linked stripped
+HOTPATCH_FLAGS := -O1 -Wall -Wextra -fno-asynchronous-unwind-tables
+$(TGT32_DIR)/hotpatch.exe: tests/targets32/hotpatch/hotpatch.c
+	@mkdir -p $(dir $@)
+	$(WCC32) $(HOTPATCH_FLAGS) -o $@ $<
+$(TGT32_DIR)/hotpatchs.exe: tests/targets32/hotpatch/hotpatch.c
+	@mkdir -p $(dir $@)
+	$(WCC32) $(HOTPATCH_FLAGS) -s -o $@ $<
+
 .PHONY: test-targets32
-test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe
+test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe $(TGT32_DIR)/exports32.dll $(TGT32_DIR)/exports32s.dll \
+                $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe

@@ -1,0 +1,131 @@
+/*
+ * hook/pe/eh_frame.c - function extents from `.eh_frame` (see eh_frame.h).
+ */
+#include "hook/pe/eh_frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook/base/bytes.h"
+#include "hook/base/vec.h"
+
+enum { PE_OMIT = 0xff, PE_PCREL = 0x10 };
+
+/* A value of encoding `enc` at the cursor (its application aside). */
+static int64_t read_encoded(hs_cur *c, uint8_t enc, int bits)
+{
+    switch (enc & 0x0f) {
+    case 0x00: return bits == 32 ? (int64_t)hs_cur_u32(c) : (int64_t)hs_cur_u64(c);
+    case 0x01: return (int64_t)hs_cur_uleb(c);
+    case 0x02: return hs_cur_u16(c);
+    case 0x03: return hs_cur_u32(c);
+    case 0x04: return (int64_t)hs_cur_u64(c);
+    case 0x09: return hs_cur_sleb(c);
+    case 0x0a: return (int16_t)hs_cur_u16(c);
+    case 0x0b: return (int32_t)hs_cur_u32(c);
+    case 0x0c: return (int64_t)hs_cur_u64(c);
+    }
+    c->bad = true;
+    return 0;
+}
+
+/* The FDE pointer encoding of the CIE at offset `at` of the section, or
+ * PE_OMIT when it cannot be read. */
+static uint8_t cie_encoding(const uint8_t *sec, size_t size, size_t at, int bits)
+{
+    if (at > size || size - at < 9)
+        return PE_OMIT;
+    hs_cur c = hs_cur_of(sec + at, size - at);
+    uint32_t len = hs_cur_u32(&c);
+    if (len < 5 || len == 0xffffffffu || len > size - at - 4 || hs_cur_u32(&c) != 0)
+        return PE_OMIT;
+    c.len = 4 + (size_t)len;
+    uint8_t version = hs_cur_u8(&c);
+    const uint8_t *aug = c.p + c.off;
+    size_t n = 0;
+    while (c.off + n < c.len && aug[n])
+        n++;
+    if (c.off + n >= c.len || (version != 1 && version != 3))
+        return PE_OMIT;
+    hs_cur_skip(&c, n + 1);
+    if (n >= 2 && aug[0] == 'e' && aug[1] == 'h')
+        return PE_OMIT;   /* the old "eh" augmentation: not written by gcc for a long time */
+    hs_cur_uleb(&c);      /* code alignment */
+    hs_cur_sleb(&c);      /* data alignment */
+    if (version == 1)
+        hs_cur_u8(&c);
+    else
+        hs_cur_uleb(&c);  /* return address register */
+    if (n == 0)
+        return c.bad ? PE_OMIT : 0;   /* no augmentation: absolute pointers */
+    if (aug[0] != 'z')
+        return PE_OMIT;
+    hs_cur_uleb(&c);      /* augmentation data length */
+    uint8_t enc = 0;
+    for (size_t i = 1; i < n && !c.bad; i++) {
+        if (aug[i] == 'R') {
+            enc = hs_cur_u8(&c);
+        } else if (aug[i] == 'P') {
+            uint8_t penc = hs_cur_u8(&c);
+            read_encoded(&c, penc & 0x7f, bits);   /* the personality routine */
+        } else if (aug[i] == 'L') {
+            hs_cur_u8(&c);
+        } else if (aug[i] != 'S' && aug[i] != 'B') {
+            return PE_OMIT;
+        }
+    }
+    return c.bad ? PE_OMIT : enc;
+}
+
+int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    const hs_pe_section *s = hs_pe_section_named(pe, ".eh_frame");
+    if (!s)   /* an image linked stripped (ld -s) has no string table: the name is cut to 8 bytes */
+        s = hs_pe_section_named(pe, ".eh_fram");
+    if (!s)
+        return 0;
+    uint32_t size = s->vsize < s->raw_size || !s->raw_size ? s->vsize : s->raw_size;
+    const uint8_t *sec = hs_pe_ptr(pe, s->rva, size);
+    if (!sec)
+        return 0;
+    hs_pe_extent *v = NULL;
+    size_t n = 0, cap = 0;
+    size_t at = 0;
+    while (size - at >= 8) {
+        uint32_t len = hs_le32(sec + at), id = hs_le32(sec + at + 4);
+        if (len == 0) {   /* a terminator; the linker may put more after it (crtbegin.o's) */
+            at += 4;
+            continue;
+        }
+        if (len == 0xffffffffu || len > size - at - 4)
+            break;
+        size_t next = at + 4 + len;
+        if (id != 0 && id <= at + 4) {
+            uint8_t enc = cie_encoding(sec, size, at + 4 - id, pe->bits);
+            if (enc != PE_OMIT && !(enc & 0x80) && ((enc & 0x70) == 0 || (enc & 0x70) == PE_PCREL)) {
+                hs_cur c = hs_cur_of(sec + at + 8, len - 4);
+                uint32_t field = s->rva + (uint32_t)at + 8;
+                int64_t begin = read_encoded(&c, enc, pe->bits);
+                int64_t range = read_encoded(&c, enc & 0x0f, pe->bits);
+                int64_t rva = (enc & 0x70) == PE_PCREL ? (int64_t)field + begin
+                                                       : begin - (int64_t)pe->image_base;
+                int sec_i = !c.bad && rva > 0 && rva < UINT32_MAX ? hs_pe_section_of(pe, (uint32_t)rva) : -1;
+                if (sec_i >= 0 && range > 0 && hs_pe_is_exec(pe, (uint32_t)rva) &&
+                    range <= (int64_t)pe->sections[sec_i].rva + pe->sections[sec_i].vsize - rva) {
+                    if (hs_grow(&v, &cap, n, sizeof *v) < 0) {
+                        free(v);
+                        return -1;
+                    }
+                    v[n].rva = (uint32_t)rva;
+                    v[n++].size = (uint32_t)range;
+                }
+            }
+        }
+        at = next;
+    }
+    *out = v;
+    *count = n;
+    return 0;
+}

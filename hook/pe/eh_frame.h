@@ -1,0 +1,31 @@
+/*
+ * hook/pe/eh_frame.h - function extents from an image's `.eh_frame`: the
+ * DWARF call-frame records gcc's i686 (DW2 unwinding) builds carry, one
+ * FDE per function with unwind tables, exact [begin, begin + range) as
+ * .pdata gives on x86-64. The section's name is a long one, in the COFF
+ * string table (so read with the file bytes), or, in an image linked
+ * stripped (`ld -s`: no string table), cut to `.eh_fram`.
+ *
+ * Layout (the LSB's .eh_frame, DWARF 4 section 6.4.1): records of a
+ * 32-bit length (0: a terminator, read past as objdump does: the linker
+ * puts crtbegin.o's records after crtend.o's; 0xffffffff, a 64-bit length,
+ * is not read) and a 32-bit id: 0 for a CIE, else the distance back to
+ * the FDE's CIE. A CIE's augmentation "zR..." gives the encoding of the FDE's
+ * pc_begin and pc_range (DW_EH_PE_*: absptr, udata/sdata 2/4/8, uleb and
+ * sleb; applied as is or pc-relative). An FDE whose CIE or encoding cannot
+ * be read, or whose extent is not inside one executable section, is left
+ * out; the walk stops at the first record that runs past the section.
+ */
+#ifndef HOOKSCOPE_PE_EH_FRAME_H
+#define HOOKSCOPE_PE_EH_FRAME_H
+
+#include <stddef.h>
+
+#include "hook/pe/functions.h"
+#include "hook/pe/pe.h"
+
+/* The FDEs' extents, malloc'd (NULL and 0 when the image has no
+ * .eh_frame). Returns 0, or -1 out of memory. */
+int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count);
+
+#endif
