@@ -911,7 +911,9 @@ def threads():
     print(f"== a thread's start and end: shortthreads.exe lat 200 1000 (medians over the threads, then of "
           f"{ROUNDS} interleaved runs; hooks on, --no-sample)")
     for k, what in (("start_us", "start (CreateThread -> its first instruction)"),
-                    ("end_us", "end (its last instruction -> the wait returns)")):
+                    ("first_us", "first call (a region taken: the slow path)"),
+                    ("end_us", "end (its last instruction -> the wait returns)"),
+                    ("life_us", "life (CreateThread -> the wait returns, less its work)")):
         a, b = med([r[k] for r in lat["plain"]]), med([r[k] for r in lat["hooked"]])
         print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us; goal <= "
               f"+{THREAD_GOAL_US} us: {'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")

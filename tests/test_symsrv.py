@@ -420,7 +420,7 @@ def pdb_function(n):
     p = hs.hookscope(["functions", f"{PDB}/{n}.exe"])
     hs.eq(p.returncode, 0, f"functions {n}.exe")
     for line in p.stdout.decode().splitlines():
-        m = re.match(r"^0x([0-9a-f]+)\s+\d+\s+(?:yes \(\S+\)|yes|no: \S+)\s+pdb\s+(.+)$", line)
+        m = re.match(r"^0x([0-9a-f]+)\s+\d+\s+\S+\s+(?:yes \(\S+\)|yes|no: \S+)\s+pdb\s+(.+)$", line)
         if m and int(m.group(1), 16) == rva:
             return rva, m.group(2)
     raise AssertionError(f"{n}.exe: `functions` does not name the procedure at {rva:#x}")

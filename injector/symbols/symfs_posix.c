@@ -86,26 +86,27 @@ static int posix_read(void *ctx, const char *path, uint8_t **data, size_t *size,
     return 0;
 }
 
-static int posix_exists(void *ctx, const char *path)
+/* 1: a file (folder: 0) or a folder (folder: 1) of that name is there */
+static int posix_is(const char *path, int folder)
 {
-    (void)ctx;
     int oom;
     char *p = host_path(path, &oom);
     struct stat st;
-    int there = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    int there = p && stat(p, &st) == 0 && (folder ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
     free(p);
     return there;
+}
+
+static int posix_exists(void *ctx, const char *path)
+{
+    (void)ctx;
+    return posix_is(path, 0);
 }
 
 static int posix_is_folder(void *ctx, const char *path)
 {
     (void)ctx;
-    int oom;
-    char *p = host_path(path, &oom);
-    struct stat st;
-    int there = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-    free(p);
-    return there;
+    return posix_is(path, 1);
 }
 
 static const hs_symfs host = { posix_read, NULL, posix_exists, posix_is_folder };

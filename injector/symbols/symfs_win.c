@@ -69,28 +69,28 @@ static int win_read(void *ctx, const char *path, uint8_t **data, size_t *size, c
     return 0;
 }
 
-static int win_exists(void *ctx, const char *path)
+/* 1: a file (folder: 0) or a folder (folder: 1) of that name is there */
+static int win_is(const char *path, int folder)
 {
-    (void)ctx;
     char err[64];
     wchar_t *w = wide(path, err, sizeof err);
     if (!w)
         return 0;
     DWORD a = GetFileAttributesW(w);
     free(w);
-    return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
+    return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY) == !folder;
+}
+
+static int win_exists(void *ctx, const char *path)
+{
+    (void)ctx;
+    return win_is(path, 0);
 }
 
 static int win_is_folder(void *ctx, const char *path)
 {
     (void)ctx;
-    char err[64];
-    wchar_t *w = wide(path, err, sizeof err);
-    if (!w)
-        return 0;
-    DWORD a = GetFileAttributesW(w);
-    free(w);
-    return a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY);
+    return win_is(path, 1);
 }
 
 static const hs_symfs host = { win_read, NULL, win_exists, win_is_folder };
