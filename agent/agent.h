@@ -164,6 +164,10 @@ hs_edge_rec *hs_edges_of(uint64_t *counters);
 /* Insert (site, fidx) into an edge table with `count`, or add to an
  * existing entry; -1 when the table is too full to insert. */
 int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count);
+/* Add `count` calls from site (not 0) to a function's block: to the slot
+ * that has the site, else into a free one; 0 when the block has neither
+ * (the edge table takes it). One writer per block at a time. */
+int hs_inline_edge_add(hs_fblock *b, uint64_t site, uint64_t count);
 /* Add `count` to the stack (fidx, frames) in region r's table, inserting
  * it if new; -1 when the table or the frame pool is full. */
 int hs_stack_add(hs_region_hdr *r, uint32_t fidx, const uint64_t *frames, int n, int truncated,

@@ -105,21 +105,12 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     uint64_t site = call_site(entry_rsp, regs);
     hs_region_hdr *r = hs_region_of(c);
     hs_fblock *b = (hs_fblock *)hs_fblock_at(g_hs.hdr, c, fidx);
-    for (int k = 0; k < HS_INLINE_EDGES; k++) {
-        if (b->edge[k].site == 0 && site) {
-            /* a free caller slot in the function's block (the stub found
-             * no slot with this site) */
-            b->edge[k].count = 1;
-            MemoryBarrier();
-            b->edge[k].site = site;
-            goto done;
-        }
-    }
-    if (hs_edge_add(hs_edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
+    /* (a free caller slot in the function's block: the stub found no slot
+     * with this site) */
+    if ((!site || !hs_inline_edge_add(b, site, 1)) && hs_edge_add(hs_edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
         r->edges_overflowed++;
         hs_overflow_count(fidx, site, 0);
     }
-done:
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
     return c;

@@ -397,29 +397,6 @@ int hs_session_add_functions(uint32_t n, uint32_t *first)
 
 /* ---- reusing the region of a thread that is gone ---------------------------- */
 
-/* Add an edge into the overflow region's block of its callee (the same
- * cache line as the callee's counter, where the fold just was) when that
- * block has the caller or room; 0: it has neither (the edge table takes
- * it: a line of its own, a TLB miss and a cache miss, ~2k cycles under
- * this VM, where ten such made 80% of a thread's start). Only folds write
- * the overflow region's blocks' edges, under hs_overflow_lock. */
-static int inline_edge_add(hs_fblock *ob, uint64_t site, uint64_t count)
-{
-    for (int k = 0; k < HS_INLINE_EDGES; k++) {
-        if (ob->edge[k].site == site) {
-            ob->edge[k].count += count;
-            return 1;
-        }
-        if (!ob->edge[k].site) {
-            ob->edge[k].count = count;
-            MemoryBarrier();
-            ob->edge[k].site = site;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Add everything region k counted to the overflow region, then clear k
  * for another thread. The thread that owned k ended (nobody writes k:
  * see reclaim); called with fold_lock held. */
@@ -442,9 +419,14 @@ void hs_region_fold(uint32_t k)
         AcquireSRWLockExclusive(&hs_overflow_lock);
         for (uint32_t i = 0; i < n; i++) {
             const hs_fblock *b = (const hs_fblock *)hs_fblock_at(h, sc, i);
+            /* first into the overflow region's block of the callee: the line
+             * the count just went to (the edge table's lines are each a TLB
+             * and a cache miss, ~2 k cycles under this VM: ten of them were
+             * 80% of a thread's start); only folds write that block's edges,
+             * under hs_overflow_lock */
             hs_fblock *ob = (hs_fblock *)hs_fblock_at(h, dc, i);
             for (int k = 0; k < HS_INLINE_EDGES; k++)
-                if (b->edge[k].site && b->edge[k].count && !inline_edge_add(ob, b->edge[k].site, b->edge[k].count) &&
+                if (b->edge[k].site && b->edge[k].count && !hs_inline_edge_add(ob, b->edge[k].site, b->edge[k].count) &&
                     hs_edge_add(de, &dr->edges_used, b->edge[k].site, i, b->edge[k].count) < 0)
                     dr->edges_overflowed++;
         }

@@ -23,6 +23,23 @@ hs_edge_rec *hs_edges_of(uint64_t *counters)
 
 /* Insert (site, fidx) into an edge table with `count`, or add to an
  * existing entry. Returns -1 when the table is too full to insert. */
+int hs_inline_edge_add(hs_fblock *b, uint64_t site, uint64_t count)
+{
+    for (int k = 0; k < HS_INLINE_EDGES; k++) {
+        if (b->edge[k].site == site) {
+            b->edge[k].count += count;
+            return 1;
+        }
+        if (!b->edge[k].site) {
+            b->edge[k].count = count;
+            MemoryBarrier();   /* (a reader takes a slot by its site) */
+            b->edge[k].site = site;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count)
 {
     if (site == 0)
