@@ -555,7 +555,8 @@ def wine_procs(marks):
     """{pid: name} of this prefix's Wine processes whose command line holds
     the arguments of one of marks ({name: [argument, ...]}): other runs in
     the same prefix are not them."""
-    prefix = "WINEPREFIX=" + ENV.get("WINEPREFIX", os.path.expanduser("~/.wine"))
+    default = os.path.expanduser("~/.wine")
+    prefix = "WINEPREFIX=" + ENV.get("WINEPREFIX", default)
     found = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -568,8 +569,11 @@ def wine_procs(marks):
             if not name:
                 continue
             with open(f"/proc/{pid}/environ", "rb") as f:
-                if prefix.encode() not in f.read().split(b"\0"):
-                    continue
+                env = f.read().split(b"\0")
+            # (a process started without WINEPREFIX uses the default prefix)
+            named = [e for e in env if e.startswith(b"WINEPREFIX=")]
+            if (named or [("WINEPREFIX=" + default).encode()])[0] != prefix.encode():
+                continue
         except OSError:
             continue
         found[int(pid)] = name
@@ -642,6 +646,8 @@ def timeline_memory(seconds=MEMORY_SECONDS):
               f"{h['anon'] / 1024:>9.1f}{t['hwm'] / 1024:>13.1f}{t['anon'] / 1024:>9.1f}")
         rounds = max(rounds + 1, round(rounds * seconds / max(j["target"]["wall_time_s"], 0.1)))
     (s_len, s_h, s_t), (l_len, l_h, l_t) = rows
+    if not (s_h and s_t and l_h and l_t):
+        sys.exit("bench: the runs' hookscope.exe and lua.exe were not found in /proc (another Wine prefix?)")
     grow = max(l_h / s_h, l_t / s_t)
     print(f"a run {l_len / s_len:.1f}x as long: hookscope's peak x{l_h / s_h:.2f}, the target's x{l_t / s_t:.2f}; "
           f"bounded (each within 1.25x): {'met' if grow <= 1.25 else 'NOT MET'}")
