@@ -130,7 +130,8 @@ def test_scribbling_target_attach():
             m = re.fullmatch(r"ready (\d+)", target.readline(timeout=30))
             hs.check(m, "the target did not start")
             try:
-                # -v: where it stood, should it not finish (it did not once in a full run)
+                # -v: where it stood, should it not finish (it once waited forever in VirtualFreeEx:
+                # Wine's cross-process calls wait on the target's threads; test_remote_bound)
                 p = hs.hookscope(["attach", m.group(1), "-o", "out", "-d", "3", "--stacks=8", "-v"], cwd=cwd, timeout=180)
             except subprocess.TimeoutExpired as e:
                 said = (e.stderr or b"").decode(errors="replace").replace("\r\n", "\n")

@@ -21,6 +21,7 @@
 #include <psapi.h>
 #include <wchar.h>
 
+#include "hook/base/remote_win.h"
 #include "hook/base/util.h"
 #include "hook/pe/pe.h"
 
@@ -92,8 +93,7 @@ static uint32_t agent_export(const char *name)
 static HANDLE remote_thread(HANDLE process, hs_session_host *s, uint64_t start, void *param)
 {
     DWORD tid = 0;
-    HANDLE th = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)(uintptr_t)start, param,
-                                   CREATE_SUSPENDED, &tid);
+    HANDLE th = hs_remote_thread(process, (LPTHREAD_START_ROUTINE)(uintptr_t)start, param, CREATE_SUSPENDED, &tid);
     if (!th) {
         hs_err("cannot start a thread in the target: %s", hs_win_error(GetLastError()));
         return NULL;
@@ -242,7 +242,7 @@ int hs_inject(HANDLE process, hs_session_host *s)
     }
 
     size_t bytes = (wcslen(agent) + 1) * sizeof(wchar_t);
-    void *remote = VirtualAllocEx(process, NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    void *remote = hs_remote_alloc(process, bytes, PAGE_READWRITE);
     int rc = -1;
     HANDLE th = NULL;
     uint64_t section = 0;
@@ -280,7 +280,7 @@ out:
     if (th)
         CloseHandle(th);
     if (remote)
-        VirtualFreeEx(process, remote, 0, MEM_RELEASE);
+        hs_remote_free(process, remote);
     free(agent);
     return rc;
 }

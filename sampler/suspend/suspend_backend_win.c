@@ -53,6 +53,7 @@
 #include <windows.h>
 #include <mmsystem.h>
 
+#include "hook/base/remote_win.h"
 #include "hook/base/util.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"
@@ -515,7 +516,7 @@ static bool worth_listing(hs_sampler *s, uint64_t pc, double now)
 static bool in_code(hs_sampler *s, uint64_t pc)
 {
     MEMORY_BASIC_INFORMATION mbi;
-    if (VirtualQueryEx(s->process, (const void *)(uintptr_t)pc, &mbi, sizeof mbi) != sizeof mbi ||
+    if (hs_remote_query(s->process, (const void *)(uintptr_t)pc, &mbi) != sizeof mbi ||
         mbi.State != MEM_COMMIT)
         return false;
     return mbi.Type == MEM_IMAGE || (mbi.Protect & (PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE |

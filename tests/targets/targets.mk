@@ -106,6 +106,11 @@ TGT_EXTRA_suspendtest := -I$(B)/inc/hook -DUNICODE -D_UNICODE
 TGT_LIBS_suspendtest := hook/suspend/threads_win.c
 $(TGT_DIR)/suspendtest.exe: hook/suspend/threads_win.c hook/suspend/threads_win.h | $(INC_FARMS)
 
+# remotebound.exe drives hook/base/remote_win.c itself (built into it)
+TGT_EXTRA_remotebound := -I$(B)/inc/hook -DUNICODE -D_UNICODE
+TGT_LIBS_remotebound := hook/base/remote_win.c
+$(TGT_DIR)/remotebound.exe: hook/base/remote_win.c hook/base/remote_win.h | $(INC_FARMS)
+
 # stubstep.exe unwinds every stepped state with hookscope's own unwinder
 STUBSTEP_LIBS := hook/unwind/unwinder.c hook/pe/unwind_info.c hook/pe/headers.c
 TGT_EXTRA_stubstep := -I$(B)/inc/tests
