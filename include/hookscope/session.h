@@ -270,10 +270,15 @@ typedef struct hs_time_rec {
  * hs_session_header.tsc_ns_mult). Shared by the wrapper and the injector. */
 static inline uint32_t hs_hist_bucket(uint64_t ticks, uint64_t mult)
 {
-    unsigned __int128 ns = ((unsigned __int128)ticks * mult) >> 32;
-    if (ns >> 64)
+    /* the 128-bit product from 32-bit halves (a 32-bit agent has no
+     * 128-bit type): bits 32..95, or the top bucket when wider */
+    uint64_t t0 = (uint32_t)ticks, t1 = ticks >> 32, m0 = (uint32_t)mult, m1 = mult >> 32;
+    uint64_t p01 = t0 * m1, p10 = t1 * m0;
+    uint64_t mid = ((t0 * m0) >> 32) + (uint32_t)p01 + (uint32_t)p10;
+    uint64_t high = t1 * m1 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);   /* bits 64..127 */
+    if (high >> 32)
         return HS_HIST_BUCKETS - 1;
-    uint64_t v = (uint64_t)ns | 1;
+    uint64_t v = (high << 32 | (uint32_t)mid) | 1;
     uint32_t b = 63 - (uint32_t)__builtin_clzll(v);
     return b < HS_HIST_BUCKETS ? b : HS_HIST_BUCKETS - 1;
 }
@@ -553,6 +558,26 @@ typedef struct hs_capacity {
     uint32_t shadow;     /* per thread: deepest timed nesting */
     uint32_t timeline;   /* per thread: events in the ring (a power of two), 0: none */
 } hs_capacity;
+
+/* One layout for a 64-bit and a 32-bit agent (hookscope.exe, always
+ * 64-bit, reads both): every field of fixed width, no pointer or size_t,
+ * 64-bit fields 8-aligned in both. The sizes here hold in every build;
+ * test_session_layout compares every field's offset as the x86-64 and
+ * the i686 compilers lay them out. */
+_Static_assert(sizeof(hs_module_rec) == 1336, "hs_module_rec");
+_Static_assert(sizeof(hs_func_rec) == 24, "hs_func_rec");
+_Static_assert(sizeof(hs_fn_entry) == 24, "hs_fn_entry");
+_Static_assert(sizeof(hs_thread_slot) == 8, "hs_thread_slot");
+_Static_assert(sizeof(hs_region_hdr) == 200, "hs_region_hdr");
+_Static_assert(sizeof(hs_tl_event) == 32, "hs_tl_event");
+_Static_assert(sizeof(hs_fblock) == 64, "hs_fblock");
+_Static_assert(sizeof(hs_edge_rec) == 32, "hs_edge_rec");
+_Static_assert(sizeof(hs_stack_rec) == 32, "hs_stack_rec");
+_Static_assert(sizeof(hs_time_rec) == 392, "hs_time_rec");
+_Static_assert(sizeof(hs_shadow_rec) == 64, "hs_shadow_rec");
+_Static_assert(sizeof(hs_session_header) == 26040, "hs_session_header");
+_Static_assert(sizeof(hs_agent_public) == 40, "hs_agent_public");
+_Static_assert(sizeof(hs_capacity) == 36, "hs_capacity");
 
 /* Compute the layout for the given capacities; fills the layout fields
  * of `h` and returns the total size to reserve. Shared so both sides
