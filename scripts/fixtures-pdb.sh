@@ -26,6 +26,9 @@
 #   pdbcxx-instr.exe / .pdb       its ground truth
 #   pdbmsvc.exe / .pdb            C++ for x86_64-pc-windows-msvc (lld-link,
 #                                 no CRT): MSVC-decorated publics
+#   pdbc32.exe / .pdb             pdbc.c for i686 (32-bit), the same recipe
+#                                 (--target=i686-w64-mingw32): publics with
+#                                 C decoration (_f)
 #   pdbc-gcc.exe                  pdbc.c by mingw gcc -gdwarf-4 (COFF
 #                                 symbols + DWARF 4, no PDB)
 #   pdbc-gcc5.exe                 the same with gcc's default DWARF 5
@@ -65,6 +68,7 @@ need lld-link "package lld"
 need llvm-objcopy "package llvm"
 need llvm-pdbutil "package llvm"
 need "$FIX_CC" "package gcc-mingw-w64-x86-64-win32"
+need i686-w64-mingw32-gcc "package gcc-mingw-w64-i686-win32"
 need python3
 
 src="$top/tests/fixtures/pdb"
@@ -131,6 +135,13 @@ lld-link /nologo /entry:start /subsystem:console /debug /pdb:"$work/pdbmsvc.pdb"
     /pdbaltpath:"$(winpath "$out")\\pdbmsvc.pdb" /out:"$work/pdbmsvc.exe" "$work/pdbmsvc.obj" \
     "$("$FIX_CC" -print-file-name=libkernel32.a)"
 
+# i686 (32-bit, issue 24): pdbc.c MSVC-like, its publics with C decoration
+# (_f, _f@12): pdbc32.exe / pdbc32.pdb
+gcclib32=$(dirname "$(i686-w64-mingw32-gcc -print-libgcc-file-name)")
+"$CLANG" --target=i686-w64-mingw32 -fuse-ld=lld -static -s -L"$gcclib32" "-Wl,--pdb=$work/pdbc32.pdb" \
+    "-Wl,--Xlink=-pdbaltpath:$longest\\pdbc32.pdb" -o "$work/pdbc32.exe" "${cflags[@]}" "$src/pdbc.c"
+msvc_like "$work/pdbc32.exe"
+
 # gcc: COFF symbols + DWARF 4 (what hookscope's gcc targets carry), and DWARF 5
 "$FIX_CC" -std=gnu11 -O1 -fno-inline -fno-optimize-sibling-calls -Wall -Wextra -gdwarf-4 \
     -o "$work/pdbc-gcc.exe" "$src/pdbc.c"
@@ -160,15 +171,16 @@ cp "$work/pdbc.pdb" "$out/stripped/pdbc.pdb"
 rsds "$out/nopdb/pdbc.exe" --path "$absent\\pdbc.pdb"
 
 # the programs themselves, side by side with their PDBs
-for prog in pdbc pdbcxx; do
+for prog in pdbc pdbcxx pdbc32; do
     python3 "$sup/pe_rsds.py" "$work/$prog.exe" --path "$(winpath "$out")\\$prog.pdb" -o "$work/$prog.exe"
-    python3 "$sup/pe_rsds.py" "$work/$prog-instr.exe" --path "$(winpath "$out")\\$prog-instr.pdb" \
-        -o "$work/$prog-instr.exe"
+    [ $prog = pdbc32 ] ||
+        python3 "$sup/pe_rsds.py" "$work/$prog-instr.exe" --path "$(winpath "$out")\\$prog-instr.pdb" \
+            -o "$work/$prog-instr.exe"
 done
-for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc; do
+for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc pdbc32; do
     install_atomic "$work/$f.pdb" "$out/$f.pdb"
 done
-for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc pdbc-gcc pdbc-gcc5; do
+for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc pdbc32 pdbc-gcc pdbc-gcc5; do
     install_atomic "$work/$f.exe" "$out/$f.exe"
 done
 rm -rf "$work"

@@ -10,8 +10,12 @@ import os
 import re
 import struct
 import subprocess
+import sys
 
 import hs
+
+sys.path.insert(0, os.path.join(hs.ROOT, "tests", "support"))
+import pdbref  # noqa: E402
 
 
 def stated_output(source):
@@ -192,6 +196,36 @@ def test_wow64_functions_listed():
     hs.eq(p.returncode, 0, "exit code with filters")
     hs.eq(sorted(l.split()[-1] for l in out_lines(p) if l.startswith("0x")),
           ["counter_add", "fastcall_mul", "stdcall_mix"], "functions the decorated filters select")
+
+
+def test_wow64_functions_pdb():
+    """An i686 program known only from its PDB, as MSVC users ship theirs
+    (clang + lld, no DWARF, no COFF symbols: build/fixtures/pdb/pdbc32.exe):
+    `functions` bounds every procedure of the PDB exactly as llvm-pdbutil
+    reads it (tests/support/pdbref.py) and names it; a function with no
+    procedure but a public (the C runtime's) is named by the public with
+    its i386 decoration undone (`_atexit` -> `atexit`), as the other
+    sources' names are."""
+    exe = hs.need("build/fixtures/pdb/pdbc32.exe")
+    ref = pdbref.load(exe[:-4] + ".pdb")
+    rows, summary = listing(exe)
+    procs = {(rva, size, name) for rva, size, kind, name, _ in ref.procs if kind != "T"}
+    hs.check(len(procs) > 20 and {"main", "leaf_mix", "fib", "run_sort"} <= {n for _, _, n in procs},
+             f"the PDB's procedures: {sorted(procs)[:10]}")
+    hs.eq({(r[0], r[1], n) for n, r in rows.items() if r[2] == "pdb"}, procs,
+          "functions bounded by the PDB = its procedures (rva, size, name)")
+    publics = {}
+    for rva, _, name in ref.publics:
+        publics.setdefault(rva, set()).add(name)
+    by_public = {n: r for n, r in rows.items() if r[2] != "pdb" and r[4] == "pdb"}
+    hs.check({"atexit", "mainCRTStartup", "malloc", "_fpreset"} <= set(by_public),
+             f"functions named by a public: {sorted(by_public)}")
+    hs.eq({n for n, r in by_public.items()
+           if not any(re.fullmatch(re.escape("_" + n) + r"(@\d+)?", p) for p in publics.get(r[0], ()))}, set(),
+          "functions named by a public that is not their name with its i386 decoration (_f, _f@12)")
+    hs.eq(by_public["__dyn_tls_init"][0], min(r for r, names in publics.items() if "___dyn_tls_init@12" in names),
+          "the stdcall __dyn_tls_init named without its @12")
+    hs.eq(summary.split(";")[0], f"{len(rows)} functions, 0 hookable (0.0%)", "summary")
 
 
 def test_wow64_functions_stripped():

@@ -17,6 +17,7 @@
 
 /* stream numbers and record kinds */
 enum { PDB_STREAM_INFO = 1, PDB_STREAM_DBI = 3 };
+enum { MACHINE_I386 = 0x14C };   /* IMAGE_FILE_MACHINE_I386, in the DBI header */
 enum {
     S_END = 0x0006, S_THUNK32 = 0x1102, S_PUB32 = 0x110e, S_LPROC32 = 0x110f, S_GPROC32 = 0x1110,
     S_LPROC32_ID = 0x1146, S_GPROC32_ID = 0x1147, S_LPROC32_DPC = 0x1155, S_LPROC32_DPC_ID = 0x1156,
@@ -149,6 +150,7 @@ typedef struct reader {
     uint32_t nomap;
     uint8_t *names;           /* "/names": the string buffer */
     uint32_t names_len;
+    uint16_t machine;         /* the DBI header's: IMAGE_FILE_MACHINE_I386 decorates C names */
     char *err;
     size_t errlen;
 } reader;
@@ -340,7 +342,10 @@ static long walk_symbols(reader *r, hs_cur c, int publics)
             } else {
                 uint32_t rva = to_rva(r, seg, off);
                 if (rva && raw[0]) {
-                    char *und = hs_undecorate_sym(raw, HS_UND_FULL);
+                    /* (an i386 public is a C name with its decoration:
+                     * `_f`, `_f@12`, `@f@8`) */
+                    char *und = r->machine == MACHINE_I386 ? hs_undecorate_sym32(raw, HS_UND_FULL, 1)
+                                                                 : hs_undecorate_sym(raw, HS_UND_FULL);
                     int k = flags & (CVPSF_CODE | CVPSF_FUNCTION) ? HS_SYMK_PUBLIC_CODE
                                                                    : HS_SYMK_PUBLIC;
                     rc = hs_symtab_add(r->syms, rva, 0, und ? und : raw, raw, HS_SYMSRC_PDB, k, 1,
@@ -598,7 +603,9 @@ int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, 
     uint32_t tsmap_size = hs_cur_u32(&c);
     hs_cur_u32(&c);                                  /* MFC type server */
     uint32_t dbg_size = hs_cur_u32(&c), ec_size = hs_cur_u32(&c);
-    hs_cur_skip(&c, 8);                              /* flags, machine, padding */
+    hs_cur_u16(&c);                                  /* flags */
+    r.machine = hs_cur_u16(&c);
+    hs_cur_skip(&c, 4);                              /* padding */
     if (c.bad || sig != -1 || ver < 19990903) {
         fail(err, errlen, "corrupt PDB: DBI stream header (signature %d, version %u)", sig, ver);
         goto out;

@@ -2,6 +2,7 @@
 """Read or change what a PE image says about its PDB: the CodeView RSDS
 record of its debug directory (GUID, age, PDB path) and the COFF
 characteristics bits that tell DbgHelp the debug information was stripped.
+PE32+ and PE32 (i386) images.
 
 usage: pe_rsds.py IMAGE                       print "<GUID> <age> <path> <characteristics hex>"
        pe_rsds.py IMAGE --path P [--age N] [--set-chars HEX] [--clear-chars HEX] -o OUT
@@ -41,9 +42,11 @@ def find_rsds(d):
     if d[lfanew:lfanew + 4] != b"PE\0\0":
         raise SystemExit("no PE signature")
     opt = lfanew + 24
-    if struct.unpack_from("<H", d, opt)[0] != 0x20B:
-        raise SystemExit("not a PE32+ image")
-    dbg_rva, dbg_size = struct.unpack_from("<II", d, opt + 112 + 6 * 8)
+    magic, = struct.unpack_from("<H", d, opt)
+    if magic not in (0x10B, 0x20B):
+        raise SystemExit("not a PE32 or PE32+ image")
+    dirs = opt + (112 if magic == 0x20B else 96)   # the data directories
+    dbg_rva, dbg_size = struct.unpack_from("<II", d, dirs + 6 * 8)
     off = None
     for va, size, raw in _sections(d, lfanew):
         if va <= dbg_rva < va + size:
