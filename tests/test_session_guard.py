@@ -79,7 +79,8 @@ def check_scribbled(p, cwd, stdout, what):
     """One scribbled run's outcome (p: CompletedProcess of hookscope)."""
     err = p.stderr.decode(errors="replace").replace("\r\n", "\n")
     out = os.path.join(cwd, "out")
-    hs.eq(sorted(os.listdir(cwd)), ["out"], f"{what}: nothing written beside the output directory")
+    hs.eq(sorted(os.listdir(cwd)), ["out"], f"{what}: nothing written beside the output directory "
+          f"(exit {p.returncode}, stderr {err[-1500:]!r})")
     files = set(os.listdir(out))
     hs.check(files <= OUTPUTS and {"report.txt", "report.json"} <= files,
              f"{what}: the output directory holds the reports and nothing else: {sorted(files)}")

@@ -25,8 +25,11 @@
 #include <stddef.h>
 #include <windows.h>
 
-/* How long a call that acts in a live target may take. */
-#define HS_REMOTE_TIMEOUT_MS 10000
+/* How long a call that acts in a live target may take before it is given
+ * up on: as long as the agent's loading may (it takes ~0.1 ms, also in a
+ * process just created suspended, at load 6 under Wine; the limit is for
+ * a target whose threads never run it). */
+#define HS_REMOTE_TIMEOUT_MS 60000
 
 /* One call: fn(process, args) on the worker, with the worker's own handle
  * to the process. drop(args), if not NULL, undoes what a call given up on
