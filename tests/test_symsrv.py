@@ -224,6 +224,21 @@ class Drip(Silent):
         super().close()
 
 
+class DripHeaders(Drip):
+    """A server that answers 200, then sends its headers one byte every
+    0.5 s, never ending them."""
+
+    def _drip(self, c):
+        try:
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not self.stop.wait(0.5):
+                c.sendall(b"x")
+                self.sent += 1
+        except OSError:
+            return
+
+
 def setup(name):
     """The images (RSDS paths that name no file), the served store, its
     keys: (work dir, {name: (exe, key)})."""
@@ -401,6 +416,32 @@ def test_dripping_server_meets_the_deadline():
                          rf"(\S+) s; a download has 4 s, and 2 s more per MB that comes\)", lines[0] if lines else "")
         hs.check(m, f"the line: {lines}")
         hs.check(4 <= float(m.group(2)) < 5.5 and 5 <= int(m.group(1)) <= 11, f"the deadline's figures: {m.groups()}")
+        hs.eq(len(drip.accepted), 1, "connections (the server is not asked again in the run)")
+        hs.check(elapsed < 2 * TIMEOUT_S + 10, f"the run took {elapsed:.1f} s")
+        hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), "the run went on: calls counted")
+    finally:
+        drip.close()
+
+
+def test_dripping_headers_meet_the_deadline():
+    """A server whose headers come a byte every 0.5 s, never ending, never
+    pauses for the timeout (2 s here) either: the download ends at its
+    deadline (4 s: no bytes of the file came) in one line; the server is
+    not asked again, and the run goes on."""
+    work, images = setup("drip-headers")
+    drip = DripHeaders()
+    exe, key = images["pdbc"]
+    try:
+        cache = os.path.join(work, "cache")
+        t, elapsed = run(work, exe, f"srv*{cache}*{drip.url}", "drip-headers",
+                         env={"HOOKSCOPE_SYMSRV_TIMEOUT": str(TIMEOUT_S)})
+        err = t.stderr.decode(errors="replace")
+        hs.eq(t.rc, 0, f"exit code ({err})")
+        lines = [l for l in err.splitlines() if l]
+        m = re.fullmatch(rf"hookscope: pdbc\.pdb {key} from {re.escape(drip.url)}: too slow \(pdbc\.pdb: no answer in "
+                         rf"(\S+) s; a download has 4 s, and 2 s more per MB that comes\)", lines[0] if lines else "")
+        hs.check(m, f"the line: {lines}")
+        hs.check(4 <= float(m.group(1)) < 6, f"given up after {m.group(1)} s")
         hs.eq(len(drip.accepted), 1, "connections (the server is not asked again in the run)")
         hs.check(elapsed < 2 * TIMEOUT_S + 10, f"the run took {elapsed:.1f} s")
         hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), "the run went on: calls counted")

@@ -17,7 +17,11 @@
  * On a console each download shows a line when it starts and when it
  * ends; elsewhere nothing but failures is printed. Each download has a
  * deadline (past_deadline): the timeout bounds each pause of the server,
- * which a server dripping a byte now and then never makes.
+ * which a server dripping a byte now and then never makes. The worker
+ * checks it as the file comes; while the headers come it waits inside
+ * WinHttpReceiveResponse, which a server dripping its headers keeps
+ * there for ever: the one waiting for the file gives up on it at the
+ * same deadline, and the worker, should it ever come back, ends.
  *
  * Wine 8 (measured with a server that accepts and never answers):
  * WinHttpSetTimeouts, on the session or the request, does not bound the
@@ -52,6 +56,11 @@ typedef struct job {
     char *url, *cache, *name, *key;
     int state;
     char *path;                 /* DONE: the file in the cache, or NULL */
+    /* RUNNING: the request under way (under the lock, but answered) */
+    ULONGLONG asked_at;         /* GetTickCount64 at its start */
+    volatile LONG answered;     /* its headers came (or it failed) */
+    char asking[64];            /* the file asked for */
+    int given_up;               /* its headers never came: DONE, its worker gone */
 } job;
 
 static struct {
@@ -124,7 +133,7 @@ static int past_deadline(size_t n, ULONGLONG ms)
  * (err: the Windows error; CUT_SHORT: fewer bytes came than the *short_of
  * the server announced; TOO_SLOW: past its deadline, *ms after its start). */
 static int http_get(const wchar_t *host, INTERNET_PORT port, int secure, const char *path, DWORD *status,
-                    body *b, DWORD *err, unsigned long long *short_of, ULONGLONG *ms)
+                    body *b, DWORD *err, unsigned long long *short_of, ULONGLONG *ms, volatile LONG *answered)
 {
     int result = BROKEN;
     *err = 0;
@@ -141,8 +150,10 @@ static int http_get(const wchar_t *host, INTERNET_PORT port, int secure, const c
         WinHttpSetOption(r, WINHTTP_OPTION_CONNECT_TIMEOUT, &t, sizeof t);
         WinHttpSetOption(r, WINHTTP_OPTION_SEND_TIMEOUT, &t, sizeof t);
     }
-    if (r && WinHttpSendRequest(r, WINHTTP_NO_ADDITIONAL_HEADERS, 0, WINHTTP_NO_REQUEST_DATA, 0, 0, 0) &&
-        WinHttpReceiveResponse(r, NULL) &&
+    BOOL came = r && WinHttpSendRequest(r, WINHTTP_NO_ADDITIONAL_HEADERS, 0, WINHTTP_NO_REQUEST_DATA, 0, 0, 0) &&
+                WinHttpReceiveResponse(r, NULL);
+    InterlockedExchange(answered, 1);
+    if (came &&
         WinHttpQueryHeaders(r, WINHTTP_QUERY_STATUS_CODE | WINHTTP_QUERY_FLAG_NUMBER, WINHTTP_HEADER_NAME_BY_INDEX,
                             status, &len, WINHTTP_NO_HEADER_INDEX)) {
         result = GOT;
@@ -428,7 +439,7 @@ static int request_failed(const job *j, int how, DWORD status, DWORD err, unsign
     return 1;
 }
 
-static char *fetch(const job *j)
+static char *fetch(job *j)
 {
     if (!j->cache) {
         fail(j, "no folder to keep it in (give srv*DIR*%s, or cache*DIR before the entry)", j->url);
@@ -474,7 +485,12 @@ static char *fetch(const job *j)
         unsigned long long short_of = 0;
         ULONGLONG ms = 0;
         b.n = 0;
-        int how = http_get(host, u.nPort, secure, path, &status, &b, &err, &short_of, &ms);
+        EnterCriticalSection(&g.lock);
+        j->asked_at = GetTickCount64();
+        j->answered = 0;
+        snprintf(j->asking, sizeof j->asking, "%s", files[k]);
+        LeaveCriticalSection(&g.lock);
+        int how = http_get(host, u.nPort, secure, path, &status, &b, &err, &short_of, &ms, &j->answered);
         free(path);
         ended = request_failed(j, how, status, err, short_of, &b, files[k], ms);
         if (ended || status != 200)
@@ -529,15 +545,37 @@ static char *fetch(const job *j)
 
 /* ---- the workers and the interface ----------------------------------------- */
 
-/* Do job j (called and returning with the lock held). */
-static void run_job(job *j)
+/* Do job j (called and returning with the lock held); false when it was
+ * given up on meanwhile (its worker no longer counted). */
+static bool run_job(job *j)
 {
     j->state = RUNNING;
+    j->asked_at = GetTickCount64();   /* (its first request starts now) */
+    j->answered = 0;
     LeaveCriticalSection(&g.lock);
     char *path = fetch(j);
     EnterCriticalSection(&g.lock);
+    if (j->given_up) {
+        free(path);   /* (a file it kept is in the cache for the next run) */
+        return false;
+    }
     j->path = path;
     j->state = DONE;
+    WakeAllConditionVariable(&g.changed);
+    return true;
+}
+
+/* Job j's request got no headers by its deadline (the lock held): done,
+ * with no file, and its worker, waiting inside WinHTTP, no longer one. */
+static void give_up(job *j, ULONGLONG ms)
+{
+    j->given_up = 1;
+    j->state = DONE;
+    j->path = NULL;
+    g.workers--;
+    fail(j, "too slow (%s: no answer in %.1f s; a download has %.3g s, and %.3g s more per MB that comes)", j->asking,
+         ms / 1000.0, 2 * g.timeout_ms / 1000.0, g.timeout_ms / 1000.0);
+    mark_dead(j->url);
     WakeAllConditionVariable(&g.changed);
 }
 
@@ -556,8 +594,10 @@ static DWORD WINAPI worker(void *arg)
             g.idle--;
             continue;
         }
-        run_job(j);
+        if (!run_job(j))
+            break;
     }
+    LeaveCriticalSection(&g.lock);
     return 0;
 }
 
@@ -609,8 +649,12 @@ static char *fetch_get(void *ctx, const char *url, const char *cache, const char
     job *j = job_of(url, cache, name, key);
     if (!g.workers && j->state == QUEUED)   /* no thread could be made: here, then */
         run_job(j);
-    while (j->state != DONE)
-        SleepConditionVariableCS(&g.changed, &g.lock, INFINITE);
+    while (j->state != DONE) {
+        SleepConditionVariableCS(&g.changed, &g.lock, 250);
+        ULONGLONG ms = GetTickCount64() - j->asked_at;
+        if (j->state == RUNNING && !j->answered && past_deadline(0, ms))
+            give_up(j, ms);
+    }
     char *path = j->path ? hs_xstrdup(j->path) : NULL;
     LeaveCriticalSection(&g.lock);
     return path;
