@@ -123,32 +123,6 @@ BOOL hs_remote_free(HANDLE process, void *addr)
     return c.ok;
 }
 
-typedef struct query_call {
-    const void *at;
-    MEMORY_BASIC_INFORMATION mbi;
-    SIZE_T got;
-    DWORD err;
-} query_call;
-
-static void do_query(HANDLE process, void *arg)
-{
-    query_call *c = arg;
-    c->got = VirtualQueryEx(process, c->at, &c->mbi, sizeof c->mbi);
-    c->err = GetLastError();
-}
-
-SIZE_T hs_remote_query(HANDLE process, const void *addr, MEMORY_BASIC_INFORMATION *mbi)
-{
-    query_call c;
-    memset(&c, 0, sizeof c);
-    c.at = addr;
-    if (!hs_remote_run(process, HS_REMOTE_TIMEOUT_MS, do_query, NULL, &c, sizeof c))
-        return 0;
-    *mbi = c.mbi;
-    SetLastError(c.err);
-    return c.got;
-}
-
 typedef struct thread_call {
     LPTHREAD_START_ROUTINE start;
     void *param;

@@ -12,6 +12,9 @@
  * waiting in about one attach in sixty (Wine 8). On Windows these calls do
  * not wait for the target's threads.
  *
+ * (The suspend sampler's VirtualQueryEx, made often, is not run this way:
+ * its stop gives up on its thread once the target has ended.)
+ *
  * hs_remote_run runs such a call on a thread of its own and waits for it,
  * for the target's end or for a time limit, whichever comes first. A call
  * given up on keeps its thread (and a handle of its own to the process)
@@ -48,7 +51,6 @@ bool hs_remote_run(HANDLE process, DWORD timeout_ms, hs_remote_fn fn, hs_remote_
  * GetLastError set. */
 void *hs_remote_alloc(HANDLE process, SIZE_T bytes, DWORD protect);
 BOOL hs_remote_free(HANDLE process, void *addr);
-SIZE_T hs_remote_query(HANDLE process, const void *addr, MEMORY_BASIC_INFORMATION *mbi);
 HANDLE hs_remote_thread(HANDLE process, LPTHREAD_START_ROUTINE start, void *param, DWORD flags, DWORD *tid);
 
 #endif

@@ -53,7 +53,6 @@
 #include <windows.h>
 #include <mmsystem.h>
 
-#include "hook/base/remote_win.h"
 #include "hook/base/util.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"
@@ -516,7 +515,7 @@ static bool worth_listing(hs_sampler *s, uint64_t pc, double now)
 static bool in_code(hs_sampler *s, uint64_t pc)
 {
     MEMORY_BASIC_INFORMATION mbi;
-    if (hs_remote_query(s->process, (const void *)(uintptr_t)pc, &mbi) != sizeof mbi ||
+    if (VirtualQueryEx(s->process, (const void *)(uintptr_t)pc, &mbi, sizeof mbi) != sizeof mbi ||
         mbi.State != MEM_COMMIT)
         return false;
     return mbi.Type == MEM_IMAGE || (mbi.Protect & (PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE |
@@ -980,11 +979,16 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     SetEvent(s->stop_event);
     memset(st, 0, sizeof *st);
     /* a round takes milliseconds; a thread stuck in a context the watchdog
-     * gave up on (the sampled thread was resumed) does not come back */
+     * gave up on (the sampled thread was resumed) does not come back, nor
+     * one inside VirtualQueryEx when the target ended (under Wine a system
+     * APC of the target's, waited for with no limit: hook/base/remote_win.h;
+     * a query per sample through remote_win's thread would cost too much) */
+    int waited_gone = 0;
     while (WaitForSingleObject(s->thread, 1000) != WAIT_OBJECT_0) {
-        if (hs_grabber_stuck(s->grab)) {
+        bool gone = WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0;
+        if (hs_grabber_stuck(s->grab) || (gone && ++waited_gone >= 5)) {
             TerminateThread(s->thread, 0);
-            st->stalled = true;
+            st->stalled = !gone;
             break;
         }
     }
