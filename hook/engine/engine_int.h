@@ -48,6 +48,7 @@ typedef struct hs_edge {
 
 struct hs_engine {
     csh cs;
+    int bits;                /* 64 or 32: the code decoded */
     cs_insn *ci;             /* scratch instruction for cs_disasm_iter */
     hs_sinsn *sw;            /* linear sweep of the current function */
     size_t sw_n, sw_cap;
