@@ -262,7 +262,7 @@ static void scan_module(hs_engine *e, const char *path)
             continue;
         uint32_t gb = f->gap_before > 16 ? 16 : f->gap_before, ga = f->gap_after > 16 ? 16 : f->gap_after;
         xc_func xf = { base, pe.image + f->rva - gb, gb, f->size, ga };
-        xc_opts o = { XR_T_NEAR, 0, 3, NULL, NULL, 1, 0 };
+        xc_opts o = { XR_T_NEAR, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
         xc_out out;
         char why[300];
         int r = xc_diff(e, &xf, &o, &out, why, sizeof why);

@@ -101,6 +101,8 @@ static inline uint64_t xr_moved(uint64_t a)
 
 enum { XR_END_TRAP = 1, XR_END_FETCH, XR_END_FAULT, XR_END_ILL, XR_END_TIMEOUT, XR_END_OTHER };
 
+#define XR_MAX_POKE 6
+
 typedef struct xr_input {
     uint64_t gpr[16];        /* rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8..r15
                                 (32-bit: the low halves of the first 8) */
@@ -110,7 +112,7 @@ typedef struct xr_input {
     uint8_t x87[8][10];      /* 32-bit: st0..st7 loaded (80-bit values) */
     uint32_t mxcsr;          /* loaded (x86-64: with an empty x87 stack) */
     int npoke;               /* pointer-sized words written after memory is filled */
-    uint64_t poke_addr[4], poke_val[4];
+    uint64_t poke_addr[XR_MAX_POKE], poke_val[XR_MAX_POKE];
 } xr_input;
 
 #define XR_MAX_DEMAND 16
