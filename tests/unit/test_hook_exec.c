@@ -43,17 +43,17 @@ struct exec_case {
     unsigned exp_count;        /* entries in one run (the 32-bit counting stub) */
 };
 
-#if XR_BITS == 32
-#include "tests/unit/exec_cases32.h"
-#else
-#include "tests/unit/exec_cases.h"
-
 struct real_case {
     const char *name;
     const uint8_t *bytes;
     uint32_t gap_before, size, gap_after;
 };
 
+#if XR_BITS == 32
+#include "tests/unit/exec_cases32.h"
+#include "tests/unit/real_prologues32.h"
+#else
+#include "tests/unit/exec_cases.h"
 #include "tests/unit/real_prologues.h"
 #endif
 
@@ -145,14 +145,21 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
     tap_check(r == XC_SAME, name, "%s [%s]", why, c->text);
 }
 
-#if XR_BITS == 64
-/* Real prologues: whatever the plan, a hooked function must run alike.
- * The functions the engine refuses, each with its reason: anything else
- * not hooked is a failure. */
+/* Real prologues: whatever the plan, a hooked function must run alike
+ * (32-bit: through the counting stub, counted once). The functions the
+ * engine refuses, each with its reason: anything else not hooked is a
+ * failure. */
 static const struct { const char *name, *reason; } refusals[] = {
+#if XR_BITS == 32
+    /* sub esp,0x1c; call [esp+0x20]: the pushed return address would move the operand */
+    { "libstdc++-6.dll/__ZN10__cxxabiv111__terminateEPFvvE+16e70", "unrelocatable-instruction" },
+    /* a jump table in .rdata (not in the test's bytes), boundaries inside the 5 bytes */
+    { "libgcc_s_dw2-1.dll/_read_encoded_value_with_base+19fe0", "unresolved-jump-table" },
+#else
     { "frame-O2.exe/_matherr+19d0", "unresolved-jump-table" },
     { "kernel32.dll/COMM_ParseParity+110c0", "unresolved-jump-table" },
     { "libstdc++-6.dll/_ZN12_GLOBAL__N_1L10fopen_modeESt13_Ios_Openmode+1ece0", "unresolved-jump-table" },
+#endif
 };
 
 static const char *expected_refusal(const char *name)
@@ -171,6 +178,10 @@ static void run_real_case(hs_engine *e, const struct real_case *c, uint64_t tram
     snprintf(name, sizeof name, "real/%s%s", c->name, tramp == XR_T_FAR ? "/far" : "");
     xc_func f = { c->name, c->bytes, c->gap_before, c->size, c->gap_after };
     xc_opts o = { tramp, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
+#if XR_BITS == 32
+    xc_count count = { 5, 1 };
+    o.count = &count;
+#endif
     xc_out out;
     int r = xc_diff(e, &f, &o, &out, why, sizeof why);
     const char *refused = expected_refusal(c->name);
@@ -199,7 +210,6 @@ static void run_real_case(hs_engine *e, const struct real_case *c, uint64_t tram
         break;
     }
 }
-#endif
 
 int main(void)
 {
@@ -216,7 +226,7 @@ int main(void)
         run_exec_case(e, &exec_cases[i]);
 #if XR_BITS == 32
     tap_diag("32-bit: %llu entries counted by the stubs, each as expected", (unsigned long long)n_counted);
-#else
+#endif
     for (size_t i = 0; i < sizeof real_cases / sizeof real_cases[0]; i++) {
         run_real_case(e, &real_cases[i], XR_T_NEAR);
         if (i % 4 == 0)
@@ -224,7 +234,6 @@ int main(void)
     }
     tap_diag("real prologues: %d executed, %d refused as expected, %d not runnable here", n_real_run, n_real_refused,
              n_real_skipped);
-#endif
     hs_engine_free(e);
     return tap_status();
 }

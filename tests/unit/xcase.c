@@ -45,11 +45,11 @@ int xc_window_unsafe(const xc_func *f, const hs_plan *plan)
          * import of a real module): its filler pointer leads to no code, so
          * both runs fault, at different points of the call */
         const cs_x86 *x = &ins[i].detail->x86;
-        const cs_x86_op *m = &x->operands[0];
+        const cs_x86_op *m = &x->operands[0];   /* (32-bit code: a call [abs32] to an import
+                                                    runs alike, both runs fault at its target) */
         if (ins[i].id == X86_INS_CALL && x->op_count == 1 && m->type == X86_OP_MEM &&
-            (m->mem.base == X86_REG_RIP || (XR_BITS == 32 && !m->mem.base && !m->mem.index))) {
-            uint64_t slot = m->mem.base == X86_REG_RIP ? ins[i].address + ins[i].size + (uint64_t)m->mem.disp
-                                                       : (uint64_t)m->mem.disp & 0xFFFFFFFFu;
+            m->mem.base == X86_REG_RIP) {
+            uint64_t slot = ins[i].address + ins[i].size + (uint64_t)m->mem.disp;
             if (slot < XR_CODE || slot >= XR_RD + XR_RD_SZ)
                 bad = 1;
         }
