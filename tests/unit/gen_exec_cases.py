@@ -185,16 +185,23 @@ C("loop-far", "start: loop start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\n
   tramp="far", regs={"rcx": [1, 5, 2]})
 
 CC = ["o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g"]
-for cc in CC:
-    C("j%s8-first" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7, nvar=4)
-for cc in CC:
-    # force the rel32 encoding with the raw opcode
-    i = CC.index(cc)
-    C("j%s32-first" % cc, "start: .byte 0x0f, 0x%x\n .long start + 0x400 - (. + 4)\n ret\n"
-      "end:" % (0x80 + i), 6, nvar=4)
-for cc in CC:
-    C("j%s8-far" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7,
-      tramp="far", nvar=4)
+
+
+def jcc_cases(add):
+    """Each condition as the first instruction, rel8 and rel32, the rel8
+    again with the trampoline far away: the same bytes in either width."""
+    for cc in CC:
+        add("j%s8-first" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7, nvar=4)
+    for cc in CC:
+        # force the rel32 encoding with the raw opcode
+        add("j%s32-first" % cc, "start: .byte 0x0f, 0x%x\n .long start + 0x400 - (. + 4)\n ret\n"
+            "end:" % (0x80 + CC.index(cc)), 6, nvar=4)
+    for cc in CC:
+        add("j%s8-far" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7,
+            tramp="far", nvar=4)
+
+
+jcc_cases(C)
 
 # ---- calls in the window -----------------------------------------------------
 C("call32", "start: call CALLPAD\n ret\nend:", 5, flags=("HAS_CALL_IN_WINDOW",))
@@ -314,14 +321,7 @@ C32("reenter-entry-3", "start: mov edx, 0x11223344\n dec ecx\n jnz start\n ret\n
     regs={"ecx": [3, 3, 3]}, count=3)
 C32("reenter-entry-7", "start: mov edx, 0x11223344\n dec ecx\n jnz start\n ret\nend:", 5,
     regs={"ecx": [7, 7, 7]}, count=7, tramp="far")
-for cc in CC:
-    C32("j%s8-first" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7, nvar=4)
-for cc in CC:
-    C32("j%s32-first" % cc, "start: .byte 0x0f, 0x%x\n .long start + 0x400 - (. + 4)\n ret\n"
-        "end:" % (0x80 + CC.index(cc)), 6, nvar=4)
-for cc in CC:
-    C32("j%s8-far" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7,
-        tramp="far", nvar=4)
+jcc_cases(C32)
 
 # ---- jecxz, jcxz, loop*: rel8 only, rewritten through a short island -----------
 C32("jecxz", "start: jecxz start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 7, regs={"ecx": [0, 1, 0]})

@@ -40,22 +40,12 @@
 #define XR_NGPR     8            /* eax..edi */
 #define XR_NVEC     8            /* xmm0..7 */
 #define XR_A        0x41000000ull
-#define XR_CODE     (XR_A - 0x10000)
-#define XR_CODE_SZ  0x20000u
-#define XR_RD       (XR_A + 0x10000)
-#define XR_RD_SZ    0x10000u
-#define XR_RETPAD   (XR_A - 0x8000)
-#define XR_CALLPAD  (XR_A + 0x8000)
 #define XR_STACK    0x42000000ull
-#define XR_STACK_SZ 0x10000u
 #define XR_SCRATCH  0x43000000ull
-#define XR_SCRATCH_SZ 0x10000u
 #define XR_TEB      0x45000000ull
-#define XR_TEB_SZ   0x2000u
 #define XR_T_NEAR   (XR_A + 0x07000000ull)
 #define XR_T_NEG    (XR_A - 0x08000000ull)
 #define XR_T_FAR    0xC8000000ull
-#define XR_T_SZ     0x10000u
 static inline uint64_t xr_moved(uint64_t a) { return a; }
 #else
 #define XR_BITS     64
@@ -71,22 +61,12 @@ static inline uint64_t xr_moved(uint64_t a) { return a; }
 #define XR_BASE     0ull
 #endif
 #define XR_A        (XR_BASE + 0x3000000000ull)
-#define XR_CODE     (XR_A - 0x10000)
-#define XR_CODE_SZ  0x20000u
-#define XR_RD       (XR_A + 0x10000)
-#define XR_RD_SZ    0x10000u
-#define XR_RETPAD   (XR_A - 0x8000)
-#define XR_CALLPAD  (XR_A + 0x8000)
 #define XR_STACK    (XR_BASE + 0x3100000000ull)
-#define XR_STACK_SZ 0x10000u
 #define XR_SCRATCH  (XR_BASE + 0x3200000000ull)
-#define XR_SCRATCH_SZ 0x10000u
 #define XR_TEB      (XR_BASE + 0x3500000000ull)
-#define XR_TEB_SZ   0x2000u
 #define XR_T_NEAR   (XR_A + 0x40000000ull)
 #define XR_T_NEG    (XR_A - 0x40000000ull)
 #define XR_T_FAR    (XR_A + 0x300000000ull)
-#define XR_T_SZ     0x10000u
 
 /* An address of a case's table (made for XR_BASE 0) where the harness has it. */
 static inline uint64_t xr_moved(uint64_t a)
@@ -94,6 +74,18 @@ static inline uint64_t xr_moved(uint64_t a)
     return a >= 0x2F00000000ull && a < 0x3600000000ull ? a + XR_BASE : a;
 }
 #endif
+
+/* the same in both widths, around XR_A and of the same sizes */
+#define XR_CODE     (XR_A - 0x10000)
+#define XR_CODE_SZ  0x20000u
+#define XR_RD       (XR_A + 0x10000)
+#define XR_RD_SZ    0x10000u
+#define XR_RETPAD   (XR_A - 0x8000)
+#define XR_CALLPAD  (XR_A + 0x8000)
+#define XR_STACK_SZ 0x10000u
+#define XR_SCRATCH_SZ 0x10000u
+#define XR_TEB_SZ   0x2000u
+#define XR_T_SZ     0x10000u
 
 /* The stack pointer at the entry: as after a call (x86-64: 16n+8), with
  * XR_RETPAD as the return address at it. */
