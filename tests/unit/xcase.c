@@ -173,11 +173,12 @@ static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, ui
     memcpy(a, rt->scratch + at, 8);
     uint64_t before = (uint64_t)b[1] << 32 | b[0], after = (uint64_t)a[1] << 32 | a[0];
     memcpy(rt->scratch + at, ro->scratch + at, 8);
-    for (size_t k = 0; k + 4 <= (size_t)(XR_ENTRY_SP - XR_STACK); k += 4) {
-        uint32_t w;
-        memcpy(&w, ro->stack + k, 4);
-        if (w == (uint32_t)(XR_STACK + k + 0x100))
-            memcpy(rt->stack + k, &w, 4);
+    for (size_t k = 0; k < (size_t)(XR_ENTRY_SP - XR_STACK); k++) {
+        /* byte by byte: the function may have written part of a word
+         * (fnstcw [esp+x] writes two bytes) */
+        uint32_t fill = (uint32_t)(XR_STACK + (k & ~(size_t)3) + 0x100);
+        if (ro->stack[k] == (uint8_t)(fill >> (8 * (k & 3))))
+            rt->stack[k] = ro->stack[k];
     }
     *counted += after - before;
     if (after - before != c->expect) {
