@@ -9,7 +9,10 @@
  *   analyze.c    hs_analyze: choosing the window and the patch kind
  *   tail.c       hs_tail: the slots a timed function's tail jumps need
  *   relocate.c   hs_emit_trampoline
- *   patch.c      hs_emit_patch and the offset maps
+ *   patchmap.c   hs_emit_patch and the offset maps
+ *   count32.c    the counting stub of 32-bit code (its own header, count32.h)
+ * One engine serves x86-64 and 32-bit code (hs_engine_new_bits): `bits`
+ * below, and each plan's.
  */
 #ifndef HOOKSCOPE_ENGINE_INT_H
 #define HOOKSCOPE_ENGINE_INT_H
