@@ -246,6 +246,7 @@ A32 = 0x41000000
 CALLPAD32 = A32 + 0x8000
 RD32 = A32 + 0x10000
 SCRATCH32 = 0x43000000
+TEB32 = 0x45000000
 REGS32 = ["eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"]
 CASES32 = []
 
@@ -360,6 +361,9 @@ C32("call-pop-got", "start: call L\nL: pop ebx\n add ebx, offset RD - L\n mov ea
 C32("get-pc-thunk-call", "THUNK: mov ebx, [esp]\n ret\n .fill 12,1,0xcc\n"
     "start: push ebx\n call THUNK\n add ebx, offset RD - .\n ret\nend:", 6, flags=("HAS_CALL_IN_WINDOW",))
 C32("get-pc-thunk-itself", "start: mov ebx, [esp]\n ret\nend:" + PAD16, 4, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+# the WOW64 system call gate of Windows 7's 32-bit ntdll: call through the TEB
+C32("call-fs-wow64-gate", "start: call dword ptr fs:[0xc0]\n ret 8\nend:", 7, pokes=((TEB32 + 0xC0, CALLPAD32),),
+    flags=("HAS_CALL_IN_WINDOW",))
 C32("import-thunk", "start: jmp dword ptr [RD + 0x28]\nend:" + PAD16, 6,
     flags=("IMPORT_THUNK", "ENDS_IN_WINDOW"), pokes=((RD32 + 0x28, CALLPAD32),))
 
