@@ -31,8 +31,8 @@
  * Built as 32-bit code (build/native32, unit32/test_hook_dlls) it does the
  * same with the engine's 32-bit mode on the i686 mingw runtime DLLs, their
  * functions bounded by .eh_frame (there is no .pdata), each sampled
- * function run through the counting stub and counted once; the full
- * analysis and the tail checks are the x64 convention's, left out.
+ * function run through the counting stub and counted once; the tail
+ * checks are the x64 convention's, left out.
  */
 #define _GNU_SOURCE
 #include <glob.h>
@@ -221,9 +221,8 @@ static void scan_module(hs_engine *e, const char *path)
         }
         /* the full analysis (--time) must hook exactly what the plain one
          * does, with the same patch */
-        hs_plan pf = plan;
-        if (XR_BITS == 64)
-            hs_analyze(e, &fn, HS_ANALYZE_FULL, &pf);
+        hs_plan pf;
+        hs_analyze(e, &fn, HS_ANALYZE_FULL, &pf);
         if (pf.reason != plan.reason || pf.kind != plan.kind || pf.window_len != plan.window_len) {
             if (!full_diff)
                 snprintf(first_full_diff, sizeof first_full_diff, "rva %#x: plain %s, full %s", f->rva,
@@ -266,8 +265,7 @@ static void scan_module(hs_engine *e, const char *path)
     tap_check(inconsistent == 0, name, "%d inconsistent plans, first %s: %s", inconsistent, first_bad_name,
               first_bad ? first_bad : "");
     snprintf(name, sizeof name, "dll/%s/full", base);
-    if (XR_BITS == 64)
-        tap_check(full_diff == 0, name, "%d functions get another plan with HS_ANALYZE_FULL; first %s", full_diff,
+    tap_check(full_diff == 0, name, "%d functions get another plan with HS_ANALYZE_FULL; first %s", full_diff,
               first_full_diff);
 
     /* differential execution of a sample, relocated as if at XR_A */
