@@ -155,7 +155,28 @@ $(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(NCC) $(NCFLAGS) -I$(B)/inc/tests -o $@ $< $(NATIVE_LIB) -lcapstone -lz -lstdc++ -lm
 
-unit: $(UNIT_BIN)
+# the engine's 32-bit mode, tested as 32-bit code: the engine and the
+# differential harness built with -m32 (gcc-multilib, and capstone built
+# for it by scripts/deps.sh) into build/native32/; not PIE (the harness's
+# entry jumps through an absolute address)
+CAPSTONE_M32 ?= $(B)/deps/capstone-m32
+N32FLAGS     := $(NCFLAGS) -m32 -fno-pie -I$(CAPSTONE_M32)/include
+UNIT32_SRC   := tests/unit/test_hook_exec.c tests/unit/test_hook_dlls.c
+UNIT32_BIN   := $(patsubst tests/unit/%.c,$(B)/native32/unit/%,$(UNIT32_SRC))
+nat32_obj     = $(patsubst %.c,$(B)/native32/%.o,$(1))
+NATIVE32_LIB := $(call nat32_obj,$(HOOK_C) tests/unit/tap.c tests/unit/xrun.c tests/unit/xcase.c)
+
+$(B)/native32/%.o: %.c | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(NCC) $(N32FLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
+
+$(B)/native32/unit/%: tests/unit/%.c $(NATIVE32_LIB) | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(NCC) $(N32FLAGS) -no-pie -I$(B)/inc/tests -MMD -MP -o $@ $< $(NATIVE32_LIB) $(CAPSTONE_M32)/lib/libcapstone.a
+
+.SECONDARY: $(NATIVE32_LIB)
+
+unit: $(UNIT_BIN) $(UNIT32_BIN)
 
 # the native objects are not intermediates to delete after linking
 .SECONDARY: $(NATIVE_LIB)
@@ -212,9 +233,9 @@ unit-asan: unit-asan-build
 test-build: bench-build unit-asan-build
 
 clean:
-	rm -rf $(B)/win $(B)/native $(B)/native-asan $(B)/bin $(B)/tests $(B)/tests32 $(B)/examples $(B)/bench
+	rm -rf $(B)/win $(B)/native $(B)/native32 $(B)/native-asan $(B)/bin $(B)/tests $(B)/tests32 $(B)/examples $(B)/bench
 
 distclean:
 	rm -rf $(B)
 
--include $(shell find $(B)/win $(B)/native $(B)/native-asan -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/win $(B)/native $(B)/native32 $(B)/native-asan -name '*.d' 2>/dev/null)

@@ -3,6 +3,9 @@
 #
 #   - mingw-w64 C/C++ cross compilers (win32 and posix thread models), wine
 #   - libcapstone-dev (native, for the engine's unit tests) and python3
+#   - gcc-multilib and capstone built from the same Debian source for -m32
+#     (x86 only, static, into build/deps/capstone-m32/): the engine's
+#     32-bit mode is tested natively as a 32-bit Linux program
 #   - zlib: mingw's (libz-mingw-w64-dev, linked statically into
 #     hookscope.exe for profile.pb.gz) and the host's (zlib1g-dev, for the
 #     native unit tests of the same writer)
@@ -30,7 +33,7 @@ packages=(
     gcc-mingw-w64-x86-64-win32 g++-mingw-w64-x86-64-win32
     gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix
     binutils-mingw-w64-x86-64 mingw-w64-x86-64-dev
-    wine wine64 libcapstone-dev
+    wine wine64 libcapstone-dev gcc-multilib
     libz-mingw-w64-dev zlib1g-dev
     chromium valgrind python3-jsonschema golang-go
 )
@@ -74,17 +77,23 @@ EOF
     apt_update
 fi
 
-# capstone for Windows, static, x86 only.
-cs="$deps/capstone-win"
-if [ ! -f "$cs/lib/capstone.lib" ] || [ ! -f "$cs/include/capstone/capstone.h" ]; then
-    src="$deps/src"
+# Debian's capstone source package, fetched once into build/deps/src/;
+# prints its folder.
+capstone_source() {
+    local src="$deps/src"
     mkdir -p "$src"
     if ! ls -d "$src"/capstone-*/ >/dev/null 2>&1; then
-        echo "deps: fetching Debian's capstone source package"
+        echo "deps: fetching Debian's capstone source package" >&2
         (cd "$src" && apt-get source -qq capstone >/dev/null 2>&1) || {
             echo "deps: apt-get source capstone failed" >&2; exit 1; }
     fi
-    dir=$(ls -d "$src"/capstone-*/ | head -n 1)
+    ls -d "$src"/capstone-*/ | head -n 1
+}
+
+# capstone for Windows, static, x86 only.
+cs="$deps/capstone-win"
+if [ ! -f "$cs/lib/capstone.lib" ] || [ ! -f "$cs/include/capstone/capstone.h" ]; then
+    dir=$(capstone_source)
     echo "deps: cross-building capstone in $dir"
     make -C "$dir" clean >/dev/null 2>&1 || true
     make -C "$dir" -j"$(nproc)" CROSS=x86_64-w64-mingw32- CAPSTONE_ARCHS=x86 \
@@ -95,6 +104,25 @@ if [ ! -f "$cs/lib/capstone.lib" ] || [ ! -f "$cs/include/capstone/capstone.h" ]
     mkdir -p "$cs/lib" "$cs/include/capstone"
     cp "$dir/capstone.lib" "$cs/lib/capstone.lib"
     cp "$dir"/include/capstone/*.h "$cs/include/capstone/"
+fi
+
+# capstone for the native 32-bit (-m32) unit build, from the same source,
+# built in a copy of it (the tree above holds the Windows objects)
+cs32="$deps/capstone-m32"
+if [ ! -f "$cs32/lib/libcapstone.a" ] || [ ! -f "$cs32/include/capstone/capstone.h" ]; then
+    dir=$(capstone_source)
+    echo "deps: building capstone for -m32 from $dir"
+    rm -rf "$cs32"
+    mkdir -p "$cs32/lib" "$cs32/include/capstone"
+    cp -a "$dir" "$cs32/src"
+    make -C "$cs32/src" clean >/dev/null 2>&1 || true
+    make -C "$cs32/src" -j"$(nproc)" CC="gcc -m32" CAPSTONE_ARCHS=x86 \
+        CAPSTONE_STATIC=yes CAPSTONE_SHARED=no CAPSTONE_BUILD_CORE_ONLY=yes \
+        CAPSTONE_X86_REDUCE=no >"$deps/capstone-m32-build.log" 2>&1 || {
+            tail -20 "$deps/capstone-m32-build.log" >&2; exit 1; }
+    cp "$cs32/src/libcapstone.a" "$cs32/lib/libcapstone.a"
+    cp "$cs32/src"/include/capstone/*.h "$cs32/include/capstone/"
+    rm -rf "$cs32/src"
 fi
 
 # speedscope's file-format schema, pinned (tests validate against it)

@@ -3,9 +3,11 @@
 
 Two kinds of tests:
   - native unit test programs (build/native/unit/test_*, and the same
-    built with ASan and UBSan in build/native-asan/unit, run as asan/*),
-    which print one line per case: "ok - NAME" or "not ok - NAME: why"; a
-    missing build directory of either is a failure ("unit/*", "asan/*");
+    built with ASan and UBSan in build/native-asan/unit, run as asan/*;
+    the hook engine's 32-bit mode built as 32-bit code in
+    build/native32/unit, run as unit32/*), which print one line per case:
+    "ok - NAME" or "not ok - NAME: why"; a missing build directory of any
+    is a failure ("unit/*", "unit32/*", "asan/*");
   - Python tests: functions named test_* in tests/test_*.py, which run
     hookscope under Wine and check exact outcomes. A test passes when it
     returns, is skipped when it raises hs.Skip, and fails otherwise.
@@ -89,7 +91,8 @@ def unit_tests():
     """One job per native unit test program (name, path, extra environment);
     each yields several results."""
     jobs = []
-    for sub, prefix, env in (("native", "unit/", {}), ("native-asan", "asan/", ASAN_ENV)):
+    for sub, prefix, env in (("native", "unit/", {}), ("native32", "unit32/", {}),
+                             ("native-asan", "asan/", ASAN_ENV)):
         d = os.path.join(ROOT, "build", sub, "unit")
         if not os.path.isdir(d):
             # not built: a failure, not a run that quietly has no such tests

@@ -214,6 +214,7 @@ const hs_insn *hs_analyze_window(const hs_engine *e)
 hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, hs_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
+    plan->bits = (uint8_t)e->bits;
     plan->stack_arg_slots = -1;
     e->exits_n = 0;
     plan->kind = HS_PATCH_NONE;
@@ -242,8 +243,9 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
     }
     if (w[0].id == X86_INS_ENDBR64)
         plan->flags |= HS_FN_ENDBR;
-    if (w[0].kind == HS_I_JMP_IND && w[0].riprel)
-        plan->flags |= HS_FN_IMPORT_THUNK;
+    if (w[0].kind == HS_I_JMP_IND &&
+        (w[0].riprel || (e->bits == 32 && fn->code[0] == 0xFF && fn->code[1] == 0x25)))
+        plan->flags |= HS_FN_IMPORT_THUNK;   /* jmp [rip+x]; in 32-bit code jmp [abs32] */
 
     window wa = pick_window(w, nw, JMP32_LEN);
     window wb = pick_window(w, nw, JMP8_LEN);
@@ -295,8 +297,10 @@ hs_skip_reason hs_analyze(hs_engine *e, const hs_func_input *fn, unsigned opts, 
         if (e->tgt[k].dst == 0 && e->tgt[k].kind != HS_I_CALL)
             plan->flags |= HS_FN_BRANCH_TO_ENTRY;
 
-    if (full)
+    if (full && e->bits == 64)
         hs__frame_analyze(e, fn, swept_ok, plan);
+    else if (full)
+        plan->flags |= HS_FN_NO_FRAME_INFO;   /* the frame analysis knows the x64 convention only */
 
     /* 3. JMP32 */
     hs_skip_reason ra;

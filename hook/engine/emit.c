@@ -1,5 +1,5 @@
 /*
- * hook/engine/emit.c - the x86-64 code writer (see emit.h).
+ * hook/engine/emit.c - the x86 code writer (see emit.h).
  */
 #include "hook/engine/emit.h"
 
@@ -10,6 +10,13 @@ void hs_emit_init(hs_emit *e, uint8_t *buf, size_t cap, uint64_t base)
     e->len = 0;
     e->base = base;
     e->overflow = 0;
+    e->mode32 = 0;
+}
+
+void hs_emit_init32(hs_emit *e, uint8_t *buf, size_t cap, uint32_t base)
+{
+    hs_emit_init(e, buf, cap, base);
+    e->mode32 = 1;
 }
 
 int hs_rel32_fits(uint64_t next, uint64_t target)
@@ -21,7 +28,7 @@ int hs_rel32_fits(uint64_t next, uint64_t target)
 int hs_emit_jmp_rel32(hs_emit *e, uint64_t target)
 {
     uint64_t next = hs_emit_pc(e) + 5;
-    if (!hs_rel32_fits(next, target))
+    if (!hs_emit_reaches(e, next, target))
         return -1;
     hs_emit_u8(e, 0xE9);
     hs_emit_u32(e, (uint32_t)(target - next));
@@ -52,7 +59,7 @@ void hs_emit_call_abs(hs_emit *e, uint64_t target)
 int hs_emit_jcc_rel32(hs_emit *e, int cc, uint64_t target)
 {
     uint64_t next = hs_emit_pc(e) + 6;
-    if (!hs_rel32_fits(next, target))
+    if (!hs_emit_reaches(e, next, target))
         return -1;
     hs_emit_u8(e, 0x0F);
     hs_emit_u8(e, (uint8_t)(0x80 | (cc & 15)));
@@ -84,6 +91,16 @@ void hs_emit_push_imm64(hs_emit *e, uint64_t v)
     hs_emit_u32(e, (uint32_t)v);
     hs_emit_bytes(e, mov4, sizeof mov4);
     hs_emit_u32(e, (uint32_t)(v >> 32));
+}
+
+void hs_emit_push_addr(hs_emit *e, uint64_t v)
+{
+    if (!e->mode32) {
+        hs_emit_push_imm64(e, v);
+        return;
+    }
+    hs_emit_u8(e, 0x68);   /* push imm32 */
+    hs_emit_u32(e, (uint32_t)v);
 }
 
 void hs_emit_push_reg(hs_emit *e, int reg)

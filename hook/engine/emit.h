@@ -1,7 +1,10 @@
 /*
- * hook/engine/emit.h - a small x86-64 code writer for trampolines and stubs.
+ * hook/engine/emit.h - a small x86 code writer for trampolines and stubs.
  *
- * The writer appends to a caller-owned buffer that will run at `base`.
+ * The writer appends to a caller-owned buffer that will run at `base`, as
+ * x86-64 code, or as 32-bit code after hs_emit_init32: there a rel32 field
+ * reaches every address (the instruction pointer wraps at 4 GB), so the
+ * jumps never take their absolute forms, and a push is of 32 bits.
  * Every append is bounds-checked: on overflow `overflow` is set and
  * nothing more is written, so a sequence of emits needs one check at the
  * end. Functions returning int give -1 when a relative target does not
@@ -21,6 +24,7 @@ typedef struct hs_emit {
     size_t len;
     uint64_t base;   /* runtime address of buf[0] */
     int overflow;
+    int mode32;      /* 32-bit code (hs_emit_init32) */
 } hs_emit;
 
 /* x86 condition codes (the low nibble of 0x7x / 0x0F 0x8x). */
@@ -30,12 +34,19 @@ enum {
 };
 
 void hs_emit_init(hs_emit *e, uint8_t *buf, size_t cap, uint64_t base);
+/* The same, for 32-bit code. */
+void hs_emit_init32(hs_emit *e, uint8_t *buf, size_t cap, uint32_t base);
 
 static inline uint64_t hs_emit_pc(const hs_emit *e) { return e->base + e->len; }
 
 /* Does a rel32 field ending at `next` (the address after the instruction)
  * reach `target`? */
 int hs_rel32_fits(uint64_t next, uint64_t target);
+/* The same for the code this writer emits (always, in 32-bit code). */
+static inline int hs_emit_reaches(const hs_emit *e, uint64_t next, uint64_t target)
+{
+    return e->mode32 || hs_rel32_fits(next, target);
+}
 
 /* Inline, so that an append of a constant size is a few stores: a stub
  * is written an instruction at a time, tens of thousands of them per
@@ -72,7 +83,8 @@ static inline void hs_emit_u64(hs_emit *e, uint64_t v)
 
 /* jmp rel32 (5 bytes). */
 int hs_emit_jmp_rel32(hs_emit *e, uint64_t target);
-/* jmp qword [rip+0]; dq target (14 bytes, reaches anywhere, clobbers nothing). */
+/* jmp qword [rip+0]; dq target (14 bytes, reaches anywhere, clobbers
+ * nothing; x86-64 only). */
 void hs_emit_jmp_abs(hs_emit *e, uint64_t target);
 /* jmp rel32 when it reaches, else the absolute form. */
 void hs_emit_jmp(hs_emit *e, uint64_t target);
@@ -88,6 +100,9 @@ void hs_emit_jcc(hs_emit *e, int cc, uint64_t target);
 /* Push a 64-bit constant without touching any register or flag:
  * lea rsp,[rsp-8]; mov dword [rsp],lo; mov dword [rsp+4],hi (20 bytes). */
 void hs_emit_push_imm64(hs_emit *e, uint64_t v);
+/* Push a return address, a pointer-sized constant: push_imm64 in x86-64
+ * code, `push imm32` (5 bytes, no flag touched) in 32-bit code. */
+void hs_emit_push_addr(hs_emit *e, uint64_t v);
 
 /* push/pop of a general register (with REX.B for r8-r15). */
 void hs_emit_push_reg(hs_emit *e, int reg);

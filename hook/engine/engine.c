@@ -16,10 +16,18 @@
 
 hs_engine *hs_engine_new(void)
 {
+    return hs_engine_new_bits(64);
+}
+
+hs_engine *hs_engine_new_bits(int bits)
+{
+    if (bits != 64 && bits != 32)
+        return NULL;
     hs_engine *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &e->cs) != CS_ERR_OK) {
+    e->bits = bits;
+    if (cs_open(CS_ARCH_X86, bits == 32 ? CS_MODE_32 : CS_MODE_64, &e->cs) != CS_ERR_OK) {
         free(e);
         return NULL;
     }
@@ -189,6 +197,8 @@ int hs__decode(hs_engine *e, const hs_func_input *fn, int32_t off, int32_t limit
     out->off = (uint32_t)off;
     out->len = (uint8_t)e->ci->size;
     classify(e->ci, out);
+    if (e->bits == 32 && out->kind >= HS_I_JMP && out->kind <= HS_I_CALL)
+        out->target &= 0xFFFFFFFFu;   /* the instruction pointer wraps at 4 GB */
     if (ops) {
         const cs_x86 *x = &e->ci->detail->x86;
         ops->i = *out;

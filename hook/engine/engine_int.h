@@ -9,7 +9,10 @@
  *   analyze.c    hs_analyze: choosing the window and the patch kind
  *   tail.c       hs_tail: the slots a timed function's tail jumps need
  *   relocate.c   hs_emit_trampoline
- *   patch.c      hs_emit_patch and the offset maps
+ *   patchmap.c   hs_emit_patch and the offset maps
+ *   count32.c    the counting stub of 32-bit code (its own header, count32.h)
+ * One engine serves x86-64 and 32-bit code (hs_engine_new_bits): `bits`
+ * below, and each plan's.
  */
 #ifndef HOOKSCOPE_ENGINE_INT_H
 #define HOOKSCOPE_ENGINE_INT_H
@@ -48,6 +51,7 @@ typedef struct hs_edge {
 
 struct hs_engine {
     csh cs;
+    int bits;                /* 64 or 32: the code decoded */
     cs_insn *ci;             /* scratch instruction for cs_disasm_iter */
     hs_sinsn *sw;            /* linear sweep of the current function */
     size_t sw_n, sw_cap;

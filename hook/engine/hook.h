@@ -1,7 +1,8 @@
 /*
  * hook/engine/hook.h - the target-independent hooking engine.
  *
- * Given the bytes of one x86-64 function, as they are mapped, and the
+ * Given the bytes of one x86 function (x86-64, or 32-bit code for an
+ * engine made by hs_engine_new_bits(32)), as they are mapped, and the
  * address they run at, the engine decides whether and how the entry can be
  * redirected (hs_analyze), emits the trampoline that runs the displaced
  * instructions somewhere else and jumps back (hs_emit_trampoline), and
@@ -27,7 +28,13 @@
 /* One engine per thread: it owns a capstone handle and scratch space. */
 typedef struct hs_engine hs_engine;
 
-hs_engine *hs_engine_new(void);
+hs_engine *hs_engine_new(void);   /* x86-64 code */
+/* An engine for code of `bits` 64 or 32 (i386: no RIP-relative operands,
+ * absolute addresses relocate unchanged, a rel32 reaches everywhere, a
+ * relocated call pushes 32 bits; HS_ANALYZE_FULL's frame analysis, which
+ * knows only the x64 calling convention, reports HS_FN_NO_FRAME_INFO).
+ * NULL for any other width. */
+hs_engine *hs_engine_new_bits(int bits);
 void hs_engine_free(hs_engine *e);
 
 /* The function to analyze.
@@ -74,7 +81,7 @@ enum {
     HS_FN_STACK_PROBE = 1u << 4,         /* looks like __chkstk: probes pages below rsp using rax */
     HS_FN_ENDS_IN_WINDOW = 1u << 5,      /* ret/jmp inside the window (tiny function or thunk) */
     HS_FN_USES_PADDING = 1u << 6,        /* the patch extends into padding after the function */
-    HS_FN_IMPORT_THUNK = 1u << 7,        /* jmp [rip+x] */
+    HS_FN_IMPORT_THUNK = 1u << 7,        /* jmp [rip+x] (32-bit code: jmp [abs32]) */
     HS_FN_ENDBR = 1u << 8,               /* starts with endbr64 */
     HS_FN_NO_FRAME_INFO = 1u << 9,       /* could not follow the prologue's stack adjustments */
     /* appended: */
@@ -105,6 +112,7 @@ typedef struct hs_plan {
     /* appended: */
     int16_t pad_off;           /* HS_PATCH_SHORT_PAD: entry-relative start of the 5-byte
                                   jmp rel32 in padding (see hs_plan_pad_jmp) */
+    uint8_t bits;              /* the code's width, 64 or 32 (the engine's) */
 } hs_plan;
 
 enum {

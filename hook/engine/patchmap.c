@@ -14,6 +14,13 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
+/* Does the patch's jmp rel32 ending at `next` reach `dest`? (Always in
+ * 32-bit code: the instruction pointer wraps at 4 GB.) */
+static int patch_reaches(const hs_plan *plan, uint64_t next, uint64_t dest)
+{
+    return plan->bits == 32 || hs_rel32_fits(next, dest);
+}
+
 int hs_emit_patch(const hs_func_input *fn, const hs_plan *plan, uint64_t dest,
                   uint8_t out[HS_MAX_PATCH])
 {
@@ -23,7 +30,7 @@ int hs_emit_patch(const hs_func_input *fn, const hs_plan *plan, uint64_t dest,
     switch (plan->kind) {
     case HS_PATCH_JMP32: {
         uint64_t next = fn->addr + 5;
-        if (!hs_rel32_fits(next, dest))
+        if (!patch_reaches(plan, next, dest))
             return -1;
         out[0] = 0xE9;
         put32(out + 1, (uint32_t)(dest - next));
@@ -33,7 +40,7 @@ int hs_emit_patch(const hs_func_input *fn, const hs_plan *plan, uint64_t dest,
         int32_t jo = plan->pad_off - plan->patch_off;   /* the jmp rel32, in out[] */
         int32_t eo = -plan->patch_off;                   /* the entry, in out[] */
         uint64_t next = fn->addr + (uint64_t)(int64_t)plan->pad_off + 5;
-        if (!hs_rel32_fits(next, dest) || jo < 0 || jo + 5 > plan->patch_len ||
+        if (!patch_reaches(plan, next, dest) || jo < 0 || jo + 5 > plan->patch_len ||
             eo + 2 > plan->patch_len)
             return -1;
         int32_t rel8 = plan->pad_off - 2;

@@ -14,14 +14,21 @@
  *   jmp/jcc rel8/rel32       rel32 form, or j!cc over an absolute jmp
  *   jrcxz/jecxz/loop*        kept with rel8 = 2 over a short jmp that skips
  *                            a (rel32 or absolute) jmp to the target
- *   call rel32, call [m],    "push <original return address>; jmp target".
- *   call reg                 The callee returns straight into the original
+ *   call rel32, call [m],    "push <original return address>; jmp target"
+ *   call reg                 (push imm32 in 32-bit code; a call/pop thunk
+ *                            or __x86.get_pc_thunk so gets the original
+ *                            address, as position-dependent code expects).
+ *                            The callee returns straight into the original
  *                            function, right after the call: that code is
  *                            covered by the function's .pdata, so unwinding
  *                            through the callee stays correct, and no return
  *                            address ever points into the trampoline, so the
  *                            trampoline can be dropped at unhook time without
  *                            stranding a thread that is still in the callee.
+ *
+ * 32-bit code (an engine of hs_engine_new_bits(32)): no operand is
+ * RIP-relative, so absolute addresses ([disp32], push imm32) stay as they
+ * are, and every rel32 reaches (the instruction pointer wraps at 4 GB).
  *
  * A branch whose target is an instruction of the window goes to that
  * instruction's copy in the trampoline (always in rel32 form, so the sizes
@@ -152,18 +159,18 @@ static int emit_one(hs_emit *em, hs_engine *e, const hs_func_input *fn, const hs
         hs_emit_bytes(em, fn->code + in->off, (size_t)in->len - 1u);
         hs_emit_u8(em, 2);
         uint64_t after_short = hs_emit_pc(em) + 2;
-        int far = !internal && !hs_rel32_fits(after_short + 5, dest);
+        int far = !internal && !hs_emit_reaches(em, after_short + 5, dest);
         hs_emit_u8(em, 0xEB);
         hs_emit_u8(em, far ? 14 : 5);
         emit_jmp_to(em, internal, dest);
         return 0;
     }
     case HS_I_CALL:
-        hs_emit_push_imm64(em, fn->addr + in->off + in->len);
+        hs_emit_push_addr(em, fn->addr + in->off + in->len);
         emit_jmp_to(em, internal, dest);
         return 0;
     case HS_I_CALL_IND:
-        hs_emit_push_imm64(em, fn->addr + in->off + in->len);
+        hs_emit_push_addr(em, fn->addr + in->off + in->len);
         if (emit_copy_rip(em, fn, in, 4) < 0) {   /* FF /2 -> FF /4 */
             *why = HS_SKIP_OUT_OF_RANGE;
             return -1;
@@ -204,7 +211,10 @@ size_t hs_emit_trampoline(hs_engine *e, const hs_func_input *fn, const hs_plan *
     memset(toff, 0, sizeof toff);
     hs_emit em;
     for (int pass = 0; pass < 2; pass++) {
-        hs_emit_init(&em, buf, cap, tramp_addr);
+        if (e->bits == 32)
+            hs_emit_init32(&em, buf, cap, (uint32_t)tramp_addr);
+        else
+            hs_emit_init(&em, buf, cap, tramp_addr);
         for (int i = 0; i < n; i++) {
             toff[i] = (uint16_t)em.len;
             if (emit_one(&em, e, fn, plan, &ins[i], toff, why) < 0)

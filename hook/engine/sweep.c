@@ -17,6 +17,8 @@
  *              <- V = lea [rip+V]
  *   jmp [V + idx*8 + D], or jmp reg <- mov reg, [V + idx*8 + D]
  *                                      table of absolute 64-bit pointers
+ *                                      (32-bit code: [idx*4 + D], 32-bit
+ *                                      pointers, as gcc and MSVC emit them)
  *   jmp reg <- lea reg, [rip+x]        a single known target
  *   anything else computed from an     unresolved table
  *     index register
@@ -159,7 +161,7 @@ static int after_epilogue(const hs_engine *e, int k)
     if (p->i.id == X86_INS_POP || p->i.id == X86_INS_LEAVE)
         return 1;
     if ((p->i.id == X86_INS_ADD || p->i.id == X86_INS_LEA) && p->nops >= 1 &&
-        p->op[0].type == X86_OP_REG && p->op[0].reg == X86_REG_RSP)
+        p->op[0].type == X86_OP_REG && hs__gpr(p->op[0].reg) == HS_RSP)
         return 1;
     return 0;
 }
@@ -248,8 +250,16 @@ static int read_table(hs_engine *e, const hs_func_input *fn, uint32_t src, uint6
     return n > 0 ? TBL_RESOLVED : TBL_UNRESOLVED;
 }
 
+/* The addresses of code of `psz`-byte pointers (a 32-bit displacement
+ * in 32-bit code is an address, not a signed offset). */
+static uint64_t ptr_mask(int psz)
+{
+    return psz == 4 ? 0xFFFFFFFFu : ~(uint64_t)0;
+}
+
 static int resolve_indirect(hs_engine *e, const hs_func_input *fn, int k, table_span *span)
 {
+    const int psz = e->bits / 8;   /* an absolute pointer's bytes */
     const hs_sinsn *j = &e->sw[k];
     span->addr = 0;
     span->bytes = 0;
@@ -260,9 +270,9 @@ static int resolve_indirect(hs_engine *e, const hs_func_input *fn, int k, table_
         if (o->reg == X86_REG_RIP || o->index == 0 || after_epilogue(e, k))
             return TBL_TAILCALL;
         uint64_t v = 0;
-        if (o->scale != 8 || (o->reg && lea_value(e, k, hs__gpr(o->reg), &v) < 0))
+        if (o->scale != psz || (o->reg && lea_value(e, k, hs__gpr(o->reg), &v) < 0))
             return TBL_UNRESOLVED;
-        return read_table(e, fn, j->i.off, v + (uint64_t)o->val, 8, 0, 0,
+        return read_table(e, fn, j->i.off, (v + (uint64_t)o->val) & ptr_mask(psz), psz, 0, 0,
                           table_bound(e, k, hs__gpr(o->index)), span);
     }
     if (o->type != X86_OP_REG)
@@ -285,12 +295,12 @@ static int resolve_indirect(hs_engine *e, const hs_func_input *fn, int k, table_
         return TBL_TAILCALL;   /* a pointer loaded from a fixed slot */
     if (s->i.id == X86_INS_MOV && s->nops == 2 && s->op[1].type == X86_OP_REG)
         return TBL_TAILCALL;   /* a pointer passed in a register */
-    if (s->i.id == X86_INS_MOV && s->nops == 2 && s->op[1].type == X86_OP_MEM && s->op[1].scale == 8 &&
-        s->op[1].size == 8) {
+    if (s->i.id == X86_INS_MOV && s->nops == 2 && s->op[1].type == X86_OP_MEM && s->op[1].scale == psz &&
+        s->op[1].size == psz) {
         uint64_t v = 0;
         if (s->op[1].reg && lea_value(e, d, hs__gpr(s->op[1].reg), &v) < 0)
             return TBL_UNRESOLVED;
-        return read_table(e, fn, j->i.off, v + (uint64_t)s->op[1].val, 8, 0, 0,
+        return read_table(e, fn, j->i.off, (v + (uint64_t)s->op[1].val) & ptr_mask(psz), psz, 0, 0,
                           table_bound(e, d, hs__gpr(s->op[1].index)), span);
     }
     if (s->i.id == X86_INS_ADD && s->nops == 2 && s->op[1].type == X86_OP_REG) {

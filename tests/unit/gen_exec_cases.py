@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Generate tests/unit/exec_cases.h: the hand-written prologue cases of the
-differential execution test (test_hook_exec.c).
+"""Generate tests/unit/exec_cases.h (x86-64) and tests/unit/exec_cases32.h
+(32-bit code, --bits 32): the hand-written prologue cases of the
+differential execution test (test_hook_exec.c, built once for each).
 
 Each case is a few lines of Intel-syntax assembly, assembled with GNU as
 (binutils) so that no byte is typed by hand; the expected outcome (patch
@@ -10,8 +11,11 @@ instruction lengths noted in the comments. Labels: `start` is the entry,
 padding before it, bytes after `end` the padding after it. Addresses that
 the harness provides (tests/unit/xrun.h): CALLPAD = start+0x8000 (int3;
 ret), RD = start+0x10000 (data), landing pads = any other address (int3).
+A 32-bit case also says how often its entry runs in one run (count): the
+32-bit test enters through the counting stub and checks the count.
 
 Run: python3 tests/unit/gen_exec_cases.py > tests/unit/exec_cases.h
+     python3 tests/unit/gen_exec_cases.py --bits 32 > tests/unit/exec_cases32.h
 """
 import os
 import subprocess
@@ -29,11 +33,13 @@ CASES = []
 
 
 def C(name, asm, win, kind="jmp32", tramp="near", reason="ok", tramp_fail="ok",
-      flags=(), regs=None, pokes=(), nvar=3, vec=0, opts=(), patch=None):
-    """win: expected window length; patch: (patch_off, patch_len) if not the default."""
-    CASES.append(dict(name=name, asm=asm, win=win, kind=kind, tramp=tramp, reason=reason,
-                      tramp_fail=tramp_fail, flags=flags, regs=regs or {}, pokes=pokes,
-                      nvar=nvar, vec=vec, opts=opts, patch=patch))
+      flags=(), regs=None, pokes=(), nvar=3, vec=0, opts=(), patch=None, count=1, cases=None):
+    """win: expected window length; patch: (patch_off, patch_len) if not the default;
+    count: entries of the function in one run (32-bit cases)."""
+    (CASES if cases is None else cases).append(
+        dict(name=name, asm=asm, win=win, kind=kind, tramp=tramp, reason=reason,
+             tramp_fail=tramp_fail, flags=flags, regs=regs or {}, pokes=pokes,
+             nvar=nvar, vec=vec, opts=opts, patch=patch, count=count))
 
 
 PAD5 = ".byte 0xcc,0xcc,0xcc,0xcc,0xcc,0xcc,0xcc,0xcc\n"
@@ -179,16 +185,23 @@ C("loop-far", "start: loop start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\n
   tramp="far", regs={"rcx": [1, 5, 2]})
 
 CC = ["o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g"]
-for cc in CC:
-    C("j%s8-first" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7, nvar=4)
-for cc in CC:
-    # force the rel32 encoding with the raw opcode
-    i = CC.index(cc)
-    C("j%s32-first" % cc, "start: .byte 0x0f, 0x%x\n .long start + 0x400 - (. + 4)\n ret\n"
-      "end:" % (0x80 + i), 6, nvar=4)
-for cc in CC:
-    C("j%s8-far" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7,
-      tramp="far", nvar=4)
+
+
+def jcc_cases(add):
+    """Each condition as the first instruction, rel8 and rel32, the rel8
+    again with the trampoline far away: the same bytes in either width."""
+    for cc in CC:
+        add("j%s8-first" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7, nvar=4)
+    for cc in CC:
+        # force the rel32 encoding with the raw opcode
+        add("j%s32-first" % cc, "start: .byte 0x0f, 0x%x\n .long start + 0x400 - (. + 4)\n ret\n"
+            "end:" % (0x80 + CC.index(cc)), 6, nvar=4)
+    for cc in CC:
+        add("j%s8-far" % cc, "start: j%s start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:" % cc, 7,
+            tramp="far", nvar=4)
+
+
+jcc_cases(C)
 
 # ---- calls in the window -----------------------------------------------------
 C("call32", "start: call CALLPAD\n ret\nend:", 5, flags=("HAS_CALL_IN_WINDOW",))
@@ -228,38 +241,189 @@ C("no-patch-no-padding-opt", "start: xor eax, eax\n ret\nend:" + PAD16, 0, kind=
   reason="too_short", opts=("NO_PADDING",))
 
 
-def assemble(asm):
+# ==== 32-bit code (--bits 32; addresses as tests/unit/xrun.h has them for -m32) ====
+A32 = 0x41000000
+CALLPAD32 = A32 + 0x8000
+RD32 = A32 + 0x10000
+SCRATCH32 = 0x43000000
+TEB32 = 0x45000000
+REGS32 = ["eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"]
+CASES32 = []
+
+
+def C32(name, asm, win, **kw):
+    C(name, asm, win, cases=CASES32, **kw)
+
+
+PAD5_32 = ".fill 5,1,0x90\n"   # the hot-patch area of a system DLL: 5 nops before the entry
+
+# ---- plain prologues, absolute operands ------------------------------------------
+C32("push-ebp-mov-sub", "start: push ebp\n mov ebp, esp\n sub esp, 0x10\n ret\nend:", 6)   # 1+2+3
+C32("push-mov-push-push", "start: push ebp\n mov ebp, esp\n push esi\n push edi\n ret\nend:", 5)
+C32("stack-args", "start: mov eax, [esp+4]\n add eax, [esp+8]\n ret 8\nend:", 8)
+C32("sub-esp-imm32", "start: sub esp, 0x200\n ret\nend:", 6)
+C32("abs-load-moffs", "start: mov eax, dword ptr [RD + 0x40]\n ret\nend:", 5)
+C32("abs-store-imm", "start: mov dword ptr [RD + 0x44], 0x12345678\n ret\nend:", 10)
+C32("abs-cmp-imm8", "start: cmp dword ptr [RD + 8], 0\n ret\nend:", 7)
+C32("abs-inc-indexed", "start: inc dword ptr [RD + 0x100 + ecx*4]\n ret\nend:", 7,
+    regs={"ecx": [0, 3, 9]})
+C32("push-abs-imm", "start: push offset RD + 0x20\n pop eax\n ret\nend:", 5)
+C32("lea-abs", "start: lea eax, [RD + 0x18]\n ret\nend:", 6)
+C32("fs-teb-self", "start: mov eax, fs:[0x18]\n mov eax, [eax+4]\n ret\nend:", 6)
+C32("fs-lasterror-write", "start: mov dword ptr fs:[0x34], 5\n ret\nend:", 11)
+C32("lock-xadd", "start: lock xadd [ecx], eax\n ret\nend:" + PAD16, 5, flags=("ENDS_IN_WINDOW",))
+C32("x87-in-window", "start: fld1\n faddp st(1), st\n fstp st(0)\n ret\nend:", 6)
+C32("sse-in-window", "start: movaps xmm1, xmm0\n addps xmm1, xmm2\n ret\nend:", 6)
+
+# ---- short functions, padding, hot-patch entries ----------------------------
+C32("xor-ret-pad", "start: xor eax, eax\n ret\nend:" + PAD16, 3, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+C32("ret-pad", "start: ret\nend:" + PAD16, 1, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+C32("stdcall-ret-pad", "start: ret 12\nend:" + PAD16, 3, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+C32("jmp-eax-pad", "start: jmp eax\nend:" + PAD16, 2, flags=("ENDS_IN_WINDOW", "USES_PADDING"),
+    regs={"eax": [CALLPAD32] * 3})
+# the hot-patch form: 5 nops, mov edi,edi; a function too short for a 5-byte
+# jmp (nothing after it) gets `jmp short -7` at its entry and the jmp rel32
+# in the nops
+C32("hotpatch-short", PAD5_32 + "start: mov edi, edi\n ret\nend:", 2, kind="short_pad", patch=(-5, 7))
+C32("hotpatch-short-int3", ".fill 5,1,0xcc\nstart: mov edi, edi\n xor eax, eax\nend:", 2, kind="short_pad",
+    patch=(-5, 7))
+C32("hotpatch-loop", PAD5_32 + "start: mov edi, edi\nL: mov eax, ecx\n dec ecx\n jnz L\n ret\nend:", 2,
+    kind="short_pad", patch=(-5, 7), regs={"ecx": [3, 1, 2]})
+C32("hotpatch-full", PAD5_32 + "start: mov edi, edi\n push ebp\n mov ebp, esp\n pop ebp\n ret\nend:", 5)
+# (in 32-bit code `dec eax` is one byte: two nops keep `jnz L` out of the
+# 5 bytes, a branch from past them into them)
+C32("shortpad-after", "start: mov eax, ecx\nL: dec eax\n nop\n nop\n jnz L\n ret\nend:" + PAD16, 2,
+    kind="short_pad", patch=(0, 13), regs={"ecx": [3, 1, 2]})
+C32("int3-fallback", "start: mov eax, ecx\nL: dec eax\n nop\n nop\n jnz L\n ret\nend:", 2,
+    kind="int3", patch=(0, 1), opts=("ALLOW_INT3",))
+
+# ---- rel8/rel32 jumps ------------------------------------------------------------
+C32("jmp32-thunk", "start: jmp start + 0x1000\nend:", 5, flags=("ENDS_IN_WINDOW",))
+C32("jmp32-thunk-far", "start: jmp start + 0x1000\nend:", 5, tramp="far")
+C32("jmp8-far", "start: jmp short L\n .fill 0x30,1,0xcc\nL: ret\nend:", 2, tramp="far")
+C32("test-jz8", "start: test ecx, ecx\n jz start + 0x40\n mov eax, [ecx]\n ret\n .fill 0x40,1,0xcc\nend:", 6,
+    regs={"ecx": [0, SCRATCH32 + 0x100, 0]})
+C32("cmp-jne8", "start: cmp ecx, 5\n jne start + 0x30\n ret\n .fill 0x30,1,0xcc\nend:", 5,
+    regs={"ecx": [5, 6, 5]})
+C32("test-jle32", "start: test edx, edx\n jle start + 0x200\n ret\nend:", 8, regs={"edx": [0, 1, 0xFFFFFFFF]})
+C32("test-js8-back", PAD16 + "start: test ecx, ecx\n js start - 0x40\n ret\nend:", 5,
+    regs={"ecx": [0x80000000, 1, 0]})
+C32("jz8-far", "start: test ecx, ecx\n jz start + 0x40\n ret\n .fill 0x40,1,0xcc\nend:", 5, tramp="far",
+    regs={"ecx": [0, 1, 0]})
+C32("jnz32-far", "start: test ecx, ecx\n jnz start + 0x400\n ret\nend:", 8, tramp="far", regs={"ecx": [0, 1, 0]})
+C32("jz8-internal-fwd", "start: jz L\n nop\nL: mov eax, 1\n ret\nend:", 8)
+C32("loop-back-to-window", "start: dec ecx\n jnz start\n mov eax, ecx\n ret\nend:", 5, regs={"ecx": [3, 1, 2]})
+C32("loop-back-rel32", "start: dec ecx\n .byte 0x0f, 0x85\n .long start - (. + 4)\n ret\nend:", 7,
+    regs={"ecx": [3, 1, 2]})
+# a branch from past the patched bytes to the entry itself enters the hook
+# again each time: exact counts (a case of count > 1 runs whole, not only
+# its window)
+C32("reenter-entry-3", "start: mov edx, 0x11223344\n dec ecx\n jnz start\n ret\nend:", 5,
+    regs={"ecx": [3, 3, 3]}, count=3)
+C32("reenter-entry-7", "start: mov edx, 0x11223344\n dec ecx\n jnz start\n ret\nend:", 5,
+    regs={"ecx": [7, 7, 7]}, count=7, tramp="far")
+jcc_cases(C32)
+
+# ---- jecxz, jcxz, loop*: rel8 only, rewritten through a short island -----------
+C32("jecxz", "start: jecxz start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 7, regs={"ecx": [0, 1, 0]})
+C32("jcxz", "start: jcxz start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 8,
+    regs={"ecx": [0x10000, 1, 0]})
+C32("jecxz-far", "start: jecxz start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 7, tramp="far",
+    regs={"ecx": [0, 1, 0]})
+C32("jecxz-neg", "start: jecxz start - 0x40\n mov eax, 1\n ret\nend:", 7, tramp="neg", regs={"ecx": [0, 1, 0]})
+C32("loop-out", "start: loop start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 7,
+    regs={"ecx": [1, 5, 2]})
+C32("loope-out", "start: loope start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 7,
+    regs={"ecx": [1, 5, 2]}, nvar=4)
+C32("loopne-out", "start: loopne start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 7,
+    regs={"ecx": [1, 5, 2, 7]}, nvar=4)
+C32("loop-internal", "start: inc eax\n loop start\n nop\n ret\nend:", 5, regs={"ecx": [3, 1, 2]},
+    flags=("ENDS_IN_WINDOW",))
+C32("loop-far", "start: loop start + 0x40\n mov eax, 1\n ret\n .fill 0x40,1,0xcc\nend:", 7, tramp="far",
+    regs={"ecx": [1, 5, 2]})
+
+# ---- calls, and position-dependent code ---------------------------------------
+C32("call32", "start: call CALLPAD\n ret\nend:", 5, flags=("HAS_CALL_IN_WINDOW",))
+C32("push-call32", "start: push ebx\n call CALLPAD\n pop ebx\n ret\nend:", 6, flags=("HAS_CALL_IN_WINDOW",))
+C32("call32-far", "start: push ebx\n call CALLPAD\n pop ebx\n ret\nend:", 6, tramp="far")
+C32("call32-neg", "start: push ebx\n call CALLPAD\n pop ebx\n ret\nend:", 6, tramp="neg")
+C32("call-abs-mem", "start: call dword ptr [RD + 0x38]\n ret\nend:", 6, pokes=((RD32 + 0x38, CALLPAD32),),
+    flags=("HAS_CALL_IN_WINDOW",))
+C32("call-eax", "start: push ebx\n push esi\n push edi\n call eax\n ret\nend:", 5, regs={"eax": [CALLPAD32] * 3},
+    flags=("HAS_CALL_IN_WINDOW",))
+C32("call-mem-eax", "start: push ebx\n push edi\n call dword ptr [eax + 0x10]\n ret\nend:", 5,
+    pokes=((SCRATCH32 + 0x1000 + 0x10, CALLPAD32),), regs={"eax": [SCRATCH32 + 0x1000] * 3})
+# call/pop: eax gets the original address, as the code expects
+C32("call-next-pop", "start: call L\nL: pop eax\n ret\nend:", 5)
+C32("call-pop-got", "start: call L\nL: pop ebx\n add ebx, offset RD - L\n mov eax, [ebx + 0x40]\n ret\nend:", 5)
+# __x86.get_pc_thunk.bx (before the entry, in the bytes both runs have): ebx
+# is the address after the call in the original function
+C32("get-pc-thunk-call", "THUNK: mov ebx, [esp]\n ret\n .fill 12,1,0xcc\n"
+    "start: push ebx\n call THUNK\n add ebx, offset RD - .\n ret\nend:", 6, flags=("HAS_CALL_IN_WINDOW",))
+C32("get-pc-thunk-itself", "start: mov ebx, [esp]\n ret\nend:" + PAD16, 4, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+# the WOW64 system call gate of Windows 7's 32-bit ntdll: call through the TEB
+C32("call-fs-wow64-gate", "start: call dword ptr fs:[0xc0]\n ret 8\nend:", 7, pokes=((TEB32 + 0xC0, CALLPAD32),),
+    flags=("HAS_CALL_IN_WINDOW",))
+C32("import-thunk", "start: jmp dword ptr [RD + 0x28]\nend:" + PAD16, 6,
+    flags=("IMPORT_THUNK", "ENDS_IN_WINDOW"), pokes=((RD32 + 0x28, CALLPAD32),))
+
+# ---- what must be refused, each with its reason ---------------------------------------
+C32("branch-into-patch", "start: mov eax, ecx\nL: dec eax\n nop\n nop\n jnz L\n ret\nend:", 0, kind="none",
+    reason="branch_into_patch")
+C32("loop-into-patch", "start: mov eax, ecx\nL: inc edx\n nop\n nop\n loop L\n ret\nend:", 0, kind="none",
+    reason="branch_into_patch")
+C32("jump-table-into-patch", "start: mov eax, ecx\nL: inc edx\n cmp eax, 1\n ja X\n"
+    " jmp dword ptr [TABLE + eax*4]\nX: ret\nend:\nTABLE: .long L, X\n", 0, kind="none",
+    reason="branch_into_patch")
+C32("jump-table-elsewhere", "start: push ebx\n mov eax, ecx\n cmp eax, 1\n ja X\n"
+    " jmp dword ptr [TABLE + eax*4]\nY: inc edx\nX: pop ebx\n ret\nend:\nTABLE: .long Y, X\n", 6,
+    flags=("JUMP_TABLE",), opts=("FULL",), regs={"ecx": [0, 1, 2]})
+C32("call-esp-mem", "start: call dword ptr [esp + 8]\n ret\nend:" + PAD16, 0, kind="none", reason="unrelocatable")
+C32("too-short-no-pad", "start: xor eax, eax\n ret\nend:", 0, kind="none", reason="too_short")
+C32("int3-first", "start: int3\n ret\nend:" + PAD16, 0, kind="none", reason="unrelocatable")
+
+
+def assemble(asm, bits):
     src = ".intel_syntax noprefix\n.text\n.set RD, start+0x10000\n.set CALLPAD, start+0x8000\n" + asm + "\n"
     with tempfile.TemporaryDirectory() as d:
         s, o, b = (os.path.join(d, x) for x in ("a.s", "a.o", "a.bin"))
         open(s, "w").write(src)
-        subprocess.run(["as", "--64", s, "-o", o], check=True)
-        subprocess.run(["objcopy", "-O", "binary", "-j", ".text", o, b], check=True)
-        data = open(b, "rb").read()
+        subprocess.run(["as", "--%d" % bits, s, "-o", o], check=True)
         syms = {}
         for line in subprocess.run(["nm", o], check=True, capture_output=True, text=True).stdout.splitlines():
             parts = line.split()
             if len(parts) == 3:
                 syms[parts[2]] = int(parts[0], 16)
+        if bits == 32:
+            # absolute addresses (operands, jump tables) as at the harness's
+            # entry: linked with `start` at A32
+            e = os.path.join(d, "a.elf")
+            subprocess.run(["ld", "-m", "elf_i386", "-Ttext=0x%x" % (A32 - syms["start"]), "-e", "0", o,
+                            "-o", e], check=True)
+            o = e
+        subprocess.run(["objcopy", "-O", "binary", "-j", ".text", o, b], check=True)
+        data = open(b, "rb").read()
     return data, syms["start"], syms["end"]
 
 
 def main():
+    bits = 32 if sys.argv[1:] == ["--bits", "32"] else 64
+    cases, regs_of = (CASES32, REGS32) if bits == 32 else (CASES, REGS)
     out = sys.stdout
-    out.write("/* Generated by tests/unit/gen_exec_cases.py - do not edit. */\n")
+    out.write("/* Generated by tests/unit/gen_exec_cases.py%s - do not edit. */\n" % (" --bits 32" * (bits == 32)))
     out.write("#include <stdint.h>\n\n")
     rows = []
     names = set()
-    for i, c in enumerate(CASES):
+    for i, c in enumerate(cases):
         assert c["name"] not in names, c["name"]
         names.add(c["name"])
-        data, st, en = assemble(c["asm"])
+        data, st, en = assemble(c["asm"], bits)
         out.write("static const uint8_t ec_bytes_%d[] = {" % i)
         out.write(",".join("0x%02x" % x for x in data))
         out.write("};\n")
         regs = list(c["regs"].items())
         assert len(regs) <= 2
-        reg_idx = [REGS.index(r) for r, _ in regs] + [-1] * (2 - len(regs))
+        reg_idx = [regs_of.index(r) for r, _ in regs] + [-1] * (2 - len(regs))
         reg_vals = [(v + [v[-1]] * 4)[:4] for _, v in regs] + [[0] * 4] * (2 - len(regs))
         pokes = list(c["pokes"]) + [(0, 0)] * (2 - len(c["pokes"]))
         patch = c["patch"]
@@ -270,7 +434,7 @@ def main():
         asm_text = c["asm"].replace("\\", "\\\\").replace('"', '\\"').replace("\n", "; ")
         rows.append(
             '    { "%s", "%s", ec_bytes_%d, %d, %d, %d, %s, %s, HS_%s, HS_PATCH_%s, %d, %d, %d, %s, %s, '
-            '%d, %d, {%d, %d}, {{%s}, {%s}}, %d, {0x%xull, 0x%xull}, {0x%xull, 0x%xull} },\n'
+            '%d, %d, {%d, %d}, {{%s}, {%s}}, %d, {0x%xull, 0x%xull}, {0x%xull, 0x%xull}, %d },\n'
             % (c["name"], asm_text, i, st, en - st, len(data) - en,
                {"near": "XR_T_NEAR", "neg": "XR_T_NEG", "far": "XR_T_FAR"}[c["tramp"]], opts,
                "OK" if c["reason"] == "ok" else "SKIP_" + c["reason"].upper(),
@@ -278,7 +442,7 @@ def main():
                "HS_OK" if c["tramp_fail"] == "ok" else "HS_SKIP_" + c["tramp_fail"].upper(),
                flags, c["nvar"], c["vec"], reg_idx[0], reg_idx[1],
                ", ".join("0x%xull" % v for v in reg_vals[0]), ", ".join("0x%xull" % v for v in reg_vals[1]),
-               len(c["pokes"]), pokes[0][0], pokes[1][0], pokes[0][1], pokes[1][1]))
+               len(c["pokes"]), pokes[0][0], pokes[1][0], pokes[0][1], pokes[1][1], c["count"]))
     out.write("\nstatic const struct exec_case exec_cases[] = {\n")
     out.writelines(rows)
     out.write("};\n")

@@ -27,6 +27,12 @@
  * Diagnostics: skip reasons, patch kinds, µs per function. A module that
  * is not installed is a skipped case ("skip - dll/<module>"), which
  * tests/run.py accepts only where tests/skips.py says why.
+ *
+ * Built as 32-bit code (build/native32, unit32/test_hook_dlls) it does the
+ * same with the engine's 32-bit mode on the i686 mingw runtime DLLs, their
+ * functions bounded by .eh_frame (there is no .pdata), each sampled
+ * function run through the counting stub and counted once; the tail
+ * checks are the x64 convention's, left out.
  */
 #define _GNU_SOURCE
 #include <glob.h>
@@ -44,6 +50,17 @@
 #include "tests/unit/tap.h"
 #include "tests/unit/xcase.h"
 
+#if XR_BITS == 32
+static const char *const modules[] = {
+    "/usr/lib/gcc/i686-w64-mingw32/12-win32/libstdc++-6.dll",
+    "/usr/lib/gcc/i686-w64-mingw32/12-win32/libgcc_s_dw2-1.dll",
+    "/usr/lib/gcc/i686-w64-mingw32/12-win32/libgfortran-5.dll",
+    "/usr/i686-w64-mingw32/lib/libwinpthread-1.dll",
+    "/usr/i686-w64-mingw32/lib/zlib1.dll",
+};
+#define EXACT_SRC HS_SRC_EHFRAME   /* the functions of exact extent */
+#else
+#define EXACT_SRC HS_SRC_PDATA
 static const char *const modules[] = {
     "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows/ntdll.dll",
     "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows/kernelbase.dll",
@@ -54,6 +71,7 @@ static const char *const modules[] = {
     "/usr/x86_64-w64-mingw32/bin/libgcrypt-20.dll",
     "/usr/x86_64-w64-mingw32/bin/libgpg-error-0.dll",
 };
+#endif
 
 typedef struct img_ctx {
     const hs_pe *pe;
@@ -168,7 +186,7 @@ static void scan_module(hs_engine *e, const char *path)
 
     for (size_t i = 0; i < nf; i++) {
         const hs_pe_func *f = &fs[i];
-        if (!(f->src & HS_SRC_PDATA) || (f->src & HS_SRC_FRAGMENT) || f->size == 0)
+        if (!(f->src & EXACT_SRC) || (f->src & HS_SRC_FRAGMENT) || f->size == 0)
             continue;
         counted++;
         hs_func_input fn = {
@@ -234,9 +252,9 @@ static void scan_module(hs_engine *e, const char *path)
     double pct = counted ? 100.0 * total_ok / counted : 0;
     snprintf(name, sizeof name, "dll/%s/hookable", base);
     tap_check(pct >= 97.0, name, "%.2f%% of %d functions hooked (goal 97%%)", pct, counted);
-    tap_diag("%s: %d .pdata functions, %d hooked (%.2f%%): jmp32 %d, short-pad %d; uses padding %d, "
+    tap_diag("%s: %d %s functions, %d hooked (%.2f%%): jmp32 %d, short-pad %d; uses padding %d, "
              "call in window %d; trampoline failures %d",
-             base, counted, hooked, pct, kinds[HS_PATCH_JMP32], kinds[HS_PATCH_SHORT_PAD], with_padding,
+             base, counted, XR_BITS == 32 ? ".eh_frame" : ".pdata", hooked, pct, kinds[HS_PATCH_JMP32], kinds[HS_PATCH_SHORT_PAD], with_padding,
              with_call, tramp_fail);
     for (int r = 1; r < HS_SKIP__COUNT; r++)
         if (reasons[r])
@@ -256,13 +274,17 @@ static void scan_module(hs_engine *e, const char *path)
     int step = hooked > 1500 ? hooked / 1500 : 1, k = 0;
     for (size_t i = 0; i < nf; i++) {
         const hs_pe_func *f = &fs[i];
-        if (!(f->src & HS_SRC_PDATA) || (f->src & HS_SRC_FRAGMENT) || f->size == 0)
+        if (!(f->src & EXACT_SRC) || (f->src & HS_SRC_FRAGMENT) || f->size == 0)
             continue;
         if (k++ % step)
             continue;
         uint32_t gb = f->gap_before > 16 ? 16 : f->gap_before, ga = f->gap_after > 16 ? 16 : f->gap_after;
         xc_func xf = { base, pe.image + f->rva - gb, gb, f->size, ga };
-        xc_opts o = { XR_T_NEAR, 0, 3, NULL, NULL, 1, 0 };
+        xc_opts o = { XR_T_NEAR, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
+#if XR_BITS == 32
+        xc_count count = { 5, 1 };   /* entered once, through the counting stub */
+        o.count = &count;
+#endif
         xc_out out;
         char why[300];
         int r = xc_diff(e, &xf, &o, &out, why, sizeof why);
@@ -555,11 +577,15 @@ int main(int argc, char **argv)
         tap_fail("dll/harness", "cannot set up the execution harness");
         return 1;
     }
-    hs_engine *e = hs_engine_new();
+    hs_engine *e = hs_engine_new_bits(XR_BITS);
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
             scan_module(e, argv[i]);
-        tail_checks(e, (const char *const *)argv + 1, argc - 1);
+        if (XR_BITS == 64)
+            tail_checks(e, (const char *const *)argv + 1, argc - 1);
+    } else if (XR_BITS == 32) {
+        for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
+            scan_module(e, modules[i]);
     } else {
         const char *all[16];
         int n = 0;

@@ -144,7 +144,7 @@ static void scan(hs_engine *e, const char *exe, const char *pdb_path)
             continue;
         uint32_t gb = fn.gap_before > 16 ? 16 : fn.gap_before, ga = fn.gap_after > 16 ? 16 : fn.gap_after;
         xc_func xf = { s->name, pe.image + s->rva - gb, gb, s->size, ga };
-        xc_opts o = { XR_T_NEAR, 0, 3, NULL, NULL, 1, 0 };
+        xc_opts o = { XR_T_NEAR, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
         xc_out out;
         char why[300];
         int r = xc_diff(e, &xf, &o, &out, why, sizeof why);

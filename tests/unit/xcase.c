@@ -7,14 +7,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hook/engine/count32.h"
 #include "hook/engine/emit.h"
+
+#define XC_CS_MODE (XR_BITS == 32 ? CS_MODE_32 : CS_MODE_64)
 
 int xc_window_unsafe(const xc_func *f, const hs_plan *plan)
 {
     static csh cs;
     static int opened;
     if (!opened) {
-        if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+        if (cs_open(CS_ARCH_X86, XC_CS_MODE, &cs) != CS_ERR_OK)
             return 1;
         cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
         opened = 1;
@@ -35,16 +38,18 @@ int xc_window_unsafe(const xc_func *f, const hs_plan *plan)
         default:
             break;
         }
-        /* fs: is the host's TLS */
-        if (ins[i].detail->x86.prefix[1] == X86_PREFIX_FS)
+        /* fs: is the host's TLS (in 32-bit code gs is, and fs the TEB) */
+        if (ins[i].detail->x86.prefix[1] == (XR_BITS == 32 ? X86_PREFIX_GS : X86_PREFIX_FS))
             bad = 1;
         /* a call through a slot past the harness's code and data (an
          * import of a real module): its filler pointer leads to no code, so
          * both runs fault, at different points of the call */
         const cs_x86 *x = &ins[i].detail->x86;
-        if (ins[i].id == X86_INS_CALL && x->op_count == 1 && x->operands[0].type == X86_OP_MEM &&
-            x->operands[0].mem.base == X86_REG_RIP) {
-            uint64_t slot = ins[i].address + ins[i].size + (uint64_t)x->operands[0].mem.disp;
+        const cs_x86_op *m = &x->operands[0];   /* (32-bit code: a call [abs32] to an import
+                                                    runs alike, both runs fault at its target) */
+        if (ins[i].id == X86_INS_CALL && x->op_count == 1 && m->type == X86_OP_MEM &&
+            m->mem.base == X86_REG_RIP) {
+            uint64_t slot = ins[i].address + ins[i].size + (uint64_t)m->mem.disp;
             if (slot < XR_CODE || slot >= XR_RD + XR_RD_SZ)
                 bad = 1;
         }
@@ -69,7 +74,7 @@ static uint64_t rip_target(const cs_insn *ins, const cs_x86_op *op)
 int xc_check_reloc(const xc_func *f, const xc_out *out, uint64_t tramp, char *why, size_t n)
 {
     csh cs;
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+    if (cs_open(CS_ARCH_X86, XC_CS_MODE, &cs) != CS_ERR_OK) {
         snprintf(why, n, "capstone does not open");
         return -1;
     }
@@ -122,6 +127,68 @@ int xc_check_reloc(const xc_func *f, const xc_out *out, uint64_t tramp, char *wh
     return rc;
 }
 
+/* The counting stub's world (xc_count): the function's count in a
+ * counters block in XR_SCRATCH, the TLS slot or the expansion slots'
+ * pointer in the TEB, the slow routine (`mov ecx, counters; ret`) in the
+ * trampoline region. */
+#define XC_COUNTERS (XR_SCRATCH + 0xE000)
+#define XC_EXPANSION (XR_SCRATCH + 0xD000)
+#define XC_FIDX 3u
+#define XC_SLOW_OFF 0x8000u
+
+static void poke(xr_input *in, uint64_t addr, uint64_t val)
+{
+    if (in->npoke < XR_MAX_POKE) {
+        in->poke_addr[in->npoke] = addr;
+        in->poke_val[in->npoke++] = val;
+    }
+}
+
+static void count_setup(xr_input *in, const xc_count *c, int v)
+{
+    uint64_t counters = v % 3 == 2 ? 0 : XC_COUNTERS;
+    if (c->tls < 64) {
+        poke(in, XR_TEB + HS_TEB32_TLS_SLOTS + 4 * c->tls, counters);
+    } else {
+        poke(in, XR_TEB + HS_TEB32_TLS_EXPANSION, XC_EXPANSION);
+        poke(in, XC_EXPANSION + 4 * (c->tls - 64), counters);
+    }
+    if (v % 3 == 1)
+        poke(in, XC_COUNTERS + 8 * XC_FIDX, 0xFFFFFFFFu);
+}
+
+/* The count the hooked run `rt` kept against the original run's memory;
+ * put the original bytes back into rt so that the rest compares. So too
+ * the stack below the stack pointer at the entry that the original run
+ * left as it was filled (xrun.h): the stub pushes there and its slow path
+ * calls, on memory the function had not written, which it cannot read
+ * before it writes it (where it does write, rt holds what it wrote). 0, or
+ * -1 with why. */
+static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, uint64_t *counted, char *why,
+                       size_t n)
+{
+    size_t at = (size_t)(XC_COUNTERS + 8 * XC_FIDX - XR_SCRATCH);
+    uint32_t b[2], a[2];
+    memcpy(b, ro->scratch + at, 8);
+    memcpy(a, rt->scratch + at, 8);
+    uint64_t before = (uint64_t)b[1] << 32 | b[0], after = (uint64_t)a[1] << 32 | a[0];
+    memcpy(rt->scratch + at, ro->scratch + at, 8);
+    for (size_t k = 0; k < (size_t)(XR_ENTRY_SP - XR_STACK); k++) {
+        /* byte by byte: the function may have written part of a word
+         * (fnstcw [esp+x] writes two bytes) */
+        uint32_t fill = (uint32_t)(XR_STACK + (k & ~(size_t)3) + 0x100);
+        if (ro->stack[k] == (uint8_t)(fill >> (8 * (k & 3))))
+            rt->stack[k] = ro->stack[k];
+    }
+    *counted += after - before;
+    if (after - before != c->expect) {
+        snprintf(why, n, "counted %llu (from %#llx to %#llx), expected %u", (unsigned long long)(after - before),
+                 (unsigned long long)before, (unsigned long long)after, c->expect);
+        return -1;
+    }
+    return 0;
+}
+
 int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char *why, size_t n)
 {
     memset(out, 0, sizeof *out);
@@ -160,6 +227,21 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         snprintf(why, n, "no trampoline: %s", hs_skip_reason_name(out->tramp_why));
         return XC_NO_TRAMP;
     }
+    /* with the counting stub, the trampoline is its tail */
+    uint8_t stub[HS_TRAMP_MAX + 128];
+    hs_stub32 st = { 0, 0, 0, { 0 } };
+    uint64_t tramp_at = T;
+    if (o->count) {
+        hs_count32 c = { o->count->tls, 8 * XC_FIDX, XC_FIDX, (uint32_t)(T + XC_SLOW_OFF) };
+        hs_skip_reason sw;
+        if (hs_stub32_size_max(plan) > sizeof stub ||
+            !hs_stub32_emit(e, &fn, plan, hs_analyze_window(e), &c, (uint32_t)T, stub, sizeof stub, &st, &sw)) {
+            snprintf(why, n, "no counting stub: %s", hs_skip_reason_name(sw));
+            return XC_DIFFERENT;
+        }
+        tramp_at = T + st.tramp;
+        memcpy(out->tramp_off, st.tramp_off, sizeof out->tramp_off);
+    }
     if (o->plan_only)
         return xc_check_reloc(f, out, T, why, n) < 0 ? XC_DIFFERENT : XC_PLANNED;
     if (xc_window_unsafe(f, plan)) {
@@ -168,9 +250,9 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
     }
     /* A far trampoline is entered through a relay near the code, as the
      * agent's stub would be: the patch itself is always rel32. */
-    uint64_t dest = T;
+    uint64_t dest = T + st.entry;
     uint64_t jmp_at = XR_A + (uint64_t)(int64_t)(plan->kind == HS_PATCH_SHORT_PAD ? plan->pad_off : 0) + 5;
-    if (plan->kind != HS_PATCH_INT3 && !hs_rel32_fits(jmp_at, T))
+    if (plan->kind != HS_PATCH_INT3 && plan->bits != 32 && !hs_rel32_fits(jmp_at, T))
         dest = XR_T_NEAR + XR_T_SZ - 16;
     uint8_t patch[HS_MAX_PATCH];
     if (hs_emit_patch(&fn, plan, dest, patch) < 0) {
@@ -180,7 +262,7 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
     /* The patch range may hold original bytes past the window (between the
      * short jmp and a slot after the function): the original run has int3
      * there, so the patched run must too. */
-    for (int k = 0; k < plan->patch_len; k++) {
+    for (int k = 0; k < plan->patch_len && !o->whole; k++) {
         int off = plan->patch_off + k;
         int keep = off < plan->window_len;
         if (plan->kind == HS_PATCH_JMP32)
@@ -197,20 +279,31 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         xr_default_input(&in, v);
         if (o->tweak)
             o->tweak(&in, v, o->ctx);
+        if (o->count)
+            count_setup(&in, o->count, v);
         xr_result ro, rt;
 
-        /* the original: padding before, the window, int3 after it */
+        /* the original: padding before, the window (or all), int3 after it */
+        size_t put = f->gap_before + (o->whole ? f->size + f->gap_after : plan->window_len);
         xr_reset_code();
-        xr_put(XR_A - f->gap_before, f->bytes, f->gap_before + plan->window_len);
+        xr_put(XR_A - f->gap_before, f->bytes, put);
         xr_run(XR_A, &in, &ro);
 
         /* patched: the same bytes with the patch written, the trampoline */
         xr_reset_code();
-        xr_put(XR_A - f->gap_before, f->bytes, f->gap_before + plan->window_len);
+        xr_put(XR_A - f->gap_before, f->bytes, put);
         xr_put(XR_A + (int64_t)plan->patch_off, patch, plan->patch_len);
         xr_reset_tramp(T);
-        xr_put(T, out->tramp, out->tramp_len);
-        if (dest != T) {
+        if (o->count) {
+            static const uint8_t ret_counters[6] = { 0xB9, (uint8_t)XC_COUNTERS, (uint8_t)(XC_COUNTERS >> 8),
+                                                     (uint8_t)(XC_COUNTERS >> 16), (uint8_t)(XC_COUNTERS >> 24),
+                                                     0xC3 };   /* mov ecx, counters; ret */
+            xr_put(T, stub, st.len);
+            xr_put(T + XC_SLOW_OFF, ret_counters, sizeof ret_counters);
+        } else {
+            xr_put(T, out->tramp, out->tramp_len);
+        }
+        if (dest != T + st.entry) {
             uint8_t relay[16];
             hs_emit em;
             hs_emit_init(&em, relay, sizeof relay, dest);
@@ -221,19 +314,21 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         }
         /* an int3 patch is redirected by a vectored handler in the agent:
          * here the run starts at the trampoline directly */
-        xr_run(plan->kind == HS_PATCH_INT3 ? T : XR_A, &in, &rt);
+        xr_run(plan->kind == HS_PATCH_INT3 ? T + st.entry : XR_A, &in, &rt);
 
         /* a run that stopped inside the trampoline stopped at the copy of
          * an original instruction: compare it as that instruction */
-        if (rt.at >= T && rt.at < T + out->tramp_len) {
-            int oo = hs_tramp_to_orig(plan, out->tramp_off, (int)(rt.at - T));
+        if (rt.at >= tramp_at && rt.at < tramp_at + out->tramp_len) {
+            int oo = hs_tramp_to_orig(plan, out->tramp_off, (int)(rt.at - tramp_at));
             if (oo >= 0)
                 rt.at = XR_A + (uint64_t)oo;
         }
         out->end_kind = ro.end;
         out->end_at = ro.at;
         char w[200];
-        int d = xr_compare(&ro, &rt, o->cmp_vec, w, sizeof w);
+        int d = o->count && count_check(o->count, &ro, &rt, &out->counted, w, sizeof w) < 0;
+        if (!d)
+            d = xr_compare(&ro, &rt, o->cmp_vec, w, sizeof w);
         xr_result_free(&ro);
         xr_result_free(&rt);
         if (d) {

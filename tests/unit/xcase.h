@@ -16,6 +16,16 @@ typedef struct xc_func {
     uint32_t gap_before, size, gap_after;
 } xc_func;
 
+/* 32-bit code: enter through the counting stub (hook/engine/count32.h)
+ * instead of the bare trampoline, and check the count it keeps. Variant v
+ * takes the thread's counters from the TLS slot (v % 3 == 0), the same
+ * with the count's low half at 0xffffffff, so that it carries (1), or
+ * finds the slot empty and gets them from the slow routine (2). */
+typedef struct xc_count {
+    uint32_t tls;              /* TLS index: < 64, or an expansion slot */
+    unsigned expect;           /* entries of the function in one run */
+} xc_count;
+
 typedef struct xc_opts {
     uint64_t tramp;            /* XR_T_NEAR, XR_T_NEG or XR_T_FAR (0: XR_T_NEAR) */
     unsigned analyze_opts;
@@ -26,6 +36,9 @@ typedef struct xc_opts {
     int cmp_vec;               /* compare vector registers too */
     int plan_only;             /* plan and relocate, check the relocation by
                                   decoding (xc_check_reloc), run nothing */
+    const xc_count *count;     /* 32-bit only: through the counting stub */
+    int whole;                 /* run the whole function and its gaps, not only the
+                                  window (a loop back to the entry) */
 } xc_opts;
 
 enum {
@@ -39,6 +52,8 @@ enum {
 
 typedef struct xc_out {
     hs_plan plan;
+    uint64_t counted;          /* with xc_opts.count: the count the stub kept, summed over
+                                  the variants */
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
     uint8_t tramp[HS_TRAMP_MAX];
     size_t tramp_len;

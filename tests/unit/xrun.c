@@ -1,10 +1,13 @@
 /*
  * tests/unit/xrun.c - native execution harness for the differential tests
- * (see xrun.h). Linux x86-64 only.
+ * (see xrun.h). Linux, built as x86-64 or as 32-bit (-m32) code: the two
+ * differ in the entry thunk, the registers of a signal context and the
+ * segment that holds the TEB (gs, or fs in 32-bit code).
  *
  * Entering: xr_enter (below, in assembly) loads the vector registers, the
  * flags and the general registers from an xr_input and jumps to the entry
- * with `jmp [rip+x]`, so no register is used for the jump. Leaving: every
+ * with `jmp [rip+x]` (32-bit: `jmp [abs]`), so no register is used for
+ * the jump. Leaving: every
  * way a run can end raises a signal; the handler (on its own stack, since
  * rsp belongs to the code under test) copies the interrupted context
  * into the result and siglongjmps back to xr_run.
@@ -12,7 +15,11 @@
 #define _GNU_SOURCE
 #include "tests/unit/xrun.h"
 
+#if defined(__i386__)
+#include <asm/ldt.h>
+#else
 #include <asm/prctl.h>
+#endif
 #include <cpuid.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -37,10 +44,42 @@ uint64_t xr_entry_addr;
 int xr_vec_mode;   /* 0: xmm, 1: ymm, 2: zmm */
 void xr_enter(const xr_input *in);
 
-/* offsets in xr_input: gpr at 0, flags at 128, vec at 136, kmask at 1160 */
+/* offsets in xr_input: gpr at 0, flags at 128, vec at 136, kmask at 1160,
+ * x87 at 1224, mxcsr at 1304 */
 _Static_assert(offsetof(xr_input, flags) == 128, "xr_input layout");
 _Static_assert(offsetof(xr_input, vec) == 136, "xr_input layout");
 _Static_assert(offsetof(xr_input, kmask) == 1160, "xr_input layout");
+_Static_assert(offsetof(xr_input, x87) == 1224, "xr_input layout");
+_Static_assert(offsetof(xr_input, mxcsr) == 1304, "xr_input layout");
+#if defined(__i386__)
+/* cdecl: the input at [esp+4]; st0 = x87[0], so loaded last */
+__asm__(
+    ".text\n"
+    ".globl xr_enter\n"
+    ".type xr_enter,@function\n"
+    "xr_enter:\n"
+    "  movl 4(%esp), %edi\n"
+#define X(i) "  movdqu " #i "*64+136(%edi), %xmm" #i "\n"
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#undef X
+    "  fninit\n"
+#define F(i) "  fldt " #i "*10+1224(%edi)\n"
+    F(7) F(6) F(5) F(4) F(3) F(2) F(1) F(0)
+#undef F
+    "  ldmxcsr 1304(%edi)\n"
+    "  pushl 128(%edi)\n"
+    "  popfl\n"
+    "  movl 0(%edi), %eax\n"
+    "  movl 8(%edi), %ecx\n"
+    "  movl 16(%edi), %edx\n"
+    "  movl 24(%edi), %ebx\n"
+    "  movl 40(%edi), %ebp\n"
+    "  movl 48(%edi), %esi\n"
+    "  movl 32(%edi), %esp\n"
+    "  movl 56(%edi), %edi\n"
+    "  jmp *xr_entry_addr\n"
+    ".size xr_enter, .-xr_enter\n");
+#else
 __asm__(
     ".text\n"
     ".globl xr_enter\n"
@@ -67,6 +106,8 @@ __asm__(
     K(0) K(1) K(2) K(3) K(4) K(5) K(6) K(7)
 #undef K
     "9:\n"
+    "  fninit\n"
+    "  ldmxcsr 1304(%rdi)\n"
     "  pushq 128(%rdi)\n"
     "  popfq\n"
     "  movq 0(%rdi), %rax\n"
@@ -87,6 +128,7 @@ __asm__(
     "  movq 56(%rdi), %rdi\n"
     "  jmp *xr_entry_addr(%rip)\n"
     ".size xr_enter, .-xr_enter\n");
+#endif
 
 /* ---- state -------------------------------------------------------------- */
 
@@ -101,38 +143,94 @@ int xr_have_avx512(void) { return have_avx512; }
 
 static void fill_pattern(uint64_t addr, size_t n)
 {
-    uint64_t *p = (uint64_t *)addr;
-    for (size_t i = 0; i < n / 8; i++)
-        p[i] = addr + i * 8 + 0x100;
+    uintptr_t *p = (uintptr_t *)(uintptr_t)addr;
+    for (size_t i = 0; i < n / sizeof *p; i++)
+        p[i] = (uintptr_t)addr + i * sizeof *p + 0x100;
 }
 
 static int map_fixed(uint64_t addr, size_t n, int prot)
 {
-    void *p = mmap((void *)addr, n, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    void *p = mmap((void *)(uintptr_t)addr, n, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED)
         return -1;
-    if ((uint64_t)p != addr) {   /* old kernels ignore the flag */
+    if ((uintptr_t)p != addr) {   /* old kernels ignore the flag */
         munmap(p, n);
         return -1;
     }
     return 0;
 }
 
-static const int greg_of[16] = {
+#if defined(__i386__)
+static const int greg_of[XR_NGPR] = {
+    REG_EAX, REG_ECX, REG_EDX, REG_EBX, REG_ESP, REG_EBP, REG_ESI, REG_EDI,
+};
+#define REG_PC REG_EIP
+#define REG_SP REG_ESP
+static uint16_t teb_selector;   /* fs: the TEB (glibc's TLS is gs) */
+#else
+static const int greg_of[XR_NGPR] = {
     REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI,
     REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15,
 };
+#define REG_PC REG_RIP
+#define REG_SP REG_RSP
+#endif
+
+/* Point the TEB segment (gs; 32-bit: fs) at XR_TEB. 0 or -1. */
+static int set_teb(void)
+{
+#if defined(__i386__)
+    if (!teb_selector) {
+        struct user_desc d;
+        memset(&d, 0, sizeof d);
+        d.entry_number = (unsigned)-1;
+        d.base_addr = (unsigned)XR_TEB;
+        d.limit = XR_TEB_SZ - 1;
+        d.seg_32bit = 1;
+        d.useable = 1;
+        if (syscall(SYS_set_thread_area, &d) < 0)
+            return -1;
+        teb_selector = (uint16_t)(d.entry_number * 8 + 3);
+    }
+    __asm__ volatile("movw %0, %%fs" : : "r"(teb_selector));
+    return 0;
+#else
+    return syscall(SYS_arch_prctl, ARCH_SET_GS, (unsigned long)XR_TEB) < 0 ? -1 : 0;
+#endif
+}
 
 static void capture(const ucontext_t *uc, xr_result *r)
 {
-    for (int i = 0; i < 16; i++)
-        r->gpr[i] = (uint64_t)uc->uc_mcontext.gregs[greg_of[i]];
-    r->flags = (uint64_t)uc->uc_mcontext.gregs[REG_EFL];
+    for (int i = 0; i < XR_NGPR; i++)
+        r->gpr[i] = (uint64_t)(uintptr_t)uc->uc_mcontext.gregs[greg_of[i]];
+    r->flags = (uint64_t)(uintptr_t)uc->uc_mcontext.gregs[REG_EFL];
     memset(r->vec, 0, sizeof r->vec);
     memset(r->kmask, 0, sizeof r->kmask);
     const uint8_t *fx = (const uint8_t *)uc->uc_mcontext.fpregs;
     if (!fx)
         return;
+#if defined(__i386__)
+    /* the fnsave image (control, status, tag words, st0..7), then, when
+     * its magic word is 0, the fxsave image at +112 (mxcsr, xmm0..7) */
+    memcpy(&r->fcw, fx, 2);
+    memcpy(&r->fsw, fx + 4, 2);
+    memcpy(&r->ftw, fx + 8, 2);
+    for (int i = 0; i < 8; i++)
+        memcpy(r->x87[i], fx + 28 + 10 * i, 10);
+    uint16_t magic;
+    memcpy(&magic, fx + 110, 2);
+    if (magic == 0) {
+        memcpy(&r->mxcsr, fx + 112 + 24, 4);
+        for (int i = 0; i < XR_NVEC; i++)
+            memcpy(r->vec[i], fx + 112 + 160 + 16 * i, 16);
+    }
+#else
+    memcpy(&r->fcw, fx, 2);
+    memcpy(&r->fsw, fx + 2, 2);
+    memcpy(&r->ftw, fx + 4, 2);
+    memcpy(&r->mxcsr, fx + 24, 4);
+    for (int i = 0; i < 8; i++)
+        memcpy(r->x87[i], fx + 32 + 16 * i, 10);
     for (int i = 0; i < 16; i++)
         memcpy(r->vec[i], fx + 160 + 16 * i, 16);
     uint32_t magic;
@@ -149,6 +247,7 @@ static void capture(const ucontext_t *uc, xr_result *r)
     if ((bv & 64) && xoff_zmmhi)
         for (int i = 0; i < 16; i++)
             memcpy(r->vec[i] + 32, fx + xoff_zmmhi + 32 * i, 32);
+#endif
 }
 
 static void handler(int sig, siginfo_t *si, void *ctx)
@@ -157,18 +256,19 @@ static void handler(int sig, siginfo_t *si, void *ctx)
     if (!xr_in_guest)
         return;
     xr_result *r = xr_cur;
-    uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    uint64_t addr = (uint64_t)si->si_addr;
+    uint64_t rip = (uint64_t)(uintptr_t)uc->uc_mcontext.gregs[REG_PC];
+    uint64_t addr = (uint64_t)(uintptr_t)si->si_addr;
 
     if (sig == SIGTRAP && rip - 1 == XR_CALLPAD) {
         /* record the return address, let the `ret` after the int3 run */
         if (r->n_calls < 4)
-            r->call_ret[r->n_calls] = *(uint64_t *)uc->uc_mcontext.gregs[REG_RSP];
+            r->call_ret[r->n_calls] = *(uintptr_t *)(uintptr_t)uc->uc_mcontext.gregs[REG_SP];
         r->n_calls++;
         return;
     }
     if ((sig == SIGSEGV || sig == SIGBUS) && addr != rip && si->si_code == SEGV_MAPERR &&
-        addr >= 0x10000 && addr < 0x7fffffff0000ull && r->n_demand < XR_MAX_DEMAND) {
+        addr >= 0x10000 && addr < (XR_BITS == 32 ? 0xF0000000ull : 0x7fffffff0000ull) &&
+        r->n_demand < XR_MAX_DEMAND) {
         uint64_t page = addr & ~0xFFFull;
         if (map_fixed(page, 4096, PROT_READ | PROT_WRITE) == 0) {
             fill_pattern(page, 4096);
@@ -219,6 +319,9 @@ int xr_init(void)
             }
         }
     }
+#if defined(__i386__)
+    have_avx = have_avx512 = 0;   /* the 32-bit entry loads xmm0..7 only */
+#endif
     xr_vec_mode = have_avx512 ? 2 : have_avx ? 1 : 0;
     /* HS_XR_HIDE=avx512 (or avx): tell the cases the CPU lacks it (the
      * harness still saves what the CPU has), to see the cases that need it
@@ -258,7 +361,7 @@ int xr_init(void)
     int sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGALRM, SIGVTALRM };
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaction(sigs[i], &sa, NULL);
-    if (syscall(SYS_arch_prctl, ARCH_SET_GS, (unsigned long)XR_TEB) < 0)
+    if (set_teb() < 0)
         return -1;
     done = 1;
     xr_reset_code();
@@ -267,19 +370,19 @@ int xr_init(void)
 
 void xr_reset_code(void)
 {
-    memset((void *)XR_CODE, 0xCC, XR_CODE_SZ);
+    memset((void *)(uintptr_t)XR_CODE, 0xCC, XR_CODE_SZ);
     static const uint8_t pad[2] = { 0xCC, 0xC3 };   /* int3; ret */
-    memcpy((void *)XR_CALLPAD, pad, 2);
+    memcpy((void *)(uintptr_t)XR_CALLPAD, pad, 2);
 }
 
 void xr_reset_tramp(uint64_t t)
 {
-    memset((void *)t, 0xCC, XR_T_SZ);
+    memset((void *)(uintptr_t)t, 0xCC, XR_T_SZ);
 }
 
 void xr_put(uint64_t addr, const void *p, size_t n)
 {
-    memcpy((void *)addr, p, n);
+    memcpy((void *)(uintptr_t)addr, p, n);
 }
 
 void xr_default_input(xr_input *in, int variant)
@@ -287,7 +390,10 @@ void xr_default_input(xr_input *in, int variant)
     memset(in, 0, sizeof *in);
     for (int i = 0; i < 16; i++)
         in->gpr[i] = XR_SCRATCH + 0x1000 + 0x700 * (uint64_t)i + 8 * (uint64_t)variant;
-    in->gpr[4] = XR_STACK + 0x7FF8;   /* 16n+8 at entry, as after a call */
+    in->gpr[4] = XR_ENTRY_SP;
+    if (XR_BITS == 32)
+        for (int i = 0; i < 16; i++)
+            in->gpr[i] &= 0xFFFFFFFFu;
     static const uint64_t fl[4] = { 0x202, 0x202 | 0x8D5, 0x202 | 0x041 /* ZF CF */,
                                     0x202 | 0x084 /* SF PF */ };
     in->flags = fl[variant % 4];
@@ -296,6 +402,11 @@ void xr_default_input(xr_input *in, int variant)
             in->vec[i][k] = (uint8_t)(i * 16 + k * 7 + variant);
     for (int i = 0; i < 8; i++)
         in->kmask[i] = 0x5A5A5A5A5A5A5A5Aull * (uint64_t)(i + 1) + (uint64_t)variant;
+    in->mxcsr = 0x1F80;   /* the default: every exception masked, none raised */
+    for (int i = 0; i < 8; i++) {
+        long double v = (long double)(i + 1) * 1.25L + (long double)variant;
+        memcpy(in->x87[i], &v, 10);
+    }
 }
 
 static void reset_data(void)
@@ -304,7 +415,7 @@ static void reset_data(void)
     fill_pattern(XR_STACK, XR_STACK_SZ);
     fill_pattern(XR_SCRATCH, XR_SCRATCH_SZ);
     fill_pattern(XR_TEB, XR_TEB_SZ);
-    *(uint64_t *)(XR_STACK + 0x7FF8) = XR_RETPAD;
+    *(uintptr_t *)(uintptr_t)XR_ENTRY_SP = (uintptr_t)XR_RETPAD;
 }
 
 int xr_run(uint64_t entry, const xr_input *in, xr_result *out)
@@ -318,9 +429,9 @@ int xr_run(uint64_t entry, const xr_input *in, xr_result *out)
     if (!out->rd || !out->stack || !out->scratch || !out->teb || !out->demand_data)
         return -1;
     reset_data();
-    for (int i = 0; i < in->npoke && i < 4; i++)
-        *(uint64_t *)in->poke_addr[i] = in->poke_val[i];
-    syscall(SYS_arch_prctl, ARCH_SET_GS, (unsigned long)XR_TEB);
+    for (int i = 0; i < in->npoke && i < XR_MAX_POKE; i++)
+        *(uintptr_t *)(uintptr_t)in->poke_addr[i] = (uintptr_t)in->poke_val[i];
+    set_teb();
 
     xr_cur = out;
     xr_entry_addr = entry;
@@ -340,13 +451,13 @@ int xr_run(uint64_t entry, const xr_input *in, xr_result *out)
     setitimer(ITIMER_REAL, &off, NULL);
     xr_in_guest = 0;
 
-    memcpy(out->rd, (void *)XR_RD, XR_RD_SZ);
-    memcpy(out->stack, (void *)XR_STACK, XR_STACK_SZ);
-    memcpy(out->scratch, (void *)XR_SCRATCH, XR_SCRATCH_SZ);
-    memcpy(out->teb, (void *)XR_TEB, XR_TEB_SZ);
+    memcpy(out->rd, (void *)(uintptr_t)XR_RD, XR_RD_SZ);
+    memcpy(out->stack, (void *)(uintptr_t)XR_STACK, XR_STACK_SZ);
+    memcpy(out->scratch, (void *)(uintptr_t)XR_SCRATCH, XR_SCRATCH_SZ);
+    memcpy(out->teb, (void *)(uintptr_t)XR_TEB, XR_TEB_SZ);
     for (int i = 0; i < out->n_demand; i++) {
-        memcpy(out->demand_data + 4096 * i, (void *)out->demand_addr[i], 4096);
-        munmap((void *)out->demand_addr[i], 4096);
+        memcpy(out->demand_data + 4096 * i, (void *)(uintptr_t)out->demand_addr[i], 4096);
+        munmap((void *)(uintptr_t)out->demand_addr[i], 4096);
     }
     return 0;
 }
@@ -373,10 +484,23 @@ static int mem_diff(const char *what, uint64_t base, const uint8_t *a, const uin
     return 1;
 }
 
+/* Does st(i) hold a value (its tag is not empty)? The tags are by
+ * physical register: st(i) is register (TOP + i) mod 8. The signal frame
+ * holds the full tag word in 32-bit code, the abridged one (a bit per
+ * register) in x86-64 code. */
+static int st_valid(const xr_result *r, int i)
+{
+    int phys = (((r->fsw >> 11) & 7) + i) & 7;
+    if (XR_BITS == 32)
+        return ((r->ftw >> (2 * phys)) & 3) != 3;
+    return (r->ftw >> phys) & 1;
+}
+
 int xr_compare(const xr_result *a, const xr_result *b, int cmp_vec, char *why, size_t n)
 {
     static const char *const names[16] = { "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
                                            "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+    static const char *const names32[8] = { "eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi" };
     if (a->end != b->end || a->at != b->at) {
         snprintf(why, n, "ended differently: kind %d at %#llx vs kind %d at %#llx", a->end,
                  (unsigned long long)a->at, b->end, (unsigned long long)b->at);
@@ -387,9 +511,9 @@ int xr_compare(const xr_result *a, const xr_result *b, int cmp_vec, char *why, s
                  (unsigned long long)b->fault_addr);
         return 1;
     }
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < XR_NGPR; i++)
         if (a->gpr[i] != b->gpr[i]) {
-            snprintf(why, n, "%s: %#llx vs %#llx", names[i], (unsigned long long)a->gpr[i],
+            snprintf(why, n, "%s: %#llx vs %#llx", XR_BITS == 32 ? names32[i] : names[i], (unsigned long long)a->gpr[i],
                      (unsigned long long)b->gpr[i]);
             return 1;
         }
@@ -408,8 +532,18 @@ int xr_compare(const xr_result *a, const xr_result *b, int cmp_vec, char *why, s
                      (unsigned long long)a->call_ret[i], (unsigned long long)b->call_ret[i]);
             return 1;
         }
+    if (a->fcw != b->fcw || a->fsw != b->fsw || a->ftw != b->ftw || a->mxcsr != b->mxcsr) {
+        snprintf(why, n, "x87/SSE state differs: control %#x vs %#x, status %#x vs %#x, tags %#x vs %#x, "
+                 "mxcsr %#x vs %#x", a->fcw, b->fcw, a->fsw, b->fsw, a->ftw, b->ftw, a->mxcsr, b->mxcsr);
+        return 1;
+    }
+    for (int i = 0; i < 8; i++)
+        if (st_valid(a, i) && memcmp(a->x87[i], b->x87[i], 10)) {
+            snprintf(why, n, "st%d differs", i);
+            return 1;
+        }
     if (cmp_vec) {
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < XR_NVEC; i++)
             if (memcmp(a->vec[i], b->vec[i], 64) != 0) {
                 snprintf(why, n, "zmm%d differs", i);
                 return 1;

@@ -1,7 +1,9 @@
 /*
- * tests/unit/xrun.h - run a few x86-64 instructions natively and capture
+ * tests/unit/xrun.h - run a few x86 instructions natively and capture
  * the machine state where they stop (Linux only; used by the differential
- * tests of the relocator).
+ * tests of the relocator). Built as x86-64 code it runs x86-64 code; built
+ * with -m32 (build/native32) it runs 32-bit code, with its own addresses
+ * below 4 GB (XR_BITS says which) and fs as the Windows TEB.
  *
  * Fixed layout, the same for every run:
  *
@@ -17,7 +19,7 @@
  *   trampolines        64K RWX at XR_T_NEAR (+1 GB), XR_T_NEG (-1 GB),
  *                      XR_T_FAR (+12 GB: rel32 cannot reach the code)
  *
- * Memory is filled so that every qword at address X holds X + 0x100, so
+ * Memory is filled so that every pointer-sized word at address X holds X + 0x100, so
  * loaded values are usable pointers. A data access to an unmapped page
  * maps it (same fill) and retries, so real prologues that touch their
  * module's data run. A run ends at the first int3 outside XR_CALLPAD, an
@@ -29,6 +31,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(__i386__)
+/* 32-bit code: everything below 4 GB, away from where Linux puts a 32-bit
+ * PIE program (0x565xxxxx), its libraries and stack (0xf7..., 0xff...);
+ * XR_T_FAR is reached from the code, and the code from it, only by the
+ * wrap-around of the instruction pointer at 4 GB (more than 2 GB apart) */
+#define XR_BITS     32
+#define XR_NGPR     8            /* eax..edi */
+#define XR_NVEC     8            /* xmm0..7 */
+#define XR_A        0x41000000ull
+#define XR_STACK    0x42000000ull
+#define XR_SCRATCH  0x43000000ull
+#define XR_TEB      0x45000000ull
+#define XR_T_NEAR   (XR_A + 0x07000000ull)
+#define XR_T_NEG    (XR_A - 0x08000000ull)
+#define XR_T_FAR    0xC8000000ull
+static inline uint64_t xr_moved(uint64_t a) { return a; }
+#else
+#define XR_BITS     64
+#define XR_NGPR     16
+#define XR_NVEC     16
 /* AddressSanitizer keeps [0x8fff7000, 0x10007fff8000) for its shadow: its
  * build of the units puts the harness in high memory instead, everything
  * at the same distances, and the cases' addresses (written for XR_BASE 0)
@@ -39,38 +61,50 @@
 #define XR_BASE     0ull
 #endif
 #define XR_A        (XR_BASE + 0x3000000000ull)
-#define XR_CODE     (XR_A - 0x10000)
-#define XR_CODE_SZ  0x20000u
-#define XR_RD       (XR_A + 0x10000)
-#define XR_RD_SZ    0x10000u
-#define XR_RETPAD   (XR_A - 0x8000)
-#define XR_CALLPAD  (XR_A + 0x8000)
 #define XR_STACK    (XR_BASE + 0x3100000000ull)
-#define XR_STACK_SZ 0x10000u
 #define XR_SCRATCH  (XR_BASE + 0x3200000000ull)
-#define XR_SCRATCH_SZ 0x10000u
 #define XR_TEB      (XR_BASE + 0x3500000000ull)
-#define XR_TEB_SZ   0x2000u
 #define XR_T_NEAR   (XR_A + 0x40000000ull)
 #define XR_T_NEG    (XR_A - 0x40000000ull)
 #define XR_T_FAR    (XR_A + 0x300000000ull)
-#define XR_T_SZ     0x10000u
 
 /* An address of a case's table (made for XR_BASE 0) where the harness has it. */
 static inline uint64_t xr_moved(uint64_t a)
 {
     return a >= 0x2F00000000ull && a < 0x3600000000ull ? a + XR_BASE : a;
 }
+#endif
+
+/* the same in both widths, around XR_A and of the same sizes */
+#define XR_CODE     (XR_A - 0x10000)
+#define XR_CODE_SZ  0x20000u
+#define XR_RD       (XR_A + 0x10000)
+#define XR_RD_SZ    0x10000u
+#define XR_RETPAD   (XR_A - 0x8000)
+#define XR_CALLPAD  (XR_A + 0x8000)
+#define XR_STACK_SZ 0x10000u
+#define XR_SCRATCH_SZ 0x10000u
+#define XR_TEB_SZ   0x2000u
+#define XR_T_SZ     0x10000u
+
+/* The stack pointer at the entry: as after a call (x86-64: 16n+8), with
+ * XR_RETPAD as the return address at it. */
+#define XR_ENTRY_SP (XR_STACK + 0x8000 - XR_BITS / 8)
 
 enum { XR_END_TRAP = 1, XR_END_FETCH, XR_END_FAULT, XR_END_ILL, XR_END_TIMEOUT, XR_END_OTHER };
 
+#define XR_MAX_POKE 6
+
 typedef struct xr_input {
-    uint64_t gpr[16];        /* rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8..r15 */
+    uint64_t gpr[16];        /* rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8..r15
+                                (32-bit: the low halves of the first 8) */
     uint64_t flags;
-    uint8_t vec[16][64];     /* zmm0..15 (as much as the CPU has) */
+    uint8_t vec[16][64];     /* zmm0..15 (as much as the CPU has; 32-bit: xmm0..7) */
     uint64_t kmask[8];       /* k0..k7 (k1..k7 loaded with AVX-512) */
-    int npoke;               /* qwords written after memory is filled */
-    uint64_t poke_addr[4], poke_val[4];
+    uint8_t x87[8][10];      /* 32-bit: st0..st7 loaded (80-bit values) */
+    uint32_t mxcsr;          /* loaded (x86-64: with an empty x87 stack) */
+    int npoke;               /* pointer-sized words written after memory is filled */
+    uint64_t poke_addr[XR_MAX_POKE], poke_val[XR_MAX_POKE];
 } xr_input;
 
 #define XR_MAX_DEMAND 16
@@ -83,6 +117,9 @@ typedef struct xr_result {
     uint64_t flags;
     uint8_t vec[16][64];
     uint64_t kmask[8];
+    uint8_t x87[8][10];      /* st0..st7 as the state holds them (physical order) */
+    uint16_t fcw, fsw, ftw;  /* x87 control, status, abridged tag words */
+    uint32_t mxcsr;
     int n_calls;             /* XR_CALLPAD visits, with the return address seen */
     uint64_t call_ret[4];
     int n_demand;            /* pages mapped on demand, with their final content */

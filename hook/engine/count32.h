@@ -1,0 +1,56 @@
+/*
+ * hook/engine/count32.h - the counting entry stub of a hooked 32-bit function.
+ *
+ * The patched entry of a 32-bit function (hs_engine_new_bits(32)) jumps to
+ * this stub, which adds one to the function's 64-bit count in the calling
+ * thread's counters and falls into the trampoline. Like the x64 count-only
+ * stub (agent/stubs.c) it calls no C code once the thread has counters and
+ * preserves every register, EFLAGS (only mov, lea, xchg and jecxz), the
+ * x87/SSE state and LastError (it touches neither). The thread's counters
+ * come from a TLS slot read straight from the TEB at fs:0.
+ *
+ * Portable (no Windows code), so that the native -m32 unit test runs it.
+ */
+#ifndef HOOKSCOPE_COUNT32_H
+#define HOOKSCOPE_COUNT32_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hook/engine/hook.h"
+
+/* The 32-bit TEB: TlsSlots[64], and the pointer to the expansion slots. */
+#define HS_TEB32_TLS_SLOTS 0xE10
+#define HS_TEB32_TLS_EXPANSION 0xF94
+
+typedef struct hs_count32 {
+    uint32_t tls;            /* TLS index whose slot holds the thread's counters
+                                (0 in the slot: the thread has none yet) */
+    uint32_t count_off;      /* byte offset of the function's uint64 count from them */
+    uint32_t fidx;           /* handed to `slow` */
+    uint32_t slow;           /* called when the thread has no counters yet, with
+                                eax = fidx and the stub's two pushes (ecx, eax) above
+                                its return address; returns ecx = the counters, or
+                                0 (then the call goes uncounted); it keeps every
+                                other register, the flags and LastError (eax may change) */
+} hs_count32;
+
+/* Where the parts of an emitted stub are (offsets into its buffer). */
+typedef struct hs_stub32 {
+    uint16_t entry;          /* where the patch jumps to */
+    uint16_t tramp;          /* the trampoline */
+    uint16_t len;            /* all of it */
+    uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];   /* hs_emit_trampoline's, from `tramp` */
+} hs_stub32;
+
+/* Bytes hs_stub32_emit needs at most for `plan`. */
+size_t hs_stub32_size_max(const hs_plan *plan);
+
+/* Emit the stub for `c` and then the trampoline of `plan` (a plan of an
+ * engine of 32 bits; `window` as for hs_emit_trampoline), to run at `addr`.
+ * Returns the length (out filled), or 0 with *why set. */
+size_t hs_stub32_emit(hs_engine *e, const hs_func_input *fn, const hs_plan *plan, const hs_insn *window,
+                      const hs_count32 *c, uint32_t addr, uint8_t *buf, size_t cap, hs_stub32 *out,
+                      hs_skip_reason *why);
+
+#endif
