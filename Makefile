@@ -166,7 +166,10 @@ UNIT32_BIN   := $(patsubst tests/unit/%.c,$(B)/native32/unit/%,$(UNIT32_SRC))
 nat32_obj     = $(patsubst %.c,$(B)/native32/%.o,$(1))
 NATIVE32_LIB := $(call nat32_obj,$(HOOK_C) tests/unit/tap.c tests/unit/xrun.c tests/unit/xcase.c)
 
-$(B)/native32/%.o: %.c | $(INC_FARMS)
+$(CAPSTONE_M32)/lib/libcapstone.a:
+	./scripts/deps.sh
+
+$(B)/native32/%.o: %.c | $(CAPSTONE_M32)/lib/libcapstone.a $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(NCC) $(N32FLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
