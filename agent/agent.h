@@ -152,6 +152,9 @@ void hs_region_fold(uint32_t k);
  * own calls. */
 int hs_sink_init(void);
 void hs_thread_exit(void);
+/* Add the agent's work on this thread since rdtsc t0 to the session's
+ * thread cost `which` (HS_THREAD_*), unless the thread is hookscope's. */
+void hs_thread_cost(int which, uint64_t t0);
 /* Forget the threads that owned regions (a new session starts). */
 void hs_regions_reset(void);
 /* Set up the first regions before any thread needs one (after
@@ -248,6 +251,8 @@ extern void hs_wrapper_desc_rsi(void), hs_wrapper_desc_gone(void), hs_wrapper_en
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;
 extern volatile int64_t hs_untimed_frames;
+/* The calling thread is one hookscope.exe or the agent started. */
+int hs_hookscope_thread(void);
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);
 

@@ -356,6 +356,19 @@ void hs_thread_exit(void)
     NO_TAIL_CALL();
 }
 
+_Static_assert(HS_THREAD_COSTS <= sizeof ((hs_session_header *)0)->thread_cost_count / sizeof(uint32_t),
+               "thread costs");
+
+void hs_thread_cost(int which, uint64_t t0)
+{
+    hs_session_header *h = g_hs.hdr;
+    uint64_t t = hs_rdtsc() - t0;
+    if (!h || hs_hookscope_thread())
+        return;
+    InterlockedAdd64((volatile LONG64 *)&h->thread_cost_ticks[which], (LONG64)t);
+    InterlockedIncrement((volatile LONG *)&h->thread_cost_count[which]);
+}
+
 uint64_t hs_live_wrapper_frames(void)
 {
     const hs_session_header *h = g_hs.hdr;

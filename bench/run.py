@@ -91,6 +91,11 @@ here) measures another build, e.g. before and after a change.
            at once, each calling a leaf 20,000 times, with hooks and the
            default sampler (shortthreads.exe run 400 20000; goal: at most
            1.5x the untraced run's wall time); runs interleaved, medians.
+           Beside the wall-clock figures (which Wine's scheduling blurs by
+           tens of us), the agent's own work per thread start (its
+           DLL_THREAD_ATTACH and the first hooked call's region) and end
+           (the RtlExitUserThread detour and DLL_THREAD_DETACH), from its
+           cycles (-v), which a loaded machine does not blur.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -893,14 +898,21 @@ THREADS_GOAL = 1.5
 
 def short_run(args, traced):
     """shortthreads.exe's figures ({name: value}), untraced or under
-    `hookscope run` (hooks on, the default sampler unless --no-sample)."""
+    `hookscope run` (hooks on, the default sampler unless --no-sample);
+    traced, with the agent's work per thread from -v ({"agent <what>_us":
+    mean}: attach, region, exit call, detach)."""
     out = os.path.join(OUT, "short")
-    cmd = ([HOOKSCOPE, "run", "-q", "-o", out] + list(traced) + ["--"] if traced is not None else ["wine"])
+    cmd = ([HOOKSCOPE, "run", "-q", "-v", "-o", out] + list(traced) + ["--"] if traced is not None else ["wine"])
     p = subprocess.run(cmd + [SHORT] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd + [SHORT] + args)} failed ({p.returncode}): {p.stderr.strip()}")
     words = p.stdout.split()
-    return {words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+    res = {words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+    m = re.search(r"agent's work per thread: (.*)", p.stderr)
+    for part in m.group(1).split(", ") if m else ():
+        what, us = re.match(r"(.*) ([0-9.]+) us x \d+", part).groups()
+        res[f"agent {what}_us"] = float(us)
+    return res
 
 
 def threads():
@@ -923,6 +935,12 @@ def threads():
         a, b = med([r[k] for r in lat["plain"]]), med([r[k] for r in lat["hooked"]])
         print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us; goal <= "
               f"+{THREAD_GOAL_US} us: {'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
+    agent = lambda *keys: med([sum(r[k] for k in keys) for r in lat["hooked"]])
+    start, end = agent("agent attach_us", "agent region_us"), agent("agent exit call_us", "agent detach_us")
+    print(f"  the agent's own work (its cycles, -v; mean per thread, median of {ROUNDS} runs): start {start:.2f} us "
+          f"(attach {agent('agent attach_us'):.2f}, region {agent('agent region_us'):.2f}), end {end:.2f} us "
+          f"(exit call {agent('agent exit call_us'):.2f}, detach {agent('agent detach_us'):.2f}); goal <= "
+          f"+{THREAD_GOAL_US} us: {'met' if max(start, end) <= THREAD_GOAL_US else 'NOT met'}")
     a, b, c = med(burst["plain"]), med(burst["hooked"]), med(burst["no_sample"])
     print(f"== 400 threads at once: shortthreads.exe run 400 20000 (wall time, median of {ROUNDS}): untraced "
           f"{a:.3f} s, hooked with the default sampler {b:.3f} s ({b / a:.2f}x; goal <= {THREADS_GOAL}x: "

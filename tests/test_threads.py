@@ -72,3 +72,26 @@ def test_short_threads_reuse_regions_and_stay_timed():
         hs.eq(used + t.json["regions_reused"], n + 1, f"{name}: regions taken (fresh {used})")
         if args[0] == "lat":
             hs.check(used <= 12, f"{name}: {used} fresh regions for threads that ran one after another")
+
+
+def test_agent_work_per_thread_start_and_end_in_verbose():
+    """-v says how much of each thread's start and end is the agent's own
+    work (its cycles in DLL_THREAD_ATTACH, the first hooked call's region,
+    the RtlExitUserThread detour, DLL_THREAD_DETACH) and how many times
+    each ran: shortthreads.exe lat 20 10 starts 20 threads one after
+    another; its main thread takes a region too, and ends the process
+    with ExitProcess (no thread exit of its own)."""
+    exe = hs.need("build/tests/shortthreads.exe")
+    t = hs.trace(exe, ["lat", "20", "10"], options=["-v", "--no-sample"], name="thread_costs", timeout=300)
+    hs.eq(t.rc, 0, f"exit code ({t.stderr!r})")
+    line = [x for x in t.stderr.decode().splitlines() if "agent's work per thread:" in x]
+    hs.eq(len(line), 1, f"-v lines on the agent's work per thread: {t.stderr!r}")
+    costs = {}
+    for part in line[0].split("agent's work per thread:")[1].split(","):
+        name, rest = part.strip().rsplit(" us x ", 1)
+        what, us = name.rsplit(" ", 1)
+        costs[what] = (float(us), int(rest))
+    hs.eq({k: n for k, (_, n) in costs.items() if k != "attach"}, {"region": 21, "exit call": 20, "detach": 20},
+          "times each ran")
+    hs.check(costs["attach"][1] >= 20, f"attaches: {costs['attach']}")
+    hs.check(all(us > 0 for us, _ in costs.values()), f"cycles measured: {costs}")

@@ -423,7 +423,21 @@ typedef struct hs_session_header {
     uint32_t region_timeline_cap;     /* events, a power of two */
     uint32_t timeline_depths;         /* --timeline-depth N (0: every depth) */
     uint64_t timeline_min_ns;         /* --timeline-min-duration (0: every call) */
+    /* the agent's own work at the target's threads' starts and ends
+     * (HS_THREAD_*; agent/dllmain.c, probes.c, exitwatch.c): rdtsc ticks
+     * summed over threads, and how many times, for -v */
+    volatile uint64_t thread_cost_ticks[4];
+    volatile uint32_t thread_cost_count[4];
 } hs_session_header;
+
+/* thread_cost_ticks: the agent's work on a thread of the target */
+enum {
+    HS_THREAD_ATTACH,   /* its DLL_THREAD_ATTACH */
+    HS_THREAD_REGION,   /* its first hooked call: a region taken (the slow path) */
+    HS_THREAD_EXIT,     /* its RtlExitUserThread (the detour) */
+    HS_THREAD_DETACH,   /* its DLL_THREAD_DETACH: the region given back */
+    HS_THREAD_COSTS
+};
 
 /* install_step_ticks: the steps of hooking a module, in their order */
 enum {
