@@ -3,6 +3,7 @@
 
   bench/run.py [calls] [overhead] [timeline-overhead] [timeline-drain] [timeline-memory [SECONDS]] [install]
                [report] [stacks] [etl] [sample] [sample-rates] [lua-time-stacks] [threads]
+               [dll-presence]
                                           (default: all but sample-rates and
                                           timeline-memory; stacks ends with
                                           lua-time-stacks)
@@ -96,6 +97,12 @@ here) measures another build, e.g. before and after a change.
            DLL_THREAD_ATTACH and the first hooked call's region) and end
            (the RtlExitUserThread detour and DLL_THREAD_DETACH), from its
            cycles (-v), which a loaded machine does not blur.
+  dll-presence  what a DLL's mere presence costs each thread's start and
+           end under this system, untraced: build/bench/threadstart.exe
+           300 with 200 copies of a do-nothing DLL loaded, built four ways
+           (a TLS directory from mingw's DLL startup or none; thread
+           notifications or DisableThreadLibraryCalls), against none loaded;
+           runs interleaved, medians of ROUNDS, the difference per DLL.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -945,6 +952,49 @@ def threads():
     print(f"== 400 threads at once: shortthreads.exe run 400 20000 (wall time, median of {ROUNDS}): untraced "
           f"{a:.3f} s, hooked with the default sampler {b:.3f} s ({b / a:.2f}x; goal <= {THREADS_GOAL}x: "
           f"{'met' if b / a <= THREADS_GOAL else 'NOT met'}), hooked --no-sample {c:.3f} s ({c / a:.2f}x)")
+
+
+THREADSTART = "build/bench/threadstart.exe"
+NULLDLL_KINDS = (("tls", "TLS directory, thread notifications"),
+                 ("tls_off", "TLS directory, DisableThreadLibraryCalls"),
+                 ("notls", "no TLS directory, thread notifications"),
+                 ("notls_off", "no TLS directory, DisableThreadLibraryCalls"))
+NULLDLL_COPIES = 200
+
+
+def dll_presence():
+    if not need(THREADSTART, "make bench-build"):
+        return
+    where = os.path.join(OUT, "dllpresence")
+    os.makedirs(where, exist_ok=True)
+    copies = {}
+    for kind, _ in NULLDLL_KINDS:
+        copies[kind] = []
+        for i in range(NULLDLL_COPIES):
+            path = os.path.join(where, f"nulldll_{kind}_{i}.dll")
+            shutil.copyfile(f"build/bench/nulldll_{kind}.dll", path)
+            copies[kind].append(path)
+    res = {k: [] for k in ["none"] + [k for k, _ in NULLDLL_KINDS]}
+    for _ in range(ROUNDS):
+        for kind in res:
+            cmd = ["wine", THREADSTART, "300"] + copies.get(kind, [])
+            p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                sys.exit(f"bench: {THREADSTART} with {kind} DLLs failed ({p.returncode}): {p.stderr.strip()}")
+            words = p.stdout.split()
+            res[kind].append({words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)})
+    print(f"== a DLL's presence in each thread's start and end, untraced: {THREADSTART} 300 with "
+          f"{NULLDLL_COPIES} copies of a do-nothing DLL (median over the threads, then of {ROUNDS} interleaved runs)")
+    fig = lambda kind, key: med([r[key] for r in res[kind]])
+    print(f"  {'no DLL':<46} start {fig('none', 'start_us'):6.1f} us (p10 {fig('none', 'start_p10_us'):6.1f}), "
+          f"end {fig('none', 'end_us'):6.1f} us (p10 {fig('none', 'end_p10_us'):6.1f})")
+    for kind, what in NULLDLL_KINDS:
+        per = {k: (fig(kind, k) - fig("none", k)) / NULLDLL_COPIES
+               for k in ("start_us", "end_us", "start_p10_us", "end_p10_us")}
+        print(f"  {what:<46} start {fig(kind, 'start_us'):6.1f} us (p10 {fig(kind, 'start_p10_us'):6.1f}), "
+              f"end {fig(kind, 'end_us'):6.1f} us (p10 {fig(kind, 'end_p10_us'):6.1f}); per DLL: start "
+              f"{per['start_us']:+.2f} us (p10 {per['start_p10_us']:+.2f}), end {per['end_us']:+.2f} us "
+              f"(p10 {per['end_p10_us']:+.2f})")
 
 
 def sample_rates():
