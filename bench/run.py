@@ -925,6 +925,7 @@ def short_run(args, traced):
 def threads():
     if not need(SHORT, "make test-build"):
         return
+    load = os.getloadavg()[0]
     lat = {"plain": [], "hooked": []}
     burst = {"plain": [], "hooked": [], "no_sample": []}
     for _ in range(ROUNDS):
@@ -934,14 +935,18 @@ def threads():
         burst["hooked"].append(short_run(["run", "400", "20000"], [])["wall_s"])
         burst["no_sample"].append(short_run(["run", "400", "20000"], ["--no-sample"])["wall_s"])
     print(f"== a thread's start and end: shortthreads.exe lat 200 1000 (medians over the threads, then of "
-          f"{ROUNDS} interleaved runs; hooks on, --no-sample)")
+          f"{ROUNDS} interleaved runs; hooks on, --no-sample; load average {load:.1f} at the start on "
+          f"{os.cpu_count()} CPUs)")
     for k, what in (("start_us", "start (CreateThread -> its first instruction)"),
                     ("first_us", "first call (a region taken: the slow path)"),
                     ("end_us", "end (its last instruction -> the wait returns)"),
                     ("life_us", "life (CreateThread -> the wait returns, less its work)")):
         a, b = med([r[k] for r in lat["plain"]]), med([r[k] for r in lat["hooked"]])
-        print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us; goal <= "
-              f"+{THREAD_GOAL_US} us: {'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
+        p10 = k.replace("_us", "_p10_us")
+        a10, b10 = med([r[p10] for r in lat["plain"]]), med([r[p10] for r in lat["hooked"]])
+        print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us (10th percentiles "
+              f"{a10:.1f}, {b10:.1f}: {b10 - a10:+.1f}); goal <= +{THREAD_GOAL_US} us: "
+              f"{'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
     agent = lambda *keys: med([sum(r[k] for k in keys) for r in lat["hooked"]])
     start, end = agent("agent attach_us", "agent region_us"), agent("agent exit call_us", "agent detach_us")
     print(f"  the agent's own work (its cycles, -v; mean per thread, median of {ROUNDS} runs): start {start:.2f} us "
