@@ -164,9 +164,20 @@ void hs_regions_prepare(void);
 /* tables.c: a region's tables */
 hs_region_hdr *hs_region_of(uint64_t *counters);
 hs_edge_rec *hs_edges_of(uint64_t *counters);
+/* Where a region's first HS_EDGES_LISTED edge table entries are, by index
+ * in the order its thread filled them: the end of the agent's part of the
+ * region's header page (session.h), after the stack walk's cache. A fold
+ * of a region that used no more visits those, not the whole table (16384
+ * entries by default, half a MiB: hundreds of microseconds at a thread's
+ * start). */
+#define HS_EDGES_LISTED 120u
+#define HS_EDGES_LISTED_OFF (HS_PAGE - HS_EDGES_LISTED * 4)
+uint32_t *hs_edges_listed_of(uint64_t *counters);
 /* Insert (site, fidx) into an edge table with `count`, or add to an
- * existing entry; -1 when the table is too full to insert. */
-int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count);
+ * existing entry; -1 when the table is too full to insert. A new entry's
+ * index goes into listed[] (NULL: not kept) while *used is under
+ * HS_EDGES_LISTED. */
+int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint32_t *listed, uint64_t site, uint32_t fidx, uint64_t count);
 /* Add `count` calls from site (not 0) to a function's block: to the slot
  * that has the site, else into a free one; 0 when the block has neither
  * (the edge table takes it). One writer per block at a time. */

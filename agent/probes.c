@@ -109,7 +109,8 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     hs_fblock *b = (hs_fblock *)hs_fblock_at(g_hs.hdr, c, fidx);
     /* (a free caller slot in the function's block: the stub found no slot
      * with this site) */
-    if ((!site || !hs_inline_edge_add(b, site, 1)) && hs_edge_add(hs_edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
+    if ((!site || !hs_inline_edge_add(b, site, 1)) &&
+        hs_edge_add(hs_edges_of(c), &r->edges_used, hs_edges_listed_of(c), site, fidx, 1) < 0) {
         r->edges_overflowed++;
         hs_overflow_count(fidx, site, 0);
     }

@@ -95,3 +95,26 @@ def test_agent_work_per_thread_start_and_end_in_verbose():
           "times each ran")
     hs.check(costs["attach"][1] >= 20, f"attaches: {costs['attach']}")
     hs.check(all(us > 0 for us, _ in costs.values()), f"cycles measured: {costs}")
+
+
+def test_regions_passed_on_keep_edge_table_entries_exact():
+    """edgechurn.exe: threads one after another each call work() from 8
+    call sites (5 more than a function block keeps inline: entries of the
+    region's edge table, which a fold visits by the list of the ones its
+    thread filled) or from 160 (more than that list holds: the fold walks
+    the whole table); every region is passed on, and no edge is lost or
+    counted twice."""
+    exe = hs.need("build/tests/edgechurn.exe")
+    for sites in (8, 160):
+        n, r = 40, 50
+        t = hs.trace(exe, [str(n), str(r), str(sites)], options=["--max-threads", "4", "--no-sample"],
+                     name=f"edgechurn_{sites}", timeout=300)
+        hs.eq(t.rc, 0, f"{sites} sites: exit code ({t.stderr!r})")
+        hs.eq(t.stdout, f"threads {n} calls {n * r * sites}\r\n".encode(), f"{sites} sites: stdout")
+        hs.eq(t.calls("edgechurn.exe")["work"], n * r * sites, f"{sites} sites: calls of work")
+        into = {}
+        for e in t.json["edges"]:
+            if e["callee"] == "work":
+                into[e["caller"]] = into.get(e["caller"], 0) + e["calls"]
+        hs.eq(into, {f"sites{sites}": n * r * sites}, f"{sites} sites: edges into work")
+        hs.check(t.json["regions_reused"] >= n - 4, f"{sites} sites: regions reused {t.json['regions_reused']}")
