@@ -358,6 +358,8 @@ void hs_thread_exit(void)
 
 _Static_assert(HS_THREAD_COSTS <= sizeof ((hs_session_header *)0)->thread_cost_count / sizeof(uint32_t),
                "thread costs");
+_Static_assert(HS_COST_BUCKETS == sizeof ((hs_session_header *)0)->thread_cost_hist[0] / sizeof(uint32_t),
+               "thread cost buckets");
 
 void hs_thread_cost(int which, uint64_t t0)
 {
@@ -367,6 +369,7 @@ void hs_thread_cost(int which, uint64_t t0)
         return;
     InterlockedAdd64((volatile LONG64 *)&h->thread_cost_ticks[which], (LONG64)t);
     InterlockedIncrement((volatile LONG *)&h->thread_cost_count[which]);
+    InterlockedIncrement((volatile LONG *)&h->thread_cost_hist[which][hs_cost_bucket(t)]);
 }
 
 uint64_t hs_live_wrapper_frames(void)

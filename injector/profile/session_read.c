@@ -177,6 +177,7 @@ void hs_session_header_copy(const hs_session_src *s, hs_session_header *out)
     AGENT(end_exit_code);
     AGENT(thread_cost_ticks);
     AGENT(thread_cost_count);
+    AGENT(thread_cost_hist);
 #undef AGENT
     clean_text(vp->error_text, out->error_text);
     free(vp);
