@@ -427,12 +427,17 @@ void hs_region_fold(uint32_t k)
     int edges = (h->options & HS_OPT_EDGES) != 0;
     hs_edge_rec *se = (hs_edge_rec *)(src + h->region_edges_off);
     hs_edge_rec *de = (hs_edge_rec *)(dst + h->region_edges_off);
+    int timed = (h->options & HS_OPT_TIME) != 0;
+    hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
+    hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
     if (edges)
         AcquireSRWLockExclusive(&hs_overflow_lock);
     /* each function block once: its count, then its callers kept inline,
-     * into the overflow region's; cleared only when the thread touched it
-     * (a block never called is all zeros: writing every block was half
-     * of a fold of 5,000 functions) */
+     * into the overflow region's; cleared, with its time record, only when
+     * the thread touched it (a function it never called has all zeros
+     * there: its wrapper is entered only after its stub counted the call;
+     * clearing every block was half of a fold of 5,000 functions, and
+     * every time record, 400 bytes each, 2 MB) */
     for (uint32_t i = 0; i < n; i++) {
         uint64_t *blk = hs_fblock_at(h, sc, i);
         uint64_t c = *blk;
@@ -453,11 +458,19 @@ void hs_region_fold(uint32_t k)
                     dr->edges_overflowed++;
             touched |= b->edge[0].site != 0;   /* (slots fill in order) */
         }
-        if (touched)
+        if (touched) {
             memset(blk, 0, h->region_fblock);
+            if (timed) {
+                hs_time_rec_merge(&dt[i], &st[i], hs_tsc_ns_mult);
+                memset(&st[i], 0, sizeof st[i]);
+            }
+        }
     }
-    if (n < sr->committed_funcs)   /* (blocks the overflow region has not committed yet) */
+    if (n < sr->committed_funcs) {   /* (functions the overflow region has not committed yet) */
         memset(hs_fblock_at(h, sc, n), 0, (size_t)(sr->committed_funcs - n) * h->region_fblock);
+        if (timed)
+            memset(&st[n], 0, (size_t)(sr->committed_funcs - n) * sizeof *st);
+    }
     if (edges) {
         /* the table's entries: the listed ones when they are all there
          * (each cleared after), else every one (and the table after) */
@@ -488,14 +501,8 @@ void hs_region_fold(uint32_t k)
             memset(ss, 0, (size_t)h->region_stacks_cap * sizeof *ss);
         dr->stacks_dropped += sr->stacks_dropped;
     }
-    if (h->options & HS_OPT_TIME) {
-        hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
-        hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
-        for (uint32_t i = 0; i < n; i++)
-            hs_time_rec_merge(&dt[i], &st[i], hs_tsc_ns_mult);
-        memset(st, 0, (size_t)sr->committed_funcs * sizeof *st);
+    if (timed)
         dr->time_dropped += sr->time_dropped;
-    }
     if (h->options & HS_OPT_STACKS)
         memset(src + h->region_countdown_off, 0, (size_t)sr->committed_funcs * 4);
     dr->edges_overflowed += sr->edges_overflowed;
