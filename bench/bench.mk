@@ -85,13 +85,9 @@ unit: $(ETLSTAT)
 bench-build: $(ETLSTAT) $(FIX_ETL)
 
 # What a DLL's presence costs a thread's start and end (bench/run.py
-# dll-presence): threadstart.exe loads copies of a do-nothing DLL built
-# four ways: mingw's DLL startup (a TLS directory) or none (no TLS
+# dll-presence): shortthreads.exe lat loads copies of a do-nothing DLL
+# built four ways: mingw's DLL startup (a TLS directory) or none (no TLS
 # directory), each with thread notifications or with DisableThreadLibraryCalls.
-$(BENCH_DIR)/threadstart.exe: bench/threadstart.c
-	@mkdir -p $(dir $@)
-	$(WCC) -O2 -o $@ $<
-
 NULLDLL_FLAGS_tls      :=
 NULLDLL_FLAGS_tls_off  := -DNO_THREAD_CALLS
 NULLDLL_FLAGS_notls    := -DNO_CRT -nostartfiles -nostdlib -Wl,-e,nulldll_entry
@@ -102,4 +98,4 @@ $(BENCH_DIR)/nulldll_%.dll: bench/nulldll.c
 	@mkdir -p $(dir $@)
 	$(WCC) -O2 -shared $(NULLDLL_FLAGS_$*) -o $@ $< -lkernel32
 
-bench-build: $(BENCH_DIR)/threadstart.exe $(NULLDLLS)
+bench-build: $(NULLDLLS)

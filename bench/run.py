@@ -96,10 +96,13 @@ here) measures another build, e.g. before and after a change.
            tens of us), the agent's own work per thread start (its
            DLL_THREAD_ATTACH and the first hooked call's region) and end
            (the RtlExitUserThread detour and DLL_THREAD_DETACH), from its
-           cycles (-v), which a loaded machine does not blur.
+           cycles (-v), which a loaded machine does not blur: with the
+           exe hooked, and with msvcrt and kernelbase too (~3,700
+           functions: a region passed to a new thread is folded, at a cost
+           that grows with what its thread used).
   dll-presence  what a DLL's mere presence costs each thread's start and
-           end under this system, untraced: build/bench/threadstart.exe
-           300 with 200 copies of a do-nothing DLL loaded, built four ways
+           end under this system, untraced: build/tests/shortthreads.exe lat
+           300 0 with 200 copies of a do-nothing DLL loaded, built four ways
            (a TLS directory from mingw's DLL startup or none; thread
            notifications or DisableThreadLibraryCalls), against none loaded;
            runs interleaved, medians of ROUNDS, the difference per DLL.
@@ -900,6 +903,7 @@ def pool():
 
 SHORT = "build/tests/shortthreads.exe"
 THREAD_GOAL_US = 20
+MANY_MODULES = ["-m", "shortthreads.exe", "-m", "msvcrt.dll", "-m", "kernelbase.dll"]  # ~3,700 functions
 THREADS_GOAL = 1.5
 
 
@@ -926,11 +930,12 @@ def threads():
     if not need(SHORT, "make test-build"):
         return
     load = os.getloadavg()[0]
-    lat = {"plain": [], "hooked": []}
+    lat = {"plain": [], "hooked": [], "many": []}
     burst = {"plain": [], "hooked": [], "no_sample": []}
     for _ in range(ROUNDS):
         lat["plain"].append(short_run(["lat", "200", "1000"], None))
         lat["hooked"].append(short_run(["lat", "200", "1000"], ["--no-sample"]))
+        lat["many"].append(short_run(["lat", "200", "1000"], ["--no-sample"] + MANY_MODULES))
         burst["plain"].append(short_run(["run", "400", "20000"], None)["wall_s"])
         burst["hooked"].append(short_run(["run", "400", "20000"], [])["wall_s"])
         burst["no_sample"].append(short_run(["run", "400", "20000"], ["--no-sample"])["wall_s"])
@@ -947,22 +952,21 @@ def threads():
         print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us (10th percentiles "
               f"{a10:.1f}, {b10:.1f}: {b10 - a10:+.1f}); goal <= +{THREAD_GOAL_US} us: "
               f"{'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
-    agent = lambda *keys: med([sum(r[k] for k in keys) for r in lat["hooked"]])
-    parts = {"start": ("attach", "region"), "end": ("exit call", "detach")}
-    for when, (p1, p2) in parts.items():
-        mid = agent(f"agent {p1}_median_us", f"agent {p2}_median_us")
-        mean = agent(f"agent {p1}_us", f"agent {p2}_us")
-        print(f"  the agent's own work at a thread's {when} (its cycles, -v; median of {ROUNDS} runs): {mid:.2f} us "
-              f"by the threads' medians ({p1} {agent(f'agent {p1}_median_us'):.2f}, {p2} "
-              f"{agent(f'agent {p2}_median_us'):.2f}), {mean:.2f} us by their means; goal <= +{THREAD_GOAL_US} us: "
-              f"{'met' if mid <= THREAD_GOAL_US else 'NOT met'}")
+    for runs, hooked in ((lat["hooked"], "shortthreads.exe"), (lat["many"], " ".join(MANY_MODULES))):
+        agent = lambda *keys: med([sum(r[k] for k in keys) for r in runs])
+        print(f"  the agent's own work, {hooked} hooked (its cycles, -v; median of {ROUNDS} runs):")
+        for when, (p1, p2) in (("start", ("attach", "region")), ("end", ("exit call", "detach"))):
+            mid = agent(f"agent {p1}_median_us", f"agent {p2}_median_us")
+            mean = agent(f"agent {p1}_us", f"agent {p2}_us")
+            print(f"    at a thread's {when}: {mid:.2f} us by the threads' medians ({p1} "
+                  f"{agent(f'agent {p1}_median_us'):.2f}, {p2} {agent(f'agent {p2}_median_us'):.2f}), {mean:.2f} us "
+                  f"by their means; goal <= +{THREAD_GOAL_US} us: {'met' if mid <= THREAD_GOAL_US else 'NOT met'}")
     a, b, c = med(burst["plain"]), med(burst["hooked"]), med(burst["no_sample"])
     print(f"== 400 threads at once: shortthreads.exe run 400 20000 (wall time, median of {ROUNDS}): untraced "
           f"{a:.3f} s, hooked with the default sampler {b:.3f} s ({b / a:.2f}x; goal <= {THREADS_GOAL}x: "
           f"{'met' if b / a <= THREADS_GOAL else 'NOT met'}), hooked --no-sample {c:.3f} s ({c / a:.2f}x)")
 
 
-THREADSTART = "build/bench/threadstart.exe"
 NULLDLL_KINDS = (("tls", "TLS directory, thread notifications"),
                  ("tls_off", "TLS directory, DisableThreadLibraryCalls"),
                  ("notls", "no TLS directory, thread notifications"),
@@ -971,7 +975,7 @@ NULLDLL_COPIES = 200
 
 
 def dll_presence():
-    if not need(THREADSTART, "make bench-build"):
+    if not need(SHORT, "make test-build") or not need("build/bench/nulldll_tls.dll", "make bench-build"):
         return
     where = os.path.join(OUT, "dllpresence")
     os.makedirs(where, exist_ok=True)
@@ -985,13 +989,13 @@ def dll_presence():
     res = {k: [] for k in ["none"] + [k for k, _ in NULLDLL_KINDS]}
     for _ in range(ROUNDS):
         for kind in res:
-            cmd = ["wine", THREADSTART, "300"] + copies.get(kind, [])
+            cmd = ["wine", SHORT, "lat", "300", "0"] + copies.get(kind, [])
             p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
             if p.returncode != 0:
-                sys.exit(f"bench: {THREADSTART} with {kind} DLLs failed ({p.returncode}): {p.stderr.strip()}")
+                sys.exit(f"bench: {SHORT} with {kind} DLLs failed ({p.returncode}): {p.stderr.strip()}")
             words = p.stdout.split()
             res[kind].append({words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)})
-    print(f"== a DLL's presence in each thread's start and end, untraced: {THREADSTART} 300 with "
+    print(f"== a DLL's presence in each thread's start and end, untraced: {SHORT} lat 300 0 with "
           f"{NULLDLL_COPIES} copies of a do-nothing DLL (median over the threads, then of {ROUNDS} interleaved runs)")
     fig = lambda kind, key: med([r[key] for r in res[kind]])
     print(f"  {'no DLL':<46} start {fig('none', 'start_us'):6.1f} us (p10 {fig('none', 'start_p10_us'):6.1f}), "

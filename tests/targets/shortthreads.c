@@ -12,8 +12,9 @@
  *       C = N x M (every result checked); S the wall time from the first
  *       CreateThread to the last thread's end (the performance counter).
  *
- *   shortthreads.exe lat N M
- *       N threads one after another (each waited for before the next),
+ *   shortthreads.exe lat N M [DLL...]
+ *       loads each DLL first (what a DLL's mere presence costs each
+ *       thread: bench/run.py dll-presence); then N threads one after another (each waited for before the next),
  *       each calling leaf() M times; per thread, from the performance
  *       counter: start (CreateThread called -> the thread runs its first
  *       instruction), first (its first leaf() call: the moment a tracer
@@ -169,11 +170,17 @@ int main(int argc, char **argv)
     QueryPerformanceFrequency(&f);
     qpf = (double)f.QuadPart;
     if (argc < 4 || (strcmp(argv[1], "run") && strcmp(argv[1], "lat"))) {
-        fprintf(stderr, "usage: shortthreads.exe run N M [B] | lat N M\n");
+        fprintf(stderr, "usage: shortthreads.exe run N M [B] | lat N M [DLL...]\n");
         return 2;
     }
     int n = atoi(argv[2]);
     per_thread = atoi(argv[3]);
+    if (!strcmp(argv[1], "lat"))
+        for (int i = 4; i < argc; i++)
+            if (!LoadLibraryA(argv[i])) {
+                fprintf(stderr, "shortthreads: cannot load %s (error %lu)\n", argv[i], GetLastError());
+                return 1;
+            }
     int rc = !strcmp(argv[1], "run") ? run(n, argc > 4 ? atoi(argv[4]) : 0) : latency(n);
     fflush(stdout);
     return rc;
