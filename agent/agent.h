@@ -152,6 +152,9 @@ void hs_region_fold(uint32_t k);
  * own calls. */
 int hs_sink_init(void);
 void hs_thread_exit(void);
+/* Add the agent's work on this thread since rdtsc t0 to the session's
+ * thread cost `which` (HS_THREAD_*), unless the thread is hookscope's. */
+void hs_thread_cost(int which, uint64_t t0);
 /* Forget the threads that owned regions (a new session starts). */
 void hs_regions_reset(void);
 /* Set up the first regions before any thread needs one (after
@@ -161,9 +164,20 @@ void hs_regions_prepare(void);
 /* tables.c: a region's tables */
 hs_region_hdr *hs_region_of(uint64_t *counters);
 hs_edge_rec *hs_edges_of(uint64_t *counters);
+/* Where a region's first HS_EDGES_LISTED edge table entries are, by index
+ * in the order its thread filled them: the end of the agent's part of the
+ * region's header page (session.h), after the stack walk's cache. A fold
+ * of a region that used no more visits those, not the whole table (16384
+ * entries by default, half a MiB: hundreds of microseconds at a thread's
+ * start). */
+#define HS_EDGES_LISTED 120u
+#define HS_EDGES_LISTED_OFF (HS_PAGE - HS_EDGES_LISTED * 4)
+uint32_t *hs_edges_listed_of(uint64_t *counters);
 /* Insert (site, fidx) into an edge table with `count`, or add to an
- * existing entry; -1 when the table is too full to insert. */
-int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count);
+ * existing entry; -1 when the table is too full to insert. A new entry's
+ * index goes into listed[] (NULL: not kept) while *used is under
+ * HS_EDGES_LISTED. */
+int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint32_t *listed, uint64_t site, uint32_t fidx, uint64_t count);
 /* Add `count` calls from site (not 0) to a function's block: to the slot
  * that has the site, else into a free one; 0 when the block has neither
  * (the edge table takes it). One writer per block at a time. */
@@ -248,6 +262,8 @@ extern void hs_wrapper_desc_rsi(void), hs_wrapper_desc_gone(void), hs_wrapper_en
 /* probes.c: read by wrapper.S */
 extern uint64_t hs_tsc_ns_mult;
 extern volatile int64_t hs_untimed_frames;
+/* The calling thread is one hookscope.exe or the agent started. */
+int hs_hookscope_thread(void);
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);
 

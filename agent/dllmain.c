@@ -22,14 +22,20 @@ BOOL WINAPI DllMain(HINSTANCE inst, DWORD reason, LPVOID reserved)
         InitializeSRWLock(&g_hs.layout_lock);
         InitializeCriticalSection(&g_hs.install_lock);
         break;
-    case DLL_THREAD_ATTACH:
+    case DLL_THREAD_ATTACH: {
+        uint64_t t0 = hs_rdtsc();
         hs_ending_thread(1);
+        hs_thread_cost(HS_THREAD_ATTACH, t0);
         break;
-    case DLL_THREAD_DETACH:
+    }
+    case DLL_THREAD_DETACH: {
+        uint64_t t0 = hs_rdtsc();
         hs_ending_thread(0);
         hs_thread_exit();
         hs_retired_thread_exit();
+        hs_thread_cost(HS_THREAD_DETACH, t0);
         break;
+    }
     case DLL_PROCESS_DETACH:
         hs_thread_exit();
         /* Unloaded by FreeLibrary after hs_agent_detach: release what we

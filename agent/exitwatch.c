@@ -167,10 +167,12 @@ void hs_ending_thread(int attach)
 
 static void NTAPI on_exit_thread(ULONG status)
 {
+    uint64_t t0 = hs_rdtsc();
     if (g_hs.hdr && hs_target_threads <= 1 && hs_suspend_count_others(hookscope_thread, NULL) == 0) {
         /* the last of the target's threads: untraced, the process would end now */
         exit_process(status);
     }
+    hs_thread_cost(HS_THREAD_EXIT, t0);
     orig_exit_thread(status);
 }
 

@@ -49,10 +49,10 @@ _Static_assert(offsetof(hs_region_hdr, tl_filtered) == 152, "tl_filtered");
 _Static_assert(sizeof(hs_tl_event) == 32, "timeline event");
 _Static_assert(offsetof(hs_shadow_rec, save_rax) == 32, "shadow save_rax");
 
-/* Is this thread one that hookscope.exe started in the target? Its calls
- * (the exe's TLS callbacks run on it before its start routine) would not
- * happen untraced. */
-static int injector_thread(void)
+/* Is this thread one that hookscope.exe or the agent started in the
+ * target? Its calls (the exe's TLS callbacks run on it before its start
+ * routine) would not happen untraced. */
+int hs_hookscope_thread(void)
 {
     uint32_t tid = (uint32_t)hs_teb_read(HS_TEB_THREAD_ID);
     for (int i = 0; i < 16; i++)
@@ -83,13 +83,15 @@ uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
 {
     InterlockedIncrement(&g_hs.in_slow);
     hs_tls_set(g_hs.sink);
-    if (injector_thread()) {
+    if (hs_hookscope_thread()) {
         InterlockedDecrement(&g_hs.in_slow);
         return g_hs.sink;   /* counts go to the sink from now on */
     }
+    uint64_t t0 = hs_rdtsc();
     uint64_t *c = hs_region_acquire();
     if (!c)
         hs_overflow_count(fidx, call_site(entry_rsp, regs), 1);
+    hs_thread_cost(HS_THREAD_REGION, t0);
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
     return c;
@@ -107,7 +109,8 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     hs_fblock *b = (hs_fblock *)hs_fblock_at(g_hs.hdr, c, fidx);
     /* (a free caller slot in the function's block: the stub found no slot
      * with this site) */
-    if ((!site || !hs_inline_edge_add(b, site, 1)) && hs_edge_add(hs_edges_of(c), &r->edges_used, site, fidx, 1) < 0) {
+    if ((!site || !hs_inline_edge_add(b, site, 1)) &&
+        hs_edge_add(hs_edges_of(c), &r->edges_used, hs_edges_listed_of(c), site, fidx, 1) < 0) {
         r->edges_overflowed++;
         hs_overflow_count(fidx, site, 0);
     }

@@ -356,6 +356,22 @@ void hs_thread_exit(void)
     NO_TAIL_CALL();
 }
 
+_Static_assert(HS_THREAD_COSTS <= sizeof ((hs_session_header *)0)->thread_cost_count / sizeof(uint32_t),
+               "thread costs");
+_Static_assert(HS_COST_BUCKETS == sizeof ((hs_session_header *)0)->thread_cost_hist[0] / sizeof(uint32_t),
+               "thread cost buckets");
+
+void hs_thread_cost(int which, uint64_t t0)
+{
+    hs_session_header *h = g_hs.hdr;
+    uint64_t t = hs_rdtsc() - t0;
+    if (!h || hs_hookscope_thread())
+        return;
+    InterlockedAdd64((volatile LONG64 *)&h->thread_cost_ticks[which], (LONG64)t);
+    InterlockedIncrement((volatile LONG *)&h->thread_cost_count[which]);
+    InterlockedIncrement((volatile LONG *)&h->thread_cost_hist[which][hs_cost_bucket(t)]);
+}
+
 uint64_t hs_live_wrapper_frames(void)
 {
     const hs_session_header *h = g_hs.hdr;
@@ -408,17 +424,28 @@ void hs_region_fold(uint32_t k)
     hs_region_hdr *sr = (hs_region_hdr *)src, *dr = (hs_region_hdr *)dst;
     uint32_t n = sr->committed_funcs < dr->committed_funcs ? sr->committed_funcs : dr->committed_funcs;
     uint64_t *sc = (uint64_t *)(src + h->region_counters_off), *dc = (uint64_t *)(dst + h->region_counters_off);
+    int edges = (h->options & HS_OPT_EDGES) != 0;
+    hs_edge_rec *se = (hs_edge_rec *)(src + h->region_edges_off);
+    hs_edge_rec *de = (hs_edge_rec *)(dst + h->region_edges_off);
+    int timed = (h->options & HS_OPT_TIME) != 0;
+    hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
+    hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
+    if (edges)
+        AcquireSRWLockExclusive(&hs_overflow_lock);
+    /* each function block once: its count, then its callers kept inline,
+     * into the overflow region's; cleared, with its time record, only when
+     * the thread touched it (a function it never called has all zeros
+     * there: its wrapper is entered only after its stub counted the call;
+     * clearing every block was half of a fold of 5,000 functions, and
+     * every time record, 400 bytes each, 2 MB) */
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t c = *hs_fblock_at(h, sc, i);
+        uint64_t *blk = hs_fblock_at(h, sc, i);
+        uint64_t c = *blk;
         if (c)
             InterlockedAdd64((volatile LONG64 *)hs_fblock_at(h, dc, i), (LONG64)c);
-    }
-    if (h->options & HS_OPT_EDGES) {
-        hs_edge_rec *se = (hs_edge_rec *)(src + h->region_edges_off);
-        hs_edge_rec *de = (hs_edge_rec *)(dst + h->region_edges_off);
-        AcquireSRWLockExclusive(&hs_overflow_lock);
-        for (uint32_t i = 0; i < n; i++) {
-            const hs_fblock *b = (const hs_fblock *)hs_fblock_at(h, sc, i);
+        int touched = c != 0;
+        if (edges) {
+            const hs_fblock *b = (const hs_fblock *)blk;
             /* first into the overflow region's block of the callee: the line
              * the count just went to (the edge table's lines are each a TLB
              * and a cache miss, ~2 k cycles under this VM: ten of them were
@@ -427,14 +454,40 @@ void hs_region_fold(uint32_t k)
             hs_fblock *ob = (hs_fblock *)hs_fblock_at(h, dc, i);
             for (int k = 0; k < HS_INLINE_EDGES; k++)
                 if (b->edge[k].site && b->edge[k].count && !hs_inline_edge_add(ob, b->edge[k].site, b->edge[k].count) &&
-                    hs_edge_add(de, &dr->edges_used, b->edge[k].site, i, b->edge[k].count) < 0)
+                    hs_edge_add(de, &dr->edges_used, NULL, b->edge[k].site, i, b->edge[k].count) < 0)
                     dr->edges_overflowed++;
+            touched |= b->edge[0].site != 0;   /* (slots fill in order) */
         }
-        for (uint32_t i = 0; sr->edges_used && i < h->region_edges_cap; i++)
-            if (se[i].site && se[i].count && hs_edge_add(de, &dr->edges_used, se[i].site, se[i].callee, se[i].count) < 0)
+        if (touched) {
+            memset(blk, 0, h->region_fblock);
+            if (timed) {
+                hs_time_rec_merge(&dt[i], &st[i], hs_tsc_ns_mult);
+                memset(&st[i], 0, sizeof st[i]);
+            }
+        }
+    }
+    if (n < sr->committed_funcs) {   /* (functions the overflow region has not committed yet) */
+        memset(hs_fblock_at(h, sc, n), 0, (size_t)(sr->committed_funcs - n) * h->region_fblock);
+        if (timed)
+            memset(&st[n], 0, (size_t)(sr->committed_funcs - n) * sizeof *st);
+    }
+    if (edges) {
+        /* the table's entries: the listed ones when they are all there
+         * (each cleared after), else every one (and the table after) */
+        const uint32_t *listed = hs_edges_listed_of(sc);
+        int all_listed = sr->edges_used <= HS_EDGES_LISTED;
+        uint32_t n_visit = all_listed ? sr->edges_used : h->region_edges_cap;
+        for (uint32_t j = 0; j < n_visit; j++) {
+            uint32_t i = all_listed ? listed[j] : j;
+            if (i >= h->region_edges_cap)
+                continue;
+            if (se[i].site && se[i].count && hs_edge_add(de, &dr->edges_used, NULL, se[i].site, se[i].callee, se[i].count) < 0)
                 dr->edges_overflowed++;
+            if (all_listed)
+                memset(&se[i], 0, sizeof se[i]);
+        }
         ReleaseSRWLockExclusive(&hs_overflow_lock);
-        if (sr->edges_used)   /* (an empty table is all zeros, its pages maybe never touched) */
+        if (!all_listed)   /* (an empty table is all zeros, its pages maybe never touched) */
             memset(se, 0, (size_t)h->region_edges_cap * sizeof *se);
     }
     if (h->options & HS_OPT_STACKS) {
@@ -448,15 +501,8 @@ void hs_region_fold(uint32_t k)
             memset(ss, 0, (size_t)h->region_stacks_cap * sizeof *ss);
         dr->stacks_dropped += sr->stacks_dropped;
     }
-    if (h->options & HS_OPT_TIME) {
-        hs_time_rec *st = (hs_time_rec *)(src + h->region_time_off);
-        hs_time_rec *dt = (hs_time_rec *)(dst + h->region_time_off);
-        for (uint32_t i = 0; i < n; i++)
-            hs_time_rec_merge(&dt[i], &st[i], hs_tsc_ns_mult);
-        memset(st, 0, (size_t)sr->committed_funcs * sizeof *st);
+    if (timed)
         dr->time_dropped += sr->time_dropped;
-    }
-    memset(sc, 0, (size_t)sr->committed_funcs * h->region_fblock);
     if (h->options & HS_OPT_STACKS)
         memset(src + h->region_countdown_off, 0, (size_t)sr->committed_funcs * 4);
     dr->edges_overflowed += sr->edges_overflowed;

@@ -43,7 +43,8 @@ typedef struct walk_cache {
         PRUNTIME_FUNCTION rf;
     } e[CACHE_SLOTS];
 } walk_cache;
-_Static_assert(HS_REGION_AGENT_OFF + sizeof(walk_cache) <= HS_PAGE, "walk cache fits the header page");
+_Static_assert(HS_REGION_AGENT_OFF + sizeof(walk_cache) <= HS_EDGES_LISTED_OFF,
+               "walk cache fits the header page before the listed edge entries");
 
 static volatile LONG code_gen;
 

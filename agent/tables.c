@@ -40,7 +40,12 @@ int hs_inline_edge_add(hs_fblock *b, uint64_t site, uint64_t count)
     return 0;
 }
 
-int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, uint64_t count)
+uint32_t *hs_edges_listed_of(uint64_t *counters)
+{
+    return (uint32_t *)((char *)hs_region_of(counters) + HS_EDGES_LISTED_OFF);
+}
+
+int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint32_t *listed, uint64_t site, uint32_t fidx, uint64_t count)
 {
     if (site == 0)
         return 0;   /* no caller: entered as a thread start */
@@ -58,6 +63,8 @@ int hs_edge_add(hs_edge_rec *t, uint32_t *used, uint64_t site, uint32_t fidx, ui
             t[i].count = count;
             MemoryBarrier();
             t[i].site = site;
+            if (listed && *used < HS_EDGES_LISTED)
+                listed[*used] = i;
             (*used)++;
             return 0;
         }
@@ -79,7 +86,7 @@ void hs_overflow_count(uint32_t fidx, uint64_t site, int count_call)
     if ((h->options & HS_OPT_EDGES) && site) {
         AcquireSRWLockExclusive(&hs_overflow_lock);
         hs_region_hdr *r = hs_region_of(ov);
-        if (hs_edge_add(hs_edges_of(ov), &r->edges_used, site, fidx, 1) < 0)
+        if (hs_edge_add(hs_edges_of(ov), &r->edges_used, NULL, site, fidx, 1) < 0)
             r->edges_overflowed++;   /* lost: reported */
         ReleaseSRWLockExclusive(&hs_overflow_lock);
     }

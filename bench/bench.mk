@@ -83,3 +83,19 @@ $(ETLSTAT): bench/etlstat.c $(call nat_obj,$(ETL_C) $(BASE_C)) | $(INC_FARMS)
 
 unit: $(ETLSTAT)
 bench-build: $(ETLSTAT) $(FIX_ETL)
+
+# What a DLL's presence costs a thread's start and end (bench/run.py
+# dll-presence): shortthreads.exe lat loads copies of a do-nothing DLL
+# built four ways: mingw's DLL startup (a TLS directory) or none (no TLS
+# directory), each with thread notifications or with DisableThreadLibraryCalls.
+NULLDLL_FLAGS_tls      :=
+NULLDLL_FLAGS_tls_off  := -DNO_THREAD_CALLS
+NULLDLL_FLAGS_notls    := -DNO_CRT -nostartfiles -nostdlib -Wl,-e,nulldll_entry
+NULLDLL_FLAGS_notls_off := $(NULLDLL_FLAGS_notls) -DNO_THREAD_CALLS
+NULLDLLS := $(foreach v,tls tls_off notls notls_off,$(BENCH_DIR)/nulldll_$(v).dll)
+
+$(BENCH_DIR)/nulldll_%.dll: bench/nulldll.c
+	@mkdir -p $(dir $@)
+	$(WCC) -O2 -shared $(NULLDLL_FLAGS_$*) -o $@ $< -lkernel32
+
+bench-build: $(NULLDLLS)

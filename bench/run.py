@@ -3,6 +3,7 @@
 
   bench/run.py [calls] [overhead] [timeline-overhead] [timeline-drain] [timeline-memory [SECONDS]] [install]
                [report] [stacks] [etl] [sample] [sample-rates] [lua-time-stacks] [threads]
+               [dll-presence]
                                           (default: all but sample-rates and
                                           timeline-memory; stacks ends with
                                           lua-time-stacks)
@@ -91,6 +92,20 @@ here) measures another build, e.g. before and after a change.
            at once, each calling a leaf 20,000 times, with hooks and the
            default sampler (shortthreads.exe run 400 20000; goal: at most
            1.5x the untraced run's wall time); runs interleaved, medians.
+           Beside the wall-clock figures (which Wine's scheduling blurs by
+           tens of us), the agent's own work per thread start (its
+           DLL_THREAD_ATTACH and the first hooked call's region) and end
+           (the RtlExitUserThread detour and DLL_THREAD_DETACH), from its
+           cycles (-v), which a loaded machine does not blur: with the
+           exe hooked, and with msvcrt and kernelbase too (~3,700
+           functions: a region passed to a new thread is folded, at a cost
+           that grows with what its thread used).
+  dll-presence  what a DLL's mere presence costs each thread's start and
+           end under this system, untraced: build/tests/shortthreads.exe lat
+           300 0 with 200 copies of a do-nothing DLL loaded, built four ways
+           (a TLS directory from mingw's DLL startup or none; thread
+           notifications or DisableThreadLibraryCalls), against none loaded;
+           runs interleaved, medians of ROUNDS, the difference per DLL.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -888,45 +903,110 @@ def pool():
 
 SHORT = "build/tests/shortthreads.exe"
 THREAD_GOAL_US = 20
+MANY_MODULES = ["-m", "shortthreads.exe", "-m", "msvcrt.dll", "-m", "kernelbase.dll"]  # ~3,700 functions
 THREADS_GOAL = 1.5
 
 
 def short_run(args, traced):
     """shortthreads.exe's figures ({name: value}), untraced or under
-    `hookscope run` (hooks on, the default sampler unless --no-sample)."""
+    `hookscope run` (hooks on, the default sampler unless --no-sample);
+    traced, with the agent's work per thread from -v ({"agent <what>_us":
+    mean}: attach, region, exit call, detach)."""
     out = os.path.join(OUT, "short")
-    cmd = ([HOOKSCOPE, "run", "-q", "-o", out] + list(traced) + ["--"] if traced is not None else ["wine"])
+    cmd = ([HOOKSCOPE, "run", "-q", "-v", "-o", out] + list(traced) + ["--"] if traced is not None else ["wine"])
     p = subprocess.run(cmd + [SHORT] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd + [SHORT] + args)} failed ({p.returncode}): {p.stderr.strip()}")
     words = p.stdout.split()
-    return {words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+    res = {words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+    m = re.search(r"agent's work per thread: (.*)", p.stderr)
+    for what, mean, median in re.findall(r"(\w[\w ]*) ([0-9.]+) us \(median ([0-9.]+)\) x \d+", m.group(1) if m else ""):
+        res[f"agent {what}_us"] = float(mean)
+        res[f"agent {what}_median_us"] = float(median)
+    return res
 
 
 def threads():
     if not need(SHORT, "make test-build"):
         return
-    lat = {"plain": [], "hooked": []}
+    load = os.getloadavg()[0]
+    lat = {"plain": [], "hooked": [], "many": []}
     burst = {"plain": [], "hooked": [], "no_sample": []}
     for _ in range(ROUNDS):
         lat["plain"].append(short_run(["lat", "200", "1000"], None))
         lat["hooked"].append(short_run(["lat", "200", "1000"], ["--no-sample"]))
+        lat["many"].append(short_run(["lat", "200", "1000"], ["--no-sample"] + MANY_MODULES))
         burst["plain"].append(short_run(["run", "400", "20000"], None)["wall_s"])
         burst["hooked"].append(short_run(["run", "400", "20000"], [])["wall_s"])
         burst["no_sample"].append(short_run(["run", "400", "20000"], ["--no-sample"])["wall_s"])
     print(f"== a thread's start and end: shortthreads.exe lat 200 1000 (medians over the threads, then of "
-          f"{ROUNDS} interleaved runs; hooks on, --no-sample)")
+          f"{ROUNDS} interleaved runs; hooks on, --no-sample; load average {load:.1f} at the start on "
+          f"{os.cpu_count()} CPUs)")
     for k, what in (("start_us", "start (CreateThread -> its first instruction)"),
                     ("first_us", "first call (a region taken: the slow path)"),
                     ("end_us", "end (its last instruction -> the wait returns)"),
                     ("life_us", "life (CreateThread -> the wait returns, less its work)")):
         a, b = med([r[k] for r in lat["plain"]]), med([r[k] for r in lat["hooked"]])
-        print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us; goal <= "
-              f"+{THREAD_GOAL_US} us: {'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
+        p10 = k.replace("_us", "_p10_us")
+        a10, b10 = med([r[p10] for r in lat["plain"]]), med([r[p10] for r in lat["hooked"]])
+        print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us (10th percentiles "
+              f"{a10:.1f}, {b10:.1f}: {b10 - a10:+.1f}); goal <= +{THREAD_GOAL_US} us: "
+              f"{'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
+    for runs, hooked in ((lat["hooked"], "shortthreads.exe"), (lat["many"], " ".join(MANY_MODULES))):
+        agent = lambda *keys: med([sum(r[k] for k in keys) for r in runs])
+        print(f"  the agent's own work, {hooked} hooked (its cycles, -v; median of {ROUNDS} runs):")
+        for when, (p1, p2) in (("start", ("attach", "region")), ("end", ("exit call", "detach"))):
+            mid = agent(f"agent {p1}_median_us", f"agent {p2}_median_us")
+            mean = agent(f"agent {p1}_us", f"agent {p2}_us")
+            print(f"    at a thread's {when}: {mid:.2f} us by the threads' medians ({p1} "
+                  f"{agent(f'agent {p1}_median_us'):.2f}, {p2} {agent(f'agent {p2}_median_us'):.2f}), {mean:.2f} us "
+                  f"by their means; goal <= +{THREAD_GOAL_US} us: {'met' if mid <= THREAD_GOAL_US else 'NOT met'}")
     a, b, c = med(burst["plain"]), med(burst["hooked"]), med(burst["no_sample"])
     print(f"== 400 threads at once: shortthreads.exe run 400 20000 (wall time, median of {ROUNDS}): untraced "
           f"{a:.3f} s, hooked with the default sampler {b:.3f} s ({b / a:.2f}x; goal <= {THREADS_GOAL}x: "
           f"{'met' if b / a <= THREADS_GOAL else 'NOT met'}), hooked --no-sample {c:.3f} s ({c / a:.2f}x)")
+
+
+NULLDLL_KINDS = (("tls", "TLS directory, thread notifications"),
+                 ("tls_off", "TLS directory, DisableThreadLibraryCalls"),
+                 ("notls", "no TLS directory, thread notifications"),
+                 ("notls_off", "no TLS directory, DisableThreadLibraryCalls"))
+NULLDLL_COPIES = 200
+
+
+def dll_presence():
+    if not need(SHORT, "make test-build") or not need("build/bench/nulldll_tls.dll", "make bench-build"):
+        return
+    where = os.path.join(OUT, "dllpresence")
+    os.makedirs(where, exist_ok=True)
+    copies = {}
+    for kind, _ in NULLDLL_KINDS:
+        copies[kind] = []
+        for i in range(NULLDLL_COPIES):
+            path = os.path.join(where, f"nulldll_{kind}_{i}.dll")
+            shutil.copyfile(f"build/bench/nulldll_{kind}.dll", path)
+            copies[kind].append(path)
+    res = {k: [] for k in ["none"] + [k for k, _ in NULLDLL_KINDS]}
+    for _ in range(ROUNDS):
+        for kind in res:
+            cmd = ["wine", SHORT, "lat", "300", "0"] + copies.get(kind, [])
+            p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                sys.exit(f"bench: {SHORT} with {kind} DLLs failed ({p.returncode}): {p.stderr.strip()}")
+            words = p.stdout.split()
+            res[kind].append({words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)})
+    print(f"== a DLL's presence in each thread's start and end, untraced: {SHORT} lat 300 0 with "
+          f"{NULLDLL_COPIES} copies of a do-nothing DLL (median over the threads, then of {ROUNDS} interleaved runs)")
+    fig = lambda kind, key: med([r[key] for r in res[kind]])
+    print(f"  {'no DLL':<46} start {fig('none', 'start_us'):6.1f} us (p10 {fig('none', 'start_p10_us'):6.1f}), "
+          f"end {fig('none', 'end_us'):6.1f} us (p10 {fig('none', 'end_p10_us'):6.1f})")
+    for kind, what in NULLDLL_KINDS:
+        per = {k: (fig(kind, k) - fig("none", k)) / NULLDLL_COPIES
+               for k in ("start_us", "end_us", "start_p10_us", "end_p10_us")}
+        print(f"  {what:<46} start {fig(kind, 'start_us'):6.1f} us (p10 {fig(kind, 'start_p10_us'):6.1f}), "
+              f"end {fig(kind, 'end_us'):6.1f} us (p10 {fig(kind, 'end_p10_us'):6.1f}); per DLL: start "
+              f"{per['start_us']:+.2f} us (p10 {per['start_p10_us']:+.2f}), end {per['end_us']:+.2f} us "
+              f"(p10 {per['end_p10_us']:+.2f})")
 
 
 def sample_rates():

@@ -1,6 +1,8 @@
 """Many threads: counter regions of threads that ended are folded into the
 shared region and reused, so counts stay exact (edges, stacks and times
 too) and new threads keep the fast path."""
+import re
+
 import hs
 
 
@@ -72,3 +74,46 @@ def test_short_threads_reuse_regions_and_stay_timed():
         hs.eq(used + t.json["regions_reused"], n + 1, f"{name}: regions taken (fresh {used})")
         if args[0] == "lat":
             hs.check(used <= 12, f"{name}: {used} fresh regions for threads that ran one after another")
+
+
+def test_agent_work_per_thread_start_and_end_in_verbose():
+    """-v says how much of each thread's start and end is the agent's own
+    work (its cycles in DLL_THREAD_ATTACH, the first hooked call's region,
+    the RtlExitUserThread detour, DLL_THREAD_DETACH) and how many times
+    each ran: shortthreads.exe lat 20 10 starts 20 threads one after
+    another; its main thread takes a region too, and ends the process
+    with ExitProcess (no thread exit of its own)."""
+    exe = hs.need("build/tests/shortthreads.exe")
+    t = hs.trace(exe, ["lat", "20", "10"], options=["-v", "--no-sample"], name="thread_costs", timeout=300)
+    hs.eq(t.rc, 0, f"exit code ({t.stderr!r})")
+    line = [x for x in t.stderr.decode().splitlines() if "agent's work per thread:" in x]
+    hs.eq(len(line), 1, f"-v lines on the agent's work per thread: {t.stderr!r}")
+    costs = {what: (float(mean), float(median), int(n)) for what, mean, median, n in
+             re.findall(r"(\w[\w ]*) ([0-9.]+) us \(median ([0-9.]+)\) x (\d+)", line[0])}
+    hs.eq({k: n for k, (_, _, n) in costs.items() if k != "attach"}, {"region": 21, "exit call": 20, "detach": 20},
+          f"times each ran: {line[0]}")
+    hs.check(costs["attach"][2] >= 20, f"attaches: {costs['attach']}")
+    hs.check(all(mean > 0 and median > 0 for mean, median, _ in costs.values()), f"cycles measured: {costs}")
+
+
+def test_regions_passed_on_keep_edge_table_entries_exact():
+    """edgechurn.exe: threads one after another each call work() from 8
+    call sites (5 more than a function block keeps inline: entries of the
+    region's edge table, which a fold visits by the list of the ones its
+    thread filled) or from 160 (more than that list holds: the fold walks
+    the whole table); every region is passed on, and no edge is lost or
+    counted twice."""
+    exe = hs.need("build/tests/edgechurn.exe")
+    for sites in (8, 160):
+        n, r = 40, 50
+        t = hs.trace(exe, [str(n), str(r), str(sites)], options=["--max-threads", "4", "--no-sample"],
+                     name=f"edgechurn_{sites}", timeout=300)
+        hs.eq(t.rc, 0, f"{sites} sites: exit code ({t.stderr!r})")
+        hs.eq(t.stdout, f"threads {n} calls {n * r * sites}\r\n".encode(), f"{sites} sites: stdout")
+        hs.eq(t.calls("edgechurn.exe")["work"], n * r * sites, f"{sites} sites: calls of work")
+        into = {}
+        for e in t.json["edges"]:
+            if e["callee"] == "work":
+                into[e["caller"]] = into.get(e["caller"], 0) + e["calls"]
+        hs.eq(into, {f"sites{sites}": n * r * sites}, f"{sites} sites: edges into work")
+        hs.check(t.json["regions_reused"] >= n - 4, f"{sites} sites: regions reused {t.json['regions_reused']}")

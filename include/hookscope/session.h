@@ -428,7 +428,41 @@ typedef struct hs_session_header {
     uint32_t region_timeline_cap;     /* events, a power of two */
     uint32_t timeline_depths;         /* --timeline-depth N (0: every depth) */
     uint64_t timeline_min_ns;         /* --timeline-min-duration (0: every call) */
+    /* the agent's own work at the target's threads' starts and ends
+     * (HS_THREAD_*; agent/dllmain.c, probes.c, exitwatch.c): rdtsc ticks
+     * summed over threads, and how many times, for -v */
+    volatile uint64_t thread_cost_ticks[4];
+    volatile uint32_t thread_cost_count[4];
+    volatile uint32_t thread_cost_hist[4][128];  /* how many took ticks in each hs_cost_bucket */
 } hs_session_header;
+
+/* thread_cost_hist: four buckets to each doubling of rdtsc ticks (a
+ * median within 25%, which a few preempted threads do not move as they
+ * move a mean). */
+#define HS_COST_BUCKETS 128
+static inline uint32_t hs_cost_bucket(uint64_t ticks)
+{
+    if (ticks < 4)
+        return (uint32_t)ticks;
+    uint32_t msb = 63 - (uint32_t)__builtin_clzll(ticks);
+    uint32_t b = (msb - 1) * 4 + (uint32_t)((ticks >> (msb - 2)) & 3);
+    return b < HS_COST_BUCKETS ? b : HS_COST_BUCKETS - 1;
+}
+
+/* The fewest ticks of bucket b. */
+static inline uint64_t hs_cost_bucket_low(uint32_t b)
+{
+    return b < 4 ? b : (uint64_t)(4 + b % 4) << (b / 4 - 1);
+}
+
+/* thread_cost_ticks: the agent's work on a thread of the target */
+enum {
+    HS_THREAD_ATTACH,   /* its DLL_THREAD_ATTACH */
+    HS_THREAD_REGION,   /* its first hooked call: a region taken (the slow path) */
+    HS_THREAD_EXIT,     /* its RtlExitUserThread (the detour) */
+    HS_THREAD_DETACH,   /* its DLL_THREAD_DETACH: the region given back */
+    HS_THREAD_COSTS
+};
 
 /* install_step_ticks: the steps of hooking a module, in their order */
 enum {

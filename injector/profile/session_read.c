@@ -175,6 +175,9 @@ void hs_session_header_copy(const hs_session_src *s, hs_session_header *out)
     AGENT(end_tid);
     AGENT(end_addr);
     AGENT(end_exit_code);
+    AGENT(thread_cost_ticks);
+    AGENT(thread_cost_count);
+    AGENT(thread_cost_hist);
 #undef AGENT
     clean_text(vp->error_text, out->error_text);
     free(vp);

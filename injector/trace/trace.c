@@ -202,6 +202,40 @@ static void log_install_steps(const hs_session_header *h, double tsc_hz)
     hs_log("install steps: %s", line);
 }
 
+/* The middle of the bucket that holds the median of hist (0: empty). */
+static double cost_median_ticks(const volatile uint32_t *hist)
+{
+    uint64_t total = 0, seen = 0;
+    for (uint32_t b = 0; b < HS_COST_BUCKETS; b++)
+        total += hist[b];
+    for (uint32_t b = 0; b < HS_COST_BUCKETS && total; b++) {
+        seen += hist[b];
+        if (2 * seen >= total)
+            return ((double)hs_cost_bucket_low(b) + (double)hs_cost_bucket_low(b + 1)) / 2;
+    }
+    return 0;
+}
+
+/* -v: the agent's own work per start and end of a thread of the target
+ * (its cycles, which the system's scheduling does not blur as it does a
+ * thread's start and end measured on the wall clock; the median, which a
+ * few threads preempted inside it do not move as they move the mean). */
+static void log_thread_costs(const hs_session_header *h, double tsc_hz)
+{
+    static const char *const names[HS_THREAD_COSTS] = { "attach", "region", "exit call", "detach" };
+    char line[500];
+    size_t n = 0;
+    if (!(tsc_hz > 0))
+        return;
+    for (int i = 0; i < HS_THREAD_COSTS && n < sizeof line; i++) {
+        uint32_t count = h->thread_cost_count[i];
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.2f us (median %.2f) x %u", i ? ", " : "",
+                              names[i], count ? 1e6 * (double)h->thread_cost_ticks[i] / count / tsc_hz : 0.0,
+                              1e6 * cost_median_ticks(h->thread_cost_hist[i]) / tsc_hz, count);
+    }
+    hs_log("agent's work per thread: %s", line);
+}
+
 /* Calls the timeline could not keep: one warning (report and stderr). */
 static void timeline_losses(hs_profile *p, const hs_prof_timeline *tl)
 {
@@ -244,6 +278,7 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
         h = &hcopy;
         hs_session_host_header(&t->session, &hcopy);
         log_install_steps(h, p->tsc_hz);
+        log_thread_costs(h, p->tsc_hz);
         if (h->error_text[0])
             hs_profile_warn(p, "%s", h->error_text);
         hs_session_src src = hs_session_host_src(&t->session);

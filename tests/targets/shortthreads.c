@@ -12,8 +12,9 @@
  *       C = N x M (every result checked); S the wall time from the first
  *       CreateThread to the last thread's end (the performance counter).
  *
- *   shortthreads.exe lat N M
- *       N threads one after another (each waited for before the next),
+ *   shortthreads.exe lat N M [DLL...]
+ *       loads each DLL first (what a DLL's mere presence costs each
+ *       thread: bench/run.py dll-presence); then N threads one after another (each waited for before the next),
  *       each calling leaf() M times; per thread, from the performance
  *       counter: start (CreateThread called -> the thread runs its first
  *       instruction), first (its first leaf() call: the moment a tracer
@@ -21,8 +22,11 @@
  *       the wait on its handle returns in the creating thread), life
  *       (CreateThread called -> the wait returns, less the thread's own
  *       work after its first call). Prints the medians (over the threads
- *       after the first 8: warm) in microseconds, and the calls:
+ *       after the first 8: warm) in microseconds, then the 10th
+ *       percentiles (which a loaded machine's scheduling blurs less), and
+ *       the calls:
  *           start_us A first_us F end_us E life_us L
+ *           start_p10_us A first_p10_us F end_p10_us E life_p10_us L
  *           calls C bad 0
  */
 #include <stdio.h>
@@ -115,10 +119,11 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n)
+/* The value a fraction q of the way up the sorted v[0..n). */
+static double quantile(double *v, int n, double q)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n ? v[n / 2] : 0;
+    return n ? v[(int)(q * n)] : 0;
 }
 
 static int latency(int n)
@@ -151,8 +156,10 @@ static int latency(int n)
         life[k] = (double)((t1 - t0) - (a.last - a.first)) * us;
         k++;
     }
-    printf("start_us %.1f first_us %.1f end_us %.1f life_us %.1f\n", median(start, k), median(first, k),
-           median(end, k), median(life, k));
+    printf("start_us %.1f first_us %.1f end_us %.1f life_us %.1f\n", quantile(start, k, 0.5),
+           quantile(first, k, 0.5), quantile(end, k, 0.5), quantile(life, k, 0.5));
+    printf("start_p10_us %.1f first_p10_us %.1f end_p10_us %.1f life_p10_us %.1f\n", quantile(start, k, 0.1),
+           quantile(first, k, 0.1), quantile(end, k, 0.1), quantile(life, k, 0.1));
     printf("calls %lld bad %ld\n", (long long)calls, bad);
     return 0;
 }
@@ -163,11 +170,17 @@ int main(int argc, char **argv)
     QueryPerformanceFrequency(&f);
     qpf = (double)f.QuadPart;
     if (argc < 4 || (strcmp(argv[1], "run") && strcmp(argv[1], "lat"))) {
-        fprintf(stderr, "usage: shortthreads.exe run N M [B] | lat N M\n");
+        fprintf(stderr, "usage: shortthreads.exe run N M [B] | lat N M [DLL...]\n");
         return 2;
     }
     int n = atoi(argv[2]);
     per_thread = atoi(argv[3]);
+    if (!strcmp(argv[1], "lat"))
+        for (int i = 4; i < argc; i++)
+            if (!LoadLibraryA(argv[i])) {
+                fprintf(stderr, "shortthreads: cannot load %s (error %lu)\n", argv[i], GetLastError());
+                return 1;
+            }
     int rc = !strcmp(argv[1], "run") ? run(n, argc > 4 ? atoi(argv[4]) : 0) : latency(n);
     fflush(stdout);
     return rc;
