@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define HS_SESSION_MAGIC 0x315353455353484Bull /* "KHSSESS1" */
-#define HS_SESSION_VERSION 3
+#define HS_SESSION_VERSION 4
 
 #define HS_MAX_PATTERNS 32
 #define HS_PATTERN_LEN 260
@@ -609,7 +609,7 @@ _Static_assert(sizeof(hs_edge_rec) == 32, "hs_edge_rec");
 _Static_assert(sizeof(hs_stack_rec) == 32, "hs_stack_rec");
 _Static_assert(sizeof(hs_time_rec) == 392, "hs_time_rec");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "hs_shadow_rec");
-_Static_assert(sizeof(hs_session_header) == 26040, "hs_session_header");
+_Static_assert(sizeof(hs_session_header) == 28136, "hs_session_header");
 _Static_assert(sizeof(hs_agent_public) == 40, "hs_agent_public");
 _Static_assert(sizeof(hs_capacity) == 36, "hs_capacity");
 
