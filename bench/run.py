@@ -32,7 +32,9 @@
            the drain's throughput from the rings to timeline.bin (target
            >= 50 M calls/s in the passes that moved calls), and end to end
            with the default ring: callbench making 20 M calls/s for 1 s
-           drops nothing; and as fast as it calls (~40 M/s)
+           drops nothing (with the drain's longest time between passes,
+           against the 13 ms the ring lasts); and as fast as it calls
+           (~40 M/s)
   install  hooks put in per second: build/bench/manyfuncs.exe (20,000
            generated functions, bench/gen_manyfuncs.py) under `hookscope
            run`: functions_hooked / install_s from report.json; and the
@@ -496,7 +498,10 @@ def timeline_overhead():
 
 DRAIN_LINE = re.compile(r"timeline: (\d+) calls in (\d+) bytes, taken in (\d+) passes .*?\(([\d.]+) ms in all, "
                         r"([\d.]+) ms writing the file in (\d+) writes\); the (\d+) passes that moved calls took "
-                        r"(\d+) in ([\d.]+) ms; the drain's thread used (\d+) ms of CPU")
+                        r"(\d+) in ([\d.]+) ms; the drain's thread used (\d+) ms of CPU(?:; the longest time between "
+                        r"passes ([\d.]+) ms, the most calls a ring gave in a pass (\d+), buffers waited for (\d+) "
+                        r"times)?")   # (the last three: builds since the file's writer got a thread)
+DEFAULT_RING_MS = 262144 / 20e6 * 1e3   # how long the default ring lasts at 20 M calls/s
 DRAIN_E2E_CALLS = "1000000"   # callbench rounds: 14 million calls, ~0.45 GB of timeline
 
 
@@ -555,6 +560,9 @@ def timeline_drain():
     print(f"end to end, the default ring (load average {os.getloadavg()[0]:.1f}): callbench paced at "
           f"{rate:.1f} M calls/s for {out['paced-seconds']:.2f} s, {int(m[1]) + dropped} timed calls, {dropped} dropped; "
           f"none at 20 M calls/s: {'met' if dropped == 0 and rate >= 19.9 else 'NOT MET'}")
+    if m[11]:
+        print(f"  the drain: {m[11]} ms at most between passes (the ring holds {DEFAULT_RING_MS:.0f} ms at 20 M calls/s), "
+              f"{m[12]} calls from a ring in one pass at most, {m[13]} waits for the file's writer")
     m, ns, dropped = drain_run(calls=(DRAIN_E2E_CALLS,))
     rates = ", ".join(f"{k} {1e3 / ns[k]:.0f} M calls/s" for k in ("chain", "empty"))
     print(f"end to end, callbench {DRAIN_E2E_CALLS} as fast as it calls ({rates}): {int(m[1]) + dropped} timed calls, "

@@ -155,16 +155,17 @@ class Trace:
         raise AssertionError(f"module {name} not in report: {[m['name'] for m in self.json['modules']]}")
 
 
-def trace(target, args=(), modules=(), options=(), name=None, input=None, timeout=300, cwd=ROOT):
+def trace(target, args=(), modules=(), options=(), name=None, input=None, timeout=300, cwd=ROOT, extra_env=None):
     """hookscope run [-m M]... [options] -o OUT -- target args...
-    (cwd relative to ROOT or absolute; target as seen from cwd)"""
+    (cwd relative to ROOT or absolute; target as seen from cwd; extra_env
+    added to hookscope's environment)"""
     out = outdir(name or os.path.basename(target))
     cwd = os.path.join(ROOT, cwd)
     cmd = ["run", "-q", "-o", os.path.relpath(os.path.join(ROOT, out), cwd)]
     for m in modules:
         cmd += ["-m", m]
     cmd += list(options) + ["--", target] + list(args)
-    return Trace(hookscope(cmd, input=input, timeout=timeout, cwd=cwd), out)
+    return Trace(hookscope(cmd, input=input, timeout=timeout, cwd=cwd, extra_env=extra_env), out)
 
 
 def fixture(name):

@@ -551,6 +551,34 @@ def test_drain_writes_once_a_pass():
     hs.check(writes <= moving + fills + 1, f"{writes} writes for {moving} passes that moved calls and {size} bytes")
 
 
+def test_writer_keeps_every_buffer_in_order():
+    """The drain's buffers made tiny and few (HOOKSCOPE_TEST_TIMELINE_BUFFERS:
+    two of 4 KiB, 127 calls each) so that the file's writer is behind all
+    the time and the drain waits for it (-v says how often): still each
+    function's calls in timeline.bin are exactly its hook count, nothing
+    dropped, and the calls are in the order they ended (a buffer lost,
+    written twice or out of turn would show)."""
+    t = hs.trace(DEMO, options=["-v", "--timeline", "--timeline-buffer", "262144", "--no-sample", "--no-edges"],
+                 name="tl_writer", extra_env={"HOOKSCOPE_TEST_TIMELINE_BUFFERS": "4096,2"})
+    err = t.stderr.decode(errors="replace")
+    hs.eq(t.rc, 0, "exit code: " + err[-2000:])
+    m = re.search(r"in (\d+) writes\).*, buffers waited for (\d+) times", err)
+    hs.check(m and int(m[1]) > 500 and int(m[2]) > 0, "-v: many writes, the queue full: " + err[-2000:])
+    (th,) = t.json["timeline"]["threads"]
+    hs.eq((th["dropped_buffer"], th["dropped_file"]), (0, 0), "nothing dropped")
+    (events,) = read_timeline(os.path.join(hs.ROOT, t.out, "timeline.bin")).values()
+    hs.eq(len(events), th["events"], "the file holds the calls kept")
+    names = {(f["module_id"], int(f["rva"], 16)): f["name"] for f in t.json["functions"]}
+    fname = [names[(m, rva)] for m, rva in t.json["timeline"]["functions"]]
+    got = collections.Counter(fname[e[3]] for e in events)
+    want = {f["name"]: f["time"]["calls"] for f in t.functions("demo.exe") if f.get("time") and f["time"]["calls"]}
+    hs.check(sum(want.values()) > 100000, f"the demo's calls ({sum(want.values())})")
+    hs.eq(dict(got), want, "calls per function = the hooks' timed calls")
+    ends = [e[1] for e in events]
+    late = next((i for i in range(1, len(ends)) if ends[i] < ends[i - 1]), None)
+    hs.eq(late, None, "the calls in the order they ended")
+
+
 def test_filters_decide_at_the_exit():
     """--timeline-min-duration 1us keeps only calls of at least a
     microsecond (their durations in timeline.bin, at the agent's clock

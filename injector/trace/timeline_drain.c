@@ -15,13 +15,17 @@
  * region: given to the thread the region serves when they are read); the
  * file's are counted here.
  *
- * The blocks are taken straight into one buffer of OUT_BYTES, in place
- * behind their headers, and the buffer goes to the file in one write
- * when it is full and at the end of each pass: the events are copied out
- * of the view, checked and written while they are in the cache, and a
- * pass makes one system call however many rings and takes it had (a write
- * costs ~10 us under Wine whatever its size; one a take made the drain of
- * a steady program cost more than its copying).
+ * The blocks are taken straight into a buffer of OUT_BYTES, in place
+ * behind their headers, and the buffer is queued for the file's writer
+ * (timeline_writer.h, a thread of its own) when it is full and at the end
+ * of each pass: a pass makes one write however many rings and takes it
+ * had (a write costs ~10 us under Wine whatever its size; one a take made
+ * the drain of a steady program cost more than its copying), and no take
+ * waits for a write (unless OUT_BUFFERS of them are behind).
+ *
+ * The passes are timed by a condition variable, which Wine keeps in the
+ * process: an event's timed wait is a round trip to the wineserver, and
+ * a loaded machine made that wake late.
  */
 #include "injector/trace/timeline_drain.h"
 
@@ -32,6 +36,7 @@
 #include <windows.h>
 
 #include "hook/base/util.h"
+#include "injector/trace/timeline_writer.h"
 
 _Static_assert(sizeof(hs_tl_rec) == sizeof(hs_tl_event), "the file's events are the session's");
 _Static_assert(offsetof(hs_tl_rec, func) == offsetof(hs_tl_event, func), "event func");
@@ -39,28 +44,38 @@ _Static_assert(offsetof(hs_tl_rec, depth) == offsetof(hs_tl_event, depth), "even
 
 /* How often the rings are emptied. */
 #define DRAIN_MS 2
-/* The buffer of blocks written at a time (within a core's L2 cache), and
- * the room for events below which it is written before the next take. */
+/* A buffer of blocks written at a time (within a core's L2 cache), the
+ * room for events below which it is queued before the next take, and the
+ * buffers (the writes that may be behind: 16 MiB, ~25 ms of a program
+ * making 20 million calls a second). HOOKSCOPE_TEST_TIMELINE_BUFFERS=
+ * BYTES,COUNT sets the first and last for tests (a queue that fills). */
 #define OUT_BYTES (512u * 1024)
 #define OUT_MIN_EVENTS 1024u
+#define OUT_BUFFERS 32u
+#define OUT_TEST_ENV "HOOKSCOPE_TEST_TIMELINE_BUFFERS"
 
 struct hs_tl_drain {
     hs_session_host *s;
     FILE *f;
     char *path;
-    bool write_failed;
     uint64_t max_bytes;
     hs_prof_timeline *tl;
     hs_session_tl *rings;       /* per region (the layout's max_threads) */
     uint64_t *seen_dropped;     /* the ring's drops already given to a thread */
     uint64_t *seen_filtered;    /* the same of the calls the filters left out */
-    unsigned char *out;         /* blocks not written yet (OUT_BYTES) */
-    size_t used;
+    hs_tl_writer *writer;
+    hs_tl_outbuf *out;          /* the blocks being gathered (NULL: none yet) */
+    size_t out_bytes, out_min_events;
     hs_session_trust trust;
-    HANDLE thread, stop;
+    HANDLE thread;
+    bool stopping;              /* (the drain's thread ends; under wait_lock) */
+    SRWLOCK wait_lock;
+    CONDITION_VARIABLE wake;
     uint64_t passes;            /* for -v: the passes, the seconds they took, and writing */
     double pass_s, write_s;
-    uint64_t writes;
+    uint64_t writes, full_waits;
+    double last_pass, longest_gap;  /*   the longest time from one pass of the thread to the next */
+    uint64_t most_taken;        /*   the most events one ring gave in a pass */
     uint64_t busy_passes, busy_events;  /*   the passes that moved calls, their calls and seconds */
     double busy_s;
     double cpu_s;               /*   the CPU time of the drain's thread (its passes, idle or not) */
@@ -111,15 +126,54 @@ static int committed_cached(const void *p, uint64_t *run)
     return ok;
 }
 
+/* The blocks of buffer b, which were not written: the timeline stops
+ * there and their calls count as not in the file. */
+static void not_written(void *ctx, hs_tl_outbuf *b)
+{
+    hs_tl_drain *d = ctx;
+    d->tl->bytes -= b->used;
+    for (size_t at = 0; at < b->used;) {
+        hs_tl_block blk;
+        memcpy(&blk, b->data + at, sizeof blk);
+        const hs_tl_event *ev = (const hs_tl_event *)(b->data + at + sizeof blk);
+        hs_prof_tl_thread *th = hs_timeline_thread(d->tl, blk.tid);
+        if (blk.flags & HS_TL_BLOCK_OPEN) {
+            th->open -= blk.count;
+        } else {
+            th->events -= blk.count;
+            th->dropped_file += blk.count;
+            for (uint32_t i = 0; i < blk.count; i++)
+                widen(th, ev[i].t0, ev[i].t1);
+        }
+        at += sizeof blk + (size_t)blk.count * sizeof *ev;
+    }
+    b->used = 0;
+    b->failed = false;
+}
+
+/* Queue the blocks gathered for the file. */
+static void flush(hs_tl_drain *d)
+{
+    if (d->out && d->out->used) {
+        hs_tl_writer_queue(d->writer, d->out);
+        d->out = NULL;
+    }
+}
+
 /* Where the next block's events go in the buffer, and how many fit
- * (written first when fewer than OUT_MIN_EVENTS would). */
-static void flush(hs_tl_drain *d);
+ * (the buffer queued first when fewer than out_min_events would). */
 static hs_tl_event *reserve(hs_tl_drain *d, size_t *room)
 {
-    if (OUT_BYTES - d->used < sizeof(hs_tl_block) + OUT_MIN_EVENTS * sizeof(hs_tl_event))
+    if (d->out && d->out_bytes - d->out->used < sizeof(hs_tl_block) + d->out_min_events * sizeof(hs_tl_event))
         flush(d);
-    *room = (OUT_BYTES - d->used - sizeof(hs_tl_block)) / sizeof(hs_tl_event);
-    return (hs_tl_event *)(d->out + d->used + sizeof(hs_tl_block));
+    if (!d->out) {
+        d->out = hs_tl_writer_buffer(d->writer);
+        if (d->out->failed)
+            not_written(d, d->out);
+        d->out->used = 0;
+    }
+    *room = (d->out_bytes - d->out->used - sizeof(hs_tl_block)) / sizeof(hs_tl_event);
+    return (hs_tl_event *)(d->out->data + d->out->used + sizeof(hs_tl_block));
 }
 
 static uint32_t funcs_of(const hs_tl_event *ev, size_t n)
@@ -133,20 +187,20 @@ static uint32_t funcs_of(const hs_tl_event *ev, size_t n)
 
 /* Make the n events reserve() placed one block of thread tid (flags:
  * HS_TL_BLOCK_*), as far as --timeline-max lets; funcs: their highest
- * function + 1. They count as in the file from here (flush takes them
- * back if the write fails). */
+ * function + 1. They count as in the file from here (not_written takes
+ * them back if the write fails). */
 static void put_block(hs_tl_drain *d, uint32_t tid, uint32_t flags, size_t n, uint32_t funcs)
 {
     hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
-    hs_tl_event *ev = (hs_tl_event *)(d->out + d->used + sizeof(hs_tl_block));
+    hs_tl_event *ev = (hs_tl_event *)(d->out->data + d->out->used + sizeof(hs_tl_block));
     uint64_t room = d->tl->bytes + sizeof(hs_tl_block) < d->max_bytes
                         ? (d->max_bytes - d->tl->bytes - sizeof(hs_tl_block)) / sizeof *ev
                         : 0;
-    size_t fit = d->write_failed ? 0 : n < room ? n : (size_t)room;
+    size_t fit = hs_tl_writer_failed(d->writer) ? 0 : n < room ? n : (size_t)room;
     if (fit) {
         hs_tl_block b = { HS_TL_BLOCK_MAGIC, tid, (uint32_t)fit, flags };
-        memcpy(d->out + d->used, &b, sizeof b);
-        d->used += sizeof b + fit * sizeof *ev;
+        memcpy(d->out->data + d->out->used, &b, sizeof b);
+        d->out->used += sizeof b + fit * sizeof *ev;
         d->tl->bytes += sizeof b + fit * sizeof *ev;
         if (fit < n)
             funcs = funcs_of(ev, fit);
@@ -164,40 +218,6 @@ static void put_block(hs_tl_drain *d, uint32_t tid, uint32_t flags, size_t n, ui
     th->dropped_file += n - fit;
 }
 
-/* Write the buffer's blocks; when that fails, the timeline stops there
- * and their calls count as not in the file. */
-static void flush(hs_tl_drain *d)
-{
-    if (!d->used)
-        return;
-    double tw = hs_now();
-    bool ok = !d->write_failed && fwrite(d->out, 1, d->used, d->f) == d->used;
-    d->write_s += hs_now() - tw;
-    d->writes++;
-    if (!ok) {
-        if (!d->write_failed)
-            hs_err("cannot write %s: the timeline stops here", d->path);
-        d->write_failed = true;
-        d->tl->bytes -= d->used;
-        for (size_t at = 0; at < d->used;) {
-            hs_tl_block b;
-            memcpy(&b, d->out + at, sizeof b);
-            const hs_tl_event *ev = (const hs_tl_event *)(d->out + at + sizeof b);
-            hs_prof_tl_thread *th = hs_timeline_thread(d->tl, b.tid);
-            if (b.flags & HS_TL_BLOCK_OPEN) {
-                th->open -= b.count;
-            } else {
-                th->events -= b.count;
-                th->dropped_file += b.count;
-                for (uint32_t i = 0; i < b.count; i++)
-                    widen(th, ev[i].t0, ev[i].t1);
-            }
-            at += sizeof b + (size_t)b.count * sizeof *ev;
-        }
-    }
-    d->used = 0;
-}
-
 /* Empty every ring once. */
 static void pass(hs_tl_drain *d)
 {
@@ -211,6 +231,7 @@ static void pass(hs_tl_drain *d)
     uint64_t moved = 0;
     for (uint32_t k = 0; k < nregions; k++) {
         hs_session_tl *st = &d->rings[k];
+        uint64_t taken = 0;
         for (;;) {
             uint32_t tid = st->tid;
             size_t room;
@@ -239,7 +260,10 @@ static void pass(hs_tl_drain *d)
                 break;
             put_block(d, st->tid, 0, n, st->funcs);
             moved += n;
+            taken += n;
         }
+        if (taken > d->most_taken)
+            d->most_taken = taken;
     }
     flush(d);
     double took = hs_now() - t0;
@@ -290,8 +314,20 @@ static void open_calls(hs_tl_drain *d)
 static DWORD WINAPI drain_main(void *arg)
 {
     hs_tl_drain *d = arg;
-    while (WaitForSingleObject(d->stop, DRAIN_MS) == WAIT_TIMEOUT)
+    AcquireSRWLockExclusive(&d->wait_lock);
+    while (!d->stopping) {
+        SleepConditionVariableSRW(&d->wake, &d->wait_lock, DRAIN_MS, 0);
+        if (d->stopping)
+            break;
+        ReleaseSRWLockExclusive(&d->wait_lock);
+        double now = hs_now();
+        if (d->last_pass && now - d->last_pass > d->longest_gap)
+            d->longest_gap = now - d->last_pass;
+        d->last_pass = now;
         pass(d);
+        AcquireSRWLockExclusive(&d->wait_lock);
+    }
+    ReleaseSRWLockExclusive(&d->wait_lock);
     /* (read by the thread itself: Wine has no times of a thread that ended) */
     FILETIME c, e, k, u;
     if (GetThreadTimes(GetCurrentThread(), &c, &e, &k, &u))
@@ -314,7 +350,7 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
         free(d);
         return NULL;
     }
-    /* unbuffered: the drain gathers its writes itself (OUT_BYTES), and the
+    /* unbuffered: the drain gathers its writes itself (out_bytes), and the
      * C runtime's buffer would only copy them first */
     setvbuf(d->f, NULL, _IONBF, 0);
     hs_tl_file_hdr fh;
@@ -339,17 +375,33 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
     d->rings = hs_xcalloc(regions, sizeof *d->rings);
     d->seen_dropped = hs_xcalloc(regions, sizeof *d->seen_dropped);
     d->seen_filtered = hs_xcalloc(regions, sizeof *d->seen_filtered);
-    d->out = hs_xmalloc(OUT_BYTES);
+    d->out_bytes = OUT_BYTES;
+    unsigned nbufs = OUT_BUFFERS;
+    char test[64];
+    size_t bytes;
+    unsigned count;
+    if (GetEnvironmentVariableA(OUT_TEST_ENV, test, sizeof test) &&
+        sscanf(test, "%zu,%u", &bytes, &count) == 2 && bytes >= sizeof(hs_tl_block) + sizeof(hs_tl_event) &&
+        bytes <= OUT_BYTES && count >= 1 && count <= 1024) {
+        d->out_bytes = bytes;
+        nbufs = count;
+    }
+    size_t most = (d->out_bytes - sizeof(hs_tl_block)) / sizeof(hs_tl_event);
+    d->out_min_events = most / 4 < OUT_MIN_EVENTS ? (most / 4 ? most / 4 : 1) : OUT_MIN_EVENTS;
     InitializeSRWLock(&d->lock);
-    d->stop = CreateEventW(NULL, TRUE, FALSE, NULL);
-    d->thread = d->stop ? CreateThread(NULL, 0, drain_main, d, 0, NULL) : NULL;
+    InitializeSRWLock(&d->wait_lock);
+    InitializeConditionVariable(&d->wake);
+    d->writer = hs_tl_writer_start(d->f, d->path, d->out_bytes, nbufs);
+    d->thread = d->writer ? CreateThread(NULL, 0, drain_main, d, 0, NULL) : NULL;
     /* it runs a moment every few milliseconds: ahead of the target's
-     * threads when they compete for the CPU, so that the rings empty */
+     * threads when they compete for the CPU, so that the rings empty
+     * (Wine 8 ignores it: every thread stays at the Linux niceness it
+     * started with) */
     if (d->thread)
         SetThreadPriority(d->thread, THREAD_PRIORITY_HIGHEST);
     if (!d->thread) {
-        hs_err("cannot start the timeline's drain: %s", hs_win_error(GetLastError()));
-        fclose(d->f);
+        if (d->writer)
+            hs_err("cannot start the timeline's drain: %s", hs_win_error(GetLastError()));
         hs_prof_timeline *tl = hs_tl_drain_stop(d, NULL);
         hs_timeline_free(tl);
         return NULL;
@@ -360,26 +412,30 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
 hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
 {
     if (d->thread) {
-        SetEvent(d->stop);
+        AcquireSRWLockExclusive(&d->wait_lock);
+        d->stopping = true;
+        WakeConditionVariable(&d->wake);
+        ReleaseSRWLockExclusive(&d->wait_lock);
         WaitForSingleObject(d->thread, INFINITE);
         CloseHandle(d->thread);
         pass(d);   /* what the rings still hold */
         open_calls(d);
-        if (fclose(d->f) != 0 && !d->write_failed)
-            hs_err("cannot write %s", d->path);
     }
-    if (d->stop)
-        CloseHandle(d->stop);
+    bool failed = d->writer && hs_tl_writer_end(d->writer, not_written, d, &d->writes, &d->write_s, &d->full_waits);
+    if (fclose(d->f) != 0 && !failed)
+        hs_err("cannot write %s", d->path);
     uint64_t events = 0;
     for (size_t i = 0; i < d->tl->nthreads; i++)
         events += d->tl->threads[i].events;
     hs_log("timeline: %llu calls in %llu bytes, taken in %llu passes of %.1f us on average (%.1f ms in all, "
            "%.1f ms writing the file in %llu writes); the %llu passes that moved calls took %llu in %.1f ms; "
-           "the drain's thread used %.0f ms of CPU",
+           "the drain's thread used %.0f ms of CPU; the longest time between passes %.1f ms, the most calls a ring "
+           "gave in a pass %llu, buffers waited for %llu times",
            (unsigned long long)events, (unsigned long long)d->tl->bytes, (unsigned long long)d->passes,
            d->passes ? d->pass_s * 1e6 / (double)d->passes : 0.0, d->pass_s * 1e3, d->write_s * 1e3,
            (unsigned long long)d->writes, (unsigned long long)d->busy_passes, (unsigned long long)d->busy_events,
-           d->busy_s * 1e3, d->cpu_s * 1e3);
+           d->busy_s * 1e3, d->cpu_s * 1e3, d->longest_gap * 1e3, (unsigned long long)d->most_taken,
+           (unsigned long long)d->full_waits);
     if (trust && d->trust.problems) {
         if (!trust->problems)
             memcpy(trust->first, d->trust.first, sizeof trust->first);
@@ -389,7 +445,6 @@ hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
     free(d->rings);
     free(d->seen_dropped);
     free(d->seen_filtered);
-    free(d->out);
     free(d->path);
     free(d);
     return tl;
