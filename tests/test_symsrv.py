@@ -200,10 +200,11 @@ class Silent:
 
 class Drip(Silent):
     """A server that answers 200 with 100,000 bytes announced, then sends
-    one byte every 0.5 s (each pause shorter than the timeout)."""
+    one byte every 0.5 s (each pause shorter than the timeout); with
+    `head`, that answer's first bytes instead (headers that never end)."""
 
-    def __init__(self):
-        self.sent, self.stop = 0, threading.Event()
+    def __init__(self, head=b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"):
+        self.sent, self.stop, self.head = 0, threading.Event(), head
         super().__init__()
 
     def serve(self, c):
@@ -212,7 +213,7 @@ class Drip(Silent):
     def _drip(self, c):
         try:
             c.recv(65536)
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            c.sendall(self.head)
             while not self.stop.wait(0.5):
                 c.sendall(b"x")
                 self.sent += 1
@@ -222,21 +223,6 @@ class Drip(Silent):
     def close(self):
         self.stop.set()
         super().close()
-
-
-class DripHeaders(Drip):
-    """A server that answers 200, then sends its headers one byte every
-    0.5 s, never ending them."""
-
-    def _drip(self, c):
-        try:
-            c.recv(65536)
-            c.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-            while not self.stop.wait(0.5):
-                c.sendall(b"x")
-                self.sent += 1
-        except OSError:
-            return
 
 
 def setup(name):
@@ -429,7 +415,7 @@ def test_dripping_headers_meet_the_deadline():
     deadline (4 s: no bytes of the file came) in one line; the server is
     not asked again, and the run goes on."""
     work, images = setup("drip-headers")
-    drip = DripHeaders()
+    drip = Drip(head=b"HTTP/1.1 200 OK\r\nX-Slow: ")
     exe, key = images["pdbc"]
     try:
         cache = os.path.join(work, "cache")
