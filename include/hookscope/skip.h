@@ -25,7 +25,9 @@ typedef enum hs_skip_reason {
     HS_SKIP_OVERLAP = 11,         /* overlaps another function's patch */
     HS_SKIP_FILTERED = 12,        /* excluded by the user's filter */
     HS_SKIP_LIMIT = 13,           /* over the session's function capacity */
-    HS_SKIP_X86 = 14,             /* i386 code: the hook engine decodes x86-64 only */
+    HS_SKIP_X86 = 14,             /* i386 code in a 64-bit process (no agent runs 32-bit code yet) */
+    HS_SKIP_BOUNDS = 15,          /* only the start is known (a call's target, a hot-patch entry, a
+                                     symbol): the window's branches cannot be checked against its end */
     HS_SKIP__COUNT
 } hs_skip_reason;
 
@@ -63,7 +65,7 @@ static inline const char *hs_skip_reason_name(int r)
         "ok", "too-short", "branch-into-patch", "unresolved-jump-table",
         "undecodable", "unrelocatable-instruction", "target-out-of-range",
         "not-executable", "agent-dependency", "no-arena", "patch-failed",
-        "overlap", "filtered", "over-capacity", "i386-code",
+        "overlap", "filtered", "over-capacity", "i386-code", "bounds-unknown",
     };
     return (r >= 0 && r < HS_SKIP__COUNT) ? names[r] : "unknown";
 }

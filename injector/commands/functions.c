@@ -3,8 +3,11 @@
  * of a PE file, where each one's bounds come from, and for each whether it
  * can be hooked (and how) or why not, decided by the same engine the agent
  * uses, on the file's bytes, named by the same symbol tables as every
- * report. An i386 image's functions are listed the same way; its code is
- * not analysed (the engine decodes x86-64 only): each says `i386-code`.
+ * report. An i386 image's functions are listed the same way and decided
+ * by the engine's 32-bit mode, those with exact bounds (its PDB's
+ * procedures, its .eh_frame): one known only by its start says
+ * `bounds-unknown` (without .pdata nothing bounds it). No agent runs in a
+ * 32-bit process yet: `run` and `attach` refuse one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +62,7 @@ int hs_cmd_functions(const hs_options *o)
     const hs_pe *pe = hs_modsyms_pe(syms);
     hs_pe_func *funcs = NULL;
     size_t n = 0;
-    hs_engine *eng = hs_engine_new();
+    hs_engine *eng = pe->bits == 32 ? hs_engine_new_bits(32) : hs_engine_new();
     if (hs_modsyms_message(syms)[0])
         hs_err("%s", hs_modsyms_message(syms));
     if (hs_modsyms_functions(syms, &funcs, &n) < 0 || !eng) {
@@ -103,7 +106,8 @@ int hs_cmd_functions(const hs_options *o)
         if (flt.n && !hs_filter_admits(&flt, modname, named ? nm.raw : NULL, named ? nm.name : NULL, f->rva))
             continue;   /* only what the filters select */
         total++;
-        hs_skip_reason r = pe->bits == 64 ? hs_analyze(eng, &in, 0, &plan) : HS_SKIP_X86;
+        bool bounded = pe->bits == 64 || (f->src & (HS_SRC_DEBUG | HS_SRC_EHFRAME));
+        hs_skip_reason r = bounded ? hs_analyze(eng, &in, 0, &plan) : HS_SKIP_BOUNDS;
         char status_text[64];
         if (r == HS_OK) {
             ok++;
