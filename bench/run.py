@@ -957,9 +957,15 @@ def threads():
         a, b = med([r[k] for r in lat["plain"]]), med([r[k] for r in lat["hooked"]])
         p10 = k.replace("_us", "_p10_us")
         a10, b10 = med([r[p10] for r in lat["plain"]]), med([r[p10] for r in lat["hooked"]])
+        # what the untraced runs alone differ by: under Wine tens of us
+        # (a thread's start is ~500 us of its scheduling), the agent's own
+        # work (below) a few
+        spread = max(r[k] for r in lat["plain"]) - min(r[k] for r in lat["plain"])
+        verdict = "met" if b - a <= THREAD_GOAL_US else \
+            "within the noise" if b - a - THREAD_GOAL_US <= spread else "NOT met"
         print(f"  {what:<48} untraced {a:7.1f} us, hooked {b:7.1f} us: {b - a:+7.1f} us (10th percentiles "
-              f"{a10:.1f}, {b10:.1f}: {b10 - a10:+.1f}); goal <= +{THREAD_GOAL_US} us: "
-              f"{'met' if b - a <= THREAD_GOAL_US else 'NOT met'}")
+              f"{a10:.1f}, {b10:.1f}: {b10 - a10:+.1f}; the untraced runs alone spread over {spread:.1f} us); "
+              f"goal <= +{THREAD_GOAL_US} us: {verdict}")
     for runs, hooked in ((lat["hooked"], "shortthreads.exe"), (lat["many"], " ".join(MANY_MODULES))):
         agent = lambda *keys: med([sum(r[k] for k in keys) for r in runs])
         print(f"  the agent's own work, {hooked} hooked (its cycles, -v; median of {ROUNDS} runs):")
