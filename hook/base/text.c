@@ -89,8 +89,7 @@ size_t hs_utf16le_to_utf8(const uint8_t *p, size_t n, char *out, size_t cap)
     return o;
 }
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static size_t utf8_seq(const uint8_t *p, size_t n)
+size_t hs_utf8_seq(const uint8_t *p, size_t n)
 {
     size_t len;
     uint32_t c;
@@ -128,7 +127,7 @@ size_t hs_ansi_to_utf8(const uint8_t *p, size_t n, char *out, size_t cap)
     if (cap == 0)
         return 0;
     for (size_t i = 0; i < n;) {
-        size_t l = utf8_seq(p + i, n - i);
+        size_t l = hs_utf8_seq(p + i, n - i);
         if (!l) {
             valid = 0;
             break;

@@ -6,34 +6,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook/base/text.h"
 #include "hook/base/util.h"
+
+/* How many bytes at p go into a JSON string as they are (a valid UTF-8
+ * sequence, or one plain character), else 0: an escape. */
+static size_t json_plain(const unsigned char *p)
+{
+    if (*p >= 0x80)
+        return hs_utf8_seq(p, strnlen((const char *)p, 4));
+    return *p >= 0x20 && *p != '"' && *p != '\\';
+}
+
+/* The escape for the byte at p (one that json_plain refused): a JSON
+ * escape, or U+FFFD for a byte that begins no valid UTF-8 sequence (a
+ * name cut mid-character, a target's scribbled text): the file stays
+ * valid UTF-8, as JSON must be. */
+static const char *json_escape(const unsigned char *p, char esc[8])
+{
+    switch (*p) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    }
+    if (*p >= 0x80)
+        return "\\ufffd";
+    snprintf(esc, 8, "\\u%04x", *p);
+    return esc;
+}
 
 size_t hs_json_quoted(const char *s, char *buf, size_t cap)
 {
     size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
         char esc[8];
-        const char *e = esc;
-        size_t k = 2;
-        switch (*p) {
-        case '"': e = "\\\""; break;
-        case '\\': e = "\\\\"; break;
-        case '\n': e = "\\n"; break;
-        case '\r': e = "\\r"; break;
-        case '\t': e = "\\t"; break;
-        default:
-            if (*p < 0x20) {
-                snprintf(esc, sizeof esc, "\\u%04x", *p);
-                k = 6;
-            } else {
-                esc[0] = (char)*p;
-                k = 1;
-            }
+        size_t k = json_plain(p);
+        const char *e = (const char *)p;
+        size_t step = k;
+        if (!k) {
+            e = json_escape(p, esc);
+            k = strlen(e);
+            step = 1;
         }
         if (n + k >= cap)
             break;
         memcpy(buf + n, e, k);
         n += k;
+        p += step;
     }
     if (cap)
         buf[n] = 0;
@@ -42,22 +63,18 @@ size_t hs_json_quoted(const char *s, char *buf, size_t cap)
 
 void hs_json_quote(FILE *out, const char *s)
 {
-    const char *p = s ? s : "", *run = p;
+    const unsigned char *p = (const unsigned char *)(s ? s : ""), *run = p;
     fputc('"', out);
-    for (; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c >= 0x20 && c != '"' && c != '\\')
+    while (*p) {
+        size_t k = json_plain(p);
+        if (k) {
+            p += k;
             continue;
-        fwrite(run, 1, (size_t)(p - run), out);
-        switch (c) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default: fprintf(out, "\\u%04x", c);
         }
-        run = p + 1;
+        char esc[8];
+        fwrite(run, 1, (size_t)(p - run), out);
+        fputs(json_escape(p, esc), out);
+        run = ++p;
     }
     fwrite(run, 1, (size_t)(p - run), out);
     fputc('"', out);

@@ -409,8 +409,17 @@ typedef struct tbuf {
 
 static void put_n(tbuf *b, const char *s, size_t k)
 {
-    if (k > b->room)
+    if (k > b->room) {
+        /* cut at a character's start, never inside a UTF-8 sequence; and
+         * nothing after it (no "+0x..." behind a cut name) */
         k = b->room;
+        while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+            k--;
+        memcpy(b->s + b->n, s, k);
+        b->n += k;
+        b->room = 0;
+        return;
+    }
     memcpy(b->s + b->n, s, k);
     b->n += k;
     b->room -= k;

@@ -28,7 +28,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hook/base/text.h"
 #include "hook/base/util.h"
+#include "injector/output/format.h"
 #include "injector/output/writers.h"
 #include "injector/profile/json_read.h"
 #include "injector/profile/load.h"
@@ -784,6 +786,63 @@ static void test_fuzz_loader(void)
     free(orig);
 }
 
+/* Is s valid UTF-8 throughout? */
+static int valid_utf8(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t k = hs_utf8_seq((const uint8_t *)s + i, n - i);
+        if (!k)
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* A location's text cut to its buffer ends on a character (a module name
+ * of 3-byte characters, as a target's scribbled path gives: the frame
+ * name of a sample stack), and JSON strings of any bytes are valid UTF-8:
+ * a byte that starts no valid sequence is written as \ufffd. */
+static void test_utf8_kept_whole(void)
+{
+    hs_profile *p = hs_profile_new();
+    char path[400] = "C:\\";
+    for (int i = 0; i < 120; i++)
+        strcat(path, "\xe6\x97\xa5");   /* U+65E5, 3 bytes */
+    strcat(path, ".dll");
+    uint32_t m = hs_profile_add_module(p, path, 0x180000000ull, 0x10000);
+    uint32_t f = hs_profile_add_func(p, m, 0x1000, 0x20, NULL);
+    hs_profile_name_func(p, f, "work");
+    int bad = 0;
+    for (size_t len = 2; len < 380; len++) {
+        char buf[400];
+        hs_loc l = { (int32_t)f, (int32_t)m, 5 };
+        hs_loc_format(p, l, true, true, buf, len);
+        bad += !valid_utf8(buf, strlen(buf)) || strlen(buf) >= len;
+    }
+    tap_check(!bad, "utf8/location-cut", "%d buffer sizes cut a character", bad);
+    static const char *const junk[] = { "ab\xe6\x97", "\x80x", "\xc0\xaf", "\xed\xa0\x80z", "\xf4\x90\x80\x80",
+                                        "ok \xe6\x97\xa5 \"q\"\n\x01", "\xff" };
+    static const char *const want[] = { "\"ab\\ufffd\\ufffd\"", "\"\\ufffdx\"", "\"\\ufffd\\ufffd\"",
+                                        "\"\\ufffd\\ufffd\\ufffdz\"", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"",
+                                        "\"ok \xe6\x97\xa5 \\\"q\\\"\\n\\u0001\"", "\"\\ufffd\"" };
+    for (size_t i = 0; i < sizeof junk / sizeof *junk; i++) {
+        char *got = NULL;
+        size_t n = 0;
+        FILE *o = open_memstream(&got, &n);
+        hs_json_quote(o, junk[i]);
+        fclose(o);
+        char inside[64];
+        hs_json_quoted(junk[i], inside, sizeof inside);
+        char name[40];
+        snprintf(name, sizeof name, "utf8/json-%zu", i);
+        tap_check(!strcmp(got, want[i]) && !strncmp(want[i] + 1, inside, strlen(inside)) &&
+                      strlen(inside) == strlen(want[i]) - 2,
+                  name, "quote %s, quoted %s, want %s", got, inside, want[i]);
+        free(got);
+    }
+    hs_profile_free(p);
+}
+
 int main(void)
 {
     regen = getenv("HS_REGEN_GOLDEN") && !strcmp(getenv("HS_REGEN_GOLDEN"), "1");
@@ -801,5 +860,6 @@ int main(void)
     test_old_report_kinds();
     test_saved_profiles();
     test_fuzz_loader();
+    test_utf8_kept_whole();
     return tap_status();
 }
