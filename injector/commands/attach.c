@@ -152,14 +152,19 @@ int hs_cmd_attach(const hs_options *o)
             return HS_EXIT_FAILED;
         if ((reuse ? hs_agent_reuse(process, &t.session, agent_base) : hs_inject(process, &t.session)) < 0 ||
             hs_trace_check_filters(&t, &tc) < 0) {
-            /* the agent may be half loaded: take out whatever went in */
-            DWORD ignored;
+            /* the agent may be half loaded: take out whatever went in
+             * (and say so when it stays: the process keeps it, inactive) */
+            DWORD dcode = 0;
             hs_session_header h;
             hs_session_host_header(&t.session, &h);
-            if (h.agent_state >= HS_AGENT_LOADED &&
-                hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
-                ignored == 0)
-                hs_agent_unload(process, &t.session);
+            if (h.agent_state >= HS_AGENT_LOADED) {
+                int called = hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode);
+                if (called == 0 && dcode == 0 && hs_agent_unload(process, &t.session) < 0)
+                    hs_err("the agent could not be unloaded from process %u; its hooks are out", o->pid);
+                else if (called == 0 && dcode != 0)
+                    hs_err("the agent stays loaded in process %u, inactive, every hook out (%s)", o->pid,
+                           hs_win_error(dcode));
+            }
             hs_trace_abandon(&t);
             return HS_EXIT_FAILED;
         }
