@@ -384,29 +384,37 @@ def test_failures_one_line_each():
         silent.close()
 
 
+def dripped(name, drip, said):
+    """A run whose symbol server is `drip`, with a timeout of TIMEOUT_S (2 s):
+    its one line says the download was too slow, `said` (a pattern of what
+    follows "pdbc.pdb: ") and the deadline (4 s, and 2 s per MB); the server
+    was asked once and the run went on in time. Returns the line's match."""
+    try:
+        work, images = setup(name)
+        exe, key = images["pdbc"]
+        cache = os.path.join(work, "cache")
+        t, elapsed = run(work, exe, f"srv*{cache}*{drip.url}", name, env={"HOOKSCOPE_SYMSRV_TIMEOUT": str(TIMEOUT_S)})
+        err = t.stderr.decode(errors="replace")
+        hs.eq(t.rc, 0, f"exit code ({err})")
+        lines = [l for l in err.splitlines() if l]
+        m = re.fullmatch(rf"hookscope: pdbc\.pdb {key} from {re.escape(drip.url)}: too slow \(pdbc\.pdb: {said}; a "
+                         rf"download has 4 s, and 2 s more per MB that comes\)", lines[0] if lines else "")
+        hs.check(m, f"the line: {lines}")
+        hs.eq(len(drip.accepted), 1, "connections (the server is not asked again in the run)")
+        hs.check(elapsed < 2 * TIMEOUT_S + 10, f"the run took {elapsed:.1f} s")
+        hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), "the run went on: calls counted")
+        return m
+    finally:
+        drip.close()
+
+
 def test_dripping_server_meets_the_deadline():
     """A server that sends a byte every 0.5 s never pauses for the timeout
     (2 s here): the download ends at its deadline, twice the timeout and
     the timeout again per MB that came (4 s here), in one line; the server
     is not asked again in the run, which goes on."""
-    work, images = setup("drip")
-    drip = Drip()
-    exe, key = images["pdbc"]
-    try:
-        cache = os.path.join(work, "cache")
-        t, elapsed = run(work, exe, f"srv*{cache}*{drip.url}", "drip", env={"HOOKSCOPE_SYMSRV_TIMEOUT": str(TIMEOUT_S)})
-        err = t.stderr.decode(errors="replace")
-        hs.eq(t.rc, 0, f"exit code ({err})")
-        lines = [l for l in err.splitlines() if l]
-        m = re.fullmatch(rf"hookscope: pdbc\.pdb {key} from {re.escape(drip.url)}: too slow \(pdbc\.pdb: (\d+) bytes in "
-                         rf"(\S+) s; a download has 4 s, and 2 s more per MB that comes\)", lines[0] if lines else "")
-        hs.check(m, f"the line: {lines}")
-        hs.check(4 <= float(m.group(2)) < 5.5 and 5 <= int(m.group(1)) <= 11, f"the deadline's figures: {m.groups()}")
-        hs.eq(len(drip.accepted), 1, "connections (the server is not asked again in the run)")
-        hs.check(elapsed < 2 * TIMEOUT_S + 10, f"the run took {elapsed:.1f} s")
-        hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), "the run went on: calls counted")
-    finally:
-        drip.close()
+    m = dripped("drip", Drip(), r"(\d+) bytes in (\S+) s")
+    hs.check(4 <= float(m.group(2)) < 5.5 and 5 <= int(m.group(1)) <= 11, f"the deadline's figures: {m.groups()}")
 
 
 def test_dripping_headers_meet_the_deadline():
@@ -414,25 +422,8 @@ def test_dripping_headers_meet_the_deadline():
     pauses for the timeout (2 s here) either: the download ends at its
     deadline (4 s: no bytes of the file came) in one line; the server is
     not asked again, and the run goes on."""
-    work, images = setup("drip-headers")
-    drip = Drip(head=b"HTTP/1.1 200 OK\r\nX-Slow: ")
-    exe, key = images["pdbc"]
-    try:
-        cache = os.path.join(work, "cache")
-        t, elapsed = run(work, exe, f"srv*{cache}*{drip.url}", "drip-headers",
-                         env={"HOOKSCOPE_SYMSRV_TIMEOUT": str(TIMEOUT_S)})
-        err = t.stderr.decode(errors="replace")
-        hs.eq(t.rc, 0, f"exit code ({err})")
-        lines = [l for l in err.splitlines() if l]
-        m = re.fullmatch(rf"hookscope: pdbc\.pdb {key} from {re.escape(drip.url)}: too slow \(pdbc\.pdb: no answer in "
-                         rf"(\S+) s; a download has 4 s, and 2 s more per MB that comes\)", lines[0] if lines else "")
-        hs.check(m, f"the line: {lines}")
-        hs.check(4 <= float(m.group(1)) < 6, f"given up after {m.group(1)} s")
-        hs.eq(len(drip.accepted), 1, "connections (the server is not asked again in the run)")
-        hs.check(elapsed < 2 * TIMEOUT_S + 10, f"the run took {elapsed:.1f} s")
-        hs.check(any(f["calls"] for f in t.functions("pdbc.exe")), "the run went on: calls counted")
-    finally:
-        drip.close()
+    m = dripped("drip-headers", Drip(head=b"HTTP/1.1 200 OK\r\nX-Slow: "), r"no answer in (\S+) s")
+    hs.check(4 <= float(m.group(1)) < 6, f"given up after {m.group(1)} s")
 
 
 def pdb_function(n):
