@@ -412,6 +412,13 @@ static void mark_dead(const char *url)
     LeaveCriticalSection(&g.lock);
 }
 
+/* A download past its deadline (past_deadline): `what` came in ms. */
+static void fail_too_slow(const job *j, const char *file, const char *what, ULONGLONG ms)
+{
+    fail(j, "too slow (%s: %s in %.1f s; a download has %.3g s, and %.3g s more per MB that comes)", file, what,
+         ms / 1000.0, 2 * g.timeout_ms / 1000.0, g.timeout_ms / 1000.0);
+}
+
 /* One request's failure line; 1 when the answer ends the search (anything
  * but "not here"). */
 static int request_failed(const job *j, int how, DWORD status, DWORD err, unsigned long long short_of,
@@ -421,8 +428,9 @@ static int request_failed(const job *j, int how, DWORD status, DWORD err, unsign
         fail(j, "timed out (nothing came for %.3g s)", g.timeout_ms / 1000.0);
         mark_dead(j->url);
     } else if (how == TOO_SLOW) {
-        fail(j, "too slow (%s: %zu bytes in %.1f s; a download has %.3g s, and %.3g s more per MB that comes)", file,
-             b->n, ms / 1000.0, 2 * g.timeout_ms / 1000.0, g.timeout_ms / 1000.0);
+        char came[32];
+        snprintf(came, sizeof came, "%zu bytes", b->n);
+        fail_too_slow(j, file, came, ms);
         mark_dead(j->url);
     } else if (how == NO_CONNECTION) {
         fail(j, "cannot connect (error %lu)", err);
@@ -573,8 +581,7 @@ static void give_up(job *j, ULONGLONG ms)
     j->state = DONE;
     j->path = NULL;
     g.workers--;
-    fail(j, "too slow (%s: no answer in %.1f s; a download has %.3g s, and %.3g s more per MB that comes)", j->asking,
-         ms / 1000.0, 2 * g.timeout_ms / 1000.0, g.timeout_ms / 1000.0);
+    fail_too_slow(j, j->asking, "no answer", ms);
     mark_dead(j->url);
     WakeAllConditionVariable(&g.changed);
 }
