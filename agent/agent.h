@@ -89,6 +89,9 @@ typedef struct hs_agent {
     volatile LONG in_slow;     /* threads inside the probes' C code */
     uint64_t self_size;        /* the agent DLL's SizeOfImage */
     int defer_patch;           /* hs_install_module leaves patching to its caller */
+    uint64_t tl_wait_ticks;    /* --timeline-wait in rdtsc ticks, from the header at the start:
+                                  what bounds every wait, whatever the target writes into the
+                                  session meanwhile */
 } hs_agent;
 
 extern hs_agent g_hs;
@@ -264,6 +267,8 @@ extern uint64_t hs_tsc_ns_mult;
 extern volatile int64_t hs_untimed_frames;
 /* The calling thread is one hookscope.exe or the agent started. */
 int hs_hookscope_thread(void);
+/* --timeline: wait for room in region r's full ring (probes.c); 1: room */
+int hs_timeline_room(hs_region_hdr *r);
 /* Wrapper frames still live on some thread's stack (timed + untimed). */
 uint64_t hs_live_wrapper_frames(void);
 

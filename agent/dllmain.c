@@ -151,6 +151,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
     DWORD rc = 0;
     if (h->options & HS_OPT_TIME)
         calibrate_tsc(h);   /* 20 ms: only the timing histograms need it */
+    g_hs.tl_wait_ticks = (uint64_t)((double)h->timeline_wait_ms * h->tsc_hz / 1e3);
     hs_regions_prepare();   /* (the timeline's filter in ticks needs the clock) */
     if (!g_hs.engine)
         g_hs.engine = hs_engine_new();

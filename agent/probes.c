@@ -46,6 +46,7 @@ _Static_assert(offsetof(hs_region_hdr, tl_tail) == 192, "tl_tail");
 _Static_assert(offsetof(hs_region_hdr, tl_min_ticks) == 136, "tl_min_ticks");
 _Static_assert(offsetof(hs_region_hdr, tl_depths) == 144, "tl_depths");
 _Static_assert(offsetof(hs_region_hdr, tl_filtered) == 152, "tl_filtered");
+_Static_assert(offsetof(hs_region_hdr, tl_wait_limit) == 160, "tl_wait_limit");
 _Static_assert(sizeof(hs_tl_event) == 32, "timeline event");
 _Static_assert(offsetof(hs_shadow_rec, save_rax) == 32, "shadow save_rax");
 
@@ -145,9 +146,45 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
 
 /* ---- the wrapper's unwind handler -------------------------------------------- */
 
+/* --timeline: region r's ring is full (the injector has not taken its
+ * events yet). Wait for room, up to --timeline-wait (as the agent read it
+ * at its start; the region's tl_wait_limit only says to wait), in steps
+ * of a millisecond (the injector takes events every 2 ms), unless the last
+ * wait gave up and the injector has taken nothing since (its drain
+ * stopped or stuck: one wait, not one a call), or the injector no longer
+ * takes events (timeline_wait_ms 0). The ticks waited are counted and
+ * added to the thread's `excluded`, so the durations of the calls open
+ * around this one leave them out (its own is counted already). LastError
+ * is kept. Returns 1 when the ring has room. Called by the timing wrapper
+ * (wrapper.S, which keeps the registers a caller may still use) and by
+ * its unwind handler. */
+int hs_timeline_room(hs_region_hdr *r)
+{
+    volatile uint64_t *tail = &r->tl_tail;
+    if (!r->tl_wait_limit || !g_hs.hdr->timeline_wait_ms || (r->tl_wait_stuck && r->tl_wait_stuck == *tail + 1))
+        return 0;
+    DWORD err = GetLastError();
+    uint64_t t0 = hs_rdtsc();
+    int room;
+    r->tl_waits++;
+    while (!(room = r->tl_head - *tail < r->tl_cap)) {
+        if (hs_rdtsc() - t0 >= g_hs.tl_wait_ticks || !g_hs.hdr->timeline_wait_ms) {
+            r->tl_wait_stuck = *tail + 1;
+            break;
+        }
+        Sleep(1);
+    }
+    uint64_t waited = hs_rdtsc() - t0;
+    r->tl_wait_ticks += waited;
+    r->excluded += waited;
+    SetLastError(err);
+    return room;
+}
+
 /* --timeline: the call of shadow record s, which ended at t1 after `ticks`
  * of its own, into region r's ring (as wrapper.S writes it), or counted
- * dropped when the ring is full, or filtered (too short, too deep). */
+ * dropped when the ring is full and stays full (hs_timeline_room), or
+ * filtered (too short, too deep). */
 static void timeline_event(hs_region_hdr *r, const hs_shadow_rec *s, uint64_t t1, uint64_t ticks)
 {
     if (!r->tl_base)
@@ -157,7 +194,7 @@ static void timeline_event(hs_region_hdr *r, const hs_shadow_rec *s, uint64_t t1
         r->tl_filtered++;
         return;
     }
-    if (r->tl_head - r->tl_tail >= r->tl_cap) {
+    if (r->tl_head - r->tl_tail >= r->tl_cap && !hs_timeline_room(r)) {
         if (r->tl_dropped++ == 0 || s->t0 < r->tl_drop_first)
             r->tl_drop_first = s->t0;
         if (t1 > r->tl_drop_last)

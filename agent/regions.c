@@ -73,6 +73,7 @@ static int region_init(char *r, commit_fn commit, int timed)
             rh->tl_cap = h->region_timeline_cap;
             rh->tl_min_ticks = (uint64_t)((double)h->timeline_min_ns * h->tsc_hz / 1e9);
             rh->tl_depths = h->timeline_depths ? h->timeline_depths : UINT64_MAX;
+            rh->tl_wait_limit = g_hs.tl_wait_ticks;
             rh->tl_base = (uint64_t)(uintptr_t)(r + h->region_timeline_off);
         }
     }

@@ -28,6 +28,7 @@
  */
     .intel_syntax noprefix
     .text
+#include "keep_xmm.inc"
 
     .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
     .set HDR_STACK_TICKS, -4096 + 80 /* hs_region_hdr.stack_ticks */
@@ -71,12 +72,7 @@
     mov r8, rsp
     and rsp, -16
     sub rsp, 144                  /* home(32) + xmm0-5(96) + LastError(16) */
-    movdqa [rsp+32], xmm0
-    movdqa [rsp+48], xmm1
-    movdqa [rsp+64], xmm2
-    movdqa [rsp+80], xmm3
-    movdqa [rsp+96], xmm4
-    movdqa [rsp+112], xmm5
+    KEEP_XMM0_5 32
     mov eax, gs:[0x68]
     mov [rsp+128], eax
     mov rax, [rbp-16]             /* (PUSHED << 32) | fidx */
@@ -87,12 +83,7 @@
     mov rcx, rax
     mov eax, [rsp+128]
     mov gs:[0x68], eax
-    movdqa xmm0, [rsp+32]
-    movdqa xmm1, [rsp+48]
-    movdqa xmm2, [rsp+64]
-    movdqa xmm3, [rsp+80]
-    movdqa xmm4, [rsp+96]
-    movdqa xmm5, [rsp+112]
+    RESTORE_XMM0_5 32
     lea rsp, [rbp-64]
     pop r11
     pop r10

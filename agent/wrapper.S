@@ -28,9 +28,11 @@
  *      counted once) and to the parent record's children; with --timeline
  *      (the region's tl_base set) write the call into the thread's ring
  *      as an hs_tl_event (raw entry and exit, the duration, function,
- *      depth), or when the ring is full count it dropped with its times,
- *      unless the filters leave it out (shorter than tl_min_ticks, at
- *      tl_depths or deeper: counted in tl_filtered); pop.
+ *      depth), unless the filters leave it out (shorter than tl_min_ticks,
+ *      at tl_depths or deeper: counted in tl_filtered); when the ring is
+ *      full, wait for the injector to take its events (hs_timeline_room,
+ *      C, up to --timeline-wait; the calls around this one leave the wait
+ *      out), or count the call dropped with its times; pop.
  *
  * No C is called here. Registers: rbx/rsi/rdi/r12 are saved and used
  * (rbx: counters, rsi: descriptor, rdi: shadow record);
@@ -45,6 +47,7 @@
  */
     .intel_syntax noprefix
     .text
+#include "keep_xmm.inc"
 
     /* descriptor (agent.h: hs_wrap_desc) */
     .set DESC_TRAMP, 0
@@ -67,6 +70,7 @@
     .set HDR_TL_MIN_TICKS, -4096 + 136
     .set HDR_TL_DEPTHS, -4096 + 144
     .set HDR_TL_FILTERED, -4096 + 152
+    .set HDR_TL_WAIT_LIMIT, -4096 + 160
     .set HDR_TL_TAIL, -4096 + 192
     /* hs_shadow_rec */
     .set SH_DESC, 0
@@ -222,6 +226,7 @@ hs_wrapper_ret:
     shr rax, 6
     cmp rax, [rbx + HDR_TL_DEPTHS]
     jae .Ltl_filtered
+.Ltl_write:
     mov rax, [rbx + HDR_TL_HEAD]
     mov rdx, rax
     sub rdx, [rbx + HDR_TL_TAIL]
@@ -250,6 +255,32 @@ hs_wrapper_ret:
     add qword ptr [rbx + HDR_TL_FILTERED], 1
     jmp .Ltl_done
 .Ltl_full:
+    cmp qword ptr [rbx + HDR_TL_WAIT_LIMIT], 0
+    je .Ltl_drop
+    /* wait for room in C: rax/rdx are in the frame already; rcx, r8-r11,
+     * xmm0-5 and LastError are kept as the thunks keep them (a caller
+     * may hold values in them across a call it can see into); rbx, rsi,
+     * rdi and r12 are the C code's to keep. rsp is 16-aligned here (as
+     * it was at the call into the function) */
+    sub rsp, 176
+    mov [rsp + 128], rcx
+    mov [rsp + 136], r8
+    mov [rsp + 144], r9
+    mov [rsp + 152], r10
+    mov [rsp + 160], r11
+    KEEP_XMM0_5 32
+    lea rcx, [rbx - 4096]
+    call hs_timeline_room
+    RESTORE_XMM0_5 32
+    mov rcx, [rsp + 128]
+    mov r8, [rsp + 136]
+    mov r9, [rsp + 144]
+    mov r10, [rsp + 152]
+    mov r11, [rsp + 160]
+    add rsp, 176
+    test eax, eax
+    jnz .Ltl_write
+.Ltl_drop:
     add qword ptr [rbx + HDR_TL_DROPPED], 1
     mov rax, [rdi + SH_T0]
     cmp qword ptr [rbx + HDR_TL_DROPPED], 1

@@ -466,7 +466,8 @@ def timeline_overhead():
     calls of each kind, so that one thread's ring (--timeline-buffer
     1048576) holds every call of the run and the best round is the event
     write itself, whatever the drain does; and the path of a call that
-    finds the ring full (--timeline-buffer 16: nearly every call)."""
+    finds the ring full and drops (--timeline-buffer 16 --timeline-wait 0:
+    nearly every call)."""
     cb = "build/bench/callbench.exe"
     out = os.path.join(ROOT, OUT, "timeline")
 
@@ -476,11 +477,11 @@ def timeline_overhead():
             tl = json.load(f).get("timeline")
         ring = sum(t["dropped_buffer"] for t in tl["threads"])
         file = sum(t["dropped_file"] for t in tl["threads"]) if tl else 0
-        return r, dropped
+        return r, ring + file
 
     t_time, _ = traced("--time")
     t_line, dropped = traced("--timeline", "--timeline-buffer", "1048576")
-    t_full, full = traced("--timeline", "--timeline-buffer", "16")
+    t_full, full = traced("--timeline", "--timeline-buffer", "16", "--timeline-wait", "0")
     t_min, _ = traced("--timeline", "--timeline-min-duration", "1s")
     print("== ns per call --timeline adds over --time (best of 7 rounds x 20,000 calls; one run each)")
     print(f"{'call':<8}{'--time':>10}{'timeline':>10}{'added':>8}{'ring full':>11}{'added':>8}{'filtered':>10}"
@@ -505,9 +506,10 @@ DEFAULT_RING_MS = 262144 / 20e6 * 1e3   # how long the default ring lasts at 20 
 DRAIN_E2E_CALLS = "1000000"   # callbench rounds: 14 million calls, ~0.45 GB of timeline
 
 
-def drain_run(*opts, calls=("300000",)):
+def drain_run(*opts, calls=("300000",), waits=None):
     """One callbench run with --timeline: the drain's -v figures, callbench's
-    output, the calls the timeline dropped (report.json)."""
+    output, the calls the timeline dropped (report.json); the waits for
+    room in a full ring and their milliseconds in `waits` (a dict)."""
     out = os.path.join(ROOT, OUT, "timeline")
     # the last run's files (up to 2 GB of trace.json) gone and the disk's
     # writeback done first: Linux makes a writer wait while much is dirty
@@ -523,6 +525,9 @@ def drain_run(*opts, calls=("300000",)):
         tl = json.load(f)["timeline"]
     dropped = sum(t["dropped_buffer"] + t["dropped_file"] for t in tl["threads"])
     ns = dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip())
+    waits = {} if waits is None else waits
+    waits.update(count=sum(t.get("waits", 0) for t in tl["threads"]),
+                 ms=sum(t.get("waited_us", 0) for t in tl["threads"]) / 1e3)
     return m, ns, dropped
 
 
@@ -555,18 +560,21 @@ def timeline_drain():
     rate = med(busy)
     print(f"median {rate:.1f} M calls/s in the passes that moved calls, {med(cpu):.1f} M per second of the drain's "
           f"CPU; >= {DRAIN_TARGET_M:.0f} M calls/s: {'met' if rate >= DRAIN_TARGET_M else 'NOT MET'}")
-    m, out, dropped = drain_run(calls=("paced", "20", "1"))
+    waits = {}
+    m, out, dropped = drain_run(calls=("paced", "20", "1"), waits=waits)
     rate = out["paced-calls"] / out["paced-seconds"] / 1e6
     print(f"end to end, the default ring (load average {os.getloadavg()[0]:.1f}): callbench paced at "
           f"{rate:.1f} M calls/s for {out['paced-seconds']:.2f} s, {int(m[1]) + dropped} timed calls, {dropped} dropped; "
           f"none at 20 M calls/s: {'met' if dropped == 0 and rate >= 19.9 else 'NOT MET'}")
+    print(f"  the ring was full {waits['count']} times, and waited for {waits['ms']:.1f} ms in all (--timeline-wait: "
+          f"the target's calls held up, their times leaving it out; callbench's rate above includes it)")
     if m[11]:
         print(f"  the drain: {m[11]} ms at most between passes (the ring holds {DEFAULT_RING_MS:.0f} ms at 20 M calls/s), "
               f"{m[12]} calls from a ring in one pass at most, {m[13]} waits for the file's writer")
-    m, ns, dropped = drain_run(calls=(DRAIN_E2E_CALLS,))
+    m, ns, dropped = drain_run(calls=(DRAIN_E2E_CALLS,), waits=waits)
     rates = ", ".join(f"{k} {1e3 / ns[k]:.0f} M calls/s" for k in ("chain", "empty"))
     print(f"end to end, callbench {DRAIN_E2E_CALLS} as fast as it calls ({rates}): {int(m[1]) + dropped} timed calls, "
-          f"{dropped} dropped")
+          f"{dropped} dropped; the ring was full {waits['count']} times, waited for {waits['ms']:.1f} ms in all")
 
 
 MEMORY_SECONDS = 60          # timeline-memory's long run by default (`timeline-memory SECONDS` sets it)

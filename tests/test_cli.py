@@ -160,7 +160,8 @@ def test_messages_that_name_the_cause():
 RUN_OPTIONS = ["--module", "--function", "--exclude", "--output", "--duration", "--no-edges", "--stacks",
                "--stack-every", "--time", "--quiet", "--verbose", "--max-functions", "--max-threads", "--help",
                "--symbols", "--srcline", "--no-sample", "--sample-rate", "--no-hooks", "--sampler", "--keep-etl",
-               "--timeline", "--timeline-max", "--timeline-buffer", "--timeline-min-duration", "--timeline-depth"]
+               "--timeline", "--timeline-max", "--timeline-buffer", "--timeline-min-duration", "--timeline-depth",
+               "--timeline-wait"]
 TAKES = {
     "run": RUN_OPTIONS + ["--elevated-target"],
     "attach": RUN_OPTIONS,

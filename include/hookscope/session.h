@@ -180,8 +180,9 @@ typedef struct hs_region_hdr {
                                     weighed against the program's own time */
     /* --timeline: the thread's ring of hs_tl_event, filled by the wrapper
      * (tl_head, the events written so far) and emptied by the injector
-     * (tl_tail, the events it took); an event that finds it full is
-     * dropped and counted, with the range of times the drops cover */
+     * (tl_tail, the events it took); an event that finds it full waits
+     * for room up to tl_wait_limit (--timeline-wait), then is dropped and
+     * counted, with the range of times the drops cover */
     uint64_t tl_base;            /* the ring, as an address in the target; 0: no timeline */
     uint64_t tl_cap;             /* events it holds (a power of two; 0: every event is dropped) */
     uint64_t tl_head;
@@ -191,7 +192,11 @@ typedef struct hs_region_hdr {
     uint64_t tl_min_ticks;       /* calls shorter than this leave no event (--timeline-min-duration) */
     uint64_t tl_depths;          /* calls at this depth or deeper leave no event (--timeline-depth) */
     uint64_t tl_filtered;        /* calls the two left out */
-    uint64_t tl_reserved[4];
+    uint64_t tl_wait_limit;      /* rdtsc ticks a full ring is waited for (0: never) */
+    uint64_t tl_waits;           /* times the ring was found full and waited for */
+    uint64_t tl_wait_ticks;      /*   the ticks spent waiting (in `excluded` too) */
+    uint64_t tl_wait_stuck;      /* the tail + 1 when a wait last gave up: no wait again until
+                                    the injector takes events (0: none gave up) */
     uint64_t tl_tail;            /* written by the injector only (a cache line of its own) */
 } hs_region_hdr;
 
@@ -414,7 +419,9 @@ typedef struct hs_session_header {
     uint32_t end_tid;                 /*   on this thread */
     uint64_t end_addr;                /*   at this address */
     uint32_t end_exit_code;           /* the code the process asked to end with */
-    uint32_t reserved_end;
+    volatile uint32_t timeline_wait_ms; /* --timeline-wait: how long a thread waits for room in its
+                                       full ring (0: never; the injector sets it to 0 when it
+                                       stops taking events) */
     /* the agent's timing wrapper, for a sampler that finds a thread in it
      * (agent/wrapper.S): [wrap_begin, wrap_rsi) rbp holds the timed
      * function's descriptor, [wrap_rsi, wrap_gone) rsi does, [wrap_gone,

@@ -25,6 +25,7 @@ enum opt_id {
     OPT_NO_SAMPLE, OPT_SAMPLE_RATE, OPT_NO_HOOKS, OPT_SAMPLER, OPT_KEEP_ETL, OPT_ELEVATED_TARGET,
     OPT_SYMBOLS, OPT_SRCLINE, OPT_ETL, OPT_PID, OPT_PROCESS, OPT_FORMAT, OPT_SORT, OPT_TOP, OPT_THREADS,
     OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN, OPT_TIMELINE_DEPTH,
+    OPT_TIMELINE_WAIT,
 };
 
 #define TRACE (HS_CMD_RUN | HS_CMD_ATTACH)
@@ -84,7 +85,13 @@ static const optdef options[] = {
       "calls each thread's timeline buffer holds until\n"
       "hookscope takes them (a power of two from 16 to\n"
       "16777216, default 262144); a call that finds it\n"
-      "full is dropped and counted" },
+      "full waits for room (--timeline-wait)" },
+    { OPT_TIMELINE_WAIT, L"--timeline-wait", NULL, "T", 0, TRACE,
+      "how long a thread whose timeline buffer is full\n"
+      "waits for hookscope to take its calls (ns, us,\n"
+      "ms or s; default 1s; 0: never), its calls' times\n"
+      "less the wait; then its calls are dropped and\n"
+      "counted until hookscope takes some again" },
     { OPT_TIMELINE_MIN, L"--timeline-min-duration", NULL, "T", 0, TRACE,
       "a call shorter than T (ns, us, ms or s, e.g. 1us)\n"
       "leaves no event on the timeline (its time stays\n"
@@ -484,6 +491,13 @@ static int apply(hs_options *o, const optdef *d, const wchar_t *a, const wchar_t
             return usage_error("--timeline-min-duration needs a duration with its unit (ns, us, ms or s) up to "
                                "1 hour, not '%s'", hs_utf8(val));
         break;
+    case OPT_TIMELINE_WAIT:
+        if (!wcscmp(val, L"0"))
+            o->timeline_wait_ns = 0;
+        else if (parse_duration_ns(val, 3600ull * 1000000000, &o->timeline_wait_ns) < 0)
+            return usage_error("--timeline-wait needs a duration with its unit (ns, us, ms or s) up to 1 hour, "
+                               "or 0, not '%s'", hs_utf8(val));
+        break;
     case OPT_TIMELINE_DEPTH:
         if (parse_uint(val, 1, 65536, &o->timeline_depth) < 0)
             return usage_error("--timeline-depth needs a number from 1 to 65536, not '%s'", hs_utf8(val));
@@ -527,7 +541,7 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
         static const int needs_hooks[] = { OPT_MODULE, OPT_FUNCTION, OPT_EXCLUDE, OPT_NO_EDGES, OPT_STACKS,
                                            OPT_STACK_EVERY, OPT_TIME, OPT_MAX_FUNCTIONS, OPT_MAX_THREADS,
                                            OPT_TIMELINE, OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN,
-                                           OPT_TIMELINE_DEPTH };
+                                           OPT_TIMELINE_DEPTH, OPT_TIMELINE_WAIT };
         for (size_t i = 0; i < sizeof needs_hooks / sizeof *needs_hooks; i++) {
             const wchar_t *a = given(argc, argv, o, needs_hooks[i]);
             if (a)
@@ -536,7 +550,7 @@ static int check_sampling(const hs_options *o, int argc, wchar_t **argv)
     }
     if (!o->timeline) {
         static const int needs_timeline[] = { OPT_TIMELINE_MAX, OPT_TIMELINE_BUFFER, OPT_TIMELINE_MIN,
-                                              OPT_TIMELINE_DEPTH };
+                                              OPT_TIMELINE_DEPTH, OPT_TIMELINE_WAIT };
         for (size_t i = 0; i < sizeof needs_timeline / sizeof *needs_timeline; i++) {
             const wchar_t *a = given(argc, argv, o, needs_timeline[i]);
             if (a)
@@ -597,6 +611,7 @@ hs_trace_config hs_options_trace(const hs_options *o)
     c.timeline_buffer = o->timeline_buffer;
     c.timeline_min_ns = o->timeline_min_ns;
     c.timeline_depth = o->timeline_depth;
+    c.timeline_wait_ns = o->timeline_wait_ns;
     c.sample = o->sample;
     c.sampler = o->sampler;
     c.keep_etl = o->keep_etl;
@@ -615,6 +630,7 @@ int hs_parse_cli(int argc, wchar_t **argv, hs_options *o)
     o->stack_every = 1;
     o->timeline_max = 1ull << 30;
     o->timeline_buffer = HS_TL_DEFAULT_EVENTS;
+    o->timeline_wait_ns = 1000000000;
     o->sample = 1;
     o->sort = -1;
     if (argc < 2) {

@@ -30,6 +30,7 @@ typedef struct hs_options {
     uint32_t timeline_buffer;   /* --timeline-buffer N: events per thread's ring */
     uint64_t timeline_min_ns;   /* --timeline-min-duration T, 0: every call */
     uint32_t timeline_depth;    /* --timeline-depth N, 0: every depth */
+    uint64_t timeline_wait_ns;  /* --timeline-wait T: a full buffer is waited for (0: never) */
     int no_hooks;               /* --no-hooks: hook and inject nothing, samples only */
     const char *sampler;        /* --sampler NAME: "suspend", "etw", "auto"; NULL: auto */
     int keep_etl;               /* --keep-etl: keep the etw backend's trace */

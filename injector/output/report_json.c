@@ -639,7 +639,8 @@ static void write_timeline(const hs_profile *p, FILE *out)
     const hs_prof_timeline *t = p->timeline;
     fprintf(out, ",\n \"timeline\": {\"file\": ");
     hs_json_quote(out, hs_basename(t->file));
-    fprintf(out, ", \"min_duration_ns\": %llu, \"depth\": %u", (unsigned long long)t->min_ns, t->depths);
+    fprintf(out, ", \"min_duration_ns\": %llu, \"depth\": %u, \"wait_ms\": %u", (unsigned long long)t->min_ns, t->depths,
+            t->wait_ms);
     fprintf(out, ", \"bytes\": %llu, \"max_bytes\": %llu, \"tsc_start\": %llu, \"tsc_hz\": %.0f, \"qpc_start\": %lld, "
                  "\"qpc_hz\": %lld,\n  \"functions\": [",
             (unsigned long long)t->bytes, (unsigned long long)t->max_bytes, (unsigned long long)t->tsc_start,
@@ -664,6 +665,9 @@ static void write_timeline(const hs_profile *p, FILE *out)
                          "\"drop_last\": %llu",
                     hs_timeline_us(t, th->drop_first), hs_timeline_us(t, th->drop_last),
                     (unsigned long long)th->drop_first, (unsigned long long)th->drop_last);
+        if (th->waits)
+            fprintf(out, ", \"waits\": %llu, \"waited_us\": %.3f, \"wait_ticks\": %llu", (unsigned long long)th->waits,
+                    t->tsc_hz > 0 ? (double)th->wait_ticks * 1e6 / t->tsc_hz : 0.0, (unsigned long long)th->wait_ticks);
         fputc('}', out);
     }
     /* samples: [kind, the stack's place among the report's stacks of its

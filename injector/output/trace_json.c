@@ -32,7 +32,7 @@
  * allows for complete events; the threads' names after them.
  *
  * At most HS_TRACE_VIEW_CALLS calls, the longest (speedscope's app takes
- * minutes to import more; hs_timeline_longest): the whole run stays in
+ * minutes to import five times as many; hs_timeline_longest): the whole run stays in
  * view, and a call kept has its callers kept. What a cut leaves out is
  * said three times: the file's otherData (calls, kept, left out, and
  * which were kept), each thread's name ("thread N (M shorter calls left

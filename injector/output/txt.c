@@ -535,6 +535,10 @@ static int write_timeline(const hs_profile *p, FILE *out)
     }
     fprintf(out, ", %llu dropped; %llu samples; timeline.bin %llu bytes\n", (unsigned long long)dropped,
             (unsigned long long)t->nsamples, (unsigned long long)t->bytes);
+    if (sum.waits)
+        fprintf(out, "           threads found their buffer full %llu times and waited %.1f ms in all for hookscope "
+                     "to take it (--timeline-wait): the times of the calls around each wait leave it out\n",
+                (unsigned long long)sum.waits, t->tsc_hz > 0 ? (double)sum.wait_ticks * 1e3 / t->tsc_hz : 0.0);
     return write_view_cuts(p, out);
 }
 

@@ -424,15 +424,22 @@ void hs_session_timeline_check(const hs_profile *p, hs_prof_timeline *tl, hs_ses
         if (p->funcs[i].time)
             timed += p->funcs[i].time->calls;
     hs_prof_tl_thread sum = hs_timeline_totals(tl);
-    /* (each term at most the timed calls: the sum cannot wrap) */
+    /* (each term at most the timed calls: the sum cannot wrap; a wait is
+     * for one call's room, and lasts --timeline-wait and one step more, a
+     * second allowed for it) */
+    bool waits_ok = sum.waits <= timed;
+    for (size_t i = 0; i < tl->nthreads && waits_ok; i++)
+        waits_ok = (double)tl->threads[i].wait_ticks <=
+                   (double)tl->threads[i].waits * (tl->wait_ms + 1000.0) * (tl->tsc_hz / 1e3);
     if (sum.events <= timed && sum.filtered <= timed && sum.dropped_buffer <= timed &&
-        sum.events + sum.filtered + sum.dropped_buffer <= timed)
+        sum.events + sum.filtered + sum.dropped_buffer <= timed && waits_ok)
         return;
-    hs_sr_problem(t, "the timeline counts %llu calls kept, %llu left out and %llu dropped, of %llu timed calls",
-                  (unsigned long long)sum.events, (unsigned long long)sum.filtered,
-                  (unsigned long long)sum.dropped_buffer, (unsigned long long)timed);
+    hs_sr_problem(t, "the timeline counts %llu calls kept, %llu left out and %llu dropped, and %llu waits for room "
+                  "of %.0f ms, of %llu timed calls", (unsigned long long)sum.events, (unsigned long long)sum.filtered,
+                  (unsigned long long)sum.dropped_buffer, (unsigned long long)sum.waits,
+                  tl->tsc_hz > 0 ? (double)sum.wait_ticks * 1e3 / tl->tsc_hz : 0.0, (unsigned long long)timed);
     for (size_t i = 0; i < tl->nthreads; i++) {
-        tl->threads[i].filtered = tl->threads[i].dropped_buffer = 0;
+        tl->threads[i].filtered = tl->threads[i].dropped_buffer = tl->threads[i].waits = tl->threads[i].wait_ticks = 0;
         tl->threads[i].drop_first = tl->threads[i].dropped_file ? tl->threads[i].drop_first : UINT64_MAX;
         tl->threads[i].drop_last = tl->threads[i].dropped_file ? tl->threads[i].drop_last : 0;
     }

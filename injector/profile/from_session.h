@@ -88,6 +88,7 @@ typedef struct hs_session_tl {
     uint64_t filtered;           /* the region's tl_filtered as last read */
     uint64_t dropped;            /* the region's tl_dropped as last read, */
     uint64_t drop_first, drop_last; /*   and its range of times */
+    uint64_t waits, wait_ticks;  /* the region's tl_waits and tl_wait_ticks as last read */
     uint32_t funcs;              /* the events the last take returned: their highest function + 1 */
 } hs_session_tl;
 

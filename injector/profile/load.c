@@ -513,6 +513,7 @@ static void load_timeline(loader *l, const hs_json *o)
     t->max_bytes = hs_json_u64(hs_json_get(o, "max_bytes"), 0);
     t->min_ns = hs_json_u64(hs_json_get(o, "min_duration_ns"), 0);
     t->depths = (uint32_t)hs_json_u64(hs_json_get(o, "depth"), 0);
+    t->wait_ms = (uint32_t)hs_json_u64(hs_json_get(o, "wait_ms"), 0);
     t->tsc_start = hs_json_u64(hs_json_get(o, "tsc_start"), 0);
     t->tsc_hz = hs_json_num(hs_json_get(o, "tsc_hz"), 0);
     t->qpc_start = hs_json_i64(hs_json_get(o, "qpc_start"), 0);
@@ -576,6 +577,8 @@ static void load_timeline(loader *l, const hs_json *o)
         th->dropped_file = hs_json_u64(hs_json_get(j, "dropped_file"), 0);
         th->drop_first = hs_json_u64(hs_json_get(j, "drop_first"), UINT64_MAX);
         th->drop_last = hs_json_u64(hs_json_get(j, "drop_last"), 0);
+        th->waits = hs_json_u64(hs_json_get(j, "waits"), 0);
+        th->wait_ticks = hs_json_u64(hs_json_get(j, "wait_ticks"), 0);
     }
 }
 

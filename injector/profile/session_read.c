@@ -365,6 +365,8 @@ size_t hs_session_timeline_take(const hs_session_src *s, uint32_t k, hs_session_
     st->filtered = rh.tl_filtered;
     st->drop_first = rh.tl_drop_first;
     st->drop_last = rh.tl_drop_last;
+    st->waits = rh.tl_waits;
+    st->wait_ticks = rh.tl_wait_ticks;
     if (!rh.tl_base)
         return 0;   /* not timed yet */
     uint64_t cap = L->region_timeline_cap, head = rh.tl_head;

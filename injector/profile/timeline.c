@@ -50,6 +50,8 @@ hs_prof_tl_thread hs_timeline_totals(const hs_prof_timeline *t)
         sum.open += th->open;
         sum.dropped_buffer += th->dropped_buffer;
         sum.dropped_file += th->dropped_file;
+        sum.waits += th->waits;
+        sum.wait_ticks += th->wait_ticks;
         if (th->drop_first < sum.drop_first)
             sum.drop_first = th->drop_first;
         if (th->drop_last > sum.drop_last)

@@ -52,7 +52,8 @@ typedef struct hs_tl_block {
 /* What one thread's timeline kept and lost. Drops: calls the thread's
  * buffer had no room for (the injector had not taken the earlier ones
  * yet) or the file had no room for (--timeline-max), with the range of
- * times they cover (rdtsc; drop_first > drop_last: none). */
+ * times they cover (rdtsc; drop_first > drop_last: none); and the waits
+ * for room in its buffer that came first. */
 typedef struct hs_prof_tl_thread {
     uint32_t tid;
     uint64_t events;
@@ -60,6 +61,8 @@ typedef struct hs_prof_tl_thread {
     uint64_t filtered;         /* calls the filters left out (too short, too deep) */
     uint64_t open;             /* calls still open at the end (events too, ending there) */
     uint64_t drop_first, drop_last;
+    uint64_t waits;            /* times its buffer was full and waited for (--timeline-wait) */
+    uint64_t wait_ticks;       /*   the rdtsc ticks it waited, left out of its calls' times */
 } hs_prof_tl_thread;
 
 /* A sample on the timeline: its stack (an index of the profile's stacks:
@@ -79,6 +82,7 @@ typedef struct hs_prof_timeline {
     uint64_t bytes, max_bytes; /* the file's size, and --timeline-max */
     uint64_t min_ns;           /* --timeline-min-duration (0: none) */
     uint32_t depths;           /* --timeline-depth (0: none) */
+    uint32_t wait_ms;          /* --timeline-wait, whole ms (0: a full buffer drops calls at once) */
     uint32_t *func_map;        /* the events' function number -> the profile's function (UINT32_MAX: none) */
     uint32_t funcs_named;      /* (a run's drain) the highest function number in the file + 1 */
     uint32_t nfunc_map;
@@ -129,10 +133,10 @@ int hs_timeline_read(const hs_prof_timeline *t, size_t nfuncs, hs_tl_block_fn fn
 #define HS_TIMELINE_VIEW_CALLS 2000000u
 /* trace.json holds at most this many, the longest: speedscope's app
  * imports a Chrome trace in a time that grows faster than its calls
- * (headless Chromium here, calls of a script: 250,000 in 88 s, 500,000
- * in 371 s, 2,000,000 not in 14 min; an attach's 500,000 kept of 10
- * million, 54 MB: 92 s). */
-#define HS_TRACE_VIEW_CALLS 500000u
+ * (headless Chromium here, lua's calls: 50,000 in 3 s, 100,000 in 6 s,
+ * 200,000 in 39 s, 500,000 in 161 s; the 100,000 longest of 2.3 million,
+ * 11 MB: 8 s), and a file that takes minutes to open is not opened. */
+#define HS_TRACE_VIEW_CALLS 100000u
 
 /* The calls that such a view keeps: those that begin before *cut (an
  * rdtsc value; UINT64_MAX: every call), as many of the first as fit in

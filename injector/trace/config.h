@@ -33,6 +33,7 @@ typedef struct hs_trace_config {
     uint32_t timeline_buffer;   /* events per thread's ring (a power of two) */
     uint64_t timeline_min_ns;   /* shorter calls leave no event (0: every call) */
     uint32_t timeline_depth;    /* only the N outermost timed levels leave events (0: all) */
+    uint64_t timeline_wait_ns;  /* how long a thread waits for room in its full ring (0: never) */
     int sample;                 /* CPU sampling on */
     const char *sampler;        /* backend name; NULL: auto */
     int keep_etl;               /* keep the etw backend's trace */

@@ -71,6 +71,8 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, u
     L->stack_every = o->stack_every;
     L->timeline_min_ns = o->timeline_min_ns;
     L->timeline_depths = o->timeline_depth;
+    /* (whole milliseconds: the agent waits in steps of one) */
+    L->timeline_wait_ms = (uint32_t)((o->timeline_wait_ns + 999999) / 1000000);
     for (int i = 0; i < o->nfilters; i++) {
         char *f = hs_utf8(o->filters[i]);
         snprintf(L->filters[i], sizeof L->filters[i], "%s", f);

@@ -63,6 +63,7 @@ struct hs_tl_drain {
     hs_session_tl *rings;       /* per region (the layout's max_threads) */
     uint64_t *seen_dropped;     /* the ring's drops already given to a thread */
     uint64_t *seen_filtered;    /* the same of the calls the filters left out */
+    uint64_t *seen_waits, *seen_wait_ticks; /* and of the waits for room */
     hs_tl_writer *writer;
     hs_tl_outbuf *out;          /* the blocks being gathered (NULL: none yet) */
     size_t out_bytes, out_min_events;
@@ -243,7 +244,16 @@ static void pass(hs_tl_drain *d)
                 /* no thread named (the agent names it first): no figure is anyone's */
                 d->seen_filtered[k] = st->filtered;
                 d->seen_dropped[k] = st->dropped;
+                d->seen_waits[k] = st->waits;
+                d->seen_wait_ticks[k] = st->wait_ticks;
                 break;
+            }
+            if (st->waits > d->seen_waits[k] || st->wait_ticks > d->seen_wait_ticks[k]) {
+                hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
+                th->waits += st->waits - d->seen_waits[k];
+                th->wait_ticks += st->wait_ticks - d->seen_wait_ticks[k];
+                d->seen_waits[k] = st->waits;
+                d->seen_wait_ticks[k] = st->wait_ticks;
             }
             if (st->filtered > d->seen_filtered[k]) {
                 hs_timeline_thread(d->tl, tid)->filtered += st->filtered - d->seen_filtered[k];
@@ -364,6 +374,7 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
     d->tl->max_bytes = max_bytes;
     d->tl->min_ns = s->layout.timeline_min_ns;
     d->tl->depths = s->layout.timeline_depths;
+    d->tl->wait_ms = s->layout.timeline_wait_ms;
     LARGE_INTEGER q, qf;
     QueryPerformanceFrequency(&qf);
     QueryPerformanceCounter(&q);
@@ -375,6 +386,8 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
     d->rings = hs_xcalloc(regions, sizeof *d->rings);
     d->seen_dropped = hs_xcalloc(regions, sizeof *d->seen_dropped);
     d->seen_filtered = hs_xcalloc(regions, sizeof *d->seen_filtered);
+    d->seen_waits = hs_xcalloc(regions, sizeof *d->seen_waits);
+    d->seen_wait_ticks = hs_xcalloc(regions, sizeof *d->seen_wait_ticks);
     d->out_bytes = OUT_BYTES;
     unsigned nbufs = OUT_BUFFERS;
     char test[64];
@@ -412,6 +425,9 @@ hs_tl_drain *hs_tl_drain_start(hs_session_host *s, const char *dir, uint64_t max
 hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
 {
     if (d->thread) {
+        /* no thread waits for room any more: nothing will take its calls
+         * after the last pass (the agent reads this at every wait) */
+        d->s->hdr->timeline_wait_ms = 0;
         AcquireSRWLockExclusive(&d->wait_lock);
         d->stopping = true;
         WakeConditionVariable(&d->wake);
@@ -445,6 +461,8 @@ hs_prof_timeline *hs_tl_drain_stop(hs_tl_drain *d, hs_session_trust *trust)
     free(d->rings);
     free(d->seen_dropped);
     free(d->seen_filtered);
+    free(d->seen_waits);
+    free(d->seen_wait_ticks);
     free(d->path);
     free(d);
     return tl;
