@@ -27,7 +27,10 @@
            the peak memory (resident and private, from Linux's /proc) of
            hookscope and of the target in two --timeline runs of lua's
            workload, a short one and one of about SECONDS (default 60):
-           goal, the same peaks whatever the length
+           goal, the same peaks whatever the length; then the long run's
+           calls dropped (goal: none), its files' sizes, and the seconds
+           speedscope's app (the npm package, in headless Chromium) takes
+           to open trace.json and profile.speedscope.json (goal: seconds)
   timeline-drain
            the drain's throughput from the rings to timeline.bin (target
            >= 50 M calls/s in the passes that moved calls), and end to end
@@ -672,11 +675,13 @@ def timeline_memory(seconds=MEMORY_SECONDS):
         file = sum(t["dropped_file"] for t in tl["threads"])
         h, t = peaks["hookscope.exe"], peaks["lua.exe"]
         rows.append((j["target"]["wall_time_s"], h["hwm"], t["hwm"]))
+        rounds_long, dropped_long = rounds, ring + file
         print(f"{rounds:>7}{j['target']['wall_time_s']:>10.1f}{kept:>12}{f'{ring}/{file}':>19}{tl['bytes'] / 1e6:>13.0f}"
               f"{len(tl['samples']):>9}{h['hwm'] / 1024:>16.1f}{peaks['running'] / 1024:>15.1f}"
               f"{h['anon'] / 1024:>9.1f}{t['hwm'] / 1024:>13.1f}{t['anon'] / 1024:>9.1f}")
         rounds = max(rounds + 1, round(rounds * seconds / max(j["target"]["wall_time_s"], 0.1)))
     (s_len, s_h, s_t), (l_len, l_h, l_t) = rows
+    long_out = os.path.join(ROOT, OUT, f"timeline_memory_{rounds_long}")
     if not (s_h and s_t and l_h and l_t):
         sys.exit("bench: the runs' hookscope.exe and lua.exe were not found in /proc (another Wine prefix?)")
     grow = max(l_h / s_h, l_t / s_t)
@@ -684,6 +689,43 @@ def timeline_memory(seconds=MEMORY_SECONDS):
           f"bounded (each within 1.25x): {'met' if grow <= 1.25 else 'NOT MET'}")
     print("peak: VmHWM, the resident set's peak; private: RssAnon's peak as polled; while running: hookscope's")
     print("peak before the target ended (after it, hookscope writes the views of the timeline)")
+    print(f"the {l_len:.0f}-second run: {dropped_long} calls dropped (goal: none: {'met' if not dropped_long else 'NOT MET'})")
+    for name in ("timeline.bin", "trace.json", "profile.speedscope.json", "profile.firefox.json"):
+        path = os.path.join(long_out, name)
+        if os.path.exists(path):
+            print(f"  {name}: {os.path.getsize(path) / 1e6:.1f} MB")
+    for name in ("trace.json", "profile.speedscope.json"):
+        took, shown, errors = speedscope_open(os.path.join(long_out, name))
+        if took is None:
+            print(f"  speedscope: {shown}")
+            break
+        print(f"  speedscope opened {name} in {took:.1f} s ({shown!r} on screen), console errors: {errors or 'none'}")
+
+
+SPEEDSCOPE = os.path.join(ROOT, "build", "npm", "node_modules", "speedscope", "dist", "release", "index.html")
+
+
+def speedscope_open(path, limit=600):
+    """Seconds speedscope's own app (the npm package's release build) in
+    headless Chromium takes to import the file at path (its title names
+    the file), the first profile's name shown, and the console errors; or
+    (None, why, []) where Chromium or the package is missing."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+    import cdp
+    if not cdp.available() or not os.path.exists(SPEEDSCOPE):
+        return None, "chromium or the speedscope npm package is missing (make deps installs them)", []
+    with cdp.Browser(timeout=limit) as b:
+        b.open("file://" + SPEEDSCOPE)
+        doc = b.call("DOM.getDocument")
+        q = b.call("DOM.querySelector", {"nodeId": doc["root"]["nodeId"], "selector": "input[type=file]"})
+        start = time.monotonic()
+        b.call("DOM.setFileInputFiles", {"files": [path], "nodeId": q["nodeId"]})
+        while not b.evaluate("document.title").endswith(" - speedscope") and time.monotonic() - start < limit:
+            time.sleep(0.1)
+        took = time.monotonic() - start
+        text = b.evaluate("document.body.innerText")
+        shown = next((line for line in text.splitlines() if "thread" in line), text[:80])
+        return took, shown, b.errors
 
 
 SYS_DLLS = ["jscript.dll", "oleaut32.dll", "ole32.dll", "combase.dll", "kernelbase.dll", "msvcrt.dll",
