@@ -28,7 +28,7 @@
  */
     .intel_syntax noprefix
     .text
-#include "keep_xmm.inc"
+#include "agent/keep_xmm.inc"
 
     .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
     .set HDR_STACK_TICKS, -4096 + 80 /* hs_region_hdr.stack_ticks */

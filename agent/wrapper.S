@@ -47,7 +47,7 @@
  */
     .intel_syntax noprefix
     .text
-#include "keep_xmm.inc"
+#include "agent/keep_xmm.inc"
 
     /* descriptor (agent.h: hs_wrap_desc) */
     .set DESC_TRAMP, 0

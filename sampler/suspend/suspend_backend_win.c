@@ -688,6 +688,16 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         }
         int attr;
         uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
+        if (!n && s->cfg.own) {
+            /* only hookscope's code, serving no function it knows: perhaps
+             * a stub whose slot and unwind data came with hooks put in since
+             * the list was read (the program's start, sampled fast): read
+             * it again (nothing is read past its signature when it did not
+             * change) and walk once more */
+            refresh_own(s);
+            res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+            n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
+        }
         s->unwind_s += qpc_s(s) - u0;
         s->unwinds++;
         if (!n) {
