@@ -37,6 +37,46 @@ static int hookscope_alive(DWORD pid)
     return alive;
 }
 
+/* How taking the agent out of a process ended (take_agent_out). */
+typedef enum {
+    AGENT_OUT,            /* every hook out, the agent unloaded */
+    AGENT_NO_ANSWER,      /* its detach could not be called, or did not answer */
+    AGENT_STAYS,          /* its detach refused (its code says why: ERROR_BUSY, timed calls
+                             open in it; WAIT_TIMEOUT, threads it could not stop) */
+    AGENT_NOT_UNLOADED,   /* every hook out, the unload failed */
+} agent_out;
+
+/* Take hookscope's agent out of the process whose session is s: its
+ * detach (every hook out), then its unload. *code: the detach's answer. */
+static agent_out take_agent_out(HANDLE process, hs_session_host *s, DWORD *code)
+{
+    *code = 0;
+    if (hs_agent_call(process, s, "hs_agent_detach", DETACH_TIMEOUT_MS, code) < 0)
+        return AGENT_NO_ANSWER;
+    if (*code)
+        return AGENT_STAYS;
+    hs_log("hooks out; unloading the agent");
+    return hs_agent_unload(process, s) < 0 ? AGENT_NOT_UNLOADED : AGENT_OUT;
+}
+
+/* An attach that failed after the agent may have loaded: take out what
+ * went in, and say so when the agent stays (the process keeps it,
+ * inactive). */
+static void abandon_agent(HANDLE process, hs_session_host *s, DWORD pid)
+{
+    hs_session_header h;
+    hs_session_host_header(s, &h);
+    if (h.agent_state < HS_AGENT_LOADED)
+        return;
+    DWORD code;
+    agent_out out = take_agent_out(process, s, &code);
+    if (out == AGENT_NOT_UNLOADED)
+        hs_err("the agent could not be unloaded from process %lu; its hooks are out", (unsigned long)pid);
+    else if (out == AGENT_STAYS)
+        hs_err("the agent stays loaded in process %lu, inactive, every hook out (%s)", (unsigned long)pid,
+               hs_win_error(code));
+}
+
 /* hookscope's agent is loaded in the process already. 1: it is resident
  * (an earlier attach left it for timed calls still running in it) and can
  * serve this attach; 0: it was taken out now (a hookscope that attached
@@ -66,19 +106,18 @@ static int agent_left_behind(HANDLE process, DWORD pid, uint64_t base, const hs_
     }
     hs_log("the hookscope (process %lu) that attached before ended without detaching; taking its hooks out",
            (unsigned long)pub->injector_pid);
-    DWORD code = 0;
+    DWORD code;
     int rc = -1;
-    if (hs_agent_call(process, &old, "hs_agent_detach", DETACH_TIMEOUT_MS, &code) == 0) {
-        if (code == 0)
-            rc = hs_agent_unload(process, &old) < 0 ? -1 : 0;
-        else if (code == ERROR_BUSY || code == WAIT_TIMEOUT)
-            rc = 1;
-        else {
-            hs_session_header h;
-            hs_session_host_header(&old, &h);
-            hs_err("could not take out the hooks of the hookscope that attached before (%s): %s",
-                   hs_win_error(code), h.error_text);
-        }
+    agent_out out = take_agent_out(process, &old, &code);
+    if (out == AGENT_OUT) {
+        rc = 0;
+    } else if (out == AGENT_STAYS && (code == ERROR_BUSY || code == WAIT_TIMEOUT)) {
+        rc = 1;
+    } else if (out == AGENT_STAYS) {
+        hs_session_header h;
+        hs_session_host_header(&old, &h);
+        hs_err("could not take out the hooks of the hookscope that attached before (%s): %s",
+               hs_win_error(code), h.error_text);
     }
     hs_session_close(&old);
     return rc;
@@ -152,28 +191,15 @@ int hs_cmd_attach(const hs_options *o)
             return HS_EXIT_FAILED;
         if ((reuse ? hs_agent_reuse(process, &t.session, agent_base) : hs_inject(process, &t.session)) < 0 ||
             hs_trace_check_filters(&t, &tc) < 0) {
-            /* the agent may be half loaded: take out whatever went in
-             * (and say so when it stays: the process keeps it, inactive) */
-            DWORD dcode = 0;
-            hs_session_header h;
-            hs_session_host_header(&t.session, &h);
-            if (h.agent_state >= HS_AGENT_LOADED) {
-                int called = hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode);
-                if (called == 0 && dcode == 0 && hs_agent_unload(process, &t.session) < 0)
-                    hs_err("the agent could not be unloaded from process %u; its hooks are out", o->pid);
-                else if (called == 0 && dcode != 0)
-                    hs_err("the agent stays loaded in process %u, inactive, every hook out (%s)", o->pid,
-                           hs_win_error(dcode));
-            }
+            /* the agent may be half loaded */
+            abandon_agent(process, &t.session, o->pid);
             hs_trace_abandon(&t);
             return HS_EXIT_FAILED;
         }
     }
     if (hs_trace_sample_start(&t, o->pid) < 0) {
-        DWORD ignored;
-        if (!o->no_hooks && hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &ignored) == 0 &&
-            ignored == 0)
-            hs_agent_unload(process, &t.session);
+        if (!o->no_hooks)
+            abandon_agent(process, &t.session, o->pid);
         hs_trace_abandon(&t);
         return HS_EXIT_FAILED;
     }
@@ -217,23 +243,24 @@ int hs_cmd_attach(const hs_options *o)
     hs_trace_sample_stop(&t);
     int rc = 0;
     if (stop == HS_STOP_DETACH && !o->no_hooks) {
-        DWORD dcode = 0;
+        DWORD dcode;
         hs_log("detaching: taking the hooks out");
-        if (hs_agent_call(process, &t.session, "hs_agent_detach", DETACH_TIMEOUT_MS, &dcode) < 0) {
+        agent_out out = take_agent_out(process, &t.session, &dcode);
+        if (out == AGENT_NO_ANSWER) {
             rc = HS_EXIT_FAILED;
-        } else if (dcode == ERROR_BUSY) {
+        } else if (out == AGENT_STAYS && dcode == ERROR_BUSY) {
             hs_profile_warn(t.p, "timed calls were still running at detach; their frames return "
                                   "into the agent, which stays loaded (inactive, hooks out)");
             hs_err("timed calls were still running at detach: the agent stays loaded, inactive "
                    "(every hook is out)");
-        } else if (dcode != 0) {
+        } else if (out == AGENT_STAYS) {
             hs_profile_warn(t.p, "some threads stayed inside hooks; the agent stays loaded (inactive)");
             hs_session_header h;
             hs_session_host_header(&t.session, &h);
             if (!h.error_text[0])   /* (else that says why, at the end) */
                 hs_err("could not unload the agent (%s); its hooks are out, it stays loaded inactive",
                        hs_win_error(dcode));
-        } else if (hs_log("hooks out; unloading the agent"), hs_agent_unload(process, &t.session) < 0) {
+        } else if (out == AGENT_NOT_UNLOADED) {
             hs_profile_warn(t.p, "the agent could not be unloaded; its hooks are out");
         }
     } else if (stop != HS_STOP_DETACH) {
