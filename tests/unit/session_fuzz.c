@@ -15,6 +15,7 @@
 #include "injector/output/writers.h"
 #include "injector/profile/from_session.h"
 #include "injector/profile/resolve.h"
+#include "tests/unit/xorshift.h"
 
 #define NMODS 2
 #define NFUNCS 6
@@ -384,10 +385,7 @@ int session_fuzz_one(const uint8_t *data, size_t n, char *why, size_t len)
 
 static uint64_t next(uint64_t *s)
 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
+    return xorshift64(s);
 }
 
 size_t session_fuzz_random(uint64_t *seed, uint8_t *out, size_t cap)

@@ -31,8 +31,6 @@
 #include <string.h>
 
 #include "hook/pe/pe.h"
-#include "tests/unit/fuzztime.h"
-#include "tests/unit/tap.h"
 #include "injector/symbols/debuginfo.h"
 #include "injector/symbols/dwarf.h"
 #include "injector/symbols/locate.h"
@@ -41,7 +39,9 @@
 #include "injector/symbols/symfs.h"
 #include "injector/symbols/symtab.h"
 #include "injector/symbols/undecorate.h"
+#include "tests/unit/fuzztime.h"
 #include "tests/unit/tap.h"
+#include "tests/unit/xorshift.h"
 
 static uint8_t *slurp(const char *path, size_t *size)
 {
@@ -895,15 +895,11 @@ static void test_debuginfo(void)
 
 /* ---- fuzzing ------------------------------------------------------------------------- */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng_state = XORSHIFT_SEED;
 
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return xorshift64(&rng_state);
 }
 
 static const uint32_t interesting[] = { 0, 1, 2, 4, 0x7f, 0x80, 0xff, 0xffff, 0x7fffffff,

@@ -41,6 +41,7 @@
 #include "injector/symbols/undecorate.h"
 #include "tests/unit/fuzztime.h"
 #include "tests/unit/tap.h"
+#include "tests/unit/xorshift.h"
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
@@ -393,13 +394,10 @@ static void test_groundtruth(void)
     free(b);
 }
 
-static uint64_t rnd_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd_state = XORSHIFT_SEED;
 static uint64_t rnd(void)
 {
-    rnd_state ^= rnd_state << 13;
-    rnd_state ^= rnd_state >> 7;
-    rnd_state ^= rnd_state << 17;
-    return rnd_state;
+    return xorshift64(&rnd_state);
 }
 
 /* Read or refuse; when read, walk what the readers give. */

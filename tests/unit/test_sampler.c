@@ -32,6 +32,7 @@
 #include "sampler/sampler.h"
 #include "sampler/suspend/classify.h"
 #include "tests/unit/tap.h"
+#include "tests/unit/xorshift.h"
 
 /* ---- a synthetic target: memory regions ------------------------------------- */
 
@@ -504,10 +505,7 @@ static interval ticked_waiter(int i)
     static uint64_t r = 88172645463325252ull;
     if (i == 0)
         r = 88172645463325252ull;
-    r ^= r << 13;
-    r ^= r >> 7;
-    r ^= r << 17;
-    return (interval){ r % 1000 < 6 ? 10 * P : 0, false, 0 };
+    return (interval){ xorshift64(&r) % 1000 < 6 ? 10 * P : 0, false, 0 };
 }
 /* runs 30% of the time in 3 ms bursts; stack 1 running, stack 2 waiting */
 static interval duty30(int i) { bool r = i % 10 < 3; return (interval){ r ? P : 0, r, r ? 1 : 2 }; }

@@ -11,6 +11,7 @@
 
 #include "hookscope/session.h"
 #include "tests/unit/tap.h"
+#include "tests/unit/xorshift.h"
 
 static uint32_t by_int128(uint64_t ticks, uint64_t mult)
 {
@@ -21,14 +22,11 @@ static uint32_t by_int128(uint64_t ticks, uint64_t mult)
     return b < HS_HIST_BUCKETS ? b : HS_HIST_BUCKETS - 1;
 }
 
-static uint64_t state = 0x9E3779B97F4A7C15ull;
+static uint64_t state = XORSHIFT_SEED;
 
 static uint64_t next(void)
 {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
+    return xorshift64(&state);
 }
 
 int main(void)
