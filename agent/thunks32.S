@@ -1,0 +1,100 @@
+/*
+ * agent/thunks32.S - the 32-bit agent's thunk from a counting stub into C
+ * (i686; the x86-64 thunks are thunks.S).
+ *
+ * A 32-bit counting stub (hook/engine/count32.h) calls hs_probe_slow when
+ * the thread's TLS slot holds no counters yet. The stub may interrupt any
+ * function at its entry, including hand-written code that keeps values in
+ * registers cdecl calls volatile, so the thunk keeps every register but
+ * ecx (its result) and eax (the stub saved it), the flags, the whole x87,
+ * MMX and SSE state (fxsave: the C code starts on an empty x87 stack,
+ * whatever the function's caller left there) and the thread's LastError.
+ * The stack is realigned to 16 bytes.
+ *
+ * Stub side:  push ecx; push eax; ...; mov eax, fidx; call hs_probe_slow
+ *   [esp]     return into the stub
+ *   [esp+4]   the stub's saved eax, [esp+8] its saved ecx
+ *   [esp+12]  the hooked function's return address: its entry esp
+ * C side (cdecl):
+ *   uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_esp, const hs_saved_regs *regs)
+ *   regs: ebx ebp esi edi as they were at the entry. Its result (the
+ *   counters, or 0: the call goes uncounted) comes back in ecx.
+ *
+ * The ticks from the thunk's entry to its return are added to the
+ * thread's `excluded` (in the region header of the counters the C side
+ * returns), as thunks.S does: timed calls leave hookscope's time out.
+ *
+ * Also built natively with -m32 for tests/unit (no leading underscore on
+ * ELF symbols, no COFF directives), where fs points at a test TEB.
+ */
+    .intel_syntax noprefix
+    .text
+
+#ifdef _WIN32
+#define SYM(name) _##name
+#else
+#define SYM(name) name
+#endif
+
+    .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
+    .set TEB_LAST_ERROR, 0x34       /* the 32-bit TEB's LastErrorValue */
+
+    .globl SYM(hs_probe_slow)
+#ifdef _WIN32
+    .def SYM(hs_probe_slow); .scl 2; .type 32; .endef
+#endif
+SYM(hs_probe_slow):
+    push ebp
+    mov ebp, esp
+    /* [ebp+4] return into the stub, [ebp+16] the entry esp's return address */
+    pushfd                        /* [ebp-4] */
+    push edx                      /* [ebp-8] */
+    push eax                      /* [ebp-12] fidx */
+    rdtsc
+    push edx                      /* [ebp-16] when the slow path began (high) */
+    push eax                      /* [ebp-20] (low) */
+    /* hs_saved_regs: ebx ebp esi edi */
+    push edi
+    push esi
+    push dword ptr [ebp]
+    push ebx                      /* [ebp-36] */
+    mov edx, esp
+    cld
+    and esp, -16
+    sub esp, 544                  /* arguments (16), LastError (16), fxsave (512) */
+    fxsave [esp+32]
+    fninit
+    mov eax, fs:[TEB_LAST_ERROR]
+    mov [esp+16], eax
+    mov eax, [ebp-12]
+    mov [esp], eax                /* fidx */
+    lea eax, [ebp+16]
+    mov [esp+4], eax              /* entry esp (64 bits) */
+    mov dword ptr [esp+8], 0
+    mov [esp+12], edx             /* regs */
+    call SYM(hs_on_slow)
+    mov ecx, eax
+    mov eax, [esp+16]
+    mov fs:[TEB_LAST_ERROR], eax
+    fxrstor [esp+32]
+    lea esp, [ebp-36]
+    pop ebx
+    add esp, 4
+    pop esi
+    pop edi
+    jecxz 2f
+    rdtsc
+    sub eax, [ebp-20]
+    sbb edx, [ebp-16]
+    add [ecx + HDR_EXCLUDED], eax
+    adc [ecx + HDR_EXCLUDED + 4], edx
+2:
+    add esp, 12                   /* the start ticks, fidx */
+    pop edx
+    popfd
+    pop ebp
+    ret
+
+#ifndef _WIN32
+    .section .note.GNU-stack, "", @progbits   /* (ELF: no executable stack) */
+#endif
