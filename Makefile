@@ -207,11 +207,21 @@ $(B)/native32/%.o: %.c | $(CAPSTONE_M32)/lib/libcapstone.a $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(NCC) $(N32FLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
+$(B)/native32/%.o: %.S | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(NCC) $(N32FLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
+
 $(B)/native32/unit/%: tests/unit/%.c $(NATIVE32_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(N32FLAGS) -no-pie -I$(B)/inc/tests -MMD -MP -o $@ $< $(NATIVE32_LIB) $(CAPSTONE_M32)/lib/libcapstone.a
+	$(NCC) $(N32FLAGS) -no-pie -I$(B)/inc/tests -MMD -MP -o $@ $< $(UNIT32_WITH) $(NATIVE32_LIB) \
+	    $(CAPSTONE_M32)/lib/libcapstone.a
 
-.SECONDARY: $(NATIVE32_LIB)
+# the 32-bit agent's slow thunk, which test_hook_exec's counting stubs call
+THUNK32_NATIVE := $(B)/native32/agent/thunks32.o
+$(B)/native32/unit/test_hook_exec: $(THUNK32_NATIVE)
+$(B)/native32/unit/test_hook_exec: UNIT32_WITH := $(THUNK32_NATIVE) -pthread
+
+.SECONDARY: $(NATIVE32_LIB) $(THUNK32_NATIVE)
 
 unit: $(UNIT_BIN) $(UNIT32_BIN)
 

@@ -16,11 +16,27 @@
  * engine's 32-bit mode on exec_cases32.h (gen_exec_cases.py --bits 32),
  * each case entered through the counting stub (hook/engine/count32.h),
  * once with a TLS slot of the TEB and once with an expansion slot: the
- * stub must count each entry exactly and change nothing else.
+ * stub must count each entry exactly and change nothing else. Then once
+ * more with the 32-bit agent's slow thunk (agent/thunks32.S) as the
+ * stub's slow routine, and a C side here that changes all that C code may
+ * (edx, the flags, the x87 stack, control word and registers, xmm0-7,
+ * MXCSR, LastError): a thread without counters must run alike too, with
+ * the C side called once per entry with what the agent needs. And:
+ *   slow32/threads  threads, each with a TEB of its own and no counters,
+ *                   call a hooked function through the stub: each one's
+ *                   first call takes the slow thunk, its count is exact
  */
 #include <stdio.h>
 #include <string.h>
+#if defined(__i386__)
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#endif
 
+#include "hook/engine/count32.h"
 #include "hook/engine/hook.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/xcase.h"
@@ -72,6 +88,267 @@ static void tweak(xr_input *in, int v, void *ctx)
 
 #if XR_BITS == 32
 static uint64_t n_counted;   /* entries the counting stubs counted, every variant */
+
+/* ---- the 32-bit agent's slow thunk and a C side for it ---------------------- */
+
+extern void hs_probe_slow(void);
+
+/* What the C side saw, and what it should see at the first slow call of
+ * a variant (set by seen_tweak). */
+static unsigned n_thunked;   /* entries through the slow thunk, every case */
+static struct {
+    unsigned calls;
+    int check;                 /* the next call is a variant's first */
+    uint32_t regs[4];          /* ebx ebp esi edi the variant starts with */
+    char bad[200];             /* the first wrong thing seen, or "" */
+} slow_seen;
+
+/* The C side the thunk calls: the harness runs' (harness_slow), or the
+ * threads test's (thread_slow). */
+static uint64_t *harness_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs);
+static uint64_t *(*slow_side)(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs) = harness_slow;
+
+uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    return slow_side(fidx, entry_esp, regs);
+}
+
+/* In the harness runs the thread gets XC_COUNTERS; its slot stays empty
+ * (the TEB compares as it was). */
+static uint64_t *harness_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    slow_seen.calls++;
+    uint32_t fl;
+    __asm__ volatile("pushfl; popl %0" : "=r"(fl));
+    if (!slow_seen.bad[0] && (fl & 0x400))
+        snprintf(slow_seen.bad, sizeof slow_seen.bad, "the C side runs with DF set");
+    if (!slow_seen.bad[0] && fidx != XC_FIDX)
+        snprintf(slow_seen.bad, sizeof slow_seen.bad, "fidx %u, expected %u", fidx, XC_FIDX);
+    if (slow_seen.check && !slow_seen.bad[0]) {
+        if (entry_esp != XR_ENTRY_SP)
+            snprintf(slow_seen.bad, sizeof slow_seen.bad, "entry esp %#llx, expected %#llx",
+                     (unsigned long long)entry_esp, (unsigned long long)XR_ENTRY_SP);
+        else if (memcmp(regs, slow_seen.regs, sizeof slow_seen.regs))
+            snprintf(slow_seen.bad, sizeof slow_seen.bad, "regs ebx %#x ebp %#x esi %#x edi %#x, expected "
+                     "%#x %#x %#x %#x", regs[0], regs[1], regs[2], regs[3], slow_seen.regs[0],
+                     slow_seen.regs[1], slow_seen.regs[2], slow_seen.regs[3]);
+    }
+    slow_seen.check = 0;
+    double sum;
+    /* what C code may change: LastError (any Win32 call), the x87 stack
+     * and control word, xmm0-7 and MXCSR, edx and the flags */
+    __asm__ volatile("movl $0x5EED, %%fs:0x34\n\t"
+                     "fld1\n\tfldpi\n\tfaddp\n\tfstpl %0\n\t"
+                     "pushl $0x0B7F\n\tfldcw (%%esp)\n\taddl $4, %%esp\n\t"
+                     "pcmpeqd %%xmm0, %%xmm0\n\tpcmpeqd %%xmm1, %%xmm1\n\tpcmpeqd %%xmm2, %%xmm2\n\t"
+                     "pcmpeqd %%xmm3, %%xmm3\n\tpcmpeqd %%xmm4, %%xmm4\n\tpcmpeqd %%xmm5, %%xmm5\n\t"
+                     "pcmpeqd %%xmm6, %%xmm6\n\tpcmpeqd %%xmm7, %%xmm7\n\t"
+                     "pushl $0x7F80\n\tldmxcsr (%%esp)\n\taddl $4, %%esp\n\t"
+                     "movl $0xBAD0BAD0, %%edx\n\tcmpl $1, %%edx"
+                     : "=m"(sum) : : "edx", "cc", "memory");
+    if (!slow_seen.bad[0] && !(sum > 4.14 && sum < 4.15))   /* 1 + pi */
+        snprintf(slow_seen.bad, sizeof slow_seen.bad, "the C side's x87 arithmetic failed (%g): its stack was "
+                 "not empty", sum);
+    return (uint64_t *)(uintptr_t)XC_COUNTERS;
+}
+
+/* The case's tweak, then what its C side must see at the entry. */
+static void seen_tweak(xr_input *in, int v, void *ctx)
+{
+    tweak(in, v, ctx);
+    const int at[4] = { 3, 5, 6, 7 };   /* ebx ebp esi edi */
+    for (int k = 0; k < 4; k++)
+        slow_seen.regs[k] = (uint32_t)in->gpr[at[k]];
+    slow_seen.check = 1;
+}
+
+/* Run case c again through the slow thunk (its variants that find the
+ * slot empty: v % 3 == 2, xcase.h): it must run alike, the C side called
+ * once per entry, and the ticks added to the region's `excluded`. */
+static int through_thunk(hs_engine *e, const struct exec_case *c, const xc_func *f, xc_opts o, xc_count count,
+                         char *why, size_t n)
+{
+    count.tls = 5;
+    count.slow = (uint32_t)(uintptr_t)hs_probe_slow;
+    o.count = &count;
+    o.tweak = seen_tweak;
+    slow_seen.calls = 0;
+    slow_seen.bad[0] = 0;
+    xc_out out;
+    int r = xc_diff(e, f, &o, &out, why, n);
+    int nv = o.nvariants ? o.nvariants : 3;
+    unsigned want = (unsigned)((nv + 1) / 3) * c->exp_count;
+    if (r == XC_SAME && slow_seen.bad[0])
+        snprintf(why, n, "through the slow thunk: %s", slow_seen.bad);
+    else if (r == XC_SAME && slow_seen.calls != want)
+        snprintf(why, n, "through the slow thunk: the C side called %u times, expected %u", slow_seen.calls, want);
+    else if (r == XC_SAME && want && out.excluded == 0)
+        snprintf(why, n, "through the slow thunk: no ticks added to the region's excluded");
+    else if (r != XC_SAME)
+        snprintf(why + strlen(why), n - strlen(why), " (through the slow thunk)");
+    else {
+        n_thunked += want;
+        return XC_SAME;
+    }
+    return XC_DIFFERENT;
+}
+
+/* ---- slow32/threads ---------------------------------------------------------- */
+
+#define TH_THREADS 8
+#define TH_CALLS 200000
+#define TH_FIDX 5u
+#define TH_TLS 9u
+
+/* A thread of the test: a TEB and a region (a header page, then the
+ * counters) of its own, as the agent gives each thread of the target. */
+typedef struct th_state {
+    uint32_t index;
+    uint8_t *teb, *region;
+    unsigned slow_calls;
+    char bad[160];
+} th_state;
+
+static __thread th_state *th_self;   /* (glibc's TLS: gs, untouched by the test) */
+static atomic_uint th_uncounted;
+
+/* Like the agent's hs_on_slow: a thread's first slow call gets no
+ * counters (as when every region is taken: the call is counted
+ * elsewhere), its second gets its region, put in its TLS slot. */
+static uint64_t *thread_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    (void)regs;
+    th_state *t = th_self;
+    if (fidx != TH_FIDX && !t->bad[0])
+        snprintf(t->bad, sizeof t->bad, "fidx %u, expected %u", fidx, TH_FIDX);
+    if (entry_esp >> 32 && !t->bad[0])
+        snprintf(t->bad, sizeof t->bad, "entry esp %#llx", (unsigned long long)entry_esp);
+    __asm__ volatile("movl $0x5EED, %%fs:0x34" : : : "memory");   /* a Win32 call's LastError */
+    if (t->slow_calls++ == 0) {
+        atomic_fetch_add(&th_uncounted, 1);
+        return NULL;
+    }
+    uint64_t *c = (uint64_t *)(t->region + 4096);
+    memcpy(t->teb + HS_TEB32_TLS_SLOTS + 4 * TH_TLS, &(uint32_t){ (uint32_t)(uintptr_t)c }, 4);
+    return c;
+}
+
+typedef int (*th_fn)(int);
+static th_fn th_hooked;   /* the hooked function, patched to enter its counting stub */
+static atomic_int th_go;   /* set once every thread started: they call it at the same time */
+
+static void *th_main(void *arg)
+{
+    th_state *t = arg;
+    th_self = t;
+    if (!xr_fs_segment((uint32_t)(uintptr_t)t->teb, XR_TEB_SZ)) {
+        snprintf(t->bad, sizeof t->bad, "no fs segment for the thread's TEB");
+        return NULL;
+    }
+    while (!atomic_load(&th_go))
+        sched_yield();
+    const uint32_t last_error = 0xE000u + t->index;
+    __asm__ volatile("movl %0, %%fs:0x34" : : "r"(last_error) : "memory");
+    for (int i = 0; i < TH_CALLS && !t->bad[0]; i++) {
+        int r = th_hooked(i);
+        if (r != i + 1)
+            snprintf(t->bad, sizeof t->bad, "call %d returned %d", i, r);
+    }
+    uint32_t le;
+    __asm__ volatile("movl %%fs:0x34, %0" : "=r"(le));
+    if (le != last_error && !t->bad[0])
+        snprintf(t->bad, sizeof t->bad, "LastError %#x after the calls, was %#x", le, last_error);
+    return NULL;
+}
+
+/* int f(int x) { return x + 1; }, cdecl */
+static const uint8_t th_code[] = { 0x8B, 0x44, 0x24, 0x04, 0x8D, 0x40, 0x01, 0xC3 };
+
+/* Hook th_code with a counting stub whose slow routine is the thunk, then
+ * call it from threads that start without counters: every call returns
+ * its result, each thread's LastError stays, the C side is called twice
+ * per thread (no counters the first time, its region the second), and
+ * the counts are exact: TH_CALLS - 1 in each region, one uncounted call
+ * per thread. */
+static void run_threads(hs_engine *e)
+{
+    const char *name = "slow32/threads";
+    uint8_t *mem = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        tap_fail(name, "no memory for the code");
+        return;
+    }
+    memset(mem, 0xCC, 0x2000);
+    memcpy(mem, th_code, sizeof th_code);
+    const uint32_t at = (uint32_t)(uintptr_t)mem;
+    hs_func_input fn = { .code = mem, .addr = at, .size = sizeof th_code, .image_lo = at, .image_hi = at + 0x2000 };
+    hs_plan plan;
+    hs_count32 c = { TH_TLS, 8 * TH_FIDX, TH_FIDX, (uint32_t)(uintptr_t)hs_probe_slow };
+    hs_stub32 st;
+    hs_skip_reason why = HS_OK;
+    uint8_t patch[HS_MAX_PATCH];
+    if (hs_analyze(e, &fn, 0, &plan) != HS_OK ||
+        !hs_stub32_emit(e, &fn, &plan, hs_analyze_window(e), &c, at + 0x1000, mem + 0x1000, 0x1000, &st, &why) ||
+        hs_emit_patch(&fn, &plan, at + 0x1000 + st.entry, patch) < 0) {
+        tap_fail(name, "not hooked: %s", hs_skip_reason_name(plan.reason != HS_OK ? plan.reason : why));
+        munmap(mem, 0x2000);
+        return;
+    }
+    memcpy(mem + plan.patch_off, patch, plan.patch_len);
+    th_hooked = (th_fn)(uintptr_t)at;
+
+    th_state t[TH_THREADS];
+    pthread_t tid[TH_THREADS];
+    int started = 0;
+    memset(t, 0, sizeof t);
+    atomic_store(&th_uncounted, 0);
+    slow_side = thread_slow;
+    atomic_store(&th_go, 0);
+    for (int i = 0; i < TH_THREADS; i++) {
+        t[i].index = (uint32_t)i;
+        t[i].teb = aligned_alloc(4096, XR_TEB_SZ);
+        t[i].region = aligned_alloc(4096, 8192);
+        if (!t[i].teb || !t[i].region)
+            break;
+        memset(t[i].teb, 0, XR_TEB_SZ);
+        memset(t[i].region, 0, 8192);
+        if (pthread_create(&tid[i], NULL, th_main, &t[i]) != 0)
+            break;
+        started++;
+    }
+    atomic_store(&th_go, 1);
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    slow_side = harness_slow;
+
+    char bad[300] = "";
+    uint64_t counted = 0;
+    if (started < TH_THREADS)
+        snprintf(bad, sizeof bad, "started %d threads of %d", started, TH_THREADS);
+    for (int i = 0; i < started && !bad[0]; i++) {
+        uint64_t n;
+        memcpy(&n, t[i].region + 4096 + 8 * TH_FIDX, 8);
+        counted += n;
+        if (t[i].bad[0])
+            snprintf(bad, sizeof bad, "thread %d: %s", i, t[i].bad);
+        else if (t[i].slow_calls != 2)
+            snprintf(bad, sizeof bad, "thread %d: the C side called %u times, expected 2", i, t[i].slow_calls);
+        else if (n != TH_CALLS - 1)
+            snprintf(bad, sizeof bad, "thread %d: counted %llu calls, expected %d", i, (unsigned long long)n,
+                     TH_CALLS - 1);
+    }
+    if (!bad[0] && atomic_load(&th_uncounted) != (unsigned)started)
+        snprintf(bad, sizeof bad, "%u calls without counters, expected %d", atomic_load(&th_uncounted), started);
+    tap_check(!bad[0], name, "%s", bad);
+    if (!bad[0])
+        tap_diag("32-bit: %d threads, %llu calls counted through the stub, each thread's first through the "
+                 "slow thunk", started, (unsigned long long)counted);
+    for (int i = 0; i < TH_THREADS; i++) {
+        free(t[i].teb);
+        free(t[i].region);
+    }
+    munmap(mem, 0x2000);
+}
 #endif
 
 static void run_exec_case(hs_engine *e, const struct exec_case *c)
@@ -83,7 +360,7 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
     xc_opts o = { c->tramp, c->opts, c->nvar, tweak, (void *)c, c->vec > 0, 0, NULL, 0 };
     xc_out out;
 #if XR_BITS == 32
-    xc_count count = { 5, c->exp_count };
+    xc_count count = { 5, c->exp_count, 0 };
     o.count = &count;
     o.whole = c->exp_count > 1;   /* it loops back to its entry */
     o.cmp_vec = 1;                /* xmm0..7: the stub keeps them too */
@@ -141,6 +418,8 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
         r = xc_diff(e, &f, &o, &out, why, sizeof why);
         n_counted += first + out.counted;
     }
+    if (r == XC_SAME)
+        r = through_thunk(e, c, &f, o, count, why, sizeof why);
 #endif
     tap_check(r == XC_SAME, name, "%s [%s]", why, c->text);
 }
@@ -179,7 +458,7 @@ static void run_real_case(hs_engine *e, const struct real_case *c, uint64_t tram
     xc_func f = { c->name, c->bytes, c->gap_before, c->size, c->gap_after };
     xc_opts o = { tramp, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
 #if XR_BITS == 32
-    xc_count count = { 5, 1 };
+    xc_count count = { 5, 1, 0 };
     o.count = &count;
 #endif
     xc_out out;
@@ -225,7 +504,9 @@ int main(void)
     for (size_t i = 0; i < sizeof exec_cases / sizeof exec_cases[0]; i++)
         run_exec_case(e, &exec_cases[i]);
 #if XR_BITS == 32
-    tap_diag("32-bit: %llu entries counted by the stubs, each as expected", (unsigned long long)n_counted);
+    tap_diag("32-bit: %llu entries counted by the stubs, each as expected; %u through the agent's slow thunk",
+             (unsigned long long)n_counted, n_thunked);
+    run_threads(e);
 #endif
     for (size_t i = 0; i < sizeof real_cases / sizeof real_cases[0]; i++) {
         run_real_case(e, &real_cases[i], XR_T_NEAR);

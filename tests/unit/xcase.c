@@ -128,12 +128,11 @@ int xc_check_reloc(const xc_func *f, const xc_out *out, uint64_t tramp, char *wh
 }
 
 /* The counting stub's world (xc_count): the function's count in a
- * counters block in XR_SCRATCH, the TLS slot or the expansion slots'
- * pointer in the TEB, the slow routine (`mov ecx, counters; ret`) in the
- * trampoline region. */
-#define XC_COUNTERS (XR_SCRATCH + 0xE000)
+ * counters block in XR_SCRATCH (XC_COUNTERS), the TLS slot or the
+ * expansion slots' pointer in the TEB, the slow routine (`mov ecx,
+ * counters; ret`, unless the case names another) in the trampoline
+ * region. */
 #define XC_EXPANSION (XR_SCRATCH + 0xD000)
-#define XC_FIDX 3u
 #define XC_SLOW_OFF 0x8000u
 
 static void poke(xr_input *in, uint64_t addr, uint64_t val)
@@ -164,8 +163,7 @@ static void count_setup(xr_input *in, const xc_count *c, int v)
  * calls, on memory the function had not written, which it cannot read
  * before it writes it (where it does write, rt holds what it wrote). 0, or
  * -1 with why. */
-static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, uint64_t *counted, char *why,
-                       size_t n)
+static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, xc_out *out, char *why, size_t n)
 {
     size_t at = (size_t)(XC_COUNTERS + 8 * XC_FIDX - XR_SCRATCH);
     uint32_t b[2], a[2];
@@ -173,6 +171,14 @@ static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, ui
     memcpy(a, rt->scratch + at, 8);
     uint64_t before = (uint64_t)b[1] << 32 | b[0], after = (uint64_t)a[1] << 32 | a[0];
     memcpy(rt->scratch + at, ro->scratch + at, 8);
+    if (c->slow) {
+        /* the ticks its slow routine added to the region header */
+        size_t ex = (size_t)(XC_EXCLUDED - XR_SCRATCH);
+        memcpy(b, ro->scratch + ex, 8);
+        memcpy(a, rt->scratch + ex, 8);
+        out->excluded += ((uint64_t)a[1] << 32 | a[0]) - ((uint64_t)b[1] << 32 | b[0]);
+        memcpy(rt->scratch + ex, ro->scratch + ex, 8);
+    }
     for (size_t k = 0; k < (size_t)(XR_ENTRY_SP - XR_STACK); k++) {
         /* byte by byte: the function may have written part of a word
          * (fnstcw [esp+x] writes two bytes) */
@@ -180,7 +186,7 @@ static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, ui
         if (ro->stack[k] == (uint8_t)(fill >> (8 * (k & 3))))
             rt->stack[k] = ro->stack[k];
     }
-    *counted += after - before;
+    out->counted += after - before;
     if (after - before != c->expect) {
         snprintf(why, n, "counted %llu (from %#llx to %#llx), expected %u", (unsigned long long)(after - before),
                  (unsigned long long)before, (unsigned long long)after, c->expect);
@@ -232,7 +238,8 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
     hs_stub32 st = { 0, 0, 0, { 0 } };
     uint64_t tramp_at = T;
     if (o->count) {
-        hs_count32 c = { o->count->tls, 8 * XC_FIDX, XC_FIDX, (uint32_t)(T + XC_SLOW_OFF) };
+        hs_count32 c = { o->count->tls, 8 * XC_FIDX, XC_FIDX,
+                         o->count->slow ? o->count->slow : (uint32_t)(T + XC_SLOW_OFF) };
         hs_skip_reason sw;
         if (hs_stub32_size_max(plan) > sizeof stub ||
             !hs_stub32_emit(e, &fn, plan, hs_analyze_window(e), &c, (uint32_t)T, stub, sizeof stub, &st, &sw)) {
@@ -299,7 +306,8 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
                                                      (uint8_t)(XC_COUNTERS >> 16), (uint8_t)(XC_COUNTERS >> 24),
                                                      0xC3 };   /* mov ecx, counters; ret */
             xr_put(T, stub, st.len);
-            xr_put(T + XC_SLOW_OFF, ret_counters, sizeof ret_counters);
+            if (!o->count->slow)
+                xr_put(T + XC_SLOW_OFF, ret_counters, sizeof ret_counters);
         } else {
             xr_put(T, out->tramp, out->tramp_len);
         }
@@ -326,7 +334,7 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         out->end_kind = ro.end;
         out->end_at = ro.at;
         char w[200];
-        int d = o->count && count_check(o->count, &ro, &rt, &out->counted, w, sizeof w) < 0;
+        int d = o->count && count_check(o->count, &ro, &rt, out, w, sizeof w) < 0;
         if (!d)
             d = xr_compare(&ro, &rt, o->cmp_vec, w, sizeof w);
         xr_result_free(&ro);

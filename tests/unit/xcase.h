@@ -24,7 +24,17 @@ typedef struct xc_func {
 typedef struct xc_count {
     uint32_t tls;              /* TLS index: < 64, or an expansion slot */
     unsigned expect;           /* entries of the function in one run */
+    uint32_t slow;             /* the slow routine the stub calls (0: the harness's
+                                  `mov ecx, counters; ret`); another one returns
+                                  XC_COUNTERS in ecx and may add to the `excluded`
+                                  field of their region header (xc_out.excluded) */
 } xc_count;
+
+/* The counters block the counting stub's slot points at (the function's
+ * count at 8 * XC_FIDX), with a region header's page below it. */
+#define XC_COUNTERS (XR_SCRATCH + 0xE000)
+#define XC_FIDX 3u
+#define XC_EXCLUDED (XC_COUNTERS - 4096 + 72)   /* session.h: hs_region_hdr.excluded */
 
 typedef struct xc_opts {
     uint64_t tramp;            /* XR_T_NEAR, XR_T_NEG or XR_T_FAR (0: XR_T_NEAR) */
@@ -54,6 +64,8 @@ typedef struct xc_out {
     hs_plan plan;
     uint64_t counted;          /* with xc_opts.count: the count the stub kept, summed over
                                   the variants */
+    uint64_t excluded;         /* with xc_count.slow: what its slow routine added to
+                                  XC_EXCLUDED, summed over the variants */
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
     uint8_t tramp[HS_TRAMP_MAX];
     size_t tramp_len;

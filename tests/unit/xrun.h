@@ -149,6 +149,13 @@ void xr_default_input(xr_input *in, int variant);
 int xr_run(uint64_t entry, const xr_input *in, xr_result *out);
 void xr_result_free(xr_result *r);
 
+#if defined(__i386__)
+/* Point the calling thread's fs at [base, base + size) (a TLS entry of its
+ * own in the GDT), as Windows points it at the thread's TEB. Returns the
+ * selector, or 0. */
+uint16_t xr_fs_segment(uint32_t base, uint32_t size);
+#endif
+
 /* Compare two results; 0 if equal, else writes the first difference. */
 int xr_compare(const xr_result *a, const xr_result *b, int cmp_vec, char *why, size_t n);
 
