@@ -17,12 +17,28 @@
 #include <stdint.h>
 #include <windows.h>
 
+#include "agent/edgehash.h"
 #include "hook/engine/arena_win.h"
 #include "hook/engine/count32.h"
 #include "hook/engine/hook.h"
 #include "hook/pe/pe.h"
 #include "hookscope/path.h"
 #include "hookscope/session.h"
+
+/* The agent is built twice from these sources: for x86-64, and for i686
+ * (hookscope-agent32.dll, in 32-bit targets). The i686 build has the
+ * counting stubs of hook/engine/count32.h, with caller edges, and the
+ * thunks of thunks32.S (agent32.c); what needs the x64 unwind data (the
+ * timing wrapper, the entry stack walk, the stubs' unwind info, tail-jump
+ * solving: wrapper.S, stackwalk.c, stub_unwind.c, tailenv.c) and the x64
+ * stubs and thunks (stubs.c, thunks.S) are built for x86-64 only, and a
+ * session asking the 32-bit agent for what it lacks is refused
+ * (hs_agent32_refuses). */
+#if defined(__i386__)
+#define HS_AGENT_X86 1
+#else
+#define HS_AGENT_X86 0
+#endif
 
 /* One hooked function, as the agent remembers it for unhooking and for
  * moving threads. Kept in one array per module, sorted by address. */
@@ -254,7 +270,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
 int hs_agent32_refuses(const hs_session_header *h);
 
 /* thunks.S: thunks from the stubs into C (all registers saved); the
- * 32-bit agent has hs_probe_slow alone (thunks32.S) */
+ * 32-bit agent has hs_probe_slow and hs_probe_edge (thunks32.S) */
 extern void hs_probe_slow(void);
 extern void hs_probe_edge(void);
 extern void hs_probe_stack(void);
@@ -294,32 +310,6 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
                  int max, int *truncated);
 /* A module is gone: forget every cached lookup. */
 void hs_stackwalk_forget(void);
-
-/* The edge table's hash, shared by the stubs (imul with a sign-extended
- * imm32, so both constants stay below 2^31) and the C insert. */
-#define HS_EDGE_MULT 0x5BD1E995u
-static inline uint32_t hs_edge_mix(uint32_t fidx) { return (fidx * 0x9E3779B9u) & 0x7FFFFFFFu; }
-static inline uint32_t hs_edge_slot(uint64_t site, uint32_t fidx, uint32_t cap)
-{
-    uint32_t bits = 0;
-    while ((1u << bits) < cap)
-        bits++;
-    return (uint32_t)(((site ^ hs_edge_mix(fidx)) * (uint64_t)HS_EDGE_MULT) >> (64 - bits));
-}
-
-/* The agent is built twice from these sources: for x86-64, and for i686
- * (hookscope-agent32.dll, in 32-bit targets). The i686 build has the
- * count-only stubs of hook/engine/count32.h and the thunk of thunks32.S
- * (agent32.c); what needs the x64 unwind data (the timing wrapper, the
- * entry stack walk, the stubs' unwind info, tail-jump solving: wrapper.S,
- * stackwalk.c, stub_unwind.c, tailenv.c) and the x64 stubs and thunks
- * (stubs.c, thunks.S) are built for x86-64 only, and a session asking the
- * 32-bit agent for what it lacks is refused (hs_agent32_refuses). */
-#if defined(__i386__)
-#define HS_AGENT_X86 1
-#else
-#define HS_AGENT_X86 0
-#endif
 
 /* TEB fields used directly: no API call on the hot or slow path. */
 #if HS_AGENT_X86

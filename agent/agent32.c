@@ -1,8 +1,9 @@
 /*
  * agent/agent32.c - what the 32-bit (i686) agent has in place of the
- * x64-only files (agent.h: HS_AGENT_X86): the count-only entry stubs of
- * hook/engine/count32.h, entered from the patched function and calling
- * hs_probe_slow (thunks32.S) when the thread has no counters yet; no
+ * x64-only files (agent.h: HS_AGENT_X86): the counting entry stubs of
+ * hook/engine/count32.h (with caller edges when asked), entered from the
+ * patched function and calling hs_probe_slow (thunks32.S) when the thread
+ * has no counters yet, hs_probe_edge for a caller not yet counted; no
  * unwind info to register for them (x86 code has no table-driven
  * unwinding: a walker follows the EBP chain through the stubs, which
  * leave ebp alone); and the refusal of what it cannot do yet.
@@ -13,15 +14,27 @@
 
 size_t hs_stub_size_max(const hs_plan *plan)
 {
-    return hs_stub32_size_max(plan);
+    return hs_stub32_size_max(plan, (g_hs.hdr->options & HS_OPT_EDGES) != 0);
 }
 
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     const hs_func_input *fn, const hs_plan *plan, const hs_insn *window, hs_hooked *out,
                     hs_skip_reason *why)
 {
-    const hs_count32 c = { g_hs.tls, fidx * g_hs.hdr->region_fblock, fidx,
-                           (uint32_t)(uintptr_t)hs_probe_slow };
+    const hs_session_header *h = g_hs.hdr;
+    const int edges = (h->options & HS_OPT_EDGES) != 0;
+    const hs_count32 c = {
+        .tls = g_hs.tls,
+        .count_off = fidx * h->region_fblock,
+        .fidx = fidx,
+        .slow = (uint32_t)(uintptr_t)hs_probe_slow,
+        .inline_edges = HS_INLINE_EDGES,
+        .edges_cap = edges ? h->region_edges_cap : 0,
+        .edges_rel = (uint32_t)(h->region_edges_off - h->region_counters_off),
+        .edge_mix = hs_edge_mix(fidx),
+        .edge_mult = HS_EDGE_MULT,
+        .edge_slow = (uint32_t)(uintptr_t)hs_probe_edge,
+    };
     hs_stub32 st;
     size_t len = hs_stub32_emit(g_hs.engine, fn, plan, window, &c, (uint32_t)addr, buf, cap, &st, why);
     if (!len)
@@ -38,10 +51,10 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
 
 int hs_agent32_refuses(const hs_session_header *h)
 {
-    const uint32_t lacking = HS_OPT_EDGES | HS_OPT_STACKS | HS_OPT_TIME | HS_OPT_TIMELINE;
+    const uint32_t lacking = HS_OPT_STACKS | HS_OPT_TIME | HS_OPT_TIMELINE;
     if (!(h->options & lacking))
         return 0;
-    hs_agent_fail(ERROR_NOT_SUPPORTED, "the 32-bit agent counts calls only: caller edges, entry stacks and "
+    hs_agent_fail(ERROR_NOT_SUPPORTED, "the 32-bit agent counts calls and caller edges only: entry stacks and "
                   "--time are not built for 32-bit targets yet");
     return -1;
 }

@@ -1,9 +1,10 @@
 /*
- * agent/thunks32.S - the 32-bit agent's thunk from a counting stub into C
- * (i686; the x86-64 thunks are thunks.S).
+ * agent/thunks32.S - the 32-bit agent's thunks from a counting stub into
+ * C (i686; the x86-64 thunks are thunks.S).
  *
  * A 32-bit counting stub (hook/engine/count32.h) calls hs_probe_slow when
- * the thread's TLS slot holds no counters yet. The stub may interrupt any
+ * the thread's TLS slot holds no counters yet, and hs_probe_edge for a
+ * caller it has not counted yet. The stub may interrupt any
  * function at its entry, including hand-written code that keeps values in
  * registers cdecl calls volatile, so the thunk keeps every register but
  * ecx (its result) and eax (the stub saved it), the flags, the whole x87,
@@ -15,12 +16,15 @@
  *   [esp]     return into the stub
  *   [esp+4]   the stub's saved eax, [esp+8] its saved ecx
  *   [esp+12]  the hooked function's return address: its entry esp
+ * (hs_probe_edge: the stub pushed edx and the flags too, the entry esp is
+ * [esp+20])
  * C side (cdecl):
  *   uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_esp, const hs_saved_regs *regs)
- *   regs: ebx ebp esi edi as they were at the entry. Its result (the
- *   counters, or 0: the call goes uncounted) comes back in ecx.
+ *   (and hs_on_edge) regs: ebx ebp esi edi as they were at the entry. Its
+ *   result (the counters, or 0: the call goes uncounted) comes back in
+ *   ecx.
  *
- * The ticks from the thunk's entry to its return are added to the
+ * The ticks from a thunk's entry to its return are added to the
  * thread's `excluded` (in the region header of the counters the C side
  * returns), as thunks.S does: timed calls leave hookscope's time out.
  *
@@ -39,14 +43,16 @@
     .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
     .set TEB_LAST_ERROR, 0x34       /* the 32-bit TEB's LastErrorValue */
 
-    .globl SYM(hs_probe_slow)
+/* `pushed`: bytes the stub pushed above the thunk's return address */
+.macro PROBE_THUNK32 name, cfunc, pushed
+    .globl \name
 #ifdef _WIN32
-    .def SYM(hs_probe_slow); .scl 2; .type 32; .endef
+    .def \name; .scl 2; .type 32; .endef
 #endif
-SYM(hs_probe_slow):
+\name:
     push ebp
     mov ebp, esp
-    /* [ebp+4] return into the stub, [ebp+16] the entry esp's return address */
+    /* [ebp+4] return into the stub, [ebp+8+pushed] the entry esp's return address */
     pushfd                        /* [ebp-4] */
     push edx                      /* [ebp-8] */
     push eax                      /* [ebp-12] fidx */
@@ -68,11 +74,11 @@ SYM(hs_probe_slow):
     mov [esp+16], eax
     mov eax, [ebp-12]
     mov [esp], eax                /* fidx */
-    lea eax, [ebp+16]
+    lea eax, [ebp + 8 + \pushed]
     mov [esp+4], eax              /* entry esp (64 bits) */
     mov dword ptr [esp+8], 0
     mov [esp+12], edx             /* regs */
-    call SYM(hs_on_slow)
+    call \cfunc
     mov ecx, eax
     mov eax, [esp+16]
     mov fs:[TEB_LAST_ERROR], eax
@@ -94,6 +100,13 @@ SYM(hs_probe_slow):
     popfd
     pop ebp
     ret
+.endm
+
+/* no counters yet: get a region (or count in the overflow region) */
+PROBE_THUNK32 SYM(hs_probe_slow), SYM(hs_on_slow), 8
+/* a caller the function's block and the thread's edge table do not have
+ * (the stub pushed ecx, eax, edx and the flags) */
+PROBE_THUNK32 SYM(hs_probe_edge), SYM(hs_on_edge), 16
 
 #ifndef _WIN32
     .section .note.GNU-stack, "", @progbits   /* (ELF: no executable stack) */

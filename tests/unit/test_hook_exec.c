@@ -36,6 +36,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "agent/edgehash.h"
 #include "hook/engine/count32.h"
 #include "hook/engine/hook.h"
 #include "tests/unit/tap.h"
@@ -91,7 +92,7 @@ static uint64_t n_counted;   /* entries the counting stubs counted, every varian
 
 /* ---- the 32-bit agent's slow thunk and a C side for it ---------------------- */
 
-extern void hs_probe_slow(void);
+extern void hs_probe_slow(void), hs_probe_edge(void);
 
 /* What the C side saw, and what it should see at the first slow call of
  * a variant (set by seen_tweak). */
@@ -193,19 +194,28 @@ static int through_thunk(hs_engine *e, const struct exec_case *c, const xc_func 
     return XC_DIFFERENT;
 }
 
-/* ---- slow32/threads ---------------------------------------------------------- */
+/* ---- slow32/threads, edges32/threads ---------------------------------------- */
 
 #define TH_THREADS 8
 #define TH_CALLS 200000
 #define TH_FIDX 5u
 #define TH_TLS 9u
+/* caller edges: the function's block (session.h: hs_fblock, 64 bytes: the
+ * count, three caller slots) in the counters, the edge table after them */
+#define TH_FBLOCK 64u
+#define TH_INLINE 3u
+#define TH_EDGES_CAP 64u
+#define TH_EDGES_REL 4096u
+#define TH_REGION (4096u + TH_EDGES_REL + 32u * TH_EDGES_CAP)   /* header page, counters, table */
+#define TH_SITES 5                                            /* call sites: three slots, two in the table */
 
 /* A thread of the test: a TEB and a region (a header page, then the
- * counters) of its own, as the agent gives each thread of the target. */
+ * counters, then the edge table) of its own, as the agent gives each
+ * thread of the target. */
 typedef struct th_state {
     uint32_t index;
     uint8_t *teb, *region;
-    unsigned slow_calls;
+    unsigned slow_calls, edge_calls, table_used;
     char bad[160];
 } th_state;
 
@@ -233,9 +243,81 @@ static uint64_t *thread_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *
     return c;
 }
 
+/* session.h's hs_edge_rec (not included here: its _Static_asserts hold for
+ * Windows' alignment of 64-bit fields, not Linux i386's) */
+typedef struct th_edge_rec {
+    uint64_t site;
+    uint32_t callee, reserved;
+    uint64_t count, reserved2;
+} th_edge_rec;
+_Static_assert(sizeof(th_edge_rec) == 32, "hs_edge_rec");
+
+/* Like the agent's hs_on_edge (tables.c): the caller into a free slot of
+ * the function's block, else into the thread's edge table where
+ * agent/edgehash.h puts it. The stub calls it only for a caller in
+ * neither. */
+uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    (void)regs;
+    th_state *t = th_self;
+    uint8_t *counters = t->region + 4096;
+    uint64_t site = *(const uint32_t *)(uintptr_t)entry_esp;
+    uint64_t *slot = (uint64_t *)(counters + fidx * TH_FBLOCK + 8);
+    t->edge_calls++;
+    __asm__ volatile("movl $0x5EED, %%fs:0x34" : : : "memory");
+    for (uint32_t k = 0; k < TH_INLINE; k++, slot += 2) {
+        if (slot[0] == site) {
+            if (!t->bad[0])
+                snprintf(t->bad, sizeof t->bad, "the stub missed caller %#llx in slot %u", (unsigned long long)site,
+                         k);
+            return (uint64_t *)counters;
+        }
+        if (!slot[0]) {
+            slot[0] = site;
+            slot[1] = 1;
+            return (uint64_t *)counters;
+        }
+    }
+    /* (as the agent's, never a second entry of a pair, nor past 3/4 full:
+     * the stub's probe always ends at an empty entry) */
+    th_edge_rec *tab = (th_edge_rec *)(counters + TH_EDGES_REL);
+    for (uint32_t n = 0, i = hs_edge_slot(site, fidx, TH_EDGES_CAP); n < TH_EDGES_CAP; n++, i = (i + 1) % TH_EDGES_CAP) {
+        if (tab[i].site == site && tab[i].callee == fidx) {
+            if (!t->bad[0])
+                snprintf(t->bad, sizeof t->bad, "the stub missed caller %#llx in the table", (unsigned long long)site);
+            return (uint64_t *)counters;
+        }
+        if (!tab[i].site && ++t->table_used > TH_EDGES_CAP / 4 * 3)
+            break;
+        if (!tab[i].site) {
+            tab[i].site = site;
+            tab[i].callee = fidx;
+            tab[i].count = 1;
+            return (uint64_t *)counters;
+        }
+    }
+    snprintf(t->bad, sizeof t->bad, "the edge table is full");
+    return (uint64_t *)counters;
+}
+
 typedef int (*th_fn)(int);
 static th_fn th_hooked;   /* the hooked function, patched to enter its counting stub */
 static atomic_int th_go;   /* set once every thread started: they call it at the same time */
+static int th_edges;       /* the threads call it from TH_SITES call sites */
+
+/* TH_SITES functions, each calling the hooked one from one call site
+ * (-O2 does not unroll): site k, (k + 1) * TH_CALLS / 16 times; returns
+ * the calls whose result was wrong */
+#define TH_SITE(k)                                                      \
+    static __attribute__((noinline)) int th_site##k(void)               \
+    {                                                                   \
+        int wrong = 0;                                                  \
+        for (int i = 0; i < ((k) + 1) * TH_CALLS / 16; i++)             \
+            wrong += th_hooked(i) != i + 1;                             \
+        return wrong;                                                   \
+    }
+TH_SITE(0) TH_SITE(1) TH_SITE(2) TH_SITE(3) TH_SITE(4)
+static int (*const th_sites[TH_SITES])(void) = { th_site0, th_site1, th_site2, th_site3, th_site4 };
 
 static void *th_main(void *arg)
 {
@@ -249,10 +331,15 @@ static void *th_main(void *arg)
         sched_yield();
     const uint32_t last_error = 0xE000u + t->index;
     __asm__ volatile("movl %0, %%fs:0x34" : : "r"(last_error) : "memory");
-    for (int i = 0; i < TH_CALLS && !t->bad[0]; i++) {
+    for (int i = 0; i < TH_CALLS && !th_edges && !t->bad[0]; i++) {
         int r = th_hooked(i);
         if (r != i + 1)
             snprintf(t->bad, sizeof t->bad, "call %d returned %d", i, r);
+    }
+    for (int k = 0; k < TH_SITES && th_edges && !t->bad[0]; k++) {
+        int wrong = th_sites[k]();
+        if (wrong)
+            snprintf(t->bad, sizeof t->bad, "%d calls from site %d returned a wrong result", wrong, k);
     }
     uint32_t le;
     __asm__ volatile("movl %%fs:0x34, %0" : "=r"(le));
@@ -264,15 +351,61 @@ static void *th_main(void *arg)
 /* int f(int x) { return x + 1; }, cdecl */
 static const uint8_t th_code[] = { 0x8B, 0x44, 0x24, 0x04, 0x8D, 0x40, 0x01, 0xC3 };
 
-/* Hook th_code with a counting stub whose slow routine is the thunk, then
- * call it from threads that start without counters: every call returns
- * its result, each thread's LastError stays, the C side is called twice
- * per thread (no counters the first time, its region the second), and
- * the counts are exact: TH_CALLS - 1 in each region, one uncounted call
- * per thread. */
-static void run_threads(hs_engine *e)
+/* The edges thread t's region holds against what th_main made: TH_SITES
+ * callers, each counted as often as it called (the first call of site 0
+ * went uncounted: no counters yet), each new to the stub once. 0, or -1
+ * with bad. */
+static int check_edges(const th_state *t, char *bad, size_t n)
 {
-    const char *name = "slow32/threads";
+    const uint8_t *counters = t->region + 4096;
+    uint64_t site[TH_INLINE + TH_EDGES_CAP], count[TH_INLINE + TH_EDGES_CAP];
+    unsigned ns = 0;
+    for (uint32_t k = 0; k < TH_INLINE; k++) {
+        memcpy(&site[ns], counters + TH_FIDX * TH_FBLOCK + 8 + 16 * k, 8);
+        memcpy(&count[ns], counters + TH_FIDX * TH_FBLOCK + 16 + 16 * k, 8);
+        ns += site[ns] != 0;
+    }
+    const th_edge_rec *tab = (const th_edge_rec *)(counters + TH_EDGES_REL);
+    for (uint32_t i = 0; i < TH_EDGES_CAP; i++) {
+        if (tab[i].site && tab[i].callee == TH_FIDX) {
+            site[ns] = tab[i].site;
+            count[ns++] = tab[i].count;
+        }
+    }
+    if (ns != TH_SITES || t->edge_calls != TH_SITES) {
+        snprintf(bad, n, "thread %u: %u callers counted, the C side called %u times, expected %d", t->index, ns,
+                 t->edge_calls, TH_SITES);
+        return -1;
+    }
+    int seen[TH_SITES] = { 0 };
+    for (unsigned j = 0; j < ns; j++) {
+        int k = -1;   /* the site function the call is in: the nearest one below it */
+        for (int f = 0; f < TH_SITES; f++)
+            if ((uintptr_t)th_sites[f] <= site[j] &&
+                (k < 0 || (uintptr_t)th_sites[f] > (uintptr_t)th_sites[k]))
+                k = f;
+        uint64_t want = (uint64_t)((k + 1) * TH_CALLS / 16) - (k == 0);
+        if (k < 0 || seen[k]++ || count[j] != want) {
+            snprintf(bad, n, "thread %u: caller %#llx (site %d) counted %llu times, expected %llu", t->index,
+                     (unsigned long long)site[j], k, (unsigned long long)count[j], (unsigned long long)want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Hook th_code with a counting stub whose slow routine is the thunk (and,
+ * `edges`, that counts callers, calling the edge thunk for a new one),
+ * then call it from threads that start without counters: every call
+ * returns its result, each thread's LastError stays, the C side is called
+ * twice per thread (no counters the first time, its region the second),
+ * and the counts are exact: all calls but one in each region, one
+ * uncounted call per thread; with edges, TH_SITES callers, each counted
+ * exactly (check_edges). */
+static void run_threads(hs_engine *e, int edges)
+{
+    const char *name = edges ? "edges32/threads" : "slow32/threads";
+    const int calls = edges ? 15 * (TH_CALLS / 16) : TH_CALLS;
     uint8_t *mem = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         tap_fail(name, "no memory for the code");
@@ -283,7 +416,16 @@ static void run_threads(hs_engine *e)
     const uint32_t at = (uint32_t)(uintptr_t)mem;
     hs_func_input fn = { .code = mem, .addr = at, .size = sizeof th_code, .image_lo = at, .image_hi = at + 0x2000 };
     hs_plan plan;
-    hs_count32 c = { TH_TLS, 8 * TH_FIDX, TH_FIDX, (uint32_t)(uintptr_t)hs_probe_slow };
+    hs_count32 c = { .tls = TH_TLS, .count_off = (edges ? TH_FBLOCK : 8) * TH_FIDX, .fidx = TH_FIDX,
+                     .slow = (uint32_t)(uintptr_t)hs_probe_slow };
+    if (edges) {
+        c.inline_edges = TH_INLINE;
+        c.edges_cap = TH_EDGES_CAP;
+        c.edges_rel = TH_EDGES_REL;
+        c.edge_mix = hs_edge_mix(TH_FIDX);
+        c.edge_mult = HS_EDGE_MULT;
+        c.edge_slow = (uint32_t)(uintptr_t)hs_probe_edge;
+    }
     hs_stub32 st;
     hs_skip_reason why = HS_OK;
     uint8_t patch[HS_MAX_PATCH];
@@ -304,14 +446,15 @@ static void run_threads(hs_engine *e)
     atomic_store(&th_uncounted, 0);
     slow_side = thread_slow;
     atomic_store(&th_go, 0);
+    th_edges = edges;
     for (int i = 0; i < TH_THREADS; i++) {
         t[i].index = (uint32_t)i;
         t[i].teb = aligned_alloc(4096, XR_TEB_SZ);
-        t[i].region = aligned_alloc(4096, 8192);
+        t[i].region = aligned_alloc(4096, TH_REGION);
         if (!t[i].teb || !t[i].region)
             break;
         memset(t[i].teb, 0, XR_TEB_SZ);
-        memset(t[i].region, 0, 8192);
+        memset(t[i].region, 0, TH_REGION);
         if (pthread_create(&tid[i], NULL, th_main, &t[i]) != 0)
             break;
         started++;
@@ -327,22 +470,24 @@ static void run_threads(hs_engine *e)
         snprintf(bad, sizeof bad, "started %d threads of %d", started, TH_THREADS);
     for (int i = 0; i < started && !bad[0]; i++) {
         uint64_t n;
-        memcpy(&n, t[i].region + 4096 + 8 * TH_FIDX, 8);
+        memcpy(&n, t[i].region + 4096 + c.count_off, 8);
         counted += n;
         if (t[i].bad[0])
             snprintf(bad, sizeof bad, "thread %d: %s", i, t[i].bad);
         else if (t[i].slow_calls != 2)
             snprintf(bad, sizeof bad, "thread %d: the C side called %u times, expected 2", i, t[i].slow_calls);
-        else if (n != TH_CALLS - 1)
+        else if (n != (uint64_t)calls - 1)
             snprintf(bad, sizeof bad, "thread %d: counted %llu calls, expected %d", i, (unsigned long long)n,
-                     TH_CALLS - 1);
+                     calls - 1);
+        else if (edges)
+            check_edges(&t[i], bad, sizeof bad);
     }
     if (!bad[0] && atomic_load(&th_uncounted) != (unsigned)started)
         snprintf(bad, sizeof bad, "%u calls without counters, expected %d", atomic_load(&th_uncounted), started);
     tap_check(!bad[0], name, "%s", bad);
     if (!bad[0])
-        tap_diag("32-bit: %d threads, %llu calls counted through the stub, each thread's first through the "
-                 "slow thunk", started, (unsigned long long)counted);
+        tap_diag("32-bit: %d threads, %llu calls counted through the stub%s, each thread's first through the "
+                 "slow thunk", started, (unsigned long long)counted, edges ? " with their callers" : "");
     for (int i = 0; i < TH_THREADS; i++) {
         free(t[i].teb);
         free(t[i].region);
@@ -506,7 +651,8 @@ int main(void)
 #if XR_BITS == 32
     tap_diag("32-bit: %llu entries counted by the stubs, each as expected; %u through the agent's slow thunk",
              (unsigned long long)n_counted, n_thunked);
-    run_threads(e);
+    run_threads(e, 0);
+    run_threads(e, 1);
 #endif
     for (size_t i = 0; i < sizeof real_cases / sizeof real_cases[0]; i++) {
         run_real_case(e, &real_cases[i], XR_T_NEAR);

@@ -238,10 +238,10 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
     hs_stub32 st = { 0, 0, 0, { 0 } };
     uint64_t tramp_at = T;
     if (o->count) {
-        hs_count32 c = { o->count->tls, 8 * XC_FIDX, XC_FIDX,
-                         o->count->slow ? o->count->slow : (uint32_t)(T + XC_SLOW_OFF) };
+        hs_count32 c = { .tls = o->count->tls, .count_off = 8 * XC_FIDX, .fidx = XC_FIDX,
+                         .slow = o->count->slow ? o->count->slow : (uint32_t)(T + XC_SLOW_OFF) };
         hs_skip_reason sw;
-        if (hs_stub32_size_max(plan) > sizeof stub ||
+        if (hs_stub32_size_max(plan, 0) > sizeof stub ||
             !hs_stub32_emit(e, &fn, plan, hs_analyze_window(e), &c, (uint32_t)T, stub, sizeof stub, &st, &sw)) {
             snprintf(why, n, "no counting stub: %s", hs_skip_reason_name(sw));
             return XC_DIFFERENT;
