@@ -94,31 +94,91 @@ static uint64_t n_counted;   /* entries the counting stubs counted, every varian
 
 extern void hs_probe_slow(void), hs_probe_edge(void);
 
-/* What the C side saw, and what it should see at the first slow call of
- * a variant (set by seen_tweak). */
+/* What the C side saw, and what it should see at the first call of a
+ * variant (set by seen_tweak). */
 static unsigned n_thunked;   /* entries through the slow thunk, every case */
+static uint64_t n_edged;     /* calls counted with their caller, every case */
 static struct {
-    unsigned calls;
+    unsigned calls, edge_calls;
     int check;                 /* the next call is a variant's first */
     uint32_t regs[4];          /* ebx ebp esi edi the variant starts with */
     char bad[200];             /* the first wrong thing seen, or "" */
 } slow_seen;
 
-/* The C side the thunk calls: the harness runs' (harness_slow), or the
- * threads test's (thread_slow). */
-static uint64_t *harness_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs);
-static uint64_t *(*slow_side)(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs) = harness_slow;
+/* The C sides the thunks call: the harness runs' (harness_slow,
+ * harness_edge), or the threads test's (thread_slow, thread_edge). */
+typedef uint64_t *c_side_fn(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs);
+static c_side_fn harness_slow, harness_edge;
+static c_side_fn *slow_side = harness_slow, *edge_side = harness_edge;
 
 uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
 {
     return slow_side(fidx, entry_esp, regs);
 }
 
-/* In the harness runs the thread gets XC_COUNTERS; its slot stays empty
- * (the TEB compares as it was). */
-static uint64_t *harness_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
 {
-    slow_seen.calls++;
+    return edge_side(fidx, entry_esp, regs);
+}
+
+/* session.h's hs_edge_rec (not included here: its _Static_asserts hold for
+ * Windows' alignment of 64-bit fields, not Linux i386's) */
+typedef struct edge_rec {
+    uint64_t site;
+    uint32_t callee, reserved;
+    uint64_t count, reserved2;
+} edge_rec;
+_Static_assert(sizeof(edge_rec) == 32, "hs_edge_rec");
+
+/* Like the agent's C side for a new caller (probes.c, tables.c): the
+ * caller at entry_esp into a free slot of the function's block in
+ * `counters` (xcase.h: XC_FBLOCK, XC_INLINE), else into the edge table
+ * (XC_EDGES_REL) where agent/edgehash.h puts it. The stub calls it only
+ * for a caller in neither (one found there is written to bad); as the
+ * agent's, it never fills the table past 3/4 (the stub's probe always
+ * ends at an empty entry). */
+static void edge_insert(uint8_t *counters, uint32_t fidx, uint64_t entry_esp, char *bad, size_t n)
+{
+    uint64_t site = *(const uint32_t *)(uintptr_t)entry_esp;
+    uint64_t *slot = (uint64_t *)(counters + fidx * XC_FBLOCK + 8);
+    for (uint32_t k = 0; k < XC_INLINE; k++, slot += 2) {
+        if (slot[0] == site) {
+            if (!bad[0])
+                snprintf(bad, n, "the stub missed caller %#llx in slot %u", (unsigned long long)site, k);
+            return;
+        }
+        if (!slot[0]) {
+            slot[0] = site;
+            slot[1] = 1;
+            return;
+        }
+    }
+    edge_rec *tab = (edge_rec *)(counters + XC_EDGES_REL);
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < XC_EDGES_CAP; i++)
+        used += tab[i].site != 0;
+    for (uint32_t k = 0, i = hs_edge_slot(site, fidx, XC_EDGES_CAP); k < XC_EDGES_CAP; k++, i = (i + 1) % XC_EDGES_CAP) {
+        if (tab[i].site == site && tab[i].callee == fidx) {
+            if (!bad[0])
+                snprintf(bad, n, "the stub missed caller %#llx in the table", (unsigned long long)site);
+            return;
+        }
+        if (!tab[i].site) {
+            if (used >= XC_EDGES_CAP / 4 * 3)
+                break;
+            tab[i].site = site;
+            tab[i].callee = fidx;
+            tab[i].count = 1;
+            return;
+        }
+    }
+    if (!bad[0])
+        snprintf(bad, n, "the edge table is full");
+}
+
+/* What the harness's C sides check and change (as C code may). */
+static void harness_c_side(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
     uint32_t fl;
     __asm__ volatile("pushfl; popl %0" : "=r"(fl));
     if (!slow_seen.bad[0] && (fl & 0x400))
@@ -150,6 +210,22 @@ static uint64_t *harness_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t 
     if (!slow_seen.bad[0] && !(sum > 4.14 && sum < 4.15))   /* 1 + pi */
         snprintf(slow_seen.bad, sizeof slow_seen.bad, "the C side's x87 arithmetic failed (%g): its stack was "
                  "not empty", sum);
+}
+
+/* In the harness runs the thread gets XC_COUNTERS; its slot stays empty
+ * (the TEB compares as it was). */
+static uint64_t *harness_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    slow_seen.calls++;
+    harness_c_side(fidx, entry_esp, regs);
+    return (uint64_t *)(uintptr_t)XC_COUNTERS;
+}
+
+static uint64_t *harness_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    slow_seen.edge_calls++;
+    harness_c_side(fidx, entry_esp, regs);
+    edge_insert((uint8_t *)(uintptr_t)XC_COUNTERS, fidx, entry_esp, slow_seen.bad, sizeof slow_seen.bad);
     return (uint64_t *)(uintptr_t)XC_COUNTERS;
 }
 
@@ -194,19 +270,47 @@ static int through_thunk(hs_engine *e, const struct exec_case *c, const xc_func 
     return XC_DIFFERENT;
 }
 
+/* Run case c once more with caller edges (xc_count.edge_slow), through
+ * both thunks: it must run alike, every call counted with its caller, the
+ * edge thunk's C side called at least once per variant (each starts with
+ * empty caller slots). */
+static int through_edges(hs_engine *e, const struct exec_case *c, const xc_func *f, xc_opts o, xc_count count,
+                         char *why, size_t n)
+{
+    (void)c;
+    count.tls = 5;
+    count.slow = (uint32_t)(uintptr_t)hs_probe_slow;
+    count.edge_slow = (uint32_t)(uintptr_t)hs_probe_edge;
+    o.count = &count;
+    o.tweak = seen_tweak;
+    slow_seen.calls = slow_seen.edge_calls = 0;
+    slow_seen.bad[0] = 0;
+    xc_out out;
+    int r = xc_diff(e, f, &o, &out, why, n);
+    unsigned nv = (unsigned)(o.nvariants ? o.nvariants : 3);
+    if (r == XC_SAME && slow_seen.bad[0])
+        snprintf(why, n, "with edges: %s", slow_seen.bad);
+    else if (r == XC_SAME && slow_seen.edge_calls < nv)
+        snprintf(why, n, "with edges: the edge thunk's C side called %u times in %u variants", slow_seen.edge_calls,
+                 nv);
+    else if (r != XC_SAME)
+        snprintf(why + strlen(why), n - strlen(why), " (with edges)");
+    else {
+        n_edged += out.edges;
+        return XC_SAME;
+    }
+    return XC_DIFFERENT;
+}
+
 /* ---- slow32/threads, edges32/threads ---------------------------------------- */
 
 #define TH_THREADS 8
 #define TH_CALLS 200000
 #define TH_FIDX 5u
 #define TH_TLS 9u
-/* caller edges: the function's block (session.h: hs_fblock, 64 bytes: the
- * count, three caller slots) in the counters, the edge table after them */
-#define TH_FBLOCK 64u
-#define TH_INLINE 3u
-#define TH_EDGES_CAP 64u
-#define TH_EDGES_REL 4096u
-#define TH_REGION (4096u + TH_EDGES_REL + 32u * TH_EDGES_CAP)   /* header page, counters, table */
+/* a region: the header page, the counters (with edges, the function's
+ * block and the edge table as in xcase.h) */
+#define TH_REGION (4096u + XC_EDGES_REL + 32u * XC_EDGES_CAP)
 #define TH_SITES 5                                            /* call sites: three slots, two in the table */
 
 /* A thread of the test: a TEB and a region (a header page, then the
@@ -215,7 +319,7 @@ static int through_thunk(hs_engine *e, const struct exec_case *c, const xc_func 
 typedef struct th_state {
     uint32_t index;
     uint8_t *teb, *region;
-    unsigned slow_calls, edge_calls, table_used;
+    unsigned slow_calls, edge_calls;
     char bad[160];
 } th_state;
 
@@ -243,61 +347,15 @@ static uint64_t *thread_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *
     return c;
 }
 
-/* session.h's hs_edge_rec (not included here: its _Static_asserts hold for
- * Windows' alignment of 64-bit fields, not Linux i386's) */
-typedef struct th_edge_rec {
-    uint64_t site;
-    uint32_t callee, reserved;
-    uint64_t count, reserved2;
-} th_edge_rec;
-_Static_assert(sizeof(th_edge_rec) == 32, "hs_edge_rec");
-
-/* Like the agent's hs_on_edge (tables.c): the caller into a free slot of
- * the function's block, else into the thread's edge table where
- * agent/edgehash.h puts it. The stub calls it only for a caller in
- * neither. */
-uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+/* The threads' C side for a new caller: into the thread's region. */
+static uint64_t *thread_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
 {
     (void)regs;
     th_state *t = th_self;
-    uint8_t *counters = t->region + 4096;
-    uint64_t site = *(const uint32_t *)(uintptr_t)entry_esp;
-    uint64_t *slot = (uint64_t *)(counters + fidx * TH_FBLOCK + 8);
     t->edge_calls++;
-    __asm__ volatile("movl $0x5EED, %%fs:0x34" : : : "memory");
-    for (uint32_t k = 0; k < TH_INLINE; k++, slot += 2) {
-        if (slot[0] == site) {
-            if (!t->bad[0])
-                snprintf(t->bad, sizeof t->bad, "the stub missed caller %#llx in slot %u", (unsigned long long)site,
-                         k);
-            return (uint64_t *)counters;
-        }
-        if (!slot[0]) {
-            slot[0] = site;
-            slot[1] = 1;
-            return (uint64_t *)counters;
-        }
-    }
-    /* (as the agent's, never a second entry of a pair, nor past 3/4 full:
-     * the stub's probe always ends at an empty entry) */
-    th_edge_rec *tab = (th_edge_rec *)(counters + TH_EDGES_REL);
-    for (uint32_t n = 0, i = hs_edge_slot(site, fidx, TH_EDGES_CAP); n < TH_EDGES_CAP; n++, i = (i + 1) % TH_EDGES_CAP) {
-        if (tab[i].site == site && tab[i].callee == fidx) {
-            if (!t->bad[0])
-                snprintf(t->bad, sizeof t->bad, "the stub missed caller %#llx in the table", (unsigned long long)site);
-            return (uint64_t *)counters;
-        }
-        if (!tab[i].site && ++t->table_used > TH_EDGES_CAP / 4 * 3)
-            break;
-        if (!tab[i].site) {
-            tab[i].site = site;
-            tab[i].callee = fidx;
-            tab[i].count = 1;
-            return (uint64_t *)counters;
-        }
-    }
-    snprintf(t->bad, sizeof t->bad, "the edge table is full");
-    return (uint64_t *)counters;
+    __asm__ volatile("movl $0x5EED, %%fs:0x34" : : : "memory");   /* a Win32 call's LastError */
+    edge_insert(t->region + 4096, fidx, entry_esp, t->bad, sizeof t->bad);
+    return (uint64_t *)(t->region + 4096);
 }
 
 typedef int (*th_fn)(int);
@@ -358,15 +416,15 @@ static const uint8_t th_code[] = { 0x8B, 0x44, 0x24, 0x04, 0x8D, 0x40, 0x01, 0xC
 static int check_edges(const th_state *t, char *bad, size_t n)
 {
     const uint8_t *counters = t->region + 4096;
-    uint64_t site[TH_INLINE + TH_EDGES_CAP], count[TH_INLINE + TH_EDGES_CAP];
+    uint64_t site[XC_INLINE + XC_EDGES_CAP], count[XC_INLINE + XC_EDGES_CAP];
     unsigned ns = 0;
-    for (uint32_t k = 0; k < TH_INLINE; k++) {
-        memcpy(&site[ns], counters + TH_FIDX * TH_FBLOCK + 8 + 16 * k, 8);
-        memcpy(&count[ns], counters + TH_FIDX * TH_FBLOCK + 16 + 16 * k, 8);
+    for (uint32_t k = 0; k < XC_INLINE; k++) {
+        memcpy(&site[ns], counters + TH_FIDX * XC_FBLOCK + 8 + 16 * k, 8);
+        memcpy(&count[ns], counters + TH_FIDX * XC_FBLOCK + 16 + 16 * k, 8);
         ns += site[ns] != 0;
     }
-    const th_edge_rec *tab = (const th_edge_rec *)(counters + TH_EDGES_REL);
-    for (uint32_t i = 0; i < TH_EDGES_CAP; i++) {
+    const edge_rec *tab = (const edge_rec *)(counters + XC_EDGES_REL);
+    for (uint32_t i = 0; i < XC_EDGES_CAP; i++) {
         if (tab[i].site && tab[i].callee == TH_FIDX) {
             site[ns] = tab[i].site;
             count[ns++] = tab[i].count;
@@ -416,12 +474,12 @@ static void run_threads(hs_engine *e, int edges)
     const uint32_t at = (uint32_t)(uintptr_t)mem;
     hs_func_input fn = { .code = mem, .addr = at, .size = sizeof th_code, .image_lo = at, .image_hi = at + 0x2000 };
     hs_plan plan;
-    hs_count32 c = { .tls = TH_TLS, .count_off = (edges ? TH_FBLOCK : 8) * TH_FIDX, .fidx = TH_FIDX,
+    hs_count32 c = { .tls = TH_TLS, .count_off = (edges ? XC_FBLOCK : 8) * TH_FIDX, .fidx = TH_FIDX,
                      .slow = (uint32_t)(uintptr_t)hs_probe_slow };
     if (edges) {
-        c.inline_edges = TH_INLINE;
-        c.edges_cap = TH_EDGES_CAP;
-        c.edges_rel = TH_EDGES_REL;
+        c.inline_edges = XC_INLINE;
+        c.edges_cap = XC_EDGES_CAP;
+        c.edges_rel = XC_EDGES_REL;
         c.edge_mix = hs_edge_mix(TH_FIDX);
         c.edge_mult = HS_EDGE_MULT;
         c.edge_slow = (uint32_t)(uintptr_t)hs_probe_edge;
@@ -445,6 +503,7 @@ static void run_threads(hs_engine *e, int edges)
     memset(t, 0, sizeof t);
     atomic_store(&th_uncounted, 0);
     slow_side = thread_slow;
+    edge_side = thread_edge;
     atomic_store(&th_go, 0);
     th_edges = edges;
     for (int i = 0; i < TH_THREADS; i++) {
@@ -463,6 +522,7 @@ static void run_threads(hs_engine *e, int edges)
     for (int i = 0; i < started; i++)
         pthread_join(tid[i], NULL);
     slow_side = harness_slow;
+    edge_side = harness_edge;
 
     char bad[300] = "";
     uint64_t counted = 0;
@@ -505,7 +565,7 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
     xc_opts o = { c->tramp, c->opts, c->nvar, tweak, (void *)c, c->vec > 0, 0, NULL, 0 };
     xc_out out;
 #if XR_BITS == 32
-    xc_count count = { 5, c->exp_count, 0 };
+    xc_count count = { 5, c->exp_count, 0, 0 };
     o.count = &count;
     o.whole = c->exp_count > 1;   /* it loops back to its entry */
     o.cmp_vec = 1;                /* xmm0..7: the stub keeps them too */
@@ -565,6 +625,8 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
     }
     if (r == XC_SAME)
         r = through_thunk(e, c, &f, o, count, why, sizeof why);
+    if (r == XC_SAME)
+        r = through_edges(e, c, &f, o, count, why, sizeof why);
 #endif
     tap_check(r == XC_SAME, name, "%s [%s]", why, c->text);
 }
@@ -603,7 +665,7 @@ static void run_real_case(hs_engine *e, const struct real_case *c, uint64_t tram
     xc_func f = { c->name, c->bytes, c->gap_before, c->size, c->gap_after };
     xc_opts o = { tramp, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
 #if XR_BITS == 32
-    xc_count count = { 5, 1, 0 };
+    xc_count count = { 5, 1, 0, 0 };
     o.count = &count;
 #endif
     xc_out out;
@@ -649,8 +711,8 @@ int main(void)
     for (size_t i = 0; i < sizeof exec_cases / sizeof exec_cases[0]; i++)
         run_exec_case(e, &exec_cases[i]);
 #if XR_BITS == 32
-    tap_diag("32-bit: %llu entries counted by the stubs, each as expected; %u through the agent's slow thunk",
-             (unsigned long long)n_counted, n_thunked);
+    tap_diag("32-bit: %llu entries counted by the stubs, each as expected; %u through the agent's slow thunk; "
+             "%llu with their caller", (unsigned long long)n_counted, n_thunked, (unsigned long long)n_edged);
     run_threads(e, 0);
     run_threads(e, 1);
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/edgehash.h"
 #include "hook/engine/count32.h"
 #include "hook/engine/emit.h"
 
@@ -143,9 +144,23 @@ static void poke(xr_input *in, uint64_t addr, uint64_t val)
     }
 }
 
+/* Where the function's count is (its block, with edges). */
+static uint32_t count_off(const xc_count *c)
+{
+    return (c->edge_slow ? XC_FBLOCK : 8) * XC_FIDX;
+}
+
+/* With edges: the block's caller slots up to the end of the edge table. */
+#define XC_EDGES_FROM(c) (XC_COUNTERS + count_off(c) + 8)
+#define XC_EDGES_TO (XC_COUNTERS + XC_EDGES_REL + 32 * XC_EDGES_CAP)
+
 static void count_setup(xr_input *in, const xc_count *c, int v)
 {
     uint64_t counters = v % 3 == 2 ? 0 : XC_COUNTERS;
+    if (c->edge_slow) {
+        in->zero_at = XC_EDGES_FROM(c);
+        in->zero_len = (uint32_t)(XC_EDGES_TO - XC_EDGES_FROM(c));
+    }
     if (c->tls < 64) {
         poke(in, XR_TEB + HS_TEB32_TLS_SLOTS + 4 * c->tls, counters);
     } else {
@@ -153,7 +168,7 @@ static void count_setup(xr_input *in, const xc_count *c, int v)
         poke(in, XC_EXPANSION + 4 * (c->tls - 64), counters);
     }
     if (v % 3 == 1)
-        poke(in, XC_COUNTERS + 8 * XC_FIDX, 0xFFFFFFFFu);
+        poke(in, XC_COUNTERS + count_off(c), 0xFFFFFFFFu);
 }
 
 /* The count the hooked run `rt` kept against the original run's memory;
@@ -165,7 +180,7 @@ static void count_setup(xr_input *in, const xc_count *c, int v)
  * -1 with why. */
 static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, xc_out *out, char *why, size_t n)
 {
-    size_t at = (size_t)(XC_COUNTERS + 8 * XC_FIDX - XR_SCRATCH);
+    size_t at = (size_t)(XC_COUNTERS + count_off(c) - XR_SCRATCH);
     uint32_t b[2], a[2];
     memcpy(b, ro->scratch + at, 8);
     memcpy(a, rt->scratch + at, 8);
@@ -187,6 +202,30 @@ static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, xc
             rt->stack[k] = ro->stack[k];
     }
     out->counted += after - before;
+    if (c->edge_slow) {
+        /* every call counted with its caller: in the block's slots or the
+         * table; then the rest compares as it was */
+        uint64_t edges = 0, e;
+        size_t from = (size_t)(XC_EDGES_FROM(c) - XR_SCRATCH);
+        size_t tab = (size_t)(XC_COUNTERS + XC_EDGES_REL - XR_SCRATCH);
+        for (uint32_t k = 0; k < XC_INLINE; k++) {
+            memcpy(&e, rt->scratch + from + 16 * k + 8, 8);
+            edges += e;
+        }
+        for (uint32_t i = 0; i < XC_EDGES_CAP; i++) {
+            uint32_t callee;
+            memcpy(&callee, rt->scratch + tab + 32 * i + 8, 4);
+            memcpy(&e, rt->scratch + tab + 32 * i + 16, 8);
+            edges += callee == XC_FIDX ? e : 0;
+        }
+        memcpy(rt->scratch + from, ro->scratch + from, (size_t)(XC_EDGES_TO - XC_EDGES_FROM(c)));
+        out->edges += edges;
+        if (edges != after - before) {
+            snprintf(why, n, "%llu calls counted, %llu with their caller", (unsigned long long)(after - before),
+                     (unsigned long long)edges);
+            return -1;
+        }
+    }
     if (after - before != c->expect) {
         snprintf(why, n, "counted %llu (from %#llx to %#llx), expected %u", (unsigned long long)(after - before),
                  (unsigned long long)before, (unsigned long long)after, c->expect);
@@ -234,14 +273,22 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         return XC_NO_TRAMP;
     }
     /* with the counting stub, the trampoline is its tail */
-    uint8_t stub[HS_TRAMP_MAX + 128];
+    uint8_t stub[HS_TRAMP_MAX + 384];
     hs_stub32 st = { 0, 0, 0, { 0 } };
     uint64_t tramp_at = T;
     if (o->count) {
-        hs_count32 c = { .tls = o->count->tls, .count_off = 8 * XC_FIDX, .fidx = XC_FIDX,
+        hs_count32 c = { .tls = o->count->tls, .count_off = count_off(o->count), .fidx = XC_FIDX,
                          .slow = o->count->slow ? o->count->slow : (uint32_t)(T + XC_SLOW_OFF) };
+        if (o->count->edge_slow) {
+            c.inline_edges = XC_INLINE;
+            c.edges_cap = XC_EDGES_CAP;
+            c.edges_rel = XC_EDGES_REL;
+            c.edge_mix = hs_edge_mix(XC_FIDX);
+            c.edge_mult = HS_EDGE_MULT;
+            c.edge_slow = o->count->edge_slow;
+        }
         hs_skip_reason sw;
-        if (hs_stub32_size_max(plan, 0) > sizeof stub ||
+        if (hs_stub32_size_max(plan, o->count->edge_slow != 0) > sizeof stub ||
             !hs_stub32_emit(e, &fn, plan, hs_analyze_window(e), &c, (uint32_t)T, stub, sizeof stub, &st, &sw)) {
             snprintf(why, n, "no counting stub: %s", hs_skip_reason_name(sw));
             return XC_DIFFERENT;

@@ -28,6 +28,9 @@ typedef struct xc_count {
                                   `mov ecx, counters; ret`); another one returns
                                   XC_COUNTERS in ecx and may add to the `excluded`
                                   field of their region header (xc_out.excluded) */
+    uint32_t edge_slow;        /* with caller edges: what the stub calls for a new
+                                  caller (it counts one in the block's slots or the
+                                  edge table, XC_FBLOCK..); 0: no edges */
 } xc_count;
 
 /* The counters block the counting stub's slot points at (the function's
@@ -35,6 +38,14 @@ typedef struct xc_count {
 #define XC_COUNTERS (XR_SCRATCH + 0xE000)
 #define XC_FIDX 3u
 #define XC_EXCLUDED (XC_COUNTERS - 4096 + 72)   /* session.h: hs_region_hdr.excluded */
+/* With caller edges: the function's block (session.h: hs_fblock, the
+ * count then XC_INLINE caller slots of a site and a count) at
+ * XC_FBLOCK * XC_FIDX, the edge table (hs_edge_rec, 32 bytes) at
+ * XC_EDGES_REL from the counters; both empty at the start of a run. */
+#define XC_FBLOCK 64u
+#define XC_INLINE 3u
+#define XC_EDGES_REL 0x1000u
+#define XC_EDGES_CAP 16u
 
 typedef struct xc_opts {
     uint64_t tramp;            /* XR_T_NEAR, XR_T_NEG or XR_T_FAR (0: XR_T_NEAR) */
@@ -66,6 +77,8 @@ typedef struct xc_out {
                                   the variants */
     uint64_t excluded;         /* with xc_count.slow: what its slow routine added to
                                   XC_EXCLUDED, summed over the variants */
+    uint64_t edges;            /* with xc_count.edge_slow: the calls counted with their
+                                  caller, summed over the variants */
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
     uint8_t tramp[HS_TRAMP_MAX];
     size_t tramp_len;

@@ -439,6 +439,8 @@ int xr_run(uint64_t entry, const xr_input *in, xr_result *out)
     if (!out->rd || !out->stack || !out->scratch || !out->teb || !out->demand_data)
         return -1;
     reset_data();
+    if (in->zero_len)
+        memset((void *)(uintptr_t)in->zero_at, 0, in->zero_len);
     for (int i = 0; i < in->npoke && i < XR_MAX_POKE; i++)
         *(uintptr_t *)(uintptr_t)in->poke_addr[i] = (uintptr_t)in->poke_val[i];
     set_teb();

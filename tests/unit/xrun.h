@@ -103,6 +103,8 @@ typedef struct xr_input {
     uint64_t kmask[8];       /* k0..k7 (k1..k7 loaded with AVX-512) */
     uint8_t x87[8][10];      /* 32-bit: st0..st7 loaded (80-bit values) */
     uint32_t mxcsr;          /* loaded (x86-64: with an empty x87 stack) */
+    uint64_t zero_at;        /* a range cleared after memory is filled, before the pokes */
+    uint32_t zero_len;
     int npoke;               /* pointer-sized words written after memory is filled */
     uint64_t poke_addr[XR_MAX_POKE], poke_val[XR_MAX_POKE];
 } xr_input;
