@@ -15,10 +15,15 @@
  *           xchg eax,ecx                       ; ecx = the new low half
  *           jecxz carry                        ; it wrapped to 0
  *   counted:                                   ; eax = the counters
- *   (edges: push edx; pushfd; mov ecx,eax; mov edx,[esp+16]: the caller
- *           test edx,edx; jz edge_done         ; none: a thread's start
- *           cmp edx,[ecx+block+8+16k]; jne next_k      (k < inline_edges)
- *           add/adc [ecx+block+16+16k],1; jmp edge_done
+ *   (edges: push edx; mov edx,[esp+12]  ; the caller
+ *           mov ecx,edx; jecxz none            ; none: a thread's start
+ *           mov ecx,[eax+block+8+16k]; not ecx; lea ecx,[ecx+edx+1]
+ *           jecxz hit_k                        ; (k < inline_edges)
+ *           jmp table
+ *   none:   jmp out
+ *   hit_k:  mov/lea/mov of the slot's count's low half; jecxz carry_k; jmp out
+ *   carry_k: the same of its high half; jmp out
+ *   table:  pushfd; mov ecx,eax                ; the flags change from here
  *           mov eax,edx; xor eax,mix; mov edx,mult; mul edx
  *           shr edx,32-bits; shl edx,5         ; the table slot's offset
  *   probe:  mov eax,[esp+16]; cmp eax,[ecx+edx+edges]; jne miss
@@ -27,13 +32,17 @@
  *   miss:   cmp dword [ecx+edx+edges],0; je edge_slow
  *   next:   add edx,32; and edx,cap*32-1; jmp probe
  *   edge_slow: mov eax,fidx; call c->edge_slow
- *   edge_done: popfd; pop edx)
+ *   edge_done: popfd
+ *   out:    pop edx)
  *   done:   pop eax; pop ecx
  *   tramp:  relocated window; jmp back
  *
  * The 64-bit count is two halves: the low one is incremented with lea
  * (no flags), and jecxz, which reads no flags either, finds the carry. The
  * rarely taken blocks come first so that every jecxz reaches with rel8.
+ * A caller in one of the block's slots is found and counted the same way,
+ * flag-free (not and lea make site - slot, jecxz tests it); only the
+ * table's hash (mul) needs the flags saved.
  * A site is a 32-bit address: its slot's high half is 0, and the low
  * halves alone are compared.
  */
@@ -45,7 +54,7 @@
 
 #define STUB32_MAX 72   /* the stub before the trampoline, at most (62 bytes; 70
                            through the expansion slots) */
-#define EDGES32_MAX 232 /* what edges add (226 bytes with 3 caller slots) */
+#define EDGES32_MAX 320 /* what edges add (302 bytes with 3 caller slots) */
 
 size_t hs_stub32_size_max(const hs_plan *plan, int edges)
 {
@@ -112,16 +121,12 @@ static void op_table(hs_emit *em, uint8_t opcode, int reg, uint32_t disp)
     hs_emit_u32(em, disp);
 }
 
-/* add dword [at],1; adc dword [at+4],0 of a 64-bit count at [ecx+disp]
- * (table: at [ecx+edx+disp]) */
-static void add64(hs_emit *em, int table, uint32_t disp)
+/* add dword [at],1; adc dword [at+4],0 of a 64-bit count at
+ * [ecx+edx+disp] */
+static void add64_table(hs_emit *em, uint32_t disp)
 {
     for (int half = 0; half < 2; half++) {
-        int ext = half ? 2 : 0;   /* /0 add, /2 adc */
-        if (table)
-            op_table(em, 0x83, ext, disp + 4u * (uint32_t)half);
-        else
-            op_disp32(em, 0x83, ext, ECX, disp + 4u * (uint32_t)half);
+        op_table(em, 0x83, half ? 2 : 0, disp + 4u * (uint32_t)half);   /* /0 add, /2 adc */
         hs_emit_u8(em, half ? 0 : 1);
     }
 }
@@ -136,24 +141,47 @@ static int emit_edges(hs_emit *em, const hs_count32 *c)
         bits++;
     if (bits > 27 || (1u << bits) != c->edges_cap || c->inline_edges > HS_COUNT32_INLINE_MAX)
         return -1;
-    size_t to_done[HS_COUNT32_INLINE_MAX + 3], n_done = 0;
+    size_t to_out[2 * HS_COUNT32_INLINE_MAX + 1], n_out = 0, to_done[3], n_done = 0;
+    size_t to_hit[HS_COUNT32_INLINE_MAX];
     hs_emit_u8(em, 0x52);                               /* push edx */
+    static const uint8_t site_edx[4] = { 0x8B, 0x54, 0x24, 0x0C };   /* mov edx,[esp+12] */
+    static const uint8_t site_eax[4] = { 0x8B, 0x44, 0x24, 0x10 };   /* mov eax,[esp+16] */
+    hs_emit_bytes(em, site_edx, 4);
+    hs_emit_u8(em, 0x89);                               /* mov ecx,edx */
+    hs_emit_u8(em, 0xD1);
+    size_t to_none = branch8(em, 0xE3);                 /* jecxz none: no caller */
+    for (uint32_t k = 0; k < c->inline_edges; k++) {
+        op_disp32(em, 0x8B, ECX, EAX, c->count_off + 8 + 16 * k);   /* mov ecx,[eax+site_k] */
+        static const uint8_t diff[6] = { 0xF7, 0xD1, 0x8D, 0x4C, 0x11, 0x01 };   /* not ecx; lea ecx,[ecx+edx+1] */
+        hs_emit_bytes(em, diff, sizeof diff);
+        to_hit[k] = branch8(em, 0xE3);                  /* jecxz hit_k: site - site_k is 0 */
+    }
+    size_t to_table = branch32(em, JMP);
+    int bad = fix_rel8(em, to_none, em->len);
+    to_out[n_out++] = branch32(em, JMP);                /* none: jmp out */
+    for (uint32_t k = 0; k < c->inline_edges; k++) {
+        /* hit_k: the slot's count + 1, flag-free as the call's count */
+        const uint32_t cnt = c->count_off + 16 + 16 * k;
+        bad |= fix_rel8(em, to_hit[k], em->len);
+        op_disp32(em, 0x8B, ECX, EAX, cnt);             /* mov ecx,[eax+cnt_k] */
+        static const uint8_t inc_ecx[3] = { 0x8D, 0x49, 0x01 };   /* lea ecx,[ecx+1] */
+        hs_emit_bytes(em, inc_ecx, 3);
+        op_disp32(em, 0x89, ECX, EAX, cnt);             /* mov [eax+cnt_k],ecx */
+        size_t to_carry = branch8(em, 0xE3);            /* jecxz carry_k */
+        to_out[n_out++] = branch32(em, JMP);
+        bad |= fix_rel8(em, to_carry, em->len);
+        op_disp32(em, 0x8B, ECX, EAX, cnt + 4);         /* carry_k: the high half + 1 */
+        hs_emit_bytes(em, inc_ecx, 3);
+        op_disp32(em, 0x89, ECX, EAX, cnt + 4);
+        to_out[n_out++] = branch32(em, JMP);
+    }
+    if (bad)
+        return -1;
+    /* table: a caller in no slot (flags saved from here) */
+    fix_rel32(em, to_table, em->len);
     hs_emit_u8(em, 0x9C);                               /* pushfd */
     hs_emit_u8(em, 0x89);                               /* mov ecx,eax */
     hs_emit_u8(em, 0xC1);
-    static const uint8_t site_edx[4] = { 0x8B, 0x54, 0x24, 0x10 };   /* mov edx,[esp+16] */
-    static const uint8_t site_eax[4] = { 0x8B, 0x44, 0x24, 0x10 };   /* mov eax,[esp+16] */
-    hs_emit_bytes(em, site_edx, 4);
-    hs_emit_u8(em, 0x85);                               /* test edx,edx */
-    hs_emit_u8(em, 0xD2);
-    to_done[n_done++] = branch32(em, CC_E);
-    for (uint32_t k = 0; k < c->inline_edges; k++) {
-        op_disp32(em, 0x3B, EDX, ECX, c->count_off + 8 + 16 * k);   /* cmp edx,[ecx+site_k] */
-        size_t next = branch32(em, CC_NE);
-        add64(em, 0, c->count_off + 16 + 16 * k);
-        to_done[n_done++] = branch32(em, JMP);
-        fix_rel32(em, next, em->len);
-    }
     hs_emit_u8(em, 0x89);                               /* mov eax,edx */
     hs_emit_u8(em, 0xD0);
     hs_emit_u8(em, 0x35);                               /* xor eax,mix */
@@ -179,7 +207,7 @@ static int emit_edges(hs_emit *em, const hs_count32 *c)
     op_table(em, 0x81, 7, c->edges_rel + 8);            /* cmp dword [..+8],fidx */
     hs_emit_u32(em, c->fidx);
     size_t to_next = branch32(em, CC_NE);
-    add64(em, 1, c->edges_rel + 16);
+    add64_table(em, c->edges_rel + 16);
     to_done[n_done++] = branch32(em, JMP);
     fix_rel32(em, to_miss, em->len);
     op_table(em, 0x83, 7, c->edges_rel);                /* cmp dword [..],0 */
@@ -200,7 +228,9 @@ static int emit_edges(hs_emit *em, const hs_count32 *c)
     for (size_t k = 0; k < n_done; k++)
         fix_rel32(em, to_done[k], em->len);
     hs_emit_u8(em, 0x9D);                               /* popfd */
-    hs_emit_u8(em, 0x5A);                               /* pop edx */
+    for (size_t k = 0; k < n_out; k++)
+        fix_rel32(em, to_out[k], em->len);
+    hs_emit_u8(em, 0x5A);                               /* out: pop edx */
     return 0;
 }
 

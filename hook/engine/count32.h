@@ -13,9 +13,10 @@
  * in one of the function block's caller slots (session.h: hs_fblock, the
  * count's cache line), else in the thread's edge table
  * (hs_edge_rec, probed from the slot agent/edgehash.h's hash gives); a
- * pair in neither calls `edge_slow`, which inserts it. That part saves edx
- * and the flags around it (pushfd/popfd), so the stub still changes
- * nothing the function can see.
+ * pair in neither calls `edge_slow`, which inserts it. That part saves edx,
+ * finds and counts a caller slot's pair flag-free as the call's count, and
+ * saves the flags (pushfd/popfd) around the table's probe only: the stub
+ * still changes nothing the function can see.
  *
  * Portable (no Windows code), so that the native -m32 unit test runs it.
  */

@@ -272,8 +272,8 @@ static int through_thunk(hs_engine *e, const struct exec_case *c, const xc_func 
 
 /* Run case c once more with caller edges (xc_count.edge_slow), through
  * both thunks: it must run alike, every call counted with its caller, the
- * edge thunk's C side called at least once per variant (each starts with
- * empty caller slots). */
+ * edge thunk's C side called at least once in each variant that starts
+ * with empty caller slots (v % 3 == 2), never for the caller a slot has. */
 static int through_edges(hs_engine *e, const struct exec_case *c, const xc_func *f, xc_opts o, xc_count count,
                          char *why, size_t n)
 {
@@ -290,7 +290,7 @@ static int through_edges(hs_engine *e, const struct exec_case *c, const xc_func 
     unsigned nv = (unsigned)(o.nvariants ? o.nvariants : 3);
     if (r == XC_SAME && slow_seen.bad[0])
         snprintf(why, n, "with edges: %s", slow_seen.bad);
-    else if (r == XC_SAME && slow_seen.edge_calls < nv)
+    else if (r == XC_SAME && slow_seen.edge_calls < (nv + 1) / 3)
         snprintf(why, n, "with edges: the edge thunk's C side called %u times in %u variants", slow_seen.edge_calls,
                  nv);
     else if (r != XC_SAME)

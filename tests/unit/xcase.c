@@ -160,6 +160,12 @@ static void count_setup(xr_input *in, const xc_count *c, int v)
     if (c->edge_slow) {
         in->zero_at = XC_EDGES_FROM(c);
         in->zero_len = (uint32_t)(XC_EDGES_TO - XC_EDGES_FROM(c));
+        /* the caller (the return address at the entry) in the first slot
+         * (v % 3 == 1: its count's low half about to carry), or in none */
+        if (v % 3 != 2)
+            poke(in, XC_EDGES_FROM(c), XR_RETPAD);
+        if (v % 3 == 1)
+            poke(in, XC_EDGES_FROM(c) + 8, 0xFFFFFFFFu);
     }
     if (c->tls < 64) {
         poke(in, XR_TEB + HS_TEB32_TLS_SLOTS + 4 * c->tls, counters);
@@ -204,19 +210,25 @@ static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, xc
     out->counted += after - before;
     if (c->edge_slow) {
         /* every call counted with its caller: in the block's slots or the
-         * table; then the rest compares as it was */
-        uint64_t edges = 0, e;
+         * table (what the counts grew by from the original run's memory,
+         * which has them as they started); then the rest compares as it was */
+        uint64_t edges = 0;
         size_t from = (size_t)(XC_EDGES_FROM(c) - XR_SCRATCH);
         size_t tab = (size_t)(XC_COUNTERS + XC_EDGES_REL - XR_SCRATCH);
-        for (uint32_t k = 0; k < XC_INLINE; k++) {
-            memcpy(&e, rt->scratch + from + 16 * k + 8, 8);
-            edges += e;
-        }
-        for (uint32_t i = 0; i < XC_EDGES_CAP; i++) {
-            uint32_t callee;
-            memcpy(&callee, rt->scratch + tab + 32 * i + 8, 4);
-            memcpy(&e, rt->scratch + tab + 32 * i + 16, 8);
-            edges += callee == XC_FIDX ? e : 0;
+        for (int run = 0; run < 2; run++) {
+            const uint8_t *m = run ? ro->scratch : rt->scratch;
+            uint64_t sum = 0, e;
+            for (uint32_t k = 0; k < XC_INLINE; k++) {
+                memcpy(&e, m + from + 16 * k + 8, 8);
+                sum += e;
+            }
+            for (uint32_t i = 0; i < XC_EDGES_CAP; i++) {
+                uint32_t callee;
+                memcpy(&callee, m + tab + 32 * i + 8, 4);
+                memcpy(&e, m + tab + 32 * i + 16, 8);
+                sum += callee == XC_FIDX ? e : 0;
+            }
+            edges = run ? edges - sum : sum;
         }
         memcpy(rt->scratch + from, ro->scratch + from, (size_t)(XC_EDGES_TO - XC_EDGES_FROM(c)));
         out->edges += edges;
@@ -273,7 +285,7 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         return XC_NO_TRAMP;
     }
     /* with the counting stub, the trampoline is its tail */
-    uint8_t stub[HS_TRAMP_MAX + 384];
+    uint8_t stub[HS_TRAMP_MAX + 512];
     hs_stub32 st = { 0, 0, 0, { 0 } };
     uint64_t tramp_at = T;
     if (o->count) {

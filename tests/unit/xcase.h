@@ -30,7 +30,9 @@ typedef struct xc_count {
                                   field of their region header (xc_out.excluded) */
     uint32_t edge_slow;        /* with caller edges: what the stub calls for a new
                                   caller (it counts one in the block's slots or the
-                                  edge table, XC_FBLOCK..); 0: no edges */
+                                  edge table, XC_FBLOCK..); 0: no edges. The caller
+                                  is in the first slot already when v % 3 != 2 (its
+                                  count about to carry when v % 3 == 1) */
 } xc_count;
 
 /* The counters block the counting stub's slot points at (the function's
