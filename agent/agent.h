@@ -27,10 +27,11 @@
 
 /* The agent is built twice from these sources: for x86-64, and for i686
  * (hookscope-agent32.dll, in 32-bit targets). The i686 build has the
- * counting stubs of hook/engine/count32.h, with caller edges, and the
- * thunks of thunks32.S (agent32.c); what needs the x64 unwind data (the
- * timing wrapper, the entry stack walk, the stubs' unwind info, tail-jump
- * solving: wrapper.S, stackwalk.c, stub_unwind.c, tailenv.c) and the x64
+ * counting stubs of hook/engine/count32.h, with caller edges and entry
+ * stacks (an EBP-chain walk), and the thunks of thunks32.S (agent32.c);
+ * what needs the x64 unwind data (the timing wrapper, the x64 stack walk,
+ * the stubs' unwind info, tail-jump solving: wrapper.S, stackwalk.c,
+ * stub_unwind.c, tailenv.c) and the x64
  * stubs and thunks (stubs.c, thunks.S) are built for x86-64 only, and a
  * session asking the 32-bit agent for what it lacks is refused
  * (hs_agent32_refuses). */
@@ -270,7 +271,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
 int hs_agent32_refuses(const hs_session_header *h);
 
 /* thunks.S: thunks from the stubs into C (all registers saved); the
- * 32-bit agent has hs_probe_slow and hs_probe_edge (thunks32.S) */
+ * 32-bit agent's are thunks32.S */
 extern void hs_probe_slow(void);
 extern void hs_probe_edge(void);
 extern void hs_probe_stack(void);

@@ -3,7 +3,8 @@
  * x64-only files (agent.h: HS_AGENT_X86): the counting entry stubs of
  * hook/engine/count32.h (with caller edges when asked), entered from the
  * patched function and calling hs_probe_slow (thunks32.S) when the thread
- * has no counters yet, hs_probe_edge for a caller not yet counted; no
+ * has no counters yet, hs_probe_edge for a caller not yet counted,
+ * hs_probe_stack every Nth call (the entry stack by the EBP chain); no
  * unwind info to register for them (x86 code has no table-driven
  * unwinding: a walker follows the EBP chain through the stubs, which
  * leave ebp alone); and the refusal of what it cannot do yet.
@@ -11,10 +12,12 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "hook/unwind/ebpwalk.h"
 
 size_t hs_stub_size_max(const hs_plan *plan)
 {
-    return hs_stub32_size_max(plan, (g_hs.hdr->options & HS_OPT_EDGES) != 0);
+    const uint32_t o = g_hs.hdr->options;
+    return hs_stub32_size_max(plan, (o & HS_OPT_EDGES) != 0, (o & HS_OPT_STACKS) != 0);
 }
 
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
@@ -22,7 +25,7 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     hs_skip_reason *why)
 {
     const hs_session_header *h = g_hs.hdr;
-    const int edges = (h->options & HS_OPT_EDGES) != 0;
+    const int edges = (h->options & HS_OPT_EDGES) != 0, stacks = (h->options & HS_OPT_STACKS) != 0;
     const hs_count32 c = {
         .tls = g_hs.tls,
         .count_off = fidx * h->region_fblock,
@@ -34,6 +37,9 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         .edge_mix = hs_edge_mix(fidx),
         .edge_mult = HS_EDGE_MULT,
         .edge_slow = (uint32_t)(uintptr_t)hs_probe_edge,
+        .stack_every = stacks ? (h->stack_every ? h->stack_every : 1) : 0,
+        .countdown_rel = (uint32_t)(h->region_countdown_off - h->region_counters_off) + 4 * fidx,
+        .stack_slow = (uint32_t)(uintptr_t)hs_probe_stack,
     };
     hs_stub32 st;
     size_t len = hs_stub32_emit(g_hs.engine, fn, plan, window, &c, (uint32_t)addr, buf, cap, &st, why);
@@ -51,11 +57,11 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
 
 int hs_agent32_refuses(const hs_session_header *h)
 {
-    const uint32_t lacking = HS_OPT_STACKS | HS_OPT_TIME | HS_OPT_TIMELINE;
+    const uint32_t lacking = HS_OPT_TIME | HS_OPT_TIMELINE;
     if (!(h->options & lacking))
         return 0;
-    hs_agent_fail(ERROR_NOT_SUPPORTED, "the 32-bit agent counts calls and caller edges only: entry stacks and "
-                  "--time are not built for 32-bit targets yet");
+    hs_agent_fail(ERROR_NOT_SUPPORTED, "the 32-bit agent counts calls, caller edges and entry stacks only: "
+                  "--time is not built for 32-bit targets yet");
     return -1;
 }
 
@@ -76,6 +82,16 @@ int hs_unwind_register(hs_mod_state *m, const hs_pe *pe, uint8_t *space, size_t 
 void hs_unwind_unregister(hs_mod_state *m)
 {
     (void)m;
+}
+
+/* The entry stack by the EBP chain (hook/unwind/ebpwalk.h: a caller
+ * without a frame pointer hides its own caller). */
+int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
+                 int max, int *truncated)
+{
+    (void)counters;
+    return hs_ebp_walk((uint32_t)entry, (uint32_t)rsp, r->ebp, (uint32_t)hs_teb_read(HS_TEB_STACK_LIMIT),
+                       (uint32_t)hs_teb_read(HS_TEB_STACK_BASE), frames, max, truncated);
 }
 
 void hs_stackwalk_forget(void)

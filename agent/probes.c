@@ -127,10 +127,6 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
 
 /* ---- entry stacks ---------------------------------------------------------- */
 
-/* (x64 only: the stack walk, stackwalk.c, and the timing wrapper,
- * wrapper.S, need the x64 unwind data) */
-#if !HS_AGENT_X86
-
 uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *regs)
 {
     uint64_t *c = hs_tls_get();
@@ -154,6 +150,9 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
 }
 
 /* ---- the wrapper's unwind handler -------------------------------------------- */
+
+/* (x64 only: the timing wrapper, wrapper.S, needs the x64 unwind data) */
+#if !HS_AGENT_X86
 
 /* --timeline: the call of shadow record s, which ended at t1 after `ticks`
  * of its own, into region r's ring (as wrapper.S writes it), or counted

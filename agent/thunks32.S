@@ -3,8 +3,9 @@
  * C (i686; the x86-64 thunks are thunks.S).
  *
  * A 32-bit counting stub (hook/engine/count32.h) calls hs_probe_slow when
- * the thread's TLS slot holds no counters yet, and hs_probe_edge for a
- * caller it has not counted yet. The stub may interrupt any
+ * the thread's TLS slot holds no counters yet, hs_probe_edge for a caller
+ * it has not counted yet, hs_probe_stack to capture the entry stack. The
+ * stub may interrupt any
  * function at its entry, including hand-written code that keeps values in
  * registers cdecl calls volatile, so the thunk keeps every register but
  * ecx (its result) and eax (the stub saved it), the flags, the whole x87,
@@ -41,10 +42,13 @@
 #endif
 
     .set HDR_EXCLUDED, -4096 + 72   /* session.h: hs_region_hdr.excluded, from the counters */
+    .set HDR_STACK_TICKS, -4096 + 80 /* hs_region_hdr.stack_ticks */
     .set TEB_LAST_ERROR, 0x34       /* the 32-bit TEB's LastErrorValue */
 
-/* `pushed`: bytes the stub pushed above the thunk's return address */
-.macro PROBE_THUNK32 name, cfunc, pushed
+/* `pushed`: bytes the stub pushed above the thunk's return address;
+ * `also`: another field of the region header the ticks are added to (0:
+ * none) */
+.macro PROBE_THUNK32 name, cfunc, pushed, also=0
     .globl \name
 #ifdef _WIN32
     .def \name; .scl 2; .type 32; .endef
@@ -94,6 +98,10 @@
     sbb edx, [ebp-16]
     add [ecx + HDR_EXCLUDED], eax
     adc [ecx + HDR_EXCLUDED + 4], edx
+    .if \also
+    add [ecx + \also], eax
+    adc [ecx + \also + 4], edx
+    .endif
 2:
     add esp, 12                   /* the start ticks, fidx */
     pop edx
@@ -107,6 +115,8 @@ PROBE_THUNK32 SYM(hs_probe_slow), SYM(hs_on_slow), 8
 /* a caller the function's block and the thread's edge table do not have
  * (the stub pushed ecx, eax, edx and the flags) */
 PROBE_THUNK32 SYM(hs_probe_edge), SYM(hs_on_edge), 16
+/* capture the entry stack (the ticks are the thread's stack_ticks too) */
+PROBE_THUNK32 SYM(hs_probe_stack), SYM(hs_on_stack), 8, HDR_STACK_TICKS
 
 #ifndef _WIN32
     .section .note.GNU-stack, "", @progbits   /* (ELF: no executable stack) */

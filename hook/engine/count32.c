@@ -52,13 +52,14 @@
 
 #include "hook/engine/emit.h"
 
-#define STUB32_MAX 72   /* the stub before the trampoline, at most (62 bytes; 70
-                           through the expansion slots) */
+#define STUB32_MAX 80   /* the stub before the trampoline, at most (62 bytes; 70
+                           through the expansion slots; 75 with edges or stacks) */
 #define EDGES32_MAX 320 /* what edges add (302 bytes with 3 caller slots) */
+#define STACKS32_MAX 48 /* what entry stacks add (45 bytes through the expansion slots) */
 
-size_t hs_stub32_size_max(const hs_plan *plan, int edges)
+size_t hs_stub32_size_max(const hs_plan *plan, int edges, int stacks)
 {
-    return STUB32_MAX + (edges ? EDGES32_MAX : 0) + plan->tramp_max;
+    return STUB32_MAX + (edges ? EDGES32_MAX : 0) + (stacks ? STACKS32_MAX : 0) + plan->tramp_max;
 }
 
 /* An 8-bit branch whose displacement is set later (fix_rel8). */
@@ -129,6 +130,50 @@ static void add64_table(hs_emit *em, uint32_t disp)
         op_table(em, 0x83, half ? 2 : 0, disp + 4u * (uint32_t)half);   /* /0 add, /2 adc */
         hs_emit_u8(em, half ? 0 : 1);
     }
+}
+
+/* mov ecx,fs:[the thread's TLS slot] (through the expansion slots' pointer
+ * for tls >= 64: then jecxz to *to_none, which the caller fixes) */
+static void load_slot(hs_emit *em, uint32_t tls, size_t *to_none, size_t *n_none)
+{
+    static const uint8_t mov_ecx_fs[3] = { 0x64, 0x8B, 0x0D };   /* mov ecx,fs:[abs32] */
+    hs_emit_bytes(em, mov_ecx_fs, sizeof mov_ecx_fs);
+    if (tls < 64) {
+        hs_emit_u32(em, HS_TEB32_TLS_SLOTS + 4 * tls);
+    } else {
+        hs_emit_u32(em, HS_TEB32_TLS_EXPANSION);
+        to_none[(*n_none)++] = branch8(em, 0xE3);       /* jecxz none */
+        op_disp32(em, 0x8B, ECX, ECX, 4 * (tls - 64));  /* mov ecx,[ecx+4*(tls-64)] */
+    }
+}
+
+/* The entry stack part: the thread's counters again from its TLS slot
+ * (the edge part may have used eax; none there: no capture), the
+ * function's countdown, at 0 set to stack_every - 1 and capture, else
+ * one less. Flag-free. 0, or -1 when a branch does not reach. */
+static int emit_stacks(hs_emit *em, const hs_count32 *c)
+{
+    size_t to_skip[3], n_skip = 0;
+    load_slot(em, c->tls, to_skip, &n_skip);
+    to_skip[n_skip++] = branch8(em, 0xE3);              /* jecxz skip: no counters */
+    hs_emit_u8(em, 0x89);                               /* mov eax,ecx */
+    hs_emit_u8(em, 0xC8);
+    op_disp32(em, 0x8B, ECX, EAX, c->countdown_rel);    /* mov ecx,[eax+countdown] */
+    size_t to_capture = branch8(em, 0xE3);              /* jecxz capture */
+    static const uint8_t dec_ecx[3] = { 0x8D, 0x49, 0xFF };   /* lea ecx,[ecx-1] */
+    hs_emit_bytes(em, dec_ecx, 3);
+    op_disp32(em, 0x89, ECX, EAX, c->countdown_rel);    /* mov [eax+countdown],ecx */
+    to_skip[n_skip++] = branch8(em, 0xEB);              /* jmp skip */
+    int bad = fix_rel8(em, to_capture, em->len);
+    op_disp32(em, 0xC7, 0, EAX, c->countdown_rel);      /* capture: mov dword [eax+countdown],every-1 */
+    hs_emit_u32(em, c->stack_every - 1);
+    hs_emit_u8(em, 0xB8);                               /* mov eax,fidx */
+    hs_emit_u32(em, c->fidx);
+    hs_emit_u8(em, 0xE8);                               /* call stack_slow */
+    hs_emit_u32(em, (uint32_t)(c->stack_slow - ((uint32_t)hs_emit_pc(em) + 4)));
+    for (size_t k = 0; k < n_skip; k++)
+        bad |= fix_rel8(em, to_skip[k], em->len);
+    return bad ? -1 : 0;
 }
 
 /* The edge part (see above), from `counted` with eax = the counters, up to
@@ -246,8 +291,9 @@ size_t hs_stub32_emit(hs_engine *e, const hs_func_input *fn, const hs_plan *plan
         *why = HS_SKIP_UNRELOCATABLE;
         return 0;
     }
-    const int edges = c->edges_cap != 0;
-    const size_t stub_max = STUB32_MAX + (edges ? EDGES32_MAX : 0);
+    const int edges = c->edges_cap != 0, stacks = c->stack_every != 0;
+    const int more = edges || stacks;   /* a part after the count */
+    const size_t stub_max = STUB32_MAX + (edges ? EDGES32_MAX : 0) + (stacks ? STACKS32_MAX : 0);
     if (cap < stub_max)
         return 0;
     hs_emit em;
@@ -269,22 +315,14 @@ size_t hs_stub32_emit(hs_engine *e, const hs_func_input *fn, const hs_plan *plan
     size_t slow_none = branch8(&em, 0xE3);              /* jecxz none */
     size_t slow_count = branch8(&em, 0xEB);             /* jmp count */
     size_t none = em.len, none_done = 0;
-    if (edges)
+    if (more)
         none_done = branch32(&em, JMP);                 /* jmp done */
 
     size_t entry = em.len;
     hs_emit_u8(&em, 0x51);                              /* push ecx */
     hs_emit_u8(&em, 0x50);                              /* push eax */
-    static const uint8_t mov_ecx_fs[3] = { 0x64, 0x8B, 0x0D };   /* mov ecx,fs:[abs32] */
     size_t to_slow[2], n_slow = 0;
-    hs_emit_bytes(&em, mov_ecx_fs, sizeof mov_ecx_fs);
-    if (c->tls < 64) {
-        hs_emit_u32(&em, HS_TEB32_TLS_SLOTS + 4 * c->tls);
-    } else {
-        hs_emit_u32(&em, HS_TEB32_TLS_EXPANSION);
-        to_slow[n_slow++] = branch8(&em, 0xE3);         /* jecxz slow */
-        op_disp32(&em, 0x8B, ECX, ECX, 4 * (c->tls - 64));   /* mov ecx,[ecx+4*(tls-64)] */
-    }
+    load_slot(&em, c->tls, to_slow, &n_slow);           /* mov ecx,fs:[TLS slot] */
     to_slow[n_slow++] = branch8(&em, 0xE3);             /* jecxz slow */
 
     size_t count = em.len;
@@ -297,15 +335,15 @@ size_t hs_stub32_emit(hs_engine *e, const hs_func_input *fn, const hs_plan *plan
     size_t to_carry = branch8(&em, 0xE3);               /* jecxz carry */
 
     size_t counted = em.len;
-    if (edges && emit_edges(&em, c) < 0)
+    if ((edges && emit_edges(&em, c) < 0) || (stacks && emit_stacks(&em, c) < 0))
         return 0;
     size_t done = em.len;
     hs_emit_u8(&em, 0x58);                              /* pop eax */
     hs_emit_u8(&em, 0x59);                              /* pop ecx */
 
-    if (edges)
+    if (more)
         fix_rel32(&em, none_done, done);
-    int bad = fix_rel8(&em, carry_counted, counted) | fix_rel8(&em, slow_none, edges ? none : done) |
+    int bad = fix_rel8(&em, carry_counted, counted) | fix_rel8(&em, slow_none, more ? none : done) |
               fix_rel8(&em, slow_count, count) | fix_rel8(&em, to_carry, carry);
     for (size_t k = 0; k < n_slow; k++)
         bad |= fix_rel8(&em, to_slow[k], slow);

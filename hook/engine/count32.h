@@ -18,6 +18,10 @@
  * saves the flags (pushfd/popfd) around the table's probe only: the stub
  * still changes nothing the function can see.
  *
+ * With entry stacks it counts the function's calls down and calls
+ * `stack_slow` every stack_every-th (the first included), with the same
+ * pushes as the slow routine's call.
+ *
  * Portable (no Windows code), so that the native -m32 unit test runs it.
  */
 #ifndef HOOKSCOPE_COUNT32_H
@@ -53,6 +57,13 @@ typedef struct hs_count32 {
     uint32_t edge_slow;      /* called for a pair in neither, with eax = fidx and the
                                 stub's pushes (ecx, eax, edx, flags: 16 bytes) above its
                                 return address; keeps every register but eax and ecx */
+    /* entry stacks (stack_every 0: none): every stack_every-th call of the
+     * function on a thread, counted down flag-free in a uint32 */
+    uint32_t stack_every;
+    uint32_t countdown_rel;  /* the function's countdown, from the counters */
+    uint32_t stack_slow;     /* called to capture, with eax = fidx and the stub's two
+                                pushes above its return address; keeps every
+                                register but eax and ecx */
 } hs_count32;
 
 #define HS_COUNT32_INLINE_MAX 3
@@ -65,8 +76,9 @@ typedef struct hs_stub32 {
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];   /* hs_emit_trampoline's, from `tramp` */
 } hs_stub32;
 
-/* Bytes hs_stub32_emit needs at most for `plan` (with caller edges, or not). */
-size_t hs_stub32_size_max(const hs_plan *plan, int edges);
+/* Bytes hs_stub32_emit needs at most for `plan` (with caller edges, entry
+ * stacks, or not). */
+size_t hs_stub32_size_max(const hs_plan *plan, int edges, int stacks);
 
 /* Emit the stub for `c` and then the trampoline of `plan` (a plan of an
  * engine of 32 bits; `window` as for hs_emit_trampoline), to run at `addr`.

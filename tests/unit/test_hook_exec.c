@@ -39,6 +39,7 @@
 #include "agent/edgehash.h"
 #include "hook/engine/count32.h"
 #include "hook/engine/hook.h"
+#include "hook/unwind/ebpwalk.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/xcase.h"
 
@@ -92,14 +93,14 @@ static uint64_t n_counted;   /* entries the counting stubs counted, every varian
 
 /* ---- the 32-bit agent's slow thunk and a C side for it ---------------------- */
 
-extern void hs_probe_slow(void), hs_probe_edge(void);
+extern void hs_probe_slow(void), hs_probe_edge(void), hs_probe_stack(void);
 
 /* What the C side saw, and what it should see at the first call of a
  * variant (set by seen_tweak). */
 static unsigned n_thunked;   /* entries through the slow thunk, every case */
 static uint64_t n_edged;     /* calls counted with their caller, every case */
 static struct {
-    unsigned calls, edge_calls;
+    unsigned calls, edge_calls, stack_calls;
     int check;                 /* the next call is a variant's first */
     uint32_t regs[4];          /* ebx ebp esi edi the variant starts with */
     char bad[200];             /* the first wrong thing seen, or "" */
@@ -108,8 +109,8 @@ static struct {
 /* The C sides the thunks call: the harness runs' (harness_slow,
  * harness_edge), or the threads test's (thread_slow, thread_edge). */
 typedef uint64_t *c_side_fn(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs);
-static c_side_fn harness_slow, harness_edge;
-static c_side_fn *slow_side = harness_slow, *edge_side = harness_edge;
+static c_side_fn harness_slow, harness_edge, harness_stack;
+static c_side_fn *slow_side = harness_slow, *edge_side = harness_edge, *stack_side = harness_stack;
 
 uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
 {
@@ -119,6 +120,11 @@ uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
 uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
 {
     return edge_side(fidx, entry_esp, regs);
+}
+
+uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    return stack_side(fidx, entry_esp, regs);
 }
 
 /* session.h's hs_edge_rec (not included here: its _Static_asserts hold for
@@ -221,6 +227,22 @@ static uint64_t *harness_slow(uint32_t fidx, uint64_t entry_esp, const uint32_t 
     return (uint64_t *)(uintptr_t)XC_COUNTERS;
 }
 
+/* The entry stack at a harness run's entry: XR_A, then the return
+ * address at esp (ebp points into scratch: the walk ends there). */
+static uint64_t *harness_stack(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    slow_seen.stack_calls++;
+    harness_c_side(fidx, entry_esp, regs);
+    uint64_t frames[8];
+    int truncated;
+    int nf = hs_ebp_walk((uint32_t)XR_A, (uint32_t)entry_esp, regs[1], (uint32_t)XR_STACK,
+                         (uint32_t)(XR_STACK + XR_STACK_SZ), frames, 8, &truncated);
+    if (!slow_seen.bad[0] && (nf < 2 || frames[0] != XR_A || frames[1] != XR_RETPAD))
+        snprintf(slow_seen.bad, sizeof slow_seen.bad, "entry stack of %d frames: %#llx %#llx", nf,
+                 (unsigned long long)frames[0], nf > 1 ? (unsigned long long)frames[1] : 0ull);
+    return (uint64_t *)(uintptr_t)XC_COUNTERS;
+}
+
 static uint64_t *harness_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
 {
     slow_seen.edge_calls++;
@@ -270,20 +292,24 @@ static int through_thunk(hs_engine *e, const struct exec_case *c, const xc_func 
     return XC_DIFFERENT;
 }
 
-/* Run case c once more with caller edges (xc_count.edge_slow), through
- * both thunks: it must run alike, every call counted with its caller, the
- * edge thunk's C side called at least once in each variant that starts
- * with empty caller slots (v % 3 == 2), never for the caller a slot has. */
+/* Run case c once more with caller edges and entry stacks
+ * (xc_count.edge_slow, stack_slow), through the three thunks: it must run
+ * alike, every call counted with its caller, the edge thunk's C side
+ * called at least once in each variant that starts with empty caller slots
+ * (v % 3 == 2), never for the caller a slot has; the stack thunk's at each
+ * entry where the countdown is 0 (a single entry: variants v % 3 == 0;
+ * v % 3 == 2 has no counters in its TLS slot, v % 3 == 1 a countdown of
+ * 1), the stack it walks the entry and its caller. */
 static int through_edges(hs_engine *e, const struct exec_case *c, const xc_func *f, xc_opts o, xc_count count,
                          char *why, size_t n)
 {
-    (void)c;
     count.tls = 5;
     count.slow = (uint32_t)(uintptr_t)hs_probe_slow;
     count.edge_slow = (uint32_t)(uintptr_t)hs_probe_edge;
+    count.stack_slow = (uint32_t)(uintptr_t)hs_probe_stack;
     o.count = &count;
     o.tweak = seen_tweak;
-    slow_seen.calls = slow_seen.edge_calls = 0;
+    slow_seen.calls = slow_seen.edge_calls = slow_seen.stack_calls = 0;
     slow_seen.bad[0] = 0;
     xc_out out;
     int r = xc_diff(e, f, &o, &out, why, n);
@@ -293,6 +319,10 @@ static int through_edges(hs_engine *e, const struct exec_case *c, const xc_func 
     else if (r == XC_SAME && slow_seen.edge_calls < (nv + 1) / 3)
         snprintf(why, n, "with edges: the edge thunk's C side called %u times in %u variants", slow_seen.edge_calls,
                  nv);
+    else if (r == XC_SAME && (c->exp_count == 1 ? slow_seen.stack_calls != (nv + 2) / 3
+                                                : slow_seen.stack_calls < (nv + 2) / 3))
+        snprintf(why, n, "with edges: the stack thunk's C side called %u times in %u variants",
+                 slow_seen.stack_calls, nv);
     else if (r != XC_SAME)
         snprintf(why + strlen(why), n - strlen(why), " (with edges)");
     else {
@@ -319,7 +349,8 @@ static int through_edges(hs_engine *e, const struct exec_case *c, const xc_func 
 typedef struct th_state {
     uint32_t index;
     uint8_t *teb, *region;
-    unsigned slow_calls, edge_calls;
+    uint32_t stack_hi;         /* (stacks) above the thread's outermost frame of the chain */
+    unsigned slow_calls, edge_calls, stack_calls;
     char bad[160];
 } th_state;
 
@@ -361,7 +392,58 @@ static uint64_t *thread_edge(uint32_t fidx, uint64_t entry_esp, const uint32_t *
 typedef int (*th_fn)(int);
 static th_fn th_hooked;   /* the hooked function, patched to enter its counting stub */
 static atomic_int th_go;   /* set once every thread started: they call it at the same time */
-static int th_edges;       /* the threads call it from TH_SITES call sites */
+enum { TH_COUNT, TH_EDGES, TH_STACKS };
+static int th_mode;        /* TH_EDGES: the threads call it from TH_SITES call sites; TH_STACKS:
+                              from the end of a chain of frames (th_chain_a, b, c) */
+#define TH_CHAIN_CALLS 1000
+#define TH_STACK_EVERY 4
+#define FRAMED __attribute__((noinline, optimize("no-omit-frame-pointer")))
+
+/* a -> b -> c -> the hooked function, each keeping a frame pointer (and
+ * doing something after its call: no tail call); returns the calls whose
+ * result was wrong */
+static FRAMED int th_chain_c(void)
+{
+    int wrong = 0;
+    for (int i = 0; i < TH_CHAIN_CALLS; i++)
+        wrong += th_hooked(i) != i + 1;
+    return wrong;
+}
+static volatile int th_zero;   /* read after a call: it stays a call */
+static FRAMED int th_chain_b(void)
+{
+    return th_chain_c() + th_zero;
+}
+static FRAMED int th_chain_a(void)
+{
+    return th_chain_b() + th_zero;
+}
+
+/* Is address x inside function f (the chain's are short)? */
+static int th_in(uint64_t x, int (*f)(void))
+{
+    return x > (uintptr_t)f && x < (uintptr_t)f + 256;
+}
+
+/* The stacks threads' C side: the entry stack by the EBP chain must be
+ * the hooked function, then c, b and a. */
+static uint64_t *thread_stack(uint32_t fidx, uint64_t entry_esp, const uint32_t *regs)
+{
+    th_state *t = th_self;
+    t->stack_calls++;
+    uint64_t frames[16];
+    int truncated;
+    int n = hs_ebp_walk((uint32_t)(uintptr_t)th_hooked, (uint32_t)entry_esp, regs[1], (uint32_t)entry_esp,
+                        t->stack_hi, frames, 16, &truncated);
+    if (!t->bad[0] && (fidx != TH_FIDX || n < 4 || frames[0] != (uintptr_t)th_hooked ||
+                       !th_in(frames[1], th_chain_c) || !th_in(frames[2], th_chain_b) ||
+                       !th_in(frames[3], th_chain_a)))
+        snprintf(t->bad, sizeof t->bad, "entry stack of %d frames: %#llx %#llx %#llx %#llx (c %p b %p a %p)", n,
+                 (unsigned long long)frames[0], n > 1 ? (unsigned long long)frames[1] : 0ull,
+                 n > 2 ? (unsigned long long)frames[2] : 0ull, n > 3 ? (unsigned long long)frames[3] : 0ull,
+                 (void *)th_chain_c, (void *)th_chain_b, (void *)th_chain_a);
+    return (uint64_t *)(t->region + 4096);
+}
 
 /* TH_SITES functions, each calling the hooked one from one call site
  * (-O2 does not unroll): site k, (k + 1) * TH_CALLS / 16 times; returns
@@ -389,15 +471,21 @@ static void *th_main(void *arg)
         sched_yield();
     const uint32_t last_error = 0xE000u + t->index;
     __asm__ volatile("movl %0, %%fs:0x34" : : "r"(last_error) : "memory");
-    for (int i = 0; i < TH_CALLS && !th_edges && !t->bad[0]; i++) {
+    for (int i = 0; i < TH_CALLS && th_mode == TH_COUNT && !t->bad[0]; i++) {
         int r = th_hooked(i);
         if (r != i + 1)
             snprintf(t->bad, sizeof t->bad, "call %d returned %d", i, r);
     }
-    for (int k = 0; k < TH_SITES && th_edges && !t->bad[0]; k++) {
+    for (int k = 0; k < TH_SITES && th_mode == TH_EDGES && !t->bad[0]; k++) {
         int wrong = th_sites[k]();
         if (wrong)
             snprintf(t->bad, sizeof t->bad, "%d calls from site %d returned a wrong result", wrong, k);
+    }
+    if (th_mode == TH_STACKS) {
+        t->stack_hi = (uint32_t)(uintptr_t)__builtin_frame_address(0) + 8;
+        int wrong = th_chain_a();
+        if (wrong && !t->bad[0])
+            snprintf(t->bad, sizeof t->bad, "%d calls from the chain returned a wrong result", wrong);
     }
     uint32_t le;
     __asm__ volatile("movl %%fs:0x34, %0" : "=r"(le));
@@ -460,10 +548,12 @@ static int check_edges(const th_state *t, char *bad, size_t n)
  * and the counts are exact: all calls but one in each region, one
  * uncounted call per thread; with edges, TH_SITES callers, each counted
  * exactly (check_edges). */
-static void run_threads(hs_engine *e, int edges)
+static void run_threads(hs_engine *e, int mode)
 {
-    const char *name = edges ? "edges32/threads" : "slow32/threads";
-    const int calls = edges ? 15 * (TH_CALLS / 16) : TH_CALLS;
+    static const char *const names[] = { "slow32/threads", "edges32/threads", "stacks32/threads" };
+    const char *name = names[mode];
+    const int edges = mode == TH_EDGES;
+    const int calls = mode == TH_EDGES ? 15 * (TH_CALLS / 16) : mode == TH_STACKS ? TH_CHAIN_CALLS : TH_CALLS;
     uint8_t *mem = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         tap_fail(name, "no memory for the code");
@@ -483,6 +573,11 @@ static void run_threads(hs_engine *e, int edges)
         c.edge_mix = hs_edge_mix(TH_FIDX);
         c.edge_mult = HS_EDGE_MULT;
         c.edge_slow = (uint32_t)(uintptr_t)hs_probe_edge;
+    }
+    if (mode == TH_STACKS) {
+        c.stack_every = TH_STACK_EVERY;
+        c.countdown_rel = XC_COUNTDOWN_REL + 4 * TH_FIDX;
+        c.stack_slow = (uint32_t)(uintptr_t)hs_probe_stack;
     }
     hs_stub32 st;
     hs_skip_reason why = HS_OK;
@@ -504,8 +599,9 @@ static void run_threads(hs_engine *e, int edges)
     atomic_store(&th_uncounted, 0);
     slow_side = thread_slow;
     edge_side = thread_edge;
+    stack_side = thread_stack;
     atomic_store(&th_go, 0);
-    th_edges = edges;
+    th_mode = mode;
     for (int i = 0; i < TH_THREADS; i++) {
         t[i].index = (uint32_t)i;
         t[i].teb = aligned_alloc(4096, XR_TEB_SZ);
@@ -523,6 +619,7 @@ static void run_threads(hs_engine *e, int edges)
         pthread_join(tid[i], NULL);
     slow_side = harness_slow;
     edge_side = harness_edge;
+    stack_side = harness_stack;
 
     char bad[300] = "";
     uint64_t counted = 0;
@@ -541,13 +638,18 @@ static void run_threads(hs_engine *e, int edges)
                      calls - 1);
         else if (edges)
             check_edges(&t[i], bad, sizeof bad);
+        else if (mode == TH_STACKS && t[i].stack_calls != (unsigned)(calls - 2) / TH_STACK_EVERY + 1)
+            /* (calls 2, 2 + every, ...: the first had no counters) */
+            snprintf(bad, sizeof bad, "thread %d: %u entry stacks, expected %d", i, t[i].stack_calls,
+                     (calls - 2) / TH_STACK_EVERY + 1);
     }
     if (!bad[0] && atomic_load(&th_uncounted) != (unsigned)started)
         snprintf(bad, sizeof bad, "%u calls without counters, expected %d", atomic_load(&th_uncounted), started);
     tap_check(!bad[0], name, "%s", bad);
     if (!bad[0])
         tap_diag("32-bit: %d threads, %llu calls counted through the stub%s, each thread's first through the "
-                 "slow thunk", started, (unsigned long long)counted, edges ? " with their callers" : "");
+                 "slow thunk", started, (unsigned long long)counted,
+                 edges ? " with their callers" : mode == TH_STACKS ? ", every 4th with its entry stack" : "");
     for (int i = 0; i < TH_THREADS; i++) {
         free(t[i].teb);
         free(t[i].region);
@@ -565,7 +667,7 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
     xc_opts o = { c->tramp, c->opts, c->nvar, tweak, (void *)c, c->vec > 0, 0, NULL, 0 };
     xc_out out;
 #if XR_BITS == 32
-    xc_count count = { 5, c->exp_count, 0, 0 };
+    xc_count count = { 5, c->exp_count, 0, 0, 0 };
     o.count = &count;
     o.whole = c->exp_count > 1;   /* it loops back to its entry */
     o.cmp_vec = 1;                /* xmm0..7: the stub keeps them too */
@@ -665,7 +767,7 @@ static void run_real_case(hs_engine *e, const struct real_case *c, uint64_t tram
     xc_func f = { c->name, c->bytes, c->gap_before, c->size, c->gap_after };
     xc_opts o = { tramp, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
 #if XR_BITS == 32
-    xc_count count = { 5, 1, 0, 0 };
+    xc_count count = { 5, 1, 0, 0, 0 };
     o.count = &count;
 #endif
     xc_out out;
@@ -713,8 +815,9 @@ int main(void)
 #if XR_BITS == 32
     tap_diag("32-bit: %llu entries counted by the stubs, each as expected; %u through the agent's slow thunk; "
              "%llu with their caller", (unsigned long long)n_counted, n_thunked, (unsigned long long)n_edged);
-    run_threads(e, 0);
-    run_threads(e, 1);
+    run_threads(e, TH_COUNT);
+    run_threads(e, TH_EDGES);
+    run_threads(e, TH_STACKS);
 #endif
     for (size_t i = 0; i < sizeof real_cases / sizeof real_cases[0]; i++) {
         run_real_case(e, &real_cases[i], XR_T_NEAR);

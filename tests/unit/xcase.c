@@ -166,6 +166,8 @@ static void count_setup(xr_input *in, const xc_count *c, int v)
             poke(in, XC_EDGES_FROM(c), XR_RETPAD);
         if (v % 3 == 1)
             poke(in, XC_EDGES_FROM(c) + 8, 0xFFFFFFFFu);
+        if (c->stack_slow && v % 3 == 1)
+            poke(in, XC_COUNTERS + XC_COUNTDOWN_REL + 4 * XC_FIDX, 1);
     }
     if (c->tls < 64) {
         poke(in, XR_TEB + HS_TEB32_TLS_SLOTS + 4 * c->tls, counters);
@@ -199,6 +201,10 @@ static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, xc
         memcpy(a, rt->scratch + ex, 8);
         out->excluded += ((uint64_t)a[1] << 32 | a[0]) - ((uint64_t)b[1] << 32 | b[0]);
         memcpy(rt->scratch + ex, ro->scratch + ex, 8);
+        if (c->stack_slow) {   /* (and, capturing, to its stack_ticks) */
+            size_t st = (size_t)(XC_STACK_TICKS - XR_SCRATCH);
+            memcpy(rt->scratch + st, ro->scratch + st, 8);
+        }
     }
     for (size_t k = 0; k < (size_t)(XR_ENTRY_SP - XR_STACK); k++) {
         /* byte by byte: the function may have written part of a word
@@ -299,8 +305,13 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
             c.edge_mult = HS_EDGE_MULT;
             c.edge_slow = o->count->edge_slow;
         }
+        if (o->count->edge_slow && o->count->stack_slow) {
+            c.stack_every = XC_STACK_EVERY;
+            c.countdown_rel = XC_COUNTDOWN_REL + 4 * XC_FIDX;
+            c.stack_slow = o->count->stack_slow;
+        }
         hs_skip_reason sw;
-        if (hs_stub32_size_max(plan, o->count->edge_slow != 0) > sizeof stub ||
+        if (hs_stub32_size_max(plan, o->count->edge_slow != 0, o->count->stack_slow != 0) > sizeof stub ||
             !hs_stub32_emit(e, &fn, plan, hs_analyze_window(e), &c, (uint32_t)T, stub, sizeof stub, &st, &sw)) {
             snprintf(why, n, "no counting stub: %s", hs_skip_reason_name(sw));
             return XC_DIFFERENT;

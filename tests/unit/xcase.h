@@ -33,6 +33,10 @@ typedef struct xc_count {
                                   edge table, XC_FBLOCK..); 0: no edges. The caller
                                   is in the first slot already when v % 3 != 2 (its
                                   count about to carry when v % 3 == 1) */
+    uint32_t stack_slow;       /* with edges, entry stacks every XC_STACK_EVERY-th call:
+                                  what the stub calls to capture (the countdown at
+                                  XC_COUNTDOWN_REL starts at 0: capture, but at 1 when
+                                  v % 3 == 1); 0: no stacks */
 } xc_count;
 
 /* The counters block the counting stub's slot points at (the function's
@@ -40,6 +44,7 @@ typedef struct xc_count {
 #define XC_COUNTERS (XR_SCRATCH + 0xE000)
 #define XC_FIDX 3u
 #define XC_EXCLUDED (XC_COUNTERS - 4096 + 72)   /* session.h: hs_region_hdr.excluded */
+#define XC_STACK_TICKS (XC_COUNTERS - 4096 + 80) /* and .stack_ticks */
 /* With caller edges: the function's block (session.h: hs_fblock, the
  * count then XC_INLINE caller slots of a site and a count) at
  * XC_FBLOCK * XC_FIDX, the edge table (hs_edge_rec, 32 bytes) at
@@ -48,6 +53,8 @@ typedef struct xc_count {
 #define XC_INLINE 3u
 #define XC_EDGES_REL 0x1000u
 #define XC_EDGES_CAP 16u
+#define XC_COUNTDOWN_REL 0x800u   /* the functions' uint32 countdowns to a stack capture */
+#define XC_STACK_EVERY 2u
 
 typedef struct xc_opts {
     uint64_t tramp;            /* XR_T_NEAR, XR_T_NEG or XR_T_FAR (0: XR_T_NEAR) */
