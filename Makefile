@@ -181,7 +181,9 @@ $(B)/native/%.o: %.c | $(INC_FARMS)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
-UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+# (*32.c: 32-bit code only, built into build/native32 for the units that
+# use it)
+UNIT_SUPPORT := $(filter-out $(UNIT_SRC) tests/unit/%32.c,$(wildcard tests/unit/*.c))
 
 NATIVE_LIB := $(call nat_obj,$(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C) $(UNIT_SUPPORT))
 
@@ -216,8 +218,9 @@ $(B)/native32/unit/%: tests/unit/%.c $(NATIVE32_LIB) | $(INC_FARMS)
 	$(NCC) $(N32FLAGS) -no-pie -I$(B)/inc/tests -MMD -MP -o $@ $< $(UNIT32_WITH) $(NATIVE32_LIB) \
 	    $(CAPSTONE_M32)/lib/libcapstone.a
 
-# the 32-bit agent's slow thunk, which test_hook_exec's counting stubs call
-THUNK32_NATIVE := $(B)/native32/agent/thunks32.o
+# the 32-bit agent's thunks, which test_hook_exec's counting stubs call,
+# and their C sides for the tests (tests/unit/thunk32.h)
+THUNK32_NATIVE := $(B)/native32/agent/thunks32.o $(B)/native32/tests/unit/thunk32.o
 $(B)/native32/unit/test_hook_exec: $(THUNK32_NATIVE)
 $(B)/native32/unit/test_hook_exec: UNIT32_WITH := $(THUNK32_NATIVE) -pthread
 
