@@ -1,7 +1,8 @@
 # hookscope - build with mingw-w64 from Linux (or MSYS2), test under Wine.
 #
 #   make deps     install and build every dependency (Debian 12; idempotent)
-#   make          hookscope.exe and its agent DLL, in build/bin/
+#   make          hookscope.exe and its agent DLLs (x86-64, and i686 for
+#                 32-bit targets), in build/bin/
 #   make demo     trace the bundled demo program and print the report
 #   make test     build everything and run every test (the units under ASan
 #                 and UBSan too)
@@ -13,19 +14,24 @@
 #   make CROSS= CAPSTONE_WIN=/mingw64 CAPSTONE_LIB=-lcapstone
 
 CROSS        ?= x86_64-w64-mingw32-
+CROSS32      ?= i686-w64-mingw32-
 WCC          := $(CROSS)gcc
+WCC32        := $(CROSS32)gcc
 WCXX         := $(CROSS)g++
 NCC          ?= gcc
 B            := build
 CAPSTONE_WIN ?= $(B)/deps/capstone-win
 CAPSTONE_LIB ?= $(CAPSTONE_WIN)/lib/capstone.lib
+CAPSTONE_WIN32 ?= $(B)/deps32/capstone-win
+CAPSTONE_LIB32 ?= $(CAPSTONE_WIN32)/lib/capstone.lib
 PYTHON       ?= python3
 VERSION      := 0.1.0
 
 WARN     := -Wall -Wextra
 COMMON   := -std=gnu11 -O2 -gdwarf-4 $(WARN) -DHOOKSCOPE_VERSION=\"$(VERSION)\"
-WCFLAGS  := $(COMMON) -I$(CAPSTONE_WIN)/include -D_WIN32_WINNT=0x0601 -DUNICODE -D_UNICODE -D__USE_MINGW_ANSI_STDIO=1 \
-            -fno-strict-aliasing
+WFLAGS   := $(COMMON) -D_WIN32_WINNT=0x0601 -DUNICODE -D_UNICODE -D__USE_MINGW_ANSI_STDIO=1 -fno-strict-aliasing
+WCFLAGS  := $(WFLAGS) -I$(CAPSTONE_WIN)/include
+W32CFLAGS := $(WFLAGS) -I$(CAPSTONE_WIN32)/include
 NCFLAGS  := $(COMMON) -fno-strict-aliasing
 
 # --- the layers and what each may include ------------------------------------
@@ -61,8 +67,15 @@ HOOK_C     := $(filter-out %_win.c,$(wildcard hook/*/*.c))
 HOOK_WIN   := $(wildcard hook/*/*_win.c)
 # the primitives every layer builds on (portable)
 BASE_C     := $(filter hook/base/%,$(HOOK_C))
-AGENT_C    := $(wildcard agent/*.c)
-AGENT_S    := $(wildcard agent/*.S)
+# the agent's files for x86-64 only (the x64 stubs, thunks, timing wrapper,
+# and what reads or writes x64 unwind data), and for i686 only in their
+# place (agent/agent.h says what the 32-bit agent has)
+AGENT_X64_ONLY := agent/stubs.c agent/stub_unwind.c agent/stackwalk.c agent/tailenv.c \
+                  agent/thunks.S agent/wrapper.S
+AGENT_X86_ONLY := agent/agent32.c agent/thunks32.S
+AGENT_C    := $(filter-out $(AGENT_X86_ONLY),$(wildcard agent/*.c))
+AGENT_S    := $(filter-out $(AGENT_X86_ONLY),$(wildcard agent/*.S))
+AGENT32_SRC := $(filter-out $(AGENT_X64_ONLY),$(wildcard agent/*.c agent/*.S))
 SAMPLER_ALL := $(wildcard sampler/*.c sampler/*/*.c)
 SAMPLER_C  := $(filter-out %_win.c,$(SAMPLER_ALL))
 SAMPLER_WIN := $(filter %_win.c,$(SAMPLER_ALL))
@@ -74,14 +87,16 @@ INJ_PORTABLE := $(filter-out %_win.c injector/main.c injector/commands/% injecto
                 $(wildcard injector/*/*_posix.c)
 
 win_obj = $(patsubst %.c,$(B)/win/%.o,$(patsubst %.S,$(B)/win/%.o,$(1)))
+win32_obj = $(patsubst %.c,$(B)/win32/%.o,$(patsubst %.S,$(B)/win32/%.o,$(1)))
 nat_obj = $(patsubst %.c,$(B)/native/%.o,$(1))
 
 HOOKSCOPE_EXE := $(B)/bin/hookscope.exe
 AGENT_DLL     := $(B)/bin/hookscope-agent.dll
+AGENT32_DLL   := $(B)/bin/hookscope-agent32.dll
 DTRACE_EXE    := $(B)/bin/hookscope-dtrace.exe
 
 .PHONY: all deps demo test test-build unit bench clean distclean
-all: $(HOOKSCOPE_EXE) $(AGENT_DLL) $(DTRACE_EXE)
+all: $(HOOKSCOPE_EXE) $(AGENT_DLL) $(AGENT32_DLL) $(DTRACE_EXE)
 
 deps:
 	./scripts/deps.sh
@@ -93,13 +108,16 @@ deps:
 # Debian machine. A missing capstone for Windows is built by it as well.
 DEPS_STAMP := $(B)/deps/.ready
 
-$(DEPS_STAMP): scripts/deps.sh scripts/deps32.sh scripts/multiarch_pins.py scripts/bitness.c \
+$(DEPS_STAMP): scripts/deps.sh scripts/deps32.sh scripts/capstone32.sh scripts/multiarch_pins.py scripts/bitness.c \
               scripts/fixture-packages.txt
 	./scripts/deps.sh
 	@mkdir -p $(dir $@) && touch $@
 
 $(CAPSTONE_LIB):
 	./scripts/deps.sh
+
+$(CAPSTONE_LIB32):
+	./scripts/capstone32.sh
 
 # --- Windows objects --------------------------------------------------------
 $(B)/win/%.o: %.c | $(CAPSTONE_LIB) $(INC_FARMS)
@@ -140,6 +158,22 @@ $(AGENT_DLL): $(call win_obj,$(AGENT_C) $(AGENT_S) $(HOOK_C) $(HOOK_WIN)) $(CAPS
 	$(WCC) -shared -o $@ $(filter %.o,$^) $(CAPSTONE_LIB) \
 	    -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lpsapi -lntdll
 
+# --- the 32-bit agent, for i386 (WOW64) targets: the agent and hook/ built
+# for i686 into build/win32/ (exports without stdcall decoration:
+# --kill-at, so that the injector finds hs_agent_init by its name) -------
+$(B)/win32/%.o: %.c | $(CAPSTONE_LIB32) $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(WCC32) $(W32CFLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
+
+$(B)/win32/%.o: %.S | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(WCC32) $(W32CFLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
+
+$(AGENT32_DLL): $(call win32_obj,$(AGENT32_SRC) $(HOOK_C) $(HOOK_WIN)) $(CAPSTONE_LIB32)
+	@mkdir -p $(dir $@)
+	$(WCC32) -shared -Wl,--kill-at -o $@ $(filter %.o,$^) $(CAPSTONE_LIB32) \
+	    -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lpsapi -lntdll
+
 # --- native (Linux) build of the engine, for unit tests ---------------------
 $(B)/native/%.o: %.c | $(INC_FARMS)
 	@mkdir -p $(dir $@)
@@ -147,7 +181,9 @@ $(B)/native/%.o: %.c | $(INC_FARMS)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
-UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+# (*32.c: 32-bit code only, built into build/native32 for the units that
+# use it)
+UNIT_SUPPORT := $(filter-out $(UNIT_SRC) tests/unit/%32.c,$(wildcard tests/unit/*.c))
 
 NATIVE_LIB := $(call nat_obj,$(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C) $(UNIT_SUPPORT))
 
@@ -173,11 +209,22 @@ $(B)/native32/%.o: %.c | $(CAPSTONE_M32)/lib/libcapstone.a $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(NCC) $(N32FLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
+$(B)/native32/%.o: %.S | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(NCC) $(N32FLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
+
 $(B)/native32/unit/%: tests/unit/%.c $(NATIVE32_LIB) | $(INC_FARMS)
 	@mkdir -p $(dir $@)
-	$(NCC) $(N32FLAGS) -no-pie -I$(B)/inc/tests -MMD -MP -o $@ $< $(NATIVE32_LIB) $(CAPSTONE_M32)/lib/libcapstone.a
+	$(NCC) $(N32FLAGS) -no-pie -I$(B)/inc/tests -MMD -MP -o $@ $< $(UNIT32_WITH) $(NATIVE32_LIB) \
+	    $(CAPSTONE_M32)/lib/libcapstone.a
 
-.SECONDARY: $(NATIVE32_LIB)
+# the 32-bit agent's thunks, which test_hook_exec's counting stubs call,
+# and their C sides for the tests (tests/unit/thunk32.h)
+THUNK32_NATIVE := $(B)/native32/agent/thunks32.o $(B)/native32/tests/unit/thunk32.o
+$(B)/native32/unit/test_hook_exec: $(THUNK32_NATIVE)
+$(B)/native32/unit/test_hook_exec: UNIT32_WITH := $(THUNK32_NATIVE) -pthread
+
+.SECONDARY: $(NATIVE32_LIB) $(THUNK32_NATIVE)
 
 unit: $(UNIT_BIN) $(UNIT32_BIN)
 
@@ -236,9 +283,9 @@ unit-asan: unit-asan-build
 test-build: bench-build unit-asan-build
 
 clean:
-	rm -rf $(B)/win $(B)/native $(B)/native32 $(B)/native-asan $(B)/bin $(B)/tests $(B)/tests32 $(B)/examples $(B)/bench
+	rm -rf $(B)/win $(B)/win32 $(B)/native $(B)/native32 $(B)/native-asan $(B)/bin $(B)/tests $(B)/tests32 $(B)/examples $(B)/bench
 
 distclean:
 	rm -rf $(B)
 
--include $(shell find $(B)/win $(B)/native $(B)/native32 $(B)/native-asan -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/win $(B)/win32 $(B)/native $(B)/native32 $(B)/native-asan -name '*.d' 2>/dev/null)

@@ -17,11 +17,29 @@
 #include <stdint.h>
 #include <windows.h>
 
+#include "agent/edgehash.h"
 #include "hook/engine/arena_win.h"
+#include "hook/engine/count32.h"
 #include "hook/engine/hook.h"
 #include "hook/pe/pe.h"
 #include "hookscope/path.h"
 #include "hookscope/session.h"
+
+/* The agent is built twice from these sources: for x86-64, and for i686
+ * (hookscope-agent32.dll, in 32-bit targets). The i686 build has the
+ * counting stubs of hook/engine/count32.h, with caller edges and entry
+ * stacks (an EBP-chain walk), and the thunks of thunks32.S (agent32.c);
+ * what needs the x64 unwind data (the timing wrapper, the x64 stack walk,
+ * the stubs' unwind info, tail-jump solving: wrapper.S, stackwalk.c,
+ * stub_unwind.c, tailenv.c) and the x64
+ * stubs and thunks (stubs.c, thunks.S) are built for x86-64 only, and a
+ * session asking the 32-bit agent for what it lacks is refused
+ * (hs_agent32_refuses). */
+#if defined(__i386__)
+#define HS_AGENT_X86 1
+#else
+#define HS_AGENT_X86 0
+#endif
 
 /* One hooked function, as the agent remembers it for unhooking and for
  * moving threads. Kept in one array per module, sorted by address. */
@@ -251,7 +269,12 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     const hs_func_input *fn, const hs_plan *plan, const hs_insn *window, hs_hooked *out,
                     hs_skip_reason *why);
 
-/* thunks.S: thunks from the stubs into C (all registers saved) */
+/* agent32.c (32-bit agent): 0, or -1 after saying in the session why
+ * the 32-bit agent cannot serve it (what it lacks yet). */
+int hs_agent32_refuses(const hs_session_header *h);
+
+/* thunks.S: thunks from the stubs into C (all registers saved); the
+ * 32-bit agent's are thunks32.S */
 extern void hs_probe_slow(void);
 extern void hs_probe_edge(void);
 extern void hs_probe_stack(void);
@@ -274,9 +297,15 @@ uint64_t hs_live_wrapper_frames(void);
 
 /* Callee-saved registers at a hooked function's entry, as the thunks pass
  * them to C (for the entry stack walk). */
+#if HS_AGENT_X86
+typedef struct hs_saved_regs {
+    uint32_t ebx, ebp, esi, edi;
+} hs_saved_regs;
+#else
 typedef struct hs_saved_regs {
     uint64_t rbx, rbp, rsi, rdi, r12, r13, r14, r15;
 } hs_saved_regs;
+#endif
 
 /* stackwalk.c: the stack from a hooked function's entry (rsp: where its
  * return address is) into frames[0..max): frame 0 is the entry, then one
@@ -288,37 +317,47 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
 /* A module is gone: forget every cached lookup. */
 void hs_stackwalk_forget(void);
 
-/* The edge table's hash, shared by the stubs (imul with a sign-extended
- * imm32, so both constants stay below 2^31) and the C insert. */
-#define HS_EDGE_MULT 0x5BD1E995u
-static inline uint32_t hs_edge_mix(uint32_t fidx) { return (fidx * 0x9E3779B9u) & 0x7FFFFFFFu; }
-static inline uint32_t hs_edge_slot(uint64_t site, uint32_t fidx, uint32_t cap)
-{
-    uint32_t bits = 0;
-    while ((1u << bits) < cap)
-        bits++;
-    return (uint32_t)(((site ^ hs_edge_mix(fidx)) * (uint64_t)HS_EDGE_MULT) >> (64 - bits));
-}
-
-/* TEB fields used directly (x64): no API call on the hot or slow path. */
+/* TEB fields used directly: no API call on the hot or slow path. */
+#if HS_AGENT_X86
+#define HS_TEB_TLS_SLOTS HS_TEB32_TLS_SLOTS
+#define HS_TEB_TLS_EXPANSION HS_TEB32_TLS_EXPANSION
+#define HS_TEB_LAST_ERROR 0x34
+#define HS_TEB_THREAD_ID 0x24
+#define HS_TEB_PEB 0x30
+#define HS_TEB_STACK_BASE 0x04
+#define HS_TEB_STACK_LIMIT 0x08
+#define HS_PEB_LOADER_LOCK 0xA0    /* PEB.LoaderLock: the loader's RTL_CRITICAL_SECTION */
+#else
 #define HS_TEB_TLS_SLOTS 0x1480
 #define HS_TEB_TLS_EXPANSION 0x1780
 #define HS_TEB_LAST_ERROR 0x68
 #define HS_TEB_THREAD_ID 0x48
 #define HS_TEB_PEB 0x60
+#define HS_TEB_STACK_BASE 0x08
+#define HS_TEB_STACK_LIMIT 0x10
 #define HS_PEB_LOADER_LOCK 0x110   /* PEB.LoaderLock: the loader's RTL_CRITICAL_SECTION */
+#endif
 
-/* gs-relative TEB access (the intrinsics trip a gcc 12 -Warray-bounds bug) */
+/* TEB access through its segment (gs; fs in 32-bit code), a pointer-sized
+ * field (the intrinsics trip a gcc 12 -Warray-bounds bug) */
 static inline uint64_t hs_teb_read(uint32_t off)
 {
-    uint64_t v;
+    uintptr_t v;
+#if HS_AGENT_X86
+    __asm__ volatile("movl %%fs:(%1), %0" : "=r"(v) : "r"(off));
+#else
     __asm__ volatile("movq %%gs:(%1), %0" : "=r"(v) : "r"((uint64_t)off));
+#endif
     return v;
 }
 
 static inline void hs_teb_write(uint32_t off, uint64_t v)
 {
+#if HS_AGENT_X86
+    __asm__ volatile("movl %0, %%fs:(%1)" : : "r"((uintptr_t)v), "r"(off) : "memory");
+#else
     __asm__ volatile("movq %0, %%gs:(%1)" : : "r"(v), "r"((uint64_t)off) : "memory");
+#endif
 }
 
 static inline uint64_t hs_rdtsc(void)

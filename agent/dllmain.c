@@ -154,8 +154,10 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
     g_hs.tl_wait_ticks = (uint64_t)((double)h->timeline_wait_ms * h->tsc_hz / 1e3);
     hs_regions_prepare();   /* (the timeline's filter in ticks needs the clock) */
     if (!g_hs.engine)
-        g_hs.engine = hs_engine_new();
-    if (!g_hs.engine) {
+        g_hs.engine = hs_engine_new_bits(HS_AGENT_X86 ? 32 : 64);
+    if (HS_AGENT_X86 && hs_agent32_refuses(h)) {
+        rc = ERROR_NOT_SUPPORTED;
+    } else if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
         rc = ERROR_NOT_ENOUGH_MEMORY;
     } else if (hs_suspend_init(worker_start) < 0) {

@@ -270,12 +270,18 @@ static int prepare(detour *d)
         goto out;
     hs_arena_protect(&g_hs.arena, 1);
     /* the stub: an absolute jump to the replacement (the agent may be out
-     * of rel32 reach of the module) */
+     * of rel32 reach of the module; in 32-bit code rel32 reaches all) */
     uint64_t target = (uint64_t)(uintptr_t)d->fn;
+#if HS_AGENT_X86
+    uint32_t rel = (uint32_t)target - (uint32_t)(uintptr_t)(at + 5);
+    at[0] = 0xE9;
+    memcpy(at + 1, &rel, 4);
+#else
     at[0] = 0xFF;
     at[1] = 0x25;
     memset(at + 2, 0, 4);
     memcpy(at + 6, &target, 8);
+#endif
     uint8_t *tramp = at + 16;
     hs_skip_reason why = HS_OK;
     hs_hooked *h = &d->hook;

@@ -185,7 +185,7 @@ int hs_patch_modules(hs_mod_state *const *mods, size_t n, int install)
             patched_once = 1;
     }
     for (size_t i = 0; i < fz.n; i++) {
-        uint64_t rip = fz.t[i].ctx.Rip;
+        uint64_t rip = hs_context_ip(&fz.t[i].ctx);
         for (size_t k = 0; k < n; k++) {
             uint64_t to = mods[k]->unloaded ? 0 : move_target(mods[k], rip, install);
             if (to && to != rip) {
@@ -232,7 +232,7 @@ int hs_quiesce(DWORD timeout_ms)
             hs_suspend_set fz;
             frozen = freeze(&fz, left > QUIESCE_FREEZE_MIN_MS ? left : QUIESCE_FREEZE_MIN_MS, 0) >= 0;
             for (size_t i = 0; frozen && i < fz.n && !tid; i++)
-                if (in_our_code(fz.t[i].ctx.Rip))
+                if (in_our_code(hs_context_ip(&fz.t[i].ctx)))
                     tid = fz.t[i].tid;
             hs_resume_all(&fz);
         }

@@ -66,17 +66,23 @@ int hs_hookscope_thread(void)
  * timed one sees the wrapper's return address; its real caller is the
  * wrapped function's, in the wrapper's frame (rbp is still the wrapper's),
  * or, when that function was itself tail-called by a timed one, further
- * out (as the stubs do). 0 when the frames leave the thread's stack. */
+ * out (as the stubs do). 0 when the frames leave the thread's stack. (The
+ * 32-bit agent has no wrapper: the return address is the caller.) */
 static uint64_t call_site(uint64_t entry_rsp, const hs_saved_regs *regs)
 {
-    uint64_t site = *(uint64_t *)entry_rsp, frame = regs->rbp;
-    const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
+    uint64_t site = *(uintptr_t *)(uintptr_t)entry_rsp;
+#if HS_AGENT_X86
+    (void)regs;
+#else
+    uint64_t frame = regs->rbp;
+    const uint64_t lo = hs_teb_read(HS_TEB_STACK_LIMIT), hi = hs_teb_read(HS_TEB_STACK_BASE);
     while (site == (uint64_t)(uintptr_t)hs_wrapper_ret) {
         if (frame < lo || frame + 48 > hi)
             return 0;
         site = *(uint64_t *)(frame + 40);
         frame = *(uint64_t *)(frame + 32);
     }
+#endif
     return site;
 }
 
@@ -145,6 +151,9 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
 }
 
 /* ---- the wrapper's unwind handler -------------------------------------------- */
+
+/* (x64 only: the timing wrapper, wrapper.S, needs the x64 unwind data) */
+#if !HS_AGENT_X86
 
 /* --timeline: region r's ring is full (the injector has not taken its
  * events yet). Wait for room, up to --timeline-wait (as the agent read it
@@ -278,3 +287,4 @@ EXCEPTION_DISPOSITION hs_wrapper_unwind(EXCEPTION_RECORD *rec, void *frame,
         InterlockedDecrement64((volatile LONG64 *)&hs_untimed_frames);
     return ExceptionContinueSearch;
 }
+#endif

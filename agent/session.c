@@ -76,11 +76,13 @@ static void publish(HANDLE mapping)
 void hs_session_describe_agent(hs_session_header *h)
 {
     h->agent_base = (uint64_t)(uintptr_t)g_hs.self;
+#if !HS_AGENT_X86   /* (the 32-bit agent has no timing wrapper: wrap_* stay 0) */
     h->wrap_begin = (uint64_t)(uintptr_t)hs_wrapper;
     h->wrap_rsi = (uint64_t)(uintptr_t)hs_wrapper_desc_rsi;
     h->wrap_gone = (uint64_t)(uintptr_t)hs_wrapper_desc_gone;
     h->wrap_end = (uint64_t)(uintptr_t)hs_wrapper_end;
     h->wrap_ret = (uint64_t)(uintptr_t)hs_wrapper_ret;
+#endif
 }
 
 int hs_session_attach(uint64_t handle)
@@ -196,8 +198,8 @@ void *hs_retired_counters(size_t i, void **view)
     *view = retired[i].view;
     DWORD t = retired[i].tls;
     if (t < 64)
-        return (void *)hs_teb_read(HS_TEB_TLS_SLOTS + t * 8);
-    void **exp = (void **)hs_teb_read(HS_TEB_TLS_EXPANSION);
+        return (void *)(uintptr_t)hs_teb_read(HS_TEB_TLS_SLOTS + t * sizeof(void *));
+    void **exp = (void **)(uintptr_t)hs_teb_read(HS_TEB_TLS_EXPANSION);
     return exp ? exp[t - 64] : NULL;
 }
 

@@ -201,7 +201,7 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
         memset(cache->e, 0, sizeof cache->e);
         cache->gen = gen;
     }
-    const uint64_t lo = hs_teb_read(0x10), hi = hs_teb_read(0x08);  /* StackLimit, StackBase */
+    const uint64_t lo = hs_teb_read(HS_TEB_STACK_LIMIT), hi = hs_teb_read(HS_TEB_STACK_BASE);
     const uint64_t agent_lo = (uint64_t)(uintptr_t)g_hs.self, agent_hi = agent_lo + g_hs.self_size;
     int n = 0;
     frames[n++] = entry;

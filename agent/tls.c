@@ -13,8 +13,8 @@ void *hs_tls_get(void)
 {
     DWORD i = g_hs.tls;
     if (i < 64)
-        return (void *)hs_teb_read(HS_TEB_TLS_SLOTS + i * 8);
-    void **exp = (void **)hs_teb_read(HS_TEB_TLS_EXPANSION);
+        return (void *)(uintptr_t)hs_teb_read(HS_TEB_TLS_SLOTS + i * sizeof(void *));
+    void **exp = (void **)(uintptr_t)hs_teb_read(HS_TEB_TLS_EXPANSION);
     return exp ? exp[i - 64] : NULL;
 }
 
@@ -22,10 +22,10 @@ void hs_tls_set(void *v)
 {
     DWORD i = g_hs.tls;
     if (i < 64) {
-        hs_teb_write(HS_TEB_TLS_SLOTS + i * 8, (uint64_t)(uintptr_t)v);
+        hs_teb_write(HS_TEB_TLS_SLOTS + i * sizeof(void *), (uint64_t)(uintptr_t)v);
         return;
     }
-    void **exp = (void **)hs_teb_read(HS_TEB_TLS_EXPANSION);
+    void **exp = (void **)(uintptr_t)hs_teb_read(HS_TEB_TLS_EXPANSION);
     if (exp)
         exp[i - 64] = v;
     else

@@ -6,7 +6,8 @@
 #     models, like the x86-64 one)
 #   - Debian's i386 multiarch and Wine's 32-bit side (wine32:i386)
 #   - capstone for 32-bit Windows, cross-built like the 64-bit one, into
-#     build/deps32/capstone-win/
+#     build/deps32/capstone-win/ (scripts/capstone32.sh), for the 32-bit
+#     agent
 #   - at the end, both of Wine's loaders checked in a fresh prefix: a 64-bit
 #     and a 32-bit program (scripts/bitness.c) each run and print their
 #     bitness
@@ -169,37 +170,10 @@ if [ -z "$reason" ] && installed wine32:i386; then
 fi
 
 # --- capstone for 32-bit Windows, as scripts/deps.sh builds the 64-bit one ---
-cs="$out/capstone-win"
-# (with HS_WINE32=1, whether Wine can run 32-bit programs here or not: it
-# only needs the toolchain; nothing uses it yet)
-if [ "${HS_WINE32:-}" = 1 ] && command -v i686-w64-mingw32-gcc >/dev/null &&
-    { [ ! -f "$cs/lib/capstone.lib" ] || [ ! -f "$cs/include/capstone/capstone.h" ]; }; then
-    src="$out/src"
-    mkdir -p "$src"
-    if ! ls -d "$src"/capstone-*/ >/dev/null 2>&1; then
-        # the source scripts/deps.sh fetched, else Debian's source package
-        if ls -d "$top"/build/deps/src/capstone-*/ >/dev/null 2>&1; then
-            cp -a "$(ls -d "$top"/build/deps/src/capstone-*/ | head -n 1)" "$src/"
-        else
-            (cd "$src" && apt-get source -qq capstone >/dev/null 2>&1) ||
-                { [ -n "$reason" ] || unavailable "apt-get source capstone failed"; }
-        fi
-    fi
-    dir=$(ls -d "$src"/capstone-*/ 2>/dev/null | head -n 1)
-    if [ -n "$dir" ]; then
-        echo "deps: cross-building capstone for i686 in $dir"
-        make -C "$dir" clean >/dev/null 2>&1 || true
-        if make -C "$dir" -j"$(nproc)" CROSS=i686-w64-mingw32- CAPSTONE_ARCHS=x86 \
-            CAPSTONE_STATIC=yes CAPSTONE_SHARED=no CAPSTONE_BUILD_CORE_ONLY=yes \
-            CAPSTONE_X86_REDUCE=no >"$out/capstone-build.log" 2>&1; then
-            rm -rf "$cs"
-            mkdir -p "$cs/lib" "$cs/include/capstone"
-            cp "$dir/capstone.lib" "$cs/lib/capstone.lib"
-            cp "$dir"/include/capstone/*.h "$cs/include/capstone/"
-        elif [ -z "$reason" ]; then
-            unavailable "the i686 build of capstone failed (build/deps32/capstone-build.log)"
-        fi
-    fi
+# (for the 32-bit agent, which `make` builds whether Wine can run 32-bit
+# programs here or not: it only needs the toolchain)
+if command -v i686-w64-mingw32-gcc >/dev/null && ! "$top/scripts/capstone32.sh"; then
+    [ -n "$reason" ] || unavailable "the i686 build of capstone failed (build/deps32/capstone-build.log)"
 fi
 
 # --- both loaders, in a fresh prefix ----------------------------------------

@@ -9,6 +9,19 @@
  * x87/SSE state and LastError (it touches neither). The thread's counters
  * come from a TLS slot read straight from the TEB at fs:0.
  *
+ * With caller edges it also counts the (return address, function) pair:
+ * in one of the function block's caller slots (session.h: hs_fblock, the
+ * count's cache line), else in the thread's edge table
+ * (hs_edge_rec, probed from the slot agent/edgehash.h's hash gives); a
+ * pair in neither calls `edge_slow`, which inserts it. That part saves edx,
+ * finds and counts a caller slot's pair flag-free as the call's count, and
+ * saves the flags (pushfd/popfd) around the table's probe only: the stub
+ * still changes nothing the function can see.
+ *
+ * With entry stacks it counts the function's calls down and calls
+ * `stack_slow` every stack_every-th (the first included), with the same
+ * pushes as the slow routine's call.
+ *
  * Portable (no Windows code), so that the native -m32 unit test runs it.
  */
 #ifndef HOOKSCOPE_COUNT32_H
@@ -33,7 +46,27 @@ typedef struct hs_count32 {
                                 its return address; returns ecx = the counters, or
                                 0 (then the call goes uncounted); it keeps every
                                 other register, the flags and LastError (eax may change) */
+    /* caller edges (edges_cap 0: none); the function's block (session.h:
+     * hs_fblock) is at count_off: the count, then `inline_edges` caller
+     * slots of a 64-bit site and a 64-bit count */
+    uint32_t inline_edges;   /* HS_INLINE_EDGES, at most HS_COUNT32_INLINE_MAX */
+    uint32_t edges_cap;      /* entries of the thread's edge table (a power of two) */
+    uint32_t edges_rel;      /* its offset from the counters */
+    uint32_t edge_mix;       /* hs_edge_mix(fidx) and HS_EDGE_MULT (agent/edgehash.h) */
+    uint32_t edge_mult;
+    uint32_t edge_slow;      /* called for a pair in neither, with eax = fidx and the
+                                stub's pushes (ecx, eax, edx, flags: 16 bytes) above its
+                                return address; keeps every register but eax and ecx */
+    /* entry stacks (stack_every 0: none): every stack_every-th call of the
+     * function on a thread, counted down flag-free in a uint32 */
+    uint32_t stack_every;
+    uint32_t countdown_rel;  /* the function's countdown, from the counters */
+    uint32_t stack_slow;     /* called to capture, with eax = fidx and the stub's two
+                                pushes above its return address; keeps every
+                                register but eax and ecx */
 } hs_count32;
+
+#define HS_COUNT32_INLINE_MAX 3
 
 /* Where the parts of an emitted stub are (offsets into its buffer). */
 typedef struct hs_stub32 {
@@ -43,8 +76,9 @@ typedef struct hs_stub32 {
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];   /* hs_emit_trampoline's, from `tramp` */
 } hs_stub32;
 
-/* Bytes hs_stub32_emit needs at most for `plan`. */
-size_t hs_stub32_size_max(const hs_plan *plan);
+/* Bytes hs_stub32_emit needs at most for `plan` (with caller edges, entry
+ * stacks, or not). */
+size_t hs_stub32_size_max(const hs_plan *plan, int edges, int stacks);
 
 /* Emit the stub for `c` and then the trampoline of `plan` (a plan of an
  * engine of 32 bits; `window` as for hs_emit_trampoline), to run at `addr`.

@@ -521,8 +521,9 @@ typedef LONG (NTAPI *query_system_fn)(ULONG cls, void *buf, ULONG len, ULONG *re
 #define SYSTEM_PROCESS_INFORMATION_CLASS 5
 #define STATUS_INFO_LENGTH_MISMATCH_ ((LONG)0xC0000004)
 
-_Static_assert(sizeof(SYSTEM_PROCESS_INFORMATION) == 0x100, "threads follow at 0x100");
-_Static_assert(sizeof(SYSTEM_THREAD_INFORMATION) == 0x50, "thread record");
+/* (x86: 0xB8 and 0x40) */
+_Static_assert(sizeof(SYSTEM_PROCESS_INFORMATION) == (sizeof(void *) == 8 ? 0x100 : 0xB8), "threads follow it");
+_Static_assert(sizeof(SYSTEM_THREAD_INFORMATION) == (sizeof(void *) == 8 ? 0x50 : 0x40), "thread record");
 
 static query_system_fn query_system(void)
 {
@@ -855,7 +856,11 @@ int hs_suspend_set_rip(hs_suspend_set *s, size_t i, uint64_t rip)
     if (i >= s->n || !s->t[i].held)
         return -1;
     hs_suspended *e = &s->t[i];
+#if defined(__i386__)
+    e->ctx.Eip = (DWORD)rip;
+#else
     e->ctx.Rip = rip;
+#endif
     e->ctx.ContextFlags = CONTEXT_CONTROL;
     return SetThreadContext(e->handle, &e->ctx) ? 0 : -1;
 }

@@ -122,6 +122,17 @@ int hs_resume_one(HANDLE thread);
 
 /* ---- every thread of a process ----------------------------------------------- */
 
+/* A context's instruction pointer (Rip; Eip in 32-bit code, whose
+ * threads the 32-bit agent freezes from inside its own process). */
+static inline uint64_t hs_context_ip(const CONTEXT *c)
+{
+#if defined(__i386__)
+    return c->Eip;
+#else
+    return c->Rip;
+#endif
+}
+
 typedef struct hs_suspended {
     CONTEXT ctx;            /* first: 16-byte aligned in the set */
     HANDLE handle;

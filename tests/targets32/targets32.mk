@@ -1,8 +1,7 @@
 # 32-bit (i686) test programs, built with the i686 mingw-w64 toolchain
 # (scripts/deps32.sh installs it) into build/tests32/: the 32-bit tests
 # (tests/test_wow64.py) run them under Wine's 32-bit side.
-CROSS32    ?= i686-w64-mingw32-
-WCC32      := $(CROSS32)gcc
+# (CROSS32 and WCC32: the Makefile's, which builds the 32-bit agent with them)
 TGT32_DIR  := $(B)/tests32
 TGT32_C    := $(wildcard tests/targets32/*.c)
 TGT32_EXES := $(patsubst tests/targets32/%.c,$(TGT32_DIR)/%.exe,$(TGT32_C))

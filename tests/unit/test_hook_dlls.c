@@ -282,7 +282,7 @@ static void scan_module(hs_engine *e, const char *path)
         xc_func xf = { base, pe.image + f->rva - gb, gb, f->size, ga };
         xc_opts o = { XR_T_NEAR, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
 #if XR_BITS == 32
-        xc_count count = { 5, 1 };   /* entered once, through the counting stub */
+        xc_count count = { 5, 1, 0, 0, 0 };   /* entered once, through the counting stub */
         o.count = &count;
 #endif
         xc_out out;

@@ -16,7 +16,11 @@
  * engine's 32-bit mode on exec_cases32.h (gen_exec_cases.py --bits 32),
  * each case entered through the counting stub (hook/engine/count32.h),
  * once with a TLS slot of the TEB and once with an expansion slot: the
- * stub must count each entry exactly and change nothing else.
+ * stub must count each entry exactly and change nothing else. Then twice
+ * more through the 32-bit agent's thunks (agent/thunks32.S) with C sides
+ * that change all that C code may (tests/unit/thunk32.h): the slow
+ * routine alone, then with caller edges and entry stacks; and the
+ * threads tests of thunk32.c (slow32/, edges32/, stacks32/threads).
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +28,9 @@
 #include "hook/engine/hook.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/xcase.h"
+#if XR_BITS == 32
+#include "tests/unit/thunk32.h"
+#endif
 
 struct exec_case {
     const char *name, *text;
@@ -72,6 +79,7 @@ static void tweak(xr_input *in, int v, void *ctx)
 
 #if XR_BITS == 32
 static uint64_t n_counted;   /* entries the counting stubs counted, every variant */
+
 #endif
 
 static void run_exec_case(hs_engine *e, const struct exec_case *c)
@@ -83,7 +91,7 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
     xc_opts o = { c->tramp, c->opts, c->nvar, tweak, (void *)c, c->vec > 0, 0, NULL, 0 };
     xc_out out;
 #if XR_BITS == 32
-    xc_count count = { 5, c->exp_count };
+    xc_count count = { 5, c->exp_count, 0, 0, 0 };
     o.count = &count;
     o.whole = c->exp_count > 1;   /* it loops back to its entry */
     o.cmp_vec = 1;                /* xmm0..7: the stub keeps them too */
@@ -141,6 +149,10 @@ static void run_exec_case(hs_engine *e, const struct exec_case *c)
         r = xc_diff(e, &f, &o, &out, why, sizeof why);
         n_counted += first + out.counted;
     }
+    if (r == XC_SAME)
+        r = thunk32_diff(e, &f, o, count, c->exp_count, 0, why, sizeof why);
+    if (r == XC_SAME)
+        r = thunk32_diff(e, &f, o, count, c->exp_count, 1, why, sizeof why);
 #endif
     tap_check(r == XC_SAME, name, "%s [%s]", why, c->text);
 }
@@ -179,7 +191,7 @@ static void run_real_case(hs_engine *e, const struct real_case *c, uint64_t tram
     xc_func f = { c->name, c->bytes, c->gap_before, c->size, c->gap_after };
     xc_opts o = { tramp, 0, 3, NULL, NULL, 1, 0, NULL, 0 };
 #if XR_BITS == 32
-    xc_count count = { 5, 1 };
+    xc_count count = { 5, 1, 0, 0, 0 };
     o.count = &count;
 #endif
     xc_out out;
@@ -225,7 +237,9 @@ int main(void)
     for (size_t i = 0; i < sizeof exec_cases / sizeof exec_cases[0]; i++)
         run_exec_case(e, &exec_cases[i]);
 #if XR_BITS == 32
-    tap_diag("32-bit: %llu entries counted by the stubs, each as expected", (unsigned long long)n_counted);
+    tap_diag("32-bit: %llu entries counted by the stubs, each as expected; %u through the agent's slow thunk; "
+             "%llu with their caller", (unsigned long long)n_counted, thunk32_slowed, (unsigned long long)thunk32_edged);
+    thunk32_threads(e);
 #endif
     for (size_t i = 0; i < sizeof real_cases / sizeof real_cases[0]; i++) {
         run_real_case(e, &real_cases[i], XR_T_NEAR);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/edgehash.h"
 #include "hook/engine/count32.h"
 #include "hook/engine/emit.h"
 
@@ -128,12 +129,11 @@ int xc_check_reloc(const xc_func *f, const xc_out *out, uint64_t tramp, char *wh
 }
 
 /* The counting stub's world (xc_count): the function's count in a
- * counters block in XR_SCRATCH, the TLS slot or the expansion slots'
- * pointer in the TEB, the slow routine (`mov ecx, counters; ret`) in the
- * trampoline region. */
-#define XC_COUNTERS (XR_SCRATCH + 0xE000)
+ * counters block in XR_SCRATCH (XC_COUNTERS), the TLS slot or the
+ * expansion slots' pointer in the TEB, the slow routine (`mov ecx,
+ * counters; ret`, unless the case names another) in the trampoline
+ * region. */
 #define XC_EXPANSION (XR_SCRATCH + 0xD000)
-#define XC_FIDX 3u
 #define XC_SLOW_OFF 0x8000u
 
 static void poke(xr_input *in, uint64_t addr, uint64_t val)
@@ -144,9 +144,31 @@ static void poke(xr_input *in, uint64_t addr, uint64_t val)
     }
 }
 
+/* Where the function's count is (its block, with edges). */
+static uint32_t count_off(const xc_count *c)
+{
+    return (c->edge_slow ? XC_FBLOCK : 8) * XC_FIDX;
+}
+
+/* With edges: the block's caller slots up to the end of the edge table. */
+#define XC_EDGES_FROM(c) (XC_COUNTERS + count_off(c) + 8)
+#define XC_EDGES_TO (XC_COUNTERS + XC_EDGES_REL + 32 * XC_EDGES_CAP)
+
 static void count_setup(xr_input *in, const xc_count *c, int v)
 {
     uint64_t counters = v % 3 == 2 ? 0 : XC_COUNTERS;
+    if (c->edge_slow) {
+        in->zero_at = XC_EDGES_FROM(c);
+        in->zero_len = (uint32_t)(XC_EDGES_TO - XC_EDGES_FROM(c));
+        /* the caller (the return address at the entry) in the first slot
+         * (v % 3 == 1: its count's low half about to carry), or in none */
+        if (v % 3 != 2)
+            poke(in, XC_EDGES_FROM(c), XR_RETPAD);
+        if (v % 3 == 1)
+            poke(in, XC_EDGES_FROM(c) + 8, 0xFFFFFFFFu);
+        if (c->stack_slow && v % 3 == 1)
+            poke(in, XC_COUNTERS + XC_COUNTDOWN_REL + 4 * XC_FIDX, 1);
+    }
     if (c->tls < 64) {
         poke(in, XR_TEB + HS_TEB32_TLS_SLOTS + 4 * c->tls, counters);
     } else {
@@ -154,7 +176,7 @@ static void count_setup(xr_input *in, const xc_count *c, int v)
         poke(in, XC_EXPANSION + 4 * (c->tls - 64), counters);
     }
     if (v % 3 == 1)
-        poke(in, XC_COUNTERS + 8 * XC_FIDX, 0xFFFFFFFFu);
+        poke(in, XC_COUNTERS + count_off(c), 0xFFFFFFFFu);
 }
 
 /* The count the hooked run `rt` kept against the original run's memory;
@@ -164,15 +186,26 @@ static void count_setup(xr_input *in, const xc_count *c, int v)
  * calls, on memory the function had not written, which it cannot read
  * before it writes it (where it does write, rt holds what it wrote). 0, or
  * -1 with why. */
-static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, uint64_t *counted, char *why,
-                       size_t n)
+static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, xc_out *out, char *why, size_t n)
 {
-    size_t at = (size_t)(XC_COUNTERS + 8 * XC_FIDX - XR_SCRATCH);
+    size_t at = (size_t)(XC_COUNTERS + count_off(c) - XR_SCRATCH);
     uint32_t b[2], a[2];
     memcpy(b, ro->scratch + at, 8);
     memcpy(a, rt->scratch + at, 8);
     uint64_t before = (uint64_t)b[1] << 32 | b[0], after = (uint64_t)a[1] << 32 | a[0];
     memcpy(rt->scratch + at, ro->scratch + at, 8);
+    if (c->slow) {
+        /* the ticks its slow routine added to the region header */
+        size_t ex = (size_t)(XC_EXCLUDED - XR_SCRATCH);
+        memcpy(b, ro->scratch + ex, 8);
+        memcpy(a, rt->scratch + ex, 8);
+        out->excluded += ((uint64_t)a[1] << 32 | a[0]) - ((uint64_t)b[1] << 32 | b[0]);
+        memcpy(rt->scratch + ex, ro->scratch + ex, 8);
+        if (c->stack_slow) {   /* (and, capturing, to its stack_ticks) */
+            size_t st = (size_t)(XC_STACK_TICKS - XR_SCRATCH);
+            memcpy(rt->scratch + st, ro->scratch + st, 8);
+        }
+    }
     for (size_t k = 0; k < (size_t)(XR_ENTRY_SP - XR_STACK); k++) {
         /* byte by byte: the function may have written part of a word
          * (fnstcw [esp+x] writes two bytes) */
@@ -180,7 +213,37 @@ static int count_check(const xc_count *c, const xr_result *ro, xr_result *rt, ui
         if (ro->stack[k] == (uint8_t)(fill >> (8 * (k & 3))))
             rt->stack[k] = ro->stack[k];
     }
-    *counted += after - before;
+    out->counted += after - before;
+    if (c->edge_slow) {
+        /* every call counted with its caller: in the block's slots or the
+         * table (what the counts grew by from the original run's memory,
+         * which has them as they started); then the rest compares as it was */
+        uint64_t edges = 0;
+        size_t from = (size_t)(XC_EDGES_FROM(c) - XR_SCRATCH);
+        size_t tab = (size_t)(XC_COUNTERS + XC_EDGES_REL - XR_SCRATCH);
+        for (int run = 0; run < 2; run++) {
+            const uint8_t *m = run ? ro->scratch : rt->scratch;
+            uint64_t sum = 0, e;
+            for (uint32_t k = 0; k < XC_INLINE; k++) {
+                memcpy(&e, m + from + 16 * k + 8, 8);
+                sum += e;
+            }
+            for (uint32_t i = 0; i < XC_EDGES_CAP; i++) {
+                uint32_t callee;
+                memcpy(&callee, m + tab + 32 * i + 8, 4);
+                memcpy(&e, m + tab + 32 * i + 16, 8);
+                sum += callee == XC_FIDX ? e : 0;
+            }
+            edges = run ? edges - sum : sum;
+        }
+        memcpy(rt->scratch + from, ro->scratch + from, (size_t)(XC_EDGES_TO - XC_EDGES_FROM(c)));
+        out->edges += edges;
+        if (edges != after - before) {
+            snprintf(why, n, "%llu calls counted, %llu with their caller", (unsigned long long)(after - before),
+                     (unsigned long long)edges);
+            return -1;
+        }
+    }
     if (after - before != c->expect) {
         snprintf(why, n, "counted %llu (from %#llx to %#llx), expected %u", (unsigned long long)(after - before),
                  (unsigned long long)before, (unsigned long long)after, c->expect);
@@ -228,13 +291,27 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         return XC_NO_TRAMP;
     }
     /* with the counting stub, the trampoline is its tail */
-    uint8_t stub[HS_TRAMP_MAX + 128];
+    uint8_t stub[HS_TRAMP_MAX + 512];
     hs_stub32 st = { 0, 0, 0, { 0 } };
     uint64_t tramp_at = T;
     if (o->count) {
-        hs_count32 c = { o->count->tls, 8 * XC_FIDX, XC_FIDX, (uint32_t)(T + XC_SLOW_OFF) };
+        hs_count32 c = { .tls = o->count->tls, .count_off = count_off(o->count), .fidx = XC_FIDX,
+                         .slow = o->count->slow ? o->count->slow : (uint32_t)(T + XC_SLOW_OFF) };
+        if (o->count->edge_slow) {
+            c.inline_edges = XC_INLINE;
+            c.edges_cap = XC_EDGES_CAP;
+            c.edges_rel = XC_EDGES_REL;
+            c.edge_mix = hs_edge_mix(XC_FIDX);
+            c.edge_mult = HS_EDGE_MULT;
+            c.edge_slow = o->count->edge_slow;
+        }
+        if (o->count->edge_slow && o->count->stack_slow) {
+            c.stack_every = XC_STACK_EVERY;
+            c.countdown_rel = XC_COUNTDOWN_REL + 4 * XC_FIDX;
+            c.stack_slow = o->count->stack_slow;
+        }
         hs_skip_reason sw;
-        if (hs_stub32_size_max(plan) > sizeof stub ||
+        if (hs_stub32_size_max(plan, o->count->edge_slow != 0, o->count->stack_slow != 0) > sizeof stub ||
             !hs_stub32_emit(e, &fn, plan, hs_analyze_window(e), &c, (uint32_t)T, stub, sizeof stub, &st, &sw)) {
             snprintf(why, n, "no counting stub: %s", hs_skip_reason_name(sw));
             return XC_DIFFERENT;
@@ -299,7 +376,8 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
                                                      (uint8_t)(XC_COUNTERS >> 16), (uint8_t)(XC_COUNTERS >> 24),
                                                      0xC3 };   /* mov ecx, counters; ret */
             xr_put(T, stub, st.len);
-            xr_put(T + XC_SLOW_OFF, ret_counters, sizeof ret_counters);
+            if (!o->count->slow)
+                xr_put(T + XC_SLOW_OFF, ret_counters, sizeof ret_counters);
         } else {
             xr_put(T, out->tramp, out->tramp_len);
         }
@@ -326,7 +404,7 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
         out->end_kind = ro.end;
         out->end_at = ro.at;
         char w[200];
-        int d = o->count && count_check(o->count, &ro, &rt, &out->counted, w, sizeof w) < 0;
+        int d = o->count && count_check(o->count, &ro, &rt, out, w, sizeof w) < 0;
         if (!d)
             d = xr_compare(&ro, &rt, o->cmp_vec, w, sizeof w);
         xr_result_free(&ro);

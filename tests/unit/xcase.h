@@ -24,7 +24,37 @@ typedef struct xc_func {
 typedef struct xc_count {
     uint32_t tls;              /* TLS index: < 64, or an expansion slot */
     unsigned expect;           /* entries of the function in one run */
+    uint32_t slow;             /* the slow routine the stub calls (0: the harness's
+                                  `mov ecx, counters; ret`); another one returns
+                                  XC_COUNTERS in ecx and may add to the `excluded`
+                                  field of their region header (xc_out.excluded) */
+    uint32_t edge_slow;        /* with caller edges: what the stub calls for a new
+                                  caller (it counts one in the block's slots or the
+                                  edge table, XC_FBLOCK..); 0: no edges. The caller
+                                  is in the first slot already when v % 3 != 2 (its
+                                  count about to carry when v % 3 == 1) */
+    uint32_t stack_slow;       /* with edges, entry stacks every XC_STACK_EVERY-th call:
+                                  what the stub calls to capture (the countdown at
+                                  XC_COUNTDOWN_REL starts at 0: capture, but at 1 when
+                                  v % 3 == 1); 0: no stacks */
 } xc_count;
+
+/* The counters block the counting stub's slot points at (the function's
+ * count at 8 * XC_FIDX), with a region header's page below it. */
+#define XC_COUNTERS (XR_SCRATCH + 0xE000)
+#define XC_FIDX 3u
+#define XC_EXCLUDED (XC_COUNTERS - 4096 + 72)   /* session.h: hs_region_hdr.excluded */
+#define XC_STACK_TICKS (XC_COUNTERS - 4096 + 80) /* and .stack_ticks */
+/* With caller edges: the function's block (session.h: hs_fblock, the
+ * count then XC_INLINE caller slots of a site and a count) at
+ * XC_FBLOCK * XC_FIDX, the edge table (hs_edge_rec, 32 bytes) at
+ * XC_EDGES_REL from the counters; both empty at the start of a run. */
+#define XC_FBLOCK 64u
+#define XC_INLINE 3u
+#define XC_EDGES_REL 0x1000u
+#define XC_EDGES_CAP 16u
+#define XC_COUNTDOWN_REL 0x800u   /* the functions' uint32 countdowns to a stack capture */
+#define XC_STACK_EVERY 2u
 
 typedef struct xc_opts {
     uint64_t tramp;            /* XR_T_NEAR, XR_T_NEG or XR_T_FAR (0: XR_T_NEAR) */
@@ -54,6 +84,10 @@ typedef struct xc_out {
     hs_plan plan;
     uint64_t counted;          /* with xc_opts.count: the count the stub kept, summed over
                                   the variants */
+    uint64_t excluded;         /* with xc_count.slow: what its slow routine added to
+                                  XC_EXCLUDED, summed over the variants */
+    uint64_t edges;            /* with xc_count.edge_slow: the calls counted with their
+                                  caller, summed over the variants */
     uint16_t tramp_off[HS_MAX_WINDOW_INSNS + 1];
     uint8_t tramp[HS_TRAMP_MAX];
     size_t tramp_len;

@@ -176,22 +176,32 @@ static const int greg_of[XR_NGPR] = {
 #define REG_SP REG_RSP
 #endif
 
+#if defined(__i386__)
+uint16_t xr_fs_segment(uint32_t base, uint32_t size)
+{
+    struct user_desc d;
+    memset(&d, 0, sizeof d);
+    d.entry_number = (unsigned)-1;
+    d.base_addr = base;
+    d.limit = size - 1;
+    d.seg_32bit = 1;
+    d.useable = 1;
+    if (syscall(SYS_set_thread_area, &d) < 0)
+        return 0;
+    uint16_t sel = (uint16_t)(d.entry_number * 8 + 3);
+    __asm__ volatile("movw %0, %%fs" : : "r"(sel));
+    return sel;
+}
+#endif
+
 /* Point the TEB segment (gs; 32-bit: fs) at XR_TEB. 0 or -1. */
 static int set_teb(void)
 {
 #if defined(__i386__)
-    if (!teb_selector) {
-        struct user_desc d;
-        memset(&d, 0, sizeof d);
-        d.entry_number = (unsigned)-1;
-        d.base_addr = (unsigned)XR_TEB;
-        d.limit = XR_TEB_SZ - 1;
-        d.seg_32bit = 1;
-        d.useable = 1;
-        if (syscall(SYS_set_thread_area, &d) < 0)
-            return -1;
-        teb_selector = (uint16_t)(d.entry_number * 8 + 3);
-    }
+    if (!teb_selector)
+        teb_selector = xr_fs_segment((uint32_t)XR_TEB, XR_TEB_SZ);
+    if (!teb_selector)
+        return -1;
     __asm__ volatile("movw %0, %%fs" : : "r"(teb_selector));
     return 0;
 #else
@@ -429,6 +439,8 @@ int xr_run(uint64_t entry, const xr_input *in, xr_result *out)
     if (!out->rd || !out->stack || !out->scratch || !out->teb || !out->demand_data)
         return -1;
     reset_data();
+    if (in->zero_len)
+        memset((void *)(uintptr_t)in->zero_at, 0, in->zero_len);
     for (int i = 0; i < in->npoke && i < XR_MAX_POKE; i++)
         *(uintptr_t *)(uintptr_t)in->poke_addr[i] = (uintptr_t)in->poke_val[i];
     set_teb();

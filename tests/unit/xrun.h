@@ -103,6 +103,8 @@ typedef struct xr_input {
     uint64_t kmask[8];       /* k0..k7 (k1..k7 loaded with AVX-512) */
     uint8_t x87[8][10];      /* 32-bit: st0..st7 loaded (80-bit values) */
     uint32_t mxcsr;          /* loaded (x86-64: with an empty x87 stack) */
+    uint64_t zero_at;        /* a range cleared after memory is filled, before the pokes */
+    uint32_t zero_len;
     int npoke;               /* pointer-sized words written after memory is filled */
     uint64_t poke_addr[XR_MAX_POKE], poke_val[XR_MAX_POKE];
 } xr_input;
@@ -148,6 +150,13 @@ void xr_default_input(xr_input *in, int variant);
 /* Run from `entry` with `in`. The result owns buffers: xr_result_free. */
 int xr_run(uint64_t entry, const xr_input *in, xr_result *out);
 void xr_result_free(xr_result *r);
+
+#if defined(__i386__)
+/* Point the calling thread's fs at [base, base + size) (a TLS entry of its
+ * own in the GDT), as Windows points it at the thread's TEB. Returns the
+ * selector, or 0. */
+uint16_t xr_fs_segment(uint32_t base, uint32_t size);
+#endif
 
 /* Compare two results; 0 if equal, else writes the first difference. */
 int xr_compare(const xr_result *a, const xr_result *b, int cmp_vec, char *why, size_t n);
