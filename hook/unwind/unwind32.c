@@ -1,0 +1,324 @@
+/*
+ * hook/unwind/unwind32.c - the x86 stack walker (see unwind32.h): one step
+ * out of a frame by its epilogue, its prologue, its frame data, the ebp
+ * chain or a scan, each checked against the stack copy and the code.
+ */
+#include "hook/unwind/unwind32.h"
+
+#include "hook/base/bytes.h"
+
+/* A way of stepping that does not apply here (the next one is tried). */
+#define NOT_HERE (-1)
+
+#define EPILOGUE_INSNS 16      /* instructions run forward at most to reach the ret */
+#define FRAME_DATA_SLACK 8     /* slots above frame data's return address slot also tried */
+#define SAVED_EBP_SLOTS 4      /* slots below a scanned return address where ebp may be saved */
+
+typedef struct walk {
+    const hs_uw32_env *env;
+    const hs_uw_stack *st;
+} walk;
+
+/* The stack slot at addr: 0, or why not (below the copy: HS_UW_BAD;
+ * beyond it: HS_UW_AT_BASE for a complete copy, else HS_UW_TRUNCATED). */
+static int slot(const walk *w, uint64_t addr, uint32_t *v)
+{
+    const hs_uw_stack *st = w->st;
+    if (addr < st->lo)
+        return HS_UW_BAD;
+    uint64_t off = addr - st->lo;
+    if (off > st->len || st->len - off < 4)
+        return st->complete ? HS_UW_AT_BASE : HS_UW_TRUNCATED;
+    *v = hs_le32(st->data + off);
+    return 0;
+}
+
+static bool is_code(const walk *w, uint64_t addr)
+{
+    return addr <= UINT32_MAX && w->env->is_code(w->env->ctx, (uint32_t)addr);
+}
+
+/* Length of a `call r/m32` (FF /2) from its ModRM byte m[0] (and SIB
+ * byte m[1]), opcode included. */
+static size_t call_rm_len(const uint8_t *m)
+{
+    int mod = m[0] >> 6, rm = m[0] & 7;
+    if (mod == 3)
+        return 2;
+    size_t len = 2 + (rm == 4);
+    if (mod == 0)
+        return rm == 5 || (rm == 4 && (m[1] & 7) == 5) ? len + 4 : len;
+    return len + (mod == 1 ? 1 : 4);
+}
+
+/* Is a a return address: known code just after a call? The calls are
+ * call rel32 (E8) to known code, and call r/m32 (FF /2) in each of its
+ * encodings (a register, [disp32], [reg], [reg+disp8/32], with a SIB). */
+static bool after_call(const walk *w, uint32_t a)
+{
+    uint8_t c[8];              /* c[i]: the byte at a - 7 + i */
+    if (a < 7 || !is_code(w, a) || w->env->read(w->env->ctx, a - 7, c, sizeof c) < 0)
+        return false;
+    if (c[2] == 0xE8 && is_code(w, (uint64_t)(uint32_t)(a + hs_le32(c + 3))))
+        return true;
+    for (size_t len = 2; len <= 7; len++) {
+        const uint8_t *m = c + 8 - len;    /* the ModRM byte of a call of that length */
+        if (m[-1] == 0xFF && ((m[0] >> 3) & 7) == 2 && call_rm_len(m) == len)
+            return true;
+    }
+    return false;
+}
+
+/* The caller's state from the return address at `at` (and the caller's
+ * ebp): 0, or why the slot cannot be read. */
+static int pop_return(const walk *w, uint64_t at, uint32_t ebp, hs_uw32_regs *out)
+{
+    uint32_t ret;
+    int err = slot(w, at, &ret);
+    if (err)
+        return err;
+    out->eip = ret;
+    out->esp = (uint32_t)(at + 4);
+    out->ebp = ebp;
+    return 0;
+}
+
+static bool mov_ebp_esp(const uint8_t *c)
+{
+    return (c[0] == 0x89 && c[1] == 0xE5) || (c[0] == 0x8B && c[1] == 0xEC);
+}
+
+/* The first frame in an epilogue: the code at eip, run forward, only
+ * restores registers and esp, then returns. Run it to the ret. */
+static int by_epilogue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
+{
+    uint64_t eip = r->eip, esp = r->esp;
+    uint32_t ebp = r->ebp, v;
+    int err;
+    for (int k = 0; k < EPILOGUE_INSNS; k++) {
+        uint8_t c[6];
+        if (!is_code(w, eip) || w->env->read(w->env->ctx, (uint32_t)eip, c, sizeof c) < 0)
+            return NOT_HERE;
+        if (c[0] >= 0x58 && c[0] <= 0x5F && c[0] != 0x5C) {          /* pop r32 (not esp) */
+            if ((err = slot(w, esp, &v)) != 0)
+                return err;
+            if (c[0] == 0x5D)
+                ebp = v;
+            esp += 4;
+            eip += 1;
+        } else if (c[0] == 0xC9) {                                    /* leave */
+            if ((err = slot(w, ebp, &v)) != 0)
+                return err;
+            esp = (uint64_t)ebp + 4;
+            ebp = v;
+            eip += 1;
+        } else if ((c[0] == 0x89 && c[1] == 0xEC) || (c[0] == 0x8B && c[1] == 0xE5)) {   /* mov esp, ebp */
+            esp = ebp;
+            eip += 2;
+        } else if (c[0] == 0x83 && c[1] == 0xC4) {                    /* add esp, imm8 */
+            esp += (uint64_t)(int64_t)(int8_t)c[2];
+            eip += 3;
+        } else if (c[0] == 0x81 && c[1] == 0xC4) {                    /* add esp, imm32 */
+            esp += (uint64_t)(int64_t)(int32_t)hs_le32(c + 2);
+            eip += 6;
+        } else if (c[0] == 0x8D && c[1] == 0x65) {                    /* lea esp, [ebp+disp8] */
+            esp = (uint64_t)ebp + (uint64_t)(int64_t)(int8_t)c[2];
+            eip += 3;
+        } else if (c[0] == 0x8D && c[1] == 0xA5) {                    /* lea esp, [ebp+disp32] */
+            esp = (uint64_t)ebp + (uint64_t)(int64_t)(int32_t)hs_le32(c + 2);
+            eip += 6;
+        } else if (c[0] == 0x8D && c[1] == 0x64 && c[2] == 0x24) {    /* lea esp, [esp+disp8] */
+            esp += (uint64_t)(int64_t)(int8_t)c[3];
+            eip += 4;
+        } else if (c[0] == 0x90) {                                    /* nop */
+            eip += 1;
+        } else if (c[0] == 0xEB) {                                    /* jmp rel8 */
+            eip += 2 + (uint64_t)(int64_t)(int8_t)c[1];
+        } else if (c[0] == 0xE9) {                                    /* jmp rel32 */
+            eip += 5 + (uint64_t)(int64_t)(int32_t)hs_le32(c + 1);
+        } else if (c[0] == 0xC3 || c[0] == 0xC2 || (c[0] == 0xF3 && c[1] == 0xC3)) {   /* ret */
+            if (esp < r->esp)
+                return NOT_HERE;
+            return pop_return(w, esp, ebp, out);
+        } else {
+            return NOT_HERE;
+        }
+        eip &= UINT32_MAX;
+        if (esp < r->esp || esp > UINT32_MAX)
+            return NOT_HERE;
+    }
+    return NOT_HERE;
+}
+
+/* The first frame at a function's start: eip at `push ebp; mov ebp,esp`
+ * (or the hot-patch `mov edi,edi` before them), or at the mov after the
+ * push. */
+static int by_prologue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
+{
+    uint8_t c[5], before;
+    if (r->eip < 1 || w->env->read(w->env->ctx, r->eip, c, sizeof c) < 0)
+        return NOT_HERE;
+    uint64_t at;
+    uint32_t ebp = r->ebp;
+    if ((c[0] == 0x55 && mov_ebp_esp(c + 1)) || (c[0] == 0x8B && c[1] == 0xFF && c[2] == 0x55 && mov_ebp_esp(c + 3))) {
+        at = r->esp;
+    } else if (mov_ebp_esp(c) && w->env->read(w->env->ctx, r->eip - 1, &before, 1) == 0 && before == 0x55) {
+        int err = slot(w, r->esp, &ebp);
+        if (err)
+            return err;
+        at = (uint64_t)r->esp + 4;
+    } else {
+        return NOT_HERE;
+    }
+    uint32_t ret;
+    if (slot(w, at, &ret) != 0 || !after_call(w, ret))
+        return NOT_HERE;
+    return pop_return(w, at, ebp, out);
+}
+
+/* A frame without a frame pointer that has frame data, past its
+ * prologue: its return address lies above the parameters pushed for the
+ * frame below (callee_params), its locals and its saved registers; a
+ * push the frame data does not count moves it up a few slots (*how says
+ * whether it was where the frame data said). */
+static int by_frame_data(const walk *w, const hs_uw32_regs *r, const hs_uw32_frame_data *fd,
+                         uint32_t callee_params, hs_uw32_regs *out, uint8_t *how)
+{
+    uint64_t at;
+    if (r->eip == fd->begin) {
+        at = r->esp;
+    } else if (r->eip - fd->begin < fd->prolog) {
+        return NOT_HERE;
+    } else {
+        at = (uint64_t)r->esp + callee_params + fd->locals + fd->saved_regs;
+    }
+    for (int k = 0; k <= FRAME_DATA_SLACK; k++, at += 4) {
+        uint32_t ret, ebp = r->ebp;
+        int err = slot(w, at, &ret);
+        if (err)
+            return err;
+        if (!after_call(w, ret))
+            continue;
+        if (fd->ebp_saved_at && r->eip != fd->begin && (err = slot(w, at - fd->ebp_saved_at, &ebp)) != 0)
+            return err;
+        *how = k == 0 ? HS_UW32_FRAME_DATA : HS_UW32_SCAN;
+        return pop_return(w, at, ebp, out);
+    }
+    return NOT_HERE;
+}
+
+/* The ebp chain: ebp in the copy, no lower than esp, and a return
+ * address at [ebp+4] (a return address of 0 ends the walk). */
+static int by_chain(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
+{
+    uint32_t ebp = r->ebp, saved, ret;
+    if (ebp == 0 || ebp < r->esp || ebp % 4 != 0)
+        return NOT_HERE;
+    if (slot(w, ebp, &saved) != 0 || slot(w, (uint64_t)ebp + 4, &ret) != 0)
+        return NOT_HERE;
+    if (ret != 0 && !after_call(w, ret))
+        return NOT_HERE;
+    return pop_return(w, (uint64_t)ebp + 4, saved, out);
+}
+
+/* Could v be the frame pointer of the frame whose return address was
+ * found at `at`: above it, aligned, and a return address (or 0) at
+ * [v+4]? */
+static bool frame_above(const walk *w, uint32_t v, uint64_t at)
+{
+    uint32_t ret;
+    return v % 4 == 0 && v > at && slot(w, (uint64_t)v + 4, &ret) == 0 && (ret == 0 || after_call(w, ret));
+}
+
+/* The scan: the first slot from esp up that holds a return address. The
+ * caller's ebp is the current one if it can be its frame pointer, else
+ * one of the slots just below the return address, where a function
+ * without a frame pointer that uses ebp saved it. */
+static int by_scan(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
+{
+    uint64_t at = r->esp;
+    for (int k = 0; k < HS_UW32_SCAN_SLOTS; k++, at += 4) {
+        uint32_t v;
+        int err = slot(w, at, &v);
+        if (err)
+            return err;
+        if (!after_call(w, v))
+            continue;
+        uint32_t ebp = r->ebp;
+        for (int j = 1; j <= SAVED_EBP_SLOTS && !frame_above(w, ebp, at); j++) {
+            uint32_t saved;
+            if (at - 4 * (uint64_t)j < r->esp || slot(w, at - 4 * (uint64_t)j, &saved) != 0)
+                break;
+            if (frame_above(w, saved, at))
+                ebp = saved;
+        }
+        return pop_return(w, at, ebp, out);
+    }
+    return r->ebp == 0 ? HS_UW_END : HS_UW_BAD;
+}
+
+/* One step from r to its caller: 0 with *r the caller's state and *how
+ * how it was found, or why not (an hs_uw_stop). first: r is the thread's
+ * own state (elsewhere r stands at a return address). *params: the bytes
+ * of parameters of the frame below (its frame data's; 0 if none), which
+ * this frame pushed; on return, this frame's own. */
+static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, uint8_t *how)
+{
+    hs_uw32_frame_data fd;
+    bool have_fd = w->env->frame_data && w->env->frame_data(w->env->ctx, r->eip, &fd) == 1;
+    uint32_t callee_params = *params;
+    *params = have_fd ? fd.params : 0;
+    hs_uw32_regs out = *r;
+    int err = NOT_HERE;
+    if (first && (err = by_epilogue(w, r, &out)) != NOT_HERE)
+        *how = HS_UW32_EPILOGUE;
+    else if (first && (err = by_prologue(w, r, &out)) != NOT_HERE)
+        *how = HS_UW32_PROLOGUE;
+    else if (have_fd && !fd.uses_ebp && (err = by_frame_data(w, r, &fd, callee_params, &out, how)) != NOT_HERE)
+        ;
+    else if ((err = by_chain(w, r, &out)) != NOT_HERE)
+        *how = HS_UW32_CHAIN;
+    else if ((err = by_scan(w, r, &out)) == 0)
+        *how = HS_UW32_SCAN;
+    if (!err)
+        *r = out;
+    return err;
+}
+
+hs_uw_result hs_unwind32_walk(const hs_uw32_env *env, const hs_uw_stack *st, const hs_uw32_regs *start,
+                              uint32_t *frames, uint8_t *how, uint32_t max)
+{
+    hs_uw_result res = { 0, HS_UW_END, 0 };
+    if (!max)
+        return res;
+    walk w = { env, st };
+    hs_uw32_regs r = *start;
+    uint32_t params = 0;
+    uint8_t found = HS_UW32_CONTEXT;
+    for (;;) {
+        if (how)
+            how[res.n] = found;
+        frames[res.n++] = r.eip;
+        if (!env->is_code(env->ctx, r.eip)) {
+            res.stop = HS_UW_UNKNOWN_PC;
+            res.unknown_pc = r.eip;
+            return res;
+        }
+        uint32_t sp = r.esp;
+        int err = step(&w, &r, res.n == 1, &params, &found);
+        if (err) {
+            res.stop = err == HS_UW_AT_BASE ? HS_UW_END : err;
+            return res;
+        }
+        if (r.eip == 0)
+            return res;
+        if (r.esp <= sp) {
+            res.stop = HS_UW_BAD;
+            return res;
+        }
+        if (res.n == max) {
+            res.stop = HS_UW_TRUNCATED;
+            return res;
+        }
+    }
+}

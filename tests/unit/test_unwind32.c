@@ -1,0 +1,380 @@
+/*
+ * tests/unit/test_unwind32.c - the x86 stack walker (hook/unwind/unwind32.h)
+ * on synthetic stacks, each case with the exact frames, how each was
+ * found and why the walk stopped:
+ *
+ *   chain       three frames to a chain that ends with ebp 0; the same
+ *               copy incomplete (truncated), and cut by the frame limit;
+ *   prologue    a leaf at its `push ebp`, at its `mov ebp,esp`, at the
+ *               hot-patch `mov edi,edi`: the caller the chain would skip;
+ *   epilogue    a leaf at `pop edi; pop esi; pop ebp; ret`, at the ret
+ *               after `pop ebp`, at `leave; ret 8`;
+ *   frame data  a function without a frame pointer in the middle (ebp
+ *               its own, the caller's saved below its return address, a
+ *               stale return address in its locals), found exactly; the
+ *               same function as the leaf, with an argument pushed;
+ *   scribbled   a chain that points at itself, one that points outside
+ *               the stack, a return address that does not follow a call:
+ *               the scan finds the true caller, marked as a scan;
+ *   calls       each encoding of a call before a return address, and a
+ *               call rel32 to no known code (not a return address);
+ *   unknown     eip outside known code.
+ *
+ * Built natively, for 64 and 32 bits; the 32-bit build also walks its own
+ * stack (#if __i386__ below): functions with and without a frame pointer,
+ * the walk checked against the return addresses each function saw.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "hook/unwind/unwind32.h"
+#include "tests/unit/tap.h"
+
+/* ---- a synthetic target ---------------------------------------------------- */
+
+#define CODE 0x00401000u       /* the code: CODE_LEN bytes */
+#define CODE_LEN 0x1000u
+#define STK 0x0012E000u        /* the stack copy: STK_WORDS slots from STK */
+#define STK_WORDS 128
+
+#define CALLEE (CODE + 0x800)  /* what the calls of the code call */
+/* return addresses: just after a call rel32 */
+#define R1 (CODE + 0x105)
+#define R2 (CODE + 0x205)
+#define R3 (CODE + 0x305)
+#define R4 (CODE + 0x405)
+/* leaves */
+#define PROLOG (CODE + 0x600)  /* push ebp; mov ebp,esp; sub esp,16 */
+#define HOTPATCH (CODE + 0x620) /* mov edi,edi; push ebp; mov ebp,esp */
+#define EPILOG (CODE + 0x640)  /* pop edi; pop esi; pop ebp; ret */
+#define LEAVE (CODE + 0x660)   /* leave; ret 8 */
+#define BODY (CODE + 0x680)    /* mov eax,[ebp+8] ... */
+#define NOT_AFTER_CALL (CODE + 0x705)
+/* a function without a frame pointer: [FPO_BEGIN, FPO_END), a call returns to +0x15 */
+#define FPO_BEGIN (CODE + 0x500)
+#define FPO_END (CODE + 0x580)
+
+typedef struct target {
+    uint8_t code[CODE_LEN];
+    uint32_t stack[STK_WORDS];
+    int with_frame_data;
+} target;
+
+static bool t_is_code(void *ctx, uint32_t addr)
+{
+    (void)ctx;
+    return addr >= CODE && addr - CODE < CODE_LEN;
+}
+
+static int t_read(void *ctx, uint32_t addr, void *buf, size_t len)
+{
+    const target *t = ctx;
+    if (addr < CODE || addr - CODE > CODE_LEN || CODE_LEN - (addr - CODE) < len)
+        return -1;
+    memcpy(buf, t->code + (addr - CODE), len);
+    return 0;
+}
+
+/* BODY's function has a frame pointer and two parameters; the one at
+ * FPO_BEGIN none: 16 bytes of locals below ebx and ebp (saved first). */
+static int t_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
+{
+    const target *t = ctx;
+    if (!t->with_frame_data)
+        return 0;
+    memset(fd, 0, sizeof *fd);
+    if (pc >= BODY && pc < BODY + 0x20) {
+        fd->begin = BODY;
+        fd->prolog = 3;
+        fd->params = 8;
+        fd->uses_ebp = true;
+        return 1;
+    }
+    if (pc >= FPO_BEGIN && pc < FPO_END) {
+        fd->begin = FPO_BEGIN;
+        fd->prolog = 5;
+        fd->locals = 16;
+        fd->saved_regs = 8;
+        fd->ebp_saved_at = 4;
+        fd->params = 4;
+        return 1;
+    }
+    return 0;
+}
+
+static void put(target *t, uint32_t at, const uint8_t *bytes, size_t n)
+{
+    memcpy(t->code + (at - CODE), bytes, n);
+}
+
+/* A call rel32 to CALLEE that returns to ret. */
+static void put_call(target *t, uint32_t ret)
+{
+    uint8_t c[5] = { 0xE8 };
+    uint32_t rel = CALLEE - ret;
+    memcpy(c + 1, &rel, 4);
+    put(t, ret - 5, c, 5);
+}
+
+static void setup(target *t)
+{
+    memset(t, 0, sizeof *t);
+    memset(t->code, 0xCC, sizeof t->code);
+    static const uint8_t callee[] = { 0x55, 0x89, 0xE5, 0x5D, 0xC3 };
+    static const uint8_t prolog[] = { 0x55, 0x8B, 0xEC, 0x83, 0xEC, 0x10 };
+    static const uint8_t hotpatch[] = { 0x8B, 0xFF, 0x55, 0x8B, 0xEC };
+    static const uint8_t epilog[] = { 0x5F, 0x5E, 0x5D, 0xC3 };
+    static const uint8_t leave[] = { 0xC9, 0xC2, 0x08, 0x00 };
+    static const uint8_t body[] = { 0x8B, 0x45, 0x08, 0x03, 0x45, 0x0C, 0xC9, 0xC3 };
+    static const uint8_t not_call[] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
+    put(t, CALLEE, callee, sizeof callee);
+    put(t, PROLOG, prolog, sizeof prolog);
+    put(t, HOTPATCH, hotpatch, sizeof hotpatch);
+    put(t, EPILOG, epilog, sizeof epilog);
+    put(t, LEAVE, leave, sizeof leave);
+    put(t, BODY, body, sizeof body);
+    put(t, NOT_AFTER_CALL - 7, not_call, sizeof not_call);
+    put_call(t, R1);
+    put_call(t, R2);
+    put_call(t, R3);
+    put_call(t, R4);
+}
+
+static void set(target *t, uint32_t addr, uint32_t v)
+{
+    t->stack[(addr - STK) / 4] = v;
+}
+
+/* Walk from (eip, esp, ebp) over the first `words` slots of the stack
+ * (complete: they reach its base) and check the frames, how each was
+ * found, and the stop. want/want_how end with 0 / any (n frames). */
+static void check_walk(const char *name, target *t, uint32_t eip, uint32_t esp, uint32_t ebp, size_t words,
+                       bool complete, uint32_t max, const uint32_t *want, const uint8_t *want_how, uint32_t n,
+                       int want_stop)
+{
+    hs_uw32_env env = { t, t_is_code, t_read, t_frame_data };
+    hs_uw_stack st = { STK, (const uint8_t *)t->stack, words * 4, complete };
+    hs_uw32_regs regs = { eip, esp, ebp };
+    uint32_t frames[16];
+    uint8_t how[16];
+    hs_uw_result res = hs_unwind32_walk(&env, &st, &regs, frames, how, max);
+    char got[400];
+    size_t len = (size_t)snprintf(got, sizeof got, "stop %d, frames", res.stop);
+    for (uint32_t i = 0; i < res.n && len < sizeof got; i++)
+        len += (size_t)snprintf(got + len, sizeof got - len, " +0x%x(%d)", frames[i] - CODE, how[i]);
+    int ok = res.n == n && res.stop == want_stop;
+    for (uint32_t i = 0; ok && i < n; i++)
+        ok = frames[i] == want[i] && how[i] == want_how[i];
+    tap_check(ok, name, "%s", got);
+}
+
+#define S(off) (STK + (off))
+#define FRAMES(...) (const uint32_t[]){ __VA_ARGS__ }
+#define HOW(...) (const uint8_t[]){ __VA_ARGS__ }
+enum { CTX = HS_UW32_CONTEXT, EPI = HS_UW32_EPILOGUE, PRO = HS_UW32_PROLOGUE, FD = HS_UW32_FRAME_DATA,
+       CHN = HS_UW32_CHAIN, SCN = HS_UW32_SCAN };
+
+/* Callers' frames above S(0x30): [S(0x30)] = S(0x50), R2 above it; then
+ * the chain's end: ebp 0, R3. */
+static void callers(target *t)
+{
+    set(t, S(0x30), S(0x50));
+    set(t, S(0x34), R2);
+    set(t, S(0x50), 0);
+    set(t, S(0x54), R3);
+}
+
+static void test_chain(void)
+{
+    target t;
+    setup(&t);
+    set(&t, S(0x10), S(0x30));
+    set(&t, S(0x14), R1);
+    callers(&t);
+    const uint32_t *want = FRAMES(BODY, R1, R2, R3);
+    const uint8_t *how = HOW(CTX, CHN, CHN, CHN);
+    check_walk("unwind32/chain: three frames to ebp 0", &t, BODY, S(0), S(0x10), 64, true, 16, want, how, 4,
+               HS_UW_END);
+    check_walk("unwind32/chain: an incomplete copy", &t, BODY, S(0), S(0x10), 0x5C / 4, false, 16, want, how,
+               4, HS_UW_TRUNCATED);
+    check_walk("unwind32/chain: the frame limit", &t, BODY, S(0), S(0x10), 64, true, 2, want, how, 2,
+               HS_UW_TRUNCATED);
+    /* a copy that ends inside the chain: the frame there is beyond it */
+    check_walk("unwind32/chain: a copy that ends at a frame", &t, BODY, S(0), S(0x10), 0x30 / 4, false, 16,
+               want, how, 2, HS_UW_TRUNCATED);
+}
+
+static void test_prologue(void)
+{
+    target t;
+    setup(&t);
+    /* at the push: the return address at [esp], ebp the caller's */
+    set(&t, S(0x00), R1);
+    callers(&t);
+    check_walk("unwind32/prologue: at push ebp", &t, PROLOG, S(0), S(0x30), 64, true, 16,
+               FRAMES(PROLOG, R1, R2, R3), HOW(CTX, PRO, CHN, CHN), 4, HS_UW_END);
+    check_walk("unwind32/prologue: at the hot-patch mov edi,edi", &t, HOTPATCH, S(0), S(0x30), 64, true, 16,
+               FRAMES(HOTPATCH, R1, R2, R3), HOW(CTX, PRO, CHN, CHN), 4, HS_UW_END);
+    /* at the mov: the caller's ebp pushed at [esp], the return address above */
+    setup(&t);
+    set(&t, S(0x08), S(0x30));
+    set(&t, S(0x0C), R1);
+    callers(&t);
+    check_walk("unwind32/prologue: at mov ebp,esp", &t, PROLOG + 1, S(0x08), S(0x30), 64, true, 16,
+               FRAMES(PROLOG + 1, R1, R2, R3), HOW(CTX, PRO, CHN, CHN), 4, HS_UW_END);
+}
+
+static void test_epilogue(void)
+{
+    target t;
+    setup(&t);
+    /* pop edi; pop esi; pop ebp; ret: ebp already the function's own */
+    set(&t, S(0x00), 0x1111);
+    set(&t, S(0x04), 0x2222);
+    set(&t, S(0x08), S(0x30));
+    set(&t, S(0x0C), R1);
+    callers(&t);
+    check_walk("unwind32/epilogue: at pop edi; pop esi; pop ebp; ret", &t, EPILOG, S(0), 0xDEAD0000u, 64, true,
+               16, FRAMES(EPILOG, R1, R2, R3), HOW(CTX, EPI, CHN, CHN), 4, HS_UW_END);
+    /* at the ret after pop ebp: the return address at [esp] */
+    check_walk("unwind32/epilogue: at the ret after pop ebp", &t, EPILOG + 3, S(0x0C), S(0x30), 64, true, 16,
+               FRAMES(EPILOG + 3, R1, R2, R3), HOW(CTX, EPI, CHN, CHN), 4, HS_UW_END);
+    /* leave; ret 8 */
+    setup(&t);
+    set(&t, S(0x10), S(0x30));
+    set(&t, S(0x14), R1);
+    callers(&t);
+    check_walk("unwind32/epilogue: at leave; ret 8", &t, LEAVE, S(0), S(0x10), 64, true, 16,
+               FRAMES(LEAVE, R1, R2, R3), HOW(CTX, EPI, CHN, CHN), 4, HS_UW_END);
+}
+
+static void test_frame_data(void)
+{
+    /* BODY (a frame pointer, 8 bytes of parameters) called from the
+     * function at FPO_BEGIN, which holds 7 in ebp; its frame from
+     * S(0x18) up: BODY's parameters, 16 bytes of locals (a stale return
+     * address R4 in them), ebx, ebp (the caller's, S(0x50)), the return
+     * address R2. */
+    target t;
+    setup(&t);
+    put_call(&t, FPO_BEGIN + 0x15);
+    uint32_t in_fpo = FPO_BEGIN + 0x15;
+    set(&t, S(0x10), 7);
+    set(&t, S(0x14), in_fpo);
+    set(&t, S(0x18), 1);
+    set(&t, S(0x1C), 2);
+    set(&t, S(0x24), R4);
+    set(&t, S(0x30), 0x3333);
+    set(&t, S(0x34), S(0x50));
+    set(&t, S(0x38), R2);
+    set(&t, S(0x50), 0);
+    set(&t, S(0x54), R3);
+    t.with_frame_data = 1;
+    check_walk("unwind32/frame data: a frame without a frame pointer in the middle", &t, BODY + 3, S(0),
+               S(0x10), 64, true, 16, FRAMES(BODY + 3, in_fpo, R2, R3), HOW(CTX, CHN, FD, CHN), 4, HS_UW_END);
+    /* without the frame data the scan takes the stale return address */
+    t.with_frame_data = 0;
+    check_walk("unwind32/frame data: without it, a scan (the stale R4)", &t, BODY + 3, S(0), S(0x10), 64, true,
+               16, FRAMES(BODY + 3, in_fpo, R4, R2, R3), HOW(CTX, CHN, SCN, SCN, CHN), 5, HS_UW_END);
+    /* the same function as the leaf, an argument pushed (not in its
+     * frame data): its return address one slot above where the frame
+     * data says; at its first byte, the return address at [esp] */
+    t.with_frame_data = 1;
+    set(&t, S(0x1C), 0x55);
+    check_walk("unwind32/frame data: the leaf, with an argument pushed", &t, in_fpo + 2, S(0x1C), 7, 64, true,
+               16, FRAMES(in_fpo + 2, R2, R3), HOW(CTX, SCN, CHN), 3, HS_UW_END);
+    set(&t, S(0x34), R2);
+    check_walk("unwind32/frame data: the leaf at its first byte", &t, FPO_BEGIN, S(0x34), S(0x50), 64, true, 16,
+               FRAMES(FPO_BEGIN, R2, R3), HOW(CTX, FD, CHN), 3, HS_UW_END);
+}
+
+static void test_scribbled(void)
+{
+    target t;
+    setup(&t);
+    /* ebp's frame points at itself; above it, R2 and the caller's ebp
+     * saved below it */
+    set(&t, S(0x10), S(0x10));
+    set(&t, S(0x14), R1);
+    set(&t, S(0x20), S(0x50));
+    set(&t, S(0x24), R2);
+    set(&t, S(0x50), 0);
+    set(&t, S(0x54), R3);
+    check_walk("unwind32/scribbled: a chain that loops", &t, BODY, S(0), S(0x10), 64, true, 16,
+               FRAMES(BODY, R1, R2, R3), HOW(CTX, CHN, SCN, CHN), 4, HS_UW_END);
+    /* ebp outside the stack: the scan from esp */
+    setup(&t);
+    set(&t, S(0x08), R1);
+    callers(&t);
+    check_walk("unwind32/scribbled: ebp outside the stack", &t, BODY, S(0), 0x7FFF0000u, 64, true, 16,
+               FRAMES(BODY, R1, R2, R3), HOW(CTX, SCN, SCN, CHN), 4, HS_UW_END);
+    /* [ebp+4] in code but not after a call */
+    setup(&t);
+    set(&t, S(0x10), S(0x30));
+    set(&t, S(0x14), NOT_AFTER_CALL);
+    set(&t, S(0x18), R1);
+    callers(&t);
+    check_walk("unwind32/scribbled: a return address not after a call", &t, BODY, S(0), S(0x10), 64, true, 16,
+               FRAMES(BODY, R1, R2, R3), HOW(CTX, SCN, CHN, CHN), 4, HS_UW_END);
+}
+
+static void test_calls(void)
+{
+    /* each encoding of a call before the return address at BODY's [ebp+4] */
+    static const struct {
+        const char *what;
+        uint8_t bytes[7];
+        int len;
+        bool is_call;
+    } calls[] = {
+        { "call rel32", { 0xE8, 0xFB, 0xFE, 0xFF, 0xFF }, 5, true },   /* to CALLEE */
+        { "call rel32 to no known code", { 0xE8, 0x00, 0x00, 0x00, 0x40 }, 5, false },
+        { "call [disp32]", { 0xFF, 0x15, 0x00, 0x20, 0x40, 0x00 }, 6, true },
+        { "call eax", { 0xFF, 0xD0 }, 2, true },
+        { "call [esi]", { 0xFF, 0x16 }, 2, true },
+        { "call [esi+8]", { 0xFF, 0x56, 0x08 }, 3, true },
+        { "call [esi+0x100]", { 0xFF, 0x96, 0x00, 0x01, 0x00, 0x00 }, 6, true },
+        { "call [eax+ecx*4]", { 0xFF, 0x14, 0x88 }, 3, true },
+        { "call [esp+8]", { 0xFF, 0x54, 0x24, 0x08 }, 4, true },
+        { "call [ebx*4+disp32]", { 0xFF, 0x14, 0x9D, 0x00, 0x20, 0x40, 0x00 }, 7, true },
+        { "call [eax+ecx*4+0x100]", { 0xFF, 0x94, 0x88, 0x00, 0x01, 0x00, 0x00 }, 7, true },
+        { "jmp [esi+8] (FF /4)", { 0xFF, 0x66, 0x08 }, 3, false },
+        { "push [esi+8] (FF /6)", { 0xFF, 0x76, 0x08 }, 3, false },
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+        target t;
+        setup(&t);
+        uint32_t ret = CODE + 0x905;
+        put(&t, ret - (uint32_t)calls[i].len, calls[i].bytes, (size_t)calls[i].len);
+        set(&t, S(0x10), 0);
+        set(&t, S(0x14), ret);
+        char name[120];
+        snprintf(name, sizeof name, "unwind32/calls: %s %s", calls[i].what,
+                 calls[i].is_call ? "before a return address" : "is not a call");
+        if (calls[i].is_call)
+            check_walk(name, &t, BODY, S(0), S(0x10), 64, true, 16, FRAMES(BODY, ret), HOW(CTX, CHN), 2,
+                       HS_UW_END);
+        else
+            check_walk(name, &t, BODY, S(0), S(0x10), 64, true, 16, FRAMES(BODY), HOW(CTX), 1, HS_UW_END);
+    }
+}
+
+static void test_unknown(void)
+{
+    target t;
+    setup(&t);
+    check_walk("unwind32/unknown: eip outside known code", &t, 0x10000000u, S(0), S(0x10), 64, true, 16,
+               FRAMES(0x10000000u), HOW(CTX), 1, HS_UW_UNKNOWN_PC);
+}
+
+int main(void)
+{
+    test_chain();
+    test_prologue();
+    test_epilogue();
+    test_frame_data();
+    test_scribbled();
+    test_calls();
+    test_unknown();
+    return tap_status();
+}
