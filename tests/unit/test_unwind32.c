@@ -21,8 +21,13 @@
  *   unknown     eip outside known code.
  *
  * Built natively, for 64 and 32 bits; the 32-bit build also walks its own
- * stack (#if __i386__ below): functions with and without a frame pointer,
- * the walk checked against the return addresses each function saw.
+ * stack (#if __i386__ below): gcc -O2 functions with and without a frame
+ * pointer (per function: optimize("omit-frame-pointer") or not), the
+ * frame data of the latter read from their prologues; the walk of the
+ * stack copied at the deepest one gives exactly the return addresses each
+ * function saw (__builtin_return_address), with frame data, with ebp
+ * scribbled and restored from frame data, and scribbled where there is no
+ * frame data (found by the scan).
  */
 #include <stdio.h>
 #include <string.h>
@@ -367,6 +372,259 @@ static void test_unknown(void)
                FRAMES(0x10000000u), HOW(CTX), 1, HS_UW_UNKNOWN_PC);
 }
 
+#if defined(__i386__)
+/* ---- the walker on this program's own stack (-m32) -------------------------- */
+
+/* own_driver (frame pointer) -> own_a (frame pointer) -> own_b (none; ebp
+ * saved, and scribbled when asked) -> own_c (frame pointer) -> own_d
+ * (none, ebp untouched) -> own_capture (frame pointer), which copies the
+ * stack from its esp up to own_driver's return address. Each function
+ * keeps the return address it was called with: seen[0] is own_capture's,
+ * seen[5] own_driver's. The frame data of the functions without a frame
+ * pointer is read from their prologues (pushes, then sub esp), as a
+ * compiler's FPO record would give it. */
+#include <capstone/capstone.h>
+
+#define WITH_FP __attribute__((noinline, noclone, optimize("no-omit-frame-pointer")))
+#define WITHOUT_FP __attribute__((noinline, noclone, optimize("omit-frame-pointer")))
+#define OWN_DEPTH 6
+
+extern char __executable_start[], etext[];
+
+static struct {
+    uint32_t eip, esp, ebp;
+    uint32_t len;
+    uint8_t data[16384];
+} own_copy;
+static uint32_t seen[OWN_DEPTH];
+static uint32_t own_top;               /* the copy ends here: own_driver's frame + 8 */
+static volatile uint32_t own_scribble; /* own_b puts this in ebp when not 0 */
+
+WITH_FP static int own_capture(int x)
+{
+    seen[0] = (uint32_t)__builtin_return_address(0);
+    uint32_t eip, esp;
+    __asm__ volatile("call 1f\n1: pop %0\n\tmov %%esp, %1" : "=r"(eip), "=r"(esp));
+    own_copy.eip = eip;
+    own_copy.esp = esp;
+    own_copy.ebp = (uint32_t)__builtin_frame_address(0);
+    own_copy.len = own_top - esp <= sizeof own_copy.data ? own_top - esp : 0;
+    memcpy(own_copy.data, (const void *)esp, own_copy.len);
+    return x + 1;
+}
+
+WITHOUT_FP static int own_d(int x)
+{
+    seen[1] = (uint32_t)__builtin_return_address(0);
+    return own_capture(x * 3) + 1;
+}
+
+WITH_FP __attribute__((regparm(2))) static int own_c(int x, int y)
+{
+    seen[2] = (uint32_t)__builtin_return_address(0);
+    return own_d(x + y) * 2;
+}
+
+WITHOUT_FP static int own_b(int x)
+{
+    seen[3] = (uint32_t)__builtin_return_address(0);
+    if (own_scribble)
+        __asm__ volatile("mov %0, %%ebp" : : "r"(own_scribble) : "ebp");
+    return own_c(x, 5) + 3;
+}
+
+WITH_FP static int own_a(int x)
+{
+    seen[4] = (uint32_t)__builtin_return_address(0);
+    return own_b(x - 1) ^ 1;
+}
+
+WITH_FP static int own_driver(int x)
+{
+    seen[5] = (uint32_t)__builtin_return_address(0);
+    own_top = (uint32_t)__builtin_frame_address(0) + 8;
+    return own_a(x) + 7;
+}
+
+/* Zero the stack the walk will run on: no return address left there by
+ * earlier calls for a scan to find. */
+__attribute__((noinline)) static void own_scrub(void)
+{
+    volatile uint8_t pad[32768];
+    memset((void *)pad, 0, sizeof pad);
+    __asm__ volatile("" : : "r"(pad) : "memory");
+}
+
+typedef struct own_func {
+    const char *name;
+    uint32_t begin, end;
+    uint32_t params;
+    bool fp;
+    hs_uw32_frame_data fd;
+} own_func;
+
+typedef struct own_target {
+    own_func f[OWN_DEPTH];
+    bool frame_data_b;          /* own_b's frame data given */
+} own_target;
+
+static bool own_is_code(void *ctx, uint32_t addr)
+{
+    (void)ctx;
+    return addr >= (uint32_t)__executable_start && addr < (uint32_t)etext;
+}
+
+static int own_read(void *ctx, uint32_t addr, void *buf, size_t len)
+{
+    if (!own_is_code(ctx, addr) || (uint32_t)etext - addr < len)
+        return -1;
+    memcpy(buf, (const void *)addr, len);
+    return 0;
+}
+
+static int own_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
+{
+    const own_target *t = ctx;
+    for (int i = 0; i < OWN_DEPTH; i++) {
+        const own_func *f = &t->f[i];
+        if (pc >= f->begin && pc < f->end && (t->frame_data_b || strcmp(f->name, "own_b") != 0)) {
+            *fd = f->fd;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A function's extent (up to the ret or jmp past every branch into it)
+ * and frame data (its prologue's pushes and sub esp); the check that it
+ * has, or has not, the frame pointer it was built with. 0, or -1. */
+static int own_describe(csh cs, own_func *f, char *why, size_t len)
+{
+    cs_insn *insn;
+    size_t n = cs_disasm(cs, (const uint8_t *)f->begin, 1024, f->begin, 0, &insn);
+    uint32_t reach = f->begin, pushes = 0;
+    int in_prolog = 1;
+    hs_uw32_frame_data *fd = &f->fd;
+    memset(fd, 0, sizeof *fd);
+    fd->begin = f->begin;
+    fd->params = f->params;
+    fd->uses_ebp = f->fp;
+    f->end = 0;
+    for (size_t i = 0; i < n && !f->end; i++) {
+        const cs_insn *in = &insn[i];
+        const cs_x86 *x = &in->detail->x86;
+        uint32_t next = (uint32_t)(in->address + in->size);
+        if (in_prolog && in->id == X86_INS_PUSH && x->operands[0].type == X86_OP_REG) {
+            pushes++;
+            if (x->operands[0].reg == X86_REG_EBP)
+                fd->ebp_saved_at = 4 * pushes;
+        } else if (in_prolog && in->id == X86_INS_SUB && x->operands[0].type == X86_OP_REG &&
+                   x->operands[0].reg == X86_REG_ESP && x->operands[1].type == X86_OP_IMM) {
+            fd->locals = (uint32_t)x->operands[1].imm;
+            fd->prolog = next - f->begin;
+            in_prolog = 0;
+        } else if (in_prolog) {
+            fd->prolog = (uint32_t)in->address - f->begin;
+            in_prolog = 0;
+        }
+        if ((in->id == X86_INS_JMP || (in->id >= X86_INS_JAE && in->id <= X86_INS_JS)) &&
+            x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+            uint32_t to = (uint32_t)x->operands[0].imm;
+            if (to > reach && to < f->begin + 1024)
+                reach = to;
+        }
+        if ((in->id == X86_INS_RET || in->id == X86_INS_JMP) && next > reach)
+            f->end = next;
+    }
+    fd->saved_regs = 4 * pushes;
+    /* push ebp, then mov ebp,esp among the next instructions (the
+     * scheduler may put one between) */
+    int fp = 0;
+    for (size_t i = 1; i < n && i < 4 && insn[0].id == X86_INS_PUSH &&
+                       insn[0].detail->x86.operands[0].reg == X86_REG_EBP; i++)
+        fp |= insn[i].id == X86_INS_MOV && insn[i].detail->x86.operands[0].reg == X86_REG_EBP &&
+              insn[i].detail->x86.operands[1].type == X86_OP_REG && insn[i].detail->x86.operands[1].reg == X86_REG_ESP;
+    if (n)
+        cs_free(insn, n);
+    if (!f->end) {
+        snprintf(why, len, "%s: no end found", f->name);
+        return -1;
+    }
+    if (fp != f->fp) {
+        snprintf(why, len, "%s %s a frame pointer", f->name, fp ? "has" : "lacks");
+        return -1;
+    }
+    return 0;
+}
+
+/* Run the chain and walk the copy it made: exactly the return addresses
+ * the functions saw, each found as `want_how` says. */
+static void own_walk(const char *name, own_target *t, uint32_t scribble, const uint8_t *want_how)
+{
+    own_scribble = scribble;
+    own_scrub();
+    volatile int r = own_driver(1);
+    (void)r;
+    own_scribble = 0;
+    hs_uw32_env env = { t, own_is_code, own_read, own_frame_data };
+    hs_uw_stack st = { own_copy.esp, own_copy.data, own_copy.len, false };
+    hs_uw32_regs regs = { own_copy.eip, own_copy.esp, own_copy.ebp };
+    uint32_t frames[16];
+    uint8_t how[16];
+    hs_uw_result res = hs_unwind32_walk(&env, &st, &regs, frames, how, 16);
+    char got[600];
+    size_t len = (size_t)snprintf(got, sizeof got, "copy %u bytes, stop %d, frames", own_copy.len, res.stop);
+    for (uint32_t i = 0; i < res.n && len < sizeof got; i++)
+        len += (size_t)snprintf(got + len, sizeof got - len, " 0x%x(%d)", frames[i], how[i]);
+    len += (size_t)snprintf(got + len, sizeof got - len, "; seen");
+    for (int i = 0; i < OWN_DEPTH && len < sizeof got; i++)
+        len += (size_t)snprintf(got + len, sizeof got - len, " 0x%x", seen[i]);
+    int ok = own_copy.len > 0 && res.n == OWN_DEPTH + 1 && res.stop == HS_UW_TRUNCATED && frames[0] == own_copy.eip;
+    for (int i = 0; ok && i < OWN_DEPTH; i++)
+        ok = frames[i + 1] == seen[i] && how[i + 1] == want_how[i];
+    tap_check(ok, name, "%s", got);
+}
+
+static void test_own_stack(void)
+{
+    own_target t = { .f = {
+        { "own_capture", (uint32_t)own_capture, 0, 4, true, { 0 } },
+        { "own_d", (uint32_t)own_d, 0, 4, false, { 0 } },
+        { "own_c", (uint32_t)own_c, 0, 0, true, { 0 } },
+        { "own_b", (uint32_t)own_b, 0, 4, false, { 0 } },
+        { "own_a", (uint32_t)own_a, 0, 4, true, { 0 } },
+        { "own_driver", (uint32_t)own_driver, 0, 4, true, { 0 } },
+    } };
+    csh cs;
+    if (cs_open(CS_ARCH_X86, CS_MODE_32, &cs) != CS_ERR_OK) {
+        tap_fail("unwind32/own stack", "cs_open");
+        return;
+    }
+    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+    char why[200] = "";
+    int described = 1;
+    for (int i = 0; i < OWN_DEPTH && described; i++)
+        described = own_describe(cs, &t.f[i], why, sizeof why) == 0;
+    cs_close(&cs);
+    if (!described) {
+        tap_fail("unwind32/own stack", "%s", why);
+        return;
+    }
+    for (int i = 0; i < OWN_DEPTH; i++)
+        tap_diag("%s at 0x%x-0x%x: prolog %u, locals %u, saved %u (ebp at %u), params %u%s", t.f[i].name,
+                 t.f[i].begin, t.f[i].end, t.f[i].fd.prolog, t.f[i].fd.locals, t.f[i].fd.saved_regs,
+                 t.f[i].fd.ebp_saved_at, t.f[i].fd.params, t.f[i].fp ? ", frame pointer" : "");
+    /* seen[i] is found from the frame of the function below it */
+    t.frame_data_b = true;
+    own_walk("unwind32/own stack: frame pointers and frame data", &t, 0, HOW(CHN, FD, CHN, FD, CHN, CHN));
+    own_walk("unwind32/own stack: ebp scribbled, the caller's restored from the frame data", &t, 0xDEAD0000u,
+             HOW(CHN, FD, CHN, FD, CHN, CHN));
+    t.frame_data_b = false;
+    own_walk("unwind32/own stack: ebp scribbled where there is no frame data: a scan", &t, 0xDEAD0000u,
+             HOW(CHN, FD, CHN, SCN, CHN, CHN));
+}
+#endif
+
 int main(void)
 {
     test_chain();
@@ -376,5 +634,8 @@ int main(void)
     test_scribbled();
     test_calls();
     test_unknown();
+#if defined(__i386__)
+    test_own_stack();
+#endif
     return tap_status();
 }
