@@ -23,14 +23,11 @@ typedef struct walk {
  * beyond it: HS_UW_AT_BASE for a complete copy, else HS_UW_TRUNCATED). */
 static int slot(const walk *w, uint64_t addr, uint32_t *v)
 {
-    const hs_uw_stack *st = w->st;
-    if (addr < st->lo)
-        return HS_UW_BAD;
-    uint64_t off = addr - st->lo;
-    if (off > st->len || st->len - off < 4)
-        return st->complete ? HS_UW_AT_BASE : HS_UW_TRUNCATED;
-    *v = hs_le32(st->data + off);
-    return 0;
+    const uint8_t *p;
+    int err = hs_uw_stack_at(w->st, addr, 4, &p);
+    if (!err)
+        *v = hs_le32(p);
+    return err;
 }
 
 static bool is_code(const walk *w, uint64_t addr)
