@@ -173,6 +173,54 @@ static int by_prologue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
     return pop_return(w, at, ebp, out);
 }
 
+/* Inside the prologue of a function with frame data (eip - begin <
+ * prolog): the prologue run so far, from its first byte, pushes
+ * registers and allocates (push r32, sub esp, mov r32,imm32, the hot-patch
+ * mov edi,edi); the return address lies above what it pushed and
+ * allocated, the caller's ebp where it pushed ebp. Once `mov ebp,esp`
+ * ran, the chain holds instead. */
+static int by_prologue_run(const walk *w, const hs_uw32_regs *r, const hs_uw32_frame_data *fd,
+                           hs_uw32_regs *out)
+{
+    uint8_t c[64];
+    uint32_t len = r->eip - fd->begin;
+    if (len > sizeof c || (len && w->env->read(w->env->ctx, fd->begin, c, len) < 0))
+        return NOT_HERE;
+    uint32_t size = 0, ebp_pushed = 0;  /* bytes below the return address; with ebp pushed */
+    for (uint32_t i = 0; i < len;) {
+        if (c[i] >= 0x50 && c[i] <= 0x57) {                           /* push r32 */
+            size += 4;
+            if (c[i] == 0x55)
+                ebp_pushed = size;
+            i += 1;
+        } else if (c[i] >= 0xB8 && c[i] <= 0xBF && c[i] != 0xBC) {    /* mov r32, imm32 (not esp) */
+            i += 5;
+        } else if (i + 1 < len && c[i] == 0x8B && c[i + 1] == 0xFF) { /* mov edi, edi */
+            i += 2;
+        } else if (i + 2 < len && c[i] == 0x83 && c[i + 1] == 0xEC && c[i + 2] < 0x80) {   /* sub esp, imm8 */
+            size += c[i + 2];
+            i += 3;
+        } else if (i + 5 < len && c[i] == 0x81 && c[i + 1] == 0xEC && hs_le32(c + i + 2) < 0x1000000) {
+            size += hs_le32(c + i + 2);                                 /* sub esp, imm32 */
+            i += 6;
+        } else {
+            return NOT_HERE;   /* mov ebp,esp (the chain holds), or code not of a prologue */
+        }
+        if (i > len)
+            return NOT_HERE;   /* eip is not at an instruction of it */
+    }
+    uint64_t at = (uint64_t)r->esp + size;
+    uint32_t ret, ebp = r->ebp;
+    int err = slot(w, at, &ret);
+    if (err)
+        return err;
+    if (!after_call(w, ret))
+        return NOT_HERE;
+    if (ebp_pushed && (err = slot(w, at - ebp_pushed, &ebp)) != 0)
+        return err;
+    return pop_return(w, at, ebp, out);
+}
+
 /* A frame without a frame pointer that has frame data, past its
  * prologue: its return address lies above the parameters pushed for the
  * frame below (callee_params), its locals and its saved registers; a
@@ -181,14 +229,9 @@ static int by_prologue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
 static int by_frame_data(const walk *w, const hs_uw32_regs *r, const hs_uw32_frame_data *fd,
                          uint32_t callee_params, hs_uw32_regs *out, uint8_t *how)
 {
-    uint64_t at;
-    if (r->eip == fd->begin) {
-        at = r->esp;
-    } else if (r->eip - fd->begin < fd->prolog) {
+    if (r->eip - fd->begin < fd->prolog)
         return NOT_HERE;
-    } else {
-        at = (uint64_t)r->esp + callee_params + fd->locals + fd->saved_regs;
-    }
+    uint64_t at = (uint64_t)r->esp + callee_params + fd->locals + fd->saved_regs;
     for (int k = 0; k <= FRAME_DATA_SLACK; k++, at += 4) {
         uint32_t ret, ebp = r->ebp;
         int err = slot(w, at, &ret);
@@ -196,7 +239,7 @@ static int by_frame_data(const walk *w, const hs_uw32_regs *r, const hs_uw32_fra
             return err;
         if (!after_call(w, ret))
             continue;
-        if (fd->ebp_saved_at && r->eip != fd->begin && (err = slot(w, at - fd->ebp_saved_at, &ebp)) != 0)
+        if (fd->ebp_saved_at && (err = slot(w, at - fd->ebp_saved_at, &ebp)) != 0)
             return err;
         *how = k == 0 ? HS_UW32_FRAME_DATA : HS_UW32_SCAN;
         return pop_return(w, at, ebp, out);
@@ -270,6 +313,8 @@ static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, ui
     if (first && (err = by_epilogue(w, r, &out)) != NOT_HERE)
         *how = HS_UW32_EPILOGUE;
     else if (first && (err = by_prologue(w, r, &out)) != NOT_HERE)
+        *how = HS_UW32_PROLOGUE;
+    else if (have_fd && r->eip - fd.begin < fd.prolog && (err = by_prologue_run(w, r, &fd, &out)) != NOT_HERE)
         *how = HS_UW32_PROLOGUE;
     else if (have_fd && !fd.uses_ebp && (err = by_frame_data(w, r, &fd, callee_params, &out, how)) != NOT_HERE)
         ;

@@ -17,6 +17,8 @@
  *               mov ebp,esp` (or the hot-patch `mov edi,edi` before
  *               them): the return address is at [esp], or at [esp+4]
  *               with the caller's ebp at [esp] once the push ran;
+ *   prologue    inside the prologue of a function with frame data: its
+ *   run         pushes and allocations from its first byte to eip;
  *   frame data  the function's frame data (the PDB's FPO or FrameData
  *               record, hs_uw32_frame_data) past its prologue: the
  *               return address lies above its locals and saved registers
@@ -86,7 +88,7 @@ typedef struct hs_uw32_env {
 enum hs_uw32_how {
     HS_UW32_CONTEXT = 0,       /* the first frame: the thread's eip */
     HS_UW32_EPILOGUE,          /* the first frame's epilogue, run forward */
-    HS_UW32_PROLOGUE,          /* the first frame's prologue, read from its code */
+    HS_UW32_PROLOGUE,          /* a prologue, read from its code */
     HS_UW32_FRAME_DATA,        /* from the frame data of the frame below */
     HS_UW32_CHAIN,             /* from the ebp chain */
     HS_UW32_SCAN,              /* by a scan of the stack: a guess */

@@ -12,7 +12,8 @@
  *   frame data  a function without a frame pointer in the middle (ebp
  *               its own, the caller's saved below its return address, a
  *               stale return address in its locals), found exactly; the
- *               same function as the leaf, with an argument pushed;
+ *               same function as the leaf, with an argument pushed, and
+ *               in its prologue (its pushes run from its first byte);
  *   scribbled   a chain that points at itself, one that points outside
  *               the stack, a return address that does not follow a call:
  *               the scan finds the true caller, marked as a scan;
@@ -131,6 +132,7 @@ static void setup(target *t)
     static const uint8_t epilog[] = { 0x5F, 0x5E, 0x5D, 0xC3 };
     static const uint8_t leave[] = { 0xC9, 0xC2, 0x08, 0x00 };
     static const uint8_t body[] = { 0x8B, 0x45, 0x08, 0x03, 0x45, 0x0C, 0xC9, 0xC3 };
+    static const uint8_t fpo_prolog[] = { 0x55, 0x53, 0x83, 0xEC, 0x10 };
     static const uint8_t not_call[] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
     put(t, CALLEE, callee, sizeof callee);
     put(t, PROLOG, prolog, sizeof prolog);
@@ -138,6 +140,7 @@ static void setup(target *t)
     put(t, EPILOG, epilog, sizeof epilog);
     put(t, LEAVE, leave, sizeof leave);
     put(t, BODY, body, sizeof body);
+    put(t, FPO_BEGIN, fpo_prolog, sizeof fpo_prolog);
     put(t, NOT_AFTER_CALL - 7, not_call, sizeof not_call);
     put_call(t, R1);
     put_call(t, R2);
@@ -288,9 +291,14 @@ static void test_frame_data(void)
     set(&t, S(0x1C), 0x55);
     check_walk("unwind32/frame data: the leaf, with an argument pushed", &t, in_fpo + 2, S(0x1C), 7, 64, true,
                16, FRAMES(in_fpo + 2, R2, R3), HOW(CTX, SCN, CHN), 3, HS_UW_END);
+    /* in its prologue (push ebp; push ebx; sub esp,16), after the two
+     * pushes (ebp 7: the caller's is where the push put it); at its
+     * first byte */
+    check_walk("unwind32/frame data: the leaf in its prologue", &t, FPO_BEGIN + 2, S(0x30), 7, 64, true, 16,
+               FRAMES(FPO_BEGIN + 2, R2, R3), HOW(CTX, PRO, CHN), 3, HS_UW_END);
     set(&t, S(0x34), R2);
     check_walk("unwind32/frame data: the leaf at its first byte", &t, FPO_BEGIN, S(0x34), S(0x50), 64, true, 16,
-               FRAMES(FPO_BEGIN, R2, R3), HOW(CTX, FD, CHN), 3, HS_UW_END);
+               FRAMES(FPO_BEGIN, R2, R3), HOW(CTX, PRO, CHN), 3, HS_UW_END);
 }
 
 static void test_scribbled(void)
