@@ -11,6 +11,7 @@
 #define NOT_HERE (-1)
 
 #define EPILOGUE_INSNS 16      /* instructions run forward at most to reach the ret */
+#define PROLOGUE_INSNS 4       /* instructions before push ebp / mov ebp,esp that change neither */
 #define FRAME_DATA_SLACK 8     /* slots above frame data's return address slot also tried */
 #define SAVED_EBP_SLOTS 4      /* slots below a scanned return address where ebp may be saved */
 
@@ -35,9 +36,9 @@ static bool is_code(const walk *w, uint64_t addr)
     return addr <= UINT32_MAX && w->env->is_code(w->env->ctx, (uint32_t)addr);
 }
 
-/* Length of a `call r/m32` (FF /2) from its ModRM byte m[0] (and SIB
- * byte m[1]), opcode included. */
-static size_t call_rm_len(const uint8_t *m)
+/* Length of an instruction of a one-byte opcode and a ModRM operand,
+ * from its ModRM byte m[0] (and SIB byte m[1]), opcode included. */
+static size_t modrm_insn_len(const uint8_t *m)
 {
     int mod = m[0] >> 6, rm = m[0] & 7;
     if (mod == 3)
@@ -60,7 +61,7 @@ static bool after_call(const walk *w, uint32_t a)
         return true;
     for (size_t len = 2; len <= 7; len++) {
         const uint8_t *m = c + 8 - len;    /* the ModRM byte of a call of that length */
-        if (m[-1] == 0xFF && ((m[0] >> 3) & 7) == 2 && call_rm_len(m) == len)
+        if (m[-1] == 0xFF && ((m[0] >> 3) & 7) == 2 && modrm_insn_len(m) == len)
             return true;
     }
     return false;
@@ -85,27 +86,52 @@ static bool mov_ebp_esp(const uint8_t *c)
     return (c[0] == 0x89 && c[1] == 0xE5) || (c[0] == 0x8B && c[1] == 0xEC);
 }
 
+/* Length of an instruction at c (8 bytes) that changes no register but
+ * a general one other than esp and ebp, and the flags, and writes no
+ * memory: mov, add, or, and, sub, xor, cmp, test, lea into such a
+ * register, mov r32,imm32, op r32,imm8, nop, xchg ax,ax. 0 if not one. */
+static size_t neutral_len(const uint8_t *c)
+{
+    int mod = c[1] >> 6, reg = (c[1] >> 3) & 7, rm = c[1] & 7;
+    switch (c[0]) {
+    case 0x90:
+        return 1;
+    case 0x66:
+        return c[1] == 0x90 ? 2 : 0;
+    case 0x01: case 0x09: case 0x21: case 0x29: case 0x31: case 0x89:   /* op r/m32, r32 */
+        return mod == 3 && rm != 4 && rm != 5 ? 2 : 0;
+    case 0x83:                                                           /* op r32, imm8 */
+        return mod == 3 && rm != 4 && rm != 5 ? 3 : 0;
+    case 0x03: case 0x0B: case 0x23: case 0x2B: case 0x33: case 0x8B: case 0x8D:   /* op r32, r/m32 */
+        return reg != 4 && reg != 5 && !(c[0] == 0x8D && mod == 3) ? modrm_insn_len(c + 1) : 0;
+    case 0x39: case 0x3B: case 0x85:                                     /* cmp, test */
+        return modrm_insn_len(c + 1);
+    default:
+        return c[0] >= 0xB8 && c[0] <= 0xBF && c[0] != 0xBC && c[0] != 0xBD ? 5 : 0;
+    }
+}
+
 /* The first frame in an epilogue: the code at eip, run forward, only
- * restores registers and esp, then returns. Run it to the ret. */
+ * restores registers and esp (or changes neither esp nor ebp), then
+ * returns. Run it to the ret. */
 static int by_epilogue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
 {
     uint64_t eip = r->eip, esp = r->esp;
     uint32_t ebp = r->ebp, v;
-    int err;
     for (int k = 0; k < EPILOGUE_INSNS; k++) {
-        uint8_t c[6];
+        uint8_t c[8];
         if (!is_code(w, eip) || w->env->read(w->env->ctx, (uint32_t)eip, c, sizeof c) < 0)
             return NOT_HERE;
         if (c[0] >= 0x58 && c[0] <= 0x5F && c[0] != 0x5C) {          /* pop r32 (not esp) */
-            if ((err = slot(w, esp, &v)) != 0)
-                return err;
+            if (slot(w, esp, &v) != 0)
+                return NOT_HERE;
             if (c[0] == 0x5D)
                 ebp = v;
             esp += 4;
             eip += 1;
         } else if (c[0] == 0xC9) {                                    /* leave */
-            if ((err = slot(w, ebp, &v)) != 0)
-                return err;
+            if (slot(w, ebp, &v) != 0)
+                return NOT_HERE;
             esp = (uint64_t)ebp + 4;
             ebp = v;
             eip += 1;
@@ -127,16 +153,16 @@ static int by_epilogue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
         } else if (c[0] == 0x8D && c[1] == 0x64 && c[2] == 0x24) {    /* lea esp, [esp+disp8] */
             esp += (uint64_t)(int64_t)(int8_t)c[3];
             eip += 4;
-        } else if (c[0] == 0x90) {                                    /* nop */
-            eip += 1;
+        } else if (neutral_len(c) != 0) {                             /* changes neither esp nor ebp */
+            eip += neutral_len(c);
         } else if (c[0] == 0xEB) {                                    /* jmp rel8 */
             eip += 2 + (uint64_t)(int64_t)(int8_t)c[1];
         } else if (c[0] == 0xE9) {                                    /* jmp rel32 */
             eip += 5 + (uint64_t)(int64_t)(int32_t)hs_le32(c + 1);
         } else if (c[0] == 0xC3 || c[0] == 0xC2 || (c[0] == 0xF3 && c[1] == 0xC3)) {   /* ret */
-            if (esp < r->esp)
+            if (esp < r->esp || pop_return(w, esp, ebp, out) != 0)
                 return NOT_HERE;
-            return pop_return(w, esp, ebp, out);
+            return 0;
         } else {
             return NOT_HERE;
         }
@@ -147,27 +173,36 @@ static int by_epilogue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
     return NOT_HERE;
 }
 
-/* The first frame at a function's start: eip at `push ebp; mov ebp,esp`
- * (or the hot-patch `mov edi,edi` before them), or at the mov after the
- * push. */
+/* The first frame at a function's start: ahead of eip, `push ebp` (not
+ * run yet: the return address at [esp]) or only `mov ebp,esp` (the push
+ * ran: the caller's ebp at [esp], the return address above), with at
+ * most PROLOGUE_INSNS instructions before them that change neither (the
+ * hot-patch mov edi,edi, or one the scheduler put between the two). */
 static int by_prologue(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
 {
-    uint8_t c[5], before;
-    if (r->eip < 1 || w->env->read(w->env->ctx, r->eip, c, sizeof c) < 0)
-        return NOT_HERE;
-    uint64_t at;
-    uint32_t ebp = r->ebp;
-    if ((c[0] == 0x55 && mov_ebp_esp(c + 1)) || (c[0] == 0x8B && c[1] == 0xFF && c[2] == 0x55 && mov_ebp_esp(c + 3))) {
-        at = r->esp;
-    } else if (mov_ebp_esp(c) && w->env->read(w->env->ctx, r->eip - 1, &before, 1) == 0 && before == 0x55) {
-        int err = slot(w, r->esp, &ebp);
+    uint64_t eip = r->eip;
+    bool pushed = true;
+    for (int k = 0;; k++) {
+        uint8_t c[8];
+        if (k > PROLOGUE_INSNS + 1 || !is_code(w, eip) || w->env->read(w->env->ctx, (uint32_t)eip, c, sizeof c) < 0)
+            return NOT_HERE;
+        if (mov_ebp_esp(c))
+            break;
+        size_t n = c[0] == 0x55 && pushed ? 1 : neutral_len(c);
+        if (!n)
+            return NOT_HERE;
+        if (c[0] == 0x55)
+            pushed = false;
+        eip += n;
+    }
+    uint64_t at = r->esp;
+    uint32_t ebp = r->ebp, ret;
+    if (pushed) {
+        int err = slot(w, at, &ebp);
         if (err)
             return err;
-        at = (uint64_t)r->esp + 4;
-    } else {
-        return NOT_HERE;
+        at += 4;
     }
-    uint32_t ret;
     if (slot(w, at, &ret) != 0 || !after_call(w, ret))
         return NOT_HERE;
     return pop_return(w, at, ebp, out);

@@ -12,11 +12,13 @@
  *
  *   epilogue    (the first frame only) the code at eip is the rest of an
  *               epilogue (pops, leave, mov esp,ebp, add/lea esp, jumps,
- *               then ret): it is run forward to the ret, exactly;
- *   prologue    (the first frame only) eip at a function's `push ebp;
- *               mov ebp,esp` (or the hot-patch `mov edi,edi` before
- *               them): the return address is at [esp], or at [esp+4]
- *               with the caller's ebp at [esp] once the push ran;
+ *               instructions that change neither esp nor ebp, then ret):
+ *               it is run forward to the ret, exactly;
+ *   prologue    (the first frame only) ahead of eip a function's `push
+ *               ebp; mov ebp,esp` (after the hot-patch `mov edi,edi` or
+ *               an instruction the scheduler put there): the return
+ *               address is at [esp], or at [esp+4] with the caller's ebp
+ *               at [esp] once the push ran;
  *   prologue    inside the prologue of a function with frame data: its
  *   run         pushes and allocations from its first byte to eip;
  *   frame data  the function's frame data (the PDB's FPO or FrameData

@@ -6,9 +6,10 @@
  *   chain       three frames to a chain that ends with ebp 0; the same
  *               copy incomplete (truncated), and cut by the frame limit;
  *   prologue    a leaf at its `push ebp`, at its `mov ebp,esp`, at the
- *               hot-patch `mov edi,edi`: the caller the chain would skip;
+ *               hot-patch `mov edi,edi`, at an instruction between push
+ *               and mov: the caller the chain would skip;
  *   epilogue    a leaf at `pop edi; pop esi; pop ebp; ret`, at the ret
- *               after `pop ebp`, at `leave; ret 8`;
+ *               after `pop ebp`, at `leave; ret 8`, between leave and ret;
  *   frame data  a function without a frame pointer in the middle (ebp
  *               its own, the caller's saved below its return address, a
  *               stale return address in its locals), found exactly; the
@@ -54,8 +55,9 @@
 #define HOTPATCH (CODE + 0x620) /* mov edi,edi; push ebp; mov ebp,esp */
 #define EPILOG (CODE + 0x640)  /* pop edi; pop esi; pop ebp; ret */
 #define LEAVE (CODE + 0x660)   /* leave; ret 8 */
-#define BODY (CODE + 0x680)    /* mov eax,[ebp+8] ... */
+#define BODY (CODE + 0x680)    /* mov eax,[ebp+8]; push eax; ... (no epilogue ahead) */
 #define NOT_AFTER_CALL (CODE + 0x705)
+#define SCHEDULED (CODE + 0x6A0) /* push ebp; xor eax,eax; mov ebp,esp; ...; leave; add eax,edx; ret */
 /* a function without a frame pointer: [FPO_BEGIN, FPO_END), a call returns to +0x15 */
 #define FPO_BEGIN (CODE + 0x500)
 #define FPO_END (CODE + 0x580)
@@ -131,7 +133,7 @@ static void setup(target *t)
     static const uint8_t hotpatch[] = { 0x8B, 0xFF, 0x55, 0x8B, 0xEC };
     static const uint8_t epilog[] = { 0x5F, 0x5E, 0x5D, 0xC3 };
     static const uint8_t leave[] = { 0xC9, 0xC2, 0x08, 0x00 };
-    static const uint8_t body[] = { 0x8B, 0x45, 0x08, 0x03, 0x45, 0x0C, 0xC9, 0xC3 };
+    static const uint8_t body[] = { 0x8B, 0x45, 0x08, 0x50, 0x03, 0x45, 0x0C, 0xC9, 0xC3 };
     static const uint8_t fpo_prolog[] = { 0x55, 0x53, 0x83, 0xEC, 0x10 };
     static const uint8_t not_call[] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
     put(t, CALLEE, callee, sizeof callee);
@@ -141,6 +143,8 @@ static void setup(target *t)
     put(t, LEAVE, leave, sizeof leave);
     put(t, BODY, body, sizeof body);
     put(t, FPO_BEGIN, fpo_prolog, sizeof fpo_prolog);
+    static const uint8_t scheduled[] = { 0x55, 0x31, 0xC0, 0x89, 0xE5, 0x50, 0xC9, 0x01, 0xD0, 0xC3 };
+    put(t, SCHEDULED, scheduled, sizeof scheduled);
     put(t, NOT_AFTER_CALL - 7, not_call, sizeof not_call);
     put_call(t, R1);
     put_call(t, R2);
@@ -230,6 +234,9 @@ static void test_prologue(void)
     callers(&t);
     check_walk("unwind32/prologue: at mov ebp,esp", &t, PROLOG + 1, S(0x08), S(0x30), 64, true, 16,
                FRAMES(PROLOG + 1, R1, R2, R3), HOW(CTX, PRO, CHN, CHN), 4, HS_UW_END);
+    /* gcc -O2 -fno-omit-frame-pointer: push ebp; xor eax,eax; mov ebp,esp */
+    check_walk("unwind32/prologue: an instruction between push ebp and mov ebp,esp", &t, SCHEDULED + 1, S(0x08),
+               S(0x30), 64, true, 16, FRAMES(SCHEDULED + 1, R1, R2, R3), HOW(CTX, PRO, CHN, CHN), 4, HS_UW_END);
 }
 
 static void test_epilogue(void)
@@ -254,6 +261,9 @@ static void test_epilogue(void)
     callers(&t);
     check_walk("unwind32/epilogue: at leave; ret 8", &t, LEAVE, S(0), S(0x10), 64, true, 16,
                FRAMES(LEAVE, R1, R2, R3), HOW(CTX, EPI, CHN, CHN), 4, HS_UW_END);
+    /* gcc -O2: leave; add eax,edx; ret, at the add (ebp the caller's) */
+    check_walk("unwind32/epilogue: an instruction between leave and ret", &t, SCHEDULED + 7, S(0x14), S(0x30), 64,
+               true, 16, FRAMES(SCHEDULED + 7, R1, R2, R3), HOW(CTX, EPI, CHN, CHN), 4, HS_UW_END);
 }
 
 static void test_frame_data(void)
