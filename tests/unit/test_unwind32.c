@@ -29,7 +29,9 @@
  * stack copied at the deepest one gives exactly the return addresses each
  * function saw (__builtin_return_address), with frame data, with ebp
  * scribbled and restored from frame data, and scribbled where there is no
- * frame data (found by the scan).
+ * frame data (found by the scan); and real i686 mingw code with frame
+ * pointers (-O0, -O2 -fno-omit-frame-pointer: unwind32_cases.h), run
+ * natively and stopped at every instruction of a chain of calls.
  */
 #include <stdio.h>
 #include <string.h>
@@ -513,46 +515,70 @@ static int own_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
     return 0;
 }
 
-/* A function's extent (up to the ret or jmp past every branch into it)
- * and frame data (its prologue's pushes and sub esp); the check that it
- * has, or has not, the frame pointer it was built with. 0, or -1. */
-static int own_describe(csh cs, own_func *f, char *why, size_t len)
+/* The addresses of a function's instructions, from `code` (its bytes,
+ * at address `at`) up to the ret or jmp past every branch into it: how
+ * many (0 if no end was found within 1024 bytes). */
+static size_t instructions32(csh cs, const uint8_t *code, uint32_t at, uint32_t *out, size_t max)
 {
     cs_insn *insn;
-    size_t n = cs_disasm(cs, (const uint8_t *)f->begin, 1024, f->begin, 0, &insn);
-    uint32_t reach = f->begin, pushes = 0;
-    int in_prolog = 1;
+    size_t n = cs_disasm(cs, code, 1024, at, 0, &insn), k = 0;
+    uint32_t reach = at;
+    for (size_t i = 0; i < n && k < max; i++) {
+        const cs_insn *in = &insn[i];
+        const cs_x86 *x = &in->detail->x86;
+        uint32_t next = (uint32_t)(in->address + in->size);
+        out[k++] = (uint32_t)in->address;
+        if ((in->id == X86_INS_JMP || (in->id >= X86_INS_JAE && in->id <= X86_INS_JS)) && x->op_count == 1 &&
+            x->operands[0].type == X86_OP_IMM && (uint32_t)x->operands[0].imm > reach &&
+            (uint32_t)x->operands[0].imm < at + 1024)
+            reach = (uint32_t)x->operands[0].imm;
+        if ((in->id == X86_INS_RET || in->id == X86_INS_JMP) && next > reach) {
+            cs_free(insn, n);
+            return k;
+        }
+    }
+    if (n)
+        cs_free(insn, n);
+    return 0;
+}
+
+/* A function's extent and frame data (its prologue's pushes and sub
+ * esp), and the check that it has, or has not, the frame pointer it was
+ * built with. 0, or -1. */
+static int own_describe(csh cs, own_func *f, char *why, size_t len)
+{
+    uint32_t at[256];
+    size_t k = instructions32(cs, (const uint8_t *)f->begin, f->begin, at, 256);
+    if (!k) {
+        snprintf(why, len, "%s: no end found", f->name);
+        return -1;
+    }
+    cs_insn *insn;
+    size_t n = cs_disasm(cs, (const uint8_t *)f->begin, at[k - 1] + 16 - f->begin, f->begin, k, &insn);
+    f->end = n == k ? (uint32_t)(insn[k - 1].address + insn[k - 1].size) : 0;
     hs_uw32_frame_data *fd = &f->fd;
     memset(fd, 0, sizeof *fd);
     fd->begin = f->begin;
     fd->params = f->params;
     fd->uses_ebp = f->fp;
-    f->end = 0;
-    for (size_t i = 0; i < n && !f->end; i++) {
+    uint32_t pushes = 0;
+    for (size_t i = 0; i < n; i++) {
         const cs_insn *in = &insn[i];
         const cs_x86 *x = &in->detail->x86;
-        uint32_t next = (uint32_t)(in->address + in->size);
-        if (in_prolog && in->id == X86_INS_PUSH && x->operands[0].type == X86_OP_REG) {
+        if (in->id == X86_INS_PUSH && x->operands[0].type == X86_OP_REG) {
             pushes++;
             if (x->operands[0].reg == X86_REG_EBP)
                 fd->ebp_saved_at = 4 * pushes;
-        } else if (in_prolog && in->id == X86_INS_SUB && x->operands[0].type == X86_OP_REG &&
-                   x->operands[0].reg == X86_REG_ESP && x->operands[1].type == X86_OP_IMM) {
+            continue;
+        }
+        if (in->id == X86_INS_SUB && x->operands[0].type == X86_OP_REG && x->operands[0].reg == X86_REG_ESP &&
+            x->operands[1].type == X86_OP_IMM) {
             fd->locals = (uint32_t)x->operands[1].imm;
-            fd->prolog = next - f->begin;
-            in_prolog = 0;
-        } else if (in_prolog) {
+            fd->prolog = (uint32_t)(in->address + in->size) - f->begin;
+        } else {
             fd->prolog = (uint32_t)in->address - f->begin;
-            in_prolog = 0;
         }
-        if ((in->id == X86_INS_JMP || (in->id >= X86_INS_JAE && in->id <= X86_INS_JS)) &&
-            x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
-            uint32_t to = (uint32_t)x->operands[0].imm;
-            if (to > reach && to < f->begin + 1024)
-                reach = to;
-        }
-        if ((in->id == X86_INS_RET || in->id == X86_INS_JMP) && next > reach)
-            f->end = next;
+        break;
     }
     fd->saved_regs = 4 * pushes;
     /* push ebp, then mov ebp,esp among the next instructions (the
@@ -565,7 +591,7 @@ static int own_describe(csh cs, own_func *f, char *why, size_t len)
     if (n)
         cs_free(insn, n);
     if (!f->end) {
-        snprintf(why, len, "%s: no end found", f->name);
+        snprintf(why, len, "%s: cannot decode it", f->name);
         return -1;
     }
     if (fp != f->fp) {
@@ -641,6 +667,170 @@ static void test_own_stack(void)
     own_walk("unwind32/own stack: ebp scribbled where there is no frame data: a scan", &t, 0xDEAD0000u,
              HOW(CHN, FD, CHN, SCN, CHN, CHN));
 }
+
+/* ---- real i686 code, stopped at every instruction (-m32) ---------------------
+ * fixtures/unwind32_src.c built by i686-w64-mingw32-gcc with frame
+ * pointers (unwind32_cases.h), laid out at XR_CODE and run natively
+ * (xrun.h), called from a stub `call f; int3`, with an int3 put at each
+ * instruction in turn. From every instruction reached, the walk gives
+ * the return addresses of the calls that led there, exactly: each found
+ * by decoding the caller's `call callee` (not by the walker), the last
+ * the stub's; and none by the scan. No frame data: frame pointers,
+ * prologues and epilogues alone. */
+#include "hook/pe/pe.h"
+#include "tests/unit/unwind32_cases.h"
+#include "tests/unit/xrun.h"
+
+#define DLL_BASE ((uint32_t)XR_CODE)
+#define DLL_STUB ((uint32_t)XR_A + 0x100)
+
+typedef struct dll_image {
+    hs_pe pe;
+} dll_image;
+
+static bool dll_is_code(void *ctx, uint32_t addr)
+{
+    const dll_image *im = ctx;
+    return (addr >= DLL_BASE + 0x1000 && addr - DLL_BASE < im->pe.image_size) ||
+           (addr >= DLL_STUB && addr < DLL_STUB + 6);
+}
+
+static int dll_read(void *ctx, uint32_t addr, void *buf, size_t len)
+{
+    (void)ctx;
+    if (addr < XR_CODE || addr - XR_CODE > XR_CODE_SZ || XR_CODE_SZ - (addr - XR_CODE) < len)
+        return -1;
+    memcpy(buf, (const void *)addr, len);
+    return 0;
+}
+
+/* Run `entry` from the stub with an int3 at `stop`: 1 if it stopped there. */
+static int dll_run_to(const dll_image *im, uint32_t entry, uint32_t stop, xr_result *r)
+{
+    uint8_t stub[6] = { 0xE8, 0, 0, 0, 0, 0xCC };
+    uint32_t rel = entry - (DLL_STUB + 5);
+    memcpy(stub + 1, &rel, 4);
+    xr_put(DLL_STUB, stub, sizeof stub);
+    uint8_t keep = im->pe.image[stop - DLL_BASE], cc = 0xCC;
+    xr_put(stop, &cc, 1);
+    xr_input in;
+    xr_default_input(&in, 0);
+    int rc = xr_run(DLL_STUB, &in, r);
+    xr_put(stop, &keep, 1);
+    return rc == 0 && r->end == XR_END_TRAP && r->at == stop;
+}
+
+/* The return address of caller's first `call callee` (rel32), 0 if none. */
+static uint32_t dll_call_site(csh cs, uint32_t caller, uint32_t callee)
+{
+    uint32_t at[256];
+    size_t n = instructions32(cs, (const uint8_t *)caller, caller, at, 256);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *c = (const uint8_t *)at[i];
+        if (c[0] == 0xE8 && at[i] + 5 + (uint32_t)(c[1] | c[2] << 8 | c[3] << 16 | (uint32_t)c[4] << 24) == callee)
+            return at[i] + 5;
+    }
+    return 0;
+}
+
+/* path[0] is called from the stub, path[i] from path[i - 1]; stopped at
+ * every instruction of the last, the walk gives the return addresses of
+ * those calls. */
+static void dll_walk_every(csh cs, dll_image *im, const char *opt, const char *const *path, int depth)
+{
+    char name[160];
+    int len = snprintf(name, sizeof name, "unwind32/i686 %s:", opt);
+    for (int i = 0; i < depth; i++)
+        len += snprintf(name + len, sizeof name - (size_t)len, " %s%s", i ? "-> " : "", path[i]);
+    snprintf(name + len, sizeof name - (size_t)len, ", from every instruction");
+    uint32_t fn[8], want[8];
+    want[depth] = DLL_STUB + 5;
+    for (int i = 0; i < depth; i++) {
+        uint32_t rva = hs_pe_export_rva(&im->pe, path[i]);
+        fn[i] = rva ? DLL_BASE + rva : 0;
+        if (!rva) {
+            tap_fail(name, "%s is not exported", path[i]);
+            return;
+        }
+    }
+    /* want[k]: the return address k frames up from the stopped function */
+    for (int i = 1; i < depth; i++) {
+        want[depth - i] = dll_call_site(cs, fn[i - 1], fn[i]);
+        if (!want[depth - i]) {
+            tap_fail(name, "%s does not call %s", path[i - 1], path[i]);
+            return;
+        }
+    }
+    uint32_t at[256];
+    size_t n = instructions32(cs, (const uint8_t *)fn[depth - 1], fn[depth - 1], at, 256), reached = 0;
+    hs_uw32_env env = { im, dll_is_code, dll_read, NULL };
+    for (size_t i = 0; i < n; i++) {
+        xr_result r;
+        if (!dll_run_to(im, fn[0], at[i], &r)) {
+            xr_result_free(&r);
+            continue;
+        }
+        reached++;
+        uint32_t esp = (uint32_t)r.gpr[HS_RSP];
+        hs_uw_stack st = { esp, r.stack + (esp - XR_STACK), XR_STACK + XR_STACK_SZ - esp, false };
+        hs_uw32_regs regs = { at[i], esp, (uint32_t)r.gpr[HS_RBP] };
+        uint32_t frames[16];
+        uint8_t how[16];
+        hs_uw_result res = hs_unwind32_walk(&env, &st, &regs, frames, how, 16);
+        xr_result_free(&r);
+        int ok = res.n > (uint32_t)depth;
+        for (int k = 1; ok && k <= depth; k++)
+            ok = frames[k] == want[k] && how[k] != HS_UW32_SCAN;
+        if (!ok) {
+            char got[300];
+            size_t gl = 0;
+            for (uint32_t k = 0; k < res.n && gl < sizeof got; k++)
+                gl += (size_t)snprintf(got + gl, sizeof got - gl, " +0x%x(%d)", frames[k] - DLL_BASE, how[k]);
+            tap_fail(name, "at %s+0x%x: frames%s; want +0x%x first", path[depth - 1], at[i] - fn[depth - 1], got,
+                     want[1] - DLL_BASE);
+            return;
+        }
+    }
+    tap_diag("%s: %zu of %zu instructions reached", name, reached, n);
+    tap_check(n > 0 && reached * 10 >= n * 8, name, "%zu of %zu instructions reached", reached, n);
+}
+
+static void test_i686_code(void)
+{
+    if (xr_init() < 0) {
+        tap_fail("unwind32/i686", "cannot map the test regions");
+        return;
+    }
+    csh cs;
+    if (cs_open(CS_ARCH_X86, CS_MODE_32, &cs) != CS_ERR_OK) {
+        tap_fail("unwind32/i686", "cs_open");
+        return;
+    }
+    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+    static const char *const leaf[] = { "leaf_add" };
+    static const char *const saves[] = { "saves_regs" };
+    static const char *const to_saves[] = { "chain3", "pushes_args", "saves_regs" };
+    static const char *const to_leaf[] = { "chain3", "pushes_args", "saves_regs", "leaf_add" };
+    for (size_t d = 0; d < sizeof uw32_dlls / sizeof *uw32_dlls; d++) {
+        dll_image im;
+        memset(&im, 0, sizeof im);
+        char name[80];
+        snprintf(name, sizeof name, "unwind32/i686 %s: layout", uw32_dlls[d].opt);
+        if (hs_pe_load_file(&im.pe, uw32_dlls[d].dll, uw32_dlls[d].size) != HS_PE_OK || im.pe.bits != 32 ||
+            im.pe.image_size > XR_CODE_SZ / 4) {
+            tap_fail(name, "cannot lay out the DLL");
+            continue;
+        }
+        xr_reset_code();
+        xr_put(DLL_BASE, im.pe.image, im.pe.image_size);
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, leaf, 1);
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, saves, 1);
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, to_saves, 3);
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, to_leaf, 4);
+        hs_pe_close(&im.pe);
+    }
+    cs_close(&cs);
+}
 #endif
 
 int main(void)
@@ -654,6 +844,7 @@ int main(void)
     test_unknown();
 #if defined(__i386__)
     test_own_stack();
+    test_i686_code();
 #endif
     return tap_status();
 }
