@@ -68,7 +68,11 @@ typedef struct hs_uw32_frame_data {
     uint32_t prolog;           /* bytes of prologue: the frame is whole after them */
     uint32_t locals;           /* bytes of locals (FPO_DATA: cdwLocals * 4) */
     uint32_t saved_regs;       /* bytes of registers saved (FPO_DATA: cbRegs * 4) */
-    uint32_t params;           /* bytes of parameters (FPO_DATA: cdwParams * 4) */
+    uint32_t params;           /* bytes of parameters its callers push below their own frames
+                                  for each call (FPO_DATA: cdwParams * 4, for code that pushes
+                                  arguments, as MSVC's does); 0 where callers store arguments
+                                  in their frames (gcc's -maccumulate-outgoing-args, mingw's
+                                  default) */
     uint32_t ebp_saved_at;     /* the caller's ebp is saved this many bytes below the return
                                   address (4: pushed first); 0: not saved, ebp is the caller's
                                   (FrameData's program string: "$ebp $T0 N - ^ =") */

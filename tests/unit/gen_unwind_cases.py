@@ -6,9 +6,10 @@ tests need no cross compiler at run time:
                                x86_64-w64-mingw32-gcc at -O0, -O1 and -O2,
                                for test_sampler_unwind.c (x64 unwinder)
   tests/unit/unwind32_cases.h  fixtures/unwind32_src.c built with
-                               i686-w64-mingw32-gcc at -O0 and at -O2
-                               -fno-omit-frame-pointer, for test_unwind32.c
-                               (x86 walker)
+                               i686-w64-mingw32-gcc at -O0, at -O2
+                               -fno-omit-frame-pointer and at -O2 (without
+                               frame pointers), for test_unwind32.c (x86
+                               walker)
 
 each a DLL without the C runtime, its bytes whole; the tests lay them out,
 run their functions natively and unwind them.
@@ -26,7 +27,7 @@ OUTPUTS = [
     ("unwind_cases.h", "unwind_src.c", "x86_64-w64-mingw32-gcc", "DllMainCRTStartup", "uw",
      [["-O0"], ["-O1"], ["-O2"]]),
     ("unwind32_cases.h", "unwind32_src.c", "i686-w64-mingw32-gcc", "_DllMainCRTStartup@12", "uw32",
-     [["-O0"], ["-O2", "-fno-omit-frame-pointer"]]),
+     [["-O0"], ["-O2", "-fno-omit-frame-pointer"], ["-O2"]]),
 ]
 
 

@@ -29,9 +29,10 @@
  * stack copied at the deepest one gives exactly the return addresses each
  * function saw (__builtin_return_address), with frame data, with ebp
  * scribbled and restored from frame data, and scribbled where there is no
- * frame data (found by the scan); and real i686 mingw code with frame
- * pointers (-O0, -O2 -fno-omit-frame-pointer: unwind32_cases.h), run
- * natively and stopped at every instruction of a chain of calls.
+ * frame data (found by the scan); and real i686 mingw code (-O0 and -O2
+ * -fno-omit-frame-pointer with frame pointers, -O2 without them and with
+ * frame data read from its prologues: unwind32_cases.h), run natively and
+ * stopped at every instruction of a chain of calls.
  */
 #include <stdio.h>
 #include <string.h>
@@ -483,9 +484,11 @@ typedef struct own_func {
     hs_uw32_frame_data fd;
 } own_func;
 
+/* Functions with their frame data, for the walker's frame_data callback. */
 typedef struct own_target {
-    own_func f[OWN_DEPTH];
-    bool frame_data_b;          /* own_b's frame data given */
+    own_func f[8];
+    int n;
+    const char *hidden;         /* the one whose frame data is not given (NULL: none) */
 } own_target;
 
 static bool own_is_code(void *ctx, uint32_t addr)
@@ -505,9 +508,9 @@ static int own_read(void *ctx, uint32_t addr, void *buf, size_t len)
 static int own_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
 {
     const own_target *t = ctx;
-    for (int i = 0; i < OWN_DEPTH; i++) {
+    for (int i = 0; i < t->n; i++) {
         const own_func *f = &t->f[i];
-        if (pc >= f->begin && pc < f->end && (t->frame_data_b || strcmp(f->name, "own_b") != 0)) {
+        if (pc >= f->begin && pc < f->end && !(t->hidden && strcmp(f->name, t->hidden) == 0)) {
             *fd = f->fd;
             return 1;
         }
@@ -638,7 +641,7 @@ static void test_own_stack(void)
         { "own_b", (uint32_t)own_b, 0, 4, false, { 0 } },
         { "own_a", (uint32_t)own_a, 0, 4, true, { 0 } },
         { "own_driver", (uint32_t)own_driver, 0, 4, true, { 0 } },
-    } };
+    }, .n = OWN_DEPTH };
     csh cs;
     if (cs_open(CS_ARCH_X86, CS_MODE_32, &cs) != CS_ERR_OK) {
         tap_fail("unwind32/own stack", "cs_open");
@@ -659,11 +662,11 @@ static void test_own_stack(void)
                  t.f[i].begin, t.f[i].end, t.f[i].fd.prolog, t.f[i].fd.locals, t.f[i].fd.saved_regs,
                  t.f[i].fd.ebp_saved_at, t.f[i].fd.params, t.f[i].fp ? ", frame pointer" : "");
     /* seen[i] is found from the frame of the function below it */
-    t.frame_data_b = true;
+    t.hidden = NULL;
     own_walk("unwind32/own stack: frame pointers and frame data", &t, 0, HOW(CHN, FD, CHN, FD, CHN, CHN));
     own_walk("unwind32/own stack: ebp scribbled, the caller's restored from the frame data", &t, 0xDEAD0000u,
              HOW(CHN, FD, CHN, FD, CHN, CHN));
-    t.frame_data_b = false;
+    t.hidden = "own_b";
     own_walk("unwind32/own stack: ebp scribbled where there is no frame data: a scan", &t, 0xDEAD0000u,
              HOW(CHN, FD, CHN, SCN, CHN, CHN));
 }
@@ -675,8 +678,9 @@ static void test_own_stack(void)
  * instruction in turn. From every instruction reached, the walk gives
  * the return addresses of the calls that led there, exactly: each found
  * by decoding the caller's `call callee` (not by the walker), the last
- * the stub's; and none by the scan. No frame data: frame pointers,
- * prologues and epilogues alone. */
+ * the stub's; and none by the scan. With frame pointers no frame data
+ * is given (the chain, prologues and epilogues alone); without them
+ * (-O2), each function's frame data, read from its prologue. */
 #include "hook/pe/pe.h"
 #include "tests/unit/unwind32_cases.h"
 #include "tests/unit/xrun.h"
@@ -688,11 +692,12 @@ typedef struct dll_image {
     hs_pe pe;
 } dll_image;
 
+static uint32_t dll_image_size;
+
 static bool dll_is_code(void *ctx, uint32_t addr)
 {
-    const dll_image *im = ctx;
-    return (addr >= DLL_BASE + 0x1000 && addr - DLL_BASE < im->pe.image_size) ||
-           (addr >= DLL_STUB && addr < DLL_STUB + 6);
+    (void)ctx;
+    return (addr >= DLL_BASE + 0x1000 && addr - DLL_BASE < dll_image_size) || (addr >= DLL_STUB && addr < DLL_STUB + 6);
 }
 
 static int dll_read(void *ctx, uint32_t addr, void *buf, size_t len)
@@ -736,7 +741,8 @@ static uint32_t dll_call_site(csh cs, uint32_t caller, uint32_t callee)
 /* path[0] is called from the stub, path[i] from path[i - 1]; stopped at
  * every instruction of the last, the walk gives the return addresses of
  * those calls. */
-static void dll_walk_every(csh cs, dll_image *im, const char *opt, const char *const *path, int depth)
+static void dll_walk_every(csh cs, dll_image *im, const char *opt, const char *const *path, int depth,
+                           own_target *fdata)
 {
     char name[160];
     int len = snprintf(name, sizeof name, "unwind32/i686 %s:", opt);
@@ -764,6 +770,10 @@ static void dll_walk_every(csh cs, dll_image *im, const char *opt, const char *c
     uint32_t at[256];
     size_t n = instructions32(cs, (const uint8_t *)fn[depth - 1], fn[depth - 1], at, 256), reached = 0;
     hs_uw32_env env = { im, dll_is_code, dll_read, NULL };
+    if (fdata) {
+        env.ctx = fdata;
+        env.frame_data = own_frame_data;
+    }
     for (size_t i = 0; i < n; i++) {
         xr_result r;
         if (!dll_run_to(im, fn[0], at[i], &r)) {
@@ -823,10 +833,33 @@ static void test_i686_code(void)
         }
         xr_reset_code();
         xr_put(DLL_BASE, im.pe.image, im.pe.image_size);
-        dll_walk_every(cs, &im, uw32_dlls[d].opt, leaf, 1);
-        dll_walk_every(cs, &im, uw32_dlls[d].opt, saves, 1);
-        dll_walk_every(cs, &im, uw32_dlls[d].opt, to_saves, 3);
-        dll_walk_every(cs, &im, uw32_dlls[d].opt, to_leaf, 4);
+        dll_image_size = (uint32_t)im.pe.image_size;
+        /* without frame pointers: every function's frame data, read from
+         * its prologue; mingw's callers store arguments in their own
+         * frames (no pushes: parameters 0) */
+        own_target fd = { .n = 0 };
+        own_target *fdata = NULL;
+        if (strcmp(uw32_dlls[d].opt, "-O2") == 0) {
+            char why[200] = "";
+            for (size_t i = 0; i < sizeof to_leaf / sizeof *to_leaf && !why[0]; i++) {
+                own_func *f = &fd.f[fd.n++];
+                f->name = to_leaf[i];
+                f->begin = DLL_BASE + hs_pe_export_rva(&im.pe, f->name);
+                f->params = 0;
+                f->fp = false;
+                own_describe(cs, f, why, sizeof why);
+            }
+            if (why[0]) {
+                tap_fail(name, "%s", why);
+                hs_pe_close(&im.pe);
+                continue;
+            }
+            fdata = &fd;
+        }
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, leaf, 1, fdata);
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, saves, 1, fdata);
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, to_saves, 3, fdata);
+        dll_walk_every(cs, &im, uw32_dlls[d].opt, to_leaf, 4, fdata);
         hs_pe_close(&im.pe);
     }
     cs_close(&cs);
