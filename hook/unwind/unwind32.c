@@ -329,7 +329,7 @@ static int by_scan(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
         }
         return pop_return(w, at, ebp, out);
     }
-    return r->ebp == 0 ? HS_UW_END : HS_UW_BAD;
+    return r->ebp == 0 ? HS_UW_AT_BASE : HS_UW_BAD;   /* (the walk ends there: AT_BASE becomes END) */
 }
 
 /* One step from r to its caller: 0 with *r the caller's state and *how

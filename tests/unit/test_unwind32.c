@@ -3,8 +3,10 @@
  * on synthetic stacks, each case with the exact frames, how each was
  * found and why the walk stopped:
  *
- *   chain       three frames to a chain that ends with ebp 0; the same
- *               copy incomplete (truncated), and cut by the frame limit;
+ *   chain       three frames to a chain that ends with ebp 0 (at the
+ *               copy's base, and below more stack than a scan reads); the
+ *               same copy incomplete (truncated), and cut by the frame
+ *               limit;
  *   prologue    a leaf at its `push ebp`, at its `mov ebp,esp`, at the
  *               hot-patch `mov edi,edi`, at an instruction between push
  *               and mov: the caller the chain would skip;
@@ -45,7 +47,7 @@
 #define CODE 0x00401000u       /* the code: CODE_LEN bytes */
 #define CODE_LEN 0x1000u
 #define STK 0x0012E000u        /* the stack copy: STK_WORDS slots from STK */
-#define STK_WORDS 128
+#define STK_WORDS 512
 
 #define CALLEE (CODE + 0x800)  /* what the calls of the code call */
 /* return addresses: just after a call rel32 */
@@ -214,6 +216,9 @@ static void test_chain(void)
                4, HS_UW_TRUNCATED);
     check_walk("unwind32/chain: the frame limit", &t, BODY, S(0), S(0x10), 64, true, 2, want, how, 2,
                HS_UW_TRUNCATED);
+    /* ebp 0, and more stack above than a scan reads: the end */
+    check_walk("unwind32/chain: ebp 0 below more stack than a scan reads", &t, BODY, S(0), S(0x10), STK_WORDS, true,
+               16, want, how, 4, HS_UW_END);
     /* a copy that ends inside the chain: the frame there is beyond it */
     check_walk("unwind32/chain: a copy that ends at a frame", &t, BODY, S(0), S(0x10), 0x30 / 4, false, 16,
                want, how, 2, HS_UW_TRUNCATED);
