@@ -17,6 +17,8 @@
  *               stale return address in its locals), found exactly; the
  *               same function as the leaf, with an argument pushed, and
  *               in its prologue (its pushes run from its first byte);
+ *   fpo         FPO_DATA records decoded (hook/unwind/fpo32.h), and the
+ *               walk with them;
  *   scribbled   a chain that points at itself, one that points outside
  *               the stack, a return address that does not follow a call:
  *               the scan finds the true caller, marked as a scan;
@@ -39,6 +41,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hook/unwind/fpo32.h"
 #include "hook/unwind/unwind32.h"
 #include "tests/unit/tap.h"
 
@@ -71,6 +74,10 @@ typedef struct target {
     uint8_t code[CODE_LEN];
     uint32_t stack[STK_WORDS];
     int with_frame_data;
+    /* frame data decoded from FPO_DATA records, when nfpo > 0 */
+    hs_uw32_frame_data fpo[2];
+    uint32_t fpo_end[2];
+    int nfpo;
 } target;
 
 static bool t_is_code(void *ctx, uint32_t addr)
@@ -93,6 +100,12 @@ static int t_read(void *ctx, uint32_t addr, void *buf, size_t len)
 static int t_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
 {
     const target *t = ctx;
+    for (int i = 0; i < t->nfpo; i++) {
+        if (pc >= t->fpo[i].begin && pc < t->fpo_end[i]) {
+            *fd = t->fpo[i];
+            return 1;
+        }
+    }
     if (!t->with_frame_data)
         return 0;
     memset(fd, 0, sizeof *fd);
@@ -317,6 +330,66 @@ static void test_frame_data(void)
     set(&t, S(0x34), R2);
     check_walk("unwind32/frame data: the leaf at its first byte", &t, FPO_BEGIN, S(0x34), S(0x50), 64, true, 16,
                FRAMES(FPO_BEGIN, R2, R3), HOW(CTX, PRO, CHN), 3, HS_UW_END);
+}
+
+/* An FPO_DATA record: start, size, locals and parameters in dwords,
+ * then prolog bytes, saved registers, fUseBP, cbFrame. */
+static void fpo_record(uint8_t rec[16], uint32_t start, uint32_t size, uint32_t locals, uint16_t params, uint8_t prolog,
+                       int regs, int use_bp, int frame)
+{
+    memcpy(rec, &start, 4);
+    memcpy(rec + 4, &size, 4);
+    memcpy(rec + 8, &locals, 4);
+    memcpy(rec + 12, &params, 2);
+    uint16_t bits = (uint16_t)(prolog | regs << 8 | use_bp << 12 | frame << 14);
+    memcpy(rec + 14, &bits, 2);
+}
+
+static void test_fpo_records(void)
+{
+    uint8_t rec[16];
+    hs_uw32_frame_data fd;
+    uint32_t end = 0;
+    fpo_record(rec, 0x1500, 0x80, 4, 1, 5, 2, 0, 0);
+    int rc = hs_fpo32_decode(rec, sizeof rec, CODE - 0x1000, &fd, &end);
+    tap_check(rc == 0 && fd.begin == FPO_BEGIN && end == FPO_END && fd.prolog == 5 && fd.locals == 16 &&
+                  fd.saved_regs == 8 && fd.params == 4 && !fd.uses_ebp && fd.ebp_saved_at == 0,
+              "unwind32/fpo: a record without a frame pointer", "rc %d: begin 0x%x end 0x%x prolog %u locals %u "
+              "saved %u params %u uses_ebp %d", rc, fd.begin, end, fd.prolog, fd.locals, fd.saved_regs, fd.params,
+              fd.uses_ebp);
+    fpo_record(rec, 0x1680, 0x20, 0, 2, 3, 0, 1, 3);
+    rc = hs_fpo32_decode(rec, sizeof rec, CODE - 0x1000, &fd, &end);
+    tap_check(rc == 0 && fd.begin == BODY && end == BODY + 0x20 && fd.uses_ebp && fd.params == 8,
+              "unwind32/fpo: a record with a frame pointer", "rc %d: begin 0x%x uses_ebp %d params %u", rc, fd.begin,
+              fd.uses_ebp, fd.params);
+    fpo_record(rec, 0x1680, 0x20, 0, 0, 0, 0, 0, 1);
+    tap_check(hs_fpo32_decode(rec, sizeof rec, 0, &fd, &end) == -1 && hs_fpo32_decode(rec, 15, 0, &fd, &end) == -1,
+              "unwind32/fpo: a trap frame and a short record are refused", "accepted");
+
+    /* the frame data case above with the records decoded: the return
+     * address by them; the caller's ebp (which FPO_DATA does not place)
+     * by the scan's recovery */
+    target t;
+    setup(&t);
+    put_call(&t, FPO_BEGIN + 0x15);
+    uint32_t in_fpo = FPO_BEGIN + 0x15;
+    set(&t, S(0x10), 7);
+    set(&t, S(0x14), in_fpo);
+    set(&t, S(0x18), 1);
+    set(&t, S(0x1C), 2);
+    set(&t, S(0x24), R4);
+    set(&t, S(0x30), 0x3333);
+    set(&t, S(0x34), S(0x50));
+    set(&t, S(0x38), R2);
+    set(&t, S(0x50), 0);
+    set(&t, S(0x54), R3);
+    fpo_record(rec, 0x1500, 0x80, 4, 1, 5, 2, 0, 0);
+    hs_fpo32_decode(rec, sizeof rec, CODE - 0x1000, &t.fpo[0], &t.fpo_end[0]);
+    fpo_record(rec, 0x1680, 0x20, 0, 2, 3, 0, 1, 3);
+    hs_fpo32_decode(rec, sizeof rec, CODE - 0x1000, &t.fpo[1], &t.fpo_end[1]);
+    t.nfpo = 2;
+    check_walk("unwind32/fpo: the frame without a frame pointer from its FPO record", &t, BODY + 3, S(0), S(0x10), 64,
+               true, 16, FRAMES(BODY + 3, in_fpo, R2, R3), HOW(CTX, CHN, FD, SCN), 4, HS_UW_END);
 }
 
 static void test_scribbled(void)
@@ -877,6 +950,7 @@ int main(void)
     test_prologue();
     test_epilogue();
     test_frame_data();
+    test_fpo_records();
     test_scribbled();
     test_calls();
     test_unknown();
