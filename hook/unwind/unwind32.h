@@ -38,8 +38,10 @@
  * move esp up: a walk over a chain that loops or points outside the stack
  * ends or falls back to the scan, it never repeats a frame.
  *
- * Not done here: reading frame data out of a PDB (its FPO and FrameData
- * streams, FrameData's program strings) belongs to the caller's callback;
+ * Not done here: frame data comes through the caller's callback
+ * (hook/unwind/fpo32.h decodes FPO_DATA records; finding the FPO and
+ * FrameData streams in a PDB, and FrameData's program strings, are not
+ * done yet);
  * the WOW64 transition (a thread inside a 64-bit system call: its 32-bit
  * context is saved by wow64cpu, not on the 32-bit stack) is the caller's
  * to find and to start the walk from.
