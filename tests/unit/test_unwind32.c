@@ -287,27 +287,33 @@ static void test_epilogue(void)
                true, 16, FRAMES(SCHEDULED + 7, R1, R2, R3), HOW(CTX, EPI, CHN, CHN), 4, HS_UW_END);
 }
 
+/* BODY (a frame pointer, 8 bytes of parameters) called from the
+ * function at FPO_BEGIN, which holds 7 in ebp; its frame from S(0x18)
+ * up: BODY's parameters, 16 bytes of locals (a stale return address R4 in
+ * them), ebx, ebp (the caller's, S(0x50)), the return address R2; then
+ * the chain's end. Returns the return address into FPO_BEGIN's function. */
+static uint32_t fpo_in_the_middle(target *t)
+{
+    uint32_t in_fpo = FPO_BEGIN + 0x15;
+    put_call(t, in_fpo);
+    set(t, S(0x10), 7);
+    set(t, S(0x14), in_fpo);
+    set(t, S(0x18), 1);
+    set(t, S(0x1C), 2);
+    set(t, S(0x24), R4);
+    set(t, S(0x30), 0x3333);
+    set(t, S(0x34), S(0x50));
+    set(t, S(0x38), R2);
+    set(t, S(0x50), 0);
+    set(t, S(0x54), R3);
+    return in_fpo;
+}
+
 static void test_frame_data(void)
 {
-    /* BODY (a frame pointer, 8 bytes of parameters) called from the
-     * function at FPO_BEGIN, which holds 7 in ebp; its frame from
-     * S(0x18) up: BODY's parameters, 16 bytes of locals (a stale return
-     * address R4 in them), ebx, ebp (the caller's, S(0x50)), the return
-     * address R2. */
     target t;
     setup(&t);
-    put_call(&t, FPO_BEGIN + 0x15);
-    uint32_t in_fpo = FPO_BEGIN + 0x15;
-    set(&t, S(0x10), 7);
-    set(&t, S(0x14), in_fpo);
-    set(&t, S(0x18), 1);
-    set(&t, S(0x1C), 2);
-    set(&t, S(0x24), R4);
-    set(&t, S(0x30), 0x3333);
-    set(&t, S(0x34), S(0x50));
-    set(&t, S(0x38), R2);
-    set(&t, S(0x50), 0);
-    set(&t, S(0x54), R3);
+    uint32_t in_fpo = fpo_in_the_middle(&t);
     t.with_frame_data = 1;
     check_walk("unwind32/frame data: a frame without a frame pointer in the middle", &t, BODY + 3, S(0),
                S(0x10), 64, true, 16, FRAMES(BODY + 3, in_fpo, R2, R3), HOW(CTX, CHN, FD, CHN), 4, HS_UW_END);
@@ -371,18 +377,7 @@ static void test_fpo_records(void)
      * by the scan's recovery */
     target t;
     setup(&t);
-    put_call(&t, FPO_BEGIN + 0x15);
-    uint32_t in_fpo = FPO_BEGIN + 0x15;
-    set(&t, S(0x10), 7);
-    set(&t, S(0x14), in_fpo);
-    set(&t, S(0x18), 1);
-    set(&t, S(0x1C), 2);
-    set(&t, S(0x24), R4);
-    set(&t, S(0x30), 0x3333);
-    set(&t, S(0x34), S(0x50));
-    set(&t, S(0x38), R2);
-    set(&t, S(0x50), 0);
-    set(&t, S(0x54), R3);
+    uint32_t in_fpo = fpo_in_the_middle(&t);
     fpo_record(rec, 0x1500, 0x80, 4, 1, 5, 2, 0, 0);
     hs_fpo32_decode(rec, sizeof rec, CODE - 0x1000, &t.fpo[0], &t.fpo_end[0]);
     fpo_record(rec, 0x1680, 0x20, 0, 2, 3, 0, 1, 3);
