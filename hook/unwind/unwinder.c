@@ -54,13 +54,11 @@ static inline int stack_read(const view *vw, uint64_t addr, uint64_t *v)
             return 0;
         }
     }
-    const hs_uw_stack *st = vw->st;
-    if (addr < st->lo)
-        return HS_UW_BAD;
-    uint64_t off = addr - st->lo;
-    if (off > st->len || st->len - off < 8)
-        return st->complete ? HS_UW_AT_BASE : HS_UW_TRUNCATED;
-    memcpy(v, st->data + off, 8);
+    const uint8_t *p;
+    int err = hs_uw_stack_at(vw->st, addr, 8, &p);
+    if (err)
+        return err;
+    memcpy(v, p, 8);
     return 0;
 }
 

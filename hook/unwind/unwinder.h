@@ -88,6 +88,20 @@ enum hs_uw_stop {
                                   a complete stack: there is none (a walk ends with HS_UW_END) */
 };
 
+/* Where the `size` bytes at addr are in the stack copy: 0 with *p set,
+ * or why not (below the copy: HS_UW_BAD; beyond it: HS_UW_AT_BASE for a
+ * complete copy, else HS_UW_TRUNCATED). */
+static inline int hs_uw_stack_at(const hs_uw_stack *st, uint64_t addr, size_t size, const uint8_t **p)
+{
+    if (addr < st->lo)
+        return HS_UW_BAD;
+    uint64_t off = addr - st->lo;
+    if (off > st->len || st->len - off < size)
+        return st->complete ? HS_UW_AT_BASE : HS_UW_TRUNCATED;
+    *p = st->data + off;
+    return 0;
+}
+
 typedef struct hs_uw_result {
     uint32_t n;                /* frames written */
     int stop;                  /* hs_uw_stop */
