@@ -966,19 +966,23 @@ def wineserver_pid():
 
 ONE_CPU = 0
 ONE_CPU_PAIRS = 3   # per round: the runs are short, and other work on the CPU blurs a few
+AGENT_SHAPED_DLL = "build/bench/nulldll_tls.dll"   # does nothing; a TLS directory and thread notifications
 
 
-def one_cpu_pair(server_pid, args):
-    """An untraced and a hooked (--no-sample) run of shortthreads.exe
-    `args` with the wineserver, Wine's processes and hookscope.exe all held
-    to CPU ONE_CPU: a thread's start then costs the work done for it, one
-    piece after another, where with two CPUs it is also the wakeups across
-    them (~13 wineserver round trips per start), which Wine's and Linux's
-    placement makes vary by tens of us from run to run whatever runs."""
+def one_cpu_runs(server_pid, args):
+    """An untraced run of shortthreads.exe `args`, one with a do-nothing
+    DLL of the agent's shape loaded (what the pairs differ by when nothing
+    of ours runs: their floor), and a hooked (--no-sample) one, with the
+    wineserver, Wine's processes and hookscope.exe all held to CPU ONE_CPU:
+    a thread's start then costs the work done for it, one piece after
+    another, where with two CPUs it is also the wakeups across them (~13
+    wineserver round trips per start), which Wine's and Linux's placement
+    makes vary by tens of us from run to run whatever runs."""
     was = os.sched_getaffinity(server_pid)
     os.sched_setaffinity(server_pid, {ONE_CPU})
     try:
-        return short_run(args, None, ONE_CPU), short_run(args, ["--no-sample"], ONE_CPU)
+        return (short_run(args, None, ONE_CPU), short_run(args + [AGENT_SHAPED_DLL], None, ONE_CPU),
+                short_run(args, ["--no-sample"], ONE_CPU))
     finally:
         os.sched_setaffinity(server_pid, was)
 
@@ -988,23 +992,28 @@ def threads():
         return
     load = os.getloadavg()[0]
     server_pid = wineserver_pid() if shutil.which("taskset") and hasattr(os, "sched_setaffinity") else None
-    lat = {"plain": [], "hooked": [], "many": [], "plain_1cpu": [], "hooked_1cpu": []}
+    if server_pid and not os.path.exists(AGENT_SHAPED_DLL):
+        print(f"bench: {AGENT_SHAPED_DLL} missing (make bench-build): no runs on one CPU")
+        server_pid = None
+    lat = {"plain": [], "hooked": [], "many": [], "plain_1cpu": [], "null_1cpu": [], "hooked_1cpu": []}
     burst = {"plain": [], "hooked": [], "no_sample": []}
     for _ in range(ROUNDS):
         lat["plain"].append(short_run(["lat", "200", "1000"], None))
         lat["hooked"].append(short_run(["lat", "200", "1000"], ["--no-sample"]))
         lat["many"].append(short_run(["lat", "200", "1000"], ["--no-sample"] + MANY_MODULES))
         for _ in range(ONE_CPU_PAIRS if server_pid else 0):
-            plain, hooked = one_cpu_pair(server_pid, ["lat", "200", "1000"])
-            lat["plain_1cpu"].append(plain)
-            lat["hooked_1cpu"].append(hooked)
+            for key, figures in zip(("plain_1cpu", "null_1cpu", "hooked_1cpu"),
+                                    one_cpu_runs(server_pid, ["lat", "200", "1000"])):
+                lat[key].append(figures)
         burst["plain"].append(short_run(["run", "400", "20000"], None)["wall_s"])
         burst["hooked"].append(short_run(["run", "400", "20000"], [])["wall_s"])
         burst["no_sample"].append(short_run(["run", "400", "20000"], ["--no-sample"])["wall_s"])
     print(f"== a thread's start and end: shortthreads.exe lat 200 1000 (medians over the threads, then of "
           f"{ROUNDS} interleaved runs; hooks on, --no-sample; load average {load:.1f} at the start on "
           f"{os.cpu_count()} CPUs; and the same with the wineserver and each run held to CPU {ONE_CPU} by taskset, "
-          f"where a start is the work done for it and not also the wakeups across CPUs)")
+          f"where a start is the work done for it and not also the wakeups across CPUs, {ONE_CPU_PAIRS} pairs a "
+          f"round; no-op DLL: untraced with {AGENT_SHAPED_DLL} loaded, a DLL of the agent's shape (a TLS directory, "
+          f"thread notifications) that does nothing: what the pairs differ by with nothing of ours, their floor)")
     one_cpu = bool(lat["plain_1cpu"])
     for k, what in (("start_us", "start (CreateThread -> its first instruction)"),
                     ("first_us", "first call (a region taken: the slow path)"),
@@ -1012,28 +1021,30 @@ def threads():
                     ("life_us", "life (CreateThread -> the wait returns, less its work)")):
         print(f"  {what}:")
         diffs = {}
-        for plain, hooked, where in (("plain", "hooked", "two CPUs"), ("plain_1cpu", "hooked_1cpu", "one CPU")):
+        for plain, other, where, label in (("plain", "hooked", "two CPUs", "hooked"),
+                                           ("plain_1cpu", "hooked_1cpu", "one CPU", "hooked"),
+                                           ("plain_1cpu", "null_1cpu", "one CPU", "no-op DLL")):
             if not lat[plain]:
                 continue
-            a, b = med([r[k] for r in lat[plain]]), med([r[k] for r in lat[hooked]])
+            a, b = med([r[k] for r in lat[plain]]), med([r[k] for r in lat[other]])
             p10 = k.replace("_us", "_p10_us")
-            a10, b10 = med([r[p10] for r in lat[plain]]), med([r[p10] for r in lat[hooked]])
+            a10, b10 = med([r[p10] for r in lat[plain]]), med([r[p10] for r in lat[other]])
             # what the untraced runs alone differ by: with two CPUs tens of
             # us (a thread's start is ~500 us of its scheduling), on one a
             # few; the agent's own work (below) a few
             spread = max(r[k] for r in lat[plain]) - min(r[k] for r in lat[plain])
-            # each hooked run against the untraced one run just before it
-            # (the same moment of the machine): the median difference
-            pairs = list(zip(lat[plain], lat[hooked]))
-            mid, low = med([h[k] - u[k] for u, h in pairs]), med([h[p10] - u[p10] for u, h in pairs])
-            diffs[where] = (mid, low, spread)
-            print(f"    {where + ':':<10} untraced {a:7.1f} us, hooked {b:7.1f} us; hooked - untraced, median of "
-                  f"{len(pairs)} pairs {mid:+7.1f} us (10th percentiles {a10:.1f}, {b10:.1f}: pairs {low:+.1f}); "
-                  f"the untraced runs alone spread over {spread:.1f} us")
+            # each run against the untraced one of its round (the same
+            # moment of the machine): the median difference
+            pairs = list(zip(lat[plain], lat[other]))
+            mid, low = med([o[k] - u[k] for u, o in pairs]), med([o[p10] - u[p10] for u, o in pairs])
+            diffs[(where, label)] = (mid, low, spread)
+            print(f"    {where + ':':<9} untraced {a:7.1f} us, {label} {b:7.1f} us: the median of {len(pairs)} pairs' "
+                  f"differences {mid:+6.1f} us (10th percentiles {a10:.1f}, {b10:.1f}: pairs {low:+.1f}); the "
+                  f"untraced runs alone spread over {spread:.1f} us")
         # the goal is judged where the runs compare: on one CPU (the
         # pairs' median differences of the median and of the 10th
         # percentile), else on two with their spread
-        mid, low, spread = diffs["one CPU" if one_cpu else "two CPUs"]
+        mid, low, spread = diffs[("one CPU" if one_cpu else "two CPUs", "hooked")]
         verdict = "met" if max(mid, low) <= THREAD_GOAL_US else \
             "within the noise" if not one_cpu and mid - THREAD_GOAL_US <= spread else "NOT met"
         print(f"    goal <= +{THREAD_GOAL_US} us ({'one CPU' if one_cpu else 'two CPUs'}): {verdict}")
