@@ -275,7 +275,7 @@ typedef struct hs_sampler_stats {
                                   -1 unknown */
     bool stalled;              /* sampling stopped early: a thread's context never came */
     char note[400];            /* what went wrong that the report must say (said on stderr too), or "" */
-    char lost_why[200];        /* suspend backend: why samples were lost, by cause ("" none) */
+    char lost_why[400];        /* suspend backend: why samples were lost, by cause ("" none) */
     bool etl_left;             /* etw: the session did not stop; its file is left as it is */
 } hs_sampler_stats;
 

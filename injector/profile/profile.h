@@ -184,7 +184,7 @@ typedef struct hs_prof_sampling {
     uint64_t wait_no_stack, ready_no_stack;   /* wait and ready samples (counted above) whose stretch
                                                  off the CPU had no stack: in no stack list */
     uint64_t lost;               /* samples that could not be taken or decoded */
-    char lost_why[200];          /* why, by cause, where the sampler says ("" none said) */
+    char lost_why[400];          /* why, by cause, where the sampler says ("" none said) */
     uint32_t threads;            /* threads sampled */
     double cpu_s;                /* the process's CPU time (user + kernel), -1 if unknown */
     /* the suspend sampler's own cost to the target: the time its threads

@@ -140,7 +140,10 @@ struct hs_sampler {
     size_t never, cap_ever;
     uint64_t agent_base;
     uint64_t lost_timeout, lost_refused, lost_own;   /* samples lost, by why (-v) */
-    uint64_t lost_own_pc;      /* the leaf of the first sample lost in hookscope's code alone */
+    uint64_t lost_own_pc;      /* the leaf of the first sample lost in hookscope's code alone, */
+    uint64_t lost_own_frames[6]; /*   its walk's first frames (leaf first), */
+    uint32_t lost_own_n;
+    int lost_own_stop;         /*   and why the walk stopped (hs_uw_stop) */
     bool cycles;
     hs_cls_shared cls;         /* what the classifier learns across threads */
     double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
@@ -688,6 +691,8 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         }
         int attr;
         uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
+        uint64_t raw[6];
+        uint32_t raw_n = 0;
         if (!n && s->cfg.own) {
             /* only hookscope's code, serving no function it knows: perhaps
              * a stub whose slot and unwind data came with hooks put in since
@@ -696,6 +701,8 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
              * change) and walk once more */
             refresh_own(s);
             res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+            raw_n = res.n < 6 ? res.n : 6;
+            memcpy(raw, frames, raw_n * sizeof *raw);
             n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
         }
         s->unwind_s += qpc_s(s) - u0;
@@ -712,8 +719,12 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
             }
             t->have_prev = false;
             hs_sampleset_lost(s->out, 1);
-            if (!s->lost_own++)
+            if (!s->lost_own++) {
                 s->lost_own_pc = g.ctx->Rip;
+                memcpy(s->lost_own_frames, raw, raw_n * sizeof *raw);
+                s->lost_own_n = raw_n;
+                s->lost_own_stop = res.stop;
+            }
             return true;
         }
         id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
@@ -1066,11 +1077,16 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
     st->threads_s = s->threads_s;
     hs_log("sampler: %llu suspensions, %llu samples reused a stack of a thread that did not run",
            (unsigned long long)s->suspensions, (unsigned long long)s->reused);
-    if (s->lost_timeout + s->lost_refused + s->lost_own)
+    if (s->lost_timeout + s->lost_refused + s->lost_own) {
+        char frames[6 * 20 + 1] = "";
+        for (uint32_t i = 0, at = 0; i < s->lost_own_n && at < sizeof frames; i++)
+            at += (uint32_t)snprintf(frames + at, sizeof frames - at, " 0x%llx",
+                                     (unsigned long long)s->lost_own_frames[i]);
         snprintf(st->lost_why, sizeof st->lost_why, "%llu of threads whose context did not come in time, %llu "
-                 "whose context was refused, %llu in hookscope's code alone (the first at 0x%llx)",
-                 (unsigned long long)s->lost_timeout, (unsigned long long)s->lost_refused,
-                 (unsigned long long)s->lost_own, (unsigned long long)s->lost_own_pc);
+                 "whose context was refused, %llu in hookscope's code alone (the first at 0x%llx; its walk:%s, "
+                 "stopped: %d)", (unsigned long long)s->lost_timeout, (unsigned long long)s->lost_refused,
+                 (unsigned long long)s->lost_own, (unsigned long long)s->lost_own_pc, frames, s->lost_own_stop);
+    }
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
            s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,
