@@ -36,8 +36,9 @@
            >= 50 M calls/s in the passes that moved calls), and end to end
            with the default ring: callbench making 20 M calls/s for 1 s
            drops nothing (with the drain's longest time between passes,
-           against the 13 ms the ring lasts); and as fast as it calls
-           (~40 M/s)
+           against the 13 ms the ring lasts, and how often and how long a
+           full ring waited for it: --timeline-wait); and as fast as it
+           calls (~40 M/s)
   install  hooks put in per second: build/bench/manyfuncs.exe (20,000
            generated functions, bench/gen_manyfuncs.py) under `hookscope
            run`: functions_hooked / install_s from report.json; and the
