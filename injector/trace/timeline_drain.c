@@ -248,11 +248,13 @@ static void pass(hs_tl_drain *d)
                 d->seen_wait_ticks[k] = st->wait_ticks;
                 break;
             }
-            if (st->waits > d->seen_waits[k] || st->wait_ticks > d->seen_wait_ticks[k]) {
-                hs_prof_tl_thread *th = hs_timeline_thread(d->tl, tid);
-                th->waits += st->waits - d->seen_waits[k];
-                th->wait_ticks += st->wait_ticks - d->seen_wait_ticks[k];
+            /* (each only as it grows: the target may write anything there) */
+            if (st->waits > d->seen_waits[k]) {
+                hs_timeline_thread(d->tl, tid)->waits += st->waits - d->seen_waits[k];
                 d->seen_waits[k] = st->waits;
+            }
+            if (st->wait_ticks > d->seen_wait_ticks[k]) {
+                hs_timeline_thread(d->tl, tid)->wait_ticks += st->wait_ticks - d->seen_wait_ticks[k];
                 d->seen_wait_ticks[k] = st->wait_ticks;
             }
             if (st->filtered > d->seen_filtered[k]) {
