@@ -66,6 +66,12 @@
 #define ENUM_MS 25                 /* threads are listed this often while they come and go, */
 #define ENUM_MAX_MS 200            /* and up to this seldom while they do not */
 #define OWN_MS 100                 /* hookscope's own code and threads are read this often */
+/* A sample whose walk gives nothing but hookscope's code is held back
+ * this long before it counts as lost: as the target ends, its thread is
+ * in the agent's exit detour (ntdll!NtTerminateProcess) or in a probe,
+ * and its memory can no longer be read to walk past it; such samples,
+ * taken this close to the target's end, are the end's, not lost. */
+#define END_GRACE_S 0.5
 #define RATE_REACHED_MIN 0.5       /* a rate reached below this share of the one asked is the run's */
 #define CLOCK_MS 4                 /* thread times (10-16 ms steps) are read at most this often */
 #define MODULES_MS 5000            /* without hooks: the loader list is read this often (and
@@ -128,6 +134,15 @@ typedef struct sthread {
     double active_until;       /* tick clock: suspended at every sample until then */
 } sthread;
 
+/* A sample in hookscope's code alone, for the line that says why samples
+ * were lost: its leaf, its walk's first frames (leaf first) and why the
+ * walk stopped (hs_uw_stop). */
+typedef struct own_sample {
+    uint64_t pc, frames[6];
+    uint32_t n;
+    int stop;
+} own_sample;
+
 struct hs_sampler {
     hs_sampler_config cfg;
     hs_sampleset *out;
@@ -140,10 +155,11 @@ struct hs_sampler {
     size_t never, cap_ever;
     uint64_t agent_base;
     uint64_t lost_timeout, lost_refused, lost_own;   /* samples lost, by why (-v) */
-    uint64_t lost_own_pc;      /* the leaf of the first sample lost in hookscope's code alone, */
-    uint64_t lost_own_frames[6]; /*   its walk's first frames (leaf first), */
-    uint32_t lost_own_n;
-    int lost_own_stop;         /*   and why the walk stopped (hs_uw_stop) */
+    uint64_t own_pending;      /* in hookscope's code alone, held back (END_GRACE_S) */
+    double own_pending_at;     /*   the last of them */
+    uint64_t own_at_end;       /*   and those the target's end took (-v) */
+    own_sample lost_own_first; /* the first sample lost in hookscope's code alone */
+    own_sample pending_first;  /* the first of those held back now */
     bool cycles;
     hs_cls_shared cls;         /* what the classifier learns across threads */
     double tsc_hz;             /* rdtsc ticks per second (cycle clock) */
@@ -718,13 +734,14 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
                     return false;
             }
             t->have_prev = false;
-            hs_sampleset_lost(s->out, 1);
-            if (!s->lost_own++) {
-                s->lost_own_pc = g.ctx->Rip;
-                memcpy(s->lost_own_frames, raw, raw_n * sizeof *raw);
-                s->lost_own_n = raw_n;
-                s->lost_own_stop = res.stop;
+            if (!s->own_pending++) {
+                own_sample *d = &s->pending_first;
+                d->pc = g.ctx->Rip;
+                memcpy(d->frames, raw, raw_n * sizeof *raw);
+                d->n = raw_n;
+                d->stop = res.stop;
             }
+            s->own_pending_at = now;
             return true;
         }
         id = hs_sampleset_stack(s->out, t->tid, res.stop == HS_UW_TRUNCATED, frames, n);
@@ -857,6 +874,21 @@ static void set_quick_calls(hs_codemap *m)
     hs_codemap_set_quick(m, rvas, n);
 }
 
+/* The samples in hookscope's code alone held back (END_GRACE_S): lost,
+ * or, when the target has ended, the end's. */
+static void own_pending_settle(hs_sampler *s, bool target_ended)
+{
+    if (target_ended) {
+        s->own_at_end += s->own_pending;
+    } else {
+        hs_sampleset_lost(s->out, s->own_pending);
+        if (!s->lost_own)
+            s->lost_own_first = s->pending_first;
+        s->lost_own += s->own_pending;
+    }
+    s->own_pending = 0;
+}
+
 static DWORD WINAPI sampler_main(void *arg)
 {
     hs_sampler *s = arg;
@@ -908,6 +940,8 @@ static DWORD WINAPI sampler_main(void *arg)
             refresh_modules(s, now);
             s->t_modules += qpc_s(s) - m0;
         }
+        if (s->own_pending && now - s->own_pending_at > END_GRACE_S)
+            own_pending_settle(s, false);
         bool gone = false;
         for (size_t i = 0; i < s->nthreads;) {
             if (!sample_thread(s, &s->threads[i], now)) {
@@ -939,6 +973,8 @@ static DWORD WINAPI sampler_main(void *arg)
             break;
         }
     }
+    if (s->own_pending)
+        own_pending_settle(s, WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0);
     timeEndPeriod(1);
     return 0;
 }
@@ -1075,17 +1111,18 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
         held += s->stopped_us[i];
     st->held_s = held / 1e6;
     st->threads_s = s->threads_s;
-    hs_log("sampler: %llu suspensions, %llu samples reused a stack of a thread that did not run",
-           (unsigned long long)s->suspensions, (unsigned long long)s->reused);
+    hs_log("sampler: %llu suspensions, %llu samples reused a stack of a thread that did not run, %llu in "
+           "hookscope's code alone as the target ended (not walked past it: left out)",
+           (unsigned long long)s->suspensions, (unsigned long long)s->reused, (unsigned long long)s->own_at_end);
     if (s->lost_timeout + s->lost_refused + s->lost_own) {
+        const own_sample *d = &s->lost_own_first;
         char frames[6 * 20 + 1] = "";
-        for (uint32_t i = 0, at = 0; i < s->lost_own_n && at < sizeof frames; i++)
-            at += (uint32_t)snprintf(frames + at, sizeof frames - at, " 0x%llx",
-                                     (unsigned long long)s->lost_own_frames[i]);
+        for (uint32_t i = 0, at = 0; i < d->n && at < sizeof frames; i++)
+            at += (uint32_t)snprintf(frames + at, sizeof frames - at, " 0x%llx", (unsigned long long)d->frames[i]);
         snprintf(st->lost_why, sizeof st->lost_why, "%llu of threads whose context did not come in time, %llu "
                  "whose context was refused, %llu in hookscope's code alone (the first at 0x%llx; its walk:%s, "
                  "stopped: %d)", (unsigned long long)s->lost_timeout, (unsigned long long)s->lost_refused,
-                 (unsigned long long)s->lost_own, (unsigned long long)s->lost_own_pc, frames, s->lost_own_stop);
+                 (unsigned long long)s->lost_own, (unsigned long long)d->pc, frames, d->stop);
     }
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
