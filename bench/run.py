@@ -724,10 +724,8 @@ def speedscope_open(path, limit=600):
         return None, "chromium or the speedscope npm package is missing (make deps installs them)", []
     with cdp.Browser(timeout=limit) as b:
         b.open("file://" + SPEEDSCOPE)
-        doc = b.call("DOM.getDocument")
-        q = b.call("DOM.querySelector", {"nodeId": doc["root"]["nodeId"], "selector": "input[type=file]"})
         start = time.monotonic()
-        b.call("DOM.setFileInputFiles", {"files": [path], "nodeId": q["nodeId"]})
+        b.choose_file(path)
         while not b.evaluate("document.title").endswith(" - speedscope") and time.monotonic() - start < limit:
             time.sleep(0.1)
         took = time.monotonic() - start

@@ -244,9 +244,7 @@ def test_speedscope_opens_the_trace():
     hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
     with cdp.Browser() as b:
         b.open("file://" + index)
-        doc = b.call("DOM.getDocument")
-        q = b.call("DOM.querySelector", {"nodeId": doc["root"]["nodeId"], "selector": "input[type=file]"})
-        b.call("DOM.setFileInputFiles", {"files": [os.path.join(hs.ROOT, t.out, "trace.json")], "nodeId": q["nodeId"]})
+        b.choose_file(os.path.join(hs.ROOT, t.out, "trace.json"))
         deadline = time.monotonic() + 30
         while "trace.json" not in b.evaluate("document.title") and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -340,9 +338,7 @@ def test_speedscope_evented_profiles():
         raise hs.Skip("chromium or the speedscope npm package is missing (make deps installs them)")
     with cdp.Browser() as b:
         b.open("file://" + index)
-        doc_node = b.call("DOM.getDocument")
-        q = b.call("DOM.querySelector", {"nodeId": doc_node["root"]["nodeId"], "selector": "input[type=file]"})
-        b.call("DOM.setFileInputFiles", {"files": [path], "nodeId": q["nodeId"]})
+        b.choose_file(path)
         deadline = time.monotonic() + 30
         while "tlthreads.exe" not in b.evaluate("document.title") and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -166,6 +166,13 @@ class Browser:
         self.wait_event("Page.loadEventFired", timeout)
         return time.monotonic() - t0
 
+    def choose_file(self, path, selector="input[type=file]"):
+        """Give the page's file input (the first that selector finds) the
+        file at path, as a user choosing it would."""
+        doc = self.call("DOM.getDocument")
+        q = self.call("DOM.querySelector", {"nodeId": doc["root"]["nodeId"], "selector": selector})
+        self.call("DOM.setFileInputFiles", {"files": [path], "nodeId": q["nodeId"]})
+
     def evaluate(self, expr, timeout=None):
         r = self.call("Runtime.evaluate", {"expression": expr, "returnByValue": True,
                                            "awaitPromise": True}, timeout=timeout)
