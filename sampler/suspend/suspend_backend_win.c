@@ -712,9 +712,11 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         if (!n && s->cfg.own) {
             /* only hookscope's code, serving no function it knows: perhaps
              * a stub whose slot and unwind data came with hooks put in since
-             * the list was read (the program's start, sampled fast): read
-             * it again (nothing is read past its signature when it did not
-             * change) and walk once more */
+             * the list was read (every OWN_MS): read it again (nothing is
+             * read past its signature when it did not change) and walk once
+             * more, keeping the walk's first frames for the lost line (a
+             * walk that still gives nothing is most often one at the
+             * target's end: END_GRACE_S) */
             refresh_own(s);
             res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
             raw_n = res.n < 6 ? res.n : 6;
@@ -725,11 +727,10 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         s->unwinds++;
         if (!n) {
             /* only hookscope's code, serving no function: one of its
-             * threads started since its list was read (not sampled from
-             * now on), else a sample lost */
+             * threads started since its list was read (read again just
+             * above; not sampled from now on), else a sample lost */
             if (!t->own_checked) {
                 t->own_checked = true;   /* once: hookscope's ids are written before its threads run */
-                refresh_own(s);
                 if (hs_codemap_own_thread(s->map, t->tid))
                     return false;
             }
