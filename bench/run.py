@@ -517,10 +517,10 @@ DEFAULT_RING_MS = 262144 / 20e6 * 1e3   # how long the default ring lasts at 20 
 DRAIN_E2E_CALLS = "1000000"   # callbench rounds: 14 million calls, ~0.45 GB of timeline
 
 
-def drain_run(*opts, calls=("300000",), waits=None):
+def drain_run(*opts, calls=("300000",)):
     """One callbench run with --timeline: the drain's -v figures, callbench's
-    output, the calls the timeline dropped (report.json); the waits for
-    room in a full ring and their milliseconds in `waits` (a dict)."""
+    output, the calls the timeline dropped (report.json), and the waits for
+    room in a full ring: {"count", "ms"}."""
     out = os.path.join(ROOT, OUT, "timeline")
     # the last run's files (up to 2 GB of trace.json) gone and the disk's
     # writeback done first: Linux makes a writer wait while much is dirty
@@ -536,10 +536,9 @@ def drain_run(*opts, calls=("300000",), waits=None):
         tl = json.load(f)["timeline"]
     dropped = sum(t["dropped_buffer"] + t["dropped_file"] for t in tl["threads"])
     ns = dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip())
-    waits = {} if waits is None else waits
-    waits.update(count=sum(t.get("waits", 0) for t in tl["threads"]),
-                 ms=sum(t.get("waited_us", 0) for t in tl["threads"]) / 1e3)
-    return m, ns, dropped
+    waits = {"count": sum(t.get("waits", 0) for t in tl["threads"]),
+             "ms": sum(t.get("waited_us", 0) for t in tl["threads"]) / 1e3}
+    return m, ns, dropped, waits
 
 
 def timeline_drain():
@@ -561,7 +560,7 @@ def timeline_drain():
           f"{'writing ms':>12}{'MB/s':>7}{'CPU ms':>8}{'M calls/CPU s':>15}")
     busy, cpu = [], []
     for i in range(ROUNDS):
-        m, _, _ = drain_run("--timeline-buffer", "4194304")
+        m, _, _, _ = drain_run("--timeline-buffer", "4194304")
         events, size, passes, write_ms, writes, moving, busy_ms, cpu_ms = (
             int(m[1]), int(m[2]), int(m[3]), float(m[5]), int(m[6]), int(m[7]), float(m[9]), int(m[10]))
         busy.append(events / busy_ms / 1e3)
@@ -571,8 +570,7 @@ def timeline_drain():
     rate = med(busy)
     print(f"median {rate:.1f} M calls/s in the passes that moved calls, {med(cpu):.1f} M per second of the drain's "
           f"CPU; >= {DRAIN_TARGET_M:.0f} M calls/s: {'met' if rate >= DRAIN_TARGET_M else 'NOT MET'}")
-    waits = {}
-    m, out, dropped = drain_run(calls=("paced", "20", "1"), waits=waits)
+    m, out, dropped, waits = drain_run(calls=("paced", "20", "1"))
     rate = out["paced-calls"] / out["paced-seconds"] / 1e6
     print(f"end to end, the default ring (load average {os.getloadavg()[0]:.1f}): callbench paced at "
           f"{rate:.1f} M calls/s for {out['paced-seconds']:.2f} s, {int(m[1]) + dropped} timed calls, {dropped} dropped; "
@@ -582,7 +580,7 @@ def timeline_drain():
     if m[11]:
         print(f"  the drain: {m[11]} ms at most between passes (the ring holds {DEFAULT_RING_MS:.0f} ms at 20 M calls/s), "
               f"{m[12]} calls from a ring in one pass at most, {m[13]} waits for the file's writer")
-    m, ns, dropped = drain_run(calls=(DRAIN_E2E_CALLS,), waits=waits)
+    m, ns, dropped, waits = drain_run(calls=(DRAIN_E2E_CALLS,))
     rates = ", ".join(f"{k} {1e3 / ns[k]:.0f} M calls/s" for k in ("chain", "empty"))
     print(f"end to end, callbench {DRAIN_E2E_CALLS} as fast as it calls ({rates}): {int(m[1]) + dropped} timed calls, "
           f"{dropped} dropped; the ring was full {waits['count']} times, waited for {waits['ms']:.1f} ms in all")
