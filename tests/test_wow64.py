@@ -59,14 +59,14 @@ def test_wow64_programs_run_untraced():
 
 
 def test_wow64_run_refused():
-    """`hookscope run` refuses a 32-bit program before starting it: exit
-    125 and one line saying so (hookscope.exe reads the image's headers,
-    so no 32-bit Wine is needed for this)."""
+    """`hookscope run` refuses to hook a 32-bit program before starting
+    it: exit 125 and one line saying so, with what it can do (hookscope.exe
+    reads the image's headers, so no 32-bit Wine is needed for this)."""
     exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
     p = hs.hookscope(["run", "-o", hs.outdir("wow64_refused"), "--", exe])
     hs.eq(p.returncode, 125, "exit code")
     lines = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
-    hs.eq(lines, [f"hookscope: '{exe}': 32-bit targets are not supported yet"], "stderr")
+    hs.eq(lines, [f"hookscope: '{exe}': hooking 32-bit programs is not supported yet (--no-hooks samples them)"], "stderr")
     hs.eq(p.stdout, b"", "stdout")
 
 

@@ -152,11 +152,6 @@ int hs_cmd_attach(const hs_options *o)
         hs_err("process %u has already exited", o->pid);
         return HS_EXIT_FAILED;
     }
-    BOOL wow64 = FALSE;
-    if (IsWow64Process(process, &wow64) && wow64) {
-        hs_err("process %u: 32-bit targets are not supported yet", o->pid);
-        return HS_EXIT_FAILED;
-    }
     wchar_t path[MAX_PATH * 2];
     DWORD plen = MAX_PATH * 2;
     if (!QueryFullProcessImageNameW(process, 0, path, &plen)) {
@@ -164,8 +159,16 @@ int hs_cmd_attach(const hs_options *o)
         return HS_EXIT_FAILED;
     }
     char *shown = hs_utf8(path);
-    if (hs_target_check(path, shown) < 0)
+    int bits = 0;
+    if (hs_target_check(path, shown, &bits) < 0)
         return HS_EXIT_FAILED;
+    BOOL wow64 = FALSE;
+    if (IsWow64Process(process, &wow64) && wow64)
+        bits = 32;   /* (what runs, whatever the file says) */
+    if (bits == 32 && !o->no_hooks) {
+        hs_err("process %u: hooking 32-bit programs is not supported yet (--no-hooks samples them)", o->pid);
+        return HS_EXIT_FAILED;
+    }
 
     if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;
@@ -173,6 +176,7 @@ int hs_cmd_attach(const hs_options *o)
     if (hs_trace_begin(&t, &tc) < 0)
         return HS_EXIT_FAILED;
     t.p->pid = o->pid;
+    t.p->bits = bits;
     if (!o->no_hooks) {
         /* an agent left by an earlier attach serves this one too */
         uint64_t agent_base = 0;

@@ -36,8 +36,13 @@ int hs_cmd_run(const hs_options *o)
             hs_err("cannot find program '%s'", shown);
         return HS_EXIT_FAILED;
     }
-    if (hs_target_check(path, shown) < 0)
+    int bits = 0;
+    if (hs_target_check(path, shown, &bits) < 0)
         return HS_EXIT_FAILED;
+    if (bits == 32 && !o->no_hooks) {
+        hs_err("'%s': hooking 32-bit programs is not supported yet (--no-hooks samples them)", shown);
+        return HS_EXIT_FAILED;
+    }
 
     wchar_t *cmdline = hs_build_cmdline(o->target_argv, o->target_argc);
     STARTUPINFOW si;
@@ -72,6 +77,7 @@ int hs_cmd_run(const hs_options *o)
         hs_log("the target's rights: %s", hs_fmt_rights(t.p->target_rights));
     }
     t.p->pid = pi.dwProcessId;
+    t.p->bits = bits;
     bool ready = true;
     if (!o->no_hooks) {
         ready = hs_trace_session(&t, pi.dwProcessId, &tc, 0) == 0;

@@ -229,6 +229,8 @@ typedef struct hs_profile {
     char **args;                 /* argv[1..] */
     int nargs;
     uint32_t pid;
+    int bits;                    /* the target's: 64, or 32 (i386 under WOW64); 0 not known
+                                    (a foreign trace) */
     bool exited;                 /* exit_code is meaningful */
     uint32_t exit_code;
     int stop;                    /* hs_stop */

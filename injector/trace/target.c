@@ -57,7 +57,7 @@ wchar_t *hs_target_resolve(const wchar_t *name)
     return full_path(buf);
 }
 
-int hs_target_check(const wchar_t *path, const char *shown)
+int hs_target_check(const wchar_t *path, const char *shown, int *bits)
 {
     size_t size = 0;
     unsigned long err = 0;
@@ -69,9 +69,7 @@ int hs_target_check(const wchar_t *path, const char *shown)
     hs_pe pe;
     int st = hs_pe_load_file(&pe, data, size);
     int rc = -1;
-    if (st == HS_PE_OK && pe.bits == 32)   /* `functions` reads one; nothing runs one yet */
-        hs_err("'%s': 32-bit targets are not supported yet", shown);
-    else if (st == HS_PE_NOT_PE)
+    if (st == HS_PE_NOT_PE)
         hs_err("'%s' is not a Windows program (not a PE file)", shown);
     else if (st != HS_PE_OK)
         hs_err("'%s': %s", shown, hs_pe_status_text(st));
@@ -79,6 +77,8 @@ int hs_target_check(const wchar_t *path, const char *shown)
         hs_err("'%s' is a DLL, not a program", shown);
     else
         rc = 0;
+    if (rc == 0)
+        *bits = pe.bits;
     if (st == HS_PE_OK)
         hs_pe_close(&pe);
     free(data);

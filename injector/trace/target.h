@@ -12,9 +12,10 @@
  * NULL. */
 wchar_t *hs_target_resolve(const wchar_t *name);
 
-/* Check that `path` is a 64-bit Windows program; prints a one-line error
- * naming `shown` and returns -1 if not. */
-int hs_target_check(const wchar_t *path, const char *shown);
+/* Check that `path` is a Windows program (x64, or i386 for WOW64), and
+ * give its bits (64 or 32); prints a one-line error naming `shown` and
+ * returns -1 if not. */
+int hs_target_check(const wchar_t *path, const char *shown, int *bits);
 
 /* A command line that gives argv back through CommandLineToArgvW / the C
  * runtime's parser. malloc'd. */
