@@ -137,7 +137,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from winekeeper import ENV, WineServer  # noqa: E402  (scripts/winekeeper.py)
+from winekeeper import ENV, WINE64, WineServer  # noqa: E402  (scripts/winekeeper.py)
 
 OUT = "build/bench/out"
 HOOKSCOPE = os.environ.get("HOOKSCOPE", os.path.join(ROOT, "hookscope"))
@@ -156,7 +156,7 @@ def run(cmd):
 
 def calls():
     exe = "build/bench/callbench.exe"
-    plain = run(["wine", exe])
+    plain = run([WINE64, exe])
     traced = run([HOOKSCOPE, "run", "-q", "-o", OUT, "--", exe])
     print("== per-call overhead of entry counting (ns per call, best of 7 rounds x 20M calls)")
     print(f"{'call':<16}{'untraced':>10}{'hooked':>10}{'added':>10}{'ratio':>9}")
@@ -198,7 +198,7 @@ class Run:
 
 
 def untraced(exe, args, cwd, stdin=None):
-    rounds = [Run(["wine", exe] + args, cwd, stdin) for _ in range(ROUNDS)]
+    rounds = [Run([WINE64, exe] + args, cwd, stdin) for _ in range(ROUNDS)]
     for r in rounds:
         if r.rc != 0:
             sys.exit(f"bench: {exe} failed untraced ({r.rc}): {r.stderr.decode(errors='replace')}")
@@ -433,8 +433,8 @@ def overhead():
     def traced(exe, *opts, args=()):
         return run([HOOKSCOPE, "run", "-q", "-o", OUT] + list(opts) + ["--", exe] + list(args))
 
-    base = run(["wine", cb])
-    sbase = run(["wine", sb, sb_calls])
+    base = run([WINE64, cb])
+    sbase = run([WINE64, sb, sb_calls])
     modes = [
         ("count (--no-edges)", traced(cb, "--no-edges"), base, ("chain", "empty")),
         ("edges (default)", traced(cb), base, ("chain", "empty")),
@@ -795,7 +795,7 @@ def lua_time_stacks():
     for _ in range(ROUNDS):
         for label, opts in modes:
             if opts is None:
-                r = Run(["wine", "lua.exe", "workload.lua", LUA_STACK_ROUNDS], cwd)
+                r = Run([WINE64, "lua.exe", "workload.lua", LUA_STACK_ROUNDS], cwd)
                 if r.rc != 0:
                     sys.exit(f"bench: lua.exe failed untraced ({r.rc})")
                 times[label].append(r.wall)
@@ -842,7 +842,7 @@ def spin_run(threads, rate=None):
     import re
     args = [SPIN, str(threads), SPIN_STEPS]
     if rate is None:
-        p = subprocess.run(["wine"] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+        p = subprocess.run([WINE64] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
         fig, j = None, None
     else:
         out = os.path.join(OUT, "spin")
@@ -911,7 +911,7 @@ def sample():
     pool()
     wb = "build/bench/walkbench.exe"
     if need(wb, "make bench-build"):
-        runs = [run(["wine", wb, "2"]) for _ in range(3)]
+        runs = [run([WINE64, wb, "2"]) for _ in range(3)]
         w = {k: med([r[k] for r in runs]) for k in runs[0]}
         print(f"\nunwinding a sample's copied stack ({w['samples']:.0f} samples of spin.exe, 2 threads, median of 3):")
         print(f"  hook/unwind/unwinder.c {w['own_us']:.2f} us, DbgHelp StackWalk64 {w['dbghelp_us']:.2f} us per stack "
@@ -945,7 +945,7 @@ def pool():
         return
     plain, traced, susp = [], [], []
     for _ in range(ROUNDS):
-        p = subprocess.run(["wine", POOL, "pool", "32", "1500"], cwd=ROOT, env=ENV, capture_output=True, text=True,
+        p = subprocess.run([WINE64, POOL, "pool", "32", "1500"], cwd=ROOT, env=ENV, capture_output=True, text=True,
                            timeout=900)
         plain.append(float(p.stdout.split()[1]))
         out = os.path.join(OUT, "pool")
@@ -976,7 +976,7 @@ def short_run(args, traced, cpu=None):
     mean}: attach, region, exit call, detach). With cpu, the run (Wine's
     processes and hookscope.exe) is held to that CPU (taskset)."""
     out = os.path.join(OUT, "short")
-    cmd = ([HOOKSCOPE, "run", "-q", "-v", "-o", out] + list(traced) + ["--"] if traced is not None else ["wine"])
+    cmd = ([HOOKSCOPE, "run", "-q", "-v", "-o", out] + list(traced) + ["--"] if traced is not None else [WINE64])
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu)] + cmd
     p = subprocess.run(cmd + [SHORT] + args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
@@ -1134,7 +1134,7 @@ def dll_presence():
     res = {k: [] for k in ["none"] + [k for k, _ in NULLDLL_KINDS]}
     for _ in range(ROUNDS):
         for kind in res:
-            cmd = ["wine", SHORT, "lat", "300", "0"] + copies.get(kind, [])
+            cmd = [WINE64, SHORT, "lat", "300", "0"] + copies.get(kind, [])
             p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
             if p.returncode != 0:
                 sys.exit(f"bench: {SHORT} with {kind} DLLs failed ({p.returncode}): {p.stderr.strip()}")

@@ -10,6 +10,27 @@ import subprocess
 ENV = dict(os.environ, WINEDEBUG="-all")
 ENV.setdefault("WINEDLLOVERRIDES", "mscoree,mshtml=")
 
+# Wine's 64-bit loader, run directly: once Wine's 32-bit side is installed,
+# `wine` is its 32-bit loader, which runs a 64-bit program as another Linux
+# process started through start.exe (so the pid a test started is not the
+# program's, and a start takes about twice as long).
+WINE64 = "/usr/lib/wine/wine64" if os.access("/usr/lib/wine/wine64", os.X_OK) else "wine"
+
+
+def loader(program, cwd="."):
+    """The Wine loader for a program (a path, from cwd): `wine` for an
+    i386 one, else the 64-bit loader (Wine's own programs, named without a
+    path, are the 64-bit ones)."""
+    try:
+        with open(os.path.join(cwd, program), "rb") as f:
+            head = f.read(4096)
+        pe = int.from_bytes(head[0x3C:0x40], "little")
+        if head[:2] == b"MZ" and head[pe:pe + 6] == b"PE\0\0\x4c\x01":
+            return "wine"
+    except (OSError, ValueError):
+        pass
+    return WINE64
+
 
 class WineServer:
     """Keeps one wineserver alive for a whole run of tests or benchmarks

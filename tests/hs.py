@@ -13,7 +13,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from winekeeper import ENV, WineServer  # noqa: E402,F401  (scripts/winekeeper.py)
+from winekeeper import ENV, WINE64, WineServer, loader  # noqa: E402,F401  (scripts/winekeeper.py)
 
 BUILD = os.path.join(ROOT, "build")
 OUT = os.path.join(BUILD, "test-out")
@@ -58,7 +58,7 @@ def wine(args, input=None, timeout=120, cwd=ROOT, extra_env=None):
     are started again); returns CompletedProcess (bytes)."""
     e = env()
     e.update(extra_env or {})
-    return started(["wine"] + list(args), args[0], input, timeout, cwd, e)
+    return started([loader(args[0], cwd)] + list(args), args[0], input, timeout, cwd, e)
 
 
 def rate_reported(t, asked):
@@ -283,7 +283,7 @@ class Process:
         Ctrl+C sent to another group does not reach it."""
         import queue
         import threading
-        self.proc = subprocess.Popen(["wine"] + list(args), cwd=cwd, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([loader(args[0], cwd)] + list(args), cwd=cwd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
                                      start_new_session=new_session)
         self.lines = queue.Queue()

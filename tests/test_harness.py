@@ -119,7 +119,7 @@ def test_crashing_program_leaves_no_pipe_open():
     q = subprocess.run(["wine", "reg", "query", r"HKCU\Software\Wine\WineDbg", "/v", "ShowCrashDialog"],
                        capture_output=True, env=hs.env(), timeout=60)
     hs.check(b"0x0" in q.stdout, f"ShowCrashDialog is not 0 in the prefix: {q.stdout!r}")
-    for cmd in (["wine", exe], [os.path.join(hs.ROOT, "hookscope"), "run", "-q", "-o",
+    for cmd in ([hs.WINE64, exe], [os.path.join(hs.ROOT, "hookscope"), "run", "-q", "-o",
                                 hs.outdir("harness_crash"), "--", exe]):
         p = subprocess.Popen(cmd, cwd=hs.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=hs.env())
@@ -141,7 +141,7 @@ def test_crashing_program_leaves_no_pipe_open():
                  f"{cmd[0]}: the output did not end within 60 s; held by {holders}")
         hs.eq(holders, [], f"{cmd[0]}: processes still holding the output")
         hs.check(b"about to crash" in out["out"], f"{cmd[0]}: stdout {out['out']!r}")
-        if cmd[0] != "wine":
+        if cmd[0] != hs.WINE64:
             # (how Wine's debugger ends the untraced program varies; hookscope
             # exits with the code the target ended with)
             hs.eq(p.returncode & 0xFF, 0xC0000005 & 0xFF, f"{cmd[0]}: exit status")

@@ -79,7 +79,7 @@ def test_release_all_on_ctrl_c():
     hs.need(EXE)
     p, pid = storm.start()
     with p:
-        h = subprocess.Popen(["wine", EXE, "hold", str(pid)], cwd=hs.ROOT, stdout=subprocess.PIPE,
+        h = subprocess.Popen([hs.WINE64, EXE, "hold", str(pid)], cwd=hs.ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=hs.env(),
                              start_new_session=True)
         try:
@@ -103,7 +103,7 @@ def test_victim_exits_during_the_loop():
     every call fails cleanly and the loop ends on its own."""
     hs.need(EXE)
     hs.need(storm.EXE)
-    v = subprocess.Popen(["wine", storm.EXE, "2"], cwd=hs.ROOT, stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+    v = subprocess.Popen([hs.WINE64, storm.EXE, "2"], cwd=hs.ROOT, stdout=subprocess.PIPE, stdin=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, env=hs.env())
     try:
         m = re.fullmatch(rb"pid (\d+) code-matches 1\r?\n", v.stdout.readline())
