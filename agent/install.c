@@ -265,8 +265,11 @@ static int open_image(install_ctx *c)
         hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: its PE headers cannot be read", hs_file_name(c->path));
         return -1;
     }
-    if (c->pe.bits != 64) {   /* an i386 image mapped as data: no code of it runs here */
-        hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: it is a 32-bit image", hs_file_name(c->path));
+    /* an image of the other width is mapped as data: no code of it runs here */
+    const int bits = HS_AGENT_X86 ? 32 : 64;
+    if (c->pe.bits != bits) {
+        hs_agent_fail(ERROR_BAD_EXE_FORMAT, "cannot hook %ls: it is a %d-bit image", hs_file_name(c->path),
+                      c->pe.bits);
         hs_pe_close(&c->pe);
         return -1;
     }

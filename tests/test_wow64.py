@@ -58,16 +58,35 @@ def test_wow64_programs_run_untraced():
     hs.eq(out_lines(p32), out_lines(p64), "the i686 ground-truth program's output against the x86-64 one's")
 
 
-def test_wow64_run_refused():
-    """`hookscope run` refuses to hook a 32-bit program before starting
-    it: exit 125 and one line saying so, with what it can do (hookscope.exe
-    reads the image's headers, so no 32-bit Wine is needed for this)."""
-    exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
-    p = hs.hookscope(["run", "-o", hs.outdir("wow64_refused"), "--", exe])
-    hs.eq(p.returncode, 125, "exit code")
-    lines = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
-    hs.eq(lines, [f"hookscope: '{exe}': hooking 32-bit programs is not supported yet (--no-hooks samples them)"], "stderr")
-    hs.eq(p.stdout, b"", "stdout")
+def test_wow64_run_counts_like_x64():
+    """`hookscope run` of the i686 ground-truth program: the 32-bit agent
+    is injected (through the target's own 32-bit kernel32), the program
+    prints what it prints untraced and exits alike, and every function of groundtruth.c has exactly the
+    calls and callers the x86-64 build of the same source has (whose
+    counts test_groundtruth checks against its instrumented twin)."""
+    hs.need_wow64()
+    fx = hs.fixture("groundtruth")
+    exe32 = os.path.relpath(os.path.join(hs.ROOT, hs.need(f"{hs.TARGETS32}/groundtruth.exe")),
+                            os.path.join(hs.ROOT, fx["cwd"]))
+    plain = hs.wine([exe32] + fx["args"], cwd=os.path.join(hs.ROOT, fx["cwd"]))
+    t32 = hs.trace(exe32, fx["args"], name="wow64_groundtruth", cwd=fx["cwd"])
+    t64 = hs.trace(fx["program"], fx["args"], modules=[fx["module"]], name="wow64_groundtruth64", cwd=fx["cwd"])
+    hs.eq((t32.rc, t32.stdout), (fx["exit_code"], plain.stdout), "exit code and output, traced")
+    own = hs.instrumented_functions(fx)
+    hs.check(len(own) >= 30, f"groundtruth.c has only {len(own)} functions")
+    hooked = lambda t, m: {f["name"] for f in t.functions(m) if f["hooked"]} & own
+    h32, h64 = hooked(t32, "groundtruth.exe"), hooked(t64, fx["module"])
+    hs.eq(sorted(h64 - h32), [], "functions hooked in the x86-64 build but not in the i686 one")
+    both = sorted(h32 & h64)
+    c32, c64 = t32.calls("groundtruth.exe"), t64.calls(fx["module"])
+    hs.eq({n: c32.get(n, 0) for n in both}, {n: c64.get(n, 0) for n in both},
+          "calls of groundtruth.c's functions, i686 against x86-64")
+    # (op_add is too short to hook in the x86-64 build; dispatch calls each op alike)
+    hs.eq([c32.get(n) for n in ("op_add", "op_sub", "op_mul", "op_xor")], [250] * 4, "calls of the four ops")
+    hs.check(c32.get("thread_leaf") == 100000, f"thread_leaf: {c32.get('thread_leaf')} calls")
+    callers = lambda t: sorted((e["caller"], e["callee"], e["calls"]) for e in t.json["edges"]
+                               if e["callee"] in both and e["caller"] in own)
+    hs.eq(callers(t32), callers(t64), "caller edges between groundtruth.c's functions")
 
 
 ROW = re.compile(r"^0x([0-9a-f]{8})\s+(\d+)\s+(\S+)\s+(yes \(\S+\)|yes|no: \S+)\s+(\S+)\s+(.+)$")

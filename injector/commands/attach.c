@@ -165,10 +165,7 @@ int hs_cmd_attach(const hs_options *o)
     BOOL wow64 = FALSE;
     if (IsWow64Process(process, &wow64) && wow64)
         bits = 32;   /* (what runs, whatever the file says) */
-    if (bits == 32 && !o->no_hooks) {
-        hs_err("process %u: hooking 32-bit programs is not supported yet (--no-hooks samples them)", o->pid);
-        return HS_EXIT_FAILED;
-    }
+    tc.target_bits = bits;
 
     if (hs_outdir_open(o->outdir) < 0)
         return HS_EXIT_FAILED;

@@ -39,10 +39,7 @@ int hs_cmd_run(const hs_options *o)
     int bits = 0;
     if (hs_target_check(path, shown, &bits) < 0)
         return HS_EXIT_FAILED;
-    if (bits == 32 && !o->no_hooks) {
-        hs_err("'%s': hooking 32-bit programs is not supported yet (--no-hooks samples them)", shown);
-        return HS_EXIT_FAILED;
-    }
+    tc.target_bits = bits;
 
     wchar_t *cmdline = hs_build_cmdline(o->target_argv, o->target_argc);
     STARTUPINFOW si;

@@ -24,6 +24,7 @@ typedef struct hs_trace_config {
     double duration;            /* seconds, 0: none */
     int quiet;
     uint32_t max_functions, max_threads;
+    int target_bits;            /* 32: an i386 (WOW64) target, whose session must fit its address space */
     int edges;                  /* caller edges */
     uint32_t stacks;            /* entry stack depth, 0: off */
     uint32_t stack_every;       /* capture every Nth call per function */

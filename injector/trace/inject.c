@@ -12,6 +12,11 @@
  * there: the agent maps it and hooks the modules. Both threads are waited
  * for before the caller resumes the target, so no code of the target runs
  * unhooked.
+ *
+ * A 32-bit (WOW64) process gets the 32-bit agent, hookscope-agent32.dll,
+ * through the LoadLibraryW of its own i386 kernel32, whose address is read
+ * from that kernel32's export table in the target; one created suspended
+ * is first initialised by a thread of its own (remote32.h).
  */
 #include "injector/trace/inject.h"
 
@@ -24,6 +29,7 @@
 #include "hook/base/remote_win.h"
 #include "hook/base/util.h"
 #include "hook/pe/pe.h"
+#include "injector/trace/remote32.h"
 
 #define LOAD_TIMEOUT_MS 60000
 #define INIT_TIMEOUT_MS 600000
@@ -49,40 +55,51 @@ static int wait_remote(HANDLE thread, HANDLE process, DWORD timeout, const char 
     return -1;
 }
 
-/* Full path of hookscope-agent.dll, next to hookscope.exe (malloc'd). */
-static wchar_t *agent_path(void)
+/* A WOW64 process (a 32-bit program) gets the 32-bit agent. */
+static int is_wow64(HANDLE process)
 {
-    const wchar_t *dir = hs_self_dir();
-    static const wchar_t agent_name[] = L"hookscope-agent.dll";
-    wchar_t *agent = hs_xmalloc((wcslen(dir) + wcslen(agent_name) + 1) * sizeof(wchar_t));
+    BOOL wow64 = FALSE;
+    return IsWow64Process(process, &wow64) && wow64;
+}
+
+static const wchar_t *agent_name(int x86)
+{
+    return x86 ? L"hookscope-agent32.dll" : L"hookscope-agent.dll";
+}
+
+/* Full path of the agent DLL, next to hookscope.exe (malloc'd). */
+static wchar_t *agent_path(int x86)
+{
+    const wchar_t *dir = hs_self_dir(), *name = agent_name(x86);
+    wchar_t *agent = hs_xmalloc((wcslen(dir) + wcslen(name) + 1) * sizeof(wchar_t));
     wcscpy(agent, dir);
-    wcscat(agent, agent_name);
+    wcscat(agent, name);
     return agent;
 }
 
-/* rva of an export of the agent DLL, read from its file (once per run);
- * 0 after printing an error. */
-static uint32_t agent_export(const char *name)
+/* rva of an export of the agent DLL (the 32-bit one when x86), read from
+ * its file (once per run); 0 after printing an error. */
+static uint32_t agent_export(int x86, const char *name)
 {
-    static hs_pe pe;
-    static uint8_t *file;
-    if (!file) {
-        wchar_t *agent = agent_path();
+    static hs_pe pe[2];
+    static uint8_t *file[2];
+    if (!file[x86]) {
+        wchar_t *agent = agent_path(x86);
         size_t size = 0;
         unsigned long err = 0;
-        file = hs_read_file(agent, &size, &err);
-        if (!file) {
+        file[x86] = hs_read_file(agent, &size, &err);
+        if (!file[x86]) {
             char *a = hs_utf8(agent);
             hs_err("cannot read the agent %s: %s", a, hs_win_error(err));
             free(a);
-        } else if (hs_pe_load_file(&pe, file, size) != HS_PE_OK) {
-            memset(&pe, 0, sizeof pe);
+        } else if (hs_pe_load_file(&pe[x86], file[x86], size) != HS_PE_OK) {
+            memset(&pe[x86], 0, sizeof pe[x86]);
         }
         free(agent);
-        if (!file)
+        if (!file[x86])
             return 0;
     }
-    uint32_t rva = pe.image ? hs_pe_export_rva(&pe, name) : 0;
+    uint32_t rva = pe[x86].image ? hs_pe_export_rva(&pe[x86], name) : 0;
     if (!rva)
         hs_err("the agent DLL has no %s export", name);
     return rva;
@@ -120,7 +137,7 @@ static void forget_thread(hs_session_host *s, HANDLE th)
 static int call_export(HANDLE process, hs_session_host *s, const char *name, uint64_t param, DWORD timeout_ms,
                        DWORD *code)
 {
-    uint32_t rva = agent_export(name);
+    uint32_t rva = agent_export(is_wow64(process), name);
     if (!rva)
         return -1;
     HANDLE th = remote_thread(process, s, s->agent_base + rva, (void *)(uintptr_t)param);
@@ -138,10 +155,27 @@ int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD ti
     return call_export(process, s, name, 0, timeout_ms, code);
 }
 
+/* The address of kernel32's export `name` in `process`: our own for a
+ * 64-bit target (kernel32 is at the same address in every process of a
+ * session), read from the target's i386 kernel32 for a 32-bit one. 0
+ * after printing why. */
+static uint64_t kernel32_export(HANDLE process, const char *name)
+{
+    if (!is_wow64(process))
+        return (uint64_t)(uintptr_t)GetProcAddress(GetModuleHandleW(L"kernel32.dll"), name);
+    uint64_t k32 = hs_remote32_module(process, L"kernel32.dll");
+    uint64_t addr = k32 ? hs_remote32_export(process, k32, name) : 0;
+    if (!addr)
+        hs_err("cannot find %s in the target's 32-bit kernel32.dll%s", name, k32 ? "" : " (not loaded)");
+    return addr;
+}
+
 int hs_agent_unload(HANDLE process, hs_session_host *s)
 {
-    FARPROC fl = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "FreeLibrary");
-    HANDLE th = remote_thread(process, s, (uint64_t)(uintptr_t)fl, (void *)(uintptr_t)s->agent_base);
+    uint64_t fl = kernel32_export(process, "FreeLibrary");
+    if (!fl)
+        return -1;
+    HANDLE th = remote_thread(process, s, fl, (void *)(uintptr_t)s->agent_base);
     if (!th)
         return -1;
     DWORD code = 0;
@@ -174,18 +208,19 @@ static int check_ready(hs_session_host *s, DWORD code)
 
 int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub)
 {
+    const int x86 = is_wow64(process);
     HMODULE mods[1024];
     DWORD needed = 0;
-    if (!K32EnumProcessModulesEx(process, mods, sizeof mods, &needed, LIST_MODULES_64BIT))
+    if (!K32EnumProcessModulesEx(process, mods, sizeof mods, &needed, x86 ? LIST_MODULES_32BIT : LIST_MODULES_64BIT))
         return -1;
     DWORD n = needed / sizeof(HMODULE);
     for (DWORD i = 0; i < n && i < 1024; i++) {
         wchar_t name[MAX_PATH];
-        if (!K32GetModuleBaseNameW(process, mods[i], name, MAX_PATH) || _wcsicmp(name, L"hookscope-agent.dll"))
+        if (!K32GetModuleBaseNameW(process, mods[i], name, MAX_PATH) || _wcsicmp(name, agent_name(x86)))
             continue;
         *base = (uint64_t)(uintptr_t)mods[i];
         memset(pub, 0, sizeof *pub);
-        uint32_t rva = agent_export("hs_agent_public_state");
+        uint32_t rva = agent_export(x86, "hs_agent_public_state");
         SIZE_T got = 0;
         if (!rva || !ReadProcessMemory(process, (void *)(uintptr_t)(*base + rva), pub, sizeof *pub, &got) ||
             got != sizeof *pub || pub->magic != HS_PUBLIC_MAGIC || pub->version != HS_SESSION_VERSION)
@@ -232,14 +267,39 @@ static int loaded_agent(HANDLE process, uint64_t *base)
     return -1;
 }
 
-int hs_inject(HANDLE process, hs_session_host *s)
+/* A 32-bit process created suspended has no kernel32 yet (remote32.h):
+ * a thread that only ends, at its ntdll's RtlExitUserThread, completes
+ * its initialisation. 0, or -1 after printing why. */
+static int initialise_32bit(HANDLE process, hs_session_host *s)
 {
-    wchar_t *agent = agent_path();
-    uint32_t init_rva = agent_export("hs_agent_init");
-    if (!init_rva) {
-        free(agent);
+    if (hs_remote32_module(process, L"kernel32.dll"))
+        return 0;
+    uint64_t ntdll = hs_remote32_ntdll(process);
+    uint64_t exit_thread = ntdll ? hs_remote32_export(process, ntdll, "RtlExitUserThread") : 0;
+    if (!exit_thread) {
+        hs_err("cannot find the 32-bit ntdll.dll's RtlExitUserThread in the target");
         return -1;
     }
+    hs_log("initialising the 32-bit process (a thread at ntdll!RtlExitUserThread)");
+    HANDLE th = remote_thread(process, s, exit_thread, NULL);
+    if (!th)
+        return -1;
+    DWORD code = 0;
+    int rc = wait_remote(th, process, LOAD_TIMEOUT_MS, "initialising the 32-bit process", &code);
+    forget_thread(s, th);
+    CloseHandle(th);
+    return rc;
+}
+
+int hs_inject(HANDLE process, hs_session_host *s)
+{
+    const int x86 = is_wow64(process);
+    if (!agent_export(x86, "hs_agent_init") || (x86 && initialise_32bit(process, s) < 0))
+        return -1;
+    uint64_t load = kernel32_export(process, "LoadLibraryW");
+    if (!load)
+        return -1;
+    wchar_t *agent = agent_path(x86);
 
     size_t bytes = (wcslen(agent) + 1) * sizeof(wchar_t);
     void *remote = hs_remote_alloc(process, bytes, PAGE_READWRITE);
@@ -250,9 +310,8 @@ int hs_inject(HANDLE process, hs_session_host *s)
         hs_err("cannot write into the target: %s", hs_win_error(GetLastError()));
         goto out;
     }
-    hs_log("loading the agent into the target");
-    FARPROC load = GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "LoadLibraryW");
-    th = remote_thread(process, s, (uint64_t)(uintptr_t)load, remote);
+    hs_log("loading the %s agent into the target", x86 ? "32-bit" : "64-bit");
+    th = remote_thread(process, s, load, remote);
     if (!th)
         goto out;
     DWORD code = 0;

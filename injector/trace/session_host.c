@@ -45,6 +45,28 @@ static int owner_only_init(owner_only *o)
     return 0;
 }
 
+/* A 32-bit target maps the whole session into its 2 GiB of address space
+ * (4 with /LARGEADDRESSAWARE), beside the program: the capacities are cut
+ * until the view takes at most SESSION_MAX_32BIT, threads first (to 32),
+ * then functions (to 16384: a module with more gets the "function table
+ * is full" error). Returns the new total. */
+#define SESSION_MAX_32BIT (256ull << 20)
+static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap, uint64_t total)
+{
+    const uint32_t threads = cap->threads, functions = cap->functions;
+    while (total > SESSION_MAX_32BIT && (cap->threads > 32 || cap->functions > 16384)) {
+        if (cap->threads > 32)
+            cap->threads = cap->threads / 2 > 32 ? cap->threads / 2 : 32;
+        else
+            cap->functions = cap->functions / 2 > 16384 ? cap->functions / 2 : 16384;
+        total = hs_session_layout(L, cap);
+    }
+    if (cap->threads != threads || cap->functions != functions)
+        hs_log("a 32-bit target: the session holds %u threads and %u functions (not %u and %u), %llu MiB",
+               cap->threads, cap->functions, threads, functions, (unsigned long long)(total >> 20));
+    return total;
+}
+
 int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options)
 {
     if (o->edges)
@@ -64,6 +86,8 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, u
     if (o->timeline && o->timeline_buffer)
         cap.timeline = o->timeline_buffer;
     uint64_t total = hs_session_layout(L, &cap);
+    if (o->target_bits == 32)
+        total = fit_32bit(L, &cap, total);
     L->magic = HS_SESSION_MAGIC;
     L->version = HS_SESSION_VERSION;
     L->options = options;
