@@ -99,15 +99,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- Wine's 32-bit side -----------------------------------------------------
-# Asked for only (HS_WINE32=1 make deps): on Debian 12 today it moves amd64
-# packages, security updates among them, to the versions the i386 index
-# offers (the bookworm-security i386 index fails to download: listed in
-# build/deps32/wine32.moves first), every 64-bit program's start through
-# the 32-bit `wine` costs 136 ms instead of 59, and every prefix made
-# without it must be updated (below). Not done by default until the whole
-# 64-bit suite has run green with it.
-if [ -z "$reason" ] && ! installed wine32:i386 && [ "${HS_WINE32:-}" != 1 ]; then
-    unavailable "Wine's 32-bit side (wine32:i386) is not installed: HS_WINE32=1 make deps installs it (it moves amd64 packages to the versions Debian's i386 index offers, and updates the Wine prefixes made without it)"
+# Installed by default (HS_WINE32=0 make deps leaves it out). On Debian 12
+# today it moves amd64 packages, security updates among them, to the
+# versions the i386 index offers (the bookworm-security i386 index fails to
+# download: listed in build/deps32/wine32.moves first), `wine` becomes the
+# 32-bit loader (so hookscope and its tests run 64-bit programs through
+# /usr/lib/wine/wine64: scripts/winekeeper.py, ./hookscope), and every prefix
+# made without it must be updated (below). The whole 64-bit suite runs
+# green with it (the closing notes of 2026-11-26).
+if [ -z "$reason" ] && ! installed wine32:i386 && [ "${HS_WINE32:-1}" = 0 ]; then
+    unavailable "Wine's 32-bit side (wine32:i386) is not installed: HS_WINE32=0 left it out (make deps without it installs it; it moves amd64 packages to the versions Debian's i386 index offers, and updates the Wine prefixes made without it)"
 fi
 if [ -z "$reason" ] && ! installed wine32:i386; then
     others=()
@@ -115,7 +116,7 @@ if [ -z "$reason" ] && ! installed wine32:i386; then
         [ "$p" != "$prefix" ] && no_wow64 "$p" && others+=("$p")
     done
     if [ ${#others[@]} -gt 0 ] && [ "${HS_WINE32_UPDATE_PREFIXES:-}" != 1 ]; then
-        unavailable "wine32:i386 is not installed: ${#others[@]} Wine prefixes here (${others[*]:0:3}) were made without it, and once it is installed no program runs in them through \`wine\` until each is updated (HS_WINE32=1 HS_WINE32_UPDATE_PREFIXES=1 make deps: install it and update them)"
+        unavailable "wine32:i386 is not installed: ${#others[@]} Wine prefixes here (${others[*]:0:3}) were made without it, and once it is installed no program runs in them through \`wine\` until each is updated (HS_WINE32_UPDATE_PREFIXES=1 make deps: install it and update them)"
     fi
 fi
 if [ -z "$reason" ] && ! installed wine32:i386; then
