@@ -125,6 +125,16 @@ out:
     return err;
 }
 
+#ifndef ERROR_ELEVATION_REQUIRED
+#define ERROR_ELEVATION_REQUIRED 740   /* (not in every mingw-w64's winerror.h) */
+#endif
+
+/* Is a start's failure one that more rights could mend? */
+static bool for_want_of_rights(DWORD err)
+{
+    return err == ERROR_ACCESS_DENIED || err == ERROR_ELEVATION_REQUIRED || err == ERROR_PRIVILEGE_NOT_HELD;
+}
+
 int hs_rights_start(const hs_token_api *api, bool elevated_target, const wchar_t *path, wchar_t *cmdline,
                     STARTUPINFOW *si, PROCESS_INFORMATION *pi, hs_rights *how, char *why, size_t len)
 {
@@ -146,6 +156,11 @@ int hs_rights_start(const hs_token_api *api, bool elevated_target, const wchar_t
             DWORD restricted = start_restricted(api, own, path, cmdline, si, pi);
             if (!restricted) {
                 *how = HS_RIGHTS_USER_RESTRICTED;
+            } else if (restricted == linked && !for_want_of_rights(linked)) {
+                /* the program cannot start whoever starts it (a broken image) */
+                snprintf(why, len, "%s", first);
+                api->close_handle(own);
+                return -1;
             } else {
                 snprintf(why, len, "cannot start the target without administrator rights (the user's token: %s; a "
                                    "restricted one: %s); --elevated-target starts it with them", first,
