@@ -228,12 +228,49 @@ int hs__decode(hs_engine *e, const hs_func_input *fn, int32_t off, int32_t limit
     return 0;
 }
 
-/* One padding instruction? int3, nop (any length), xchg ax,ax. */
-static int is_pad_insn(const hs_insn *in, const uint8_t *bytes)
+/* A no-op that i686 gcc and gas pad 32-bit code with: lea r32,[r32+0]
+ * (the base the destination, no index, a zero displacement: gas's 3-, 4-,
+ * 6- and 7-byte fillers, a segment prefix before some) and mov r32,r32 of
+ * one register. Not in 64-bit code, where a 32-bit write clears the upper
+ * half (gcc pads it with the long nops). */
+static int is_pad32(const hs_insn *in, const uint8_t *b)
+{
+    if (!in->modrm_off || in->modrm_off + 1 > in->len)
+        return 0;
+    const uint8_t *m = b + in->modrm_off, mod = m[0] >> 6, reg = (m[0] >> 3) & 7, rm = m[0] & 7;
+    const uint8_t opcode = m[-1];
+    if (in->id == X86_INS_MOV)
+        return (opcode == 0x89 || opcode == 0x8B) && mod == 3 && reg == rm && in->len == in->modrm_off + 1;
+    if (in->id != X86_INS_LEA || opcode != 0x8D || mod == 3)
+        return 0;
+    uint8_t base = rm;
+    int at = 1;
+    if (rm == 4) {
+        if (((m[1] >> 3) & 7) != 4)   /* an index register */
+            return 0;
+        base = m[1] & 7;
+        at = 2;
+    }
+    if (mod == 0 && base == 5)        /* [disp32]: no base */
+        return 0;
+    const int disp = mod == 1 ? 1 : mod == 2 ? 4 : 0;
+    if (in->modrm_off + at + disp != in->len)
+        return 0;
+    for (int i = 0; i < disp; i++)
+        if (m[at + i])
+            return 0;
+    return base == reg;
+}
+
+/* One padding instruction? int3, nop (any length), xchg ax,ax; in 32-bit
+ * code also gcc's no-op lea and mov forms. */
+static int is_pad_insn(const hs_engine *e, const hs_insn *in, const uint8_t *bytes)
 {
     if (in->id == X86_INS_NOP || in->id == X86_INS_INT3)
         return 1;
-    return in->len == 2 && bytes[0] == 0x66 && bytes[1] == 0x90;
+    if (in->len == 2 && bytes[0] == 0x66 && bytes[1] == 0x90)
+        return 1;
+    return e->bits == 32 && is_pad32(in, bytes);
 }
 
 int hs__padding_run(hs_engine *e, const hs_func_input *fn, int32_t from, int32_t need_to,
@@ -255,7 +292,7 @@ int hs__padding_run(hs_engine *e, const hs_func_input *fn, int32_t from, int32_t
     int32_t pos = from;
     while (pos < need_to) {
         hs_insn in;
-        if (hs__decode(e, fn, pos, limit, &in, NULL) < 0 || !is_pad_insn(&in, fn->code + pos))
+        if (hs__decode(e, fn, pos, limit, &in, NULL) < 0 || !is_pad_insn(e, &in, fn->code + pos))
             return 0;
         pos += in.len;
     }

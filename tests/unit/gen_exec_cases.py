@@ -255,7 +255,8 @@ def C32(name, asm, win, **kw):
     C(name, asm, win, cases=CASES32, **kw)
 
 
-PAD5_32 = ".fill 5,1,0x90\n"   # the hot-patch area of a system DLL: 5 nops before the entry
+PAD5_32 = ".fill 5,1,0x90\n"
+PADGCC32 = ".byte 0x8d,0xb4,0x26,0,0,0,0, 0x8d,0xb4,0x26,0,0,0,0\n"   # i686 gcc's padding (2 x lea esi,[esi+eiz*1+0])   # the hot-patch area of a system DLL: 5 nops before the entry
 
 # ---- plain prologues, absolute operands ------------------------------------------
 C32("push-ebp-mov-sub", "start: push ebp\n mov ebp, esp\n sub esp, 0x10\n ret\nend:", 6)   # 1+2+3
@@ -279,6 +280,17 @@ C32("sse-in-window", "start: movaps xmm1, xmm0\n addps xmm1, xmm2\n ret\nend:", 
 C32("xor-ret-pad", "start: xor eax, eax\n ret\nend:" + PAD16, 3, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
 C32("ret-pad", "start: ret\nend:" + PAD16, 1, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
 C32("stdcall-ret-pad", "start: ret 12\nend:" + PAD16, 3, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+# i686 gcc pads functions with no-op lea/mov forms, not 0x90/0xcc: a
+# 1-byte function of it (`ret`, then `lea esi,[esi+eiz*1+0]`) is hooked
+# through that padding (gas's 7-, 4-, 3- and 6-byte fillers, and mov esi,esi)
+C32("ret-gccpad7", "start: ret\nend:" + PADGCC32, 1, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+C32("ret-gccpad4", "start: ret\nend: .byte 0x8d,0x74,0x26,0x00, 0x8d,0x76,0x00\n" + PAD16, 1,
+    flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+C32("ret-gccpad-cs", "start: ret\nend: .byte 0x2e,0x8d,0xb4,0x26,0,0,0,0, 0x89,0xf6\n" + PAD16, 1,
+    flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+C32("ret-gccpad6", "start: ret\nend: .byte 0x8d,0xbf,0,0,0,0\n" + PAD16, 1, flags=("ENDS_IN_WINDOW", "USES_PADDING"))
+# ... but a lea that computes something is code, not padding
+C32("ret-lea-not-pad", "start: ret\nend: .byte 0x8d,0x76,0x01\n", 0, kind="none", reason="too_short")
 C32("jmp-eax-pad", "start: jmp eax\nend:" + PAD16, 2, flags=("ENDS_IN_WINDOW", "USES_PADDING"),
     regs={"eax": [CALLPAD32] * 3})
 # the hot-patch form: 5 nops, mov edi,edi; a function too short for a 5-byte
