@@ -476,6 +476,8 @@ static void analyze_functions(install_ctx *c)
             continue;
         describe_function(c, i, k);
         hs_skip_reason r = filter_reason(c, i);
+        if (r == HS_OK && !hs_pe_func_bounded(&c->pe, &c->funcs[i]))
+            r = HS_SKIP_BOUNDS;
         if (r == HS_OK)
             r = analyze_function(c, i, k);
         if (r != HS_OK)

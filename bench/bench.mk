@@ -99,3 +99,31 @@ $(BENCH_DIR)/nulldll_%.dll: bench/nulldll.c
 	$(WCC) -O2 -shared $(NULLDLL_FLAGS_$*) -o $@ $< -lkernel32
 
 bench-build: $(NULLDLLS)
+
+# The same programs built for i686 (bench/run.py wow64: the 32-bit agent's
+# figures beside the 64-bit one's): callbench, stackbench and their DLL,
+# manyfuncs (the same generated sources) and spin, into build/bench32/.
+BENCH32_DIR := $(B)/bench32
+
+$(BENCH32_DIR)/benchlib.dll: bench/benchlib.c bench/leaf.h | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(WCC32) -O2 -I$(B)/inc/bench -shared -o $@ $< -Wl,--out-implib,$(BENCH32_DIR)/libbenchlib.a
+
+$(BENCH32_DIR)/%bench.exe: bench/%bench.c bench/leaf.h bench/clock.h $(BENCH32_DIR)/benchlib.dll | $(INC_FARMS)
+	@mkdir -p $(dir $@)
+	$(WCC32) -O2 -I$(B)/inc/bench -fno-inline -o $@ $< -L$(BENCH32_DIR) -lbenchlib
+
+MANY32_O := $(patsubst $(MANY_DIR)/%.c,$(BENCH32_DIR)/manyfuncs/%.o,$(MANY_C))
+$(BENCH32_DIR)/manyfuncs/%.o: $(MANY_DIR)/%.c $(MANY_DIR)/manyfuncs.h
+	@mkdir -p $(dir $@)
+	$(WCC32) -O2 -fno-inline -I$(MANY_DIR) -c -o $@ $<
+
+$(BENCH32_DIR)/manyfuncs.exe: $(MANY32_O)
+	$(WCC32) -o $@ $^
+
+$(BENCH32_DIR)/spin.exe: bench/spin.c
+	@mkdir -p $(dir $@)
+	$(WCC32) -O2 -I$(B)/inc/bench -fno-inline -o $@ $<
+
+bench-build: $(BENCH32_DIR)/callbench.exe $(BENCH32_DIR)/stackbench.exe $(BENCH32_DIR)/manyfuncs.exe \
+             $(BENCH32_DIR)/spin.exe

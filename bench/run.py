@@ -3,7 +3,7 @@
 
   bench/run.py [calls] [overhead] [timeline-overhead] [timeline-drain] [timeline-memory [SECONDS]] [install]
                [report] [stacks] [etl] [sample] [sample-rates] [lua-time-stacks] [threads]
-               [dll-presence]
+               [dll-presence] [wow64]
                                           (default: all but sample-rates and
                                           timeline-memory; stacks ends with
                                           lua-time-stacks)
@@ -119,6 +119,11 @@ here) measures another build, e.g. before and after a change.
            (a TLS directory from mingw's DLL startup or none; thread
            notifications or DisableThreadLibraryCalls), against none loaded;
            runs interleaved, medians of ROUNDS, the difference per DLL.
+  wow64    the 32-bit agent beside the 64-bit one, on the same sources
+           built for each (build/bench32/, i686): ns per call added by
+           counting, edges and --time, per captured stack; the install
+           rate on manyfuncs.exe; the sampler's slowdown of spin.exe at
+           1 kHz, and its time per sample.
 
 Wall times are taken around the Wine process from here (a wineserver is
 held for the whole run by scripts/winekeeper.py, so Wine's start is ~0.05 s
@@ -137,7 +142,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from winekeeper import ENV, WINE64, WineServer  # noqa: E402  (scripts/winekeeper.py)
+from winekeeper import ENV, WINE64, WineServer, loader  # noqa: E402  (scripts/winekeeper.py)
 
 OUT = "build/bench/out"
 HOOKSCOPE = os.environ.get("HOOKSCOPE", os.path.join(ROOT, "hookscope"))
@@ -933,6 +938,84 @@ def sample():
         print(f"  (CPU seconds; wall time of merge and report {t['merge_report_wall']:.3f} s)")
         print(f"  merge and report {t['merge_report']:.3f} s; goal <= {MERGE_GOAL_S:.0f} s: "
               f"{'met' if t['merge_report'] <= MERGE_GOAL_S else 'NOT met'}")
+
+
+# --- 32-bit programs: the same figures, side by side -------------------------
+
+WIDTHS = (("x86-64", "build/bench"), ("i686", "build/bench32"))
+
+
+def traced_figures(exe, *opts, args=()):
+    """The program's own figures under `hookscope run` (no sampling, so that
+    only the probes are measured); None when hookscope refuses the options."""
+    p = subprocess.run([HOOKSCOPE, "run", "-q", "--no-sample", "-o", OUT] + list(opts) + ["--", exe] + list(args),
+                       cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    if p.returncode == 125 and "not built for 32-bit" in p.stderr:
+        return None
+    if p.returncode != 0:
+        sys.exit(f"bench: hookscope run {exe} {' '.join(opts)} failed ({p.returncode}): {p.stderr.strip()}")
+    return dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip())
+
+
+def wow64():
+    """The 32-bit agent's per-call cost, install rate and the sampler's cost
+    beside the 64-bit agent's, on the same programs built for each."""
+    dirs = [(w, d) for w, d in WIDTHS if need(f"{d}/callbench.exe", "make bench-build")]
+    print("== 32-bit (i686) against 64-bit programs: the same sources, each traced by its own agent")
+    print("ns per call added (best of 7 rounds; untraced: the same exe without hookscope; noise: the same")
+    print("code in an unhooked DLL, in the same runs)")
+    print(f"{'probe':<22}{'call':<8}" + "".join(f"{w + ' added':>14}{'noise':>8}" for w, _ in dirs))
+    rows = {}
+    for w, d in dirs:
+        cb, sb = f"{d}/callbench.exe", f"{d}/stackbench.exe"
+        base, sbase = run([loader(cb), cb]), run([loader(sb), sb, "200000"])
+        for label, opts in (("count (--no-edges)", ("--no-edges",)), ("edges (default)", ()), ("time (--time)", ("--time",))):
+            t = traced_figures(cb, *opts)
+            for k in ("chain", "empty"):
+                rows.setdefault((label, k), []).append(
+                    None if t is None else (t[k] - base[k], t[k + "-control"] - base[k + "-control"]))
+        e, st = traced_figures(sb, args=["200000"]), traced_figures(sb, "--stacks=16", args=["200000"])
+        rows.setdefault(("per captured stack", "deep"), []).append(
+            (st["deep"] - e["deep"], st["deep-control"] - sbase["deep-control"]))
+    for (label, k), cells in rows.items():
+        print(f"{label:<22}{k:<8}" + "".join(f"{'refused':>14}{'':>8}" if c is None else f"{c[0]:>14.2f}{c[1]:>8.2f}"
+                                            for c in cells))
+    print("per captured stack: --stacks=16 against edges alone, every call captured, 16 frames walked.")
+
+    print(f"\ninstall rate (manyfuncs.exe, 20,000 generated functions; median of {ROUNDS})")
+    for w, d in dirs:
+        exe = f"{d}/manyfuncs.exe"
+        if not need(exe, "make bench-build"):
+            continue
+        m = [j["modules"][0] for _, j in traced(exe, [], ROOT, [], f"manyfuncs-{w}", extra=("--no-sample",))]
+        rates = [x["functions_hooked"] / x["install_s"] for x in m]
+        print(f"  {w:<8}{m[0]['functions_hooked']} of {m[0]['functions_found']} hooked, "
+              f"{med(rates):,.0f} hooks/s ({min(rates):,.0f} .. {max(rates):,.0f})")
+
+    print(f"\nthe sampler (spin.exe, 1 thread, {SPIN_STEPS}M steps, --no-hooks at 1 kHz; median of {ROUNDS} interleaved)")
+    import re
+    for w, d in dirs:
+        exe = f"{d}/spin.exe"
+        if not need(exe, "make bench-build"):
+            continue
+        plain, sampled, figs = [], [], []
+        for _ in range(ROUNDS):
+            p = subprocess.run([loader(exe), exe, "1", SPIN_STEPS], cwd=ROOT, env=ENV, capture_output=True,
+                               text=True, timeout=900)
+            plain.append(float(p.stdout.split()[1]))
+            p = subprocess.run([HOOKSCOPE, "run", "-q", "-v", "--no-hooks", "--sample-rate", "1000", "-o",
+                                os.path.join(OUT, "spin"), "--", exe, "1", SPIN_STEPS], cwd=ROOT, env=ENV,
+                               capture_output=True, text=True, timeout=900)
+            if p.returncode != 0:
+                sys.exit(f"bench: hookscope run {exe} failed ({p.returncode}): {p.stderr.strip()}")
+            sampled.append(float(p.stdout.split()[1]))
+            m = re.search(SAMPLER_LINE, p.stderr)
+            if m:
+                figs.append(tuple(float(x) for x in m.groups()))
+        ratio = med(sampled) / med(plain)
+        held = f"{med([f[0] for f in figs]):.0f} us held, {med([f[2] for f in figs]):.1f} us unwinding per sample" \
+            if figs else "(no sampler figures)"
+        print(f"  {w:<8}{med(plain):.3f} s untraced, {med(sampled):.3f} s sampled: {ratio:.3f}x; {held}")
 
 
 POOL = "build/tests/pool.exe"

@@ -278,3 +278,11 @@ nomem:
     return -1;
 }
 
+
+int hs_pe_func_bounded(const hs_pe *pe, const hs_pe_func *f)
+{
+    if (pe->bits == 64 || (f->src & (HS_SRC_DEBUG | HS_SRC_EHFRAME)))
+        return 1;
+    const uint8_t *code = f->size >= 6 ? hs_pe_ptr(pe, f->rva, 6) : NULL;
+    return code && code[0] == 0xFF && code[1] == 0x25;
+}

@@ -41,6 +41,16 @@ typedef struct hs_func_list {
 } hs_func_list;
 int hs_pe_part_at(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi);
 
+/* Are f's bounds known well enough to hook it? Always in an x64 image
+ * (.pdata, or the next start where a leaf function has none, as the
+ * engine's analysis expects); in an i386 one an exact extent (a debug
+ * procedure, an .eh_frame FDE), or an import thunk (`jmp dword ptr
+ * [iat]`, its one instruction its whole extent): a function known only by
+ * its start otherwise (a call's target, a hot-patch entry, a symbol or
+ * export bounded by the next start) is skipped as HS_SKIP_BOUNDS, never
+ * guessed. `pe` laid out by rva (a file loaded, or a module mapped). */
+int hs_pe_func_bounded(const hs_pe *pe, const hs_pe_func *f);
+
 /* Fills a malloc'd array (free with free()). Fragments are included with
  * HS_SRC_FRAGMENT so that callers can see what surrounds a function. */
 int hs_pe_functions(const hs_pe *pe, hs_pe_func **out, size_t *count);

@@ -6,8 +6,8 @@
  * report. An i386 image's functions are listed the same way and decided
  * by the engine's 32-bit mode, those with exact bounds (its PDB's
  * procedures, its .eh_frame): one known only by its start says
- * `bounds-unknown` (without .pdata nothing bounds it). No agent runs in a
- * 32-bit process yet: `run` and `attach` refuse one.
+ * `bounds-unknown` (without .pdata nothing bounds it), as the 32-bit agent
+ * skips it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,8 +106,7 @@ int hs_cmd_functions(const hs_options *o)
         if (flt.n && !hs_filter_admits(&flt, modname, named ? nm.raw : NULL, named ? nm.name : NULL, f->rva))
             continue;   /* only what the filters select */
         total++;
-        bool bounded = pe->bits == 64 || (f->src & (HS_SRC_DEBUG | HS_SRC_EHFRAME));
-        hs_skip_reason r = bounded ? hs_analyze(eng, &in, 0, &plan) : HS_SKIP_BOUNDS;
+        hs_skip_reason r = hs_pe_func_bounded(pe, f) ? hs_analyze(eng, &in, 0, &plan) : HS_SKIP_BOUNDS;
         char status_text[64];
         if (r == HS_OK) {
             ok++;
