@@ -96,6 +96,44 @@ def test_wow64_run_counts_like_x64():
 ROW = re.compile(r"^0x([0-9a-f]{8})\s+(\d+)\s+(\S+)\s+(yes \(\S+\)|yes|no: \S+)\s+(\S+)\s+(.+)$")
 
 
+def test_wow64_attach_detach_twice():
+    """`hookscope attach` to a running 32-bit program (the attach tests'
+    attachee.exe built for i686), twice: the 32-bit agent is loaded through
+    the process's own kernel32, counts work() and not main (entered
+    before), and after each detach the code bytes in memory are the file's
+    again and the agent DLL is gone; the program then ends as untraced,
+    every result of work() right, having made at least the calls counted."""
+    hs.need_wow64()
+    exe = hs.need(f"{hs.TARGETS32}/attachee.exe")
+    p = hs.Process([exe])
+    with p:
+        m = re.fullmatch(r"pid (\d+) code-matches 1", p.readline(timeout=30) or "")
+        hs.check(m, "the attachee's first line")
+        pid, linux_pid = int(m.group(1)), p.proc.pid
+        hs.eq(hs.code_differences(linux_pid, exe, 0x400000), 0, "code bytes before any attach")
+        works = []
+        for n in (1, 2):
+            t = hs.attach(pid, ["--duration", "2", "--no-sample"], name=f"wow64_attach_{n}", timeout=60)
+            hs.eq((t.rc, [l for l in t.stderr.decode(errors="replace").splitlines() if l.strip()]), (0, []),
+                  f"attach {n}: exit code and stderr")
+            hs.eq((t.json["target"]["stop"], t.json["target"]["pid"]), ("detach", pid), f"attach {n}: stop and pid")
+            mod = t.module("attachee.exe")
+            hs.eq(int(mod["base"], 16), 0x400000, f"attach {n}: attachee.exe's base")
+            hs.check(mod["functions_hooked"] >= 0.97 * mod["functions_found"],
+                     f"attach {n}: hooked {mod['functions_hooked']} of {mod['functions_found']}")
+            calls = t.calls("attachee.exe")
+            hs.check(calls.get("work", 0) > 0 and calls.get("main", 0) == 0, f"attach {n}: work and main {calls}")
+            works.append(calls["work"])
+            hs.eq(hs.code_differences(linux_pid, exe, 0x400000), 0, f"code bytes after detach {n}")
+            hs.eq(hs.agent_mappings(linux_pid), [], f"the agent DLL is still mapped after detach {n}")
+        p.send(b"stop\n")
+        m = re.fullmatch(r"bad (\d+) calls (\d+) code-matches (-?\d+)", p.readline(timeout=30) or "")
+        hs.check(m, "the attachee's last line")
+        hs.eq(p.wait(timeout=30), 0, "the attachee's exit code")
+        hs.eq((int(m.group(1)), int(m.group(3))), (0, 1), "wrong results of work, and code-matches at the end")
+        hs.check(sum(works) <= int(m.group(2)), f"counted {works} calls of work, the program made {m.group(2)}")
+
+
 def listing(path, stderr=()):
     """`hookscope functions PATH`: {name: (rva, size, bounds, hook, source)}
     and the summary line; stderr: the lines expected there."""

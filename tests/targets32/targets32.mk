@@ -35,6 +35,11 @@ $(TGT32_DIR)/hotpatchs.exe: tests/targets32/hotpatch/hotpatch.c
 	@mkdir -p $(dir $@)
 	$(WCC32) $(HOTPATCH_FLAGS) -s -o $@ $<
 
+# the attach tests' target (tests/targets/attachee.c), built for i686
+$(TGT32_DIR)/attachee.exe: tests/targets/attachee.c tests/targets/codecheck.h
+	@mkdir -p $(dir $@)
+	$(WCC32) $(TGT_CFLAGS) -Itests/targets -o $@ $<
+
 .PHONY: test-targets32
 test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe $(TGT32_DIR)/exports32.dll $(TGT32_DIR)/exports32s.dll \
-                $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe
+                $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe $(TGT32_DIR)/attachee.exe
