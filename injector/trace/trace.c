@@ -64,6 +64,7 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
     memset(&c, 0, sizeof c);
     c.pid = pid;
     c.rate_hz = t->rate_hz;
+    c.bits = t->p->bits;
     if (t->session.view) {
         t->own.session = &t->session;
         c.own = hs_owncode_read;
