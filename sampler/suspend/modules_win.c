@@ -11,9 +11,10 @@
  * from SysWOW64, so hookscope (64-bit, not redirected) would read the
  * 64-bit DLL of that name for their symbols; such a path is named in
  * SysWOW64 instead (under Wine 8 too: a 32-bit program's ntdll.dll is
- * listed as C:\windows\system32\ntdll.dll). An i386 image's call-frame
- * information (gcc's `.eh_frame`, for the x86 walker) is read from that
- * file once, when it is first listed.
+ * listed as C:\windows\system32\ntdll.dll; the 32-bit agent records
+ * them so too). An i386 image's call-frame information (gcc's
+ * `.eh_frame`, for the x86 walker) is read from that file once, when it
+ * is first listed.
  */
 #include "sampler/suspend/modules_win.h"
 
@@ -25,7 +26,7 @@
 #include "hook/pe/pe.h"
 #include "hook/unwind/cfi32.h"
 
-/* path (MAX_PATH * 2 wide characters) of a 32-bit module as hookscope
+/* path (room for cap wide characters) of a 32-bit module as hookscope
  * can open it: in the system directory, the same name in SysWOW64. */
 static void unredirect(wchar_t *path, size_t cap)
 {
@@ -58,6 +59,23 @@ static void read_cfi(hs_codemap *m, hs_image *im, const wchar_t *path)
     hs_codemap_set_cfi(m, im, cfi);
 }
 
+void hs_target_module_add(hs_codemap *m, int bits, uint64_t base, uint32_t size, const char *path, bool agent)
+{
+    wchar_t *w = hs_wide(path ? path : "");
+    size_t cap = wcslen(w) + MAX_PATH + 1;
+    wchar_t *file = hs_xcalloc(cap, sizeof *file);
+    wcscpy(file, w);
+    if (bits == 32)
+        unredirect(file, cap);
+    char *u = hs_utf8(file);
+    hs_image *im = hs_codemap_add_image(m, base, size, u, agent);
+    if (im && bits == 32 && !im->cfi_tried && !agent)
+        read_cfi(m, im, file);
+    free(u);
+    free(file);
+    free(w);
+}
+
 int hs_target_modules(HANDLE process, int bits, hs_codemap *m, uint64_t agent_base)
 {
     HMODULE fixed[512], *mods = fixed;
@@ -81,13 +99,9 @@ int hs_target_modules(HANDLE process, int bits, hs_codemap *m, uint64_t agent_ba
         DWORD len = GetModuleFileNameExW(process, mods[i], path, MAX_PATH * 2);
         if (!len)
             continue;
-        if (bits == 32)
-            unredirect(path, MAX_PATH * 2);
         char *u = hs_utf8(path);
         uint64_t base = (uint64_t)(uintptr_t)mi.lpBaseOfDll;
-        hs_image *im = hs_codemap_add_image(m, base, mi.SizeOfImage, u, agent_base && base == agent_base);
-        if (im && bits == 32 && !im->cfi_tried)
-            read_cfi(m, im, path);
+        hs_target_module_add(m, bits, base, mi.SizeOfImage, u, agent_base && base == agent_base);
         free(u);
     }
     hs_codemap_sweep(m);

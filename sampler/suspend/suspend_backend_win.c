@@ -536,7 +536,7 @@ static void refresh_modules(hs_sampler *s, double now)
     for (size_t i = 0; i < s->own.nmodules; i++) {
         const hs_own_module *m = &s->own.modules[i];
         if (!m->unloaded)
-            hs_codemap_add_image(s->map, m->base, m->size, m->path, m->agent);
+            hs_target_module_add(s->map, s->bits, m->base, m->size, m->path, m->agent);
     }
     hs_codemap_sweep(s->map);
 }
