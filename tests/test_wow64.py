@@ -437,12 +437,13 @@ def check_sampled32(t, what):
     is 32-bit; the burners' self CPU samples split as the program measured
     each burner's time, within 5 points, or 4 standard deviations of the
     share with the samples there are where that is more (a loaded machine
-    gives a thread few CPU samples: measured here at 500 Hz, 5 s, load
-    near 6 on 2 cores, 206 to 489 of them and the worst burner 1.3 to 5.1
-    points off in 10 runs; the calls' split is 15 to 30 points off);
-    every CPU sample whose leaf is a burner has the whole real stack,
-    exactly (START32, then one of CHAINS32: 0 other stacks in those 10
-    runs), and they are nearly all of the CPU samples."""
+    gives a thread few CPU samples: scripts/sample32_spread.py measured
+    here at 500 Hz, 5 s, load near 6 on 2 cores, 416 to 2105 of them and
+    the worst burner 0.3 to 2.8 points off in 10 runs; the calls' split
+    is 15 to 30 points off); every CPU sample whose leaf is a burner has
+    the whole real stack, exactly (START32, then one of CHAINS32: 0 other
+    stacks in those 10 runs), and they are nearly all of the CPU
+    samples."""
     import test_sampler
     hs.eq(t.rc, 0, f"{what}: exit code (stderr {t.stderr!r})")
     hs.eq(t.json["target"]["bits"], 32, f"{what}: report.json's target bits")
@@ -553,3 +554,23 @@ def test_wow64_attach_no_hooks():
     hs.eq(sorted(set(in_leaf)), [tuple(start + ["leafcall.exe!main", "leafcall.exe!framed", "leafcall.exe!leaf"])],
           "the stacks of the samples in leaf")
     hs.check(sum(in_leaf.values()) >= 50, f"only {sum(in_leaf.values())} CPU samples in leaf")
+
+
+def test_wow64_sampled_waits():
+    """A 32-bit program's threads that only wait (cpusplit's waiter, on
+    an event) or sleep (its sleeper) are in the wait profile, at their
+    waits in the 32-bit ntdll under their whole stacks, and its busy
+    thread never is (test_sampler.check_waiters, as for the x86-64
+    build): a thread in an i386 system-call stub is seen waiting."""
+    import test_sampler
+    hs.need_wow64()
+    t = hs.trace(hs.need(SPLIT32), ["3"], options=["--no-hooks", "--sample-rate", "100"], name="wow64_waits")
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    _, tids = test_sampler.burners(t.stdout)
+    test_sampler.check_waiters(t, tids)
+    for role in ("waiter", "sleeper"):
+        stacks = {tuple(test_sampler.strip(f) for f in s["frames"]) for s in t.json["wait_stacks"]
+                  if s["thread"] == tids[role]}
+        hs.eq(sorted({s[-4:] for s in stacks}), [("cpusplit.exe!" + role, "kernel32.dll!BaseThreadInitThunk",
+                                                   "ntdll.dll!call_thread_func_wrapper", "ntdll.dll!call_thread_func")],
+              f"the {role} thread's wait stacks from its start")
