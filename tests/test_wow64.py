@@ -484,6 +484,13 @@ def test_wow64_sampled_no_hooks():
     exe = hs.need(SPLIT32)
     t = hs.trace(exe, ["8", "alone"], options=["--no-hooks", "--sample-rate", "500"], name="wow64_sampled")
     check_sampled32(t, "run --no-hooks")
+    # the saved run renders again byte for byte, the target's bits with it
+    again = hs.outdir("wow64_sampled_again")
+    p = hs.hookscope(["report", t.out, "-o", again])
+    hs.eq(p.returncode, 0, f"report: exit code ({p.stderr!r})")
+    for name in ("report.txt", "report.json", "cpu-stacks.folded"):
+        hs.eq(open(os.path.join(hs.ROOT, again, name), "rb").read(), open(os.path.join(hs.ROOT, t.out, name), "rb").read(),
+              f"{name} written again by `hookscope report`")
     names = {m["name"].lower(): m["path"].lower() for m in t.json["loaded_modules"]}
     hs.eq(sorted(n for n in names if n != "cpusplit.exe"), ["kernel32.dll", "kernelbase.dll", "msvcrt.dll", "ntdll.dll"],
           "the 32-bit program's modules")
