@@ -581,3 +581,17 @@ def test_wow64_sampled_waits():
         hs.eq(sorted({s[-4:] for s in stacks}), [("cpusplit.exe!" + role, "kernel32.dll!BaseThreadInitThunk",
                                                    "ntdll.dll!call_thread_func_wrapper", "ntdll.dll!call_thread_func")],
               f"the {role} thread's wait stacks from its start")
+
+
+def test_wow64_sampled_hooked():
+    """With hooks (the 32-bit agent in the target) the samples are as
+    true (check_sampled32: the split, every burner stack exactly, the
+    system DLLs named from their SysWOW64 files, where the 32-bit agent
+    records them in system32), and each burner's calls are exact."""
+    import test_sampler
+    hs.need_wow64()
+    t = hs.trace(hs.need(SPLIT32), ["8", "alone"], options=["--sample-rate", "500"], name="wow64_sampled_hooked")
+    check_sampled32(t, "run (hooked)")
+    b, _ = test_sampler.burners(t.stdout)
+    hs.eq({k: test_sampler.func(t, "burn_" + k, "cpusplit.exe")["calls"] for k in b}, {k: c for k, (c, _) in b.items()},
+          "the burners' calls")

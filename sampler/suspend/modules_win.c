@@ -20,28 +20,10 @@
 
 #include <psapi.h>
 #include <stdlib.h>
-#include <wchar.h>
 
 #include "hook/base/util.h"
 #include "hook/pe/pe.h"
 #include "hook/unwind/cfi32.h"
-
-/* path (room for cap wide characters) of a 32-bit module as hookscope
- * can open it: in the system directory, the same name in SysWOW64. */
-static void unredirect(wchar_t *path, size_t cap)
-{
-    wchar_t sys[MAX_PATH], wow[MAX_PATH];
-    UINT ns = GetSystemDirectoryW(sys, MAX_PATH), nw = GetSystemWow64DirectoryW(wow, MAX_PATH);
-    if (!ns || ns >= MAX_PATH || !nw || nw >= MAX_PATH)
-        return;
-    if (_wcsnicmp(path, sys, ns) != 0 || path[ns] != L'\\' || wcschr(path + ns + 1, L'\\'))
-        return;   /* not a file right in the system directory (its subfolders are not redirected alike) */
-    size_t rest = wcslen(path + ns);
-    if (nw + rest + 1 > cap)
-        return;
-    wmemmove(path + nw, path + ns, rest + 1);
-    wmemcpy(path, wow, nw);
-}
 
 /* An i386 image's call-frame information, from its file (once). */
 static void read_cfi(hs_codemap *m, hs_image *im, const wchar_t *path)
@@ -66,7 +48,7 @@ void hs_target_module_add(hs_codemap *m, int bits, uint64_t base, uint32_t size,
     wchar_t *file = hs_xcalloc(cap, sizeof *file);
     wcscpy(file, w);
     if (bits == 32)
-        unredirect(file, cap);
+        hs_wow64_file_path(file, cap);
     char *u = hs_utf8(file);
     hs_image *im = hs_codemap_add_image(m, base, size, u, agent);
     if (im && bits == 32 && !im->cfi_tried && !agent)
