@@ -32,7 +32,7 @@
 #define MAX_FRAMES 256
 
 typedef struct snap {
-    CONTEXT ctx;
+    uint64_t regs[HS_GRAB_REGS];   /* hs_grab's */
     uint8_t *stack;
     uint64_t lo;
     size_t len;
@@ -105,7 +105,15 @@ static DWORD64 CALLBACK gmb(HANDLE h, DWORD64 addr)
 static int walk_dbghelp(const snap *s, uint64_t *frames)
 {
     cur = s;
-    CONTEXT c = s->ctx;
+    CONTEXT c;
+    memset(&c, 0, sizeof c);
+    c.ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
+    DWORD64 *gp[16] = { &c.Rax, &c.Rcx, &c.Rdx, &c.Rbx, &c.Rsp, &c.Rbp, &c.Rsi, &c.Rdi,
+                        &c.R8, &c.R9, &c.R10, &c.R11, &c.R12, &c.R13, &c.R14, &c.R15 };
+    for (int i = 0; i < 16; i++)
+        *gp[i] = s->regs[i];
+    c.Rip = s->regs[HS_GRAB_PC];
+    c.EFlags = (DWORD)s->regs[HS_GRAB_FLAGS];
     STACKFRAME64 f;
     memset(&f, 0, sizeof f);
     f.AddrPC.Offset = c.Rip;
@@ -120,15 +128,15 @@ static int walk_dbghelp(const snap *s, uint64_t *frames)
         frames[n++] = f.AddrPC.Offset;
     }
     if (getenv("WALK_DEBUG") && n < 2)
-        fprintf(stderr, "dbghelp: %d frames, error %lu, rip %llx\n", n, GetLastError(), (unsigned long long)s->ctx.Rip);
+        fprintf(stderr, "dbghelp: %d frames, error %lu, rip %llx\n", n, GetLastError(), (unsigned long long)s->regs[HS_GRAB_PC]);
     return n;
 }
 
 static int walk_own(const snap *s, uint64_t *frames)
 {
-    const CONTEXT *c = &s->ctx;
-    hs_uw_regs r = { { c->Rax, c->Rcx, c->Rdx, c->Rbx, c->Rsp, c->Rbp, c->Rsi, c->Rdi, c->R8, c->R9, c->R10, c->R11,
-                       c->R12, c->R13, c->R14, c->R15 }, c->Rip };
+    hs_uw_regs r;
+    memcpy(r.r, s->regs, sizeof r.r);
+    r.rip = s->regs[HS_GRAB_PC];
     hs_uw_stack st = { s->lo, s->stack, s->len, s->complete };
     hs_uw_env env = hs_codemap_env(map);
     return (int)hs_unwind_walk(&env, &st, &r, frames, MAX_FRAMES).n;
@@ -150,8 +158,8 @@ int main(int argc, char **argv)
     process = pi.hProcess;
     Sleep(300);
     map = hs_codemap_new(read_target, NULL);
-    hs_target_modules(process, map, 0);
-    hs_grabber *g = hs_grabber_new(64 * 1024);
+    hs_target_modules(process, 64, map, 0);
+    hs_grabber *g = hs_grabber_new(64 * 1024, 64);
     typedef LONG(NTAPI * gnt_fn)(HANDLE, HANDLE, ACCESS_MASK, ULONG, ULONG, HANDLE *);
     gnt_fn gnt = (gnt_fn)(void (*)(void))GetProcAddress(GetModuleHandleW(L"ntdll.dll"), "NtGetNextThread");
     typedef LONG(NTAPI * qit_fn)(HANDLE, int, void *, ULONG, ULONG *);
@@ -174,7 +182,7 @@ int main(int argc, char **argv)
         if (hs_grab_thread(g, process, th[i % nth], base[i % nth], NULL, &gr) != HS_GRAB_OK || !gr.stack_len)
             continue;
         snap *s = &snaps[ns++];
-        s->ctx = *gr.ctx;
+        memcpy(s->regs, gr.regs, sizeof s->regs);
         s->stack = malloc(gr.stack_len);
         memcpy(s->stack, gr.stack, gr.stack_len);
         s->lo = gr.stack_lo;

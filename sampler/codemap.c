@@ -50,6 +50,7 @@ struct hs_codemap {
     uint64_t wrap_begin, wrap_rsi, wrap_gone, wrap_end, wrap_ret;
     uint32_t tids[64];
     size_t ntids;
+    int bits;                    /* the target's: 64, or 32 (hs_codemap_set_bits) */
     uint32_t quick_rva[8];       /* ntdll's system calls that never block (hs_codemap_set_quick) */
     size_t nquick;
     page **pages;
@@ -62,7 +63,13 @@ hs_codemap *hs_codemap_new(hs_mem_read_fn read, void *ctx)
     hs_codemap *m = hs_xcalloc(1, sizeof *m);
     m->read = read;
     m->ctx = ctx;
+    m->bits = 64;
     return m;
+}
+
+void hs_codemap_set_bits(hs_codemap *m, int bits)
+{
+    m->bits = bits == 32 ? 32 : 64;
 }
 
 static void free_own(hs_codemap *m)
@@ -95,6 +102,7 @@ void hs_codemap_free(hs_codemap *m)
     for (size_t i = 0; i < m->nimages; i++) {
         free(m->images[i].path);
         free(m->images[i].pdata);
+        hs_cfi32_free(m->images[i].cfi);
     }
     free(m->images);
     free(m->live);
@@ -258,6 +266,14 @@ hs_image *hs_codemap_add_image(hs_codemap *m, uint64_t base, uint32_t size, cons
     return &m->images[m->nimages - 1];
 }
 
+void hs_codemap_set_cfi(hs_codemap *m, hs_image *im, hs_cfi32 *cfi)
+{
+    (void)m;
+    hs_cfi32_free(im->cfi);
+    im->cfi = cfi;
+    im->cfi_tried = true;
+}
+
 void hs_codemap_begin_enum(hs_codemap *m)
 {
     for (size_t i = 0; i < m->nimages; i++)
@@ -411,27 +427,46 @@ static const hs_image *image_of(const hs_codemap *m, uint64_t pc)
 /* a system-call stub is at most this long (mov r10,rcx; mov eax,N; test; jne;
  * syscall; ret; int 2e; ret: 24 bytes) */
 #define QUICK_STUB 32
+/* and in i386 code the return address of its call into the kernel's side
+ * is at most this far in (mov eax,N; mov edx,X; call edx: 12 bytes, the
+ * stubs 16 apart; Windows 7's mov eax,N; mov ecx,N; lea edx,[esp+4];
+ * call fs:[0C0h]: 21) */
+#define QUICK_STUB32 24
 
 static bool is_ntdll(const hs_image *im)
 {
     return im && im->path && !strcasecmp(hs_basename(im->path), "ntdll.dll");
 }
 
+/* Is the i386 code before pc (c: the 7 bytes before it and the one at
+ * it) a system-call stub's call into the kernel's side? */
+static bool after_syscall32(const uint8_t c[8])
+{
+    static const uint8_t win7[7] = { 0x64, 0xFF, 0x15, 0xC0, 0x00, 0x00, 0x00 };   /* call fs:[0C0h] */
+    return (c[5] == 0xFF && c[6] == 0xD2 && (c[7] == 0xC2 || c[7] == 0xC3)) || !memcmp(c, win7, sizeof win7);
+}
+
 bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc)
 {
-    uint8_t c[3];
-    if (pc < 2 || !image_of(m, pc) || hs_codemap_read(m, pc - 2, c, 3) < 0)
+    uint8_t c[8];
+    if (pc < 7 || !image_of(m, pc))
         return false;
-    /* syscall ; ret  or  int 2e ; ret: the system-call stubs of ntdll and
-     * win32u, where a thread blocked in the system stands */
-    if (!(c[2] == 0xC3 && ((c[0] == 0x0F && c[1] == 0x05) || (c[0] == 0xCD && c[1] == 0x2E))))
-        return false;
+    if (m->bits == 32) {
+        if (hs_codemap_read(m, pc - 7, c, 8) < 0 || !after_syscall32(c))
+            return false;
+    } else {
+        /* syscall ; ret  or  int 2e ; ret: the system-call stubs of ntdll
+         * and win32u, where a thread blocked in the system stands */
+        if (hs_codemap_read(m, pc - 2, c, 3) < 0 ||
+            !(c[2] == 0xC3 && ((c[0] == 0x0F && c[1] == 0x05) || (c[0] == 0xCD && c[1] == 0x2E))))
+            return false;
+    }
     /* ...unless the call is one that never blocks (NtContinue: a thread
      * not yet started, or resuming after an exception or APC) */
     const hs_image *im = image_of(m, pc);
     if (m->nquick && is_ntdll(im))
         for (size_t i = 0; i < m->nquick; i++)
-            if (pc - im->base - m->quick_rva[i] < QUICK_STUB)
+            if (pc - im->base - m->quick_rva[i] < (m->bits == 32 ? QUICK_STUB32 : QUICK_STUB))
                 return false;
     return true;
 }
@@ -494,6 +529,28 @@ static const uint8_t *env_view(void *ctx, uint64_t addr, size_t len)
 hs_uw_env hs_codemap_env(hs_codemap *m)
 {
     hs_uw_env env = { m, lookup, env_read, env_view };
+    return env;
+}
+
+static bool is_code32(void *ctx, uint32_t addr)
+{
+    return image_of(ctx, addr) != NULL;
+}
+
+static int env_read32(void *ctx, uint32_t addr, void *buf, size_t len)
+{
+    return hs_codemap_read(ctx, addr, buf, len);
+}
+
+static int frame_data32(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
+{
+    const hs_image *im = image_of(ctx, pc);
+    return im && im->cfi ? hs_cfi32_frame_data(im->cfi, (uint32_t)(pc - im->base), (uint32_t)im->base, fd) : 0;
+}
+
+hs_uw32_env hs_codemap_env32(hs_codemap *m)
+{
+    hs_uw32_env env = { m, is_code32, env_read32, frame_data32 };
     return env;
 }
 

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook/unwind/cfi32.h"
+#include "hook/unwind/unwind32.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/sampler.h"
 
@@ -32,6 +34,8 @@ typedef struct hs_image {
     size_t npdata;
     bool unloaded, agent;
     bool seen;                 /* the last enumeration listed it */
+    hs_cfi32 *cfi;             /* an i386 image's call-frame information (hs_codemap_set_cfi) */
+    bool cfi_tried;            /*   looked for */
 } hs_image;
 
 typedef struct hs_codemap hs_codemap;
@@ -43,6 +47,11 @@ void hs_codemap_free(hs_codemap *m);
  * already known at that base with the same size is kept). Returns it, or
  * NULL when its headers cannot be read. */
 hs_image *hs_codemap_add_image(hs_codemap *m, uint64_t base, uint32_t size, const char *path, bool agent);
+/* An image's call-frame information, from its file (the caller's to
+ * find: an image's `.eh_frame` is named in the COFF string table, which
+ * is not mapped), for the x86 walker's frame data; the map owns it (NULL:
+ * none, not looked for again). */
+void hs_codemap_set_cfi(hs_codemap *m, hs_image *im, hs_cfi32 *cfi);
 /* Mark every image unseen; images not marked seen again by add_image
  * before hs_codemap_sweep are unloaded (they stay, for naming, but no
  * longer match addresses). */
@@ -58,8 +67,15 @@ bool hs_codemap_own_thread(const hs_codemap *m, uint32_t tid);
 /* Forget cached memory (code that may have changed). */
 void hs_codemap_flush(hs_codemap *m);
 
+/* The target's bits: 64 (the default), or 32 (i386 code: its system-call
+ * stubs, hs_codemap_at_syscall). */
+void hs_codemap_set_bits(hs_codemap *m, int bits);
+
 /* The unwinder's environment over this map. */
 hs_uw_env hs_codemap_env(hs_codemap *m);
+/* The x86 walker's (hook/unwind/unwind32.h): code is what a loaded image
+ * covers; frame data from its call-frame information (hs_codemap_set_cfi). */
+hs_uw32_env hs_codemap_env32(hs_codemap *m);
 
 /* Target memory through the page cache: 0, or -1. */
 int hs_codemap_read(hs_codemap *m, uint64_t addr, void *buf, size_t len);
@@ -82,8 +98,11 @@ enum hs_attribution {
 uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint64_t *frames, uint32_t n, int *attr);
 
 /* Does pc stand right after a system call in an image (`syscall; ret`,
- * `int 2e; ret`: ntdll's and win32u's system-call stubs), where a thread
- * blocked in the system is seen? */
+ * `int 2e; ret`: ntdll's and win32u's system-call stubs; in i386 code
+ * the `ret` after `call edx` of `mov eax,N; mov edx,X; call edx; ret N`,
+ * or the `add esp,4` after Windows 7's `call fs:[0C0h]`: where the 32-bit
+ * context of a WOW64 thread in a system call stands, on Windows and
+ * under Wine 8), where a thread blocked in the system is seen? */
 bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc);
 /* The rvas in ntdll of system calls that never block (NtContinue,
  * NtYieldExecution, NtTestAlert: at most 8): a thread at their return is

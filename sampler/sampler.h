@@ -231,6 +231,7 @@ void hs_owncode_free(hs_owncode *o);
 
 typedef struct hs_sampler_config {
     uint32_t pid;
+    int bits;                  /* the target's: 64 (0 too), or 32: i386 code under WOW64 */
     double rate_hz;            /* samples per second per thread; 0: the backend's default
                                   (suspend: chosen from what its suspensions cost, see
                                   HS_RATE_*; etw: HS_ETW_DEFAULT_RATE) */

@@ -442,3 +442,194 @@ def test_wow64_functions_corrupt():
         hs.eq([l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()],
               [f"hookscope: '{rel}': {why}"], f"stderr for {rel}")
         hs.eq(p.stdout, b"", f"stdout for {rel}")
+
+
+# --- the suspend sampler on 32-bit programs (--no-hooks) ---------------------
+
+SPLIT32 = f"{hs.TARGETS32}/cpusplit.exe"   # tests/targets/cpusplit.c built for i686, same flags
+# cpusplit's own chains to its burners: its rounds, and the calibration
+# main makes first (burn_a alone)
+CHAINS32 = {("main", "round_of_calls", "burn_a"), ("main", "round_of_calls", "burn_b"),
+            ("main", "round_of_calls", "burn_c"), ("main", "burn_a")}
+# what a 32-bit program's main thread runs on under Wine 8: its 32-bit
+# ntdll starts the thread (call_thread_func, which calls through the
+# assembly call_thread_func_wrapper), kernel32 calls the exe's entry,
+# whose mainCRTStartup tail-jumps to __tmainCRTStartup
+START32 = ["ntdll.dll!call_thread_func", "ntdll.dll!call_thread_func_wrapper", "kernel32.dll!BaseThreadInitThunk",
+           "cpusplit.exe!__tmainCRTStartup"]
+
+
+def folded(t, name):
+    """{tuple of frames (root first): count} of a folded file of a run."""
+    text = t.file(name)
+    hs.check(text is not None, f"{name} was not written")
+    out = {}
+    for line in text.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        out[tuple(stack.split(";"))] = out.get(tuple(stack.split(";")), 0) + int(n)
+    return out
+
+
+def check_sampled32(t, what):
+    """A --no-hooks run of cpusplit.exe (i686): the report says the target
+    is 32-bit; the burners' self CPU samples split as the program measured
+    each burner's time, within 5 points, or 4 standard deviations of the
+    share with the samples there are where that is more (a loaded machine
+    gives a thread few CPU samples: scripts/sample32_spread.py measured
+    here at 500 Hz, 5 s, load near 6 on 2 cores, 416 to 2105 of them and
+    the worst burner 0.3 to 2.8 points off in 10 runs; the calls' split
+    is 15 to 30 points off); every CPU sample whose leaf is a burner has
+    the whole real stack, exactly (START32, then one of CHAINS32: 0 other
+    stacks in those 10 runs), and they are nearly all of the CPU
+    samples."""
+    import test_sampler
+    hs.eq(t.rc, 0, f"{what}: exit code (stderr {t.stderr!r})")
+    hs.eq(t.json["target"]["bits"], 32, f"{what}: report.json's target bits")
+    line = [l for l in t.txt.splitlines() if l.startswith("target ")]
+    hs.check(line and line[0].endswith("  (32-bit: i386 code under WOW64)"), f"{what}: report.txt's target line {line}")
+    hs.eq(t.json["sampling"]["lost"], 0, f"{what}: lost samples ({t.json['sampling'].get('lost_why')})")
+    b, _ = test_sampler.burners(t.stdout)
+    stacks = folded(t, "cpu-stacks.folded")
+    self_n = {k: sum(n for s, n in stacks.items() if s[-1] == "cpusplit.exe!burn_" + k) for k in b}
+    n = sum(self_n.values())
+    hs.check(n >= 300, f"{what}: only {n} CPU samples in the burners")
+    total_us, total_calls = sum(us for _, us in b.values()), sum(c for c, _ in b.values())
+    apart = 0
+    for k, (calls, us) in b.items():
+        measured, sampled = 100.0 * us / total_us, 100.0 * self_n[k] / n
+        share = measured / 100.0
+        bound = max(5.0, 400.0 * (share * (1 - share) / n) ** 0.5)
+        hs.check(abs(measured - sampled) <= bound, f"{what}: burn_{k}: {sampled:.1f}% of the CPU samples, {measured:.1f}% "
+                                                   f"measured ({n} samples, bound {bound:.1f} points)")
+        apart = max(apart, abs(100.0 * calls / total_calls - measured))
+    hs.check(apart > 15, f"{what}: the split of the calls is within {apart:.1f} points of the CPU split: the test "
+                         "could not tell them apart")
+    burners = {s: c for s, c in stacks.items() if s[-1].startswith("cpusplit.exe!burn_")}
+    wrong = {s: c for s, c in burners.items()
+             if list(s[:len(START32)]) != START32 or
+             tuple(f.removeprefix("cpusplit.exe!") for f in s[len(START32):]) not in CHAINS32}
+    hs.eq(wrong, {}, f"{what}: stacks of burner samples that are not the program's real stacks")
+    all_cpu = sum(stacks.values())
+    hs.check(n >= 0.95 * all_cpu, f"{what}: {n} of {all_cpu} CPU samples are in the burners")
+
+
+def test_wow64_sampled_no_hooks():
+    """`hookscope run --no-hooks` of a 32-bit program samples it as a
+    64-bit one (the suspend sampler: its 32-bit registers, stack, modules
+    and the x86 walker): check_sampled32, on the i686 build of the 64-bit
+    tests' cpusplit.exe at 500 Hz."""
+    hs.need_wow64()
+    exe = hs.need(SPLIT32)
+    t = hs.trace(exe, ["8", "alone"], options=["--no-hooks", "--sample-rate", "500"], name="wow64_sampled")
+    check_sampled32(t, "run --no-hooks")
+    # the saved run renders again byte for byte, the target's bits with it
+    again = hs.outdir("wow64_sampled_again")
+    p = hs.hookscope(["report", t.out, "-o", again])
+    hs.eq(p.returncode, 0, f"report: exit code ({p.stderr!r})")
+    for name in ("report.txt", "report.json", "cpu-stacks.folded"):
+        hs.eq(open(os.path.join(hs.ROOT, again, name), "rb").read(), open(os.path.join(hs.ROOT, t.out, name), "rb").read(),
+              f"{name} written again by `hookscope report`")
+    names = {m["name"].lower(): m["path"].lower() for m in t.json["loaded_modules"]}
+    hs.eq(sorted(n for n in names if n != "cpusplit.exe"), ["kernel32.dll", "kernelbase.dll", "msvcrt.dll", "ntdll.dll"],
+          "the 32-bit program's modules")
+    hs.eq({n: p for n, p in names.items() if n != "cpusplit.exe" and "\\syswow64\\" not in p}, {},
+          "system DLLs not named by their 32-bit files (SysWOW64)")
+
+
+def test_wow64_sampled_output_untouched():
+    """Sampled with --no-hooks, a 32-bit program's output is byte for byte
+    its untraced output, and its exit code is the same (the ground-truth
+    program, i686 build; callconv.exe)."""
+    hs.need_wow64()
+    fx = hs.fixture("groundtruth")
+    cwd = os.path.join(hs.ROOT, fx["cwd"])
+    exe = os.path.relpath(os.path.join(hs.ROOT, hs.need(f"{hs.TARGETS32}/groundtruth.exe")), cwd)
+    plain = hs.wine([exe] + fx["args"], cwd=cwd)
+    t = hs.trace(exe, fx["args"], options=["--no-hooks"], name="wow64_output", cwd=fx["cwd"])
+    hs.eq(t.rc, plain.returncode, f"exit code sampled against untraced (stderr {t.stderr!r})")
+    hs.check(plain.stdout, "the untraced program printed nothing")
+    hs.eq(t.stdout, plain.stdout, "stdout sampled against untraced")
+    hs.eq(t.json["target"]["bits"], 32, "report.json's target bits")
+    cc = hs.need(f"{hs.TARGETS32}/callconv.exe")
+    plain = hs.wine([cc])
+    t = hs.trace(cc, options=["--no-hooks"], name="wow64_output_callconv")
+    hs.eq((t.rc, t.stdout), (plain.returncode, plain.stdout), "callconv.exe: exit code and stdout against untraced")
+
+
+def test_wow64_sampled_frameless_leaf():
+    """A leaf without a frame pointer called from a function with one
+    (tests/targets32/leafcall.c): every CPU sample in the leaf has the
+    stack main -> framed -> leaf exactly, from the thread's start (the
+    ebp chain alone would leave framed out: the leaf's return address
+    is known only from its `.eh_frame`), and nearly all CPU samples are
+    there; its output and exit code are its own."""
+    hs.need_wow64()
+    exe = hs.need(f"{hs.TARGETS32}/leafcall.exe")
+    t = hs.trace(exe, ["3"], options=["--no-hooks", "--sample-rate", "500"], name="wow64_leafcall")
+    hs.eq((t.rc, t.stdout.decode().replace("\r\n", "\n")), (0, "leafcall done\n"), f"exit code and output ({t.stderr!r})")
+    start = [f.replace("cpusplit.exe", "leafcall.exe") for f in START32]
+    stacks = folded(t, "cpu-stacks.folded")
+    in_leaf = {s: c for s, c in stacks.items() if s[-1] == "leafcall.exe!leaf"}
+    hs.eq(sorted(set(in_leaf)), [tuple(start + ["leafcall.exe!main", "leafcall.exe!framed", "leafcall.exe!leaf"])],
+          "the stacks of the samples in leaf")
+    n, all_cpu = sum(in_leaf.values()), sum(stacks.values())
+    hs.check(n >= 100 and n >= 0.9 * all_cpu, f"{n} of {all_cpu} CPU samples in leaf")
+
+
+def test_wow64_attach_no_hooks():
+    """`hookscope attach PID --no-hooks` of a running 32-bit program
+    (leafcall.exe, started untraced) samples it as `run` does: the report
+    says 32-bit, every CPU sample in its leaf has the stack main -> framed
+    -> leaf from the thread's start, exactly; the program goes on to its
+    own end, its output and exit code its own."""
+    hs.need_wow64()
+    exe = hs.need(f"{hs.TARGETS32}/leafcall.exe")
+    with hs.Process([exe, "6", "pid"]) as p:
+        m = re.fullmatch(r"pid (\d+)", p.readline(timeout=30))
+        hs.check(m, "leafcall.exe did not print its pid")
+        t = hs.attach(m.group(1), ["--no-hooks", "--sample-rate", "500", "--duration", "2"], name="wow64_attach")
+        hs.eq(t.rc, 0, f"attach: exit code (stderr {t.stderr!r})")
+        hs.eq((p.rest(timeout=30), p.wait(timeout=30)), (["leafcall done"], 0), "leafcall.exe's output and exit code")
+    hs.eq(t.json["target"]["bits"], 32, "report.json's target bits")
+    line = [l for l in t.txt.splitlines() if l.startswith("target ")]
+    hs.check(line and line[0].endswith("  (32-bit: i386 code under WOW64)"), f"report.txt's target line {line}")
+    start = [f.replace("cpusplit.exe", "leafcall.exe") for f in START32]
+    stacks = folded(t, "cpu-stacks.folded")
+    in_leaf = {s: c for s, c in stacks.items() if s[-1] == "leafcall.exe!leaf"}
+    hs.eq(sorted(set(in_leaf)), [tuple(start + ["leafcall.exe!main", "leafcall.exe!framed", "leafcall.exe!leaf"])],
+          "the stacks of the samples in leaf")
+    hs.check(sum(in_leaf.values()) >= 50, f"only {sum(in_leaf.values())} CPU samples in leaf")
+
+
+def test_wow64_sampled_waits():
+    """A 32-bit program's threads that only wait (cpusplit's waiter, on
+    an event) or sleep (its sleeper) are in the wait profile, at their
+    waits in the 32-bit ntdll under their whole stacks, and its busy
+    thread never is (test_sampler.check_waiters, as for the x86-64
+    build): a thread in an i386 system-call stub is seen waiting."""
+    import test_sampler
+    hs.need_wow64()
+    t = hs.trace(hs.need(SPLIT32), ["3"], options=["--no-hooks", "--sample-rate", "100"], name="wow64_waits")
+    hs.eq(t.rc, 0, f"exit code (stderr {t.stderr!r})")
+    _, tids = test_sampler.burners(t.stdout)
+    test_sampler.check_waiters(t, tids)
+    for role in ("waiter", "sleeper"):
+        stacks = {tuple(test_sampler.strip(f) for f in s["frames"]) for s in t.json["wait_stacks"]
+                  if s["thread"] == tids[role]}
+        hs.eq(sorted({s[-4:] for s in stacks}), [("cpusplit.exe!" + role, "kernel32.dll!BaseThreadInitThunk",
+                                                   "ntdll.dll!call_thread_func_wrapper", "ntdll.dll!call_thread_func")],
+              f"the {role} thread's wait stacks from its start")
+
+
+def test_wow64_sampled_hooked():
+    """With hooks (the 32-bit agent in the target) the samples are as
+    true (check_sampled32: the split, every burner stack exactly, the
+    system DLLs named from their SysWOW64 files, where the 32-bit agent
+    records them in system32), and each burner's calls are exact."""
+    import test_sampler
+    hs.need_wow64()
+    t = hs.trace(hs.need(SPLIT32), ["8", "alone"], options=["--sample-rate", "500"], name="wow64_sampled_hooked")
+    check_sampled32(t, "run (hooked)")
+    b, _ = test_sampler.burners(t.stdout)
+    hs.eq({k: test_sampler.func(t, "burn_" + k, "cpusplit.exe")["calls"] for k in b}, {k: c for k, (c, _) in b.items()},
+          "the burners' calls")

@@ -29,16 +29,16 @@ static int64_t read_encoded(hs_cur *c, uint8_t enc, int bits)
     return 0;
 }
 
-/* The FDE pointer encoding of the CIE at offset `at` of the section, or
- * PE_OMIT when it cannot be read. */
-static uint8_t cie_encoding(const uint8_t *sec, size_t size, size_t at, int bits)
+/* The CIE at offset `at` of the section: 0, or -1 when it cannot be read. */
+static int read_cie(const uint8_t *sec, size_t size, size_t at, int bits, hs_eh_cie *cie)
 {
+    memset(cie, 0, sizeof *cie);
     if (at > size || size - at < 9)
-        return PE_OMIT;
+        return -1;
     hs_cur c = hs_cur_of(sec + at, size - at);
     uint32_t len = hs_cur_u32(&c);
     if (len < 5 || len == 0xffffffffu || len > size - at - 4 || hs_cur_u32(&c) != 0)
-        return PE_OMIT;
+        return -1;
     c.len = 4 + (size_t)len;
     uint8_t version = hs_cur_u8(&c);
     const uint8_t *aug = c.p + c.off;
@@ -46,41 +46,43 @@ static uint8_t cie_encoding(const uint8_t *sec, size_t size, size_t at, int bits
     while (c.off + n < c.len && aug[n])
         n++;
     if (c.off + n >= c.len || (version != 1 && version != 3))
-        return PE_OMIT;
+        return -1;
     hs_cur_skip(&c, n + 1);
     if (n >= 2 && aug[0] == 'e' && aug[1] == 'h')
-        return PE_OMIT;   /* the old "eh" augmentation: not written by gcc for a long time */
-    hs_cur_uleb(&c);      /* code alignment */
-    hs_cur_sleb(&c);      /* data alignment */
-    if (version == 1)
-        hs_cur_u8(&c);
-    else
-        hs_cur_uleb(&c);  /* return address register */
-    if (n == 0)
-        return c.bad ? PE_OMIT : 0;   /* no augmentation: absolute pointers */
-    if (aug[0] != 'z')
-        return PE_OMIT;
-    hs_cur_uleb(&c);      /* augmentation data length */
-    uint8_t enc = 0;
-    for (size_t i = 1; i < n && !c.bad; i++) {
-        if (aug[i] == 'R') {
-            enc = hs_cur_u8(&c);
-        } else if (aug[i] == 'P') {
-            uint8_t penc = hs_cur_u8(&c);
-            read_encoded(&c, penc & 0x7f, bits);   /* the personality routine */
-        } else if (aug[i] == 'L') {
-            hs_cur_u8(&c);
-        } else if (aug[i] != 'S' && aug[i] != 'B') {
-            return PE_OMIT;
+        return -1;        /* the old "eh" augmentation: not written by gcc for a long time */
+    cie->code_align = hs_cur_uleb(&c);
+    cie->data_align = hs_cur_sleb(&c);
+    cie->ra_reg = version == 1 ? hs_cur_u8(&c) : (uint32_t)hs_cur_uleb(&c);
+    if (n) {
+        if (aug[0] != 'z')
+            return -1;
+        cie->z = true;
+        size_t data = (size_t)hs_cur_uleb(&c), data_at = c.off;
+        for (size_t i = 1; i < n && !c.bad; i++) {
+            if (aug[i] == 'R') {
+                cie->enc = hs_cur_u8(&c);
+            } else if (aug[i] == 'P') {
+                uint8_t penc = hs_cur_u8(&c);
+                read_encoded(&c, penc & 0x7f, bits);   /* the personality routine */
+            } else if (aug[i] == 'L') {
+                cie->lsda = true;
+                hs_cur_u8(&c);
+            } else if (aug[i] != 'S' && aug[i] != 'B') {
+                return -1;
+            }
         }
+        if (!c.bad && c.off - data_at < data)
+            hs_cur_skip(&c, data_at + data - c.off);   /* what is not read here */
     }
-    return c.bad ? PE_OMIT : enc;
+    if (c.bad || c.off > c.len)
+        return -1;
+    cie->insns = c.p + c.off;
+    cie->ninsns = c.len - c.off;
+    return 0;
 }
 
-int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count)
+int hs_pe_eh_frame_fdes(const hs_pe *pe, int (*fn)(void *ctx, const hs_eh_fde *f), void *ctx)
 {
-    *out = NULL;
-    *count = 0;
     const hs_pe_section *s = hs_pe_section_named(pe, ".eh_frame");
     if (!s)   /* an image linked stripped (ld -s) has no string table: the name is cut to 8 bytes */
         s = hs_pe_section_named(pe, ".eh_fram");
@@ -90,8 +92,6 @@ int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count)
     const uint8_t *sec = hs_pe_ptr(pe, s->rva, size);
     if (!sec)
         return 0;
-    hs_pe_extent *v = NULL;
-    size_t n = 0, cap = 0;
     size_t at = 0;
     while (size - at >= 8) {
         uint32_t len = hs_le32(sec + at), id = hs_le32(sec + at + 4);
@@ -102,9 +102,10 @@ int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count)
         if (len == 0xffffffffu || len > size - at - 4)
             break;
         size_t next = at + 4 + len;
-        if (id != 0 && id <= at + 4) {
-            uint8_t enc = cie_encoding(sec, size, at + 4 - id, pe->bits);
-            if (enc != PE_OMIT && !(enc & 0x80) && ((enc & 0x70) == 0 || (enc & 0x70) == PE_PCREL)) {
+        hs_eh_fde f;
+        if (id != 0 && id <= at + 4 && read_cie(sec, size, at + 4 - id, pe->bits, &f.cie) == 0) {
+            uint8_t enc = f.cie.enc;
+            if (!(enc & 0x80) && ((enc & 0x70) == 0 || (enc & 0x70) == PE_PCREL)) {
                 hs_cur c = hs_cur_of(sec + at + 8, len - 4);
                 uint32_t field = s->rva + (uint32_t)at + 8;
                 int64_t begin = read_encoded(&c, enc, pe->bits);
@@ -112,20 +113,49 @@ int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count)
                 int64_t rva = (enc & 0x70) == PE_PCREL ? (int64_t)field + begin
                                                        : begin - (int64_t)pe->image_base;
                 int sec_i = !c.bad && rva > 0 && rva < UINT32_MAX ? hs_pe_section_of(pe, (uint32_t)rva) : -1;
+                if (f.cie.z)   /* the FDE's augmentation data (its LSDA pointer): before its instructions */
+                    hs_cur_skip(&c, (size_t)hs_cur_uleb(&c));
                 if (sec_i >= 0 && range > 0 && hs_pe_is_exec(pe, (uint32_t)rva) &&
                     range <= (int64_t)pe->sections[sec_i].rva + pe->sections[sec_i].vsize - rva) {
-                    if (hs_grow(&v, &cap, n, sizeof *v) < 0) {
-                        free(v);
+                    f.rva = (uint32_t)rva;
+                    f.size = (uint32_t)range;
+                    f.insns = c.bad ? NULL : c.p + c.off;
+                    f.ninsns = c.bad ? 0 : c.len - c.off;
+                    if (fn(ctx, &f) < 0)
                         return -1;
-                    }
-                    v[n].rva = (uint32_t)rva;
-                    v[n++].size = (uint32_t)range;
                 }
             }
         }
         at = next;
     }
-    *out = v;
-    *count = n;
+    return 0;
+}
+
+typedef struct extents {
+    hs_pe_extent *v;
+    size_t n, cap;
+} extents;
+
+static int add_extent(void *ctx, const hs_eh_fde *f)
+{
+    extents *e = ctx;
+    if (hs_grow(&e->v, &e->cap, e->n, sizeof *e->v) < 0)
+        return -1;
+    e->v[e->n].rva = f->rva;
+    e->v[e->n++].size = f->size;
+    return 0;
+}
+
+int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count)
+{
+    extents e = { NULL, 0, 0 };
+    *out = NULL;
+    *count = 0;
+    if (hs_pe_eh_frame_fdes(pe, add_extent, &e) < 0) {
+        free(e.v);
+        return -1;
+    }
+    *out = e.v;
+    *count = e.n;
     return 0;
 }

@@ -19,7 +19,9 @@
 #ifndef HOOKSCOPE_PE_EH_FRAME_H
 #define HOOKSCOPE_PE_EH_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
@@ -27,5 +29,29 @@
 /* The FDEs' extents, malloc'd (NULL and 0 when the image has no
  * .eh_frame). Returns 0, or -1 out of memory. */
 int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count);
+
+/* A CIE: what its FDEs share (their call-frame instructions start with
+ * its initial ones). */
+typedef struct hs_eh_cie {
+    uint8_t enc;               /* the FDEs' pointer encoding (DW_EH_PE_*) */
+    bool z, lsda;              /* augmentation data ('z'); an LSDA pointer in it ('L') */
+    uint64_t code_align;
+    int64_t data_align;
+    uint32_t ra_reg;           /* the return address's column */
+    const uint8_t *insns;      /* initial instructions (in the image) */
+    size_t ninsns;
+} hs_eh_cie;
+
+/* An FDE: one function's extent and call-frame instructions. */
+typedef struct hs_eh_fde {
+    uint32_t rva, size;
+    hs_eh_cie cie;
+    const uint8_t *insns;      /* (in the image; NULL when unreadable) */
+    size_t ninsns;
+} hs_eh_fde;
+
+/* Call fn for each FDE whose extent lies in one executable section, in
+ * the section's order (fn returns 0, or -1 to stop: then -1). */
+int hs_pe_eh_frame_fdes(const hs_pe *pe, int (*fn)(void *ctx, const hs_eh_fde *f), void *ctx);
 
 #endif

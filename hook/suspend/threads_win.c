@@ -69,6 +69,7 @@ typedef struct ctx_worker {
     volatile LONG ready;       /* its loop runs */
     volatile LONG state;       /* W_* */
     HANDLE target;             /* the request: a duplicate, closed by the worker */
+    int wow64;                 /*   and whether its 32-bit registers are asked (HS_SUSPEND_WOW64) */
     BOOL ok;                   /* the reply */
     DWORD err;                 /*   and GetLastError when it failed */
 } ctx_worker;
@@ -95,6 +96,20 @@ void hs_suspend_on_idle(void (*fn)(void), DWORD every_ms)
         SetEvent(workers[0].go);   /* start waiting with the timeout */
 }
 
+/* A stopped thread's registers: its own (GetThreadContext), or with
+ * HS_SUSPEND_WOW64 its 32-bit ones as a WOW64_CONTEXT at the start of
+ * the buffer (Wow64GetThreadContext: see threads_win.h). */
+static BOOL read_context(HANDLE thread, CONTEXT *ctx, int wow64)
+{
+    if (!wow64)
+        return GetThreadContext(thread, ctx);
+    WOW64_CONTEXT *c32 = (WOW64_CONTEXT *)ctx;
+    DWORD want = ctx->ContextFlags;
+    memset(c32, 0, sizeof *c32);
+    c32->ContextFlags = want;
+    return Wow64GetThreadContext(thread, c32);
+}
+
 static DWORD WINAPI worker_main(void *arg)
 {
     ctx_worker *w = arg;
@@ -112,7 +127,7 @@ static DWORD WINAPI worker_main(void *arg)
             return 0;
         if (w->state != W_BUSY && w->state != W_ABANDONED)
             continue;
-        BOOL ok = GetThreadContext(w->target, &w->ctx);
+        BOOL ok = read_context(w->target, &w->ctx, w->wow64);
         w->err = ok ? 0 : GetLastError();
         CloseHandle(w->target);
         w->target = NULL;
@@ -245,7 +260,8 @@ static int thread_gone(HANDLE thread)
  * `timeout_ms`. The worker is free again (or abandoned) on return. */
 static DWORD fetch_error;   /* why the last fetch failed (HS_SUSPEND_DENIED) */
 
-static hs_suspend_status fetch(ctx_worker *w, HANDLE thread, CONTEXT *out, DWORD flags, DWORD timeout_ms)
+static hs_suspend_status fetch(ctx_worker *w, HANDLE thread, CONTEXT *out, DWORD flags, int wow64,
+                               DWORD timeout_ms)
 {
     HANDLE dup;
     if (!DuplicateHandle(GetCurrentProcess(), thread, GetCurrentProcess(), &dup, 0, FALSE,
@@ -255,6 +271,7 @@ static hs_suspend_status fetch(ctx_worker *w, HANDLE thread, CONTEXT *out, DWORD
         return thread_gone(thread) ? HS_SUSPEND_GONE : HS_SUSPEND_DENIED;
     }
     w->target = dup;
+    w->wow64 = wow64;
     memset(&w->ctx, 0, sizeof w->ctx);
     w->ctx.ContextFlags = flags;
     ResetEvent(w->done);
@@ -459,13 +476,14 @@ hs_suspend_status hs_suspend_one(HANDLE thread, CONTEXT *ctx, DWORD timeout_ms, 
         return thread_gone(thread) ? HS_SUSPEND_GONE : HS_SUSPEND_DENIED;
     }
     LONG64 dl = qpc_now() + qpf.QuadPart * (LONG64)timeout_ms / 1000;
-    DWORD want = ctx->ContextFlags ? ctx->ContextFlags : CONTEXT_CONTROL;
+    int wow64 = (flags & HS_SUSPEND_WOW64) != 0;
+    DWORD want = ctx->ContextFlags ? ctx->ContextFlags : wow64 ? WOW64_CONTEXT_CONTROL : CONTEXT_CONTROL;
     if (w) {
         /* a thread that may be under creation: its context is read by a
          * worker, and the caller waits for it with a timeout */
         MemoryBarrier();
         held_one[slot] = thread;
-        hs_suspend_status st = fetch(w, thread, ctx, want, timeout_ms);
+        hs_suspend_status st = fetch(w, thread, ctx, want, wow64, timeout_ms);
         if (st != HS_SUSPEND_OK) {
             release_slot(slot);
             return st;
@@ -479,7 +497,7 @@ hs_suspend_status hs_suspend_one(HANDLE thread, CONTEXT *ctx, DWORD timeout_ms, 
     MemoryBarrier();
     held_one[slot] = thread;
     ctx->ContextFlags = want;
-    BOOL ok = GetThreadContext(thread, ctx);
+    BOOL ok = read_context(thread, ctx, wow64);
     DWORD err = ok ? 0 : GetLastError();
     /* ours, unless the watchdog took it meanwhile (then it resumed it);
      * watched while held: the deadline stays for hs_resume_one to take */
@@ -749,7 +767,7 @@ static int one_round(hs_suspend_set *s, DWORD pid, int self, const hs_suspend_op
         DWORD left = spent < budget ? budget - spent : 0;
         ctx_worker *w = claim_worker();
         DWORD tc = GetTickCount();
-        hs_suspend_status st = w ? fetch(w, e->handle, &e->ctx, flags, wait_ms < left ? wait_ms : left)
+        hs_suspend_status st = w ? fetch(w, e->handle, &e->ctx, flags, 0, wait_ms < left ? wait_ms : left)
                                  : HS_SUSPEND_NO_WORKER;
         note_call(s, tc, HS_SLOWEST_CONTEXT, 0);
         if (st == HS_SUSPEND_OK) {

@@ -108,6 +108,14 @@ int hs_suspend_count_others(int (*skip)(DWORD tid, void *ud), void *ud);
 #define HS_SUSPEND_NOT_IF_HELD 1u
 #define HS_SUSPEND_WATCH_HELD 2u
 #define HS_SUSPEND_NEW 4u
+/* HS_SUSPEND_WOW64: a 32-bit thread of a WOW64 process, read from a
+ * 64-bit one: *ctx is filled as a WOW64_CONTEXT (Wow64GetThreadContext;
+ * ContextFlags the WOW64_CONTEXT_* ones, WOW64_CONTEXT_CONTROL when 0),
+ * which a CONTEXT's buffer holds. GetThreadContext would give the 64-bit
+ * side's registers: on Windows wow64cpu's, or a 64-bit system call's;
+ * under Wine 8, whose 32-bit programs run as 32-bit Linux processes,
+ * the 32-bit ones in the 64-bit fields. */
+#define HS_SUSPEND_WOW64 8u
 hs_suspend_status hs_suspend_one(HANDLE thread, CONTEXT *ctx, DWORD timeout_ms, unsigned flags);
 
 /* Is a call of hs_suspend_one still waiting for a context the watchdog

@@ -339,8 +339,11 @@ static int by_scan(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
  * this frame pushed; on return, this frame's own. */
 static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, uint8_t *how)
 {
+    /* a return address is the function's that made the call: the one
+     * before it (a call to a function that does not return can be the
+     * last instruction of its function) */
     hs_uw32_frame_data fd;
-    bool have_fd = w->env->frame_data && w->env->frame_data(w->env->ctx, r->eip, &fd) == 1;
+    bool have_fd = w->env->frame_data && w->env->frame_data(w->env->ctx, first ? r->eip : r->eip - 1, &fd) == 1;
     uint32_t callee_params = *params;
     *params = have_fd ? fd.params : 0;
     hs_uw32_regs out = *r;

@@ -39,7 +39,8 @@
  * ends or falls back to the scan, it never repeats a frame.
  *
  * Not done here: frame data comes through the caller's callback
- * (hook/unwind/fpo32.h decodes FPO_DATA records; finding the FPO and
+ * (hook/unwind/cfi32.h gives it from gcc's `.eh_frame`;
+ * hook/unwind/fpo32.h decodes FPO_DATA records; finding the FPO and
  * FrameData streams in a PDB, and FrameData's program strings, are not
  * done yet);
  * the WOW64 transition (a thread inside a 64-bit system call: its 32-bit
@@ -87,8 +88,9 @@ typedef struct hs_uw32_env {
     bool (*is_code)(void *ctx, uint32_t addr);
     /* Read len code bytes at addr: 0, or -1 if unreadable. */
     int (*read)(void *ctx, uint32_t addr, void *buf, size_t len);
-    /* Optional (NULL: none): the frame data of the function holding pc:
-     * 1 with *fd filled, or 0 when there is none. */
+    /* Optional (NULL: none): the frame data of the function holding pc
+     * (the thread's eip; for a return address, the address before it, in
+     * the call): 1 with *fd filled, or 0 when there is none. */
     int (*frame_data)(void *ctx, uint32_t pc, hs_uw32_frame_data *fd);
 } hs_uw32_env;
 

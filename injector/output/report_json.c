@@ -153,7 +153,10 @@ static void write_target(const hs_profile *p, FILE *out)
         fprintf(out, "%s", i ? ", " : "");
         hs_json_quote(out, p->args[i]);
     }
-    fprintf(out, "], \"pid\": %u, \"exit_code\": ", p->pid);
+    fprintf(out, "], \"pid\": %u", p->pid);
+    if (p->bits)
+        fprintf(out, ", \"bits\": %d", p->bits);
+    fprintf(out, ", \"exit_code\": ");
     if (p->exited)
         fprintf(out, "%u", p->exit_code);
     else

@@ -647,6 +647,8 @@ int hs_write_txt_view(const hs_profile *p, const hs_txt_view *v, FILE *out)
     fprintf(out, "target     %s", p->target_path ? p->target_path : "?");
     for (int i = 0; i < p->nargs; i++)
         fprintf(out, " %s", p->args[i]);
+    if (p->bits == 32)
+        fprintf(out, "  (32-bit: i386 code under WOW64)");
     fprintf(out, "\npid        %u\n", p->pid);
     if (p->target_rights)
         fprintf(out, "rights     %s\n", hs_fmt_rights(p->target_rights));

@@ -141,6 +141,8 @@ static void load_run(loader *l, const hs_json *root)
             p->args[p->nargs++] = hs_xstrdup(hs_json_str(&args->v[i], ""));
     }
     p->pid = (uint32_t)hs_json_u64(hs_json_get(target, "pid"), 0);
+    uint64_t bits = hs_json_u64(hs_json_get(target, "bits"), 0);
+    p->bits = bits == 32 || bits == 64 ? (int)bits : 0;   /* (untrusted: another value is not known) */
     const hs_json *code = hs_json_get(target, "exit_code");
     p->exited = hs_json_is(code, HS_JNUM);
     p->exit_code = (uint32_t)hs_json_u64(code, 0);

@@ -53,7 +53,8 @@ const char *hs_crash_name(uint32_t code);
 typedef struct hs_prof_module {
     uint32_t id;                 /* stable across save and load ("id" in report.json) */
     char *name;                  /* file name */
-    char *path;                  /* as the target saw it, UTF-8 */
+    char *path;                  /* as the target saw it, UTF-8 (a 32-bit target's system DLLs:
+                                    their SysWOW64 files, where it sees system32) */
     uint64_t base;
     uint32_t size, timestamp;
     bool traced;                 /* hooked or asked for (-m); else only loaded */

@@ -358,7 +358,13 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
      * function no symbol names, named as `hookscope functions` names one */
     const hs_pe_symtab *st = &t->syms;
     lo = HS_UPPER_BOUND_U32(st->syms, st->count, rva, rva);
-    bool below_in = lo > 0 && st->syms[lo - 1].kind != HS_SYM_OTHER && (!in || st->syms[lo - 1].rva >= in->rva);
+    /* the preferred entry at the nearest rva below: a function's name, not
+     * the section symbol after it at that rva (`.text` where an object's
+     * first function starts, as in i386 images, which have no .pdata
+     * extents to name it first) */
+    ptrdiff_t best = lo > 0 ? sym_index_at(t, st->syms[lo - 1].rva) : -1;
+    size_t k = best >= 0 ? (size_t)best : lo - 1;
+    bool below_in = lo > 0 && st->syms[k].kind != HS_SYM_OTHER && (!in || st->syms[k].rva >= in->rva);
     if (in && !below_in) {
         if (!t->range_names)
             t->range_names = hs_xcalloc(t->nranges, sizeof *t->range_names);
@@ -370,9 +376,6 @@ bool hs_modsyms_lookup(hs_modsyms *t, uint32_t rva, hs_sym_hit *out)
         return true;
     }
     if (below_in) {
-        /* the preferred entry at that rva */
-        ptrdiff_t i = sym_index_at(t, st->syms[lo - 1].rva);
-        size_t k = i >= 0 ? (size_t)i : lo - 1;
         name_from_sym(t, k, &out->n);
         out->start = st->syms[k].rva;
         return true;

@@ -56,6 +56,26 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
     return 0;
 }
 
+/* A 32-bit target's modules under the files hookscope reads for them
+ * (hs_wow64_file_path): the 32-bit agent records its system DLLs in the
+ * system directory, as the program sees them. */
+static void wow64_module_paths(hs_profile *p)
+{
+    for (size_t i = 0; i < p->nmodules; i++) {
+        hs_prof_module *m = &p->modules[i];
+        wchar_t *w = hs_wide(m->path ? m->path : "");
+        size_t cap = wcslen(w) + MAX_PATH + 1;
+        wchar_t *file = hs_xcalloc(cap, sizeof *file);
+        wcscpy(file, w);
+        if (hs_wow64_file_path(file, cap)) {
+            free(m->path);
+            m->path = hs_utf8(file);
+        }
+        free(file);
+        free(w);
+    }
+}
+
 int hs_trace_sample_start(hs_trace *t, uint32_t pid)
 {
     if (!t->sampler_name)
@@ -64,6 +84,7 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
     memset(&c, 0, sizeof c);
     c.pid = pid;
     c.rate_hz = t->rate_hz;
+    c.bits = t->p->bits;
     if (t->session.view) {
         t->own.session = &t->session;
         c.own = hs_owncode_read;
@@ -343,6 +364,8 @@ int hs_trace_finish(hs_trace *t, const hs_trace_config *o)
             hs_err("cannot remove %s: %s", tlpath, why);
         free(tlpath);
     }
+    if (p->bits == 32)
+        wow64_module_paths(p);
     hs_log("collected %zu functions, %zu edges, %zu stacks; naming", p->nfuncs, p->nedges, p->nstacks);
     hs_symconf conf = o->symbols;
     p->srcline_on = o->srcline != 0;

@@ -3,7 +3,10 @@
  * grab_win.h), with hookscope's one suspension primitive
  * (hook/suspend/threads_win.h): hs_suspend_one reads the context on this
  * thread, bounded by its watchdog, and the stack is copied before
- * hs_resume_one lets the thread go.
+ * hs_resume_one lets the thread go. A WOW64 thread's registers are its
+ * 32-bit ones (HS_SUSPEND_WOW64), and its stack the 32-bit one they
+ * point into: on Windows a thread inside a 64-bit system call is seen
+ * where its 32-bit code made the call.
  */
 #include "sampler/suspend/grab_win.h"
 
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include "hook/base/util.h"
+#include "hook/base/x64.h"
 #include "hook/suspend/threads_win.h"
 
 /* A thread's first context: under Wine, one still being created does not
@@ -23,8 +27,9 @@ struct hs_grabber {
     volatile LONG in_grab;     /* the sampling thread is inside a grab */
     uint8_t *stack;
     size_t cap;
-    CONTEXT *ctx;
+    CONTEXT *ctx;              /* (a WOW64_CONTEXT, for a 32-bit process) */
     void *ctx_mem;
+    bool wow64;
 };
 
 static LONG64 qpc(void)
@@ -34,10 +39,11 @@ static LONG64 qpc(void)
     return c.QuadPart;
 }
 
-hs_grabber *hs_grabber_new(size_t stack_cap)
+hs_grabber *hs_grabber_new(size_t stack_cap, int bits)
 {
     hs_grabber *g = hs_xcalloc(1, sizeof *g);
     g->cap = stack_cap;
+    g->wow64 = bits == 32;
     g->stack = VirtualAlloc(NULL, stack_cap, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
     g->ctx_mem = hs_xcalloc(1, sizeof(CONTEXT) + 16);
     g->ctx = (CONTEXT *)(((uintptr_t)g->ctx_mem + 15) & ~(uintptr_t)15);
@@ -66,8 +72,18 @@ void hs_grabber_free(hs_grabber *g)
     free(g);
 }
 
-void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS])
+static void regs_of(const hs_grabber *g, uint64_t out[HS_GRAB_REGS])
 {
+    memset(out, 0, HS_GRAB_REGS * sizeof *out);
+    if (g->wow64) {
+        const WOW64_CONTEXT *c = (const WOW64_CONTEXT *)g->ctx;
+        const uint64_t r[8] = { c->Eax, c->Ecx, c->Edx, c->Ebx, c->Esp, c->Ebp, c->Esi, c->Edi };
+        memcpy(out, r, sizeof r);
+        out[HS_GRAB_PC] = c->Eip;
+        out[HS_GRAB_FLAGS] = c->EFlags;
+        return;
+    }
+    const CONTEXT *c = g->ctx;
     const uint64_t r[HS_GRAB_REGS] = { c->Rax, c->Rcx, c->Rdx, c->Rbx, c->Rsp, c->Rbp, c->Rsi, c->Rdi, c->R8, c->R9,
                                        c->R10, c->R11, c->R12, c->R13, c->R14, c->R15, c->Rip, c->EFlags };
     memcpy(out, r, sizeof r);
@@ -90,8 +106,9 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
     memset(out, 0, sizeof *out);
     LONG64 t0 = qpc();
     g->in_grab = 1;
-    g->ctx->ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
-    unsigned flags = HS_SUSPEND_NOT_IF_HELD | HS_SUSPEND_WATCH_HELD | (prev ? 0 : HS_SUSPEND_NEW);
+    g->ctx->ContextFlags = g->wow64 ? WOW64_CONTEXT_CONTROL | WOW64_CONTEXT_INTEGER : CONTEXT_CONTROL | CONTEXT_INTEGER;
+    unsigned flags = HS_SUSPEND_NOT_IF_HELD | HS_SUSPEND_WATCH_HELD | (prev ? 0 : HS_SUSPEND_NEW) |
+                     (g->wow64 ? HS_SUSPEND_WOW64 : 0);
     hs_suspend_status st = hs_suspend_one(thread, g->ctx, prev ? CONTEXT_TIMEOUT_MS : FIRST_CONTEXT_TIMEOUT_MS,
                                           flags);
     if (st != HS_SUSPEND_OK) {
@@ -100,12 +117,10 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
             return HS_GRAB_GONE;
         return grab_status(st);
     }
-    out->ctx = g->ctx;
+    regs_of(g, out->regs);
     out->at_qpc = qpc();
     if (prev) {
-        uint64_t now[HS_GRAB_REGS];
-        hs_grab_regs(g->ctx, now);
-        if (!memcmp(now, prev, sizeof now)) {
+        if (!memcmp(out->regs, prev, sizeof out->regs)) {
             int ours = hs_resume_one(thread);
             out->stopped_qpc = (uint64_t)(qpc() - t0);
             out->same = true;
@@ -113,7 +128,7 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
             return ours ? HS_GRAB_OK : HS_GRAB_TIMEOUT;
         }
     }
-    uint64_t rsp = g->ctx->Rsp;
+    uint64_t rsp = out->regs[HS_RSP];
     size_t len;
     bool complete = false;
     if (stack_base > rsp && stack_base - rsp <= g->cap) {

@@ -23,9 +23,10 @@
 
 typedef struct hs_grabber hs_grabber;
 
-/* Ready to grab (the suspension primitive started). NULL when it cannot
- * (GetLastError says why). */
-hs_grabber *hs_grabber_new(size_t stack_cap);
+/* Ready to grab (the suspension primitive started) the threads of a
+ * process of `bits` (64; or 32, a WOW64 process: its threads' 32-bit
+ * registers and stack). NULL when it cannot (GetLastError says why). */
+hs_grabber *hs_grabber_new(size_t stack_cap, int bits);
 /* Stop it (after the sampling thread ended, or was ended while stuck). */
 void hs_grabber_free(hs_grabber *g);
 /* Is the sampling thread stuck in a context the watchdog gave up on? */
@@ -40,13 +41,16 @@ enum hs_grab_status {
                           it is not running; it was left as it was */
 };
 
-/* The registers a sample compares: the 16 general ones (by x64 number),
- * rip, flags. */
+/* The registers of a sample, which it also compares with the previous
+ * one: the 16 general ones by x64 number (hook/base/x64.h), then the
+ * instruction pointer and the flags. A 32-bit thread's eax..edi are the
+ * first 8 (esp at HS_RSP, ebp at HS_RBP), the others 0. */
 #define HS_GRAB_REGS 18
-void hs_grab_regs(const CONTEXT *c, uint64_t out[HS_GRAB_REGS]);
+#define HS_GRAB_PC 16
+#define HS_GRAB_FLAGS 17
 
 typedef struct hs_grab {
-    CONTEXT *ctx;              /* the registers (CONTEXT_CONTROL | CONTEXT_INTEGER) */
+    uint64_t regs[HS_GRAB_REGS];
     bool same;                 /* they equal `prev`: the thread has not run; no stack was copied */
     const uint8_t *stack;      /* the copy: [stack_lo, stack_lo + stack_len) */
     uint64_t stack_lo;
@@ -56,7 +60,8 @@ typedef struct hs_grab {
     int64_t at_qpc;            /* the performance counter while it was stopped (its context read) */
 } hs_grab;
 
-/* Sample `thread` of `process` (stack_base: from its TEB; 0 unknown).
+/* Sample `thread` of `process` (stack_base: from its TEB, the 32-bit
+ * one's for a 32-bit thread; 0 unknown).
  * prev: its registers at its previous sample (or NULL); when they are
  * the same, the thread has not run since, its stack is what it was, and
  * it is resumed at once without a copy. The buffers of *out are the

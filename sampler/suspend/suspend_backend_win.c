@@ -41,6 +41,16 @@
  * a quiet spell loses those samples: at most one tick of CPU per ACTIVE_S
  * (README, "Threads that do not run").
  *
+ * A 32-bit target (i386 under WOW64) is sampled alike, in its own terms:
+ * its threads' 32-bit registers (Wow64GetThreadContext: on Windows a
+ * thread inside a 64-bit system call is seen where its 32-bit code made
+ * the call) and stacks (their bases from the 32-bit TEBs), its 32-bit
+ * modules, and the x86 walker (hook/unwind/unwind32.h) with frame data
+ * from the images' call-frame information (gcc's `.eh_frame`,
+ * hook/unwind/cfi32.h) where the ebp chain does not hold. Under Wine 8 a
+ * 32-bit program is a 32-bit Linux process with no 64-bit side: its
+ * 64-bit context is the same registers.
+ *
  * The rate, unless --sample-rate fixed it, is chosen from what the first
  * RATE_FIRST_N suspensions held their threads (median): the highest up to
  * HS_RATE_MAX Hz at which a CPU-bound thread is held at most HS_RATE_COST
@@ -54,6 +64,8 @@
 #include <mmsystem.h>
 
 #include "hook/base/util.h"
+#include "hook/pe/pe.h"
+#include "hook/unwind/unwind32.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"
 #include "sampler/sampler.h"
@@ -145,6 +157,12 @@ typedef struct own_sample {
 
 struct hs_sampler {
     hs_sampler_config cfg;
+    int bits;                  /* the target's: 64, or 32 (WOW64: its 32-bit registers, stacks,
+                                  modules; the x86 walker) */
+    uint64_t walks32, frames32, scanned32;   /* 32-bit walks, their frames, of which found by a
+                                                scan of the stack (a guess: -v) */
+    double scan_list_at, scan_list_gap;      /* when a 32-bit walk that scanned lists the modules
+                                                again (seconds), and the gap it backs off to */
     hs_sampleset *out;
     HANDLE process, thread, stop_event, ready;
     hs_grabber *grab;
@@ -362,6 +380,11 @@ static sthread *find_thread(hs_sampler *s, uint32_t tid)
     return NULL;
 }
 
+#define TEB64_WOW_TEB_OFFSET 0x180C   /* TEB.WowTebOffset (x64) */
+#define TEB32_DEFAULT_OFFSET 0x2000
+
+/* The base of a thread's stack, from its TEB (a 32-bit thread's: its
+ * 32-bit TEB's); 0 unknown. */
 static uint64_t stack_base_of(hs_sampler *s, HANDLE h)
 {
     struct {
@@ -376,6 +399,18 @@ static uint64_t stack_base_of(hs_sampler *s, HANDLE h)
         return 0;
     uint64_t base = 0;
     SIZE_T got = 0;
+    if (s->bits == 32) {
+        /* the 32-bit TEB: WowTebOffset from the 64-bit one (Windows 10 on,
+         * Wine), else 0x2000 past it, where earlier Windows put it; its
+         * NT_TIB's StackBase at +4 */
+        LONG off = 0;
+        if (!ReadProcessMemory(s->process, (char *)tbi.teb + TEB64_WOW_TEB_OFFSET, &off, 4, &got) || !off)
+            off = TEB32_DEFAULT_OFFSET;
+        uint32_t base32 = 0;
+        if (!ReadProcessMemory(s->process, (char *)tbi.teb + off + 4, &base32, 4, &got))
+            return 0;
+        return base32;
+    }
     if (!ReadProcessMemory(s->process, (char *)tbi.teb + 8, &base, 8, &got))
         return 0;
     return base;
@@ -491,7 +526,7 @@ static void refresh_modules(hs_sampler *s, double now)
     if (!s->own_modules) {
         /* fails while the target's loader has not set its list up yet
          * (and under Wine while the server cannot stop the process) */
-        s->modules_read = hs_target_modules(s->process, s->map, s->agent_base) > 0;
+        s->modules_read = hs_target_modules(s->process, s->bits, s->map, s->agent_base) > 0;
         s->module_lists++;
         s->module_lists_failed += !s->modules_read;
         return;
@@ -501,7 +536,7 @@ static void refresh_modules(hs_sampler *s, double now)
     for (size_t i = 0; i < s->own.nmodules; i++) {
         const hs_own_module *m = &s->own.modules[i];
         if (!m->unloaded)
-            hs_codemap_add_image(s->map, m->base, m->size, m->path, m->agent);
+            hs_target_module_add(s->map, s->bits, m->base, m->size, m->path, m->agent);
     }
     hs_codemap_sweep(s->map);
 }
@@ -567,25 +602,36 @@ static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
     return ReadProcessMemory(s->process, (const void *)(uintptr_t)addr, buf, len, &got) && got == len ? 0 : -1;
 }
 
-static void regs_of(const CONTEXT *c, hs_uw_regs *r)
+static void regs_of(const hs_grab *g, hs_uw_regs *r)
 {
-    r->rip = c->Rip;
-    r->r[HS_RAX] = c->Rax;
-    r->r[HS_RCX] = c->Rcx;
-    r->r[HS_RDX] = c->Rdx;
-    r->r[HS_RBX] = c->Rbx;
-    r->r[HS_RSP] = c->Rsp;
-    r->r[HS_RBP] = c->Rbp;
-    r->r[HS_RSI] = c->Rsi;
-    r->r[HS_RDI] = c->Rdi;
-    r->r[HS_R8] = c->R8;
-    r->r[HS_R9] = c->R9;
-    r->r[HS_R10] = c->R10;
-    r->r[HS_R11] = c->R11;
-    r->r[HS_R12] = c->R12;
-    r->r[HS_R13] = c->R13;
-    r->r[HS_R14] = c->R14;
-    r->r[HS_R15] = c->R15;
+    memcpy(r->r, g->regs, sizeof r->r);
+    r->rip = g->regs[HS_GRAB_PC];
+}
+
+/* Walk a sample's stack copy from its registers: the x64 unwinder, or
+ * for a 32-bit target the x86 walker (*scanned: its frames found by a
+ * scan, also counted for -v). */
+static hs_uw_result walk_stack(hs_sampler *s, const hs_uw_stack *st, const hs_uw_regs *regs, uint64_t *frames,
+                               uint32_t *scanned)
+{
+    *scanned = 0;
+    if (s->bits != 32) {
+        hs_uw_env env = hs_codemap_env(s->map);
+        return hs_unwind_walk(&env, st, regs, frames, MAX_FRAMES);
+    }
+    hs_uw32_env env = hs_codemap_env32(s->map);
+    hs_uw32_regs r32 = { (uint32_t)regs->rip, (uint32_t)regs->r[HS_RSP], (uint32_t)regs->r[HS_RBP] };
+    uint32_t f32[MAX_FRAMES];
+    uint8_t how[MAX_FRAMES];
+    hs_uw_result res = hs_unwind32_walk(&env, st, &r32, f32, how, MAX_FRAMES);
+    s->walks32++;
+    s->frames32 += res.n;
+    for (uint32_t i = 0; i < res.n; i++) {
+        frames[i] = f32[i];
+        *scanned += how[i] == HS_UW32_SCAN;
+    }
+    s->scanned32 += *scanned;
+    return res;
 }
 
 /* Returns false when the thread is gone, or found to be hookscope's. */
@@ -672,23 +718,29 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     if (g.same) {
         id = t->prev_stack;   /* it has not run: the same stack */
     } else {
-        t->prev_waiting = hs_codemap_at_syscall(s->map, g.ctx->Rip);
+        t->prev_waiting = hs_codemap_at_syscall(s->map, g.regs[HS_GRAB_PC]);
         double u0 = qpc_s(s);
         moved = t->have_prev;
         if (moved && !s->cycles && !t->prev_waiting)
             t->active_until = now + ACTIVE_S;   /* caught running: its clock may not show it yet */
         hs_uw_regs regs;
-        regs_of(g.ctx, &regs);
-        hs_grab_regs(g.ctx, t->prev);
+        regs_of(&g, &regs);
+        memcpy(t->prev, g.regs, sizeof t->prev);
         hs_uw_stack st = { g.stack_lo, g.stack, g.stack_len, g.complete };
-        hs_uw_env env = hs_codemap_env(s->map);
         uint64_t frames[MAX_FRAMES];
-        hs_uw_result res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+        uint32_t scanned;
+        hs_uw_result res = walk_stack(s, &st, &regs, frames, &scanned);
         /* an address in no known module: perhaps one loaded since the last
          * listing, or one an early listing could not read (under Wine it is
          * often Wine's own code: worth_listing backs off for those) */
-        if (res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && worth_listing(s, res.unknown_pc, now) &&
-            (now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0 || in_code(s, res.unknown_pc))) {
+        bool unknown = res.stop == HS_UW_UNKNOWN_PC && res.n > 0 && worth_listing(s, res.unknown_pc, now) &&
+                       (now - s->last_modules_retry >= MODULES_RETRY_MS / 1000.0 || in_code(s, res.unknown_pc));
+        /* a 32-bit walk that had to scan: its ebp chain or a return address
+         * may lead into a module not listed yet (the x86 walker passes over
+         * a value outside known code where the x64 unwinder stops at it):
+         * listed again, less and less often while that explains nothing */
+        bool guessed = scanned && !s->own_modules && now >= s->scan_list_at;
+        if (unknown || guessed) {
             /* its time is the module listing's, not the unwind's */
             s->last_modules_retry = now;
             double m0 = qpc_s(s);
@@ -700,10 +752,15 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
             s->t_modules += m1 - m0;
             u0 += m1 - m0;
             uint64_t was = res.unknown_pc;
-            t->prev_waiting = hs_codemap_at_syscall(s->map, g.ctx->Rip);   /* known now, perhaps */
-            res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
-            if (res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was && s->modules_read)
+            t->prev_waiting = hs_codemap_at_syscall(s->map, g.regs[HS_GRAB_PC]);   /* known now, perhaps */
+            res = walk_stack(s, &st, &regs, frames, &scanned);
+            if (unknown && res.stop == HS_UW_UNKNOWN_PC && res.unknown_pc == was && s->modules_read)
                 still_unexplained(s, was, now);
+            if (guessed) {
+                s->scan_list_gap = !scanned ? MODULES_RETRY_MS / 1000.0
+                                 : s->scan_list_gap * 2 < MODULES_MS / 1000.0 ? s->scan_list_gap * 2 : MODULES_MS / 1000.0;
+                s->scan_list_at = now + s->scan_list_gap;
+            }
         }
         int attr;
         uint32_t n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
@@ -718,7 +775,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
              * walk that still gives nothing is most often one at the
              * target's end: END_GRACE_S) */
             refresh_own(s);
-            res = hs_unwind_walk(&env, &st, &regs, frames, MAX_FRAMES);
+            res = walk_stack(s, &st, &regs, frames, &scanned);
             raw_n = res.n < 6 ? res.n : 6;
             memcpy(raw, frames, raw_n * sizeof *raw);
             n = hs_codemap_attribute(s->map, &regs, frames, res.n, &attr);
@@ -737,7 +794,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
             t->have_prev = false;
             if (!s->own_pending++) {
                 own_sample *d = &s->pending_first;
-                d->pc = g.ctx->Rip;
+                d->pc = g.regs[HS_GRAB_PC];
                 memcpy(d->frames, raw, raw_n * sizeof *raw);
                 d->n = raw_n;
                 d->stop = res.stop;
@@ -861,12 +918,33 @@ static double suspend_rate_now(const hs_sampler *s)
  * ntdll (the same file as the target's): a thread at their return is not
  * waiting. NtContinue is where a thread stands before it first runs
  * (Wine's signal_start_thread) and after an exception or APC. */
-static void set_quick_calls(hs_codemap *m)
+static void set_quick_calls(hs_codemap *m, int bits)
 {
     static const char *const names[] = { "NtContinue", "NtYieldExecution", "NtTestAlert" };
-    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
     uint32_t rvas[3];
     size_t n = 0;
+    if (bits == 32) {
+        /* a 32-bit target's ntdll is not ours: its file, in SysWOW64 */
+        wchar_t path[MAX_PATH + 16];
+        UINT len = GetSystemWow64DirectoryW(path, MAX_PATH);
+        size_t size = 0;
+        uint8_t *data = NULL;
+        if (len && len < MAX_PATH) {
+            wcscat(path, L"\\ntdll.dll");
+            data = hs_read_file(path, &size, NULL);
+        }
+        hs_pe pe;
+        if (data && hs_pe_load_file(&pe, data, size) == HS_PE_OK) {
+            for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+                if ((rvas[n] = hs_pe_export_rva(&pe, names[i])) != 0)
+                    n++;
+            hs_pe_close(&pe);
+        }
+        free(data);
+        hs_codemap_set_quick(m, rvas, n);
+        return;
+    }
+    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
     for (size_t i = 0; nt && i < sizeof names / sizeof *names; i++) {
         FARPROC f = GetProcAddress(nt, names[i]);
         if (f)
@@ -1004,13 +1082,16 @@ static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out, 
                  s->process ? "NtGetNextThread is missing" : hs_win_error(GetLastError()));
         goto fail;
     }
-    s->grab = hs_grabber_new(STACK_COPY);
+    s->bits = c->bits == 32 ? 32 : 64;
+    s->scan_list_gap = MODULES_RETRY_MS / 1000.0;
+    s->grab = hs_grabber_new(STACK_COPY, s->bits);
     if (!s->grab) {
         snprintf(why->text, sizeof why->text, "cannot start the sampler: %s", hs_win_error(GetLastError()));
         goto fail;
     }
     s->map = hs_codemap_new(read_target, s);
-    set_quick_calls(s->map);
+    hs_codemap_set_bits(s->map, s->bits);
+    set_quick_calls(s->map, s->bits);
     s->stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->ready = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->thread = CreateThread(NULL, 0, sampler_main, s, 0, NULL);
@@ -1125,6 +1206,10 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
                  "stopped: %d)", (unsigned long long)s->lost_timeout, (unsigned long long)s->lost_refused,
                  (unsigned long long)s->lost_own, (unsigned long long)d->pc, frames, d->stop);
     }
+    if (s->walks32)
+        hs_log("sampler: %llu walks of 32-bit stacks, %llu frames, %llu of them found by a scan of the stack (a "
+               "guess: no frame pointer or frame data led there)", (unsigned long long)s->walks32,
+               (unsigned long long)s->frames32, (unsigned long long)s->scanned32);
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
            s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,

@@ -18,6 +18,13 @@ $(TGT32_DIR)/groundtruth.exe: tests/fixtures/groundtruth/groundtruth.c
 	@mkdir -p $(dir $@)
 	$(WCC32) $(GT32_FLAGS) -static -o $@ $<
 
+# the 64-bit tests' program of a known CPU split (tests/targets/cpusplit.c),
+# built for i686 with the same flags: what the suspend sampler's 32-bit
+# walks are checked against (no frame pointers: gcc's default at -O1)
+$(TGT32_DIR)/cpusplit.exe: tests/targets/cpusplit.c
+	@mkdir -p $(dir $@)
+	$(WCC32) $(TGT_CFLAGS) -o $@ $<
+
 # a DLL, and the same linked stripped (-s: named only by its exports)
 $(TGT32_DIR)/exports32.dll: tests/targets32/dll/exports32.c
 	@mkdir -p $(dir $@)
@@ -41,5 +48,5 @@ $(TGT32_DIR)/attachee.exe: tests/targets/attachee.c tests/targets/codecheck.h
 	$(WCC32) $(TGT_CFLAGS) -Itests/targets -o $@ $<
 
 .PHONY: test-targets32
-test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe $(TGT32_DIR)/exports32.dll $(TGT32_DIR)/exports32s.dll \
-                $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe $(TGT32_DIR)/attachee.exe
+test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe $(TGT32_DIR)/cpusplit.exe $(TGT32_DIR)/exports32.dll \
+                $(TGT32_DIR)/exports32s.dll $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe $(TGT32_DIR)/attachee.exe
