@@ -106,6 +106,12 @@ static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, i
         return HS_WRAP_RETURNS_TWICE;
     if (named == HS_FNE_STACK_PROBE || (p->flags & HS_FN_STACK_PROBE))
         return HS_WRAP_STACK_PROBE;
+#if HS_AGENT_X86
+    /* the 32-bit return probe copies nothing and needs no unwind data
+     * (time32.S); a jump back to the entry would enter it twice */
+    (void)pe, (void)f;
+    return (p->flags & HS_FN_BRANCH_TO_ENTRY) ? HS_WRAP_LOOPS_TO_ENTRY : HS_WRAP_OK;
+#endif
     /* without unwind data a function must be a flat leaf (rsp never moves,
      * no call): it runs with its return address, the wrapper's, at [rsp],
      * and an unwind from it goes straight to the wrapper's frame */
@@ -346,9 +352,11 @@ static int alloc_per_function(install_ctx *c)
     c->window_at = calloc(n, sizeof *c->window_at);
     c->unwind = calloc(n, sizeof *c->unwind);
     c->nslots = calloc(n, sizeof *c->nslots);
-    c->tails = c->timed ? hs_tail_new() : NULL;
+    /* (tail jumps matter to the x64 wrapper's copy of the arguments only) */
+    const int tails = c->timed && !HS_AGENT_X86;
+    c->tails = tails ? hs_tail_new() : NULL;
     if (!c->plans || !c->inputs || !c->entry_only || !c->window_at || !c->unwind || !c->nslots ||
-        (c->timed && !c->tails))
+        (tails && !c->tails))
         return -1;
     return 0;
 }
@@ -500,7 +508,7 @@ static void size_stubs(install_ctx *c)
     for (size_t k = 0; k < c->n; k++) {
         if (c->plans[k].reason != HS_OK)
             continue;
-        if (c->timed && c->entry_only[k] == HS_WRAP_OK) {
+        if (c->timed && c->entry_only[k] == HS_WRAP_OK && !HS_AGENT_X86) {
             int32_t need = c->tails ? hs_tail_need(c->tails, c->inputs[k].addr) : HS_TAIL_NEVER;
             if (need == HS_TAIL_WIDE)
                 c->nslots[k] = HS_WRAP_MAX_SLOTS;   /* the widest copy, bounded by the stack base */

@@ -77,7 +77,7 @@
     .set SH_T0, 8
     .set SH_CHILD, 16
     .set SH_FRAME, 24
-    .set SH_T1, 32              /* (save_rax) the raw rdtsc at exit, for --timeline */
+    .set SH_T1, 32              /* the raw rdtsc at exit, for --timeline */
     .set SH_FUNC, 48
     .set SH_EXCLUDED, 56
     .set SH_SIZE, 64
