@@ -22,7 +22,7 @@
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
 volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
-/* wrapper.S and the stubs hard-code these layouts */
+/* wrapper.S, time32.S (time_layout.inc) and the stubs hard-code these layouts */
 _Static_assert(offsetof(hs_region_hdr, shadow_base) == 40, "shadow_base");
 _Static_assert(offsetof(hs_region_hdr, shadow_top) == 48, "shadow_top");
 _Static_assert(offsetof(hs_region_hdr, shadow_limit) == 56, "shadow_limit");
@@ -32,6 +32,7 @@ _Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
 _Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
 _Static_assert(offsetof(hs_shadow_rec, excluded) == 56, "shadow excluded");
 _Static_assert(offsetof(hs_region_hdr, stack_ticks) == 80, "stack_ticks");
+_Static_assert(offsetof(hs_time_rec, unwinds) == 40, "time unwinds");
 _Static_assert(offsetof(hs_time_rec, pending) == 48, "time pending");
 _Static_assert(offsetof(hs_time_rec, active) == 56, "time active");
 _Static_assert(offsetof(hs_time_rec, sum) == 64, "time sum");

@@ -74,6 +74,7 @@
  */
     .intel_syntax noprefix
     .text
+#include "agent/time_layout.inc"
 
 #ifdef _WIN32
 #define SYM(name) _##name
@@ -81,40 +82,31 @@
 #define SYM(name) name
 #endif
 
-    /* the region header, relative to the counters (session.h: hs_region_hdr) */
-    .set HDR_SHADOW_BASE, -4096 + 40
-    .set HDR_SHADOW_TOP, -4096 + 48
-    .set HDR_SHADOW_LIMIT, -4096 + 56
-    .set HDR_TIME_DROPPED, -4096 + 64
-    .set HDR_EXCLUDED, -4096 + 72
-    /* hs_shadow_rec (addresses in the low halves) */
-    .set SH_DESC, 0
-    .set SH_T0, 8
-    .set SH_CHILD, 16
-    .set SH_FRAME, 24
-    .set SH_T1, 32
-    .set SH_RET, 40
-    .set SH_FUNC, 48
-    .set SH_EXCLUDED, 56
-    .set SH_SIZE, 64
-    /* agent.h: hs_wrap_desc */
-    .set DESC_TIMEREL, 8
-    .set DESC_FIDX, 16
-    /* hs_time_rec */
-    .set T_EXITS, 0
-    .set T_TOTAL, 8
-    .set T_SELF, 16
-    .set T_MIN, 24
-    .set T_MAX, 32
-    .set T_UNWINDS, 40
-    .set T_ACTIVE, 56
-    .set T_SUM, 64
-    .set T_HIST, 72
-    .set HIST_LAST, 39
     /* the 32-bit TEB */
     .set TEB_LAST_ERROR, 0x34
     .set TEB_TLS_SLOTS, 0xE10
     .set TEB_TLS_EXPANSION, 0xF94
+
+/* every general register but esp, pushed (28 bytes) and popped */
+.macro PUSH_REGS
+    push eax
+    push ecx
+    push edx
+    push ebx
+    push esi
+    push edi
+    push ebp
+.endm
+
+.macro POP_REGS
+    pop ebp
+    pop edi
+    pop esi
+    pop ebx
+    pop edx
+    pop ecx
+    pop eax
+.endm
 
 /* ebx = the thread's counters (its slot of TLS index hs_time32_tls), or
  * 0; eax changes */
@@ -152,13 +144,7 @@
     .def SYM(hs_time32_enter); .scl 2; .type 32; .endef
 #endif
 SYM(hs_time32_enter):
-    push eax
-    push ecx
-    push edx
-    push ebx
-    push esi
-    push edi
-    push ebp
+    PUSH_REGS
     /* [esp+28] into the stub, [esp+32] the descriptor, [esp+36] the
      * caller's return address: its address is the entry esp */
     LOAD_COUNTERS
@@ -213,13 +199,7 @@ SYM(hs_time32_enter):
     add dword ptr [ebx + HDR_TIME_DROPPED], 1
     adc dword ptr [ebx + HDR_TIME_DROPPED + 4], 0
 .Lenter_out:
-    pop ebp
-    pop edi
-    pop esi
-    pop ebx
-    pop edx
-    pop ecx
-    pop eax
+    POP_REGS
     ret 4
 
     .globl SYM(hs_time32_return)
@@ -228,13 +208,7 @@ SYM(hs_time32_enter):
 #endif
 SYM(hs_time32_return):
     push eax                     /* the place of the true return address */
-    push eax
-    push ecx
-    push edx
-    push ebx
-    push esi
-    push edi
-    push ebp
+    PUSH_REGS
     /* [esp+28] the true return address's place; esp + 32: the caller's esp */
     rdtsc
     mov esi, eax
@@ -269,13 +243,7 @@ SYM(hs_time32_return):
     mov [esp + 28], eax
     mov [ebx + HDR_SHADOW_TOP], ecx
 .Lreturn_out:
-    pop ebp
-    pop edi
-    pop esi
-    pop ebx
-    pop edx
-    pop ecx
-    pop eax
+    POP_REGS
     ret
 .Lreturn_orphan:
     /* hs_time32_orphan(caller's esp) in C, as the thunks32.S call C */
