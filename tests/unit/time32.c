@@ -33,6 +33,8 @@
  *   time32/stack        the EBP-chain walk (ebpwalk.h) through a timed frame
  *                       gives the caller's true return address, not the thunk
  *   time32/threads      4 threads at once, each its own counts and times
+ *   time32/true-return  hs_ret_shadow_true on made-up records: a slot's
+ *                       newest record, through tail jumps, none
  */
 #include "tests/unit/time32.h"
 
@@ -601,6 +603,42 @@ static void threads(void)
     tap_check(rc == 0, "time32/threads", "%s", why[0] ? why : t[0].bad);
 }
 
+/* Records of (slot, true return) as hs_shadow_rec keeps them (at 24 and
+ * 40 of 64 bytes), oldest first: the true return address of a slot that
+ * holds the thunk is its newest record's, that record's parent's when it
+ * is the thunk too (a tail jump), the thunk when no record has the slot,
+ * and any other value is its own. */
+static void true_return(void)
+{
+    enum { THUNK = 0x7000, N = 5 };
+    static const uint32_t recs[N][2] = {
+        { 0x9000, 0x1111 }, { 0x8F00, 0x2222 }, { 0x8E00, 0x3333 },
+        { 0x8E00, THUNK },   /* tail-jumped from the call at 0x8E00, same slot */
+        { 0x8DFC, THUNK },   /* tail-jumped again, one argument more */
+    };
+    uint8_t mem[N][64];
+    memset(mem, 0, sizeof mem);
+    for (int i = 0; i < N; i++) {
+        memcpy(mem[i] + 24, &recs[i][0], 4);
+        memcpy(mem[i] + 40, &recs[i][1], 4);
+    }
+    const hs_ret_shadow sh = { THUNK, mem[0], N, 64, 24, 40 };
+    static const uint32_t probe[][3] = {   /* slot, value, expected */
+        { 0x9000, THUNK, 0x1111 }, { 0x8F00, THUNK, 0x2222 }, { 0x8E00, THUNK, 0x3333 },
+        { 0x8DFC, THUNK, 0x3333 }, { 0x8D00, THUNK, THUNK },  { 0x8F00, 0x4444, 0x4444 },
+    };
+    char why[200] = "";
+    for (size_t k = 0; k < sizeof probe / sizeof probe[0] && !why[0]; k++) {
+        uint32_t got = hs_ret_shadow_true(&sh, probe[k][0], probe[k][1]);
+        if (got != probe[k][2])
+            snprintf(why, sizeof why, "slot %#x holding %#x: %#x, expected %#x", probe[k][0], probe[k][1], got,
+                     probe[k][2]);
+    }
+    if (!why[0] && hs_ret_shadow_true(NULL, 0x9000, THUNK) != THUNK)
+        snprintf(why, sizeof why, "without a shadow stack the value is not its own");
+    tap_check(!why[0], "time32/true-return", "%s", why);
+}
+
 /* ns per call of c_add through a loop of calls: untraced, counted, timed */
 static double per_call_ns(uintptr_t fn)
 {
@@ -698,6 +736,7 @@ void time32_run(hs_engine *e)
     one_case("time32/full", 4, full);
     one_case("time32/stack", T32_SHADOW_CAP, stack);
     threads();
+    true_return();
     t32_thread t;
     if (run_on_threads(&t, 1, T32_SHADOW_CAP, cost_body) == 0)
         tap_diag("32-bit timed call of a two-argument function: %.1f ns untraced, %.1f ns counted, %.1f ns "
