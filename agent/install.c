@@ -32,6 +32,7 @@
 #include "hook/base/vec.h"
 #include "hook/engine/filter.h"
 #include "hook/engine/names.h"
+#include "hook/pe/eh_frame.h"
 #include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
 #include "hook/pe/symbols.h"
@@ -100,7 +101,7 @@ static int entered_with_frame(const hs_pe *pe, const hs_pe_func *f)
 /* Can this function get the timing wrapper, or only an entry probe (and
  * why)? Needs a full analysis (HS_ANALYZE_FULL). The rule for its tail
  * jumps (HS_WRAP_TAIL_JUMP) is applied after, to the whole module. */
-static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, int named)
+static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, int named, int dwarf_eh)
 {
     if (named == HS_FNE_RETURNS_TWICE)
         return HS_WRAP_RETURNS_TWICE;
@@ -108,9 +109,17 @@ static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, i
         return HS_WRAP_STACK_PROBE;
 #if HS_AGENT_X86
     /* the 32-bit return probe copies nothing and needs no unwind data
-     * (time32.S); a jump back to the entry would enter it twice */
+     * (time32.S); a jump back to the entry would enter it twice; a C++
+     * exception that DWARF-2 unwinding carries out of the function would
+     * meet the return thunk where the caller's address should be, find no
+     * frame there and end the program (the image names a personality
+     * routine: g++'s code; its functions are where such exceptions pass) */
     (void)pe, (void)f;
+    if (dwarf_eh)
+        return HS_WRAP_DWARF_EH;
     return (p->flags & HS_FN_BRANCH_TO_ENTRY) ? HS_WRAP_LOOPS_TO_ENTRY : HS_WRAP_OK;
+#else
+    (void)dwarf_eh;
 #endif
     /* without unwind data a function must be a flat leaf (rsp never moves,
      * no call): it runs with its return address, the wrapper's, at [rsp],
@@ -217,6 +226,7 @@ typedef struct install_ctx {
     uint64_t base;
     uint32_t image_size;
     int timed;                 /* --time: full analysis, timing wrappers */
+    int dwarf_eh;              /* (32-bit, timed) its C++ exceptions unwind by return address */
     hs_pe pe;                  /* the mapped image (with its file's COFF symbols) */
     file_view fv;              /* the file on disk */
     /* its records in the session */
@@ -477,6 +487,7 @@ static void analyze_functions(install_ctx *c)
     load_names(c);
     /* jump tables and the code around a function are read from the image */
     c->view = (hs_image_view){ &c->pe, c->base };
+    c->dwarf_eh = HS_AGENT_X86 && c->timed && hs_pe_eh_frame_personality(&c->pe);
     c->list = (hs_func_list){ c->funcs, c->nfuncs, c->base };
     size_t k = 0;
     for (size_t i = 0; i < c->nfuncs; i++) {
@@ -492,7 +503,8 @@ static void analyze_functions(install_ctx *c)
             c->plans[k].reason = r;
         else if (c->timed)
             c->entry_only[k] = (uint8_t)wrap_reason(&c->plans[k], &c->pe, &c->funcs[i],
-                                                    by_name(c->fnflags, i, &c->syms, c->funcs[i].rva));
+                                                    by_name(c->fnflags, i, &c->syms, c->funcs[i].rva),
+                                                    c->dwarf_eh);
         k++;
     }
     hs_pe_symtab_free(&c->syms);

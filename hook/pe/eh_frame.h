@@ -28,4 +28,10 @@
  * .eh_frame). Returns 0, or -1 out of memory. */
 int hs_pe_eh_frame(const hs_pe *pe, hs_pe_extent **out, size_t *count);
 
+/* Does a CIE of the image's .eh_frame name a personality routine (a 'P'
+ * in its "z..." augmentation: g++'s "zPLR")? Then the image's code
+ * throws, catches or cleans up C++ exceptions by DWARF-2 unwinding, which
+ * steps from frame to frame by return address. 1 or 0. */
+int hs_pe_eh_frame_personality(const hs_pe *pe);
+
 #endif
