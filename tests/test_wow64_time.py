@@ -1,0 +1,38 @@
+"""--time on 32-bit (i386) programs under Wine's WOW64: the 32-bit agent's
+return probes (agent/time32.S, a shadow return stack) in a real process.
+callconv.exe calls a function of each x86 calling convention (callee-popped
+arguments, 64-bit and x87 results) and must print what it prints untraced,
+every call timed and ended; longjmp32.exe leaves 40 timed calls by longjmp,
+each counted as an unwind exit."""
+import hs
+from test_wow64 import out_lines, stated_output
+
+
+def timed(t, module):
+    """name -> (calls, unwinds, the time record) of the module's functions."""
+    return {f["name"]: (f["calls"], f.get("unwinds"), f.get("time") or {}) for f in t.functions(module)}
+
+
+def test_wow64_time_calling_conventions():
+    hs.need_wow64()
+    t = hs.trace(hs.need(f"{hs.TARGETS32}/callconv.exe"), options=["--time"], name="wow64_time_callconv")
+    hs.eq((t.rc, out_lines(t)), (0, stated_output("tests/targets32/callconv.c")), "exit code and output, timed")
+    fs = timed(t, "callconv.exe")
+    want = {"main": 1, "cdecl_add": 10, "stdcall_mix": 20, "fastcall_mul": 30, "counter_add": 40,
+            "sum_varargs": 5, "mul64": 3, "average": 2}
+    got = {n: (fs[n][0], fs[n][1], fs[n][2].get("calls"), fs[n][2].get("open")) for n in want if n in fs}
+    hs.eq(got, {n: (c, 0, c, 0) for n, c in want.items()}, "calls, unwinds, timed exits, open calls")
+    m = fs["main"][2]
+    hs.check(m["self_ns"] < m["total_ns"] == m["sum_ns"], f"main's time holds its callees' ({m})")
+
+
+def test_wow64_time_longjmp_is_an_unwind():
+    hs.need_wow64()
+    t = hs.trace(hs.need(f"{hs.TARGETS32}/longjmp32.exe"), options=["--time"], name="wow64_time_longjmp")
+    hs.eq((t.rc, out_lines(t)), (0, stated_output("tests/targets32/longjmp32.c")), "exit code and output, timed")
+    fs = timed(t, "longjmp32.exe")
+    got = {n: (fs[n][0], fs[n][1], fs[n][2].get("calls"), fs[n][2].get("open")) for n in ("main", "land", "dive", "work")}
+    hs.eq(got, {"main": (1, 0, 1, 0), "land": (1, 0, 1, 0), "dive": (40, 40, 40, 0), "work": (10, 0, 10, 0)},
+          "calls, unwinds, timed exits, open calls")
+    d = fs["dive"][2]
+    hs.eq(d["self_ns"], d["total_ns"], "the self times of dive's recursion add up to its outermost calls' time")
