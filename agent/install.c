@@ -487,7 +487,13 @@ static void analyze_functions(install_ctx *c)
     load_names(c);
     /* jump tables and the code around a function are read from the image */
     c->view = (hs_image_view){ &c->pe, c->base };
-    c->dwarf_eh = HS_AGENT_X86 && c->timed && hs_pe_eh_frame_personality(&c->pe);
+    if (HS_AGENT_X86 && c->timed) {
+        /* (.eh_frame is a long section name: the file's string table says
+         * which section it is) */
+        if (!c->pe.file)
+            attach_file(c);
+        c->dwarf_eh = hs_pe_eh_frame_personality(&c->pe);
+    }
     c->list = (hs_func_list){ c->funcs, c->nfuncs, c->base };
     size_t k = 0;
     for (size_t i = 0; i < c->nfuncs; i++) {

@@ -36,3 +36,18 @@ def test_wow64_time_longjmp_is_an_unwind():
           "calls, unwinds, timed exits, open calls")
     d = fs["dive"][2]
     hs.eq(d["self_ns"], d["total_ns"], "the self times of dive's recursion add up to its outermost calls' time")
+
+
+def test_wow64_time_leaves_dwarf_exceptions_alone():
+    """cxxexc32.exe throws C++ exceptions (DWARF-2 unwinding, by return
+    address) through two functions: under --time the functions of its
+    image are counted without timing (`dwarf-exceptions`), and it runs as
+    untraced (with return probes there, the first throw ends it in
+    abort())."""
+    hs.need_wow64()
+    t = hs.trace(hs.need(f"{hs.TARGETS32}/cxxexc32.exe"), options=["--time"], name="wow64_time_cxxexc")
+    hs.eq((t.rc, out_lines(t)), (0, stated_output("tests/targets32/cxxexc32.cpp")), "exit code and output, timed")
+    fs = {f["name"]: f for f in t.functions("cxxexc32.exe")}
+    got = {n: (fs[n]["calls"], fs[n]["entry_only"]) for n in ("catcher()", "middle(int)", "thrower(int)") if n in fs}
+    hs.eq(got, {"catcher()": (1, "dwarf-exceptions"), "middle(int)": (10, "dwarf-exceptions"),
+                "thrower(int)": (10, "dwarf-exceptions")}, "calls and why untimed")

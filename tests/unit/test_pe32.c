@@ -264,6 +264,7 @@ static void test_eh_frame_personality(void)
         { "/usr/lib/gcc/i686-w64-mingw32/12-win32/libstdc++-6.dll", 1 },
         { "/usr/lib/gcc/i686-w64-mingw32/12-win32/libgcc_s_dw2-1.dll", 0 },
         { "build/tests32/groundtruth.exe", 0 },
+        { "build/tests32/cxxexc32.exe", 1 },   /* (libstdc++ linked in) */
     };
     for (size_t i = 0; i < sizeof images / sizeof images[0]; i++) {
         char name[200];
