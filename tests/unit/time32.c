@@ -33,6 +33,8 @@
  *   time32/stack        the EBP-chain walk (ebpwalk.h) through a timed frame
  *                       gives the caller's true return address, not the thunk
  *   time32/threads      4 threads at once, each its own counts and times
+ *   time32/expansion-slot  conventions again, the thread's counters in a
+ *                       TLS expansion slot (an index of 64 or more)
  *   time32/true-return  hs_ret_shadow_true on made-up records: a slot's
  *                       newest record, through tail jumps, none
  */
@@ -147,7 +149,8 @@ static uintptr_t plain_c_add;      /* an unhooked copy, for the cost */
 
 /* ---- a thread's region (session.h's layout, relative to the counters) ----- */
 
-#define T32_TLS 7u
+#define T32_TLS 7u             /* a slot of the TEB's TlsSlots */
+#define T32_TLS_EXPANSION 70u  /* one of the expansion slots, through the TEB's pointer */
 #define T32_TIME_REL 0x1000u        /* the time records, from the counters */
 #define T32_REGION (4096u + T32_TIME_REL + 16384u)
 #define T32_SHADOW_CAP 256u
@@ -166,6 +169,7 @@ static t32_desc descs[F__N];
 typedef struct t32_thread {
     int index;
     uint8_t *teb, *region, *shadow;
+    uint32_t *expansion;       /* the TLS expansion slots */
     uint32_t shadow_cap;
     void (*body)(struct t32_thread *);
     char bad[300];
@@ -265,7 +269,15 @@ static int run_on_threads(t32_thread *t, int n, uint32_t shadow_cap, void (*body
         memset(t[i].teb, 0, XR_TEB_SZ);
         memset(t[i].region, 0, T32_REGION);
         uint32_t c = (uint32_t)(uintptr_t)counters_of(&t[i]);
-        memcpy(t[i].teb + HS_TEB32_TLS_SLOTS + 4 * T32_TLS, &c, 4);
+        t[i].expansion = calloc(1024, 4);
+        if (!t[i].expansion)
+            break;
+        uint32_t exp = (uint32_t)(uintptr_t)t[i].expansion;
+        memcpy(t[i].teb + HS_TEB32_TLS_EXPANSION, &exp, 4);
+        if (hs_time32_tls < 64)
+            memcpy(t[i].teb + HS_TEB32_TLS_SLOTS + 4 * hs_time32_tls, &c, 4);
+        else
+            t[i].expansion[hs_time32_tls - 64] = c;
         set_hdr(&t[i], H_SHADOW_BASE, (uintptr_t)t[i].shadow);
         set_hdr(&t[i], H_SHADOW_TOP, (uintptr_t)t[i].shadow);
         set_hdr(&t[i], H_SHADOW_LIMIT, (uintptr_t)t[i].shadow + 64u * shadow_cap);
@@ -284,6 +296,7 @@ static int run_on_threads(t32_thread *t, int n, uint32_t shadow_cap, void (*body
         free(t[i].teb);
         free(t[i].region);
         free(t[i].shadow);
+        free(t[i].expansion);
     }
     return rc;
 }
@@ -675,10 +688,14 @@ static void cost_body(t32_thread *t)
 #define STUB_SZ 0x200u
 #define PLAIN_AT 0x3000u
 
-static int hook_all(hs_engine *e, char *why, size_t n)
+/* Hook the callees with stubs that find the thread's counters in TLS
+ * slot `tls` (the return probes too: hs_time32_tls). */
+static int hook_all(hs_engine *e, uint32_t tls, char *why, size_t n)
 {
-    code = mmap(NULL, CODE_SZ, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!code)
+        code = mmap(NULL, CODE_SZ, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (code == MAP_FAILED) {
+        code = NULL;
         snprintf(why, n, "no memory for the code");
         return -1;
     }
@@ -687,14 +704,14 @@ static int hook_all(hs_engine *e, char *why, size_t n)
     size_t plain_len = (size_t)(t32_c_add_end - t32_c_add);
     memcpy(code + PLAIN_AT, t32_c_add, plain_len);
     plain_c_add = base + PLAIN_AT;
-    hs_time32_tls = T32_TLS;
+    hs_time32_tls = tls;
     for (int f = 0; f < F__N; f++) {
         uint32_t len = (uint32_t)(callees[f].end - callees[f].begin), at = base + SLOT * (uint32_t)f;
         memcpy(code + SLOT * f, callees[f].begin, len);
         hs_func_input fn = { .code = code + SLOT * f, .addr = at, .size = len, .gap_after = SLOT - len,
                              .image_lo = base, .image_hi = base + CODE_SZ };
         descs[f] = (t32_desc){ 0, T32_TIME_REL + (uint64_t)f * sizeof(t32_time), (uint32_t)f, 0 };
-        hs_count32 c = { .tls = T32_TLS, .count_off = 8u * (uint32_t)f, .fidx = (uint32_t)f,
+        hs_count32 c = { .tls = tls, .count_off = 8u * (uint32_t)f, .fidx = (uint32_t)f,
                          .slow = (uint32_t)(uintptr_t)hs_probe_slow };
         if (f != F_COUNT_ONLY) {
             c.time_desc = (uint32_t)(uintptr_t)&descs[f];
@@ -722,7 +739,7 @@ static int hook_all(hs_engine *e, char *why, size_t n)
 void time32_run(hs_engine *e)
 {
     char why[200];
-    if (hook_all(e, why, sizeof why) < 0) {
+    if (hook_all(e, T32_TLS, why, sizeof why) < 0) {
         tap_fail("time32/hook", "%s", why);
         return;
     }
@@ -741,5 +758,11 @@ void time32_run(hs_engine *e)
     if (run_on_threads(&t, 1, T32_SHADOW_CAP, cost_body) == 0)
         tap_diag("32-bit timed call of a two-argument function: %.1f ns untraced, %.1f ns counted, %.1f ns "
                  "counted and timed (best of 3 loops of 2M calls)", cost[0], cost[1], cost[2]);
+    /* the same through an expansion slot of TLS (an index of 64 or more) */
+    if (hook_all(e, T32_TLS_EXPANSION, why, sizeof why) < 0)
+        tap_fail("time32/expansion-slot", "%s", why);
+    else
+        one_case("time32/expansion-slot", T32_SHADOW_CAP, conventions);
     munmap(code, CODE_SZ);
+    code = NULL;
 }
