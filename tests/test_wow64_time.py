@@ -51,3 +51,21 @@ def test_wow64_time_leaves_dwarf_exceptions_alone():
     got = {n: (fs[n]["calls"], fs[n]["entry_only"]) for n in ("catcher()", "middle(int)", "thrower(int)") if n in fs}
     hs.eq(got, {"catcher()": (1, "dwarf-exceptions"), "middle(int)": (10, "dwarf-exceptions"),
                 "thrower(int)": (10, "dwarf-exceptions")}, "calls and why untimed")
+
+
+def test_wow64_time_entry_stacks_see_true_returns():
+    """--time with --stacks: the entry stacks walk through timed callers
+    whose return address slots hold the return thunk, and give the true
+    return addresses from the shadow stack (dive, called by the timed land
+    and main: dive+0, land's call site, main's call site, its caller in
+    the C runtime)."""
+    hs.need_wow64()
+    t = hs.trace(hs.need(f"{hs.TARGETS32}/longjmp32.exe"), options=["--time", "--stacks"], name="wow64_time_stacks")
+    hs.eq((t.rc, out_lines(t)), (0, stated_output("tests/targets32/longjmp32.c")), "exit code and output, timed")
+    fs = timed(t, "longjmp32.exe")
+    hs.eq((fs["dive"][0], fs["dive"][1], fs["land"][2].get("calls")), (40, 40, 1), "dive's calls and unwinds, land timed")
+    first = [s["frames"][:4] for s in t.json["stacks"] if s["function"] == "dive" and "land" in s["frames"][1]]
+    hs.eq(len(first), 1, f"dive's stacks from land ({[s['frames'][:4] for s in t.json['stacks'] if s['function'] == 'dive']})")
+    names = [f.split("+")[0] for f in first[0]]
+    hs.eq(names, ["longjmp32.exe!dive", "longjmp32.exe!land", "longjmp32.exe!main", "longjmp32.exe!__tmainCRTStartup"],
+          f"the frames of dive's entry stack ({first[0]})")
