@@ -35,6 +35,9 @@
  *   time32/threads      4 threads at once, each its own counts and times
  *   time32/expansion-slot  conventions again, the thread's counters in a
  *                       TLS expansion slot (an index of 64 or more)
+ *   count32/sizes       a stub for every mix of edges, entry stacks and a
+ *                       return probe, through both kinds of TLS slot, fits in
+ *                       hs_stub32_size_max
  *   time32/true-return  hs_ret_shadow_true on made-up records: a slot's
  *                       newest record, through tail jumps, none
  */
@@ -736,9 +739,60 @@ static int hook_all(hs_engine *e, uint32_t tls, char *why, size_t n)
     return 0;
 }
 
+/* hs_stub32_emit makes a stub for every mix of parts (caller edges, entry
+ * stacks, a return probe) through a TLS slot of the TEB and through an
+ * expansion slot, each within hs_stub32_size_max. */
+static void stub_sizes(hs_engine *e)
+{
+    const uint32_t at = (uint32_t)(uintptr_t)code;
+    hs_func_input fn = { .code = code, .addr = at, .size = (uint32_t)(t32_rec_end - t32_rec),
+                         .gap_after = SLOT - (uint32_t)(t32_rec_end - t32_rec), .image_lo = at, .image_hi = at + CODE_SZ };
+    memcpy(code, t32_rec, (size_t)(t32_rec_end - t32_rec));
+    hs_plan plan;
+    char why[200] = "";
+    if (hs_analyze(e, &fn, 0, &plan) != HS_OK)
+        snprintf(why, sizeof why, "rec not analyzed: %s", hs_skip_reason_name(plan.reason));
+    for (int m = 0; m < 16 && !why[0]; m++) {
+        const int edges = m & 1, stacks = m >> 1 & 1, timed = m >> 2 & 1;
+        hs_count32 c = { .tls = (m >> 3) ? 70 : 5, .count_off = 64 * 3, .fidx = 3, .slow = at + 0x100 };
+        if (edges) {
+            c.inline_edges = 3;
+            c.edges_cap = 16384;
+            c.edges_rel = 0x100000;
+            c.edge_mix = 1;
+            c.edge_mult = 3;
+            c.edge_slow = at + 0x110;
+        }
+        if (stacks) {
+            c.stack_every = 4;
+            c.countdown_rel = 0x80000;
+            c.stack_slow = at + 0x120;
+        }
+        if (timed) {
+            c.time_desc = (uint32_t)(uintptr_t)&descs[0];
+            c.time_enter = (uint32_t)(uintptr_t)hs_time32_enter;
+        }
+        uint8_t buf[1024];
+        hs_stub32 st;
+        hs_skip_reason sw = HS_OK;
+        size_t max = hs_stub32_size_max(&plan, edges, stacks, timed);
+        size_t len = max <= sizeof buf ? hs_stub32_emit(e, &fn, &plan, hs_analyze_window(e), &c, at + 0x4000, buf,
+                                                         max, &st, &sw) : 0;
+        if (!len || len > max)
+            snprintf(why, sizeof why, "edges %d, stacks %d, return probe %d, TLS index %u: %zu bytes of %zu (%s)",
+                     edges, stacks, timed, c.tls, len, max, hs_skip_reason_name(sw));
+    }
+    tap_check(!why[0], "count32/sizes", "%s", why);
+}
+
 void time32_run(hs_engine *e)
 {
     char why[200];
+    if (hook_all(e, T32_TLS, why, sizeof why) < 0) {
+        tap_fail("time32/hook", "%s", why);
+        return;
+    }
+    stub_sizes(e);   /* (over the first callee's copy: hooked again) */
     if (hook_all(e, T32_TLS, why, sizeof why) < 0) {
         tap_fail("time32/hook", "%s", why);
         return;
