@@ -283,6 +283,9 @@ int hs_agent32_refuses(const hs_session_header *h);
 #if HS_AGENT_X86
 extern void hs_time32_enter(void), hs_time32_return(void);
 extern uint32_t hs_time32_tls;
+/* the thread's cell the return thunk jumps through (an fs offset, 0: none,
+ * then it returns by ret) and the code `jmp dword ptr fs:[cell]` */
+extern uint32_t hs_time32_cell, hs_time32_tail;
 uint32_t hs_time32_orphan(uint32_t esp);
 struct hs_ret_shadow;
 void hs_time32_shadow(uint64_t *counters, struct hs_ret_shadow *out);

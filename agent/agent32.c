@@ -19,6 +19,8 @@
 #include "agent/agent.h"
 #include "hook/unwind/ebpwalk.h"
 
+static void time32_tail_init(void);
+
 size_t hs_stub_size_max(const hs_plan *plan)
 {
     const uint32_t o = g_hs.hdr->options;
@@ -49,6 +51,8 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         .time_enter = (uint32_t)(uintptr_t)hs_time32_enter,
     };
     hs_time32_tls = g_hs.tls;
+    if (h->options & HS_OPT_TIME)
+        time32_tail_init();
     hs_stub32 st;
     size_t len = hs_stub32_emit(g_hs.engine, fn, plan, window, &c, (uint32_t)addr, buf, cap, &st, why);
     if (!len)
@@ -75,6 +79,42 @@ int hs_agent32_refuses(const hs_session_header *h)
 /* ---- the shadow return stack (time32.S) ----------------------------------- */
 
 uint32_t hs_time32_tls;
+uint32_t hs_time32_cell, hs_time32_tail;
+
+/* The return thunk's jump cell: a TLS index of its own (whose TEB slot
+ * each thread's thunk writes before it jumps) and the tail `jmp dword
+ * ptr fs:[slot]` in executable memory. Once per process (under
+ * install_lock); without them the thunk returns by ret. */
+static void time32_tail_init(void)
+{
+    static int tried;
+    if (tried)
+        return;
+    tried = 1;
+    DWORD k = TlsAlloc();
+    if (k == TLS_OUT_OF_INDEXES)
+        return;
+    if (k >= 64) {   /* (an expansion slot has no fixed fs offset) */
+        TlsFree(k);
+        return;
+    }
+    uint8_t *code = VirtualAlloc(NULL, HS_PAGE, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
+    DWORD old;
+    if (!code)
+        return;
+    const uint32_t cell = HS_TEB32_TLS_SLOTS + 4 * k;
+    code[0] = 0x64;   /* jmp dword ptr fs:[cell] */
+    code[1] = 0xFF;
+    code[2] = 0x25;
+    memcpy(code + 3, &cell, 4);
+    if (!VirtualProtect(code, HS_PAGE, PAGE_EXECUTE_READ, &old)) {
+        VirtualFree(code, 0, MEM_RELEASE);
+        return;
+    }
+    FlushInstructionCache(GetCurrentProcess(), code, 7);
+    hs_time32_tail = (uint32_t)(uintptr_t)code;
+    hs_time32_cell = cell;
+}
 
 static void shadow_of(const hs_region_hdr *r, hs_ret_shadow *out)
 {

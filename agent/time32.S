@@ -57,6 +57,20 @@
  * children), its time ended when it was found dead: the first moment
  * this thread runs probe code after the unwind.
  *
+ * The thunk goes back by an indirect jump, not by `ret`: the function's
+ * own ret already took the processor's prediction of the caller's return
+ * address (mispredicted once: the thunk is not where it returns), and a
+ * second `ret` would take the prediction of the caller's own return, so
+ * that each return above it would be mispredicted in turn (45 ns a timed
+ * call three frames deep natively, 24 with the jump). With no register
+ * free, the jump goes through a TEB cell of the thread (the TLS slot
+ * hs_time32_cell, an fs offset: the agent's second TLS index) and a tail
+ * `jmp dword ptr fs:[cell]` made at run time (hs_time32_tail); without
+ * a cell (an index of 64 or more), by `ret`. (Between the cell's write
+ * and the jump are four instructions: a thread stopped there and made to
+ * run a timed function meanwhile, as by an asynchronous APC, would find
+ * that function's return address in its cell.)
+ *
  * Registers: the entry keeps every register (the function is entered as
  * the caller left it); the thunk keeps eax:edx (integer and 64-bit
  * results), ecx (callers that see into a callee may keep it), ebx, esi,
@@ -242,6 +256,22 @@ SYM(hs_time32_return):
     mov eax, [ecx + SH_RET]
     mov [esp + 28], eax
     mov [ebx + HDR_SHADOW_TOP], ecx
+    /* to the true address by an indirect jump through this thread's cell
+     * (a `ret` would take the return prediction of the caller's own
+     * return, and every return above would be mispredicted after it) */
+    mov ecx, [SYM(hs_time32_cell)]
+    test ecx, ecx
+    jz .Lreturn_out
+    pop ebp                      /* (POP_REGS, the cell written as late as it can be) */
+    pop edi
+    pop esi
+    pop ebx
+    pop edx
+    mov fs:[ecx], eax
+    pop ecx
+    pop eax
+    lea esp, [esp + 4]           /* (the place of the true return address) */
+    jmp dword ptr [SYM(hs_time32_tail)]   /* jmp dword ptr fs:[cell] */
 .Lreturn_out:
     POP_REGS
     ret

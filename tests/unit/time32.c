@@ -33,6 +33,8 @@
  *   time32/stack        the EBP-chain walk (ebpwalk.h) through a timed frame
  *                       gives the caller's true return address, not the thunk
  *   time32/threads      4 threads at once, each its own counts and times
+ *   time32/ret, ret-longjmp  conventions and longjmp-return again, the
+ *                       thunk going back by ret (no jump cell)
  *   time32/expansion-slot  conventions again, the thread's counters in a
  *                       TLS expansion slot (an index of 64 or more)
  *   count32/sizes       a stub for every mix of edges, entry stacks and a
@@ -62,6 +64,7 @@
 
 extern void hs_time32_enter(void), hs_time32_return(void), hs_probe_slow(void);
 uint32_t hs_time32_tls;
+uint32_t hs_time32_cell, hs_time32_tail;   /* the thunk's jump cell (set by hook_all) */
 uint64_t hs_tsc_ns_mult = 1ull << 31;   /* 2 ticks a nanosecond */
 
 /* A return with no record: never in these tests (there is nowhere to
@@ -154,6 +157,7 @@ static uintptr_t plain_c_add;      /* an unhooked copy, for the cost */
 
 #define T32_TLS 7u             /* a slot of the TEB's TlsSlots */
 #define T32_TLS_EXPANSION 70u  /* one of the expansion slots, through the TEB's pointer */
+#define T32_CELL_TLS 9u        /* the return thunk's jump cell: another TLS slot */
 #define T32_TIME_REL 0x1000u        /* the time records, from the counters */
 #define T32_REGION (4096u + T32_TIME_REL + 16384u)
 #define T32_SHADOW_CAP 256u
@@ -655,7 +659,31 @@ static void true_return(void)
     tap_check(!why[0], "time32/true-return", "%s", why);
 }
 
-/* ns per call of c_add through a loop of calls: untraced, counted, timed */
+/* three frames between the loop and the call (each returning after it):
+ * a `ret` out of the thunk would cost each of them a mispredicted return */
+static __attribute__((noinline)) int depth1(c_fn f, int i)
+{
+    int r = f(i, 1);
+    __asm__ volatile("");
+    return r;
+}
+
+static __attribute__((noinline)) int depth2(c_fn f, int i)
+{
+    int r = depth1(f, i);
+    __asm__ volatile("");
+    return r + 1;
+}
+
+static __attribute__((noinline)) int depth3(c_fn f, int i)
+{
+    int r = depth2(f, i);
+    __asm__ volatile("");
+    return r + 1;
+}
+
+/* ns per call of c_add (untraced, counted, timed) made three frames below
+ * a loop */
 static double per_call_ns(uintptr_t fn)
 {
     enum { N = 2000000 };
@@ -664,7 +692,7 @@ static double per_call_ns(uintptr_t fn)
     c_fn f = (c_fn)fn;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < N; i++)
-        acc += f(i, 1);
+        acc += depth3(f, i);
     clock_gettime(CLOCK_MONOTONIC, &b);
     t32_zero += acc == 1;   /* (the calls are used) */
     return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / N;
@@ -690,6 +718,7 @@ static void cost_body(t32_thread *t)
 #define STUB_AT 0x4000u       /* the stubs, each in STUB_SZ */
 #define STUB_SZ 0x200u
 #define PLAIN_AT 0x3000u
+#define TAIL_AT 0x3800u       /* jmp dword ptr fs:[cell] */
 
 /* Hook the callees with stubs that find the thread's counters in TLS
  * slot `tls` (the return probes too: hs_time32_tls). */
@@ -707,6 +736,11 @@ static int hook_all(hs_engine *e, uint32_t tls, char *why, size_t n)
     size_t plain_len = (size_t)(t32_c_add_end - t32_c_add);
     memcpy(code + PLAIN_AT, t32_c_add, plain_len);
     plain_c_add = base + PLAIN_AT;
+    const uint32_t cell = HS_TEB32_TLS_SLOTS + 4 * T32_CELL_TLS;
+    const uint8_t tail[7] = { 0x64, 0xFF, 0x25, (uint8_t)cell, (uint8_t)(cell >> 8), 0, 0 };
+    memcpy(code + TAIL_AT, tail, sizeof tail);
+    hs_time32_tail = base + TAIL_AT;
+    hs_time32_cell = cell;
     hs_time32_tls = tls;
     for (int f = 0; f < F__N; f++) {
         uint32_t len = (uint32_t)(callees[f].end - callees[f].begin), at = base + SLOT * (uint32_t)f;
@@ -810,8 +844,16 @@ void time32_run(hs_engine *e)
     true_return();
     t32_thread t;
     if (run_on_threads(&t, 1, T32_SHADOW_CAP, cost_body) == 0)
-        tap_diag("32-bit timed call of a two-argument function: %.1f ns untraced, %.1f ns counted, %.1f ns "
-                 "counted and timed (best of 3 loops of 2M calls)", cost[0], cost[1], cost[2]);
+        tap_diag("32-bit timed call of a two-argument function, three frames below a loop: %.1f ns untraced, "
+                 "%.1f ns counted, %.1f ns counted and timed (best of 3 loops of 2M calls)", cost[0], cost[1],
+                 cost[2]);
+    /* without a jump cell the thunk returns by ret */
+    hs_time32_cell = 0;
+    one_case("time32/ret", T32_SHADOW_CAP, conventions);
+    one_case("time32/ret-longjmp", T32_SHADOW_CAP, longjmp_return);
+    if (run_on_threads(&t, 1, T32_SHADOW_CAP, cost_body) == 0)
+        tap_diag("the same returning by ret: %.1f ns untraced, %.1f ns counted, %.1f ns counted and timed", cost[0],
+                 cost[1], cost[2]);
     /* the same through an expansion slot of TLS (an index of 64 or more) */
     if (hook_all(e, T32_TLS_EXPANSION, why, sizeof why) < 0)
         tap_fail("time32/expansion-slot", "%s", why);
