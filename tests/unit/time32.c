@@ -426,13 +426,21 @@ static void nested(t32_thread *t)
             (unsigned long long)o->total, (unsigned long long)s->sum, (unsigned long long)s->self);
 }
 
-static void recursion(t32_thread *t)
+/* K times rec(n): 0, or -1 after a wrong result */
+static int recurse(t32_thread *t, int n)
 {
     for (int i = 0; i < K; i++)
-        if (((rec_fn)hooked[F_REC])(5, (void *)hooked[F_REC]) != 5) {
+        if (((rec_fn)hooked[F_REC])(n, (void *)hooked[F_REC]) != n) {
             bad(t, "call %d: a wrong result", i);
-            return;
+            return -1;
         }
+    return 0;
+}
+
+static void recursion(t32_thread *t)
+{
+    if (recurse(t, 5) < 0)
+        return;
     expect(t, F_REC, 6 * K, 6 * K, 0);
     const t32_time *r = time_of(t, F_REC);
     if (r->self != r->total || r->total >= r->sum)
@@ -442,11 +450,8 @@ static void recursion(t32_thread *t)
 
 static void full(t32_thread *t)
 {
-    for (int i = 0; i < K; i++)
-        if (((rec_fn)hooked[F_REC])(9, (void *)hooked[F_REC]) != 9) {
-            bad(t, "call %d: a wrong result", i);
-            return;
-        }
+    if (recurse(t, 9) < 0)
+        return;
     expect(t, F_REC, 10 * K, 4 * K, 0);
     if (hdr(t, H_TIME_DROPPED) != 6 * K)
         bad(t, "%llu calls counted untimed, expected %d", (unsigned long long)hdr(t, H_TIME_DROPPED), 6 * K);
