@@ -4,6 +4,8 @@ callconv.exe calls a function of each x86 calling convention (callee-popped
 arguments, 64-bit and x87 results) and must print what it prints untraced,
 every call timed and ended; longjmp32.exe leaves 40 timed calls by longjmp,
 each counted as an unwind exit."""
+import re
+
 import hs
 from test_wow64 import out_lines, stated_output
 
@@ -69,3 +71,34 @@ def test_wow64_time_entry_stacks_see_true_returns():
     names = [f.split("+")[0] for f in first[0]]
     hs.eq(names, ["longjmp32.exe!dive", "longjmp32.exe!land", "longjmp32.exe!main", "longjmp32.exe!__tmainCRTStartup"],
           f"the frames of dive's entry stack ({first[0]})")
+
+
+def test_wow64_time_attach():
+    """`hookscope attach --time` to a running 32-bit program whose two
+    workers call work() all the time, with the agent's TLS index among the
+    TEB's slots and then past them (attachee.exe "tls 70": the counters in
+    an expansion slot, no jump cell, the thunk returning by ret): work's
+    calls are timed and ended, none by unwind, every result stays right,
+    the code bytes are the file's again after the detach, and the
+    program ends as untraced."""
+    hs.need_wow64()
+    exe = hs.need(f"{hs.TARGETS32}/attachee.exe")
+    for args in ([], ["tls", "70"]):
+        p = hs.Process([exe] + args)
+        with p:
+            m = re.fullmatch(r"pid (\d+) code-matches 1", p.readline(timeout=30) or "")
+            hs.check(m, f"the attachee's first line ({args})")
+            pid, linux_pid = int(m.group(1)), p.proc.pid
+            t = hs.attach(pid, ["--duration", "2", "--no-sample", "--time"], name="wow64_time_attach", timeout=60)
+            hs.eq((t.rc, [l for l in t.stderr.decode(errors="replace").splitlines() if l.strip()]), (0, []),
+                  f"{args}: exit code and stderr")
+            work = [f for f in t.functions("attachee.exe") if f["name"] == "work"][0]
+            tm = work.get("time") or {}
+            hs.check(work["calls"] > 1000 and tm.get("calls", 0) >= work["calls"] - 2 and work.get("unwinds") == 0,
+                     f"{args}: work {work['calls']} calls, {tm.get('calls')} timed exits, {work.get('unwinds')} unwinds")
+            hs.eq(hs.code_differences(linux_pid, exe, 0x400000), 0, f"{args}: code bytes after the detach")
+            p.send(b"stop\n")
+            m = re.fullmatch(r"bad (\d+) calls (\d+) code-matches (-?\d+)", p.readline(timeout=30) or "")
+            hs.check(m, f"{args}: the attachee's last line")
+            hs.eq(p.wait(timeout=30), 0, f"{args}: the attachee's exit code")
+            hs.eq((int(m.group(1)), int(m.group(3))), (0, 1), f"{args}: wrong results of work, code-matches at the end")
