@@ -3,7 +3,10 @@ return probes (agent/time32.S, a shadow return stack) in a real process.
 callconv.exe calls a function of each x86 calling convention (callee-popped
 arguments, 64-bit and x87 results) and must print what it prints untraced,
 every call timed and ended; longjmp32.exe leaves 40 timed calls by longjmp,
-each counted as an unwind exit."""
+each counted as an unwind exit, and its entry stacks give the true return
+addresses through timed callers; cxxexc32.exe throws C++ exceptions (DWARF-2)
+that no return thunk may stand in the way of; attachee.exe is attached to
+with --time, its agent's TLS index below 64 and past it."""
 import re
 
 import hs
