@@ -15,8 +15,17 @@
  * needs a frame: SEH finds its handlers through the fs:[0] chain of
  * registration records, not through return addresses, and MSVC's C++
  * exceptions, longjmp and RtlUnwind go by that chain too. (DWARF-2 C++
- * exceptions, mingw's i686 default, do step by return address: one
- * thrown out of a timed function finds no unwind entry for the thunk.)
+ * exceptions, g++'s for i686, do step by return address: one thrown out
+ * of a timed function would find no unwind entry for the thunk, so the
+ * functions of an image that uses them are not timed: install.c,
+ * `dwarf-exceptions`.)
+ *
+ * Stack walkers: a timed call's slot holds the thunk while it is open;
+ * the true address is its record's `ret`, newest record of that slot
+ * first (hook/unwind/ebpwalk.h: hs_ret_shadow_true, which the entry
+ * stacks and the callers of edges use). A sampler that stops the thread
+ * can read the same records in the session; a walker outside hookscope
+ * (ETW, another process's DbgHelp) sees the thunk.
  *
  * The shadow stack is the thread's region's (session.h: hs_shadow_rec,
  * as x64 keeps its open calls): desc, t0, child and excluded as the x64
@@ -52,10 +61,10 @@
  * (a timed function tail-jumped to another: both end now, one return
  * each). A top record whose slot lies at or above S is the one returning
  * (a helper such as MSVC's __SEH_prolog4 moves its return address down
- * the stack and returns there). A dead call is counted as the x64 unwind handler counts one
- * (exits and unwinds, sum, self, min, max, histogram, its parent's
- * children), its time ended when it was found dead: the first moment
- * this thread runs probe code after the unwind.
+ * the stack and returns there). A dead call is counted as the x64 unwind
+ * handler counts one (exits and unwinds, sum, self, min, max, histogram,
+ * its parent's children), its time ended when it was found dead: the
+ * first moment this thread runs probe code after the unwind.
  *
  * The thunk goes back by an indirect jump, not by `ret`: the function's
  * own ret already took the processor's prediction of the caller's return
