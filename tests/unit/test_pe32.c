@@ -451,6 +451,7 @@ static int read_all(const uint8_t *b, size_t size)
     if (hs_pe_functions(&pe, &f, &n) == 0)
         free(f);
     (void)hs_pe_is_iat(&pe, 0x2040);
+    (void)hs_pe_eh_frame_personality(&pe);
     hs_pe_close(&pe);
     return 1;
 }
