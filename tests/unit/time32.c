@@ -30,6 +30,10 @@
  *                       is found at that return
  *   time32/full         a shadow stack of 4 records under a recursion of 10:
  *                       the deeper calls run untimed, counted in time_dropped
+ *   time32/orphan       a return with no record in the thread's current
+ *                       region (its counters moved meanwhile, as to a later
+ *                       session's): hs_time32_orphan gives the true address,
+ *                       the result, the x87 stack and LastError kept around it
  *   time32/stack        the EBP-chain walk (ebpwalk.h) through a timed frame
  *                       gives the caller's true return address, not the thunk
  *   time32/threads      4 threads at once, each its own counts and times
@@ -67,13 +71,35 @@ uint32_t hs_time32_tls;
 uint32_t hs_time32_cell, hs_time32_tail;   /* the thunk's jump cell (set by hook_all) */
 uint64_t hs_tsc_ns_mult = 1ull << 31;   /* 2 ticks a nanosecond */
 
-/* A return with no record: never in these tests (there is nowhere to
- * return to: the test program ends at once, and fails). */
+/* A return the thread's current region has no record of. In the agent:
+ * a call entered under an earlier session (agent32.c looks in the
+ * retired sessions' regions). Here only time32/orphan makes one
+ * (orphan_from: the region it switched away from; the C side changes
+ * what C code may: LastError, the x87 stack); anywhere else there
+ * is nowhere to return to: the test program ends at once, and fails. */
+static uint8_t *orphan_from;
+static uint32_t orphan_esp;
+static unsigned orphan_calls;
+
 uint32_t hs_time32_orphan(uint32_t esp)
 {
-    fprintf(stderr, "time32: a return into the thunk with no record (esp %#x)\n", esp);
-    fflush(stdout);
-    _exit(3);
+    if (!orphan_from) {
+        fprintf(stderr, "time32: a return into the thunk with no record (esp %#x)\n", esp);
+        fflush(stdout);
+        _exit(3);
+    }
+    orphan_calls++;
+    orphan_esp = esp;
+    double scratch;
+    __asm__ volatile("movl $0x5EED, %%fs:0x34\n\tfld1\n\tfldpi\n\tfaddp\n\tfstpl %0"
+                     : "=m"(scratch) : : "memory");
+    /* the newest record of the region switched away from returns */
+    uint64_t top, ret;
+    memcpy(&top, orphan_from + 48, 8);
+    top -= 64;
+    memcpy(&ret, (uint8_t *)(uintptr_t)top + 40, 8);
+    memcpy(orphan_from + 48, &top, 8);
+    return (uint32_t)ret;
 }
 
 /* ---- the callees (copied, then hooked) ------------------------------------ */
@@ -550,6 +576,50 @@ static void longjmp_return(t32_thread *t)
         bad(t, "%u records left on the shadow stack", depth(t));
 }
 
+/* called by the timed jumper: the thread's counters move to another
+ * region (as a later session's TLS index would hold them), empty */
+static uint8_t *orphan_region;
+static __attribute__((noinline)) int switch_region(int x)
+{
+    hs_time32_tls = T32_CELL_TLS + 1;
+    uint32_t c = (uint32_t)(uintptr_t)(orphan_region + 4096);
+    __asm__ volatile("movl %0, %%fs:%c1" : : "r"(c), "i"(HS_TEB32_TLS_SLOTS + 4 * (T32_CELL_TLS + 1)) : "memory");
+    return x * 3;
+}
+
+/* The jumper returns through the thunk with no record in the thread's
+ * current region: hs_time32_orphan gives the address (from the region
+ * the thread left), called once; the result (eax), the value the caller
+ * holds in ST0 and LastError are as they were. */
+static void orphan(t32_thread *t)
+{
+    orphan_region = aligned_alloc(4096, T32_REGION);
+    if (!orphan_region) {
+        bad(t, "no memory");
+        return;
+    }
+    memset(orphan_region, 0, T32_REGION);
+    orphan_from = t->region;
+    orphan_calls = 0;
+    double before = 2.5, held;
+    uint32_t le, esp_after;
+    int r;
+    __asm__ volatile("movl $0xE1E1, %%fs:0x34" : : : "memory");
+    __asm__ volatile("fldl %[b]\n\t"
+                     "pushl %[x]\n\tpushl %[fn]\n\tcall *%[jumper]\n\tmovl %%esp, %[e]\n\taddl $8, %%esp\n\t"
+                     "fstpl %[h]"
+                     : "=a"(r), [h] "=m"(held), [e] "=&D"(esp_after)
+                     : [b] "m"(before), [x] "r"(14), [fn] "r"(switch_region), [jumper] "r"(hooked[F_JUMPER])
+                     : "ecx", "edx", "memory", "cc");
+    __asm__ volatile("movl %%fs:0x34, %0" : "=r"(le));
+    hs_time32_tls = T32_TLS;
+    orphan_from = NULL;
+    if (r != 42 || held != 2.5 || le != 0xE1E1 || orphan_calls != 1 || orphan_esp != esp_after || depth(t) != 0)
+        bad(t, "result %d (42), ST0 held %g (2.5), LastError %#x (0xe1e1), hs_time32_orphan called %u times (1) "
+            "with esp %#x (%#x), %u records left", r, held, le, orphan_calls, orphan_esp, esp_after, depth(t));
+    free(orphan_region);
+}
+
 #define FRAMED __attribute__((noinline, optimize("no-omit-frame-pointer")))
 static volatile int t32_zero;
 static uint64_t walked[2][4];   /* with and without the shadow stack */
@@ -844,6 +914,7 @@ void time32_run(hs_engine *e)
     one_case("time32/longjmp-entry", T32_SHADOW_CAP, longjmp_entry);
     one_case("time32/longjmp-return", T32_SHADOW_CAP, longjmp_return);
     one_case("time32/full", 4, full);
+    one_case("time32/orphan", T32_SHADOW_CAP, orphan);
     one_case("time32/stack", T32_SHADOW_CAP, stack);
     threads();
     true_return();
