@@ -72,7 +72,7 @@ BASE_C     := $(filter hook/base/%,$(HOOK_C))
 # place (agent/agent.h says what the 32-bit agent has)
 AGENT_X64_ONLY := agent/stubs.c agent/stub_unwind.c agent/stackwalk.c agent/tailenv.c \
                   agent/thunks.S agent/wrapper.S
-AGENT_X86_ONLY := agent/agent32.c agent/thunks32.S
+AGENT_X86_ONLY := agent/agent32.c agent/thunks32.S agent/time32.S
 AGENT_C    := $(filter-out $(AGENT_X86_ONLY),$(wildcard agent/*.c))
 AGENT_S    := $(filter-out $(AGENT_X86_ONLY),$(wildcard agent/*.S))
 AGENT32_SRC := $(filter-out $(AGENT_X64_ONLY),$(wildcard agent/*.c agent/*.S))
@@ -219,8 +219,10 @@ $(B)/native32/unit/%: tests/unit/%.c $(NATIVE32_LIB) | $(INC_FARMS)
 	    $(CAPSTONE_M32)/lib/libcapstone.a
 
 # the 32-bit agent's thunks, which test_hook_exec's counting stubs call,
-# and their C sides for the tests (tests/unit/thunk32.h)
-THUNK32_NATIVE := $(B)/native32/agent/thunks32.o $(B)/native32/tests/unit/thunk32.o
+# and their C sides for the tests (tests/unit/thunk32.h); its return
+# probes and their tests (tests/unit/time32.h)
+THUNK32_NATIVE := $(B)/native32/agent/thunks32.o $(B)/native32/tests/unit/thunk32.o \
+                  $(B)/native32/agent/time32.o $(B)/native32/tests/unit/time32.o
 $(B)/native32/unit/test_hook_exec: $(THUNK32_NATIVE)
 $(B)/native32/unit/test_hook_exec: UNIT32_WITH := $(THUNK32_NATIVE) -pthread
 

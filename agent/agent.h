@@ -28,13 +28,13 @@
 /* The agent is built twice from these sources: for x86-64, and for i686
  * (hookscope-agent32.dll, in 32-bit targets). The i686 build has the
  * counting stubs of hook/engine/count32.h, with caller edges and entry
- * stacks (an EBP-chain walk), and the thunks of thunks32.S (agent32.c);
- * what needs the x64 unwind data (the timing wrapper, the x64 stack walk,
- * the stubs' unwind info, tail-jump solving: wrapper.S, stackwalk.c,
- * stub_unwind.c, tailenv.c) and the x64
- * stubs and thunks (stubs.c, thunks.S) are built for x86-64 only, and a
- * session asking the 32-bit agent for what it lacks is refused
- * (hs_agent32_refuses). */
+ * stacks (an EBP-chain walk), the thunks of thunks32.S (agent32.c), and
+ * return probes over a shadow return stack (time32.S); what needs the
+ * x64 unwind data (the timing wrapper, the x64 stack walk, the stubs'
+ * unwind info, tail-jump solving: wrapper.S, stackwalk.c, stub_unwind.c,
+ * tailenv.c) and the x64 stubs and thunks (stubs.c, thunks.S) are built
+ * for x86-64 only, and a session asking the 32-bit agent for what it
+ * lacks (--timeline) is refused (hs_agent32_refuses). */
 #if defined(__i386__)
 #define HS_AGENT_X86 1
 #else
@@ -272,6 +272,24 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
 /* agent32.c (32-bit agent): 0, or -1 after saying in the session why
  * the 32-bit agent cannot serve it (what it lacks yet). */
 int hs_agent32_refuses(const hs_session_header *h);
+
+/* time32.S (32-bit agent): a timed call's entry, which its stub calls
+ * with its descriptor pushed, and the return thunk whose address takes
+ * the place of the caller's return address; hs_time32_tls: the TLS index
+ * whose slot holds the thread's counters, read by both. agent32.c:
+ * hs_time32_orphan, the true return address of a return the thread's
+ * region has no record of (0: none anywhere); hs_time32_shadow, the
+ * calling thread's shadow return stack (counters: its). */
+#if HS_AGENT_X86
+extern void hs_time32_enter(void), hs_time32_return(void);
+extern uint32_t hs_time32_tls;
+/* the thread's cell the return thunk jumps through (an fs offset, 0: none,
+ * then it returns by ret) and the code `jmp dword ptr fs:[cell]` */
+extern uint32_t hs_time32_cell, hs_time32_tail;
+uint32_t hs_time32_orphan(uint32_t esp);
+struct hs_ret_shadow;
+void hs_time32_shadow(uint64_t *counters, struct hs_ret_shadow *out);
+#endif
 
 /* thunks.S: thunks from the stubs into C (all registers saved); the
  * 32-bit agent's are thunks32.S */

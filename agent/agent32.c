@@ -4,20 +4,27 @@
  * hook/engine/count32.h (with caller edges when asked), entered from the
  * patched function and calling hs_probe_slow (thunks32.S) when the thread
  * has no counters yet, hs_probe_edge for a caller not yet counted,
- * hs_probe_stack every Nth call (the entry stack by the EBP chain); no
- * unwind info to register for them (x86 code has no table-driven
+ * hs_probe_stack every Nth call (the entry stack by the EBP chain), and
+ * with --time entering the return probe of time32.S (a shadow return
+ * stack in the thread's region; its design and why are there); the true
+ * return addresses of timed calls for the entry stacks and caller edges;
+ * no unwind info to register for the stubs (x86 code has no table-driven
  * unwinding: a walker follows the EBP chain through the stubs, which
- * leave ebp alone); and the refusal of what it cannot do yet.
+ * leave ebp alone); and the refusal of what it cannot do yet
+ * (--timeline).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "agent/agent.h"
 #include "hook/unwind/ebpwalk.h"
 
+static void time32_tail_init(void);
+
 size_t hs_stub_size_max(const hs_plan *plan)
 {
     const uint32_t o = g_hs.hdr->options;
-    return hs_stub32_size_max(plan, (o & HS_OPT_EDGES) != 0, (o & HS_OPT_STACKS) != 0);
+    return hs_stub32_size_max(plan, (o & HS_OPT_EDGES) != 0, (o & HS_OPT_STACKS) != 0, (o & HS_OPT_TIME) != 0);
 }
 
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
@@ -40,7 +47,12 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
         .stack_every = stacks ? (h->stack_every ? h->stack_every : 1) : 0,
         .countdown_rel = (uint32_t)(h->region_countdown_off - h->region_counters_off) + 4 * fidx,
         .stack_slow = (uint32_t)(uintptr_t)hs_probe_stack,
+        .time_desc = (uint32_t)out->desc,   /* (install.c: the descriptor of a timed function) */
+        .time_enter = (uint32_t)(uintptr_t)hs_time32_enter,
     };
+    hs_time32_tls = g_hs.tls;
+    if (h->options & HS_OPT_TIME)
+        time32_tail_init();
     hs_stub32 st;
     size_t len = hs_stub32_emit(g_hs.engine, fn, plan, window, &c, (uint32_t)addr, buf, cap, &st, why);
     if (!len)
@@ -57,12 +69,92 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
 
 int hs_agent32_refuses(const hs_session_header *h)
 {
-    const uint32_t lacking = HS_OPT_TIME | HS_OPT_TIMELINE;
-    if (!(h->options & lacking))
+    if (!(h->options & HS_OPT_TIMELINE))
         return 0;
-    hs_agent_fail(ERROR_NOT_SUPPORTED, "the 32-bit agent counts calls, caller edges and entry stacks only: "
-                  "--time is not built for 32-bit targets yet");
+    hs_agent_fail(ERROR_NOT_SUPPORTED, "the 32-bit agent counts calls, caller edges, entry stacks and times "
+                  "them: --timeline is not built for 32-bit targets yet");
     return -1;
+}
+
+/* ---- the shadow return stack (time32.S) ----------------------------------- */
+
+uint32_t hs_time32_tls;
+uint32_t hs_time32_cell, hs_time32_tail;
+
+/* The return thunk's jump cell: a TLS index of its own (whose TEB slot
+ * each thread's thunk writes before it jumps) and the tail `jmp dword
+ * ptr fs:[slot]` in executable memory. Once per process (under
+ * install_lock); without them the thunk returns by ret. */
+static void time32_tail_init(void)
+{
+    static int tried;
+    if (tried)
+        return;
+    tried = 1;
+    DWORD k = TlsAlloc();
+    if (k == TLS_OUT_OF_INDEXES)
+        return;
+    if (k >= 64) {   /* (an expansion slot has no fixed fs offset) */
+        TlsFree(k);
+        return;
+    }
+    uint8_t *code = VirtualAlloc(NULL, HS_PAGE, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
+    DWORD old;
+    if (!code)
+        return;
+    const uint32_t cell = HS_TEB32_TLS_SLOTS + 4 * k;
+    code[0] = 0x64;   /* jmp dword ptr fs:[cell] */
+    code[1] = 0xFF;
+    code[2] = 0x25;
+    memcpy(code + 3, &cell, 4);
+    if (!VirtualProtect(code, HS_PAGE, PAGE_EXECUTE_READ, &old)) {
+        VirtualFree(code, 0, MEM_RELEASE);
+        return;
+    }
+    FlushInstructionCache(GetCurrentProcess(), code, 7);
+    hs_time32_tail = (uint32_t)(uintptr_t)code;
+    hs_time32_cell = cell;
+}
+
+static void shadow_of(const hs_region_hdr *r, hs_ret_shadow *out)
+{
+    memset(out, 0, sizeof *out);
+    out->thunk = (uint32_t)(uintptr_t)hs_time32_return;
+    out->size = sizeof(hs_shadow_rec);
+    out->slot_off = offsetof(hs_shadow_rec, frame);
+    out->ret_off = offsetof(hs_shadow_rec, ret);
+    if (r && r->shadow_limit && r->shadow_top > r->shadow_base) {
+        out->recs = (const uint8_t *)(uintptr_t)r->shadow_base;
+        out->n = (uint32_t)((r->shadow_top - r->shadow_base) / sizeof(hs_shadow_rec));
+    }
+}
+
+void hs_time32_shadow(uint64_t *counters, hs_ret_shadow *out)
+{
+    shadow_of(counters && counters != g_hs.sink ? hs_region_of(counters) : NULL, out);
+}
+
+/* A return into the thunk that the thread's current region has no
+ * record of: a call entered under an earlier session of this agent (a
+ * later attach took a new TLS index; the old one still points at that
+ * session's region). Its newest record is the one returning (those of a
+ * retired session are not counted any more: popped only). */
+uint32_t hs_time32_orphan(uint32_t esp)
+{
+    (void)esp;
+    for (size_t i = hs_retired_count(); i-- > 0;) {
+        void *view;
+        uint64_t *oc = hs_retired_counters(i, &view);
+        if (!oc)
+            continue;
+        hs_region_hdr *r = (hs_region_hdr *)((char *)oc - ((hs_session_header *)view)->region_counters_off);
+        if (!r->shadow_limit || r->shadow_top <= r->shadow_base)
+            continue;
+        hs_shadow_rec *s = (hs_shadow_rec *)(uintptr_t)r->shadow_top - 1;
+        r->shadow_top = (uint64_t)(uintptr_t)s;
+        return (uint32_t)s->ret;
+    }
+    return 0;
 }
 
 /* ---- no unwind info for x86 stubs, no x64 stack walk or tail solving ---- */
@@ -85,13 +177,15 @@ void hs_unwind_unregister(hs_mod_state *m)
 }
 
 /* The entry stack by the EBP chain (hook/unwind/ebpwalk.h: a caller
- * without a frame pointer hides its own caller). */
+ * without a frame pointer hides its own caller), with the true return
+ * addresses of the timed calls open on the thread. */
 int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
                  int max, int *truncated)
 {
-    (void)counters;
+    hs_ret_shadow shadow;
+    hs_time32_shadow(counters, &shadow);
     return hs_ebp_walk((uint32_t)entry, (uint32_t)rsp, r->ebp, (uint32_t)hs_teb_read(HS_TEB_STACK_LIMIT),
-                       (uint32_t)hs_teb_read(HS_TEB_STACK_BASE), frames, max, truncated);
+                       (uint32_t)hs_teb_read(HS_TEB_STACK_BASE), &shadow, frames, max, truncated);
 }
 
 void hs_stackwalk_forget(void)
@@ -101,5 +195,5 @@ void hs_stackwalk_forget(void)
 int hs_tail_solve_module(hs_tail *t, uint64_t base)
 {
     (void)t, (void)base;
-    return 0;   /* only timed functions need it, and --time is refused */
+    return 0;   /* only the x64 wrapper's copy of the arguments needs it */
 }

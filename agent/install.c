@@ -32,6 +32,7 @@
 #include "hook/base/vec.h"
 #include "hook/engine/filter.h"
 #include "hook/engine/names.h"
+#include "hook/pe/eh_frame.h"
 #include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
 #include "hook/pe/symbols.h"
@@ -100,12 +101,26 @@ static int entered_with_frame(const hs_pe *pe, const hs_pe_func *f)
 /* Can this function get the timing wrapper, or only an entry probe (and
  * why)? Needs a full analysis (HS_ANALYZE_FULL). The rule for its tail
  * jumps (HS_WRAP_TAIL_JUMP) is applied after, to the whole module. */
-static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, int named)
+static int wrap_reason(const hs_plan *p, const hs_pe *pe, const hs_pe_func *f, int named, int dwarf_eh)
 {
     if (named == HS_FNE_RETURNS_TWICE)
         return HS_WRAP_RETURNS_TWICE;
     if (named == HS_FNE_STACK_PROBE || (p->flags & HS_FN_STACK_PROBE))
         return HS_WRAP_STACK_PROBE;
+#if HS_AGENT_X86
+    /* the 32-bit return probe copies nothing and needs no unwind data
+     * (time32.S); a jump back to the entry would enter it twice; a C++
+     * exception that DWARF-2 unwinding carries out of the function would
+     * meet the return thunk where the caller's address should be, find no
+     * frame there and end the program (the image names a personality
+     * routine: g++'s code; its functions are where such exceptions pass) */
+    (void)pe, (void)f;
+    if (dwarf_eh)
+        return HS_WRAP_DWARF_EH;
+    return (p->flags & HS_FN_BRANCH_TO_ENTRY) ? HS_WRAP_LOOPS_TO_ENTRY : HS_WRAP_OK;
+#else
+    (void)dwarf_eh;
+#endif
     /* without unwind data a function must be a flat leaf (rsp never moves,
      * no call): it runs with its return address, the wrapper's, at [rsp],
      * and an unwind from it goes straight to the wrapper's frame */
@@ -211,6 +226,7 @@ typedef struct install_ctx {
     uint64_t base;
     uint32_t image_size;
     int timed;                 /* --time: full analysis, timing wrappers */
+    int dwarf_eh;              /* (32-bit, timed) its C++ exceptions unwind by return address */
     hs_pe pe;                  /* the mapped image (with its file's COFF symbols) */
     file_view fv;              /* the file on disk */
     /* its records in the session */
@@ -346,9 +362,11 @@ static int alloc_per_function(install_ctx *c)
     c->window_at = calloc(n, sizeof *c->window_at);
     c->unwind = calloc(n, sizeof *c->unwind);
     c->nslots = calloc(n, sizeof *c->nslots);
-    c->tails = c->timed ? hs_tail_new() : NULL;
+    /* (tail jumps matter to the x64 wrapper's copy of the arguments only) */
+    const int tails = c->timed && !HS_AGENT_X86;
+    c->tails = tails ? hs_tail_new() : NULL;
     if (!c->plans || !c->inputs || !c->entry_only || !c->window_at || !c->unwind || !c->nslots ||
-        (c->timed && !c->tails))
+        (tails && !c->tails))
         return -1;
     return 0;
 }
@@ -469,6 +487,13 @@ static void analyze_functions(install_ctx *c)
     load_names(c);
     /* jump tables and the code around a function are read from the image */
     c->view = (hs_image_view){ &c->pe, c->base };
+    if (HS_AGENT_X86 && c->timed) {
+        /* (.eh_frame is a long section name: the file's string table says
+         * which section it is) */
+        if (!c->pe.file)
+            attach_file(c);
+        c->dwarf_eh = hs_pe_eh_frame_personality(&c->pe);
+    }
     c->list = (hs_func_list){ c->funcs, c->nfuncs, c->base };
     size_t k = 0;
     for (size_t i = 0; i < c->nfuncs; i++) {
@@ -484,7 +509,8 @@ static void analyze_functions(install_ctx *c)
             c->plans[k].reason = r;
         else if (c->timed)
             c->entry_only[k] = (uint8_t)wrap_reason(&c->plans[k], &c->pe, &c->funcs[i],
-                                                    by_name(c->fnflags, i, &c->syms, c->funcs[i].rva));
+                                                    by_name(c->fnflags, i, &c->syms, c->funcs[i].rva),
+                                                    c->dwarf_eh);
         k++;
     }
     hs_pe_symtab_free(&c->syms);
@@ -500,7 +526,7 @@ static void size_stubs(install_ctx *c)
     for (size_t k = 0; k < c->n; k++) {
         if (c->plans[k].reason != HS_OK)
             continue;
-        if (c->timed && c->entry_only[k] == HS_WRAP_OK) {
+        if (c->timed && c->entry_only[k] == HS_WRAP_OK && !HS_AGENT_X86) {
             int32_t need = c->tails ? hs_tail_need(c->tails, c->inputs[k].addr) : HS_TAIL_NEVER;
             if (need == HS_TAIL_WIDE)
                 c->nslots[k] = HS_WRAP_MAX_SLOTS;   /* the widest copy, bounded by the stack base */

@@ -14,12 +14,15 @@
 
 #include "agent/agent.h"
 #include "hook/suspend/threads_win.h"
+#if HS_AGENT_X86
+#include "hook/unwind/ebpwalk.h"
+#endif
 
 /* Read by wrapper.S. */
 uint64_t hs_tsc_ns_mult;      /* ns = ticks * mult >> 32 */
 volatile int64_t hs_untimed_frames; /* wrapper frames not on a shadow stack */
 
-/* wrapper.S and the stubs hard-code these layouts */
+/* wrapper.S, time32.S (time_layout.inc) and the stubs hard-code these layouts */
 _Static_assert(offsetof(hs_region_hdr, shadow_base) == 40, "shadow_base");
 _Static_assert(offsetof(hs_region_hdr, shadow_top) == 48, "shadow_top");
 _Static_assert(offsetof(hs_region_hdr, shadow_limit) == 56, "shadow_limit");
@@ -29,6 +32,7 @@ _Static_assert(sizeof(hs_shadow_rec) == 64, "shadow rec");
 _Static_assert(offsetof(hs_shadow_rec, func) == 48, "shadow func");
 _Static_assert(offsetof(hs_shadow_rec, excluded) == 56, "shadow excluded");
 _Static_assert(offsetof(hs_region_hdr, stack_ticks) == 80, "stack_ticks");
+_Static_assert(offsetof(hs_time_rec, unwinds) == 40, "time unwinds");
 _Static_assert(offsetof(hs_time_rec, pending) == 48, "time pending");
 _Static_assert(offsetof(hs_time_rec, active) == 56, "time active");
 _Static_assert(offsetof(hs_time_rec, sum) == 64, "time sum");
@@ -48,7 +52,8 @@ _Static_assert(offsetof(hs_region_hdr, tl_depths) == 144, "tl_depths");
 _Static_assert(offsetof(hs_region_hdr, tl_filtered) == 152, "tl_filtered");
 _Static_assert(offsetof(hs_region_hdr, tl_wait_limit) == 160, "tl_wait_limit");
 _Static_assert(sizeof(hs_tl_event) == 32, "timeline event");
-_Static_assert(offsetof(hs_shadow_rec, save_rax) == 32, "shadow save_rax");
+_Static_assert(offsetof(hs_shadow_rec, t1) == 32, "shadow t1");
+_Static_assert(offsetof(hs_shadow_rec, ret) == 40, "shadow ret");
 
 /* Is this thread one that hookscope.exe or the agent started in the
  * target? Its calls (the exe's TLS callbacks run on it before its start
@@ -67,13 +72,19 @@ int hs_hookscope_thread(void)
  * wrapped function's, in the wrapper's frame (rbp is still the wrapper's),
  * or, when that function was itself tail-called by a timed one, further
  * out (as the stubs do). 0 when the frames leave the thread's stack. (The
- * 32-bit agent has no wrapper: the return address is the caller.) */
-static uint64_t call_site(uint64_t entry_rsp, const hs_saved_regs *regs)
+ * 32-bit agent has no wrapper: the return address is the caller, or the
+ * return thunk of the timed call that tail-jumped here.) */
+static uint64_t call_site(uint64_t *counters, uint64_t entry_rsp, const hs_saved_regs *regs)
 {
     uint64_t site = *(uintptr_t *)(uintptr_t)entry_rsp;
 #if HS_AGENT_X86
+    /* a timed function's tail jump: its slot holds the return thunk */
+    hs_ret_shadow shadow;
     (void)regs;
+    hs_time32_shadow(counters, &shadow);
+    site = hs_ret_shadow_true(&shadow, (uint32_t)entry_rsp, (uint32_t)site);
 #else
+    (void)counters;
     uint64_t frame = regs->rbp;
     const uint64_t lo = hs_teb_read(HS_TEB_STACK_LIMIT), hi = hs_teb_read(HS_TEB_STACK_BASE);
     while (site == (uint64_t)(uintptr_t)hs_wrapper_ret) {
@@ -97,7 +108,7 @@ uint64_t *hs_on_slow(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
     uint64_t t0 = hs_rdtsc();
     uint64_t *c = hs_region_acquire();
     if (!c)
-        hs_overflow_count(fidx, call_site(entry_rsp, regs), 1);
+        hs_overflow_count(fidx, call_site(NULL, entry_rsp, regs), 1);
     hs_thread_cost(HS_THREAD_REGION, t0);
     hs_tls_set(c);
     InterlockedDecrement(&g_hs.in_slow);
@@ -111,7 +122,7 @@ uint64_t *hs_on_edge(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *reg
         return c;
     InterlockedIncrement(&g_hs.in_slow);
     hs_tls_set(g_hs.sink);
-    uint64_t site = call_site(entry_rsp, regs);
+    uint64_t site = call_site(c, entry_rsp, regs);
     hs_region_hdr *r = hs_region_of(c);
     hs_fblock *b = (hs_fblock *)hs_fblock_at(g_hs.hdr, c, fidx);
     /* (a free caller slot in the function's block: the stub found no slot

@@ -48,50 +48,8 @@
     .intel_syntax noprefix
     .text
 #include "agent/keep_xmm.inc"
+#include "agent/time_layout.inc"
 
-    /* descriptor (agent.h: hs_wrap_desc) */
-    .set DESC_TRAMP, 0
-    .set DESC_TIMEREL, 8
-    .set DESC_FIDX, 16
-    .set DESC_NSLOTS, 20
-    /* region header, relative to the counters the TLS slot points at
-     * (session.h: hs_region_hdr at counters - 4096) */
-    .set HDR_SHADOW_BASE, -4096 + 40
-    .set HDR_SHADOW_TOP, -4096 + 48
-    .set HDR_SHADOW_LIMIT, -4096 + 56
-    .set HDR_TIME_DROPPED, -4096 + 64
-    .set HDR_EXCLUDED, -4096 + 72
-    .set HDR_TL_BASE, -4096 + 88
-    .set HDR_TL_CAP, -4096 + 96
-    .set HDR_TL_HEAD, -4096 + 104
-    .set HDR_TL_DROPPED, -4096 + 112
-    .set HDR_TL_DROP_FIRST, -4096 + 120
-    .set HDR_TL_DROP_LAST, -4096 + 128
-    .set HDR_TL_MIN_TICKS, -4096 + 136
-    .set HDR_TL_DEPTHS, -4096 + 144
-    .set HDR_TL_FILTERED, -4096 + 152
-    .set HDR_TL_WAIT_LIMIT, -4096 + 160
-    .set HDR_TL_TAIL, -4096 + 192
-    /* hs_shadow_rec */
-    .set SH_DESC, 0
-    .set SH_T0, 8
-    .set SH_CHILD, 16
-    .set SH_FRAME, 24
-    .set SH_T1, 32              /* (save_rax) the raw rdtsc at exit, for --timeline */
-    .set SH_FUNC, 48
-    .set SH_EXCLUDED, 56
-    .set SH_SIZE, 64
-    /* hs_time_rec */
-    .set T_EXITS, 0
-    .set T_TOTAL, 8
-    .set T_SELF, 16
-    .set T_MIN, 24
-    .set T_MAX, 32
-    .set T_PENDING, 48
-    .set T_ACTIVE, 56
-    .set T_SUM, 64
-    .set T_HIST, 72
-    .set HIST_LAST, 39
 
     .globl hs_wrapper
     .def hs_wrapper; .scl 2; .type 32; .endef

@@ -35,6 +35,7 @@
  *   edge_done: popfd
  *   out:    pop edx)
  *   done:   pop eax; pop ecx
+ *   (timed: push desc; call time_enter)       ; returns with ret 4
  *   tramp:  relocated window; jmp back
  *
  * The 64-bit count is two halves: the low one is incremented with lea
@@ -55,11 +56,14 @@
 #define STUB32_MAX 80   /* the stub before the trampoline, at most (62 bytes; 70
                            through the expansion slots; 75 with edges or stacks) */
 #define EDGES32_MAX 320 /* what edges add (302 bytes with 3 caller slots) */
-#define STACKS32_MAX 48 /* what entry stacks add (45 bytes through the expansion slots) */
+#define STACKS32_MAX 64 /* what entry stacks add (50 bytes; 58 through the expansion slots,
+                           each with the jump over them) */
+#define TIME32_MAX 10   /* what a return probe adds: push imm32, call rel32 */
 
-size_t hs_stub32_size_max(const hs_plan *plan, int edges, int stacks)
+size_t hs_stub32_size_max(const hs_plan *plan, int edges, int stacks, int timed)
 {
-    return STUB32_MAX + (edges ? EDGES32_MAX : 0) + (stacks ? STACKS32_MAX : 0) + plan->tramp_max;
+    return STUB32_MAX + (edges ? EDGES32_MAX : 0) + (stacks ? STACKS32_MAX : 0) + (timed ? TIME32_MAX : 0) +
+           plan->tramp_max;
 }
 
 /* An 8-bit branch whose displacement is set later (fix_rel8). */
@@ -293,7 +297,8 @@ size_t hs_stub32_emit(hs_engine *e, const hs_func_input *fn, const hs_plan *plan
     }
     const int edges = c->edges_cap != 0, stacks = c->stack_every != 0;
     const int more = edges || stacks;   /* a part after the count */
-    const size_t stub_max = STUB32_MAX + (edges ? EDGES32_MAX : 0) + (stacks ? STACKS32_MAX : 0);
+    const size_t stub_max = STUB32_MAX + (edges ? EDGES32_MAX : 0) + (stacks ? STACKS32_MAX : 0) +
+                            (c->time_desc ? TIME32_MAX : 0);
     if (cap < stub_max)
         return 0;
     hs_emit em;
@@ -340,6 +345,12 @@ size_t hs_stub32_emit(hs_engine *e, const hs_func_input *fn, const hs_plan *plan
     size_t done = em.len;
     hs_emit_u8(&em, 0x58);                              /* pop eax */
     hs_emit_u8(&em, 0x59);                              /* pop ecx */
+    if (c->time_desc) {
+        hs_emit_u8(&em, 0x68);                          /* push desc */
+        hs_emit_u32(&em, c->time_desc);
+        hs_emit_u8(&em, 0xE8);                          /* call time_enter */
+        hs_emit_u32(&em, (uint32_t)(c->time_enter - ((uint32_t)hs_emit_pc(&em) + 4)));
+    }
 
     if (more)
         fix_rel32(&em, none_done, done);

@@ -22,6 +22,11 @@
  * `stack_slow` every stack_every-th (the first included), with the same
  * pushes as the slow routine's call.
  *
+ * A timed function's stub then enters its return probe (`time_enter`,
+ * the 32-bit agent's time32.S), once its own pushes are popped: the
+ * caller's return address is where the probe expects it, above the
+ * descriptor it pushes.
+ *
  * Portable (no Windows code), so that the native -m32 unit test runs it.
  */
 #ifndef HOOKSCOPE_COUNT32_H
@@ -64,6 +69,13 @@ typedef struct hs_count32 {
     uint32_t stack_slow;     /* called to capture, with eax = fidx and the stub's two
                                 pushes above its return address; keeps every
                                 register but eax and ecx */
+    /* return probes (time_desc 0: none): after the count the stub does
+     * `push time_desc; call time_enter` (agent/time32.S: the call's entry
+     * on the thread's shadow return stack), which returns with `ret 4`
+     * into the trampoline keeping every register (not the arithmetic
+     * flags, dead at an entry) */
+    uint32_t time_desc;      /* the function's descriptor (agent.h: hs_wrap_desc) */
+    uint32_t time_enter;
 } hs_count32;
 
 #define HS_COUNT32_INLINE_MAX 3
@@ -77,8 +89,8 @@ typedef struct hs_stub32 {
 } hs_stub32;
 
 /* Bytes hs_stub32_emit needs at most for `plan` (with caller edges, entry
- * stacks, or not). */
-size_t hs_stub32_size_max(const hs_plan *plan, int edges, int stacks);
+ * stacks, a return probe, or not). */
+size_t hs_stub32_size_max(const hs_plan *plan, int edges, int stacks, int timed);
 
 /* Emit the stub for `c` and then the trampoline of `plan` (a plan of an
  * engine of 32 bits; `window` as for hs_emit_trampoline), to run at `addr`.

@@ -81,15 +81,46 @@ static int read_cie(const uint8_t *sec, size_t size, size_t at, int bits, hs_eh_
     return 0;
 }
 
-int hs_pe_eh_frame_fdes(const hs_pe *pe, int (*fn)(void *ctx, const hs_eh_fde *f), void *ctx)
+/* The image's .eh_frame (NULL when it has none or it cannot be read). */
+static const uint8_t *eh_frame_of(const hs_pe *pe, uint32_t *size, const hs_pe_section **sec)
 {
     const hs_pe_section *s = hs_pe_section_named(pe, ".eh_frame");
     if (!s)   /* an image linked stripped (ld -s) has no string table: the name is cut to 8 bytes */
         s = hs_pe_section_named(pe, ".eh_fram");
     if (!s)
-        return 0;
-    uint32_t size = s->vsize < s->raw_size || !s->raw_size ? s->vsize : s->raw_size;
-    const uint8_t *sec = hs_pe_ptr(pe, s->rva, size);
+        return NULL;
+    *size = s->vsize < s->raw_size || !s->raw_size ? s->vsize : s->raw_size;
+    *sec = s;
+    return hs_pe_ptr(pe, s->rva, *size);
+}
+
+int hs_pe_eh_frame_personality(const hs_pe *pe)
+{
+    uint32_t size = 0;
+    const hs_pe_section *s;
+    const uint8_t *sec = eh_frame_of(pe, &size, &s);
+    for (size_t at = 0; sec && size - at >= 9;) {
+        uint32_t len = hs_le32(sec + at);
+        if (len == 0) {
+            at += 4;
+            continue;
+        }
+        if (len == 0xffffffffu || len > size - at - 4)
+            break;
+        if (hs_le32(sec + at + 4) == 0 && len >= 6 && sec[at + 9] == 'z')   /* a CIE: version, "z..." */
+            for (size_t i = at + 10; i < at + 4 + len && sec[i]; i++)
+                if (sec[i] == 'P')
+                    return 1;
+        at += 4 + (size_t)len;
+    }
+    return 0;
+}
+
+int hs_pe_eh_frame_fdes(const hs_pe *pe, int (*fn)(void *ctx, const hs_eh_fde *f), void *ctx)
+{
+    uint32_t size = 0;
+    const hs_pe_section *s;
+    const uint8_t *sec = eh_frame_of(pe, &size, &s);
     if (!sec)
         return 0;
     size_t at = 0;

@@ -54,4 +54,10 @@ typedef struct hs_eh_fde {
  * the section's order (fn returns 0, or -1 to stop: then -1). */
 int hs_pe_eh_frame_fdes(const hs_pe *pe, int (*fn)(void *ctx, const hs_eh_fde *f), void *ctx);
 
+/* Does a CIE of the image's .eh_frame name a personality routine (a 'P'
+ * in its "z..." augmentation: g++'s "zPLR")? Then the image's code
+ * throws, catches or cleans up C++ exceptions by DWARF-2 unwinding, which
+ * steps from frame to frame by return address. 1 or 0. */
+int hs_pe_eh_frame_personality(const hs_pe *pe);
+
 #endif

@@ -1,11 +1,34 @@
 /*
- * hook/unwind/ebpwalk.c - a 32-bit thread's stack by its EBP chain (see
- * ebpwalk.h).
+ * hook/unwind/ebpwalk.c - a 32-bit thread's stack by its EBP chain, with
+ * the true return addresses of timed calls (see ebpwalk.h).
  */
 #include "hook/unwind/ebpwalk.h"
 
-int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_t hi, uint64_t *frames, int max,
-                int *truncated)
+#include <string.h>
+
+static uint32_t rec_field(const hs_ret_shadow *s, uint32_t i, uint32_t off)
+{
+    uint32_t v;
+    memcpy(&v, s->recs + (size_t)i * s->size + off, 4);
+    return v;
+}
+
+uint32_t hs_ret_shadow_true(const hs_ret_shadow *s, uint32_t slot, uint32_t value)
+{
+    if (!s || value != s->thunk)
+        return value;
+    uint32_t i = s->n;
+    while (i > 0 && rec_field(s, i - 1, s->slot_off) != slot)
+        i--;
+    /* (a tail-jumped call's true return is the thunk: the call under it
+     * returns there) */
+    while (i > 0 && value == s->thunk)
+        value = rec_field(s, --i, s->ret_off);
+    return value;
+}
+
+int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_t hi, const hs_ret_shadow *shadow,
+                uint64_t *frames, int max, int *truncated)
 {
     int n = 0;
     *truncated = 0;
@@ -18,12 +41,12 @@ int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_
         *truncated = 1;
         return n;
     }
-    frames[n++] = *(const uint32_t *)(uintptr_t)esp;
+    frames[n++] = hs_ret_shadow_true(shadow, esp, *(const uint32_t *)(uintptr_t)esp);
     /* each frame above the last (the stack grows down; a loop or a
      * non-frame value in ebp ends the walk) */
     uint32_t fp = ebp, floor = esp;
     while (fp >= floor && fp >= lo && fp <= hi - 8 && !(fp & 3)) {
-        uint32_t ret = *(const uint32_t *)(uintptr_t)(fp + 4);
+        uint32_t ret = hs_ret_shadow_true(shadow, fp + 4, *(const uint32_t *)(uintptr_t)(fp + 4));
         if (!ret)
             break;
         if (n == max) {

@@ -16,11 +16,31 @@
 
 #include <stdint.h>
 
+/* A thread's shadow return stack (the 32-bit agent's return probes,
+ * agent/time32.S): a timed call's return address slot holds the return
+ * thunk's address while the call is open, and its record the true one. */
+typedef struct hs_ret_shadow {
+    uint32_t thunk;            /* the return thunk's address */
+    const uint8_t *recs;       /* the open calls' records, oldest first */
+    uint32_t n, size;          /* how many, and the bytes of one */
+    uint32_t slot_off, ret_off; /* where a record keeps the slot's address (the entry
+                                   esp) and the true return address */
+} hs_ret_shadow;
+
+/* The true value of the return address `value` read from stack slot
+ * `slot`: value itself, unless it is the thunk: then the true address of
+ * the newest record of that slot (when that is the thunk too, its call
+ * was a tail jump of the call under it: that one's), or the thunk when no
+ * record has the slot. s may be NULL (no shadow stack). */
+uint32_t hs_ret_shadow_true(const hs_ret_shadow *s, uint32_t slot, uint32_t value);
+
 /* frames[0] = entry, frames[1] = the return address at esp, then one per
  * frame of the EBP chain from ebp, as long as each frame lies in [lo, hi),
  * above the last and 4-aligned and its return address is not 0; at most
- * max frames (*truncated when the chain went on). Returns the count. */
-int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_t hi, uint64_t *frames, int max,
-                int *truncated);
+ * max frames (*truncated when the chain went on). Each return address is
+ * its true one (hs_ret_shadow_true; `shadow` may be NULL). Returns the
+ * count. */
+int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_t hi, const hs_ret_shadow *shadow,
+                uint64_t *frames, int max, int *truncated);
 
 #endif

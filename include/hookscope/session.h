@@ -315,8 +315,11 @@ typedef struct hs_shadow_rec {
     uint64_t desc;               /* the function's wrapper descriptor (agent) */
     uint64_t t0;                 /* rdtsc at entry */
     uint64_t child;              /* ticks of timed children so far */
-    uint64_t frame;              /* the wrapper frame's rbp: matches it at exit and unwind */
-    uint64_t save_rax, save_rdx; /* scratch for the wrapper around rdtsc */
+    uint64_t frame;              /* the wrapper frame's rbp: matches it at exit and unwind
+                                    (32-bit agent: the entry esp, where the return address was) */
+    uint64_t t1;                 /* rdtsc at exit (scratch of the wrapper, for --timeline) */
+    uint64_t ret;                /* 32-bit agent: the caller's true return address (its
+                                    slot holds the return thunk's) */
     uint32_t func;
     uint32_t reserved;
     uint64_t excluded;           /* the region's `excluded` at entry */

@@ -55,6 +55,8 @@ typedef enum hs_entry_only_reason {
     HS_WRAP_UNKNOWN_ARGS = 10,   /* its stack use could not be followed */
     HS_WRAP_TAIL_JUMP = 11,      /* tail-jumps to code whose use of the stack it hands
                                     on cannot be bounded (a function pointer, varargs) */
+    HS_WRAP_DWARF_EH = 12,       /* (32-bit) its image's C++ exceptions unwind by return
+                                    address (DWARF-2), which the return thunk would end */
     HS_WRAP__COUNT
 } hs_entry_only_reason;
 
@@ -83,7 +85,7 @@ static inline const char *hs_entry_only_name(int r)
     static const char *const names[HS_WRAP__COUNT] = {
         "ok", "varargs", "too-many-stack-args", "returns-twice", "stack-probe",
         "args-address-taken", "no-unwind-info", "agent-dependency", "not-a-function",
-        "loops-to-entry", "unknown-stack-args", "tail-jump-stack-args",
+        "loops-to-entry", "unknown-stack-args", "tail-jump-stack-args", "dwarf-exceptions",
     };
     return (r >= 0 && r < HS_WRAP__COUNT) ? names[r] : "unknown";
 }

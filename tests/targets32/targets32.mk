@@ -10,6 +10,13 @@ $(TGT32_DIR)/%.exe: tests/targets32/%.c
 	@mkdir -p $(dir $@)
 	$(WCC32) $(TGT_CFLAGS) -Wextra -o $@ $<
 
+# C++ (DWARF-2 exceptions), linked statically: no runtime DLLs to copy
+TGT32_CXX  := $(wildcard tests/targets32/*.cpp)
+TGT32_EXES += $(patsubst tests/targets32/%.cpp,$(TGT32_DIR)/%.exe,$(TGT32_CXX))
+$(TGT32_DIR)/%.exe: tests/targets32/%.cpp
+	@mkdir -p $(dir $@)
+	$(CROSS32)g++ -O1 -gdwarf-4 -fno-inline -Wall -Wextra -static -o $@ $<
+
 # the ground-truth fixture's program (scripts/fixtures-groundtruth.sh),
 # built for i686 with the same flags: it prints what the x86-64 build prints
 GT32_FLAGS := -std=gnu11 -O1 -gdwarf-4 -fno-inline -Wall -Wextra \

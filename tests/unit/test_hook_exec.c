@@ -19,8 +19,9 @@
  * stub must count each entry exactly and change nothing else. Then twice
  * more through the 32-bit agent's thunks (agent/thunks32.S) with C sides
  * that change all that C code may (tests/unit/thunk32.h): the slow
- * routine alone, then with caller edges and entry stacks; and the
- * threads tests of thunk32.c (slow32/, edges32/, stacks32/threads).
+ * routine alone, then with caller edges and entry stacks; the threads
+ * tests of thunk32.c (slow32/, edges32/, stacks32/threads); and the
+ * return probes of agent/time32.S (time32.c: time32/...).
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "tests/unit/xcase.h"
 #if XR_BITS == 32
 #include "tests/unit/thunk32.h"
+#include "tests/unit/time32.h"
 #endif
 
 struct exec_case {
@@ -240,6 +242,7 @@ int main(void)
     tap_diag("32-bit: %llu entries counted by the stubs, each as expected; %u through the agent's slow thunk; "
              "%llu with their caller", (unsigned long long)n_counted, thunk32_slowed, (unsigned long long)thunk32_edged);
     thunk32_threads(e);
+    time32_run(e);
 #endif
     for (size_t i = 0; i < sizeof real_cases / sizeof real_cases[0]; i++) {
         run_real_case(e, &real_cases[i], XR_T_NEAR);

@@ -12,7 +12,10 @@
  *                      of a "zR" CIE (pc-relative) and of a CIE without
  *                      augmentation (absolute), past a terminator; an FDE
  *                      outside the code and one of an unreadable CIE left
- *                      out; the extents win over the symbols' next starts
+ *                      out; the extents win over the symbols' next starts;
+ *                      none of its CIEs names a personality routine
+ *   pe32/eh-frame-personality/...  i686 libstdc++ names one (g++'s "zPLR"),
+ *                      libgcc and a C program do not
  *   pe32/calls         the targets of _f's direct call and tail jump, in
  *                      32-bit mode, outside every extent; a jump inside
  *                      it and a call to a known start are not new
@@ -245,10 +248,41 @@ static void test_eh_frame(void)
               f[1].src == (HS_SRC_SYMBOL | HS_SRC_EHFRAME), "pe32/eh-frame-functions",
               "%zu functions: %u bytes (src %#x), %u bytes (src %#x)", n, n ? f[0].size : 0, n ? f[0].src : 0,
               n > 1 ? f[1].size : 0, n > 1 ? f[1].src : 0);
+    tap_check(!hs_pe_eh_frame_personality(&pe), "pe32/eh-frame-no-personality",
+              "CIEs of \"zR\", \"\" and \"zX\" name no personality routine");
     free(x);
     free(f);
     hs_pe_close(&pe);
     free(b);
+}
+
+/* Images whose .eh_frame names a personality routine (g++'s "zPLR": C++
+ * exceptions by DWARF-2 unwinding) and images whose does not (C: "zR"). */
+static void test_eh_frame_personality(void)
+{
+    static const struct { const char *path; int personality; } images[] = {
+        { "/usr/lib/gcc/i686-w64-mingw32/12-win32/libstdc++-6.dll", 1 },
+        { "/usr/lib/gcc/i686-w64-mingw32/12-win32/libgcc_s_dw2-1.dll", 0 },
+        { "build/tests32/groundtruth.exe", 0 },
+        { "build/tests32/cxxexc32.exe", 1 },   /* (libstdc++ linked in) */
+    };
+    for (size_t i = 0; i < sizeof images / sizeof images[0]; i++) {
+        char name[200];
+        snprintf(name, sizeof name, "pe32/eh-frame-personality/%s", strrchr(images[i].path, '/') + 1);
+        size_t size = 0;
+        const char *why = NULL;
+        uint8_t *b = hs_load_file(images[i].path, &size, &why);
+        hs_pe pe;
+        if (!b || hs_pe_load_file(&pe, b, size) != HS_PE_OK) {
+            tap_fail(name, "%s is not there or not read", images[i].path);
+            free(b);
+            continue;
+        }
+        int got = hs_pe_eh_frame_personality(&pe);
+        tap_check(got == images[i].personality, name, "%s a personality routine", got ? "names" : "does not name");
+        hs_pe_close(&pe);
+        free(b);
+    }
 }
 
 static void test_calls(void)
@@ -417,6 +451,7 @@ static int read_all(const uint8_t *b, size_t size)
     if (hs_pe_functions(&pe, &f, &n) == 0)
         free(f);
     (void)hs_pe_is_iat(&pe, 0x2040);
+    (void)hs_pe_eh_frame_personality(&pe);
     hs_pe_close(&pe);
     return 1;
 }
@@ -539,6 +574,7 @@ int main(void)
     test_synthetic();
     test_refused();
     test_eh_frame();
+    test_eh_frame_personality();
     test_calls();
     test_hotpatch();
     test_groundtruth();

@@ -311,7 +311,7 @@ int xc_diff(hs_engine *e, const xc_func *f, const xc_opts *o, xc_out *out, char 
             c.stack_slow = o->count->stack_slow;
         }
         hs_skip_reason sw;
-        if (hs_stub32_size_max(plan, o->count->edge_slow != 0, o->count->stack_slow != 0) > sizeof stub ||
+        if (hs_stub32_size_max(plan, o->count->edge_slow != 0, o->count->stack_slow != 0, 0) > sizeof stub ||
             !hs_stub32_emit(e, &fn, plan, hs_analyze_window(e), &c, (uint32_t)T, stub, sizeof stub, &st, &sw)) {
             snprintf(why, n, "no counting stub: %s", hs_skip_reason_name(sw));
             return XC_DIFFERENT;
