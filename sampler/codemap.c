@@ -569,7 +569,7 @@ static uint64_t desc_entry(const hs_codemap *m, uint64_t desc)
     return lo < m->ndescs && m->descs[lo].desc == desc ? m->descs[lo].entry : 0;
 }
 
-static bool in_agent(const hs_codemap *m, uint64_t a)
+bool hs_codemap_in_agent(const hs_codemap *m, uint64_t a)
 {
     return a >= m->agent_lo && a < m->agent_hi;
 }
@@ -601,7 +601,7 @@ uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint6
         *attr = HS_ATTR_HOOKSCOPE;
         served = slot->entry;
         from = 1;
-    } else if (in_agent(m, a)) {
+    } else if (hs_codemap_in_agent(m, a)) {
         *attr = HS_ATTR_HOOKSCOPE;
         if (a >= m->wrap_begin && a < m->wrap_end) {
             /* the timing wrapper: the register that holds the timed
@@ -615,7 +615,7 @@ uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint6
          * frame of hookscope's code above it says which (the wrapper's call
          * into the timed function is the program's) */
         for (uint32_t i = 1; i < n; i++) {
-            if (in_agent(m, frames[i]) && frames[i] != m->wrap_ret) {
+            if (hs_codemap_in_agent(m, frames[i]) && frames[i] != m->wrap_ret) {
                 *attr = HS_ATTR_HOOKSCOPE;
                 from = i + 1;
                 break;
@@ -634,7 +634,7 @@ uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint6
     bool leaf_kept = out == 0;
     for (uint32_t i = from; i < n; i++) {
         uint64_t f = frames[i];
-        if (in_agent(m, f))
+        if (hs_codemap_in_agent(m, f))
             continue;                                    /* the wrapper's frames, a probe's */
         if (arena_of(m, f) && slot_of(m, f) && f < slot_of(m, f)->tramp) {
             /* a return into a stub (from a probe): the function it serves */

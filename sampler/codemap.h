@@ -104,6 +104,9 @@ uint32_t hs_codemap_attribute(const hs_codemap *m, const hs_uw_regs *leaf, uint6
  * context of a WOW64 thread in a system call stands, on Windows and
  * under Wine 8), where a thread blocked in the system is seen? */
 bool hs_codemap_at_syscall(hs_codemap *m, uint64_t pc);
+
+/* Is a in the agent DLL (hs_codemap_set_own)? */
+bool hs_codemap_in_agent(const hs_codemap *m, uint64_t a);
 /* The rvas in ntdll of system calls that never block (NtContinue,
  * NtYieldExecution, NtTestAlert: at most 8): a thread at their return is
  * not waiting (hookscope's own ntdll is the target's). */

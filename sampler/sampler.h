@@ -239,6 +239,11 @@ typedef struct hs_sampler_config {
      * since the last call (returns 1), else returns 0; NULL: no hooks. */
     int (*own)(void *ctx, hs_owncode *o);
     void *own_ctx;
+    /* A 32-bit target timed by the 32-bit agent: the return addresses its
+     * return probes moved off thread tid's stack (the slot holding the
+     * return thunk's address, the caller's true return address), the
+     * newest `cap`; returns how many. ctx: own_ctx. NULL: none. */
+    size_t (*true_returns)(void *ctx, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap);
     /* etw: the .etl file to record into (UTF-8), kept after the run when
      * keep_etl, else removed once read */
     const char *etl_path;

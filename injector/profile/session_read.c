@@ -587,3 +587,33 @@ int hs_session_owncode(const hs_session_src *s, hs_owncode *o, uint64_t *signatu
     free(mods);
     return 1;
 }
+
+size_t hs_session_true_returns(const hs_session_src *s, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap)
+{
+    const hs_session_header *L = s->layout;
+    if (!L->region_shadow_cap || !tid)
+        return 0;
+    for (uint64_t k = 0; k <= L->max_threads; k++) {
+        const uint64_t region = L->regions_off + k * L->region_size;
+        hs_region_hdr r;
+        if (!hs_sr_read(s, region, &r, sizeof r) || r.tid != tid)
+            continue;
+        if (r.shadow_top < r.shadow_base)
+            return 0;
+        uint64_t n = (r.shadow_top - r.shadow_base) / sizeof(hs_shadow_rec);
+        if (n > L->region_shadow_cap)
+            n = L->region_shadow_cap;
+        size_t out = 0;
+        for (uint64_t i = n > cap ? n - cap : 0; i < n; i++) {
+            hs_shadow_rec rec;
+            if (!hs_sr_read(s, region + L->region_shadow_off + i * sizeof rec, &rec, sizeof rec))
+                break;
+            if (rec.ret && rec.frame) {
+                slots[out] = rec.frame;
+                rets[out++] = rec.ret;
+            }
+        }
+        return out;
+    }
+    return 0;
+}

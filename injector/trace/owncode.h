@@ -26,5 +26,7 @@ typedef struct hs_owncode_src {
 /* An hs_sampler_config.own callback: ctx is an hs_owncode_src. Fills *o
  * and returns 1 when something changed since the last call, else 0. */
 int hs_owncode_read(void *ctx, hs_owncode *o);
+/* An hs_sampler_config.true_returns callback (ctx as above). */
+size_t hs_owncode_true_returns(void *ctx, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap);
 
 #endif

@@ -88,6 +88,7 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
     if (t->session.view) {
         t->own.session = &t->session;
         c.own = hs_owncode_read;
+        c.true_returns = hs_owncode_true_returns;
         c.own_ctx = &t->own;
     }
     /* the etw backend records into the output directory */

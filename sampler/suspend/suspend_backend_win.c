@@ -63,6 +63,7 @@
 #include <windows.h>
 #include <mmsystem.h>
 
+#include "hook/base/bytes.h"
 #include "hook/base/util.h"
 #include "hook/pe/pe.h"
 #include "hook/unwind/unwind32.h"
@@ -608,6 +609,75 @@ static void regs_of(const hs_grab *g, hs_uw_regs *r)
     r->rip = g->regs[HS_GRAB_PC];
 }
 
+/* A 32-bit target timed by the 32-bit agent: each open timed call's
+ * return address on the stack is the agent's return thunk (agent/time32.S:
+ * the true one is on the thread's shadow stack), where the walk would stop
+ * in hookscope's code. Put the true ones back in the copy, where its slot
+ * holds the agent's code, so the walk follows the program's frames; and
+ * in a copy of such a slot that the callee made (i686 gcc's main realigns
+ * its stack and pushes its return address again), the true address of
+ * the innermost open call above it. (Read after the thread ran again: a
+ * call that returned since and a new one at the same slot would give the
+ * new one's caller, which the slot's depth makes the same function nearly
+ * always.) */
+#define TRUE_RETURNS 256
+typedef struct true_ret {
+    uint64_t slot, ret;
+} true_ret;
+
+static int cmp_slot(const void *a, const void *b)
+{
+    uint64_t x = ((const true_ret *)a)->slot, y = ((const true_ret *)b)->slot;
+    return x < y ? -1 : x > y;
+}
+
+static void put_true_returns(hs_sampler *s, const sthread *t, hs_grab *g)
+{
+    if (s->bits != 32 || !s->cfg.true_returns || g->stack_len < 4)
+        return;
+    uint64_t slots[TRUE_RETURNS], rets[TRUE_RETURNS];
+    size_t n = s->cfg.true_returns(s->cfg.own_ctx, t->tid, slots, rets, TRUE_RETURNS);
+    uint8_t *copy = (uint8_t *)g->stack;   /* (the grabber's buffer, ours until the next grab) */
+    const uint64_t end = g->stack_lo + g->stack_len - 4;
+    true_ret r[TRUE_RETURNS];
+    size_t nr = 0;
+    uint32_t thunk = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (slots[i] < g->stack_lo || slots[i] > end || (slots[i] & 3))
+            continue;
+        uint32_t v = hs_le32(copy + (slots[i] - g->stack_lo));
+        if (!hs_codemap_in_agent(s->map, v))
+            continue;   /* not (or no longer) the thunk's: a record of a call that ended */
+        thunk = v;
+        r[nr].slot = slots[i];
+        r[nr++].ret = rets[i];
+    }
+    if (!nr)
+        return;
+    /* (a tail jump from one timed function to another gives two records
+     * of one slot, the newer holding the thunk as its "true" address: the
+     * older one's, below in this order, is the caller's) */
+    qsort(r, nr, sizeof *r, cmp_slot);
+    size_t k = 0;
+    for (uint64_t a = (g->stack_lo + 3) & ~3ull; a <= r[nr - 1].slot; a += 4) {
+        uint8_t *p = copy + (a - g->stack_lo);
+        if (hs_le32(p) != thunk)
+            continue;
+        while (k < nr && r[k].slot < a)
+            k++;
+        /* the innermost open call at or above a; of its slot's records the
+         * one that is not the thunk (a tail jump's older one) */
+        size_t use = k;
+        while (use < nr && r[use].slot == r[k].slot && r[use].ret == thunk)
+            use++;
+        if (use == nr || r[use].slot != r[k].slot)
+            continue;
+        uint32_t ret = (uint32_t)r[use].ret;
+        for (int b = 0; b < 4; b++)
+            p[b] = (uint8_t)(ret >> (8 * b));
+    }
+}
+
 /* Walk a sample's stack copy from its registers: the x64 unwinder, or
  * for a 32-bit target the x86 walker (*scanned: its frames found by a
  * scan, also counted for -v). */
@@ -726,6 +796,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         hs_uw_regs regs;
         regs_of(&g, &regs);
         memcpy(t->prev, g.regs, sizeof t->prev);
+        put_true_returns(s, t, &g);
         hs_uw_stack st = { g.stack_lo, g.stack, g.stack_len, g.complete };
         uint64_t frames[MAX_FRAMES];
         uint32_t scanned;
