@@ -30,7 +30,15 @@ struct hs_grabber {
     CONTEXT *ctx;              /* (a WOW64_CONTEXT, for a 32-bit process) */
     void *ctx_mem;
     bool wow64;
+    void (*while_stopped)(void *ctx);
+    void *while_stopped_ctx;
 };
+
+void hs_grab_while_stopped(hs_grabber *g, void (*fn)(void *ctx), void *ctx)
+{
+    g->while_stopped = fn;
+    g->while_stopped_ctx = ctx;
+}
 
 static LONG64 qpc(void)
 {
@@ -142,6 +150,8 @@ int hs_grab_thread(hs_grabber *g, HANDLE process, HANDLE thread, uint64_t stack_
     }
     SIZE_T got = 0;
     BOOL ok = ReadProcessMemory(process, (const void *)(uintptr_t)rsp, g->stack, len, &got);
+    if (g->while_stopped)
+        g->while_stopped(g->while_stopped_ctx);
     int ours = hs_resume_one(thread);
     out->stopped_qpc = (uint64_t)(qpc() - t0);
     g->in_grab = 0;

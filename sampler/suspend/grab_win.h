@@ -27,6 +27,11 @@ typedef struct hs_grabber hs_grabber;
  * process of `bits` (64; or 32, a WOW64 process: its threads' 32-bit
  * registers and stack). NULL when it cannot (GetLastError says why). */
 hs_grabber *hs_grabber_new(size_t stack_cap, int bits);
+
+/* fn(ctx) runs in each grab while the thread is stopped, after its stack
+ * was copied: for what must be read at the same moment as the stack (the
+ * 32-bit agent's shadow records of the thread's open timed calls). */
+void hs_grab_while_stopped(hs_grabber *g, void (*fn)(void *ctx), void *ctx);
 /* Stop it (after the sampling thread ended, or was ended while stuck). */
 void hs_grabber_free(hs_grabber *g);
 /* Is the sampling thread stuck in a context the watchdog gave up on? */

@@ -156,6 +156,8 @@ typedef struct own_sample {
     int stop;
 } own_sample;
 
+#define TRUE_RETURNS 256   /* (the newest open timed calls of a 32-bit thread read) */
+
 struct hs_sampler {
     hs_sampler_config cfg;
     int bits;                  /* the target's: 64, or 32 (WOW64: its 32-bit registers, stacks,
@@ -218,6 +220,11 @@ struct hs_sampler {
     double t_clock, t_grab, t_enum, t_modules, t_wait;   /* seconds spent, for --verbose */
     get_next_thread_fn next_thread;
     query_thread_fn query_thread;
+    /* a 32-bit target's open timed calls, read while the thread sampled
+     * was stopped (true_returns_now): their slots and true return addresses */
+    uint32_t grabbing_tid;
+    uint64_t tr_slots[TRUE_RETURNS], tr_rets[TRUE_RETURNS];
+    size_t tr_n;
 };
 
 static double qpc_s(const hs_sampler *s)
@@ -620,7 +627,6 @@ static void regs_of(const hs_grab *g, hs_uw_regs *r)
  * call that returned since and a new one at the same slot would give the
  * new one's caller, which the slot's depth makes the same function nearly
  * always.) */
-#define TRUE_RETURNS 256
 typedef struct true_ret {
     uint64_t slot, ret;
 } true_ret;
@@ -631,12 +637,19 @@ static int cmp_slot(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void put_true_returns(hs_sampler *s, const sthread *t, hs_grab *g)
+/* (hs_grab_while_stopped: the records as they were when the stack was copied) */
+static void true_returns_now(void *ctx)
+{
+    hs_sampler *s = ctx;
+    s->tr_n = s->cfg.true_returns(s->cfg.own_ctx, s->grabbing_tid, s->tr_slots, s->tr_rets, TRUE_RETURNS);
+}
+
+static void put_true_returns(hs_sampler *s, hs_grab *g)
 {
     if (s->bits != 32 || !s->cfg.true_returns || g->stack_len < 4)
         return;
-    uint64_t slots[TRUE_RETURNS], rets[TRUE_RETURNS];
-    size_t n = s->cfg.true_returns(s->cfg.own_ctx, t->tid, slots, rets, TRUE_RETURNS);
+    const uint64_t *slots = s->tr_slots, *rets = s->tr_rets;
+    const size_t n = s->tr_n;
     uint8_t *copy = (uint8_t *)g->stack;   /* (the grabber's buffer, ours until the next grab) */
     const uint64_t end = g->stack_lo + g->stack_len - 4;
     true_ret r[TRUE_RETURNS];
@@ -737,6 +750,8 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         return true;
     }
     hs_grab g;
+    s->grabbing_tid = t->tid;
+    s->tr_n = 0;
     int rc = hs_grab_thread(s->grab, s->process, t->h, t->stack_base, t->have_prev ? t->prev : NULL, &g);
     s->t_clock += c1 - c0;
     s->t_grab += qpc_s(s) - c1;
@@ -796,7 +811,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
         hs_uw_regs regs;
         regs_of(&g, &regs);
         memcpy(t->prev, g.regs, sizeof t->prev);
-        put_true_returns(s, t, &g);
+        put_true_returns(s, &g);
         hs_uw_stack st = { g.stack_lo, g.stack, g.stack_len, g.complete };
         uint64_t frames[MAX_FRAMES];
         uint32_t scanned;
@@ -1160,6 +1175,8 @@ static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out, 
         snprintf(why->text, sizeof why->text, "cannot start the sampler: %s", hs_win_error(GetLastError()));
         goto fail;
     }
+    if (s->bits == 32 && s->cfg.true_returns)
+        hs_grab_while_stopped(s->grab, true_returns_now, s);
     s->map = hs_codemap_new(read_target, s);
     hs_codemap_set_bits(s->map, s->bits);
     set_quick_calls(s->map, s->bits);
