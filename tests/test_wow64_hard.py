@@ -3,7 +3,7 @@ it takes: every calling convention (tests/targets32/callconv.c), longjmp
 over hooked frames and threads created and ended while hooked
 (jumps32.c), C++ exceptions of the i686 runtime's dw2 unwinder thrown
 through hooked frames, destructors and callee-saved registers checked
-(cxxunwind32.cpp), and a DLL loaded late, hooked with -m (dlluser32.c and
+(cxxunwind32.cpp), structured exceptions (seh32.c), and a DLL loaded late, hooked with -m (dlluser32.c and
 exports32.dll). Each program's header states its calls, its caller edges
 and its output, exactly: traced with edges (the default), without
 (--no-edges), with entry stacks (--stacks: frame 1 of each stack is the
@@ -145,6 +145,14 @@ def test_wow64_cxx_exceptions_all_options():
     frames up, rethrown, from a 21-deep recursion; the destructors ran and
     ebx, esi, edi came back."""
     run_all_ways("tests/targets32/cxxunwind32.cpp", "cxxunwind32.exe")
+
+
+def test_wow64_seh_all_options():
+    """Structured exceptions (x86 frame-based records made by hand): an
+    access violation in the bytes a hook displaced, handled two frames
+    up; RaiseException handled by the caller; an inner frame declining
+    and the outer one handling."""
+    run_all_ways("tests/targets32/seh32.c", "seh32.exe")
 
 
 def test_wow64_late_dll_all_options():
