@@ -69,3 +69,14 @@ def test_wow64_sqlite_counts_equal_instrumented_build():
     hooked, own, never, n = counts_and_edges(fx, t)
     hs.check(own >= 1000 and never >= 500 and n > 1000,
              f"sqlite: {own} instrumented functions, {never} never called, {n} edges")
+
+
+def test_wow64_zstd_counts_equal_instrumented_build():
+    """zstd's DLL (-O2, count-preserving flags), loaded by zstdwork.exe
+    and hooked with -m: the calls of its functions and their caller edges
+    as its -finstrument-functions twin counted them (written when that DLL
+    is unloaded at exit)."""
+    fx, t = traced_like_untraced("zstd-counts32")
+    hooked, own, never, n = counts_and_edges(fx, t)
+    hs.check(own >= 1000 and never >= 100 and n > 500,
+             f"zstd: {own} instrumented functions, {never} never called, {n} edges")
