@@ -14,6 +14,7 @@ import os
 import re
 
 import hs
+from test_wow64 import stated_output
 
 BASE = ("--no-sample",)
 
@@ -50,21 +51,6 @@ def stated_calls(source):
 
 def stated_edges(source):
     return {(a, b): int(c) for a, b, c in re.findall(r"([\w<>]+)->(\w+) (\d+)", " ".join(stated(source, "Edges")))}
-
-
-def stated_output(source):
-    out, inside = [], False
-    with open(os.path.join(hs.ROOT, source)) as f:
-        for line in f:
-            if "Output (exact" in line:
-                inside = True
-            elif inside:
-                text = re.sub(r"^\s*(\*|//)", "", line.rstrip("\n")).strip()
-                if not re.match(r"\s*(\*|//)", line) or not text or text == "/":
-                    break
-                out.append(text)
-    hs.check(out, f"{source} states no output")
-    return out
 
 
 def run_all_ways(source, exe, modules=(), variants=None):
