@@ -2,7 +2,8 @@
 (i386) program (tests/targets32/callconv.c, whose header states its
 calls): the fpid/pid one-liners count what `run` counts, and ustack()
 gives each stack of the exe exactly: the function, then the return
-addresses of the calls that reached it, as objdump reads the code."""
+addresses of the calls that reached it, as objdump reads the code; -p
+attaches to 32-bit and 64-bit processes at once."""
 import os
 import re
 import subprocess
@@ -98,3 +99,11 @@ def test_wow64_dtrace_ustack_exact():
               f"{func}: the exe's frames")
         hs.eq([f for f in frames[3:-1] if f.startswith("callconv.exe`")], [], f"{func}: no other exe frame")
         hs.eq(frames[-1], str(stated[func]), f"{func}: the count")
+
+
+def test_wow64_dtrace_pids_of_both_widths():
+    """dtrace -p A -p B with A a 64-bit and B a 32-bit attachee: both
+    attached at once (each with the agent of its width), one aggregation
+    adding up their calls."""
+    hs.need_wow64()
+    outputs.dtrace_pids([hs.need(f"{hs.TARGETS}/attachee.exe"), hs.need(f"{hs.TARGETS32}/attachee.exe")])
