@@ -64,6 +64,16 @@ def test_wow64_lua_counts_equal_instrumented_build():
              f"lua: {own} instrumented functions, {never} never called, {n} edges")
 
 
+def test_wow64_lua_exit_code_and_counts():
+    """lua's os.exit(3) from a script: the exit code passes through, and
+    the calls up to the exit are the twin's (its counts written inside
+    exit())."""
+    fx, t = traced_like_untraced("lua-exit3-32")
+    hs.eq(t.rc, 3, "exit code")
+    hooked, own, never, n = counts_and_edges(fx, t)
+    hs.check(own >= 500 and n > 100, f"lua: {own} instrumented functions, {n} edges")
+
+
 def test_wow64_sqlite_counts_equal_instrumented_build():
     fx, t = traced_like_untraced("sqlite-counts32")
     hooked, own, never, n = counts_and_edges(fx, t)
