@@ -58,6 +58,8 @@ def test_wow64_dtrace_fpid_counts_equal_the_hooks():
     counts, per function (the stated ones among them), ascending; the
     same through hookscope-dtrace.exe; the program's own output passes
     through untouched; @[ustack()]: every frame a module's."""
+    hs.need_wow64()
+    hs.need(f"{hs.TARGETS32}/{EXE}")
     t = hs.trace(EXE, [], options=["--no-sample"], name="wow64_dtrace_ref", cwd=hs.TARGETS32)
     calls = {k: v for k, v in t.calls(EXE).items() if v}
     stated = hard.stated_calls(SOURCE)
@@ -85,6 +87,8 @@ def test_wow64_dtrace_ustack_exact():
     stack per function of each convention, its exe frames exactly FUNC,
     main+(the return address of its call), __tmainCRTStartup+(that of
     main's call), then the system's frames; its count the stated calls."""
+    hs.need_wow64()
+    hs.need(f"{hs.TARGETS32}/{EXE}")
     stated = hard.stated_calls(SOURCE)
     decorated = {"cdecl_add": "_cdecl_add", "stdcall_mix": "_stdcall_mix@12", "fastcall_mul": "@fastcall_mul@12",
                  "counter_add": "_counter_add"}
