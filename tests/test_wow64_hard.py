@@ -7,7 +7,8 @@ through hooked frames, destructors and callee-saved registers checked
 exports32.dll). Each program's header states its calls, its caller edges
 and its output, exactly: traced with edges (the default), without
 (--no-edges), with entry stacks (--stacks: frame 1 of each stack is the
-caller the edges name), and with -f and -x filters, it prints what it
+caller the edges name), sampled by the suspend sampler at the same time,
+and with -f and -x filters, it prints what it
 prints untraced, byte for byte, exits alike, and each stated function has
 exactly its stated calls and callers (a filtered-out one is not hooked)."""
 import os
@@ -16,7 +17,7 @@ import re
 import hs
 from test_wow64 import stated_output
 
-BASE = ("--no-sample",)
+SAMPLED = "sampled"   # the one variant that samples the CPU as well (the others: --no-sample)
 
 
 def header(source):
@@ -66,14 +67,15 @@ def run_all_ways(source, exe, modules=(), variants=None):
     names = sorted(calls)
     variants = variants or [
         ("edges", []),
+        (SAMPLED, []),
         ("noedges", ["--no-edges"]),
         ("stacks", ["--stacks=8"]),
         ("only", ["-f", names[0], "-f", names[-1]]),
         ("without", ["-x", names[1]]),
     ]
     for tag, opts in variants:
-        what = f"{exe} {' '.join(opts) or '(defaults)'}"
-        t = hs.trace(exe, [], modules=list(modules), options=list(BASE) + opts,
+        what = f"{exe} {' '.join(opts) or '(defaults)'}{'' if tag == SAMPLED else ' --no-sample'}"
+        t = hs.trace(exe, [], modules=list(modules), options=([] if tag == SAMPLED else ["--no-sample"]) + opts,
                      name=f"hard_{exe[:-4]}_{tag}", cwd=hs.TARGETS32)
         hs.eq((t.rc, t.stdout), (0, plain.stdout), f"{what}: exit code and stdout")
         picked = set(calls)
