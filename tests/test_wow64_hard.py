@@ -8,6 +8,7 @@ exports32.dll). Each program's header states its calls, its caller edges
 and its output, exactly: traced with edges (the default), without
 (--no-edges), with entry stacks (--stacks: frame 1 of each stack is the
 caller the edges name), sampled by the suspend sampler at the same time,
+timed (--time: the 32-bit agent's return probes),
 and with -f and -x filters, it prints what it
 prints untraced, byte for byte, exits alike, and each stated function has
 exactly its stated calls and callers (a filtered-out one is not hooked)."""
@@ -68,6 +69,7 @@ def run_all_ways(source, exe, modules=(), variants=None):
     variants = variants or [
         ("edges", []),
         (SAMPLED, []),
+        ("time", ["--time"]),
         ("noedges", ["--no-edges"]),
         ("stacks", ["--stacks=8"]),
         ("only", ["-f", names[0], "-f", names[-1]]),
