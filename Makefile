@@ -197,7 +197,8 @@ $(B)/native/unit/%: tests/unit/%.c $(NATIVE_LIB) | $(INC_FARMS)
 # entry jumps through an absolute address)
 CAPSTONE_M32 ?= $(B)/deps/capstone-m32
 N32FLAGS     := $(NCFLAGS) -m32 -fno-pie -I$(CAPSTONE_M32)/include
-UNIT32_SRC   := tests/unit/test_hook_exec.c tests/unit/test_hook_dlls.c tests/unit/test_unwind32.c
+UNIT32_SRC   := tests/unit/test_hook_exec.c tests/unit/test_hook_dlls.c tests/unit/test_unwind32.c \
+                tests/unit/test_ebpwalk.c
 UNIT32_BIN   := $(patsubst tests/unit/%.c,$(B)/native32/unit/%,$(UNIT32_SRC))
 nat32_obj     = $(patsubst %.c,$(B)/native32/%.o,$(1))
 NATIVE32_LIB := $(call nat32_obj,$(HOOK_C) tests/unit/tap.c tests/unit/xrun.c tests/unit/xcase.c)

@@ -176,16 +176,28 @@ void hs_unwind_unregister(hs_mod_state *m)
     (void)m;
 }
 
+/* Whether addr lies in committed executable memory (VirtualQuery: no
+ * fault on an address that is not mapped). */
+static int executable(uint32_t addr, void *ctx)
+{
+    (void)ctx;
+    MEMORY_BASIC_INFORMATION mbi;
+    const DWORD exec = PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE | PAGE_EXECUTE_WRITECOPY;
+    return VirtualQuery((const void *)(uintptr_t)addr, &mbi, sizeof mbi) == sizeof mbi &&
+           mbi.State == MEM_COMMIT && (mbi.Protect & exec) != 0;
+}
+
 /* The entry stack by the EBP chain (hook/unwind/ebpwalk.h: a caller
- * without a frame pointer hides its own caller), with the true return
- * addresses of the timed calls open on the thread. */
+ * without a frame pointer hides its own caller; a value in ebp that is
+ * no frame ends the walk where what it points at is in no code), with
+ * the true return addresses of the timed calls open on the thread. */
 int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
                  int max, int *truncated)
 {
     hs_ret_shadow shadow;
     hs_time32_shadow(counters, &shadow);
     return hs_ebp_walk((uint32_t)entry, (uint32_t)rsp, r->ebp, (uint32_t)hs_teb_read(HS_TEB_STACK_LIMIT),
-                       (uint32_t)hs_teb_read(HS_TEB_STACK_BASE), &shadow, frames, max, truncated);
+                       (uint32_t)hs_teb_read(HS_TEB_STACK_BASE), &shadow, executable, NULL, frames, max, truncated);
 }
 
 void hs_stackwalk_forget(void)

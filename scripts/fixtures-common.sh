@@ -10,6 +10,9 @@
 # for finished.
 #
 # Environment (all optional):
+#   FIX_ARCH    i686: build the fixture for 32-bit x86 with the i686
+#               toolchain into build/fixtures32/ (default: x86-64 into
+#               build/fixtures/); sets the defaults of the four below
 #   FIX_CC      C compiler, win32 thread model  (x86_64-w64-mingw32-gcc-win32)
 #   FIX_CXX     C++ compiler, posix thread model (x86_64-w64-mingw32-g++-posix)
 #   FIX_NM      nm for PE files                  (x86_64-w64-mingw32-nm)
@@ -19,8 +22,14 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FIX_ARCH=${FIX_ARCH:-x86_64}
+case "$FIX_ARCH" in
+    x86_64) fix_suffix= ;;
+    i686)   fix_suffix=32 ;;
+    *) echo "fixtures: FIX_ARCH must be x86_64 or i686, not '$FIX_ARCH'" >&2; exit 1 ;;
+esac
 # shellcheck disable=SC2034  # used by the scripts that source this file
-fix="$top/build/fixtures"
+fix="$top/build/fixtures$fix_suffix"
 srcroot="$top/build/deps/src"       # apt-get source trees, shared with capstone
 
 pick_tool() {   # first of the candidates that exists
@@ -31,14 +40,17 @@ pick_tool() {   # first of the candidates that exists
     echo "$1"
 }
 
-FIX_CC=${FIX_CC:-$(pick_tool x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-gcc)}
-FIX_CXX=${FIX_CXX:-x86_64-w64-mingw32-g++-posix}
-FIX_NM=${FIX_NM:-x86_64-w64-mingw32-nm}
+FIX_CC=${FIX_CC:-$(pick_tool "$FIX_ARCH-w64-mingw32-gcc-win32" "$FIX_ARCH-w64-mingw32-gcc")}
+FIX_CXX=${FIX_CXX:-$FIX_ARCH-w64-mingw32-g++-posix}
+FIX_NM=${FIX_NM:-$FIX_ARCH-w64-mingw32-nm}
 FIX_JOBS=${FIX_JOBS:-$(nproc 2>/dev/null || echo 2)}
 HOST_CC=${HOST_CC:-gcc}
+# the Debian package of FIX_CC, for the hint when it is missing
+# shellcheck disable=SC2034  # used by the scripts that source this file
+FIX_CC_PACKAGE=gcc-mingw-w64-${FIX_ARCH//_/-}-win32
 export NM="$FIX_NM"
 
-fixture_name=${fixture_name:-fixtures}
+fixture_name=${fixture_name:-fixtures}$fix_suffix
 
 log() { echo "fixtures[$fixture_name]: $*" >&2; }
 die() { echo "fixtures[$fixture_name]: ERROR: $*" >&2; exit 1; }

@@ -18,7 +18,7 @@ fixture_name=groundtruth
 # shellcheck source=scripts/fixtures-common.sh
 . "$(dirname "$0")/fixtures-common.sh"
 
-need "$FIX_CC" "package gcc-mingw-w64-x86-64-win32"
+need "$FIX_CC" "package $FIX_CC_PACKAGE"
 need python3
 
 src="$top/tests/fixtures/groundtruth/groundtruth.c"

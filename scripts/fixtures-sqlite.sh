@@ -33,7 +33,7 @@ fixture_name=sqlite
 # shellcheck source=scripts/fixtures-common.sh
 . "$(dirname "$0")/fixtures-common.sh"
 
-need "$FIX_CC" "package gcc-mingw-w64-x86-64-win32"
+need "$FIX_CC" "package $FIX_CC_PACKAGE"
 need "$HOST_CC" "package gcc"
 need make
 need python3

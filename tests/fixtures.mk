@@ -32,7 +32,8 @@ FIX_HMAC   := $(FIX_DIR)/hmac256/hmac256.exe $(FIX_DIR)/hmac256/input.bin \
 FIX_CMD    := $(FIX_DIR)/cmd/workload.bat
 FIX_PDB    := $(FIX_DIR)/pdb/pdbc.exe $(FIX_DIR)/pdb/pdbcxx.exe $(FIX_DIR)/pdb/pdbmsvc.exe $(FIX_DIR)/pdb/pdbc32.exe
 FIX_PDBLUA := $(FIX_DIR)/pdblua/lua.exe $(FIX_DIR)/pdblua/lua-instr.exe
-FIX_ZSTD   := $(FIX_DIR)/zstd/libzstd.dll
+FIX_ZSTD   := $(FIX_DIR)/zstd/libzstd.dll $(FIX_DIR)/zstd/libzstd-cp.dll $(FIX_DIR)/zstd/libzstd-instr.dll \
+              $(FIX_DIR)/zstd/zstdwork.exe
 FIX_DATA   := $(FIX_DIR)/lua/workload.lua $(FIX_DIR)/lua/exit3.lua \
               $(FIX_DIR)/sqlite/workload.sql $(FIX_DIR)/pdblua/workload.lua
 
@@ -78,7 +79,7 @@ $(FIX_DIR)/pdblua/%.lua: tests/fixtures/lua/%.lua
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(FIX_ZSTD): scripts/fixtures-zstd.sh $(FIX_COMMON)
+$(FIX_ZSTD) &: scripts/fixtures-zstd.sh tests/targets/zstdwork.c $(FIX_COMMON) $(FIX_RUNTIME)
 	scripts/fixtures-zstd.sh
 
 # workload files are used from the fixture's directory (the cwd of a run)
@@ -93,8 +94,46 @@ $(FIX_DIR)/sqlite/%.sql: tests/fixtures/sqlite/%.sql
 $(FIX_DIR)/etl/%.etl: tests/fixtures/etl/%.etl.zip scripts/fixtures-etl.py
 	$(PYTHON) scripts/fixtures-etl.py $< $@
 
+# the programs with -finstrument-functions twins again, built for i686
+# (FIX_ARCH=i686: the i686 toolchain, scripts/deps32.sh) into
+# $(B)/fixtures32/, for the 32-bit agent's counts (tests/test_wow64_truth.py)
+FIX32_DIR    := $(B)/fixtures32
+FIX32_GT     := $(FIX32_DIR)/groundtruth/groundtruth.exe $(FIX32_DIR)/groundtruth/groundtruth-instr.exe
+FIX32_LUA    := $(FIX32_DIR)/lua/lua.exe $(FIX32_DIR)/lua/lua-instr.exe
+FIX32_SQLITE := $(FIX32_DIR)/sqlite/sqlite3.exe $(FIX32_DIR)/sqlite/sqlite3-cp.exe \
+                $(FIX32_DIR)/sqlite/sqlite3-instr.exe
+FIX32_ZSTD   := $(FIX32_DIR)/zstd/libzstd.dll $(FIX32_DIR)/zstd/libzstd-cp.dll \
+                $(FIX32_DIR)/zstd/libzstd-instr.dll $(FIX32_DIR)/zstd/zstdwork.exe
+FIX32_DATA   := $(FIX32_DIR)/lua/workload.lua $(FIX32_DIR)/lua/exit3.lua $(FIX32_DIR)/sqlite/workload.sql
+FIXTURES32   := $(FIX32_GT) $(FIX32_LUA) $(FIX32_SQLITE) $(FIX32_ZSTD) $(FIX32_DATA)
+
+.PHONY: fixtures32
+fixtures: fixtures32
+fixtures32: $(FIXTURES32)
+
+$(FIX32_GT) &: scripts/fixtures-groundtruth.sh tests/fixtures/groundtruth/groundtruth.c \
+               $(FIX_COMMON) $(FIX_RUNTIME)
+	FIX_ARCH=i686 scripts/fixtures-groundtruth.sh
+
+$(FIX32_LUA) &: scripts/fixtures-lua.sh tests/fixtures/lua/argv0.c $(FIX_COMMON) $(FIX_RUNTIME)
+	FIX_ARCH=i686 scripts/fixtures-lua.sh
+
+$(FIX32_SQLITE) &: scripts/fixtures-sqlite.sh $(FIX_COMMON) $(FIX_RUNTIME)
+	FIX_ARCH=i686 scripts/fixtures-sqlite.sh
+
+$(FIX32_ZSTD) &: scripts/fixtures-zstd.sh tests/targets/zstdwork.c $(FIX_COMMON) $(FIX_RUNTIME)
+	FIX_ARCH=i686 scripts/fixtures-zstd.sh
+
+$(FIX32_DIR)/lua/%.lua: tests/fixtures/lua/%.lua
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(FIX32_DIR)/sqlite/%.sql: tests/fixtures/sqlite/%.sql
+	@mkdir -p $(@D)
+	cp $< $@
+
 fixtures-check: fixtures
 	scripts/fixtures-check.sh
 
 fixtures-clean:
-	rm -rf $(FIX_DIR)
+	rm -rf $(FIX_DIR) $(FIX32_DIR)

@@ -194,10 +194,10 @@ def cyg_counts(fx, extra_args=None):
     if fx.get("stdin"):
         with open(os.path.join(cwd, fx["stdin"]), "rb") as f:
             stdin = f.read()
-    wine([fx["instrumented"]] + list(extra_args if extra_args is not None else fx["args"]),
-         input=stdin, cwd=cwd, extra_env={"HS_CYG_OUT": out}, timeout=300)
+    args = extra_args if extra_args is not None else fx.get("instrumented_args", fx["args"])
+    wine([fx["instrumented"]] + list(args), input=stdin, cwd=cwd, extra_env={"HS_CYG_OUT": out}, timeout=300)
     named = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "support", "cyg_names.py"),
-                            os.path.join(cwd, fx["instrumented"]), out],
+                            os.path.join(cwd, fx.get("instrumented_image", fx["instrumented"])), out],
                            capture_output=True, text=True, check=True).stdout
     funcs, edges = {}, {}
     for line in named.splitlines():
@@ -219,14 +219,15 @@ def instrumented_functions(fx):
     """The names of every function of a fixture's -finstrument-functions
     twin that calls the counting runtime: called by the run or not (a
     function cyg_counts() does not list was called 0 times)."""
-    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx["instrumented"]), "--instrumented")
+    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx.get("instrumented_image", fx["instrumented"])),
+                           "--instrumented")
 
 
 def loops_to_entry(fx):
     """The names of the functions of a fixture's plain build whose body
     jumps back to their entry: a hook there counts each such jump too
     (README: `loops-to-entry`), the twin only the calls."""
-    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx["program"]), "--loops-to-entry")
+    return _cyg_names_list(os.path.join(ROOT, fx["cwd"], fx.get("plain_image", fx["program"])), "--loops-to-entry")
 
 
 def need(path):

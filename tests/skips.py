@@ -81,7 +81,7 @@ SKIPS = [
           r"^the machine ran the busy thread only (\d+)% of its life in 3 runs",
           "under Wine a suspension waits until the thread is scheduled: with less than half a core for the "
           "busy thread (the program's own measure) the suspend sampler cannot keep its pace", below(50)),
-    Entry(r"^test_wow64\.", r"^32-bit targets unavailable here: (.+)$",
+    Entry(r"^test_wow64(_[a-z]+)?\.", r"^32-bit targets unavailable here: (.+)$",
           "Wine cannot run 32-bit programs on this machine: scripts/deps32.sh (make deps) did not install "
           "its 32-bit side, for the reason it gives", deps32_says()),
 ]

@@ -879,11 +879,18 @@ def test_probes_costing_more_than_the_program_are_named():
 def test_dtrace_several_pids():
     """dtrace -p A -p B: both processes are attached at once, and the one
     aggregation adds up their calls (each counted by its own attach)."""
-    import time
     exe = hs.need(f"{T}/attachee.exe")
+    dtrace_pids([exe, exe])
+
+
+def dtrace_pids(exes):
+    """dtrace -p for a running attachee of each of exes, all at once: one
+    line per process, the aggregation adds up their calls, work counted,
+    every result of work() right while hooked."""
+    import time
     procs = []
     try:
-        for _ in range(2):
+        for exe in exes:
             p = hs.Process([exe])
             procs.append(p)
         pids = []
@@ -895,7 +902,7 @@ def test_dtrace_several_pids():
         if os.path.exists(out):
             os.remove(out)
         cmd = [os.path.join(hs.ROOT, "hookscope"), "dtrace", "-n", "fpid$target:attachee::entry { @[probefunc] = count(); }",
-               "-o", os.path.relpath(out, hs.ROOT), "-p", pids[0], "-p", pids[1]]
+               "-o", os.path.relpath(out, hs.ROOT)] + [a for pid in pids for a in ("-p", pid)]
         d = subprocess.Popen(cmd, cwd=hs.ROOT, env=hs.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
         try:

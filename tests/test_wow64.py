@@ -19,17 +19,18 @@ import pdbref  # noqa: E402
 
 
 def stated_output(source):
-    """The lines a target's header comment gives under "Output (exact"."""
+    """The lines a target's header comment (C's /* */ or C++'s //) gives
+    under "Output (exact", up to an empty comment line or its end."""
     lines, inside = [], False
     with open(os.path.join(hs.ROOT, source)) as f:
         for line in f:
             if "Output (exact" in line:
                 inside = True
             elif inside:
-                text = line.strip()
-                if text in ("*", "*/"):
+                text = re.sub(r"^\s*(\*|//)", "", line.rstrip("\n")).strip()
+                if not re.match(r"\s*(\*|//)", line) or not text or text == "/":
                     break
-                lines.append(text[1:].strip())
+                lines.append(text)
     hs.check(lines, f"{source} states no output")
     return lines
 

@@ -28,7 +28,7 @@ uint32_t hs_ret_shadow_true(const hs_ret_shadow *s, uint32_t slot, uint32_t valu
 }
 
 int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_t hi, const hs_ret_shadow *shadow,
-                uint64_t *frames, int max, int *truncated)
+                hs_ebp_is_code is_code, void *ctx, uint64_t *frames, int max, int *truncated)
 {
     int n = 0;
     *truncated = 0;
@@ -47,7 +47,9 @@ int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_
     uint32_t fp = ebp, floor = esp;
     while (fp >= floor && fp >= lo && fp <= hi - 8 && !(fp & 3)) {
         uint32_t ret = hs_ret_shadow_true(shadow, fp + 4, *(const uint32_t *)(uintptr_t)(fp + 4));
-        if (!ret)
+        /* no code lies in the lowest 64 KiB (never mapped) nor on the
+         * stack: such a value says ebp was no frame */
+        if (ret < HS_EBP_LOWEST_CODE || (ret >= lo && ret < hi) || (is_code && !is_code(ret, ctx)))
             break;
         if (n == max) {
             *truncated = 1;

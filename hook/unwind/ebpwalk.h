@@ -34,13 +34,21 @@ typedef struct hs_ret_shadow {
  * record has the slot. s may be NULL (no shadow stack). */
 uint32_t hs_ret_shadow_true(const hs_ret_shadow *s, uint32_t slot, uint32_t value);
 
+/* Whether addr can be a return address: in executable memory (the
+ * caller's test; the walk itself can only rule out what no code is). */
+typedef int (*hs_ebp_is_code)(uint32_t addr, void *ctx);
+
 /* frames[0] = entry, frames[1] = the return address at esp, then one per
  * frame of the EBP chain from ebp, as long as each frame lies in [lo, hi),
- * above the last and 4-aligned and its return address is not 0; at most
- * max frames (*truncated when the chain went on). Each return address is
- * its true one (hs_ret_shadow_true; `shadow` may be NULL). Returns the
- * count. */
+ * above the last and 4-aligned and its return address can be one: not
+ * below HS_EBP_LOWEST_CODE, not on the stack, and is_code's (when given)
+ * -- a caller without a frame pointer may keep any value in ebp, a
+ * local's address among them, and what lies above that is no return
+ * address; at most max frames (*truncated when the chain went on). Each
+ * return address is its true one (hs_ret_shadow_true; `shadow` may be
+ * NULL). Returns the count. */
+#define HS_EBP_LOWEST_CODE 0x10000u   /* Windows maps nothing below 64 KiB */
 int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_t hi, const hs_ret_shadow *shadow,
-                uint64_t *frames, int max, int *truncated);
+                hs_ebp_is_code is_code, void *ctx, uint64_t *frames, int max, int *truncated);
 
 #endif

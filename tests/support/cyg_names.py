@@ -16,6 +16,12 @@ Output, sorted by name, one line each:
     F <name> <count>
     E <caller_name> <callee_name> <count>
 
+- An i386 image (PE32) is read with the i686 tools
+  (i686-w64-mingw32-nm, -objdump; --nm/--objdump still win) and its C
+  symbols named as hookscope names them: the leading '_' and the stdcall
+  or fastcall decoration undone (`_f`, `_f@12`, `@f@8`: `f`); a C++ name
+  keeps its Itanium mangling without the extra '_' (`__ZN1a1bEv`:
+  `_ZN1a1bEv`).
 - A function RVA is named by the symbol at exactly that address. Several
   names at one address (aliases) -> the first of: global before local, fewer
   leading underscores, then alphabetical. No symbol there -> "?<rva_hex>".
@@ -55,8 +61,8 @@ import sys
 EXTERNAL_SITE = 0xFFFFFFFF
 
 
-def pe_image_base(path):
-    """ImageBase from the PE optional header (PE32+ or PE32)."""
+def pe_image(path):
+    """(ImageBase, is_pe32) from the PE optional header (PE32+ or PE32)."""
     with open(path, "rb") as f:
         head = f.read(4096)
     if head[:2] != b"MZ":
@@ -67,9 +73,9 @@ def pe_image_base(path):
     opt = lfanew + 24
     (magic,) = struct.unpack_from("<H", head, opt)
     if magic == 0x20B:
-        return struct.unpack_from("<Q", head, opt + 24)[0]
+        return struct.unpack_from("<Q", head, opt + 24)[0], False
     if magic == 0x10B:
-        return struct.unpack_from("<I", head, opt + 28)[0]
+        return struct.unpack_from("<I", head, opt + 28)[0], True
     raise ValueError(f"{path}: unknown optional header magic {magic:#x}")
 
 
@@ -82,12 +88,27 @@ def read_nm(exe, nm, nm_output):
     return res.stdout
 
 
+def pe_image_base(path):
+    return pe_image(path)[0]
+
+
+def c_name32(sym):
+    """An i386 COFF symbol as hookscope names it (see the module's doc)."""
+    if sym.startswith("__Z"):
+        return sym[1:]
+    m = re.fullmatch(r"@(.+)@\d+", sym)
+    if m:
+        return m.group(1)
+    m = re.fullmatch(r"_(.+?)(@\d+)?", sym)
+    return m.group(1) if m else sym
+
+
 def alias_rank(name_and_global):
     name, is_global = name_and_global
     return (0 if is_global else 1, len(name) - len(name.lstrip("_")), name)
 
 
-def build_symbols(nm_text, image_base):
+def build_symbols(nm_text, image_base, pe32=False):
     """-> (sorted list of rvas, {rva: name})"""
     at = {}
     for line in nm_text.splitlines():
@@ -105,6 +126,8 @@ def build_symbols(nm_text, image_base):
             continue
         at.setdefault(rva, []).append((name, kind == "T"))
     names = {rva: min(cands, key=alias_rank)[0] for rva, cands in at.items()}
+    if pe32:
+        names = {rva: c_name32(n) for rva, n in names.items()}
     return sorted(names), names
 
 
@@ -117,7 +140,7 @@ def instrumented(exe, objdump, base, addrs, names):
     """Names of the functions that call __cyg_profile_func_enter."""
     found = set()
     for line in disassembly(exe, objdump):
-        if "call" in line and line.rstrip().endswith("<__cyg_profile_func_enter>"):
+        if "call" in line and line.rstrip().endswith(("<__cyg_profile_func_enter>", "<___cyg_profile_func_enter>")):
             site = int(line.split(":", 1)[0], 16) - base
             i = bisect.bisect_right(addrs, site) - 1
             found.add(names[addrs[i]] if i >= 0 else f"?{site:x}")
@@ -142,18 +165,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("exe")
     ap.add_argument("counts", nargs="?")
-    ap.add_argument("--nm", default=os.environ.get("NM", "x86_64-w64-mingw32-nm"))
+    ap.add_argument("--nm")
     ap.add_argument("--nm-output", help="use this saved nm listing of EXE")
     ap.add_argument("--instrumented", action="store_true",
                     help="list the instrumented functions of EXE instead")
     ap.add_argument("--loops-to-entry", action="store_true",
                     help="list the functions of EXE that jump back to their entry instead")
-    ap.add_argument("--objdump", default=os.environ.get("OBJDUMP", "x86_64-w64-mingw32-objdump"))
+    ap.add_argument("--objdump")
     ap.add_argument("-o", "--output", help="write here instead of stdout")
     args = ap.parse_args(argv)
 
-    base = pe_image_base(args.exe)
-    addrs, names = build_symbols(read_nm(args.exe, args.nm, args.nm_output), base)
+    base, pe32 = pe_image(args.exe)
+    # $NM and $OBJDUMP are the x86-64 tools' overrides
+    tools, env = ("i686-w64-mingw32-", {}) if pe32 else ("x86_64-w64-mingw32-", os.environ)
+    args.nm = args.nm or env.get("NM") or tools + "nm"
+    args.objdump = args.objdump or env.get("OBJDUMP") or tools + "objdump"
+    addrs, names = build_symbols(read_nm(args.exe, args.nm, args.nm_output), base, pe32)
     if args.instrumented or args.loops_to_entry:
         tag, scan = ("I", instrumented) if args.instrumented else ("L", loops_to_entry)
         sys.stdout.write("".join(f"{tag} {n}\n" for n in sorted(scan(args.exe, args.objdump, base, addrs, names))))

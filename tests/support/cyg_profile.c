@@ -91,8 +91,8 @@ static NOINSTR inline uint32_t hs_cyg_image_size(void)
     if (n == 0) {
         const unsigned char *base = __ImageBase;
         const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)base;
-        const IMAGE_NT_HEADERS64 *nt =
-            (const IMAGE_NT_HEADERS64 *)(base + dos->e_lfanew);
+        const IMAGE_NT_HEADERS *nt =     /* the build's own width: PE32 or PE32+ */
+            (const IMAGE_NT_HEADERS *)(base + dos->e_lfanew);
         n = nt->OptionalHeader.SizeOfImage;
         __atomic_store_n(&hs_cyg_image_size_cache, n, __ATOMIC_RELAXED);
     }

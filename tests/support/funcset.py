@@ -15,7 +15,9 @@ usage: funcset.py PLAIN.exe INSTR.exe --runtime cyg_profile.o [--nm NM]
    chained entries skipped) must carry a symbol. GNU as drops the symbols
    of *static* functions whose names begin with 'L' (it takes them for
    local labels), which would leave hookscope and the ground truth with
-   nameless functions. Missing names are listed; exit code 1.
+   nameless functions. Missing names are listed; exit code 1. An i386
+   image (PE32) has no .pdata, and needs no such check: its C symbols
+   begin with '_' ('_Lfoo'), which as keeps.
 
 Prints one summary line: "<n> functions (<m> in .pdata) identical in both
 builds". Python 3 standard library only.
@@ -63,8 +65,11 @@ def pdata_starts(path):
     nsec, = struct.unpack_from("<H", d, lfanew + 6)
     optsz, = struct.unpack_from("<H", d, lfanew + 20)
     opt = lfanew + 24
-    if struct.unpack_from("<H", d, opt)[0] != 0x20B:
-        raise SystemExit(f"{path}: not a PE32+ image")
+    magic = struct.unpack_from("<H", d, opt)[0]
+    if magic == 0x10B:                           # PE32: no .pdata (see above)
+        return struct.unpack_from("<I", d, opt + 28)[0], []
+    if magic != 0x20B:
+        raise SystemExit(f"{path}: not a PE32 or PE32+ image")
     base, = struct.unpack_from("<Q", d, opt + 24)
     exc_rva, exc_size = struct.unpack_from("<II", d, opt + 112 + 3 * 8)
     secs = []

@@ -17,7 +17,11 @@
  * sees every call.
  *
  * Calls (exact): main 1, cdecl_add 10, stdcall_mix 20, fastcall_mul 30,
- * counter_add 40, sum_varargs 5, mul64 3, average 2.
+ * counter_add 40, sum_varargs 5, mul64 3, average 2
+ *
+ * Edges (exact): main->cdecl_add 10, main->stdcall_mix 20,
+ * main->fastcall_mul 30, main->counter_add 40, main->sum_varargs 5,
+ * main->mul64 3, main->average 2
  *
  * Output (exact, checked by tests/test_wow64.py), exit code 0, no args:
  *   cdecl_add=145

@@ -173,7 +173,7 @@ static uint64_t *harness_stack(uint32_t fidx, uint64_t entry_esp, const uint32_t
     uint64_t frames[8];
     int truncated;
     int nf = hs_ebp_walk((uint32_t)XR_A, (uint32_t)entry_esp, regs[1], (uint32_t)XR_STACK,
-                         (uint32_t)(XR_STACK + XR_STACK_SZ), NULL, frames, 8, &truncated);
+                         (uint32_t)(XR_STACK + XR_STACK_SZ), NULL, NULL, NULL, frames, 8, &truncated);
     if (!slow_seen.bad[0] && (nf < 2 || frames[0] != XR_A || frames[1] != XR_RETPAD))
         snprintf(slow_seen.bad, sizeof slow_seen.bad, "entry stack of %d frames: %#llx %#llx", nf,
                  (unsigned long long)frames[0], nf > 1 ? (unsigned long long)frames[1] : 0ull);
@@ -382,7 +382,7 @@ static uint64_t *thread_stack(uint32_t fidx, uint64_t entry_esp, const uint32_t 
     uint64_t frames[16];
     int truncated;
     int n = hs_ebp_walk((uint32_t)(uintptr_t)th_hooked, (uint32_t)entry_esp, regs[1], (uint32_t)entry_esp,
-                        t->stack_hi, NULL, frames, 16, &truncated);
+                        t->stack_hi, NULL, NULL, NULL, frames, 16, &truncated);
     if (!t->bad[0] && (fidx != TH_FIDX || n < 4 || frames[0] != (uintptr_t)th_hooked ||
                        !th_in(frames[1], th_chain_c) || !th_in(frames[2], th_chain_b) ||
                        !th_in(frames[3], th_chain_a)))

@@ -636,7 +636,7 @@ static FRAMED int capture(void)
     for (int k = 0; k < 2; k++) {
         int truncated;
         walked_n[k] = hs_ebp_walk((uint32_t)(uintptr_t)capture, fp + 4, *(const uint32_t *)(uintptr_t)fp, fp,
-                                  fp + 0x10000, k ? NULL : &sh, walked[k], 3, &truncated);
+                                  fp + 0x10000, k ? NULL : &sh, NULL, NULL, walked[k], 3, &truncated);
     }
     return t32_zero;
 }
