@@ -179,11 +179,13 @@ $(B)/native/%.o: %.c | $(INC_FARMS)
 	@mkdir -p $(dir $@)
 	$(NCC) $(NCFLAGS) -I$(B)/inc/$(call layer_of,$*) -MMD -MP -c $< -o $@
 
-UNIT_SRC := $(wildcard tests/unit/test_*.c)
+# (test_ebpwalk.c walks live 32-bit frames: a unit of build/native32 only)
+UNIT_ONLY32 := tests/unit/test_ebpwalk.c
+UNIT_SRC := $(filter-out $(UNIT_ONLY32),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/native/unit/%,$(UNIT_SRC))
 # (*32.c: 32-bit code only, built into build/native32 for the units that
 # use it)
-UNIT_SUPPORT := $(filter-out $(UNIT_SRC) tests/unit/%32.c,$(wildcard tests/unit/*.c))
+UNIT_SUPPORT := $(filter-out $(UNIT_SRC) $(UNIT_ONLY32) tests/unit/%32.c,$(wildcard tests/unit/*.c))
 
 NATIVE_LIB := $(call nat_obj,$(HOOK_C) $(INJ_PORTABLE) $(SAMPLER_C) $(UNIT_SUPPORT))
 
