@@ -48,11 +48,12 @@ static int owner_only_init(owner_only *o)
 /* A 32-bit target maps the whole session into its 2 GiB of address space
  * (4 with /LARGEADDRESSAWARE), beside the program: the capacities are cut
  * until the view takes at most SESSION_MAX_32BIT, threads first (to 32),
- * then functions (to 16384: a module with more gets the "function table
- * is full" error), then with --time each thread's shadow stack (to 4096
- * open timed calls: deeper ones run untimed, counted in time_dropped;
- * 4 MiB a thread were most of a 388 MiB session, and with --stacks too no
- * room was left near the program for its stubs). Returns the new total. */
+ * then with --time each thread's shadow stack (to 4096 open timed calls:
+ * deeper ones run untimed, counted in time_dropped; 4 MiB a thread were
+ * most of a 388 MiB session, and with --stacks too no room was left near
+ * the program for its stubs), then functions (to 16384: a module with
+ * more gets the "function table is full" error; cut last, as a program's
+ * functions are what it is traced for). Returns the new total. */
 #define SESSION_MAX_32BIT (256ull << 20)
 #define SHADOW_MIN_32BIT 4096u
 static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap, uint64_t total)
@@ -62,10 +63,10 @@ static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap, uint64_t total
            (cap->threads > 32 || cap->functions > 16384 || cap->shadow > SHADOW_MIN_32BIT)) {
         if (cap->threads > 32)
             cap->threads = cap->threads / 2 > 32 ? cap->threads / 2 : 32;
-        else if (cap->functions > 16384)
-            cap->functions = cap->functions / 2 > 16384 ? cap->functions / 2 : 16384;
-        else
+        else if (cap->shadow > SHADOW_MIN_32BIT)
             cap->shadow = cap->shadow / 2 > SHADOW_MIN_32BIT ? cap->shadow / 2 : SHADOW_MIN_32BIT;
+        else
+            cap->functions = cap->functions / 2 > 16384 ? cap->functions / 2 : 16384;
         total = hs_session_layout(L, cap);
     }
     if (cap->threads != threads || cap->functions != functions || cap->shadow != shadow)
