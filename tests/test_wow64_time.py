@@ -227,3 +227,44 @@ def test_wow64_timeline_groundtruth():
     hooked = lambda r: sorted(f["name"] for f in r.functions("groundtruth.exe") if f["hooked"])
     hs.eq(hooked(t), hooked(tt), "functions hooked with --timeline and with --time")
     hs.eq(t.calls("groundtruth.exe"), tt.calls("groundtruth.exe"), "calls with --timeline and with --time")
+
+
+def test_wow64_timeline_full_buffer_and_filters():
+    """callconv.exe's timeline with a 16-call buffer and the filters, as
+    test_timeline checks x64's: not waited for (--timeline-wait 0), the
+    calls kept and dropped add up to the timed calls exactly; waited for
+    (the return thunk calls hookscope's C to wait, in a real 32-bit
+    process), none dropped, every timed call kept, the output as
+    untraced; --timeline-depth 2 and --timeline-min-duration 1us: the
+    calls kept and left out add up to the timed calls, none kept deeper
+    than depth 1 (the C runtime's start, never ended, holds main at
+    depth 2) or shorter than a microsecond."""
+    import os
+    from test_timeline import read_timeline
+    hs.need_wow64()
+    exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
+    stated = stated_output("tests/targets32/callconv.c")
+    runs = {"drops": ["--timeline-buffer", "16", "--timeline-wait", "0"], "waits": ["--timeline-buffer", "16"],
+            "depth": ["--timeline-depth", "2"], "min": ["--timeline-min-duration", "1us"]}
+    for what, opts in runs.items():
+        t = hs.trace(exe, options=["--timeline", "--no-sample", "--no-edges"] + opts, name=f"wow64_timeline_{what}")
+        hs.eq((t.rc, out_lines(t)), (0, stated), f"{what}: exit code and output")
+        (th,) = t.json["timeline"]["threads"]
+        timed = sum(f["time"]["calls"] for f in t.functions("callconv.exe") if f.get("time"))
+        (events,) = read_timeline(os.path.join(hs.ROOT, t.out, "timeline.bin")).values()
+        hs.eq(len(events), th["events"], f"{what}: the file holds the calls kept")
+        if what == "drops":
+            hs.check(th["dropped_buffer"] > 0 and "waits" not in th, f"{what}: drops counted, no wait: {th}")
+            hs.eq(th["events"] + th["dropped_buffer"], timed, f"{what}: kept + dropped = timed calls")
+            hs.check(0 <= th["dropped_from_us"] <= th["dropped_to_us"], f"{what}: the drops' time range: {th}")
+        elif what == "waits":
+            hs.check(th.get("waits", 0) > 0 and th["dropped_buffer"] == 0, f"{what}: the buffer waited for: {th}")
+            hs.eq(th["events"], timed, f"{what}: every timed call kept")
+        else:
+            hs.check(th["events"] > 0 and th["filtered"] > 0 and th["dropped_buffer"] == 0, f"{what}: {th}")
+            hs.eq(th["events"] + th["filtered"], timed, f"{what}: kept + left out = timed calls")
+            if what == "depth":
+                hs.check(max(e[4] for e in events) <= 1, f"{what}: the deepest call kept: depth {max(e[4] for e in events)}")
+            else:
+                shortest = min(e[2] for e in events) * 1e9 / t.json["timeline"]["tsc_hz"]
+                hs.check(999 <= shortest, f"{what}: the shortest call kept: {shortest:.1f} ns")
