@@ -105,14 +105,14 @@ uint32_t hs_time32_orphan(uint32_t esp)
 /* --timeline: a thread's ring is full. In the agent hs_timeline_room
  * (probes.c) waits for the injector to take events; here (tl_room) it
  * either gives up (0: the call is dropped) or takes every event the way
- * the injector would (into tl_taken), adds TL_WAITED ticks to the
- * region's `excluded` as a wait would, and says there is room. Either
+ * the injector would (into tl_taken), spins TL_WAITED ticks and adds
+ * them to the region's `excluded` as a wait would, and says there is room. Either
  * way it changes what C code may change and more: eax, ecx, edx,
  * xmm0-7, eight x87 registers (the thunk's caller may hold ST0 and
  * ST1: they must be marked empty around the call), LastError. (TL_DRAIN,
  * for the cost: every event taken at once, no wait counted.) */
 enum { TL_NONE, TL_GIVE_UP, TL_TAKE, TL_DRAIN };
-#define TL_WAITED (1ull << 40)
+#define TL_WAITED (1ull << 20)
 typedef struct t32_event {
     uint64_t t0, t1, ticks;
     uint32_t func, depth;
@@ -151,6 +151,11 @@ int hs_timeline_room(uint8_t *r)
         if (tl_ntaken < sizeof tl_taken / sizeof tl_taken[0])
             memcpy(&tl_taken[tl_ntaken++], (uint8_t *)(uintptr_t)base + 32 * (tail & (cap - 1)), 32);
     memcpy(r + 192, &tail, 8);
+    /* the ticks waited pass on the clock, as in a real wait */
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    for (const uint64_t until = ((uint64_t)hi << 32 | lo) + TL_WAITED; ((uint64_t)hi << 32 | lo) < until;)
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
     memcpy(&excluded, r + 72, 8);
     excluded += TL_WAITED;
     memcpy(r + 72, &excluded, 8);
@@ -912,7 +917,7 @@ static uint64_t rdtsc64(void)
  * with the range of their times (the first dropped call's start, the
  * last one's end), and hs_timeline_room is not asked; with a wait that
  * gives up, it is asked once a call and they are dropped alike; with a
- * wait that finds room (the events taken, 2^40 ticks waited) none is
+ * wait that finds room (the events taken, TL_WAITED ticks waited) none is
  * dropped, and a call ended after the wait at the same moment (the outer
  * call of a longjmp, found dead with the inner one) is stretched by the
  * wait in its end but not in its ticks. */
@@ -952,11 +957,40 @@ static void timeline_full(t32_thread *t)
         e[2].depth != 0 || hdr(t, H_TL_DROPPED) || tl_room_calls != 2 || e[2].t1 != e[1].t1 + TL_WAITED ||
         e[2].ticks != e[2].t1 - e[2].t0 - TL_WAITED || e[1].ticks != e[1].t1 - e[1].t0)
         bad(t, "waited for: %u events (c_add, jumper, jumper), functions %u %u, %llu dropped, %u waits (2), the "
-            "outer call's end %llu (the inner one's %llu + 2^40), ticks %llu (its end - start - 2^40)", n,
+            "outer call's end %llu (the inner one's %llu + TL_WAITED), ticks %llu (its end - start - TL_WAITED)", n,
             n > 2 ? e[1].func : 99u, n > 2 ? e[2].func : 99u, (unsigned long long)hdr(t, H_TL_DROPPED),
             tl_room_calls, n > 2 ? (unsigned long long)e[2].t1 : 0ull, n > 2 ? (unsigned long long)e[1].t1 : 0ull,
             n > 2 ? (unsigned long long)(e[2].t1 - e[2].t0 - e[2].ticks) : 0ull);
     expect(t, F_JUMPER, 2, 2, 1);
+    tl_off(t);
+}
+
+/* Calls left by longjmp found dead at the next timed entry, with a ring
+ * of one that is full at each of them: the wait for room happens in the
+ * entry (hs_time32_enter) before the new call starts, so the new call
+ * starts after it (its start the dead call's end + TL_WAITED) and leaves the
+ * wait out (ticks = end - start for every call); every result right. */
+static void timeline_entry_wait(t32_thread *t)
+{
+    static t32_event e[16];
+    tl_setup(t, 1, 0, UINT64_MAX, 1);
+    tl_room = TL_TAKE;
+    ((c_fn)hooked[F_C_ADD])(1, 1);   /* (the ring full from here on) */
+    for (volatile int i = 0; i < 4; i++)
+        if (setjmp(t32_jb) == 0)
+            ((jumper_fn)hooked[F_JUMPER])(do_longjmp, i);
+    if (((f_fn)hooked[F_F_ADD])(1, 2, 3) != 6)   /* (fastcall: ecx and edx kept through the wait) */
+        bad(t, "f_add: a wrong result");
+    unsigned n = tl_events(t, e, 16);
+    int ok = n == 6 && tl_room_calls == 5 && !hdr(t, H_TL_DROPPED);
+    for (unsigned i = 0; ok && i < n; i++)
+        ok = e[i].func == (i == 0 ? F_C_ADD : i < 5 ? F_JUMPER : F_F_ADD) && e[i].depth == 0 &&
+             e[i].ticks == e[i].t1 - e[i].t0 && (i < 2 || e[i].t0 == e[i - 1].t1 + TL_WAITED);
+    if (!ok)
+        bad(t, "%u events (c_add, 4 jumper, f_add), %u waits (5), %llu dropped; each jumper after the first and "
+            "f_add starting TL_WAITED after the one before ended, ticks = end - start", n, tl_room_calls,
+            (unsigned long long)hdr(t, H_TL_DROPPED));
+    expect(t, F_JUMPER, 4, 4, 4);
     tl_off(t);
 }
 
@@ -1249,6 +1283,7 @@ void time32_run(hs_engine *e)
     one_case("time32/timeline-filters", T32_SHADOW_CAP, timeline_filters);
     one_case("time32/timeline-full", T32_SHADOW_CAP, timeline_full);
     one_case("time32/timeline-registers", T32_SHADOW_CAP, timeline_registers);
+    one_case("time32/timeline-entry-wait", T32_SHADOW_CAP, timeline_entry_wait);
     threads();
     true_return();
     t32_thread t;
