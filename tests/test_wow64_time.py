@@ -268,3 +268,20 @@ def test_wow64_timeline_full_buffer_and_filters():
             else:
                 shortest = min(e[2] for e in events) * 1e9 / t.json["timeline"]["tsc_hz"]
                 hs.check(999 <= shortest, f"{what}: the shortest call kept: {shortest:.1f} ns")
+
+
+def test_wow64_timeline_sampled():
+    """cpusplit.exe 1 (i686: three burners on the main thread, a waiter
+    and a sleeper) sampled at 1 kHz with --timeline: the timeline files
+    hold the timed calls exactly (check_timeline), and
+    profile.firefox.json one sample for each sample of the timeline."""
+    import json
+    hs.need_wow64()
+    t = hs.trace(hs.need(f"{hs.TARGETS32}/cpusplit.exe"), ["1"], options=["--timeline", "--sample-rate", "1000"],
+                 name="wow64_timeline_sampled")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    check_timeline(t, "cpusplit.exe", "cpusplit")
+    doc = json.loads(t.file("profile.firefox.json"))
+    n = len(t.json["timeline"]["samples"])
+    hs.check(n > 0, f"samples on the timeline: {n}")
+    hs.eq(sum(len(th["samples"]["data"]) for th in doc["threads"]), n, "one sample per sample of the timeline")
