@@ -33,8 +33,7 @@
  * x64 unwind data (the timing wrapper, the x64 stack walk, the stubs'
  * unwind info, tail-jump solving: wrapper.S, stackwalk.c, stub_unwind.c,
  * tailenv.c) and the x64 stubs and thunks (stubs.c, thunks.S) are built
- * for x86-64 only, and a session asking the 32-bit agent for what it
- * lacks (--timeline) is refused (hs_agent32_refuses). */
+ * for x86-64 only. */
 #if defined(__i386__)
 #define HS_AGENT_X86 1
 #else
@@ -268,10 +267,6 @@ size_t hs_stub_size_max(const hs_plan *plan);
 size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
                     const hs_func_input *fn, const hs_plan *plan, const hs_insn *window, hs_hooked *out,
                     hs_skip_reason *why);
-
-/* agent32.c (32-bit agent): 0, or -1 after saying in the session why
- * the 32-bit agent cannot serve it (what it lacks yet). */
-int hs_agent32_refuses(const hs_session_header *h);
 
 /* time32.S (32-bit agent): a timed call's entry, which its stub calls
  * with its descriptor pushed, and the return thunk whose address takes

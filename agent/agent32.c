@@ -6,12 +6,11 @@
  * has no counters yet, hs_probe_edge for a caller not yet counted,
  * hs_probe_stack every Nth call (the entry stack by the EBP chain), and
  * with --time entering the return probe of time32.S (a shadow return
- * stack in the thread's region; its design and why are there); the true
- * return addresses of timed calls for the entry stacks and caller edges;
- * no unwind info to register for the stubs (x86 code has no table-driven
- * unwinding: a walker follows the EBP chain through the stubs, which
- * leave ebp alone); and the refusal of what it cannot do yet
- * (--timeline).
+ * stack in the thread's region; its design and why are there; with
+ * --timeline it writes the thread's ring too); the true return addresses
+ * of timed calls for the entry stacks and caller edges; no unwind info
+ * to register for the stubs (x86 code has no table-driven unwinding: a
+ * walker follows the EBP chain through the stubs, which leave ebp alone).
  */
 #include <stddef.h>
 #include <string.h>
@@ -65,15 +64,6 @@ size_t hs_stub_emit(uint8_t *buf, uint64_t addr, size_t cap, uint32_t fidx,
     out->fidx = fidx;
     out->plan = *plan;
     return len;
-}
-
-int hs_agent32_refuses(const hs_session_header *h)
-{
-    if (!(h->options & HS_OPT_TIMELINE))
-        return 0;
-    hs_agent_fail(ERROR_NOT_SUPPORTED, "the 32-bit agent counts calls, caller edges, entry stacks and times "
-                  "them: --timeline is not built for 32-bit targets yet");
-    return -1;
 }
 
 /* ---- the shadow return stack (time32.S) ----------------------------------- */

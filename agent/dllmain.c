@@ -155,9 +155,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
     hs_regions_prepare();   /* (the timeline's filter in ticks needs the clock) */
     if (!g_hs.engine)
         g_hs.engine = hs_engine_new_bits(HS_AGENT_X86 ? 32 : 64);
-    if (HS_AGENT_X86 && hs_agent32_refuses(h)) {
-        rc = ERROR_NOT_SUPPORTED;
-    } else if (!g_hs.engine) {
+    if (!g_hs.engine) {
         hs_agent_fail(ERROR_NOT_ENOUGH_MEMORY, "agent: cannot start the disassembler");
         rc = ERROR_NOT_ENOUGH_MEMORY;
     } else if (hs_suspend_init(worker_start) < 0) {

@@ -161,10 +161,22 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
     return c;
 }
 
-/* ---- the wrapper's unwind handler -------------------------------------------- */
+/* ---- --timeline: a full ring ------------------------------------------------- */
 
-/* (x64 only: the timing wrapper, wrapper.S, needs the x64 unwind data) */
-#if !HS_AGENT_X86
+/* --timeline: the events the injector has taken from region r's ring.
+ * It stores tl_tail as one 64-bit value; the 32-bit agent reads that in
+ * two halves and might see it half written, so it reads the low half
+ * alone and widens it from the head (written by this thread only), as
+ * head - tail never exceeds the ring's size (below 2^32). */
+static uint64_t tl_tail(const hs_region_hdr *r)
+{
+#if HS_AGENT_X86
+    const uint32_t lo = *(volatile const uint32_t *)&r->tl_tail;
+    return r->tl_head - (uint32_t)((uint32_t)r->tl_head - lo);
+#else
+    return *(volatile const uint64_t *)&r->tl_tail;
+#endif
+}
 
 /* --timeline: region r's ring is full (the injector has not taken its
  * events yet). Wait for room, up to --timeline-wait (as the agent read it
@@ -177,19 +189,18 @@ uint64_t *hs_on_stack(uint32_t fidx, uint64_t entry_rsp, const hs_saved_regs *re
  * around this one leave them out (its own is counted already). LastError
  * is kept. Returns 1 when the ring has room. Called by the timing wrapper
  * (wrapper.S, which keeps the registers a caller may still use) and by
- * its unwind handler. */
+ * its unwind handler; on 32-bit targets by the return probes (time32.S). */
 int hs_timeline_room(hs_region_hdr *r)
 {
-    volatile uint64_t *tail = &r->tl_tail;
-    if (!r->tl_wait_limit || !g_hs.hdr->timeline_wait_ms || (r->tl_wait_stuck && r->tl_wait_stuck == *tail + 1))
+    if (!r->tl_wait_limit || !g_hs.hdr->timeline_wait_ms || (r->tl_wait_stuck && r->tl_wait_stuck == tl_tail(r) + 1))
         return 0;
     DWORD err = GetLastError();
     uint64_t t0 = hs_rdtsc();
     int room;
     r->tl_waits++;
-    while (!(room = r->tl_head - *tail < r->tl_cap)) {
+    while (!(room = r->tl_head - tl_tail(r) < r->tl_cap)) {
         if (hs_rdtsc() - t0 >= g_hs.tl_wait_ticks || !g_hs.hdr->timeline_wait_ms) {
-            r->tl_wait_stuck = *tail + 1;
+            r->tl_wait_stuck = tl_tail(r) + 1;
             break;
         }
         Sleep(1);
@@ -200,6 +211,11 @@ int hs_timeline_room(hs_region_hdr *r)
     SetLastError(err);
     return room;
 }
+
+/* ---- the wrapper's unwind handler -------------------------------------------- */
+
+/* (x64 only: the timing wrapper, wrapper.S, needs the x64 unwind data) */
+#if !HS_AGENT_X86
 
 /* --timeline: the call of shadow record s, which ended at t1 after `ticks`
  * of its own, into region r's ring (as wrapper.S writes it), or counted

@@ -46,7 +46,10 @@
  *     here: its duration (rdtsc - t0, less the thread's `excluded` since
  *     entry), exits, sum, self, min, max, total (outermost activation
  *     only), the log2 histogram (filed at once: no `pending`), its time
- *     added to its parent record's children; popped; back to `ret`.
+ *     added to its parent record's children; with --timeline the call
+ *     into the thread's ring as x64's wrapper writes it (an hs_tl_event,
+ *     the same filters, a full ring waited for by the same C routine,
+ *     hs_timeline_room, then dropped and counted); popped; back to `ret`.
  *
  * Calls that never return (an exception unwinding past them, longjmp, an
  * SEH handler resuming in an outer frame) leave their records: such a
@@ -63,8 +66,9 @@
  * (a helper such as MSVC's __SEH_prolog4 moves its return address down
  * the stack and returns there). A dead call is counted as the x64 unwind
  * handler counts one (exits and unwinds, sum, self, min, max, histogram,
- * its parent's children), its time ended when it was found dead: the
- * first moment this thread runs probe code after the unwind.
+ * its parent's children, its timeline event), its time ended when it was
+ * found dead: the first moment this thread runs probe code after the
+ * unwind.
  *
  * The thunk goes back by an indirect jump, not by `ret`: the function's
  * own ret already took the processor's prediction of the caller's return
@@ -87,7 +91,9 @@
  * so ST0 and xmm0 results pass. The arithmetic flags change, as in the
  * x64 wrapper: no convention keeps them across a call or reads them at
  * an entry (DF, the one that matters, is never touched); keeping them
- * cost 34 ns a call here, popfd being that slow. A return with no
+ * cost 34 ns a call here, popfd being that slow. The wait for room in
+ * a full timeline ring calls C (hs_timeline_room) as the orphan path
+ * below does, keeping the same around it. A return with no
  * record of this thread's current region (a session switched meanwhile)
  * asks hs_time32_orphan (C, every register, the x87/SSE state and
  * LastError kept around it) for the true return address.
@@ -153,12 +159,12 @@
     sub ecx, SH_SIZE
     mov [ecx + SH_T1], esi
     mov [ecx + SH_T1 + 4], edi
-    push esi
     push edi
+    push esi
     mov eax, 1
     call end_call
-    pop edi
     pop esi
+    pop edi
     mov [ebx + HDR_SHADOW_TOP], ecx
 .endm
 
@@ -260,8 +266,11 @@ SYM(hs_time32_return):
     sub ecx, SH_SIZE
     mov [ecx + SH_T1], esi
     mov [ecx + SH_T1 + 4], edi
+    push edi
+    push esi
     xor eax, eax
     call end_call
+    add esp, 8
     mov eax, [ecx + SH_RET]
     mov [esp + 28], eax
     mov [ebx + HDR_SHADOW_TOP], ecx
@@ -308,8 +317,14 @@ SYM(hs_time32_return):
     ud2                          /* no true return address anywhere: nowhere to go */
 
 /* The end of the call of record ecx at its t1 (eax 1: by unwind), ebx =
- * the counters: into its time record. Keeps ebx, ecx, ebp; eax, edx,
- * esi, edi and the flags change. */
+ * the counters: into its time record, and with --timeline into the
+ * thread's ring. The caller pushes its `now` (the t1 of this call and of
+ * any it ends after it, the t0 of a call it starts) as a 64-bit value
+ * just before the call: a wait for room in the ring advances it by the
+ * ticks waited, which hs_timeline_room adds to `excluded`, so that the
+ * calls ended or begun after the wait at that same moment leave the wait
+ * out as the calls around it do (one rdtsc serves them all). Keeps ebx,
+ * ecx, ebp; eax, edx, esi, edi and the flags change. */
 end_call:
     push ebp
     mov ebp, eax
@@ -329,6 +344,155 @@ end_call:
     adc dword ptr [esi + T_EXITS + 4], 0
     add [esi + T_UNWINDS], ebp
     adc dword ptr [esi + T_UNWINDS + 4], 0
+    /* --timeline (the region's tl_base set): the call into the ring as
+     * wrapper.S writes it on x64, unless a filter leaves it out, decided
+     * now that its duration (edx:eax) is known; ebp and edi are free */
+    cmp dword ptr [ebx + HDR_TL_BASE], 0
+    je .Ltl_done
+    cmp eax, [ebx + HDR_TL_MIN_TICKS]
+    mov edi, edx
+    sbb edi, [ebx + HDR_TL_MIN_TICKS + 4]
+    jb .Ltl_filtered             /* shorter than --timeline-min-duration */
+    mov edi, ecx
+    sub edi, [ebx + HDR_SHADOW_BASE]
+    shr edi, 6                   /* edi = the depth: the timed calls open around it */
+    cmp dword ptr [ebx + HDR_TL_DEPTHS + 4], 0
+    jne .Ltl_write
+    cmp edi, [ebx + HDR_TL_DEPTHS]
+    jae .Ltl_filtered            /* at --timeline-depth or deeper */
+.Ltl_write:
+    /* full when head - tail >= cap, on the low halves: the injector's
+     * 64-bit store of tl_tail may be seen half done by two 32-bit reads,
+     * its low half never, and head - tail <= cap < 2^32 */
+    mov ebp, [ebx + HDR_TL_HEAD]
+    sub ebp, [ebx + HDR_TL_TAIL]
+    cmp ebp, [ebx + HDR_TL_CAP]
+    jae .Ltl_full
+    mov ebp, [ebx + HDR_TL_CAP]
+    dec ebp
+    and ebp, [ebx + HDR_TL_HEAD]
+    shl ebp, 5
+    add ebp, [ebx + HDR_TL_BASE] /* ebp = the event (session.h: hs_tl_event) */
+    mov [ebp + 16], eax          /* ticks */
+    mov [ebp + 20], edx
+    mov [ebp + 28], edi          /* depth */
+    mov edi, [ecx + SH_T0]
+    mov [ebp], edi
+    mov edi, [ecx + SH_T0 + 4]
+    mov [ebp + 4], edi
+    mov edi, [ecx + SH_T1]
+    mov [ebp + 8], edi
+    mov edi, [ecx + SH_T1 + 4]
+    mov [ebp + 12], edi
+    mov edi, [ecx + SH_FUNC]
+    mov [ebp + 24], edi
+    /* the event before the head that publishes it (x86 keeps stores in
+     * order); the head in one store, so that the injector never reads it
+     * half written: its low half alone, or at its carry (once in 2^32
+     * events) all of it at once */
+    cmp dword ptr [ebx + HDR_TL_HEAD], -1
+    je .Ltl_head_carry
+    add dword ptr [ebx + HDR_TL_HEAD], 1
+    jmp .Ltl_done
+.Ltl_head_carry:
+    push eax
+    push edx
+    push ecx
+    push ebx
+    mov ebp, ebx
+    mov eax, [ebp + HDR_TL_HEAD]
+    mov edx, [ebp + HDR_TL_HEAD + 4]
+    xor ebx, ebx
+    lea ecx, [edx + 1]
+    lock cmpxchg8b [ebp + HDR_TL_HEAD]   /* (only this thread writes it: never fails) */
+    pop ebx
+    pop ecx
+    pop edx
+    pop eax
+    jmp .Ltl_done
+.Ltl_filtered:
+    add dword ptr [ebx + HDR_TL_FILTERED], 1
+    adc dword ptr [ebx + HDR_TL_FILTERED + 4], 0
+    jmp .Ltl_done
+.Ltl_full:
+    mov ebp, [ebx + HDR_TL_WAIT_LIMIT]
+    or ebp, [ebx + HDR_TL_WAIT_LIMIT + 4]
+    jz .Ltl_drop
+    /* wait for room in C (probes.c: hs_timeline_room, as x64's wrapper
+     * does): every general register the function's caller or callee may
+     * still read is on the stack already (PUSH_REGS); kept around the
+     * call are ours (eax, ecx, edx: edi and ebx are C's to keep), the
+     * x87, MMX and SSE state (a result in ST0 or xmm0, vectorcall
+     * arguments at an entry; the x87 registers marked empty meanwhile,
+     * as C expects them), LastError, and `excluded` before the wait */
+    push eax
+    push edx
+    push ecx
+    push dword ptr [ebx + HDR_EXCLUDED + 4]
+    push dword ptr [ebx + HDR_EXCLUDED]
+    mov ebp, esp
+    cld
+    and esp, -16
+    sub esp, 528                 /* the argument and LastError (16), fxsave (512) */
+    fxsave [esp + 16]
+    emms
+    lea eax, [ebx - 4096]
+    mov [esp], eax
+    mov eax, fs:[TEB_LAST_ERROR]
+    mov [esp + 4], eax
+    call SYM(hs_timeline_room)
+    mov [esp + 8], eax
+    mov ecx, [esp + 4]
+    mov fs:[TEB_LAST_ERROR], ecx
+    fxrstor [esp + 16]
+    mov eax, [esp + 8]
+    mov esp, ebp
+    mov ebp, eax                 /* ebp = 1: room */
+    /* the caller's now advanced by the ticks waited (above the saved
+     * excluded, ecx, edx, eax and ebp: end_call's return address at
+     * esp+24, the now at esp+28) */
+    mov ecx, [ebx + HDR_EXCLUDED]
+    mov edx, [ebx + HDR_EXCLUDED + 4]
+    sub ecx, [esp]
+    sbb edx, [esp + 4]
+    add [esp + 28], ecx
+    adc [esp + 32], edx
+    add esp, 8
+    pop ecx
+    pop edx
+    pop eax
+    test ebp, ebp
+    jnz .Ltl_write
+.Ltl_drop:
+    /* dropped: counted, with the time range the drops cover */
+    add dword ptr [ebx + HDR_TL_DROPPED], 1
+    adc dword ptr [ebx + HDR_TL_DROPPED + 4], 0
+    cmp dword ptr [ebx + HDR_TL_DROPPED], 1
+    jne 11f
+    cmp dword ptr [ebx + HDR_TL_DROPPED + 4], 0
+    je 12f                       /* the first drop */
+11:
+    mov ebp, [ecx + SH_T0]
+    cmp ebp, [ebx + HDR_TL_DROP_FIRST]
+    mov ebp, [ecx + SH_T0 + 4]
+    sbb ebp, [ebx + HDR_TL_DROP_FIRST + 4]
+    jae 13f
+12:
+    mov ebp, [ecx + SH_T0]
+    mov [ebx + HDR_TL_DROP_FIRST], ebp
+    mov ebp, [ecx + SH_T0 + 4]
+    mov [ebx + HDR_TL_DROP_FIRST + 4], ebp
+13:
+    mov ebp, [ebx + HDR_TL_DROP_LAST]
+    cmp ebp, [ecx + SH_T1]
+    mov ebp, [ebx + HDR_TL_DROP_LAST + 4]
+    sbb ebp, [ecx + SH_T1 + 4]
+    jae .Ltl_done                /* drop_last >= t1 */
+    mov ebp, [ecx + SH_T1]
+    mov [ebx + HDR_TL_DROP_LAST], ebp
+    mov ebp, [ecx + SH_T1 + 4]
+    mov [ebx + HDR_TL_DROP_LAST + 4], ebp
+.Ltl_done:
     add [esi + T_SUM], eax
     adc [esi + T_SUM + 4], edx
     /* inclusive time: the outermost activation only */

@@ -947,11 +947,9 @@ WIDTHS = (("x86-64", "build/bench"), ("i686", "build/bench32"))
 
 def traced_figures(exe, *opts, args=()):
     """The program's own figures under `hookscope run` (no sampling, so that
-    only the probes are measured); None when hookscope refuses the options."""
+    only the probes are measured)."""
     p = subprocess.run([HOOKSCOPE, "run", "-q", "--no-sample", "-o", OUT] + list(opts) + ["--", exe] + list(args),
                        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
-    if p.returncode == 125 and "not built for 32-bit" in p.stderr:
-        return None
     if p.returncode != 0:
         sys.exit(f"bench: hookscope run {exe} {' '.join(opts)} failed ({p.returncode}): {p.stderr.strip()}")
     return dict((l.split()[0], float(l.split()[1])) for l in p.stdout.splitlines() if l.strip())
@@ -972,14 +970,12 @@ def wow64():
         for label, opts in (("count (--no-edges)", ("--no-edges",)), ("edges (default)", ()), ("time (--time)", ("--time",))):
             t = traced_figures(cb, *opts)
             for k in ("chain", "empty"):
-                rows.setdefault((label, k), []).append(
-                    None if t is None else (t[k] - base[k], t[k + "-control"] - base[k + "-control"]))
+                rows.setdefault((label, k), []).append((t[k] - base[k], t[k + "-control"] - base[k + "-control"]))
         e, st = traced_figures(sb, args=["200000"]), traced_figures(sb, "--stacks=16", args=["200000"])
         rows.setdefault(("per captured stack", "deep"), []).append(
             (st["deep"] - e["deep"], st["deep-control"] - sbase["deep-control"]))
     for (label, k), cells in rows.items():
-        print(f"{label:<22}{k:<8}" + "".join(f"{'refused':>14}{'':>8}" if c is None else f"{c[0]:>14.2f}{c[1]:>8.2f}"
-                                            for c in cells))
+        print(f"{label:<22}{k:<8}" + "".join(f"{c[0]:>14.2f}{c[1]:>8.2f}" for c in cells))
     print("per captured stack: --stacks=16 against edges alone, every call captured, 16 frames walked.")
 
     print(f"\ninstall rate (manyfuncs.exe, 20,000 generated functions; median of {ROUNDS})")

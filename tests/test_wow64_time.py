@@ -6,7 +6,11 @@ every call timed and ended; longjmp32.exe leaves 40 timed calls by longjmp,
 each counted as an unwind exit, and its entry stacks give the true return
 addresses through timed callers; cxxexc32.exe throws C++ exceptions (DWARF-2)
 that no return thunk may stand in the way of; attachee.exe is attached to
-with --time, its agent's TLS index below 64 and past it."""
+with --time, its agent's TLS index below 64 and past it. With --timeline
+(the return thunk writes each timed call into the thread's ring), callconv.exe
+and the ground-truth program run as untraced, their timeline's calls the
+timed calls exactly, checked as test_timeline and test_firefox check x64's."""
+import os
 import re
 
 import hs
@@ -105,3 +109,179 @@ def test_wow64_time_attach():
             hs.check(m, f"{args}: the attachee's last line")
             hs.eq(p.wait(timeout=30), 0, f"{args}: the attachee's exit code")
             hs.eq((int(m.group(1)), int(m.group(3))), (0, 1), f"{args}: wrong results of work, code-matches at the end")
+
+
+def check_timeline(t, module, what):
+    """The --timeline files of a 32-bit run, as test_timeline and
+    test_firefox check them on x64: nothing dropped; per timed function
+    its trace.json events, its profile.firefox.json markers and its
+    timeline.bin calls are its hook count (calls ended and open at the
+    end), their ticks adding up to --time's sum; in timeline.bin every
+    call lies inside the call around it on its thread, one level deeper,
+    the outermost at depth 0; profile.firefox.json passes the checker.
+    Returns timeline.bin's calls that ended, by thread."""
+    import collections
+    import json
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(hs.ROOT, "tests", "support"))
+    import gecko_profile
+    from test_firefox import calls_by_thread
+    from test_timeline import calls_of, read_timeline
+    tl = t.json["timeline"]
+    hs.eq([(th["dropped_buffer"], th["dropped_file"], th.get("filtered", 0)) for th in tl["threads"]],
+          [(0, 0, 0)] * len(tl["threads"]), f"{what}: nothing dropped or left out")
+    trace = json.loads(t.file("trace.json"))
+    by_name, _ = calls_of(trace)
+    doc = json.loads(t.file("profile.firefox.json"))
+    gecko_profile.check(doc)
+    markers = collections.Counter()
+    for (_, name), v in calls_by_thread(doc).items():
+        markers[name] += len(v)
+    path = os.path.join(hs.ROOT, t.out, "timeline.bin")
+    closed, opened = read_timeline(path), read_timeline(path, open_calls=True)
+    names = {}
+    for f in t.json["functions"]:
+        names[(f["module_id"], int(f["rva"], 16))] = f["name"]
+    fname = [names.get((m, rva)) for m, rva in tl["functions"]]
+    in_bin = collections.Counter(fname[e[3]] for evs in list(closed.values()) + list(opened.values()) for e in evs)
+    ticks = collections.Counter()
+    for evs in closed.values():
+        for e in evs:
+            ticks[fname[e[3]]] += e[2]
+    # (trace.json keeps the 100,000 longest calls at most: all of them below that)
+    all_in_trace = sum(f["calls"] for f in t.functions(module) if f.get("time")) <= 100000
+    timed = 0
+    for f in t.functions(module):
+        tm = f.get("time")
+        if not tm:
+            hs.eq((len(by_name.get(f["name"], [])), in_bin[f["name"]]), (0, 0), f"{what}: {f['name']} untimed: no event")
+            continue
+        in_trace = len(by_name.get(f["name"], []))
+        got = (in_trace if all_in_trace else max(in_trace, f["calls"]), markers[f["name"]], in_bin[f["name"]])
+        hs.eq(got, (f["calls"],) * 3, f"{what}: {f['name']}: trace.json events, markers, timeline.bin calls = hook count")
+        hs.eq(tm["calls"] + tm["open"], f["calls"], f"{what}: {f['name']}: timed exits and open calls")
+        timed += f["calls"]
+        if not tm["open"]:
+            hs.check(abs(ticks[f["name"]] * 1e9 / tl["tsc_hz"] - tm["sum_ns"]) <= f["calls"] + 1,
+                     f"{what}: {f['name']}: ticks add up to sum_ns {tm['sum_ns']}")
+    hs.check(timed > 0, f"{what}: timed calls on the timeline")
+    in_trace = sum(len(v) for v in by_name.values())
+    if all_in_trace:
+        hs.eq(in_trace, timed, f"{what}: trace.json's calls")
+    else:
+        other = trace["otherData"]
+        hs.check(other["calls"] == timed and in_trace == other["calls_kept"] <= 100000,
+                 f"{what}: trace.json's calls {in_trace} of {timed}, as it says: {other}")
+    for tid in dict.fromkeys(list(closed) + list(opened)):
+        stack, roots = [], set()
+        for t0, t1, _, func, depth in sorted(closed.get(tid, []) + opened.get(tid, []), key=lambda e: (e[0], -e[1])):
+            while stack and stack[-1][1] < t0:
+                stack.pop()
+            if stack:
+                hs.check(t1 <= stack[-1][1] and depth == stack[-1][4] + 1,
+                         f"{what}: call {fname[func]} ({t0}, {t1}, depth {depth}) inside {stack[-1]}")
+            else:
+                roots.add(depth)
+            stack.append((t0, t1, 0, func, depth))
+        hs.eq(roots, {0}, f"{what}: thread {tid}: every call outside all others at depth 0")
+    return closed
+
+
+def test_wow64_timeline_calling_conventions():
+    """callconv.exe with --timeline (and --no-edges: no slow path of
+    hookscope's inside a call): it prints what it prints untraced; every
+    timed call of every convention is one event of timeline.bin, one of
+    trace.json and one marker of profile.firefox.json, nested as called,
+    each with ticks = its end - its start."""
+    hs.need_wow64()
+    t = hs.trace(hs.need(f"{hs.TARGETS32}/callconv.exe"), options=["--timeline", "--no-sample", "--no-edges"],
+                 name="wow64_timeline_callconv")
+    hs.eq((t.rc, out_lines(t)), (0, stated_output("tests/targets32/callconv.c")), "exit code and output, timeline")
+    closed = check_timeline(t, "callconv.exe", "callconv")
+    hs.check(all(e[2] == e[1] - e[0] for evs in closed.values() for e in evs), "ticks = t1 - t0")
+    fs = timed(t, "callconv.exe")
+    hs.eq({n: fs[n][0] for n in ("cdecl_add", "stdcall_mix", "fastcall_mul", "counter_add", "mul64")},
+          {"cdecl_add": 10, "stdcall_mix": 20, "fastcall_mul": 30, "counter_add": 40, "mul64": 3}, "calls")
+
+
+def test_wow64_timeline_groundtruth():
+    """The i686 ground-truth program with --timeline (its threads too):
+    output and exit code as untraced; the timeline's calls are the timed
+    calls exactly; the 32-bit session, cut to fit (each thread's buffer
+    to 32,768 calls), holds what a --time run's holds: the same functions
+    hooked, the same calls."""
+    hs.need_wow64()
+    fx = hs.fixture("groundtruth")
+    cwd = os.path.join(hs.ROOT, fx["cwd"])
+    exe32 = os.path.relpath(os.path.join(hs.ROOT, hs.need(f"{hs.TARGETS32}/groundtruth.exe")), cwd)
+    plain = hs.wine([exe32] + fx["args"], cwd=cwd)
+    t = hs.trace(exe32, fx["args"], options=["--timeline", "--no-sample", "-v"], name="wow64_timeline_groundtruth",
+                 cwd=fx["cwd"])
+    hs.eq((t.rc, t.stdout), (fx["exit_code"], plain.stdout), "exit code and output, timeline")
+    hs.check("each thread's timeline buffer holds 32768 calls (not 262144)" in t.stderr.decode(errors="replace"),
+             "the buffers cut to fit the 32-bit session")
+    check_timeline(t, "groundtruth.exe", "groundtruth")
+    tt = hs.trace(exe32, fx["args"], options=["--time", "--no-sample"], name="wow64_time_groundtruth", cwd=fx["cwd"])
+    hs.eq(tt.rc, fx["exit_code"], "exit code, --time")
+    hooked = lambda r: sorted(f["name"] for f in r.functions("groundtruth.exe") if f["hooked"])
+    hs.eq(hooked(t), hooked(tt), "functions hooked with --timeline and with --time")
+    hs.eq(t.calls("groundtruth.exe"), tt.calls("groundtruth.exe"), "calls with --timeline and with --time")
+
+
+def test_wow64_timeline_full_buffer_and_filters():
+    """callconv.exe's timeline with a 16-call buffer and the filters, as
+    test_timeline checks x64's: not waited for (--timeline-wait 0), the
+    calls kept and dropped add up to the timed calls exactly; waited for
+    (the return thunk calls hookscope's C to wait, in a real 32-bit
+    process), none dropped, every timed call kept, the output as
+    untraced; --timeline-depth 2 and --timeline-min-duration 1us: the
+    calls kept and left out add up to the timed calls, none kept deeper
+    than depth 1 (the C runtime's start, never ended, holds main at
+    depth 2) or shorter than a microsecond."""
+    import os
+    from test_timeline import read_timeline
+    hs.need_wow64()
+    exe = hs.need(f"{hs.TARGETS32}/callconv.exe")
+    stated = stated_output("tests/targets32/callconv.c")
+    runs = {"drops": ["--timeline-buffer", "16", "--timeline-wait", "0"], "waits": ["--timeline-buffer", "16"],
+            "depth": ["--timeline-depth", "2"], "min": ["--timeline-min-duration", "1us"]}
+    for what, opts in runs.items():
+        t = hs.trace(exe, options=["--timeline", "--no-sample", "--no-edges"] + opts, name=f"wow64_timeline_{what}")
+        hs.eq((t.rc, out_lines(t)), (0, stated), f"{what}: exit code and output")
+        (th,) = t.json["timeline"]["threads"]
+        timed = sum(f["time"]["calls"] for f in t.functions("callconv.exe") if f.get("time"))
+        (events,) = read_timeline(os.path.join(hs.ROOT, t.out, "timeline.bin")).values()
+        hs.eq(len(events), th["events"], f"{what}: the file holds the calls kept")
+        if what == "drops":
+            hs.check(th["dropped_buffer"] > 0 and "waits" not in th, f"{what}: drops counted, no wait: {th}")
+            hs.eq(th["events"] + th["dropped_buffer"], timed, f"{what}: kept + dropped = timed calls")
+            hs.check(0 <= th["dropped_from_us"] <= th["dropped_to_us"], f"{what}: the drops' time range: {th}")
+        elif what == "waits":
+            hs.check(th.get("waits", 0) > 0 and th["dropped_buffer"] == 0, f"{what}: the buffer waited for: {th}")
+            hs.eq(th["events"], timed, f"{what}: every timed call kept")
+        else:
+            hs.check(th["events"] > 0 and th["filtered"] > 0 and th["dropped_buffer"] == 0, f"{what}: {th}")
+            hs.eq(th["events"] + th["filtered"], timed, f"{what}: kept + left out = timed calls")
+            if what == "depth":
+                hs.check(max(e[4] for e in events) <= 1, f"{what}: the deepest call kept: depth {max(e[4] for e in events)}")
+            else:
+                shortest = min(e[2] for e in events) * 1e9 / t.json["timeline"]["tsc_hz"]
+                hs.check(999 <= shortest, f"{what}: the shortest call kept: {shortest:.1f} ns")
+
+
+def test_wow64_timeline_sampled():
+    """cpusplit.exe 1 (i686: three burners on the main thread, a waiter
+    and a sleeper) sampled at 1 kHz with --timeline: the timeline files
+    hold the timed calls exactly (check_timeline), and
+    profile.firefox.json one sample for each sample of the timeline."""
+    import json
+    hs.need_wow64()
+    t = hs.trace(hs.need(f"{hs.TARGETS32}/cpusplit.exe"), ["1"], options=["--timeline", "--sample-rate", "1000"],
+                 name="wow64_timeline_sampled")
+    hs.eq(t.rc, 0, "exit code: " + t.stderr.decode(errors="replace"))
+    check_timeline(t, "cpusplit.exe", "cpusplit")
+    doc = json.loads(t.file("profile.firefox.json"))
+    n = len(t.json["timeline"]["samples"])
+    hs.check(n > 0, f"samples on the timeline: {n}")
+    hs.eq(sum(len(th["samples"]["data"]) for th in doc["threads"]), n, "one sample per sample of the timeline")

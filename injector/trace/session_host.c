@@ -53,12 +53,23 @@ static int owner_only_init(owner_only *o)
  * most of a 388 MiB session, and with --stacks too no room was left near
  * the program for its stubs), then functions (to 16384: a module with
  * more gets the "function table is full" error; cut last, as a program's
- * functions are what it is traced for). Returns the new total. */
+ * functions are what it is traced for). The timeline's rings are cut
+ * after all that, and apart: a --timeline run keeps the threads,
+ * functions and open calls a run without it has (it hooks what that run
+ * hooks), and each thread's ring is halved while the view is too large,
+ * to TL_MIN_32BIT events at least (1 MiB a thread: 33 MiB more than the
+ * same run without --timeline; a full ring holds its thread up until the
+ * drain, every 2 ms, has taken events, --timeline-wait). Returns the new
+ * total. */
 #define SESSION_MAX_32BIT (256ull << 20)
 #define SHADOW_MIN_32BIT 4096u
+#define TL_MIN_32BIT (1u << 15)
 static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap, uint64_t total)
 {
-    const uint32_t threads = cap->threads, functions = cap->functions, shadow = cap->shadow;
+    const uint32_t threads = cap->threads, functions = cap->functions, shadow = cap->shadow,
+                   timeline = cap->timeline;
+    cap->timeline = 0;
+    total = hs_session_layout(L, cap);
     while (total > SESSION_MAX_32BIT &&
            (cap->threads > 32 || cap->functions > 16384 || cap->shadow > SHADOW_MIN_32BIT)) {
         if (cap->threads > 32)
@@ -69,10 +80,18 @@ static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap, uint64_t total
             cap->functions = cap->functions / 2 > 16384 ? cap->functions / 2 : 16384;
         total = hs_session_layout(L, cap);
     }
+    cap->timeline = timeline;
+    total = hs_session_layout(L, cap);
+    while (total > SESSION_MAX_32BIT && cap->timeline > TL_MIN_32BIT) {
+        cap->timeline = cap->timeline / 2 > TL_MIN_32BIT ? cap->timeline / 2 : TL_MIN_32BIT;
+        total = hs_session_layout(L, cap);
+    }
     if (cap->threads != threads || cap->functions != functions || cap->shadow != shadow)
         hs_log("a 32-bit target: the session holds %u threads, %u functions and %u open timed calls a thread "
                "(not %u, %u and %u), %llu MiB", cap->threads, cap->functions, cap->shadow, threads, functions,
                shadow, (unsigned long long)(total >> 20));
+    if (cap->timeline != timeline)
+        hs_log("a 32-bit target: each thread's timeline buffer holds %u calls (not %u)", cap->timeline, timeline);
     return total;
 }
 

@@ -102,6 +102,66 @@ uint32_t hs_time32_orphan(uint32_t esp)
     return (uint32_t)ret;
 }
 
+/* --timeline: a thread's ring is full. In the agent hs_timeline_room
+ * (probes.c) waits for the injector to take events; here (tl_room) it
+ * either gives up (0: the call is dropped) or takes every event the way
+ * the injector would (into tl_taken), spins TL_WAITED ticks and adds
+ * them to the region's `excluded` as a wait would, and says there is room. Either
+ * way it changes what C code may change and more: eax, ecx, edx,
+ * xmm0-7, eight x87 registers (the thunk's caller may hold ST0 and
+ * ST1: they must be marked empty around the call), LastError. (TL_DRAIN,
+ * for the cost: every event taken at once, no wait counted.) */
+enum { TL_NONE, TL_GIVE_UP, TL_TAKE, TL_DRAIN };
+#define TL_WAITED (1ull << 20)
+typedef struct t32_event {
+    uint64_t t0, t1, ticks;
+    uint32_t func, depth;
+} t32_event;
+_Static_assert(sizeof(t32_event) == 32, "hs_tl_event");
+static int tl_room;
+static unsigned tl_room_calls;
+static t32_event tl_taken[4096];
+static unsigned tl_ntaken;
+
+int hs_timeline_room(uint8_t *r)
+{
+    tl_room_calls++;
+    static const double one = 1.0;
+    double sink;
+    __asm__ volatile("fldl %1\n\tfldl %1\n\tfldl %1\n\tfldl %1\n\tfldl %1\n\tfldl %1\n\tfldl %1\n\tfldl %1\n\t"
+                     "faddp\n\tfaddp\n\tfaddp\n\tfaddp\n\tfaddp\n\tfaddp\n\tfaddp\n\tfstpl %0\n\t"
+                     "pcmpeqb %%xmm0, %%xmm0\n\tpcmpeqb %%xmm1, %%xmm1\n\tpcmpeqb %%xmm2, %%xmm2\n\t"
+                     "pcmpeqb %%xmm3, %%xmm3\n\tpcmpeqb %%xmm4, %%xmm4\n\tpcmpeqb %%xmm5, %%xmm5\n\t"
+                     "pcmpeqb %%xmm6, %%xmm6\n\tpcmpeqb %%xmm7, %%xmm7\n\tmovl $0xBAD, %%fs:0x34"
+                     : "=m"(sink) : "m"(one) : "memory");
+    if (sink != 8.0 || tl_room == TL_NONE)
+        return 0;   /* (an x87 stack not emptied: the sum is a NaN; a wait not asked for: a drop) */
+    if (tl_room == TL_GIVE_UP)
+        return 0;
+    if (tl_room == TL_DRAIN) {
+        memcpy(r + 192, r + 104, 8);
+        return 1;
+    }
+    uint64_t base, cap, head, tail, excluded;
+    memcpy(&base, r + 88, 8);
+    memcpy(&cap, r + 96, 8);
+    memcpy(&head, r + 104, 8);
+    memcpy(&tail, r + 192, 8);
+    for (; tail < head; tail++)
+        if (tl_ntaken < sizeof tl_taken / sizeof tl_taken[0])
+            memcpy(&tl_taken[tl_ntaken++], (uint8_t *)(uintptr_t)base + 32 * (tail & (cap - 1)), 32);
+    memcpy(r + 192, &tail, 8);
+    /* the ticks waited pass on the clock, as in a real wait */
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    for (const uint64_t until = ((uint64_t)hi << 32 | lo) + TL_WAITED; ((uint64_t)hi << 32 | lo) < until;)
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    memcpy(&excluded, r + 72, 8);
+    excluded += TL_WAITED;
+    memcpy(r + 72, &excluded, 8);
+    return 1;
+}
+
 /* ---- the callees (copied, then hooked) ------------------------------------ */
 
 uint32_t t32_tail_to;   /* where the tail-jumping callee goes */
@@ -219,7 +279,10 @@ static uint64_t hdr(t32_thread *t, int off)
 
 static void set_hdr(t32_thread *t, int off, uint64_t v) { memcpy(t->region + off, &v, 8); }
 
-enum { H_SHADOW_BASE = 40, H_SHADOW_TOP = 48, H_SHADOW_LIMIT = 56, H_TIME_DROPPED = 64 };
+enum { H_SHADOW_BASE = 40, H_SHADOW_TOP = 48, H_SHADOW_LIMIT = 56, H_TIME_DROPPED = 64, H_EXCLUDED = 72,
+       H_TL_BASE = 88, H_TL_CAP = 96, H_TL_HEAD = 104, H_TL_DROPPED = 112, H_TL_DROP_FIRST = 120,
+       H_TL_DROP_LAST = 128, H_TL_MIN_TICKS = 136, H_TL_DEPTHS = 144, H_TL_FILTERED = 152,
+       H_TL_WAIT_LIMIT = 160, H_TL_TAIL = 192 };
 
 static t32_time *time_of(t32_thread *t, int f) { return (t32_time *)(counters_of(t) + T32_TIME_REL) + f; }
 
@@ -659,6 +722,297 @@ static void stack(t32_thread *t)
     expect(t, F_FRAMED, 1, 1, 0);
 }
 
+/* ---- --timeline ------------------------------------------------------------ */
+
+static t32_event tl_ring[1024] __attribute__((aligned(64)));
+
+/* The thread's ring: cap events (a power of two), the filters (min
+ * ticks, depths) and whether a full ring is waited for; empty. */
+static void tl_setup(t32_thread *t, uint64_t cap, uint64_t min_ticks, uint64_t depths, uint64_t wait)
+{
+    reset(t);
+    memset(tl_ring, 0, sizeof tl_ring);
+    static const int fields[] = { H_TL_HEAD, H_TL_DROPPED, H_TL_DROP_FIRST, H_TL_DROP_LAST, H_TL_FILTERED,
+                                  H_TL_TAIL, H_EXCLUDED };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        set_hdr(t, fields[i], 0);
+    set_hdr(t, H_TL_BASE, (uintptr_t)tl_ring);
+    set_hdr(t, H_TL_CAP, cap);
+    set_hdr(t, H_TL_MIN_TICKS, min_ticks);
+    set_hdr(t, H_TL_DEPTHS, depths);
+    set_hdr(t, H_TL_WAIT_LIMIT, wait);
+    tl_room = TL_NONE;
+    tl_room_calls = 0;
+    tl_ntaken = 0;
+}
+
+/* The events taken (tl_taken) and those in the ring, in order. */
+static unsigned tl_events(t32_thread *t, t32_event *out, unsigned max)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < tl_ntaken && n < max; i++)
+        out[n++] = tl_taken[i];
+    const uint64_t cap = hdr(t, H_TL_CAP);
+    for (uint64_t k = hdr(t, H_TL_TAIL); k < hdr(t, H_TL_HEAD) && n < max; k++)
+        out[n++] = tl_ring[k & (cap - 1)];
+    return n;
+}
+
+static void tl_off(t32_thread *t)
+{
+    set_hdr(t, H_TL_BASE, 0);
+    tl_room = TL_NONE;
+}
+
+/* Events e[0..n) are the calls (func, depth) of want[], in that order;
+ * each with ticks = t1 - t0 (nothing excluded meanwhile) and every one
+ * inside the call enclosing it (the next one of lower depth: it ends
+ * later). */
+static int tl_expect(t32_thread *t, const char *what, const t32_event *e, unsigned n, const uint32_t (*want)[2],
+                     unsigned nwant)
+{
+    if (n != nwant) {
+        bad(t, "%s: %u events, expected %u", what, n, nwant);
+        return -1;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (e[i].func != want[i][0] || e[i].depth != want[i][1] || e[i].t1 <= e[i].t0 ||
+            e[i].ticks != e[i].t1 - e[i].t0) {
+            bad(t, "%s: event %u: function %u depth %u, t0 %llu t1 %llu ticks %llu; expected function %u depth %u",
+                what, i, e[i].func, e[i].depth, (unsigned long long)e[i].t0, (unsigned long long)e[i].t1,
+                (unsigned long long)e[i].ticks, want[i][0], want[i][1]);
+            return -1;
+        }
+        for (unsigned j = i + 1; j < n; j++)
+            if (e[j].depth < e[i].depth) {
+                if (e[j].depth != e[i].depth - 1 || e[j].t0 > e[i].t0 || e[j].t1 < e[i].t1) {
+                    bad(t, "%s: event %u (%llu-%llu, depth %u) is not inside event %u (%llu-%llu, depth %u)", what,
+                        i, (unsigned long long)e[i].t0, (unsigned long long)e[i].t1, e[i].depth, j,
+                        (unsigned long long)e[j].t0, (unsigned long long)e[j].t1, e[j].depth);
+                    return -1;
+                }
+                break;
+            }
+    }
+    return 0;
+}
+
+/* Every timed call is an event at its exit, exactly: nested calls, a
+ * recursion, both calls of a tail jump (one return), two calls ended
+ * by one longjmp (found dead at a return: the unwind exit, ended when
+ * found, as x64's unwind handler writes it), each ticks the same as
+ * --time's sum. */
+static void timeline(t32_thread *t)
+{
+    static t32_event e[256];
+    static uint32_t want[256][2];
+    unsigned nw = 0;
+    tl_setup(t, 1024, 0, UINT64_MAX, 0);
+    for (int i = 0; i < 3; i++) {
+        if (((outer_fn)hooked[F_OUTER])((s_fn)hooked[F_S_ADD], i, 5) != 2 * i + 5)
+            bad(t, "outer: a wrong result");
+        for (int k = 0; k < 2; k++) {
+            want[nw][0] = F_S_ADD, want[nw++][1] = 1;
+        }
+        want[nw][0] = F_OUTER, want[nw++][1] = 0;
+    }
+    if (((rec_fn)hooked[F_REC])(3, (void *)hooked[F_REC]) != 3)
+        bad(t, "rec: a wrong result");
+    for (uint32_t d = 4; d-- > 0;)
+        want[nw][0] = F_REC, want[nw++][1] = d;
+    t32_tail_to = (uint32_t)hooked[F_S_ADD];
+    if (((s_fn)hooked[F_TAILER])(4, 9) != 13)
+        bad(t, "tailer: a wrong result");
+    want[nw][0] = F_S_ADD, want[nw++][1] = 1;
+    want[nw][0] = F_TAILER, want[nw++][1] = 0;
+    if (((jumper_fn)hooked[F_JUMPER])(land_inside, 6) != 6)
+        bad(t, "jumper: a wrong result");
+    want[nw][0] = F_JUMPER, want[nw++][1] = 1;   /* left by the longjmp */
+    want[nw][0] = F_JUMPER, want[nw++][1] = 0;
+    unsigned n = tl_events(t, e, 256);
+    if (!t->bad[0] && tl_expect(t, "calls", e, n, (const uint32_t(*)[2])want, nw) == 0) {
+        if (e[n - 2].t1 != e[n - 1].t1)
+            bad(t, "the call left by longjmp ended at %llu, not when its caller returned (%llu)",
+                (unsigned long long)e[n - 2].t1, (unsigned long long)e[n - 1].t1);
+        uint64_t sum[F__N] = { 0 };
+        for (unsigned i = 0; i < n; i++)
+            sum[e[i].func] += e[i].ticks;
+        for (int f = 0; f < F__N; f++)
+            if (sum[f] != time_of(t, f)->sum)
+                bad(t, "%s: the events' ticks add up to %llu, --time's sum is %llu", callees[f].name,
+                    (unsigned long long)sum[f], (unsigned long long)time_of(t, f)->sum);
+    }
+    expect(t, F_JUMPER, 2, 2, 1);
+    if (hdr(t, H_TL_DROPPED) || hdr(t, H_TL_FILTERED) || tl_room_calls || depth(t))
+        bad(t, "%llu dropped, %llu filtered, %u waits, %u records left", (unsigned long long)hdr(t, H_TL_DROPPED),
+            (unsigned long long)hdr(t, H_TL_FILTERED), tl_room_calls, depth(t));
+    tl_off(t);
+}
+
+/* called by the timed jumper: its call (and every call open around it)
+ * lasts 2^40 ticks more than it took: deterministically long */
+static __attribute__((noinline)) int stretch(int x)
+{
+    set_hdr(walker, H_EXCLUDED, hdr(walker, H_EXCLUDED) - (1ull << 40));
+    return x;
+}
+
+static __attribute__((noinline)) int nested_stretch(int x)
+{
+    return ((jumper_fn)hooked[F_JUMPER])(stretch, x);
+}
+
+static __attribute__((noinline)) int identity(int x)
+{
+    return x;
+}
+
+/* --timeline-min-duration and --timeline-depth, decided at the exit:
+ * with a minimum of 2^39 ticks only the stretched calls are kept (and
+ * their stretched callers; the 64-bit comparison), the others counted
+ * as filtered; a depth of 1 keeps only the outermost calls; a depth
+ * beyond 2^32 keeps every one */
+static void timeline_filters(t32_thread *t)
+{
+    static t32_event e[64];
+    walker = t;
+    tl_setup(t, 1024, 1ull << 39, UINT64_MAX, 0);
+    ((jumper_fn)hooked[F_JUMPER])(identity, 1);         /* short: filtered */
+    ((jumper_fn)hooked[F_JUMPER])(stretch, 2);          /* kept */
+    ((jumper_fn)hooked[F_JUMPER])(nested_stretch, 3);   /* both kept */
+    ((c_fn)hooked[F_C_ADD])(1, 2);                      /* filtered */
+    static const uint32_t long_ones[][2] = { { F_JUMPER, 0 }, { F_JUMPER, 1 }, { F_JUMPER, 0 } };
+    unsigned n = tl_events(t, e, 64);
+    if (n == 3)   /* (their ticks include the stretch: compared with the clock's below) */
+        for (unsigned i = 0; i < n; i++)
+            e[i].ticks -= 1ull << 40;
+    if (tl_expect(t, "minimum duration", e, n, long_ones, 3) == 0 && hdr(t, H_TL_FILTERED) != 2)
+        bad(t, "minimum duration: %llu filtered, expected 2", (unsigned long long)hdr(t, H_TL_FILTERED));
+
+    tl_setup(t, 1024, 0, 1, 0);
+    for (int i = 0; i < 5; i++)
+        ((outer_fn)hooked[F_OUTER])((s_fn)hooked[F_S_ADD], i, 5);
+    static const uint32_t outers[][2] = { { F_OUTER, 0 }, { F_OUTER, 0 }, { F_OUTER, 0 }, { F_OUTER, 0 },
+                                          { F_OUTER, 0 } };
+    n = tl_expect(t, "depth 1", e, tl_events(t, e, 64), outers, 5);
+    if (n == 0 && hdr(t, H_TL_FILTERED) != 10)
+        bad(t, "depth 1: %llu filtered, expected 10", (unsigned long long)hdr(t, H_TL_FILTERED));
+
+    tl_setup(t, 1024, 0, 1ull << 32, 0);   /* (the high half: no depth is that deep) */
+    ((outer_fn)hooked[F_OUTER])((s_fn)hooked[F_S_ADD], 1, 5);
+    static const uint32_t all[][2] = { { F_S_ADD, 1 }, { F_S_ADD, 1 }, { F_OUTER, 0 } };
+    if (tl_expect(t, "depth 2^32", e, tl_events(t, e, 64), all, 3) == 0 && hdr(t, H_TL_FILTERED))
+        bad(t, "depth 2^32: %llu filtered", (unsigned long long)hdr(t, H_TL_FILTERED));
+    tl_off(t);
+}
+
+static uint64_t rdtsc64(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+/* A full ring: without a wait the calls beyond it are dropped, counted,
+ * with the range of their times (the first dropped call's start, the
+ * last one's end), and hs_timeline_room is not asked; with a wait that
+ * gives up, it is asked once a call and they are dropped alike; with a
+ * wait that finds room (the events taken, TL_WAITED ticks waited) none is
+ * dropped, and a call ended after the wait at the same moment (the outer
+ * call of a longjmp, found dead with the inner one) is stretched by the
+ * wait in its end but not in its ticks. */
+static void timeline_full(t32_thread *t)
+{
+    static t32_event e[64];
+    for (int wait = 0; wait < 2 && !t->bad[0]; wait++) {
+        tl_setup(t, 4, 0, UINT64_MAX, wait);
+        tl_room = wait ? TL_GIVE_UP : TL_NONE;
+        for (int i = 0; i < 4; i++)
+            ((c_fn)hooked[F_C_ADD])(i, 1);
+        const uint64_t before = rdtsc64();
+        for (int i = 0; i < 6; i++)
+            ((c_fn)hooked[F_C_ADD])(i, 1);
+        const uint64_t after = rdtsc64();
+        unsigned n = tl_events(t, e, 64);
+        const uint64_t first = hdr(t, H_TL_DROP_FIRST), last = hdr(t, H_TL_DROP_LAST);
+        if (n != 4 || hdr(t, H_TL_DROPPED) != 6 || tl_room_calls != (wait ? 6u : 0u) || first < before ||
+            first < e[3].t1 || last > after || last <= first)
+            bad(t, "wait %d: %u events (4), %llu dropped (6), %u waits (%u), drops from %llu to %llu (within %llu "
+                "to %llu, after %llu)", wait, n, (unsigned long long)hdr(t, H_TL_DROPPED), tl_room_calls,
+                wait ? 6u : 0u, (unsigned long long)first, (unsigned long long)last, (unsigned long long)before,
+                (unsigned long long)after, n ? (unsigned long long)e[n - 1].t1 : 0ull);
+        expect(t, F_C_ADD, 10, 10, 0);
+    }
+    if (t->bad[0])
+        return;
+    /* a ring of one, full after c_add: the inner call found dead waits
+     * (and takes c_add's event), the outer one ends after that wait */
+    tl_setup(t, 1, 0, UINT64_MAX, 1);
+    tl_room = TL_TAKE;
+    ((c_fn)hooked[F_C_ADD])(1, 1);
+    if (((jumper_fn)hooked[F_JUMPER])(land_inside, 6) != 6)
+        bad(t, "jumper: a wrong result");
+    unsigned n = tl_events(t, e, 64);
+    if (n != 3 || e[0].func != F_C_ADD || e[1].func != F_JUMPER || e[2].func != F_JUMPER || e[1].depth != 1 ||
+        e[2].depth != 0 || hdr(t, H_TL_DROPPED) || tl_room_calls != 2 || e[2].t1 != e[1].t1 + TL_WAITED ||
+        e[2].ticks != e[2].t1 - e[2].t0 - TL_WAITED || e[1].ticks != e[1].t1 - e[1].t0)
+        bad(t, "waited for: %u events (c_add, jumper, jumper), functions %u %u, %llu dropped, %u waits (2), the "
+            "outer call's end %llu (the inner one's %llu + TL_WAITED), ticks %llu (its end - start - TL_WAITED)", n,
+            n > 2 ? e[1].func : 99u, n > 2 ? e[2].func : 99u, (unsigned long long)hdr(t, H_TL_DROPPED),
+            tl_room_calls, n > 2 ? (unsigned long long)e[2].t1 : 0ull, n > 2 ? (unsigned long long)e[1].t1 : 0ull,
+            n > 2 ? (unsigned long long)(e[2].t1 - e[2].t0 - e[2].ticks) : 0ull);
+    expect(t, F_JUMPER, 2, 2, 1);
+    tl_off(t);
+}
+
+/* Calls left by longjmp found dead at the next timed entry, with a ring
+ * of one that is full at each of them: the wait for room happens in the
+ * entry (hs_time32_enter) before the new call starts, so the new call
+ * starts after it (its start the dead call's end + TL_WAITED) and leaves the
+ * wait out (ticks = end - start for every call); every result right. */
+static void timeline_entry_wait(t32_thread *t)
+{
+    static t32_event e[16];
+    tl_setup(t, 1, 0, UINT64_MAX, 1);
+    tl_room = TL_TAKE;
+    ((c_fn)hooked[F_C_ADD])(1, 1);   /* (the ring full from here on) */
+    for (volatile int i = 0; i < 4; i++)
+        if (setjmp(t32_jb) == 0)
+            ((jumper_fn)hooked[F_JUMPER])(do_longjmp, i);
+    if (((f_fn)hooked[F_F_ADD])(1, 2, 3) != 6)   /* (fastcall: ecx and edx kept through the wait) */
+        bad(t, "f_add: a wrong result");
+    unsigned n = tl_events(t, e, 16);
+    int ok = n == 6 && tl_room_calls == 5 && !hdr(t, H_TL_DROPPED);
+    for (unsigned i = 0; ok && i < n; i++)
+        ok = e[i].func == (i == 0 ? F_C_ADD : i < 5 ? F_JUMPER : F_F_ADD) && e[i].depth == 0 &&
+             e[i].ticks == e[i].t1 - e[i].t0 && (i < 2 || e[i].t0 == e[i - 1].t1 + TL_WAITED);
+    if (!ok)
+        bad(t, "%u events (c_add, 4 jumper, f_add), %u waits (5), %llu dropped; each jumper after the first and "
+            "f_add starting TL_WAITED after the one before ended, ticks = end - start", n, tl_room_calls,
+            (unsigned long long)hdr(t, H_TL_DROPPED));
+    expect(t, F_JUMPER, 4, 4, 4);
+    tl_off(t);
+}
+
+/* The registers of time32/registers, through a return that finds the
+ * ring full and waits for room (and then writes its event), and through
+ * one whose wait gives up (dropped) */
+static void timeline_registers(t32_thread *t)
+{
+    for (int v = 0; v < 2 && !t->bad[0]; v++) {
+        tl_setup(t, 1, 0, UINT64_MAX, 1);
+        set_hdr(t, H_TL_HEAD, 1);   /* full */
+        tl_room = v ? TL_GIVE_UP : TL_TAKE;
+        registers(t);
+        if (!t->bad[0] && (tl_room_calls != 2 || hdr(t, H_TL_DROPPED) != (v ? 2u : 0u) ||
+                           hdr(t, H_TL_HEAD) != (v ? 1u : 3u)))
+            bad(t, "%s: %u waits (2), %llu dropped, head %llu", v ? "giving up" : "waited for", tl_room_calls,
+                (unsigned long long)hdr(t, H_TL_DROPPED), (unsigned long long)hdr(t, H_TL_HEAD));
+        /* (after a wait that found room the next call finds it full again) */
+    }
+    tl_off(t);
+}
+
 #define TH_N 4
 #define TH_K 20000
 
@@ -773,14 +1127,23 @@ static double per_call_ns(uintptr_t fn)
     return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / N;
 }
 
-static double cost[3];
+static double cost[4];
 
+static void tl_setup(t32_thread *t, uint64_t cap, uint64_t min_ticks, uint64_t depths, uint64_t wait);
+static void tl_off(t32_thread *t);
+
+/* (the last: with --timeline, a ring of 1024 events emptied whenever it
+ * is full: the cost of writing the event, and of the C call to wait
+ * amortized over 1024 calls) */
 static void cost_body(t32_thread *t)
 {
-    (void)t;
     for (int round = 0; round < 3; round++) {   /* the best of three */
-        double c[3] = { per_call_ns(plain_c_add), per_call_ns(hooked[F_COUNT_ONLY]), per_call_ns(hooked[F_C_ADD]) };
-        for (int k = 0; k < 3; k++)
+        double c[4] = { per_call_ns(plain_c_add), per_call_ns(hooked[F_COUNT_ONLY]), per_call_ns(hooked[F_C_ADD]), 0 };
+        tl_setup(t, 1024, 0, UINT64_MAX, 1);
+        tl_room = TL_DRAIN;
+        c[3] = per_call_ns(hooked[F_C_ADD]);
+        tl_off(t);
+        for (int k = 0; k < 4; k++)
             if (round == 0 || c[k] < cost[k])
                 cost[k] = c[k];
     }
@@ -916,20 +1279,25 @@ void time32_run(hs_engine *e)
     one_case("time32/full", 4, full);
     one_case("time32/orphan", T32_SHADOW_CAP, orphan);
     one_case("time32/stack", T32_SHADOW_CAP, stack);
+    one_case("time32/timeline", T32_SHADOW_CAP, timeline);
+    one_case("time32/timeline-filters", T32_SHADOW_CAP, timeline_filters);
+    one_case("time32/timeline-full", T32_SHADOW_CAP, timeline_full);
+    one_case("time32/timeline-registers", T32_SHADOW_CAP, timeline_registers);
+    one_case("time32/timeline-entry-wait", T32_SHADOW_CAP, timeline_entry_wait);
     threads();
     true_return();
     t32_thread t;
     if (run_on_threads(&t, 1, T32_SHADOW_CAP, cost_body) == 0)
         tap_diag("32-bit timed call of a two-argument function, three frames below a loop: %.1f ns untraced, "
-                 "%.1f ns counted, %.1f ns counted and timed (best of 3 loops of 2M calls)", cost[0], cost[1],
-                 cost[2]);
+                 "%.1f ns counted, %.1f ns counted and timed, %.1f ns with --timeline (best of 3 loops of 2M calls)",
+                 cost[0], cost[1], cost[2], cost[3]);
     /* without a jump cell the thunk returns by ret */
     hs_time32_cell = 0;
     one_case("time32/ret", T32_SHADOW_CAP, conventions);
     one_case("time32/ret-longjmp", T32_SHADOW_CAP, longjmp_return);
     if (run_on_threads(&t, 1, T32_SHADOW_CAP, cost_body) == 0)
-        tap_diag("the same returning by ret: %.1f ns untraced, %.1f ns counted, %.1f ns counted and timed", cost[0],
-                 cost[1], cost[2]);
+        tap_diag("the same returning by ret: %.1f ns untraced, %.1f ns counted, %.1f ns counted and timed, %.1f ns "
+                 "with --timeline", cost[0], cost[1], cost[2], cost[3]);
     /* the same through an expansion slot of TLS (an index of 64 or more) */
     if (hook_all(e, T32_TLS_EXPANSION, why, sizeof why) < 0)
         tap_fail("time32/expansion-slot", "%s", why);
