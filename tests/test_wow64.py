@@ -636,6 +636,29 @@ def test_wow64_sampled_hooked():
           "the burners' calls")
 
 
+def test_wow64_timed_entry_stacks_through_main():
+    """--time --stacks on a 32-bit program: main (i686 gcc's, which
+    realigns its stack and pushes its return address again, a copy of the
+    return thunk's once main is timed) is passed by the agent's own stack
+    walk with its true caller: every entry stack of round_of_calls is the
+    whole chain to the thread's start, one per call (before, the copy
+    stopped the chain at main: __tmainCRTStartup and BaseThreadInitThunk
+    were missing)."""
+    import test_sampler
+    hs.need_wow64()
+    t = hs.trace(hs.need(SPLIT32), ["2", "alone"], options=["--time", "--stacks=8", "--no-sample"],
+                 name="wow64_timed_stacks")
+    hs.eq(t.rc, 0, f"exit code ({t.stderr!r})")
+    chains = {}
+    for st in t.json["stacks"]:
+        if st["function"] == "round_of_calls":
+            names = tuple(f.split("+")[0] for f in st["frames"])
+            chains[names] = chains.get(names, 0) + st["count"]
+    calls = test_sampler.func(t, "round_of_calls", "cpusplit.exe")["calls"]
+    hs.eq(chains, {("cpusplit.exe!round_of_calls", "cpusplit.exe!main") + tuple(reversed(START32)): calls},
+          "the entry stacks of round_of_calls")
+
+
 def test_wow64_sampled_timed():
     """With --time the 32-bit agent puts its return thunk where each open
     timed call's return address was (and main, which realigns its stack,

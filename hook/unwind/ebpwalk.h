@@ -29,9 +29,12 @@ typedef struct hs_ret_shadow {
 
 /* The true value of the return address `value` read from stack slot
  * `slot`: value itself, unless it is the thunk: then the true address of
- * the newest record of that slot (when that is the thunk too, its call
- * was a tail jump of the call under it: that one's), or the thunk when no
- * record has the slot. s may be NULL (no shadow stack). */
+ * the newest record at or above that slot -- the slot's own, or for a
+ * copy of a return address that a callee made below its slot (i686 gcc's
+ * main realigns its stack and pushes its return address again) the
+ * innermost call open above it; when that is the thunk too, its call was
+ * a tail jump of the call under it: that one's -- or the thunk when no
+ * record lies at or above the slot. s may be NULL (no shadow stack). */
 uint32_t hs_ret_shadow_true(const hs_ret_shadow *s, uint32_t slot, uint32_t value);
 
 /* Whether addr can be a return address: in executable memory (the

@@ -45,7 +45,8 @@
  *                       return probe, through both kinds of TLS slot, fits in
  *                       hs_stub32_size_max
  *   time32/true-return  hs_ret_shadow_true on made-up records: a slot's
- *                       newest record, through tail jumps, none
+ *                       newest record, through tail jumps, a callee's copy
+ *                       of its return address, none
  */
 #include "tests/unit/time32.h"
 
@@ -1055,7 +1056,9 @@ static void threads(void)
 /* Records of (slot, true return) as hs_shadow_rec keeps them (at 24 and
  * 40 of 64 bytes), oldest first: the true return address of a slot that
  * holds the thunk is its newest record's, that record's parent's when it
- * is the thunk too (a tail jump), the thunk when no record has the slot,
+ * is the thunk too (a tail jump); a copy of the thunk below a slot (a
+ * callee that pushed its return address again) is the innermost open
+ * call's above it; the thunk when no record lies at or above the slot,
  * and any other value is its own. */
 static void true_return(void)
 {
@@ -1074,7 +1077,8 @@ static void true_return(void)
     const hs_ret_shadow sh = { THUNK, mem[0], N, 64, 24, 40 };
     static const uint32_t probe[][3] = {   /* slot, value, expected */
         { 0x9000, THUNK, 0x1111 }, { 0x8F00, THUNK, 0x2222 }, { 0x8E00, THUNK, 0x3333 },
-        { 0x8DFC, THUNK, 0x3333 }, { 0x8D00, THUNK, THUNK },  { 0x8F00, 0x4444, 0x4444 },
+        { 0x8DFC, THUNK, 0x3333 }, { 0x9100, THUNK, THUNK },  { 0x8F00, 0x4444, 0x4444 },
+        { 0x8EF0, THUNK, 0x2222 }, { 0x8D00, THUNK, 0x3333 },   /* copies below 0x8F00 and 0x8DFC */
     };
     char why[200] = "";
     for (size_t k = 0; k < sizeof probe / sizeof probe[0] && !why[0]; k++) {
