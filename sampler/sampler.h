@@ -229,6 +229,13 @@ void hs_owncode_free(hs_owncode *o);
 
 /* ---- backends ------------------------------------------------------------------- */
 
+/* An open timed call of a 32-bit thread (the 32-bit agent's shadow
+ * return stack): the stack slot that holds the return thunk's address,
+ * and the caller's true return address. */
+typedef struct hs_true_return {
+    uint64_t slot, ret;
+} hs_true_return;
+
 typedef struct hs_sampler_config {
     uint32_t pid;
     int bits;                  /* the target's: 64 (0 too), or 32: i386 code under WOW64 */
@@ -240,10 +247,9 @@ typedef struct hs_sampler_config {
     int (*own)(void *ctx, hs_owncode *o);
     void *own_ctx;
     /* A 32-bit target timed by the 32-bit agent: the return addresses its
-     * return probes moved off thread tid's stack (the slot holding the
-     * return thunk's address, the caller's true return address), the
-     * newest `cap`; returns how many. ctx: own_ctx. NULL: none. */
-    size_t (*true_returns)(void *ctx, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap);
+     * return probes moved off thread tid's stack, its open calls oldest
+     * first, the newest `cap`; returns how many. ctx: own_ctx. NULL: none. */
+    size_t (*true_returns)(void *ctx, uint32_t tid, hs_true_return *out, size_t cap);
     /* etw: the .etl file to record into (UTF-8), kept after the run when
      * keep_etl, else removed once read */
     const char *etl_path;

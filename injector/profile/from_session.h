@@ -121,11 +121,11 @@ void hs_session_timeline_check(const hs_profile *p, hs_prof_timeline *tl, hs_ses
 int hs_session_owncode(const hs_session_src *s, hs_owncode *o, uint64_t *signature);
 
 /* The return addresses the 32-bit agent's return probes took off thread
- * tid's stack (agent/time32.S): for each of its open timed calls, the
- * stack slot that holds the return thunk's address, and the caller's true
- * return address, the newest `cap` of them. As the target wrote them: a
- * sampler believes one only where the slot of its stack copy holds
+ * tid's stack (agent/time32.S): for each of its open timed calls, oldest
+ * first, the stack slot that holds the return thunk's address, and the
+ * caller's true return address, the newest `cap` of them. As the target
+ * wrote them: a sampler believes them only where its stack copy holds
  * hookscope's code. Returns how many. */
-size_t hs_session_true_returns(const hs_session_src *s, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap);
+size_t hs_session_true_returns(const hs_session_src *s, uint32_t tid, hs_true_return *out, size_t cap);
 
 #endif

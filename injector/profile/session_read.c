@@ -588,7 +588,7 @@ int hs_session_owncode(const hs_session_src *s, hs_owncode *o, uint64_t *signatu
     return 1;
 }
 
-size_t hs_session_true_returns(const hs_session_src *s, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap)
+size_t hs_session_true_returns(const hs_session_src *s, uint32_t tid, hs_true_return *out, size_t cap)
 {
     const hs_session_header *L = s->layout;
     if (!L->region_shadow_cap || !tid)
@@ -603,17 +603,15 @@ size_t hs_session_true_returns(const hs_session_src *s, uint32_t tid, uint64_t *
         uint64_t n = (r.shadow_top - r.shadow_base) / sizeof(hs_shadow_rec);
         if (n > L->region_shadow_cap)
             n = L->region_shadow_cap;
-        size_t out = 0;
+        size_t got = 0;
         for (uint64_t i = n > cap ? n - cap : 0; i < n; i++) {
             hs_shadow_rec rec;
             if (!hs_sr_read(s, region + L->region_shadow_off + i * sizeof rec, &rec, sizeof rec))
                 break;
-            if (rec.ret && rec.frame) {
-                slots[out] = rec.frame;
-                rets[out++] = rec.ret;
-            }
+            if (rec.ret && rec.frame)
+                out[got++] = (hs_true_return){ rec.frame, rec.ret };
         }
-        return out;
+        return got;
     }
     return 0;
 }

@@ -14,9 +14,9 @@ int hs_owncode_read(void *ctx, hs_owncode *o)
     return hs_session_owncode(&src, o, &own->signature);
 }
 
-size_t hs_owncode_true_returns(void *ctx, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap)
+size_t hs_owncode_true_returns(void *ctx, uint32_t tid, hs_true_return *out, size_t cap)
 {
     hs_owncode_src *own = ctx;
     hs_session_src src = hs_session_host_src(own->session);
-    return hs_session_true_returns(&src, tid, slots, rets, cap);
+    return hs_session_true_returns(&src, tid, out, cap);
 }

@@ -27,6 +27,6 @@ typedef struct hs_owncode_src {
  * and returns 1 when something changed since the last call, else 0. */
 int hs_owncode_read(void *ctx, hs_owncode *o);
 /* An hs_sampler_config.true_returns callback (ctx as above). */
-size_t hs_owncode_true_returns(void *ctx, uint32_t tid, uint64_t *slots, uint64_t *rets, size_t cap);
+size_t hs_owncode_true_returns(void *ctx, uint32_t tid, hs_true_return *out, size_t cap);
 
 #endif

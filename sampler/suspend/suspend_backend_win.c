@@ -58,6 +58,7 @@
  * suspensions of that window, lowered at once when the cost climbs, raised
  * when it fell by a quarter.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
@@ -66,6 +67,7 @@
 #include "hook/base/bytes.h"
 #include "hook/base/util.h"
 #include "hook/pe/pe.h"
+#include "hook/unwind/ebpwalk.h"
 #include "hook/unwind/unwind32.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"
@@ -221,10 +223,10 @@ struct hs_sampler {
     get_next_thread_fn next_thread;
     query_thread_fn query_thread;
     /* a 32-bit target's open timed calls, read while the thread sampled
-     * was stopped (true_returns_now): their slots and true return addresses */
+     * was stopped (true_returns_now) */
     uint32_t grabbing_tid;
-    uint64_t tr_slots[TRUE_RETURNS], tr_rets[TRUE_RETURNS];
-    size_t tr_n;
+    hs_true_return tr[TRUE_RETURNS];
+    size_t ntr;
 };
 
 static double qpc_s(const hs_sampler *s)
@@ -616,76 +618,45 @@ static void regs_of(const hs_grab *g, hs_uw_regs *r)
     r->rip = g->regs[HS_GRAB_PC];
 }
 
-/* A 32-bit target timed by the 32-bit agent: each open timed call's
- * return address on the stack is the agent's return thunk (agent/time32.S:
- * the true one is on the thread's shadow stack), where the walk would stop
- * in hookscope's code. Put the true ones back in the copy, where its slot
- * holds the agent's code, so the walk follows the program's frames; and
- * in a copy of such a slot that the callee made (i686 gcc's main realigns
- * its stack and pushes its return address again), the true address of
- * the innermost open call above it. (Read after the thread ran again: a
- * call that returned since and a new one at the same slot would give the
- * new one's caller, which the slot's depth makes the same function nearly
- * always.) */
-typedef struct true_ret {
-    uint64_t slot, ret;
-} true_ret;
-
-static int cmp_slot(const void *a, const void *b)
-{
-    uint64_t x = ((const true_ret *)a)->slot, y = ((const true_ret *)b)->slot;
-    return x < y ? -1 : x > y;
-}
-
-/* (hs_grab_while_stopped: the records as they were when the stack was copied) */
+/* (hs_grab_while_stopped: the shadow records as they were when the stack
+ * was copied) */
 static void true_returns_now(void *ctx)
 {
     hs_sampler *s = ctx;
-    s->tr_n = s->cfg.true_returns(s->cfg.own_ctx, s->grabbing_tid, s->tr_slots, s->tr_rets, TRUE_RETURNS);
+    s->ntr = s->cfg.true_returns(s->cfg.own_ctx, s->grabbing_tid, s->tr, TRUE_RETURNS);
 }
 
+/* A 32-bit target timed by the 32-bit agent: each open timed call's
+ * return address on the stack is the agent's return thunk (agent/time32.S:
+ * the true one is on the thread's shadow stack), where the walk would stop
+ * in hookscope's code. Put the true ones back in the copy, as the agent's
+ * own walk reads them (hs_ret_shadow_true: at each open call's slot, and
+ * at a copy of it a callee made), so the walk follows the program's
+ * frames. */
 static void put_true_returns(hs_sampler *s, hs_grab *g)
 {
-    if (s->bits != 32 || !s->cfg.true_returns || g->stack_len < 4)
+    if (s->bits != 32 || !s->ntr || g->stack_len < 4)
         return;
-    const uint64_t *slots = s->tr_slots, *rets = s->tr_rets;
-    const size_t n = s->tr_n;
     uint8_t *copy = (uint8_t *)g->stack;   /* (the grabber's buffer, ours until the next grab) */
     const uint64_t end = g->stack_lo + g->stack_len - 4;
-    true_ret r[TRUE_RETURNS];
-    size_t nr = 0;
+    /* the thunk: what an open call's slot holds, in the agent */
     uint32_t thunk = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (slots[i] < g->stack_lo || slots[i] > end || (slots[i] & 3))
-            continue;
-        uint32_t v = hs_le32(copy + (slots[i] - g->stack_lo));
-        if (!hs_codemap_in_agent(s->map, v))
-            continue;   /* not (or no longer) the thunk's: a record of a call that ended */
-        thunk = v;
-        r[nr].slot = slots[i];
-        r[nr++].ret = rets[i];
+    for (size_t i = 0; i < s->ntr && !thunk; i++) {
+        const uint64_t slot = s->tr[i].slot;
+        if (slot >= g->stack_lo && slot <= end && hs_codemap_in_agent(s->map, hs_le32(copy + (slot - g->stack_lo))))
+            thunk = hs_le32(copy + (slot - g->stack_lo));
     }
-    if (!nr)
+    if (!thunk)
         return;
-    /* (a tail jump from one timed function to another gives two records
-     * of one slot, the newer holding the thunk as its "true" address: the
-     * older one's, below in this order, is the caller's) */
-    qsort(r, nr, sizeof *r, cmp_slot);
-    size_t k = 0;
-    for (uint64_t a = (g->stack_lo + 3) & ~3ull; a <= r[nr - 1].slot; a += 4) {
+    const hs_ret_shadow sh = { thunk, (const uint8_t *)s->tr, (uint32_t)s->ntr, sizeof *s->tr,
+                               offsetof(hs_true_return, slot), offsetof(hs_true_return, ret) };
+    /* (up to the outermost open call's slot: no thunk above it has a record) */
+    const uint64_t top = s->tr[0].slot < end ? s->tr[0].slot : end;
+    for (uint64_t a = (g->stack_lo + 3) & ~3ull; a <= top; a += 4) {
         uint8_t *p = copy + (a - g->stack_lo);
         if (hs_le32(p) != thunk)
             continue;
-        while (k < nr && r[k].slot < a)
-            k++;
-        /* the innermost open call at or above a; of its slot's records the
-         * one that is not the thunk (a tail jump's older one) */
-        size_t use = k;
-        while (use < nr && r[use].slot == r[k].slot && r[use].ret == thunk)
-            use++;
-        if (use == nr || r[use].slot != r[k].slot)
-            continue;
-        uint32_t ret = (uint32_t)r[use].ret;
+        const uint32_t ret = hs_ret_shadow_true(&sh, (uint32_t)a, thunk);
         for (int b = 0; b < 4; b++)
             p[b] = (uint8_t)(ret >> (8 * b));
     }
@@ -751,7 +722,7 @@ static bool sample_thread(hs_sampler *s, sthread *t, double now)
     }
     hs_grab g;
     s->grabbing_tid = t->tid;
-    s->tr_n = 0;
+    s->ntr = 0;
     int rc = hs_grab_thread(s->grab, s->process, t->h, t->stack_base, t->have_prev ? t->prev : NULL, &g);
     s->t_clock += c1 - c0;
     s->t_grab += qpc_s(s) - c1;

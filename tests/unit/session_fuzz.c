@@ -344,8 +344,8 @@ static int read_all(bool clean, bool named, char *why, size_t len)
     /* the sampler's read of a thread's return addresses (a 32-bit target's
      * timed calls): at most what it asked for, whatever the records say */
     for (uint32_t tid = 0; tid < 8 && !rc; tid++) {
-        uint64_t slots[4], rets[4];
-        size_t nret = hs_session_true_returns(&src, tid, slots, rets, 4);
+        hs_true_return ret[4];
+        size_t nret = hs_session_true_returns(&src, tid, ret, 4);
         if (nret > 4)
             rc = fail(why, len, "thread %u: %zu true returns of 4 asked", tid, nret);
     }
