@@ -111,9 +111,9 @@ uint8_t *hs_read_file(const wchar_t *path, size_t *size, unsigned long *err);
 
 /* A file a 32-bit (WOW64) program names right in the system directory is
  * the file-system redirector's: the same name in SysWOW64, which
- * hookscope (64-bit, not redirected) must open instead. path (room for
- * cap characters) is rewritten so; returns 1 when it was, else 0. */
-int hs_wow64_file_path(wchar_t *path, size_t cap);
+ * hookscope (64-bit, not redirected) must open instead. That path
+ * (malloc'd), or NULL when `path` is not such a file. */
+wchar_t *hs_wow64_file(const wchar_t *path);
 
 /* The text of a Win32 error, one line, static buffer. */
 const char *hs_win_error(unsigned long err);

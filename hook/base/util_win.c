@@ -155,18 +155,17 @@ void *hs_test_table(const char *env, const char *name)
     return get();
 }
 
-int hs_wow64_file_path(wchar_t *path, size_t cap)
+wchar_t *hs_wow64_file(const wchar_t *path)
 {
     wchar_t sys[MAX_PATH], wow[MAX_PATH];
     UINT ns = GetSystemDirectoryW(sys, MAX_PATH), nw = GetSystemWow64DirectoryW(wow, MAX_PATH);
     if (!ns || ns >= MAX_PATH || !nw || nw >= MAX_PATH)
-        return 0;
+        return NULL;
     if (_wcsnicmp(path, sys, ns) != 0 || path[ns] != L'\\' || wcschr(path + ns + 1, L'\\'))
-        return 0;   /* not a file right in the system directory (its subfolders are not redirected alike) */
+        return NULL;   /* not a file right in the system directory (its subfolders are not redirected alike) */
     size_t rest = wcslen(path + ns);
-    if (nw + rest + 1 > cap)
-        return 0;
-    wmemmove(path + nw, path + ns, rest + 1);
-    wmemcpy(path, wow, nw);
-    return 1;
+    wchar_t *out = hs_xmalloc((nw + rest + 1) * sizeof *out);
+    wmemcpy(out, wow, nw);
+    wmemcpy(out + nw, path + ns, rest + 1);
+    return out;
 }

@@ -57,21 +57,19 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
 }
 
 /* A 32-bit target's modules under the files hookscope reads for them
- * (hs_wow64_file_path): the 32-bit agent records its system DLLs in the
+ * (hs_wow64_file): the 32-bit agent records its system DLLs in the
  * system directory, as the program sees them. */
 static void wow64_module_paths(hs_profile *p)
 {
     for (size_t i = 0; i < p->nmodules; i++) {
         hs_prof_module *m = &p->modules[i];
         wchar_t *w = hs_wide(m->path ? m->path : "");
-        size_t cap = wcslen(w) + MAX_PATH + 1;
-        wchar_t *file = hs_xcalloc(cap, sizeof *file);
-        wcscpy(file, w);
-        if (hs_wow64_file_path(file, cap)) {
+        wchar_t *wow = hs_wow64_file(w);
+        if (wow) {
             free(m->path);
-            m->path = hs_utf8(file);
+            m->path = hs_utf8(wow);
+            free(wow);
         }
-        free(file);
         free(w);
     }
 }

@@ -44,17 +44,14 @@ static void read_cfi(hs_codemap *m, hs_image *im, const wchar_t *path)
 void hs_target_module_add(hs_codemap *m, int bits, uint64_t base, uint32_t size, const char *path, bool agent)
 {
     wchar_t *w = hs_wide(path ? path : "");
-    size_t cap = wcslen(w) + MAX_PATH + 1;
-    wchar_t *file = hs_xcalloc(cap, sizeof *file);
-    wcscpy(file, w);
-    if (bits == 32)
-        hs_wow64_file_path(file, cap);
-    char *u = hs_utf8(file);
-    hs_image *im = hs_codemap_add_image(m, base, size, u, agent);
+    wchar_t *wow = bits == 32 ? hs_wow64_file(w) : NULL;
+    const wchar_t *file = wow ? wow : w;
+    char *u = wow ? hs_utf8(wow) : NULL;
+    hs_image *im = hs_codemap_add_image(m, base, size, u ? u : path ? path : "", agent);
     if (im && bits == 32 && !im->cfi_tried && !agent)
         read_cfi(m, im, file);
     free(u);
-    free(file);
+    free(wow);
     free(w);
 }
 
