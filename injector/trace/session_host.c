@@ -45,6 +45,16 @@ static int owner_only_init(owner_only *o)
     return 0;
 }
 
+/* Halve *v, down to min; false when it is there already (or below: a part
+ * the options do not use, 0). */
+static bool halve(uint32_t *v, uint32_t min)
+{
+    if (*v <= min)
+        return false;
+    *v = *v / 2 > min ? *v / 2 : min;
+    return true;
+}
+
 /* A 32-bit target maps the whole session into its 2 GiB of address space
  * (4 with /LARGEADDRESSAWARE), beside the program: the capacities are cut
  * until the view takes at most SESSION_MAX_32BIT, threads first (to 32),
@@ -59,33 +69,25 @@ static int owner_only_init(owner_only *o)
  * hooks), and each thread's ring is halved while the view is too large,
  * to TL_MIN_32BIT events at least (1 MiB a thread: 33 MiB more than the
  * same run without --timeline; a full ring holds its thread up until the
- * drain, every 2 ms, has taken events, --timeline-wait). Returns the new
- * total. */
+ * drain, every 2 ms, has taken events, --timeline-wait). Returns the
+ * session's size. */
 #define SESSION_MAX_32BIT (256ull << 20)
 #define SHADOW_MIN_32BIT 4096u
 #define TL_MIN_32BIT (1u << 15)
-static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap, uint64_t total)
+
+static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap)
 {
     const uint32_t threads = cap->threads, functions = cap->functions, shadow = cap->shadow,
                    timeline = cap->timeline;
     cap->timeline = 0;
-    total = hs_session_layout(L, cap);
+    uint64_t total = hs_session_layout(L, cap);
     while (total > SESSION_MAX_32BIT &&
-           (cap->threads > 32 || cap->functions > 16384 || cap->shadow > SHADOW_MIN_32BIT)) {
-        if (cap->threads > 32)
-            cap->threads = cap->threads / 2 > 32 ? cap->threads / 2 : 32;
-        else if (cap->shadow > SHADOW_MIN_32BIT)
-            cap->shadow = cap->shadow / 2 > SHADOW_MIN_32BIT ? cap->shadow / 2 : SHADOW_MIN_32BIT;
-        else
-            cap->functions = cap->functions / 2 > 16384 ? cap->functions / 2 : 16384;
+           (halve(&cap->threads, 32) || halve(&cap->shadow, SHADOW_MIN_32BIT) || halve(&cap->functions, 16384)))
         total = hs_session_layout(L, cap);
-    }
     cap->timeline = timeline;
     total = hs_session_layout(L, cap);
-    while (total > SESSION_MAX_32BIT && cap->timeline > TL_MIN_32BIT) {
-        cap->timeline = cap->timeline / 2 > TL_MIN_32BIT ? cap->timeline / 2 : TL_MIN_32BIT;
+    while (total > SESSION_MAX_32BIT && halve(&cap->timeline, TL_MIN_32BIT))
         total = hs_session_layout(L, cap);
-    }
     if (cap->threads != threads || cap->functions != functions || cap->shadow != shadow)
         hs_log("a 32-bit target: the session holds %u threads, %u functions and %u open timed calls a thread "
                "(not %u, %u and %u), %llu MiB", cap->threads, cap->functions, cap->shadow, threads, functions,
@@ -115,7 +117,7 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, u
         cap.timeline = o->timeline_buffer;
     uint64_t total = hs_session_layout(L, &cap);
     if (o->target_bits == 32)
-        total = fit_32bit(L, &cap, total);
+        total = fit_32bit(L, &cap);
     L->magic = HS_SESSION_MAGIC;
     L->version = HS_SESSION_VERSION;
     L->options = options;
