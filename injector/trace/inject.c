@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <psapi.h>
 #include <wchar.h>
 
 #include "hook/base/remote_win.h"
@@ -163,7 +162,8 @@ static uint64_t kernel32_export(HANDLE process, const char *name)
 {
     if (!is_wow64(process))
         return (uint64_t)(uintptr_t)GetProcAddress(GetModuleHandleW(L"kernel32.dll"), name);
-    uint64_t k32 = hs_remote32_module(process, L"kernel32.dll");
+    uint64_t k32 = 0;
+    hs_remote_module(process, true, L"kernel32.dll", &k32);
     uint64_t addr = k32 ? hs_remote32_export(process, k32, name) : 0;
     if (!addr)
         hs_err("cannot find %s in the target's 32-bit kernel32.dll%s", name, k32 ? "" : " (not loaded)");
@@ -209,25 +209,16 @@ static int check_ready(hs_session_host *s, DWORD code)
 int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub)
 {
     const int x86 = is_wow64(process);
-    HMODULE mods[1024];
-    DWORD needed = 0;
-    if (!K32EnumProcessModulesEx(process, mods, sizeof mods, &needed, x86 ? LIST_MODULES_32BIT : LIST_MODULES_64BIT))
-        return -1;
-    DWORD n = needed / sizeof(HMODULE);
-    for (DWORD i = 0; i < n && i < 1024; i++) {
-        wchar_t name[MAX_PATH];
-        if (!K32GetModuleBaseNameW(process, mods[i], name, MAX_PATH) || _wcsicmp(name, agent_name(x86)))
-            continue;
-        *base = (uint64_t)(uintptr_t)mods[i];
-        memset(pub, 0, sizeof *pub);
-        uint32_t rva = agent_export(x86, "hs_agent_public_state");
-        SIZE_T got = 0;
-        if (!rva || !ReadProcessMemory(process, (void *)(uintptr_t)(*base + rva), pub, sizeof *pub, &got) ||
-            got != sizeof *pub || pub->magic != HS_PUBLIC_MAGIC || pub->version != HS_SESSION_VERSION)
-            pub->state = HS_PUBLIC_NONE;   /* another build of the agent: nothing to go by */
-        return 1;
-    }
-    return 0;
+    int found = hs_remote_module(process, x86, agent_name(x86), base);
+    if (found <= 0)
+        return found;
+    memset(pub, 0, sizeof *pub);
+    uint32_t rva = agent_export(x86, "hs_agent_public_state");
+    SIZE_T got = 0;
+    if (!rva || !ReadProcessMemory(process, (void *)(uintptr_t)(*base + rva), pub, sizeof *pub, &got) ||
+        got != sizeof *pub || pub->magic != HS_PUBLIC_MAGIC || pub->version != HS_SESSION_VERSION)
+        pub->state = HS_PUBLIC_NONE;   /* another build of the agent: nothing to go by */
+    return 1;
 }
 
 int hs_agent_reuse(HANDLE process, hs_session_host *s, uint64_t base)
@@ -272,7 +263,8 @@ static int loaded_agent(HANDLE process, uint64_t *base)
  * its initialisation. 0, or -1 after printing why. */
 static int initialise_32bit(HANDLE process, hs_session_host *s)
 {
-    if (hs_remote32_module(process, L"kernel32.dll"))
+    uint64_t k32;
+    if (hs_remote_module(process, true, L"kernel32.dll", &k32) > 0)
         return 0;
     uint64_t ntdll = hs_remote32_ntdll(process);
     uint64_t exit_thread = ntdll ? hs_remote32_export(process, ntdll, "RtlExitUserThread") : 0;

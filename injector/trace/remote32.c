@@ -32,17 +32,19 @@ static int is_i386_image(HANDLE process, uint64_t base)
     return bits == 32;
 }
 
-uint64_t hs_remote32_module(HANDLE process, const wchar_t *name)
+int hs_remote_module(HANDLE process, bool x86, const wchar_t *name, uint64_t *base)
 {
     HMODULE mods[1024];
     DWORD needed = 0;
-    if (!K32EnumProcessModulesEx(process, mods, sizeof mods, &needed, LIST_MODULES_32BIT))
-        return 0;
+    if (!K32EnumProcessModulesEx(process, mods, sizeof mods, &needed, x86 ? LIST_MODULES_32BIT : LIST_MODULES_64BIT))
+        return -1;
     DWORD n = needed / sizeof(HMODULE);
     for (DWORD i = 0; i < n && i < 1024; i++) {
-        wchar_t base[MAX_PATH];
-        if (K32GetModuleBaseNameW(process, mods[i], base, MAX_PATH) && !_wcsicmp(base, name))
-            return (uint64_t)(uintptr_t)mods[i];
+        wchar_t file[MAX_PATH];
+        if (K32GetModuleBaseNameW(process, mods[i], file, MAX_PATH) && !_wcsicmp(file, name)) {
+            *base = (uint64_t)(uintptr_t)mods[i];
+            return 1;
+        }
     }
     return 0;
 }
@@ -145,8 +147,8 @@ static uint64_t export_at(HANDLE process, uint64_t base, const char *name, int d
             for (const char *c = forward; c < dot; c++)
                 module[n++] = (wchar_t)(unsigned char)*c;
             wcscpy(module + n, L".dll");
-            uint64_t next = hs_remote32_module(process, module);
-            if (next)
+            uint64_t next = 0;
+            if (hs_remote_module(process, true, module, &next) > 0)
                 addr = export_at(process, next, dot + 1, depth + 1);
         }
     }

@@ -1,6 +1,8 @@
 /*
  * injector/trace/remote32.h - the 32-bit side of a WOW64 process, seen
- * from 64-bit hookscope: its modules and the addresses of their exports.
+ * from 64-bit hookscope: its modules and the addresses of their exports
+ * (a module of a process's list by name for either width: the agent's
+ * too).
  *
  * Our own LoadLibraryW is no use in a 32-bit process: its kernel32 is
  * another (the i386 one), at an address only the process knows. And a
@@ -13,13 +15,15 @@
 #ifndef HOOKSCOPE_REMOTE32_H
 #define HOOKSCOPE_REMOTE32_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <windows.h>
 
-/* The base of the 32-bit module `name` (a base name, "kernel32.dll") in
- * the loader's module list of `process`; 0 when it is not listed (or the
- * list cannot be read yet: a process not initialised). */
-uint64_t hs_remote32_module(HANDLE process, const wchar_t *name);
+/* The base of module `name` (a base name, "kernel32.dll") in the loader's
+ * module list of `process`, its 32-bit one (x86: a WOW64 process's) or its
+ * 64-bit one: 1 and *base; 0 when it is not listed; -1 when the list
+ * cannot be read (a process not initialised yet). */
+int hs_remote_module(HANDLE process, bool x86, const wchar_t *name, uint64_t *base);
 
 /* The base of the i386 ntdll.dll mapped in `process`, found among its
  * image mappings (so also before the process is initialised); 0 if none. */
