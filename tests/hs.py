@@ -395,22 +395,45 @@ def attach(pid, options=(), name="attach", timeout=60):
     return Trace(proc, out)
 
 
+def pe_file(pe_path):
+    """A PE file's bytes (path relative to ROOT), its ImageBase and its
+    sections as (virtual size, rva, raw size, file offset, characteristics)."""
+    import struct
+    with open(os.path.join(ROOT, pe_path), "rb") as f:
+        data = f.read()
+    pe = struct.unpack_from("<I", data, 0x3C)[0]
+    nsec, optsize = struct.unpack_from("<H", data, pe + 6)[0], struct.unpack_from("<H", data, pe + 20)[0]
+    opt = pe + 24
+    base = (struct.unpack_from("<I", data, opt + 28)[0] if data[opt:opt + 2] == b"\x0b\x01"   # PE32
+            else struct.unpack_from("<Q", data, opt + 24)[0])
+    sections = [struct.unpack_from("<IIII", data, opt + optsize + 40 * i + 8) +
+                struct.unpack_from("<I", data, opt + optsize + 40 * i + 36) for i in range(nsec)]
+    return data, base, sections
+
+
+def image_base(pe_path):
+    """The ImageBase of a PE file (PE32 or PE32+)."""
+    return pe_file(pe_path)[1]
+
+
+def code_at(pe_path, rva, n):
+    """n bytes of a PE file at rva (from its section headers)."""
+    data, _, sections = pe_file(pe_path)
+    for vsize, va, rawsize, rawptr, _ in sections:
+        if va <= rva < va + max(vsize, rawsize):
+            return data[rawptr + rva - va:rawptr + rva - va + n]
+    return b""
+
+
 def code_differences(linux_pid, pe_path, base):
     """Bytes of the executable sections of the PE file at pe_path (relative
     to ROOT) that differ from the memory of the running Wine process
     linux_pid, where the image is mapped at `base`: read from outside,
     through /proc/PID/mem. 0 means the code in memory is the file's."""
-    import struct
-    with open(os.path.join(ROOT, pe_path), "rb") as f:
-        data = f.read()
-    pe = struct.unpack_from("<I", data, 0x3C)[0]
-    nsec = struct.unpack_from("<H", data, pe + 6)[0]
-    sec = pe + 24 + struct.unpack_from("<H", data, pe + 20)[0]
+    data, _, sections = pe_file(pe_path)
     differ = 0
     with open(f"/proc/{linux_pid}/mem", "rb") as mem:
-        for i in range(nsec):
-            vsize, va, rawsize, rawptr = struct.unpack_from("<IIII", data, sec + 40 * i + 8)
-            chars = struct.unpack_from("<I", data, sec + 40 * i + 36)[0]
+        for vsize, va, rawsize, rawptr, chars in sections:
             if not chars & 0x20000000:      # IMAGE_SCN_MEM_EXECUTE
                 continue
             n = min(vsize, rawsize)

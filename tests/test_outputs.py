@@ -883,16 +883,6 @@ def test_dtrace_several_pids():
     dtrace_pids([exe, exe])
 
 
-def image_base(exe):
-    """The ImageBase of a PE file's optional header (PE32 or PE32+)."""
-    with open(os.path.join(hs.ROOT, exe), "rb") as f:
-        data = f.read(4096)
-    opt = int.from_bytes(data[0x3C:0x40], "little") + 24
-    if data[opt:opt + 2] == b"\x0b\x01":      # PE32
-        return int.from_bytes(data[opt + 28:opt + 32], "little")
-    return int.from_bytes(data[opt + 24:opt + 32], "little")
-
-
 def dtrace_pids(exes):
     """dtrace -p for a running attachee of each of exes, all at once: one
     line per process, the aggregation adds up their calls, work counted,
@@ -925,9 +915,9 @@ def dtrace_pids(exes):
             # 32-bit agent's install, which waits for its function list, can
             # take longer than the half second this test once waited)
             while time.monotonic() < deadline and not all(
-                    hs.code_differences(p.proc.pid, exe, image_base(exe)) for p, exe in zip(procs, exes)):
+                    hs.code_differences(p.proc.pid, exe, hs.image_base(exe)) for p, exe in zip(procs, exes)):
                 time.sleep(0.2)
-            hs.check(all(hs.code_differences(p.proc.pid, exe, image_base(exe)) for p, exe in zip(procs, exes)),
+            hs.check(all(hs.code_differences(p.proc.pid, exe, hs.image_base(exe)) for p, exe in zip(procs, exes)),
                      "not hooked in both within 60 s")
             time.sleep(0.5)
             verdicts = []

@@ -173,15 +173,9 @@ def objdump32(args, exe):
     return p.stdout.decode()
 
 
-def image_base(exe):
-    m = re.search(r"(?m)^ImageBase\s+([0-9a-f]+)$", objdump32(["-p"], exe))
-    hs.check(m, f"objdump -p {exe}: no ImageBase")
-    return int(m.group(1), 16)
-
-
 def fde_extents(exe):
     """The FDEs' extents (rva, size) as objdump --dwarf=frames reads them."""
-    base = image_base(exe)
+    base = hs.image_base(exe)
     fdes = {(int(a, 16) - base, int(b, 16) - int(a, 16)) for a, b in
             re.findall(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", objdump32(["--dwarf=frames"], exe))}
     hs.check(fdes, f"{exe} has no FDE")
@@ -193,7 +187,7 @@ def call_targets(exe, fdes):
     outside every extent (objdump -d)."""
     def inside(rva):
         return any(lo <= rva < lo + n for lo, n in fdes)
-    out, base = set(), image_base(exe)
+    out, base = set(), hs.image_base(exe)
     for at, target in re.findall(r"(?m)^\s*([0-9a-f]+):\t[0-9a-f ]+\t(?:call|jmp)\s+(?:0x)?([0-9a-f]+)\b",
                                  objdump32(["-d"], exe)):
         a, t = int(at, 16) - base, int(target, 16) - base
@@ -223,19 +217,6 @@ def check_bounds(exe, rows):
 EXACT = ("eh_frame", "pdb")   # bounds of a whole function, not only its start
 
 
-def code_at(exe, rva, n):
-    """n bytes of an image file at rva (from its section headers)."""
-    with open(os.path.join(hs.ROOT, exe), "rb") as f:
-        data = f.read()
-    pe = struct.unpack_from("<I", data, 0x3C)[0]
-    nsec, optsize = struct.unpack_from("<H", data, pe + 6)[0], struct.unpack_from("<H", data, pe + 20)[0]
-    for i in range(nsec):
-        vsize, va, rawsize, rawptr = struct.unpack_from("<IIII", data, pe + 24 + optsize + 40 * i + 8)
-        if va <= rva < va + max(vsize, rawsize):
-            return data[rawptr + rva - va:rawptr + rva - va + n]
-    return b""
-
-
 def check_hooks(exe, rows, summary):
     """The hook column of an i386 listing: a function with exact bounds is
     decided by the engine's 32-bit mode (hookable, or an engine's reason;
@@ -244,7 +225,7 @@ def check_hooks(exe, rows, summary):
     its start says `bounds-unknown`, unless it is an import thunk (`jmp
     dword ptr [iat]`, read from the file: its one instruction is its
     extent), which is hookable; the summary adds them up."""
-    thunk = {n for n, r in rows.items() if r[2] not in EXACT and code_at(exe, r[0], 2) == b"\xff\x25"}
+    thunk = {n for n, r in rows.items() if r[2] not in EXACT and hs.code_at(exe, r[0], 2) == b"\xff\x25"}
     exact = {n: r[3] for n, r in rows.items() if r[2] in EXACT or n in thunk}
     rest = {n: r[3] for n, r in rows.items() if n not in exact}
     hs.eq({n: h for n, h in rest.items() if h != "no: bounds-unknown"}, {}, "start-only bounds: bounds-unknown")
