@@ -162,8 +162,7 @@ int hs_cmd_attach(const hs_options *o)
     int bits = 0;
     if (hs_target_check(path, shown, &bits) < 0)
         return HS_EXIT_FAILED;
-    BOOL wow64 = FALSE;
-    if (IsWow64Process(process, &wow64) && wow64)
+    if (hs_is_wow64(process))
         bits = 32;   /* (what runs, whatever the file says) */
     tc.target_bits = bits;
 

@@ -54,8 +54,7 @@ static int wait_remote(HANDLE thread, HANDLE process, DWORD timeout, const char 
     return -1;
 }
 
-/* A WOW64 process (a 32-bit program) gets the 32-bit agent. */
-static int is_wow64(HANDLE process)
+bool hs_is_wow64(HANDLE process)
 {
     BOOL wow64 = FALSE;
     return IsWow64Process(process, &wow64) && wow64;
@@ -136,7 +135,7 @@ static void forget_thread(hs_session_host *s, HANDLE th)
 static int call_export(HANDLE process, hs_session_host *s, const char *name, uint64_t param, DWORD timeout_ms,
                        DWORD *code)
 {
-    uint32_t rva = agent_export(is_wow64(process), name);
+    uint32_t rva = agent_export(hs_is_wow64(process), name);
     if (!rva)
         return -1;
     HANDLE th = remote_thread(process, s, s->agent_base + rva, (void *)(uintptr_t)param);
@@ -160,7 +159,7 @@ int hs_agent_call(HANDLE process, hs_session_host *s, const char *name, DWORD ti
  * after printing why. */
 static uint64_t kernel32_export(HANDLE process, const char *name)
 {
-    if (!is_wow64(process))
+    if (!hs_is_wow64(process))
         return (uint64_t)(uintptr_t)GetProcAddress(GetModuleHandleW(L"kernel32.dll"), name);
     uint64_t k32 = 0;
     hs_remote_module(process, true, L"kernel32.dll", &k32);
@@ -208,7 +207,7 @@ static int check_ready(hs_session_host *s, DWORD code)
 
 int hs_agent_find(HANDLE process, uint64_t *base, hs_agent_public *pub)
 {
-    const int x86 = is_wow64(process);
+    const int x86 = hs_is_wow64(process);
     int found = hs_remote_module(process, x86, agent_name(x86), base);
     if (found <= 0)
         return found;
@@ -285,7 +284,7 @@ static int initialise_32bit(HANDLE process, hs_session_host *s)
 
 int hs_inject(HANDLE process, hs_session_host *s)
 {
-    const int x86 = is_wow64(process);
+    const int x86 = hs_is_wow64(process);
     if (!agent_export(x86, "hs_agent_init") || (x86 && initialise_32bit(process, s) < 0))
         return -1;
     uint64_t load = kernel32_export(process, "LoadLibraryW");

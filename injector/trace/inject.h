@@ -4,11 +4,17 @@
 #ifndef HOOKSCOPE_INJECT_H
 #define HOOKSCOPE_INJECT_H
 
+#include <stdbool.h>
 #include <windows.h>
 
 #include "injector/trace/session_host.h"
 
-/* Load hookscope-agent.dll (next to hookscope.exe, by its full path) into
+/* Is `process` a WOW64 one (a 32-bit program, which gets the 32-bit
+ * agent)? */
+bool hs_is_wow64(HANDLE process);
+
+/* Load hookscope-agent.dll (hookscope-agent32.dll into a WOW64 process;
+ * next to hookscope.exe, by its full path) into
  * `process` with a remote LoadLibraryW, hand it the session (handles
  * duplicated into the process), then run its hs_agent_init in a second
  * remote thread; both are waited for. Returns 0, or -1 after printing an
