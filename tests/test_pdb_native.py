@@ -218,3 +218,50 @@ def test_locate_in_the_fixture_layouts():
         hs.eq(p.returncode, 1, f"{where}: exit status")
         hs.eq(p.stderr, f"symdump: {msg}\n", f"{where}: message")
         hs.eq(p.stdout, "", f"{where}: output")
+
+
+def llvm_frames(pdb):
+    """The FrameData records llvm-pdbutil lists ("New FPO Data"), as
+    (rva, end, locals, params, saved, prolog, uses_ebp, ebp_saved_at): the
+    prolog counted only at a function start (a later record describes the
+    frame as of its own first byte), and the program read here by
+    pattern, not by hookscope's evaluator: a frame on ebp when T0 is
+    `$ebp 4 +`, else ebp saved where `$ebp $T0 N - ^ =` says."""
+    import re
+    out = subprocess.run(["llvm-pdbutil", "dump", "--fpo", pdb], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) != 11 or not re.fullmatch(r"[0-9A-F]{8}", cells[0]):
+            continue
+        rva, code, locals_, params, _stack, prolog, saved, _seh, _eh, start = cells[:10]
+        prog = cells[10]
+        uses_ebp = prog.startswith("$T0 $ebp 4 + =")
+        m = re.search(r"\$ebp \$T0 (\d+) - \^ =", prog)
+        at = int(m.group(1)) if m and not uses_ebp else 0
+        rows.append((int(rva, 16), int(rva, 16) + int(code), int(locals_), int(params), int(saved),
+                     int(prolog) if start == "true" else 0, uses_ebp, at))
+    return sorted(rows)
+
+
+def test_pdb_frame_data_equals_llvm_pdbutil():
+    """pdbc32.pdb (clang + lld for i686): every FrameData record
+    hs_pdb_frames reads equals llvm-pdbutil's, field by field, with what
+    its program string says about ebp; the fixture has frames of both
+    kinds (on ebp, and without a frame pointer with ebp saved)."""
+    pdb = fixture_path("pdb/pdbc32.pdb")
+    want = llvm_frames(pdb)
+    got = sorted((int(r, 16), int(e, 16), int(l), int(p), int(s), int(pr), u == "E", int(a))
+                 for r, e, l, p, s, pr, u, a in records(symdump(["--frames", pdb]).stdout, "frame", 8))
+    hs.check(len(want) >= 40, f"llvm-pdbutil lists only {len(want)} FrameData records")
+    hs.check(any(w[6] for w in want) and any(w[7] for w in want),
+             "the fixture lacks a frame on ebp or a saved ebp (the test would not see them)")
+    diff = sorted(set(want) ^ set(got))
+    hs.check(got == want, f"{len(got)} records read, llvm-pdbutil lists {len(want)}; differing: {diff[:6]}")
+
+
+def test_pdb_frame_data_none_in_x64_pdbs():
+    """An x86-64 PDB has no FPO or FrameData stream: no records, no error."""
+    p = symdump(["--frames", fixture_path("pdb/pdbc.pdb")])
+    hs.check(p.stdout == "", f"frame records from an x86-64 PDB: {p.stdout[:200]!r}")

@@ -26,7 +26,8 @@ enum { DEBUG_S_IGNORE = 0x80000000u, DEBUG_S_LINES = 0xf2, DEBUG_S_FILECHKSMS = 
 enum { CV_LINES_HAVE_COLUMNS = 1 };
 enum { CVPSF_CODE = 1, CVPSF_FUNCTION = 2 };
 /* the optional debug header of the DBI stream: stream numbers by slot */
-enum { DBG_OMAP_FROM_SRC = 4, DBG_SECTION_HDR = 5, DBG_ORIG_SECTION_HDR = 10 };
+enum { DBG_FPO = 0, DBG_OMAP_FROM_SRC = 4, DBG_SECTION_HDR = 5, DBG_NEW_FPO = 9, DBG_ORIG_SECTION_HDR = 10,
+       DBG_SLOTS = 11 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -161,6 +162,18 @@ static int cmp_omap(const void *a, const void *b)
     return x->from < y->from ? -1 : x->from > y->from;
 }
 
+/* an rva of the image as linked -> the image's (OMAP); 0 where code was removed */
+static uint32_t omap_rva(const reader *r, uint32_t a)
+{
+    if (!r->nomap)
+        return a;
+    /* the last OMAP entry with from <= a */
+    size_t lo = HS_UPPER_BOUND_U32(r->omap, r->nomap, from, a);
+    if (lo == 0 || r->omap[lo - 1].to == 0)
+        return 0;
+    return r->omap[lo - 1].to + (a - r->omap[lo - 1].from);
+}
+
 /* segment:offset -> rva; 0 when outside every section (absolute symbols,
  * code OMAP removed) */
 static uint32_t to_rva(const reader *r, uint16_t seg, uint32_t off)
@@ -170,13 +183,7 @@ static uint32_t to_rva(const reader *r, uint16_t seg, uint32_t off)
     uint64_t a = (uint64_t)r->sects[seg - 1].va + off;
     if (a > UINT32_MAX)
         return 0;
-    if (!r->nomap)
-        return (uint32_t)a;
-    /* the last OMAP entry with from <= a */
-    size_t lo = HS_UPPER_BOUND_U32(r->omap, r->nomap, from, (uint32_t)a);
-    if (lo == 0 || r->omap[lo - 1].to == 0)
-        return 0;
-    return r->omap[lo - 1].to + (uint32_t)(a - r->omap[lo - 1].from);
+    return omap_rva(r, (uint32_t)a);
 }
 
 static uint8_t *read_stream(reader *r, uint32_t i, uint32_t *size, const char *what)
@@ -187,12 +194,10 @@ static uint8_t *read_stream(reader *r, uint32_t i, uint32_t *size, const char *w
     return s;
 }
 
-static int load_sections(reader *r, const uint16_t dbg[11], int ndbg)
+static int load_sections(reader *r, const uint16_t dbg[DBG_SLOTS])
 {
-    int use_omap = ndbg > DBG_ORIG_SECTION_HDR && dbg[DBG_OMAP_FROM_SRC] != 0xffff &&
-                   dbg[DBG_ORIG_SECTION_HDR] != 0xffff;
-    uint32_t hdr = use_omap ? dbg[DBG_ORIG_SECTION_HDR]
-                            : ndbg > DBG_SECTION_HDR ? dbg[DBG_SECTION_HDR] : 0xffff;
+    int use_omap = dbg[DBG_OMAP_FROM_SRC] != 0xffff && dbg[DBG_ORIG_SECTION_HDR] != 0xffff;
+    uint32_t hdr = use_omap ? dbg[DBG_ORIG_SECTION_HDR] : dbg[DBG_SECTION_HDR];
     if (hdr == 0xffff)
         return fail(r->err, r->errlen, "the PDB has no section headers (DBI debug header)");
     uint32_t n = 0;
@@ -571,6 +576,66 @@ static int proc_first_lines(hs_symtab *t, const hs_linetab *lines)
 
 /* ---- DBI and the whole read ------------------------------------------------------- */
 
+/* The DBI stream's header and the parts of it the readers use. */
+typedef struct dbi {
+    uint8_t *data;             /* the stream (malloc'd) */
+    hs_cur mods;               /* the module list */
+    uint16_t sym_records;      /* the symbol record stream */
+    uint16_t dbg[DBG_SLOTS];   /* the optional debug header's streams (0xffff: none) */
+} dbi;
+
+/* Read the DBI stream's header into *d (r->machine too). 0, or -1 with
+ * the error set (d->data freed). */
+static int open_dbi(reader *r, dbi *d)
+{
+    uint32_t n = 0;
+    memset(d, 0, sizeof *d);
+    memset(d->dbg, 0xff, sizeof d->dbg);
+    d->data = read_stream(r, PDB_STREAM_DBI, &n, "DBI");
+    if (!d->data)
+        return n ? -1 : fail(r->err, r->errlen, "the PDB has no DBI stream (no symbols)");
+    hs_cur c = hs_cur_of(d->data, n);
+    int32_t sig = (int32_t)hs_cur_u32(&c);
+    uint32_t ver = hs_cur_u32(&c);
+    hs_cur_u32(&c);                                  /* age */
+    hs_cur_u16(&c);                                  /* global symbol stream */
+    hs_cur_u16(&c);                                  /* build number */
+    hs_cur_u16(&c);                                  /* public symbol stream */
+    hs_cur_u16(&c);                                  /* pdb dll version */
+    d->sym_records = hs_cur_u16(&c);
+    hs_cur_u16(&c);                                  /* pdb dll rebuild */
+    uint32_t mod_size = hs_cur_u32(&c), sc_size = hs_cur_u32(&c), smap_size = hs_cur_u32(&c), file_size = hs_cur_u32(&c);
+    uint32_t tsmap_size = hs_cur_u32(&c);
+    hs_cur_u32(&c);                                  /* MFC type server */
+    uint32_t dbg_size = hs_cur_u32(&c), ec_size = hs_cur_u32(&c);
+    hs_cur_u16(&c);                                  /* flags */
+    r->machine = hs_cur_u16(&c);
+    hs_cur_skip(&c, 4);                              /* padding */
+    if (c.bad || sig != -1 || ver < 19990903) {
+        fail(r->err, r->errlen, "corrupt PDB: DBI stream header (signature %d, version %u)", sig, ver);
+        goto bad;
+    }
+    d->mods = hs_cur_sub(&c, mod_size);
+    hs_cur_skip(&c, sc_size);
+    hs_cur_skip(&c, smap_size);
+    hs_cur_skip(&c, file_size);
+    hs_cur_skip(&c, tsmap_size);
+    hs_cur_skip(&c, ec_size);
+    hs_cur dbgc = hs_cur_sub(&c, dbg_size);
+    if (c.bad) {
+        fail(r->err, r->errlen, "corrupt PDB: DBI substreams (%u bytes) exceed the stream (%u)",
+             mod_size + sc_size + smap_size + file_size + tsmap_size + ec_size + dbg_size, n);
+        goto bad;
+    }
+    for (int i = 0; i < DBG_SLOTS && dbgc.off + 2 <= dbgc.len; i++)
+        d->dbg[i] = hs_cur_u16(&dbgc);
+    return 0;
+bad:
+    free(d->data);
+    d->data = NULL;
+    return -1;
+}
+
 int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, size_t errlen)
 {
     reader r;
@@ -582,51 +647,12 @@ int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, 
     r.errlen = errlen;
     int rc = -1;
     long bad = 0;
-    uint32_t n = 0;
-    uint8_t *dbi = read_stream(&r, PDB_STREAM_DBI, &n, "DBI");
-    if (!dbi) {
-        if (!n)
-            fail(err, errlen, "the PDB has no DBI stream (no symbols)");
+    dbi d;
+    if (open_dbi(&r, &d))
         return -1;
-    }
-    hs_cur c = hs_cur_of(dbi, n);
-    int32_t sig = (int32_t)hs_cur_u32(&c);
-    uint32_t ver = hs_cur_u32(&c);
-    hs_cur_u32(&c);                                  /* age */
-    hs_cur_u16(&c);                                  /* global symbol stream */
-    hs_cur_u16(&c);                                  /* build number */
-    hs_cur_u16(&c);                                  /* public symbol stream */
-    hs_cur_u16(&c);                                  /* pdb dll version */
-    uint16_t sym_records = hs_cur_u16(&c);
-    hs_cur_u16(&c);                                  /* pdb dll rebuild */
-    uint32_t mod_size = hs_cur_u32(&c), sc_size = hs_cur_u32(&c), smap_size = hs_cur_u32(&c), file_size = hs_cur_u32(&c);
-    uint32_t tsmap_size = hs_cur_u32(&c);
-    hs_cur_u32(&c);                                  /* MFC type server */
-    uint32_t dbg_size = hs_cur_u32(&c), ec_size = hs_cur_u32(&c);
-    hs_cur_u16(&c);                                  /* flags */
-    r.machine = hs_cur_u16(&c);
-    hs_cur_skip(&c, 4);                              /* padding */
-    if (c.bad || sig != -1 || ver < 19990903) {
-        fail(err, errlen, "corrupt PDB: DBI stream header (signature %d, version %u)", sig, ver);
-        goto out;
-    }
-    hs_cur mods = hs_cur_sub(&c, mod_size);
-    hs_cur_skip(&c, sc_size);
-    hs_cur_skip(&c, smap_size);
-    hs_cur_skip(&c, file_size);
-    hs_cur_skip(&c, tsmap_size);
-    hs_cur_skip(&c, ec_size);
-    hs_cur dbgc = hs_cur_sub(&c, dbg_size);
-    if (c.bad) {
-        fail(err, errlen, "corrupt PDB: DBI substreams (%u bytes) exceed the stream (%u)",
-             mod_size + sc_size + smap_size + file_size + tsmap_size + ec_size + dbg_size, n);
-        goto out;
-    }
-    uint16_t dbg[11];
-    int ndbg = 0;
-    while (ndbg < 11 && dbgc.off + 2 <= dbgc.len)
-        dbg[ndbg++] = hs_cur_u16(&dbgc);
-    if (load_sections(&r, dbg, ndbg))
+    hs_cur mods = d.mods;
+    uint16_t sym_records = d.sym_records;
+    if (load_sections(&r, d.dbg))
         goto out;
     load_names(&r);
 
@@ -707,7 +733,73 @@ int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, 
     fold_publics(syms);
     rc = 0;
 out:
-    free(dbi);
+    free(d.data);
+    free(r.sects);
+    free(r.omap);
+    free(r.names);
+    return rc;
+}
+
+/* ---- x86 frame data ----------------------------------------------------------------- */
+
+/* The records of one frame data stream into t; bad counts the malformed. */
+static int add_frames(reader *r, uint16_t stream, size_t size, hs_fpo32 *t, long *bad)
+{
+    if (stream == 0xffff)
+        return 0;
+    uint32_t n = 0;
+    uint8_t *s = read_stream(r, stream, &n, size == HS_FPO_RECORD_SIZE ? "FPO" : "FrameData");
+    if (!s)
+        return n ? -1 : 0;
+    for (uint32_t at = 0; at + size <= n; at += (uint32_t)size) {
+        uint8_t rec[HS_FRAMEDATA_RECORD_SIZE];
+        memcpy(rec, s + at, size);
+        uint32_t rva = omap_rva(r, hs_le32(rec));
+        if (!rva)
+            continue;                /* code the image no longer has */
+        memcpy(rec, &rva, 4);
+        if (size == HS_FPO_RECORD_SIZE) {
+            hs_fpo32_add_fpo(t, rec, size);   /* refused: a kernel (trap, task switch) frame */
+            continue;
+        }
+        const char *program = name_at(r, hs_le32(rec + 20));
+        if (!program)
+            (*bad)++;
+        else if (hs_fpo32_add_framedata(t, rec, size, program))
+            (*bad)++;
+    }
+    if (n % size)
+        (*bad)++;
+    free(s);
+    return 0;
+}
+
+int hs_pdb_frames(const hs_pdb *p, hs_fpo32 *t, char *err, size_t errlen)
+{
+    reader r;
+    memset(&r, 0, sizeof r);
+    r.pdb = p;
+    r.err = err;
+    r.errlen = errlen;
+    dbi d;
+    if (open_dbi(&r, &d))
+        return -1;
+    long bad = 0;
+    int rc = -1;
+    if (load_sections(&r, d.dbg))
+        goto out;
+    load_names(&r);
+    if (add_frames(&r, d.dbg[DBG_FPO], HS_FPO_RECORD_SIZE, t, &bad) ||
+        add_frames(&r, d.dbg[DBG_NEW_FPO], HS_FRAMEDATA_RECORD_SIZE, t, &bad))
+        goto out;
+    hs_fpo32_finish(t);
+    if (bad) {
+        fail(err, errlen, "corrupt PDB: %ld malformed frame data records", bad);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(d.data);
     free(r.sects);
     free(r.omap);
     free(r.names);

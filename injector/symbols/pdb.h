@@ -20,6 +20,8 @@
  *     that has no procedure, e.g. objects built without CodeView);
  *   - every module's C13 line information: DEBUG_S_LINES blocks with
  *     DEBUG_S_FILECHKSMS and the "/names" string table, for rva -> file:line.
+ *   - the x86 frame data: the FPO_DATA and FrameData streams the DBI debug
+ *     header names (hs_pdb_frames, for the 32-bit walker).
  * Not read: types (TPI/IPI), locals, inline sites, C11 lines (pre-2005).
  *
  * Names are stored as the PDB has them (UTF-8). A procedure's `name` is its
@@ -32,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook/unwind/fpo32.h"
 #include "injector/symbols/msf.h"
 #include "injector/symbols/symtab.h"
 
@@ -52,6 +55,11 @@ void hs_pdb_close(hs_pdb *p);
 /* Fill syms (procedures, thunks, publics in executable or any section) and
  * lines (may be NULL) and finish both. 0, or -1 with err set. */
 int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, size_t errlen);
+
+/* Add the x86 frame data (the FPO and FrameData streams the DBI debug
+ * header names, hook/unwind/fpo32.h) to t and finish it. 0 (also when there
+ * is none), or -1 with err set (one line). */
+int hs_pdb_frames(const hs_pdb *p, hs_fpo32 *t, char *err, size_t errlen);
 
 /* "{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}" of a GUID as stored (out: 39 bytes). */
 void hs_guid_text(const uint8_t guid[16], char out[39]);

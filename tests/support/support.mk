@@ -14,7 +14,7 @@ PROBE_WIN   := $(B)/tests/dbghelp_probe.exe
 # hookscope's own debug-information readers (injector/symbols), without the
 # facade and backends that need the rest of the injector
 DEBUGINFO_C   := $(addprefix injector/symbols/,symtab.c msf.c pdb.c rsds.c locate.c symstore.c dwarf.c \
-                   undecorate.c debuginfo.c) $(wildcard hook/pe/*.c)
+                   undecorate.c debuginfo.c) $(wildcard hook/pe/*.c) hook/unwind/fpo32.c
 DEBUGINFO_WIN := $(addprefix injector/symbols/,symfs_win.c undecorate_win.c dbghelp_win.c)
 DEBUGINFO_NAT := $(addprefix injector/symbols/,symfs_posix.c undecorate_posix.c)
 

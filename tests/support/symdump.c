@@ -19,6 +19,8 @@
  *                     .pdata, exports and COFF symbols)
  *   --dbghelp         (Windows) read through DbgHelp instead of the PDB reader
  *   --undname NAME    print the undecoration of NAME (both forms); repeatable
+ *   --frames          FILE is a .pdb: print its x86 frame data (hs_pdb_frames)
+ *                     and nothing else
  *
  * Output, numbers in lowercase hex without 0x unless said:
  *   found <path> via <place> guid <GUID> age <dec>
@@ -31,6 +33,8 @@
  *   line <rva> <line dec> <file>              (every line entry, table order)
  *   at <rva> <file>:<line dec> | at <rva> none
  *   undname <name> -> <full> | <name only>
+ *   frame <rva> <end> <locals> <params> <saved regs> <prolog> <E|-> <ebp saved at>
+ *                                             (sizes decimal; E: uses ebp)
  * Errors: "symdump: <message>" on stderr, exit status 1 (no PDB, mismatch,
  * corrupt file), 2 for usage.
  */
@@ -51,10 +55,30 @@
 #include "injector/symbols/dbghelp_win.h"
 #endif
 
+/* --frames: every record of a PDB's x86 frame data, by rva */
+static int print_frames(const char *file, const uint8_t *data, size_t size)
+{
+    hs_pdb pdb;
+    char err[512];
+    hs_fpo32 *t = hs_fpo32_new();
+    if (!t || hs_pdb_open(&pdb, data, size, err, sizeof err) || hs_pdb_frames(&pdb, t, err, sizeof err)) {
+        fprintf(stderr, "symdump: %s: %s\n", file, t ? err : "out of memory");
+        return 1;
+    }
+    uint32_t end;
+    const hs_uw32_frame_data *fd;
+    for (size_t i = 0; (fd = hs_fpo32_record(t, i, &end)) != NULL; i++)
+        printf("frame %x %x %u %u %u %u %c %u\n", fd->begin, end, fd->locals, fd->params, fd->saved_regs, fd->prolog,
+               fd->uses_ebp ? 'E' : '-', fd->ebp_saved_at);
+    hs_fpo32_free(t);
+    hs_pdb_close(&pdb);
+    return 0;
+}
+
 static int usage(void)
 {
     fputs("usage: symdump [--symbols P] [--nt-path P] [--procs] [--publics] [--lines] [--first]\n"
-          "               [--at-procs] [--at RVA]... [--dwarf] [--dbghelp] FILE\n"
+          "               [--at-procs] [--at RVA]... [--dwarf] [--dbghelp] [--frames] FILE\n"
           "       symdump --undname NAME...\n",
           stderr);
     return 2;
@@ -127,7 +151,7 @@ static void print_at(const hs_linetab *lt, uint32_t rva)
 int main(int argc, char **argv)
 {
     hs_pdb_search search = { 0 };
-    int procs = 0, publics = 0, lines = 0, first = 0, at_procs = 0, dwarf = 0, dbghelp = 0;
+    int procs = 0, publics = 0, lines = 0, first = 0, at_procs = 0, dwarf = 0, dbghelp = 0, frames = 0;
     const char *file = NULL;
     uint32_t at[256];
     int nat = 0, undnames = 0;
@@ -154,6 +178,8 @@ int main(int argc, char **argv)
             dwarf = 1;
         else if (!strcmp(a, "--dbghelp"))
             dbghelp = 1;
+        else if (!strcmp(a, "--frames"))
+            frames = 1;
         else if (!strcmp(a, "--undname") && i + 1 < argc) {
             const char *n = argv[++i];
             char *full = hs_undecorate_sym(n, HS_UND_FULL), *only = hs_undecorate_sym(n, HS_UND_NAME);
@@ -182,6 +208,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "symdump: %s\n", rc > 0 ? "no such file" : err);
         return 1;
     }
+    if (frames)
+        return print_frames(file, data, size);
     hs_symtab st = { 0 };
     hs_linetab lt = { 0 };
     hs_pdb_found found = { 0 };

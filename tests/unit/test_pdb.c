@@ -8,7 +8,7 @@
  * unit-asan`).
  *
  * Needs the fixtures (make fixtures): build/fixtures/pdb/pdbc.exe, .pdb,
- * pdbcxx.pdb, pdbc-gcc.exe. That the reader gets every procedure, public
+ * pdbcxx.pdb, pdbc32.pdb, pdbc-gcc.exe. That the reader gets every procedure, public
  * name and line right is checked against llvm-pdbutil by
  * tests/test_pdb_native.py.
  *
@@ -20,7 +20,9 @@
  *                  mismatch and not-found messages, a corrupt candidate
  *   synth/...      a PDB written here with what lld never writes: OMAP,
  *                  S_GPROC32_ID / S_LPROC32_DPC / S_THUNK32, line columns,
- *                  two files interleaved, a hidden line
+ *                  two files interleaved, a hidden line; FPO_DATA records
+ *                  (moved by OMAP, removed, a trap frame) and FrameData
+ *                  records with LLVM's and MSVC's programs
  *   debuginfo/...    the one-call source: a PDB image, a DWARF image, a
  *                  refused PDB
  *   fuzz/...       thousands of mutated inputs per reader
@@ -585,12 +587,44 @@ static void section_header(buf *b, const char *name, uint32_t va, uint32_t size)
         put32(b, 0);
 }
 
+#define SYNTH_STREAMS 13
+#define SYNTH_PROGRAM_LLVM "$T0 .raSearch = $eip $T0 ^ = $esp $T0 4 + = $ebp $T0 8 - ^ ="
+#define SYNTH_PROGRAM_MSVC "$T0 $ebp = $eip $T0 4 + ^ = $ebp $T0 ^ = $esp $T0 8 + ="
+
+/* an FPO_DATA record: start, size, locals and parameters in dwords, then
+ * prolog bytes, saved registers, fUseBP, cbFrame */
+static void fpo_data(buf *b, uint32_t start, uint32_t size, uint32_t locals, uint16_t params, uint8_t prolog,
+                     int regs, int use_bp, int frame)
+{
+    put32(b, start);
+    put32(b, size);
+    put32(b, locals);
+    put16(b, params);
+    put16(b, (uint16_t)(prolog | regs << 8 | use_bp << 12 | frame << 14));
+}
+
+/* a FrameData record (sizes in bytes; program: an offset in "/names") */
+static void frame_data(buf *b, uint32_t rva, uint32_t size, uint32_t locals, uint32_t params, uint16_t prolog,
+                       uint16_t saved, uint32_t flags, uint32_t program)
+{
+    put32(b, rva);
+    put32(b, size);
+    put32(b, locals);
+    put32(b, params);
+    put32(b, 0);                     /* max stack */
+    put32(b, program);
+    put16(b, prolog);
+    put16(b, saved);
+    put32(b, flags);
+}
+
 static uint8_t *synthetic_pdb(size_t *size)
 {
-    buf s[11];
+    buf s[SYNTH_STREAMS];
     memset(s, 0, sizeof s);
     /* 5: "/names": signature, version, buffer, an (empty) hash table */
-    static const char names[] = "\0a.c\0b.h\0";            /* a.c at 1, b.h at 5 */
+    static const char names[] = "\0a.c\0b.h\0" SYNTH_PROGRAM_LLVM "\0" SYNTH_PROGRAM_MSVC;
+                                                           /* a.c at 1, b.h at 5, the programs at 9... */
     put32(&s[5], 0xeffeeffe);
     put32(&s[5], 1);
     put32(&s[5], sizeof names);
@@ -725,13 +759,65 @@ static uint8_t *synthetic_pdb(size_t *size)
     put32(&s[3], 0);
     put(&s[3], mod.p, mod.n);
     free(mod.p);
-    uint16_t dbg[11] = { 0xffff, 0xffff, 0xffff, 0xffff, 9, 8, 0xffff, 0xffff, 0xffff, 0xffff, 10 };
+    uint16_t dbg[11] = { 11, 0xffff, 0xffff, 0xffff, 9, 8, 0xffff, 0xffff, 0xffff, 12, 10 };
     for (int i = 0; i < 11; i++)
         put16(&s[3], dbg[i]);
-    uint8_t *pdb = msf_write(s, 11, size);
-    for (int i = 0; i < 11; i++)
+    /* 11: FPO_DATA (addresses as linked: OMAP moves them): a frame
+     * without a frame pointer, one in code OMAP removed, a trap frame */
+    fpo_data(&s[11], 0x1010, 0x20, 2, 1, 3, 2, 0, 0);
+    fpo_data(&s[11], 0x1050, 0x10, 0, 0, 0, 0, 0, 0);
+    fpo_data(&s[11], 0x1080, 0x10, 0, 0, 0, 0, 0, 1);
+    /* 12: FrameData: a function start (LLVM's program: ebp saved 8 below
+     * the return address), and the record of its next prologue step
+     * (MSVC's program of a frame on ebp) */
+    uint32_t llvm = 9, msvc = llvm + (uint32_t)strlen(SYNTH_PROGRAM_LLVM) + 1;
+    frame_data(&s[12], 0x1088, 0x10, 12, 8, 2, 8, 4, llvm);
+    frame_data(&s[12], 0x1089, 0x0f, 12, 8, 1, 8, 0, msvc);
+    uint8_t *pdb = msf_write(s, SYNTH_STREAMS, size);
+    for (int i = 0; i < SYNTH_STREAMS; i++)
         free(s[i].p);
     return pdb;
+}
+
+/* the x86 frame data of the synthetic PDB: every record exactly, and the
+ * lookups the walker makes */
+static void test_synthetic_frames(const hs_pdb *p)
+{
+    char err[256] = "";
+    hs_fpo32 *t = hs_fpo32_new();
+    int rc = hs_pdb_frames(p, t, err, sizeof err);
+    static const struct {
+        uint32_t begin, end, locals, params, saved, prolog, ebp_at;
+        bool ebp;
+    } want[] = {
+        { 0x5010, 0x5030, 8, 4, 8, 3, 0, false },       /* FPO_DATA, moved by OMAP */
+        { 0x6008, 0x6018, 12, 8, 8, 2, 8, false },      /* a start: its prolog */
+        { 0x6009, 0x6018, 12, 8, 8, 0, 0, true },       /* a later step: prolog 0 */
+    };
+    size_t n = sizeof want / sizeof want[0];
+    int bad = rc != 0 || hs_fpo32_count(t) != n;
+    uint32_t end;
+    const hs_uw32_frame_data *fd;
+    for (size_t i = 0; (fd = hs_fpo32_record(t, i, &end)) != NULL; i++) {
+        tap_diag("frame %#x-%#x locals %u params %u saved %u prolog %u ebp %d at %u", fd->begin, end, fd->locals,
+                 fd->params, fd->saved_regs, fd->prolog, fd->uses_ebp, fd->ebp_saved_at);
+        if (i >= n || fd->begin != want[i].begin || end != want[i].end || fd->locals != want[i].locals ||
+            fd->params != want[i].params || fd->saved_regs != want[i].saved || fd->prolog != want[i].prolog ||
+            fd->uses_ebp != want[i].ebp || fd->ebp_saved_at != want[i].ebp_at)
+            bad = 1;
+    }
+    tap_check(!bad, "synth/frames", "rc %d (%s), %zu records (want %zu)", rc, err, hs_fpo32_count(t), n);
+    /* lookups: the record that starts last and covers the address */
+    hs_uw32_frame_data got;
+    uint32_t base = 0x400000;
+    int ok = hs_fpo32_frame_data(t, 0x5010, base, &got) == 1 && got.begin == base + 0x5010 &&
+             hs_fpo32_frame_data(t, 0x502f, base, &got) == 1 && got.begin == base + 0x5010 &&
+             hs_fpo32_frame_data(t, 0x5030, base, &got) == 0 &&
+             hs_fpo32_frame_data(t, 0x6008, base, &got) == 1 && got.begin == base + 0x6008 &&
+             hs_fpo32_frame_data(t, 0x6017, base, &got) == 1 && got.begin == base + 0x6009 && got.uses_ebp &&
+             hs_fpo32_frame_data(t, 0x6018, base, &got) == 0 && hs_fpo32_frame_data(t, 0x500f, base, &got) == 0;
+    tap_check(ok, "synth/frames lookup", "a lookup gave the wrong record");
+    hs_fpo32_free(t);
 }
 
 static void test_synthetic(void)
@@ -808,6 +894,7 @@ static void test_synthetic(void)
               f && f->file ? f->file : "-", f ? f->line : 0);
     hs_symtab_free(&st);
     hs_linetab_free(&lt);
+    test_synthetic_frames(&p);
     hs_pdb_close(&p);
     free(data);
 }
@@ -1016,6 +1103,17 @@ static void fuzz_pdb_bytes(const char *name, uint8_t *orig, size_t size, int cas
             }
             hs_symtab_free(&st);
             hs_linetab_free(&lt);
+            /* the frame data: a table, or a one-line error */
+            hs_fpo32 *t = hs_fpo32_new();
+            err[0] = 0;
+            if (hs_pdb_frames(&p, t, err, sizeof err) == 0) {
+                hs_uw32_frame_data fd;
+                for (size_t i = 0; i < hs_fpo32_count(t); i += 5)
+                    hs_fpo32_frame_data(t, hs_fpo32_record(t, i, &(uint32_t){ 0 })->begin + 1, 0, &fd);
+            } else {
+                bad_err += !err[0] || strchr(err, '\n') != NULL;
+            }
+            hs_fpo32_free(t);
             hs_pdb_close(&p);
         } else {
             errors++;
@@ -1135,6 +1233,7 @@ int main(void)
     fuzz_pdb("build/fixtures/pdb/pdbc.pdb", 3000);
     fuzz_pdb("build/fixtures/pdb/pdbcxx.pdb", 2000);
     fuzz_pdb("build/fixtures/pdb/pdbmsvc.pdb", 1000);
+    fuzz_pdb("build/fixtures/pdb/pdbc32.pdb", 1000);
     size_t ssize = 0;
     uint8_t *synth = synthetic_pdb(&ssize);
     fuzz_pdb_bytes("fuzz/pdb/synthetic", synth, ssize, 2000);

@@ -18,7 +18,8 @@
  *               same function as the leaf, with an argument pushed, and
  *               in its prologue (its pushes run from its first byte);
  *   fpo         FPO_DATA records decoded (hook/unwind/fpo32.h), and the
- *               walk with them;
+ *               walk with them; FrameData program strings of LLVM and
+ *               MSVC, aligned and malformed ones;
  *   scribbled   a chain that points at itself, one that points outside
  *               the stack, a return address that does not follow a call:
  *               the scan finds the true caller, marked as a scan;
@@ -385,6 +386,56 @@ static void test_fpo_records(void)
     t.nfpo = 2;
     check_walk("unwind32/fpo: the frame without a frame pointer from its FPO record", &t, BODY + 3, S(0), S(0x10), 64,
                true, 16, FRAMES(BODY + 3, in_fpo, R2, R3), HOW(CTX, CHN, FD, SCN), 4, HS_UW_END);
+}
+
+/* FrameData program strings: what the walker takes from each form */
+static void test_fpo_programs(void)
+{
+    static const struct {
+        const char *program;
+        int rc;
+        bool ebp;
+        uint32_t at;
+    } cases[] = {
+        /* LLVM: no frame pointer; ebp not saved, saved 4 and 12 below the return address */
+        { "$T0 .raSearch = $eip $T0 ^ = $esp $T0 4 + = ", 1, false, 0 },
+        { "$T0 .raSearch = $eip $T0 ^ = $esp $T0 4 + = $ebp $T0 4 - ^ = ", 1, false, 4 },
+        { "$T0 .raSearch = $eip $T0 ^ = $esp $T0 4 + = $ebx $T0 4 - ^ = $edi $T0 8 - ^ = "
+          "$ebp $T0 12 - ^ = $esi $T0 16 - ^ =", 1, false, 12 },
+        /* LLVM after `mov ebp,esp`, and MSVC's frame on ebp */
+        { "$T0 $ebp 4 + = $eip $T0 ^ = $esp $T0 4 + = $ebp $T0 4 - ^ = ", 1, true, 0 },
+        { "$T0 $ebp = $eip $T0 4 + ^ = $ebp $T0 ^ = $esp $T0 8 + = $L $T0 .cbSavedRegs - = "
+          "$P $T0 8 + .cbParams + =", 1, true, 0 },
+        /* .raSearchStart (breakpad's spelling), tabs and newlines */
+        { "$T0\t.raSearchStart =\n$eip $T0 ^ = $ebp $T0 8 - ^ =", 1, false, 8 },
+        /* MSVC's aligned frame: the return address above an unaligned T1 */
+        { "$T1 .raSearch = $T0 $T1 4 - 8 @ = $ebp $T1 4 - ^ = $eip $T1 ^ = $esp $T1 4 + =", 1, false, 4 },
+        /* eip read through an aligned value, at an offset, or never set */
+        { "$T0 .raSearch 8 @ = $eip $T0 ^ =", 0, false, 0 },
+        { "$T0 .raSearch = $eip $T0 4 + ^ =", 0, false, 0 },
+        { "$T0 .raSearch = $esp $T0 4 + =", 0, false, 0 },
+        /* malformed: a stack left over, an operator without operands, a
+         * number that is not one, = onto a value, too deep, a long token */
+        { "$T0 .raSearch = $eip $T0 ^ = 4", 0, false, 0 },
+        { "^ $eip $T0 ^ =", 0, false, 0 },
+        { "$T0 .raSearch 4x + = $eip $T0 ^ =", 0, false, 0 },
+        { "4 4 = $eip .raSearch ^ =", 0, false, 0 },
+        { "1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 $eip .raSearch ^ =", 0, false, 0 },
+        { "$T0 .raSearchxxxxxxxxxxxxxxxxxxxxxxxxxxxxx = $eip $T0 ^ =", 0, false, 0 },
+        { "", 0, false, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool ebp = false;
+        uint32_t at = 0;
+        int rc = hs_fpo32_program(cases[i].program, &ebp, &at);
+        char name[64];
+        snprintf(name, sizeof name, "unwind32/fpo program %zu", i);
+        tap_check(rc == cases[i].rc && (!rc || (ebp == cases[i].ebp && at == cases[i].at)), name,
+                  "\"%s\": rc %d uses_ebp %d ebp_saved_at %u (want %d %d %u)",
+                  cases[i].program, rc, ebp, at, cases[i].rc, cases[i].ebp, cases[i].at);
+    }
+    tap_check(hs_fpo32_program(NULL, &(bool){ 0 }, &(uint32_t){ 0 }) == 0, "unwind32/fpo program: none",
+              "a missing program read as one");
 }
 
 static void test_scribbled(void)
@@ -946,6 +997,7 @@ int main(void)
     test_epilogue();
     test_frame_data();
     test_fpo_records();
+    test_fpo_programs();
     test_scribbled();
     test_calls();
     test_unknown();
