@@ -51,6 +51,8 @@ struct hs_codemap {
     uint32_t tids[64];
     size_t ntids;
     int bits;                    /* the target's: 64, or 32 (hs_codemap_set_bits) */
+    hs_pdb_frames_fn pdb_frames; /* hs_codemap_set_pdb_frames */
+    void *pdb_frames_ctx;
     uint32_t quick_rva[8];       /* ntdll's system calls that never block (hs_codemap_set_quick) */
     size_t nquick;
     page **pages;
@@ -103,6 +105,7 @@ void hs_codemap_free(hs_codemap *m)
         free(m->images[i].path);
         free(m->images[i].pdata);
         hs_cfi32_free(m->images[i].cfi);
+        hs_fpo32_free(m->images[i].fpo);
     }
     free(m->images);
     free(m->live);
@@ -266,12 +269,25 @@ hs_image *hs_codemap_add_image(hs_codemap *m, uint64_t base, uint32_t size, cons
     return &m->images[m->nimages - 1];
 }
 
-void hs_codemap_set_cfi(hs_codemap *m, hs_image *im, hs_cfi32 *cfi)
+void hs_codemap_set_frames(hs_codemap *m, hs_image *im, hs_cfi32 *cfi, hs_fpo32 *fpo)
 {
     (void)m;
     hs_cfi32_free(im->cfi);
+    hs_fpo32_free(im->fpo);
     im->cfi = cfi;
-    im->cfi_tried = true;
+    im->fpo = fpo;
+    im->frames_tried = true;
+}
+
+void hs_codemap_set_pdb_frames(hs_codemap *m, hs_pdb_frames_fn fn, void *ctx)
+{
+    m->pdb_frames = fn;
+    m->pdb_frames_ctx = ctx;
+}
+
+hs_fpo32 *hs_codemap_pdb_frames(hs_codemap *m, const char *path)
+{
+    return m->pdb_frames ? m->pdb_frames(m->pdb_frames_ctx, path) : NULL;
 }
 
 void hs_codemap_begin_enum(hs_codemap *m)
@@ -545,7 +561,10 @@ static int env_read32(void *ctx, uint32_t addr, void *buf, size_t len)
 static int frame_data32(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
 {
     const hs_image *im = image_of(ctx, pc);
-    return im && im->cfi ? hs_cfi32_frame_data(im->cfi, (uint32_t)(pc - im->base), (uint32_t)im->base, fd) : 0;
+    if (!im)
+        return 0;
+    uint32_t rva = (uint32_t)(pc - im->base), base = (uint32_t)im->base;
+    return hs_fpo32_frame_data(im->fpo, rva, base, fd) || hs_cfi32_frame_data(im->cfi, rva, base, fd);
 }
 
 hs_uw32_env hs_codemap_env32(hs_codemap *m)

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "hook/unwind/cfi32.h"
+#include "hook/unwind/fpo32.h"
 #include "hook/unwind/unwind32.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/sampler.h"
@@ -34,8 +35,9 @@ typedef struct hs_image {
     size_t npdata;
     bool unloaded, agent;
     bool seen;                 /* the last enumeration listed it */
-    hs_cfi32 *cfi;             /* an i386 image's call-frame information (hs_codemap_set_cfi) */
-    bool cfi_tried;            /*   looked for */
+    hs_cfi32 *cfi;             /* an i386 image's call-frame information (hs_codemap_set_frames) */
+    hs_fpo32 *fpo;             /* its PDB's frame data (FPO, FrameData) */
+    bool frames_tried;         /*   both looked for */
 } hs_image;
 
 typedef struct hs_codemap hs_codemap;
@@ -47,11 +49,17 @@ void hs_codemap_free(hs_codemap *m);
  * already known at that base with the same size is kept). Returns it, or
  * NULL when its headers cannot be read. */
 hs_image *hs_codemap_add_image(hs_codemap *m, uint64_t base, uint32_t size, const char *path, bool agent);
-/* An image's call-frame information, from its file (the caller's to
- * find: an image's `.eh_frame` is named in the COFF string table, which
- * is not mapped), for the x86 walker's frame data; the map owns it (NULL:
- * none, not looked for again). */
-void hs_codemap_set_cfi(hs_codemap *m, hs_image *im, hs_cfi32 *cfi);
+/* An i386 image's frame data for the x86 walker, from its file and its
+ * PDB (the caller's to find: an image's `.eh_frame` is named in the COFF
+ * string table, which is not mapped): its call-frame information and its
+ * PDB's FPO and FrameData records; the map owns them (NULL: none; not
+ * looked for again). Where both cover an address the PDB's is used. */
+void hs_codemap_set_frames(hs_codemap *m, hs_image *im, hs_cfi32 *cfi, hs_fpo32 *fpo);
+/* Where the PDB frame data of an i386 image comes from (its file's path,
+ * UTF-8 -> a table the map then owns, or NULL); NULL: from nowhere. */
+typedef hs_fpo32 *(*hs_pdb_frames_fn)(void *ctx, const char *path);
+void hs_codemap_set_pdb_frames(hs_codemap *m, hs_pdb_frames_fn fn, void *ctx);
+hs_fpo32 *hs_codemap_pdb_frames(hs_codemap *m, const char *path);
 /* Mark every image unseen; images not marked seen again by add_image
  * before hs_codemap_sweep are unloaded (they stay, for naming, but no
  * longer match addresses). */

@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook/unwind/fpo32.h"
+
 /* ---- samples and the sample set ------------------------------------------ */
 
 /* What a sample shows its thread doing (ARCHITECTURE.md, decision 12). */
@@ -250,6 +252,12 @@ typedef struct hs_sampler_config {
      * return probes moved off thread tid's stack, its open calls oldest
      * first, the newest `cap`; returns how many. ctx: own_ctx. NULL: none. */
     size_t (*true_returns)(void *ctx, uint32_t tid, hs_true_return *out, size_t cap);
+    /* A 32-bit target: the frame data of the PDB of an i386 image (its
+     * FPO and FrameData records, for the x86 walker), asked once when the
+     * image is first listed (path: the file hookscope reads, UTF-8); the
+     * table becomes the sampler's. NULL: no PDB is looked for. */
+    hs_fpo32 *(*pdb_frames)(void *ctx, const char *path);
+    void *pdb_frames_ctx;
     /* etw: the .etl file to record into (UTF-8), kept after the run when
      * keep_etl, else removed once read */
     const char *etl_path;

@@ -29,6 +29,10 @@
 #   pdbc32.exe / .pdb             pdbc.c for i686 (32-bit), the same recipe
 #                                 (--target=i686-w64-mingw32): publics with
 #                                 C decoration (_f)
+#   fpo32.exe / .pdb              fpo32.c for i686 at -O2: no frame pointers,
+#                                 frames described only by the PDB's
+#                                 FrameData (LLVM writes it for i686)
+#   nofpo/fpo32.exe               the same image, its PDB nowhere (RSDS absent)
 #   pdbc-gcc.exe                  pdbc.c by mingw gcc -gdwarf-4 (COFF
 #                                 symbols + DWARF 4, no PDB)
 #   pdbc-gcc5.exe                 the same with gcc's default DWARF 5
@@ -141,6 +145,10 @@ gcclib32=$(dirname "$(i686-w64-mingw32-gcc -print-libgcc-file-name)")
 "$CLANG" --target=i686-w64-mingw32 -fuse-ld=lld -static -s -L"$gcclib32" "-Wl,--pdb=$work/pdbc32.pdb" \
     "-Wl,--Xlink=-pdbaltpath:$longest\\pdbc32.pdb" -o "$work/pdbc32.exe" "${cflags[@]}" "$src/pdbc.c"
 msvc_like "$work/pdbc32.exe"
+"$CLANG" --target=i686-w64-mingw32 -fuse-ld=lld -static -s -L"$gcclib32" "-Wl,--pdb=$work/fpo32.pdb" \
+    "-Wl,--Xlink=-pdbaltpath:$longest\\fpo32.pdb" -o "$work/fpo32.exe" -std=gnu11 -O2 -fno-inline -Wall -Wextra \
+    -g -gcodeview "$src/fpo32.c"
+msvc_like "$work/fpo32.exe"
 
 # gcc: COFF symbols + DWARF 4 (what hookscope's gcc targets carry), and DWARF 5
 "$FIX_CC" -std=gnu11 -O1 -fno-inline -fno-optimize-sibling-calls -Wall -Wextra -gdwarf-4 \
@@ -149,8 +157,8 @@ msvc_like "$work/pdbc32.exe"
     -o "$work/pdbc-gcc5.exe" "$src/pdbc.c"
 
 # the search places
-rm -rf "$out"/{next,rsds,rsds-store,srv,srv-cache,dir,dir-syms,rebuilt,age,stripped,nopdb}
-mkdir -p "$out"/{next,rsds,rsds-store,srv,dir,dir-syms,rebuilt,age,stripped,nopdb}
+rm -rf "$out"/{next,rsds,rsds-store,srv,srv-cache,dir,dir-syms,rebuilt,age,stripped,nopdb,nofpo}
+mkdir -p "$out"/{next,rsds,rsds-store,srv,dir,dir-syms,rebuilt,age,stripped,nopdb,nofpo}
 rsds() { python3 "$sup/pe_rsds.py" "$work/pdbc.exe" -o "$1" "${@:2}"; }
 rsds "$out/next/pdbc.exe" --path "$absent\\pdbc.pdb"
 cp "$work/pdbc.pdb" "$out/next/pdbc.pdb"
@@ -169,18 +177,19 @@ cp "$work/pdbc.pdb" "$out/age/pdbc.pdb"
 rsds "$out/stripped/pdbc.exe" --path "$absent\\pdbc.pdb" --set-chars 20c
 cp "$work/pdbc.pdb" "$out/stripped/pdbc.pdb"
 rsds "$out/nopdb/pdbc.exe" --path "$absent\\pdbc.pdb"
+python3 "$sup/pe_rsds.py" "$work/fpo32.exe" -o "$out/nofpo/fpo32.exe" --path "$absent\\fpo32.pdb"
 
 # the programs themselves, side by side with their PDBs
-for prog in pdbc pdbcxx pdbc32; do
+for prog in pdbc pdbcxx pdbc32 fpo32; do
     python3 "$sup/pe_rsds.py" "$work/$prog.exe" --path "$(winpath "$out")\\$prog.pdb" -o "$work/$prog.exe"
-    [ $prog = pdbc32 ] ||
+    [ $prog = pdbc32 ] || [ $prog = fpo32 ] ||
         python3 "$sup/pe_rsds.py" "$work/$prog-instr.exe" --path "$(winpath "$out")\\$prog-instr.pdb" \
             -o "$work/$prog-instr.exe"
 done
-for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc pdbc32; do
+for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc pdbc32 fpo32; do
     install_atomic "$work/$f.pdb" "$out/$f.pdb"
 done
-for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc pdbc32 pdbc-gcc pdbc-gcc5; do
+for f in pdbc pdbc-instr pdbcxx pdbcxx-instr pdbmsvc pdbc32 fpo32 pdbc-gcc pdbc-gcc5; do
     install_atomic "$work/$f.exe" "$out/$f.exe"
 done
 rm -rf "$work"

@@ -30,7 +30,8 @@ FIX_CXX    := $(FIX_DIR)/cxx/cxxdemo.exe $(FIX_DIR)/cxx/libstdc++-6.dll \
 FIX_HMAC   := $(FIX_DIR)/hmac256/hmac256.exe $(FIX_DIR)/hmac256/input.bin \
               $(FIX_DIR)/hmac256/expected.txt
 FIX_CMD    := $(FIX_DIR)/cmd/workload.bat
-FIX_PDB    := $(FIX_DIR)/pdb/pdbc.exe $(FIX_DIR)/pdb/pdbcxx.exe $(FIX_DIR)/pdb/pdbmsvc.exe $(FIX_DIR)/pdb/pdbc32.exe
+FIX_PDB    := $(FIX_DIR)/pdb/pdbc.exe $(FIX_DIR)/pdb/pdbcxx.exe $(FIX_DIR)/pdb/pdbmsvc.exe $(FIX_DIR)/pdb/pdbc32.exe \
+              $(FIX_DIR)/pdb/fpo32.exe $(FIX_DIR)/pdb/nofpo/fpo32.exe
 FIX_PDBLUA := $(FIX_DIR)/pdblua/lua.exe $(FIX_DIR)/pdblua/lua-instr.exe
 FIX_ZSTD   := $(FIX_DIR)/zstd/libzstd.dll $(FIX_DIR)/zstd/libzstd-cp.dll $(FIX_DIR)/zstd/libzstd-instr.dll \
               $(FIX_DIR)/zstd/zstdwork.exe

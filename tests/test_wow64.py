@@ -558,6 +558,45 @@ def test_wow64_sampled_frameless_leaf():
     hs.check(n >= 100 and n >= 0.9 * all_cpu, f"{n} of {all_cpu} CPU samples in leaf")
 
 
+def test_wow64_sampled_fpo():
+    """Code without frame pointers whose frames only its PDB describes
+    (build/fixtures/pdb/fpo32.exe: clang + lld -O2 for i686, LLVM's
+    FrameData records, no .eh_frame; tests/fixtures/pdb/fpo32.c): every
+    CPU sample in the leaf burn has the stack main -> level1 -> level2 ->
+    level3 -> burn exactly, from the thread's start, past the return
+    addresses each level keeps in its locals as decoys; the walks took
+    frames from the frame data (-v). The same image without its PDB
+    (nofpo/) loses the three levels and main (the ebp chain goes from burn
+    to main's caller): the PDB is what found them. Output and exit code
+    are the program's own."""
+    hs.need_wow64()
+    exe = hs.need("build/fixtures/pdb/fpo32.exe")
+    plain = hs.wine([exe, "300"])
+    t = hs.trace(exe, ["300"], options=["--no-hooks", "--sample-rate", "500", "-v"], name="wow64_fpo")
+    hs.eq((t.rc, t.stdout), (plain.returncode, plain.stdout), f"exit code and output against untraced ({t.stderr!r})")
+    m = re.search(r"sampler: (\d+) walks of 32-bit stacks, (\d+) frames, (\d+) of them found by frame data",
+                  t.stderr.decode(errors="replace"))
+    hs.check(m and int(m.group(3)) >= 100, f"frames found by frame data (-v): {m and m.group(0)}")
+    stacks = folded(t, "cpu-stacks.folded")
+    in_burn = {s: c for s, c in stacks.items() if s[-1] == "fpo32.exe!burn"}
+    levels = ("fpo32.exe!main", "fpo32.exe!level1", "fpo32.exe!level2", "fpo32.exe!level3", "fpo32.exe!burn")
+    wrong = {s: c for s, c in in_burn.items()
+             if list(s[:3]) != START32[:3] or len(s) != 9 or not s[3].startswith("fpo32.exe") or s[4:] != levels}
+    hs.eq(wrong, {}, "stacks of the samples in burn that are not main -> level1 -> level2 -> level3 -> burn "
+                     "under the C runtime's start")
+    n, all_cpu = sum(in_burn.values()), sum(stacks.values())
+    hs.check(n >= 100 and n >= 0.9 * all_cpu, f"{n} of {all_cpu} CPU samples in burn")
+    # without its PDB
+    t = hs.trace(hs.need("build/fixtures/pdb/nofpo/fpo32.exe"), ["300"], options=["--no-hooks", "--sample-rate", "500"],
+                 name="wow64_nofpo")
+    hs.eq((t.rc, t.stdout), (plain.returncode, plain.stdout), f"without its PDB: exit code and output ({t.stderr!r})")
+    stacks = folded(t, "cpu-stacks.folded")
+    deep = sum(c for s, c in stacks.items() if len(s) >= 9)
+    hs.check(sum(stacks.values()) >= 100 and deep == 0,
+             f"without its PDB, {deep} of {sum(stacks.values())} CPU samples still have the levels' frames: the "
+             "test would not see frame data missing")
+
+
 def test_wow64_attach_no_hooks():
     """`hookscope attach PID --no-hooks` of a running 32-bit program
     (leafcall.exe, started untraced) samples it as `run` does: the report

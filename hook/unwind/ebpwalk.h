@@ -8,8 +8,9 @@
  *
  * What it cannot see: a caller that keeps no frame pointer (FPO, gcc's
  * default at -O2 for i686) leaves ebp to an outer frame, so the walk goes
- * on from there and that caller's own caller is missing; the PDB's FPO
- * data, which would fill such gaps, is not read here.
+ * on from there and that caller's own caller is missing; the PDB's frame
+ * data, which fills such gaps for the sampler (unwind32.h), is not in the
+ * target.
  */
 #ifndef HOOKSCOPE_EBPWALK_H
 #define HOOKSCOPE_EBPWALK_H

@@ -40,9 +40,8 @@
  *
  * Not done here: frame data comes through the caller's callback
  * (hook/unwind/cfi32.h gives it from gcc's `.eh_frame`;
- * hook/unwind/fpo32.h decodes FPO_DATA records; finding the FPO and
- * FrameData streams in a PDB, and FrameData's program strings, are not
- * done yet);
+ * hook/unwind/fpo32.h from a PDB's FPO_DATA and FrameData records, which
+ * injector/symbols/pdb.h reads);
  * the WOW64 transition (a thread inside a 64-bit system call: its 32-bit
  * context is saved by wow64cpu, not on the 32-bit stack) is the caller's
  * to find and to start the walk from.

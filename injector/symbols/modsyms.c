@@ -74,6 +74,32 @@ static hs_pdb_search search_of(const char *image, const hs_symconf *conf)
     return s;
 }
 
+hs_fpo32 *hs_modsyms_frames32(const char *path, const hs_symconf *conf)
+{
+    size_t fsize = 0;
+    const char *why = NULL;
+    uint8_t *file = hs_load_file(path, &fsize, &why);
+    hs_pe pe;
+    hs_fpo32 *t = NULL;
+    if (file && hs_pe_load_file(&pe, file, fsize) == HS_PE_OK) {
+        hs_pdb_search s = search_of(path, conf);
+        s.fetch = NULL;
+        hs_pdb_found found;
+        char msg[512];
+        if (pe.bits == 32 && hs_pdb_locate(&pe, &s, &found, msg, sizeof msg) == HS_LOC_FOUND) {
+            t = hs_fpo32_new();
+            if (t && (hs_pdb_frames(&found.pdb, t, msg, sizeof msg) || !hs_fpo32_count(t))) {
+                hs_fpo32_free(t);
+                t = NULL;
+            }
+            hs_pdb_found_free(&found);
+        }
+        hs_pe_close(&pe);
+    }
+    free(file);
+    return t;
+}
+
 static void load_debug_info(hs_modsyms *t, const hs_symconf *conf)
 {
     hs_pdb_search s = search_of(t->path, conf);

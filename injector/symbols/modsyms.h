@@ -26,6 +26,7 @@
 #include "hook/pe/functions.h"
 #include "hook/pe/pe.h"
 #include "hook/pe/symbols.h"
+#include "hook/unwind/fpo32.h"
 #include "injector/symbols/symstore.h"
 #include "injector/symbols/symtab.h"
 
@@ -78,6 +79,13 @@ hs_modsyms *hs_modsyms_open_stored(const char *name, uint64_t base, uint32_t siz
 void hs_modsyms_prefetch(const char *path, uint32_t size, uint32_t timestamp, bool any_version,
                          const char *name, const uint8_t *pdb_guid, uint32_t pdb_age, const char *pdb_path,
                          const hs_symconf *conf);
+
+/* The x86 frame data (hook/unwind/fpo32.h) of the i386 image file at
+ * path (UTF-8): its PDB's FPO and FrameData records, the PDB found by
+ * conf's search without asking a symbol server (the sampler asks while
+ * the target runs). NULL when the image is not i386, names no PDB, its
+ * PDB is not found or has no frame data. */
+hs_fpo32 *hs_modsyms_frames32(const char *path, const hs_symconf *conf);
 
 /* The parsed image (for analysis of its code, e.g. by `functions`). */
 const hs_pe *hs_modsyms_pe(const hs_modsyms *t);

@@ -13,6 +13,7 @@
 #include "injector/profile/from_samples.h"
 #include "injector/profile/from_session.h"
 #include "injector/profile/resolve.h"
+#include "injector/symbols/modsyms.h"
 #include "injector/trace/checks.h"
 
 static volatile LONG interrupts;
@@ -47,6 +48,7 @@ int hs_trace_begin(hs_trace *t, const hs_trace_config *o)
     t->outdir = o->outdir;
     t->timeline = o->timeline != 0;
     t->keep_etl = o->keep_etl != 0;
+    t->symbols = o->symbols;
     t->p = hs_profile_new();
     t->p->command = hs_xstrdup(o->command);
     t->p->duration_s = o->duration;
@@ -74,6 +76,13 @@ static void wow64_module_paths(hs_profile *p)
     }
 }
 
+/* The sampler's pdb_frames: an i386 image's PDB frame data (its x86
+ * walker's, where frames have no frame pointer: MSVC's /Oy, LLVM's -O2). */
+static hs_fpo32 *pdb_frames(void *ctx, const char *path)
+{
+    return hs_modsyms_frames32(path, ctx);
+}
+
 int hs_trace_sample_start(hs_trace *t, uint32_t pid)
 {
     if (!t->sampler_name)
@@ -88,6 +97,10 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
         c.own = hs_owncode_read;
         c.true_returns = hs_owncode_true_returns;
         c.own_ctx = &t->own;
+    }
+    if (c.bits == 32) {
+        c.pdb_frames = pdb_frames;
+        c.pdb_frames_ctx = &t->symbols;
     }
     /* the etw backend records into the output directory */
     t->etl_path = hs_path_join(t->outdir, HS_ETL_FILE);

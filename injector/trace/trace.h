@@ -37,6 +37,7 @@ typedef struct hs_trace {
     void *process;                       /* the target, for its CPU time (NULL: not known) */
     hs_tl_drain *drain;                  /* --timeline: the rings into the timeline's file */
     bool timeline;                       /* --timeline: the samples keep their times too */
+    hs_symconf symbols;                  /* where the sampler looks for 32-bit images' PDBs */
 } hs_trace;
 
 /* --timeline: the samples whose times are kept at most (32 MiB). */

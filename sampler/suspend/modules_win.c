@@ -12,9 +12,10 @@
  * 64-bit DLL of that name for their symbols; such a path is named in
  * SysWOW64 instead (under Wine 8 too: a 32-bit program's ntdll.dll is
  * listed as C:\windows\system32\ntdll.dll; the 32-bit agent records
- * them so too). An i386 image's call-frame information (gcc's
- * `.eh_frame`, for the x86 walker) is read from that file once, when it
- * is first listed.
+ * them so too). An i386 image's frame data for the x86 walker (gcc's
+ * `.eh_frame` in that file, and the FPO and FrameData records of its
+ * PDB, through the sampler's pdb_frames) is read once, when it is first
+ * listed.
  */
 #include "sampler/suspend/modules_win.h"
 
@@ -25,8 +26,9 @@
 #include "hook/pe/pe.h"
 #include "hook/unwind/cfi32.h"
 
-/* An i386 image's call-frame information, from its file (once). */
-static void read_cfi(hs_codemap *m, hs_image *im, const wchar_t *path)
+/* An i386 image's frame data, from its file's call-frame information
+ * and its PDB (once). */
+static void read_frames(hs_codemap *m, hs_image *im, const wchar_t *path, const char *upath)
 {
     size_t size = 0;
     uint8_t *data = hs_read_file(path, &size, NULL);
@@ -38,7 +40,7 @@ static void read_cfi(hs_codemap *m, hs_image *im, const wchar_t *path)
         hs_pe_close(&pe);
     }
     free(data);
-    hs_codemap_set_cfi(m, im, cfi);
+    hs_codemap_set_frames(m, im, cfi, hs_codemap_pdb_frames(m, upath));
 }
 
 void hs_target_module_add(hs_codemap *m, int bits, uint64_t base, uint32_t size, const char *path, bool agent)
@@ -48,8 +50,8 @@ void hs_target_module_add(hs_codemap *m, int bits, uint64_t base, uint32_t size,
     const wchar_t *file = wow ? wow : w;
     char *u = wow ? hs_utf8(wow) : NULL;
     hs_image *im = hs_codemap_add_image(m, base, size, u ? u : path ? path : "", agent);
-    if (im && bits == 32 && !im->cfi_tried && !agent)
-        read_cfi(m, im, file);
+    if (im && bits == 32 && !im->frames_tried && !agent)
+        read_frames(m, im, file, u ? u : path ? path : "");
     free(u);
     free(wow);
     free(w);

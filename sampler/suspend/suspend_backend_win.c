@@ -47,7 +47,9 @@
  * the call) and stacks (their bases from the 32-bit TEBs), its 32-bit
  * modules, and the x86 walker (hook/unwind/unwind32.h) with frame data
  * from the images' call-frame information (gcc's `.eh_frame`,
- * hook/unwind/cfi32.h) where the ebp chain does not hold. Under Wine 8 a
+ * hook/unwind/cfi32.h) and their PDBs' FPO and FrameData records (MSVC's
+ * and LLVM's, hook/unwind/fpo32.h, through cfg.pdb_frames) where the
+ * ebp chain does not hold. Under Wine 8 a
  * 32-bit program is a 32-bit Linux process with no 64-bit side: its
  * 64-bit context is the same registers.
  *
@@ -166,6 +168,7 @@ struct hs_sampler {
                                   modules; the x86 walker) */
     uint64_t walks32, frames32, scanned32;   /* 32-bit walks, their frames, of which found by a
                                                 scan of the stack (a guess: -v) */
+    uint64_t by_data32;                      /*   and by frame data (-v) */
     double scan_list_at, scan_list_gap;      /* when a 32-bit walk that scanned lists the modules
                                                 again (seconds), and the gap it backs off to */
     hs_sampleset *out;
@@ -683,6 +686,7 @@ static hs_uw_result walk_stack(hs_sampler *s, const hs_uw_stack *st, const hs_uw
     for (uint32_t i = 0; i < res.n; i++) {
         frames[i] = f32[i];
         *scanned += how[i] == HS_UW32_SCAN;
+        s->by_data32 += how[i] == HS_UW32_FRAME_DATA;
     }
     s->scanned32 += *scanned;
     return res;
@@ -1151,6 +1155,7 @@ static hs_sampler *suspend_start(const hs_sampler_config *c, hs_sampleset *out, 
     s->map = hs_codemap_new(read_target, s);
     hs_codemap_set_bits(s->map, s->bits);
     set_quick_calls(s->map, s->bits);
+    hs_codemap_set_pdb_frames(s->map, s->cfg.pdb_frames, s->cfg.pdb_frames_ctx);
     s->stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->ready = CreateEventW(NULL, TRUE, FALSE, NULL);
     s->thread = CreateThread(NULL, 0, sampler_main, s, 0, NULL);
@@ -1266,9 +1271,10 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
                  (unsigned long long)s->lost_own, (unsigned long long)d->pc, frames, d->stop);
     }
     if (s->walks32)
-        hs_log("sampler: %llu walks of 32-bit stacks, %llu frames, %llu of them found by a scan of the stack (a "
-               "guess: no frame pointer or frame data led there)", (unsigned long long)s->walks32,
-               (unsigned long long)s->frames32, (unsigned long long)s->scanned32);
+        hs_log("sampler: %llu walks of 32-bit stacks, %llu frames, %llu of them found by frame data, %llu by a "
+               "scan of the stack (a guess: no frame pointer or frame data led there)",
+               (unsigned long long)s->walks32, (unsigned long long)s->frames32, (unsigned long long)s->by_data32,
+               (unsigned long long)s->scanned32);
     hs_log("sampler: %llu rounds; seconds in clocks %.3f, suspend/copy/resume %.3f, unwind %.3f, thread "
            "lists %.3f, module lists %.3f (%u, %u of them unreadable), waiting %.3f", (unsigned long long)s->ticks,
            s->t_clock, s->t_grab, s->unwind_s, s->t_enum, s->t_modules, s->module_lists, s->module_lists_failed,
