@@ -975,42 +975,31 @@ static double suspend_rate_now(const hs_sampler *s)
 
 /* ---- the sampling thread ------------------------------------------------------------------------- */
 
-/* ntdll's system calls that never block, by their rvas in hookscope's own
- * ntdll (the same file as the target's): a thread at their return is not
- * waiting. NtContinue is where a thread stands before it first runs
- * (Wine's signal_start_thread) and after an exception or APC. */
+/* ntdll's system calls that never block, by their rvas in the target's
+ * ntdll, read from its file (the system directory's; a 32-bit target's,
+ * SysWOW64's): a thread at their return is not waiting. NtContinue is
+ * where a thread stands before it first runs (Wine's signal_start_thread)
+ * and after an exception or APC. */
 static void set_quick_calls(hs_codemap *m, int bits)
 {
     static const char *const names[] = { "NtContinue", "NtYieldExecution", "NtTestAlert" };
     uint32_t rvas[3];
-    size_t n = 0;
-    if (bits == 32) {
-        /* a 32-bit target's ntdll is not ours: its file, in SysWOW64 */
-        wchar_t path[MAX_PATH + 16];
-        UINT len = GetSystemWow64DirectoryW(path, MAX_PATH);
-        size_t size = 0;
-        uint8_t *data = NULL;
-        if (len && len < MAX_PATH) {
-            wcscat(path, L"\\ntdll.dll");
-            data = hs_read_file(path, &size, NULL);
-        }
-        hs_pe pe;
-        if (data && hs_pe_load_file(&pe, data, size) == HS_PE_OK) {
-            for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-                if ((rvas[n] = hs_pe_export_rva(&pe, names[i])) != 0)
-                    n++;
-            hs_pe_close(&pe);
-        }
-        free(data);
-        hs_codemap_set_quick(m, rvas, n);
-        return;
+    size_t n = 0, size = 0;
+    wchar_t path[MAX_PATH + 16];
+    UINT len = bits == 32 ? GetSystemWow64DirectoryW(path, MAX_PATH) : GetSystemDirectoryW(path, MAX_PATH);
+    uint8_t *data = NULL;
+    if (len && len < MAX_PATH) {
+        wcscat(path, L"\\ntdll.dll");
+        data = hs_read_file(path, &size, NULL);
     }
-    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
-    for (size_t i = 0; nt && i < sizeof names / sizeof *names; i++) {
-        FARPROC f = GetProcAddress(nt, names[i]);
-        if (f)
-            rvas[n++] = (uint32_t)((uintptr_t)f - (uintptr_t)nt);
+    hs_pe pe;
+    if (data && hs_pe_load_file(&pe, data, size) == HS_PE_OK) {
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            if ((rvas[n] = hs_pe_export_rva(&pe, names[i])) != 0)
+                n++;
+        hs_pe_close(&pe);
     }
+    free(data);
     hs_codemap_set_quick(m, rvas, n);
 }
 
