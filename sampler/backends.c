@@ -52,6 +52,12 @@ const hs_sampler_backend *hs_sampler_start(const char *name, const hs_sampler_co
         const hs_sampler_backend *b = hs_sampler_backends[i];
         if (!any && strcmp(name, b->name))
             continue;
+        if (any && c->returns_moved && !b->true_returns && hs_sampler_backends[i + 1]) {
+            hs_log("the %s sampler would find hookscope's return thunk where the callers of timed calls are (a "
+                   "timed 32-bit program); sampling with the %s sampler instead", b->name,
+                   hs_sampler_backends[i + 1]->name);
+            continue;
+        }
         hs_sampler_refusal why;
         memset(&why, 0, sizeof why);
         if (c->rate_hz > 0)

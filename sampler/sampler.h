@@ -252,6 +252,10 @@ typedef struct hs_sampler_config {
      * return probes moved off thread tid's stack, its open calls oldest
      * first, the newest `cap`; returns how many. ctx: own_ctx. NULL: none. */
     size_t (*true_returns)(void *ctx, uint32_t tid, hs_true_return *out, size_t cap);
+    /* The return addresses of the target's open timed calls are moved off
+     * its stacks (a 32-bit target under --time): "auto" passes over a
+     * backend that cannot put them back (hs_sampler_backend.true_returns). */
+    bool returns_moved;
     /* A 32-bit target: the frame data of the PDB of an i386 image (its
      * FPO and FrameData records, for the x86 walker), asked once when the
      * image is first listed (path: the file hookscope reads, UTF-8); the
@@ -319,6 +323,11 @@ typedef struct hs_sampler_backend {
     /* The rate in force now (read from another thread, for a progress
      * line); NULL: the configured one. */
     double (*rate_now)(const hs_sampler *s);
+    /* It puts back the return addresses the 32-bit agent's return probes
+     * moved (cfg.true_returns, while a thread is stopped): a walk that
+     * reads the stacks itself (ETW's, in the kernel) finds hookscope's
+     * return thunk where each timed call's caller should be. */
+    bool true_returns;
 } hs_sampler_backend;
 
 /* The backends, in the order "auto" tries them; NULL-terminated. */

@@ -254,6 +254,38 @@ def test_etw_failures_and_auto():
         hs.eq(st["running"], ["0"], f"{what}: the session still runs")
 
 
+def test_timed_32bit_program_is_not_sampled_by_etw():
+    """A 32-bit program under --time has its open calls' return addresses
+    moved to the agent's shadow stacks (agent/time32.S): ETW's kernel walk
+    would find hookscope's return thunk where each caller should be, and
+    only the suspend sampler puts them back. So `auto` passes over ETW
+    there (ETW available: the fake) and says why with -v; `--sampler etw`
+    runs as asked, with a warning naming the fix. Untimed, or 64-bit and
+    timed, auto takes ETW as always."""
+    hs.need_wow64()
+    split32 = hs.need(f"{hs.TARGETS32}/cpusplit.exe")
+    cases = [
+        # (target, options, backend that ran, warned)
+        (split32, ["--time"], "suspend", False),
+        (split32, ["--time", "--sampler", "etw"], "etw", True),
+        (split32, [], "etw", False),
+        (SPLIT, ["--time"], "etw", False),
+    ]
+    for target, opts, backend, warned in cases:
+        what = f"{target} {opts}"
+        t, _log = fake_run("etw_run_timed32", "sample 5 exe+0x1010\n", opts, target=target, args=["0.2"])
+        hs.eq(t.rc, 0, f"{what}: exit code ({t.stderr.decode(errors='replace')!r})")
+        hs.eq(t.json["sampling"]["backend"], backend, f"{what}: the backend that ran")
+        warn = [w for w in t.json["warnings"] if "return thunk" in w]
+        hs.eq(warn, ["the etw sampler's stacks of a timed 32-bit program have hookscope's return thunk where the "
+                     "callers of open timed calls are (use --sampler suspend)"] if warned else [],
+              f"{what}: the warning")
+    t, _log = fake_run("etw_run_timed32", "sample 5 exe+0x1010\n", ["--time", "-v"], target=split32, args=["0.2"])
+    hs.check("the etw sampler would find hookscope's return thunk where the callers of timed calls are (a timed "
+             "32-bit program); sampling with the suspend sampler instead" in t.stderr.decode(errors="replace"),
+             f"-v says why ETW was passed over: {t.stderr!r}")
+
+
 def test_interval_put_back_on_every_way_out():
     """--duration ends the target, a crashing target, and a target that
     runs out: each run stops the session and puts the interval back, and

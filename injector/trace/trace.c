@@ -96,6 +96,9 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
         t->own.session = &t->session;
         c.own = hs_owncode_read;
         c.true_returns = hs_owncode_true_returns;
+        hs_session_header h;
+        hs_session_host_header(&t->session, &h);
+        c.returns_moved = c.bits == 32 && (h.options & HS_OPT_TIME);
         c.own_ctx = &t->own;
     }
     if (c.bits == 32) {
@@ -115,6 +118,9 @@ int hs_trace_sample_start(hs_trace *t, uint32_t pid)
         t->samples = NULL;
         return -1;
     }
+    if (c.returns_moved && !t->backend->true_returns)
+        hs_profile_warn(t->p, "the %s sampler's stacks of a timed 32-bit program have hookscope's return thunk "
+                        "where the callers of open timed calls are (use --sampler suspend)", t->backend->name);
     return 0;
 }
 

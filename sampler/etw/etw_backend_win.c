@@ -312,5 +312,5 @@ static void etw_stop(hs_sampler *s, hs_sampler_stats *stats)
 }
 
 const hs_sampler_backend hs_sampler_etw = {
-    "etw", "the kernel's CPU samples (administrator, Windows 8 or later)", etw_start, etw_stop, NULL,
+    "etw", "the kernel's CPU samples (administrator, Windows 8 or later)", etw_start, etw_stop, NULL, false,
 };

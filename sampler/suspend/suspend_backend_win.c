@@ -1283,5 +1283,5 @@ static void suspend_stop(hs_sampler *s, hs_sampler_stats *st)
 }
 
 const hs_sampler_backend hs_sampler_suspend = {
-    "suspend", "suspends each thread in turn (no privileges)", suspend_start, suspend_stop, suspend_rate_now,
+    "suspend", "suspends each thread in turn (no privileges)", suspend_start, suspend_stop, suspend_rate_now, true,
 };
