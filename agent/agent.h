@@ -218,7 +218,27 @@ void hs_modules_stop(void);
 void hs_modules_reset(void);
 int hs_pattern_match(const wchar_t *path);
 
-/* ending.c: detours that see how the target ends (session end_*), and
+/* detour.c: a function of a loaded DLL (module!name) whose entry jumps to
+ * fn, a function of the agent, which calls the original through *orig. */
+typedef struct hs_detour {
+    const wchar_t *module;
+    const char *name;
+    void *fn;                  /* the replacement */
+    void **orig;               /* receives the trampoline */
+    hs_mod_state ms;           /* for patch.c: one module state with one hook */
+    hs_hooked hook;
+    int ready, patched;
+} hs_detour;
+#define HS_DETOURS_MAX 8       /* patched together at most */
+/* Prepare d (stub and trampoline in the arena; not patched yet). 0, or -1
+ * when the module is not loaded or the function cannot be detoured
+ * safely. */
+int hs_detour_prepare(hs_detour *d);
+/* Patch (install) or take out, under one freeze, every prepared detour of
+ * list not so yet. 0, or -1 (then none changed). */
+int hs_detours_patch(hs_detour *const *list, size_t n, int install);
+
+/* exitwatch.c: detours that see how the target ends (session end_*), and
  * that end it when only hookscope's threads are left */
 void hs_ending_install(void);
 void hs_ending_module_loaded(void);   /* a DLL was loaded (before its hooks) */

@@ -5,9 +5,8 @@
  * own threads from keeping the process alive once the target's threads
  * are gone.
  *
- * Detours, made with the hook engine (the first instructions move to a
- * trampoline, the entry jumps to a C function here that notes what it
- * sees and calls the trampoline), patched under one freeze:
+ * Detours (agent/detour.c: the entry jumps to a C function here that
+ * notes what it sees and calls the original), patched under one freeze:
  *
  *   kernelbase!UnhandledExceptionFilter  called for every exception
  *       nothing handled, before the program's own filter
@@ -44,7 +43,6 @@
 
 #include "agent/agent.h"
 #include "hook/base/search.h"
-#include "hook/pe/functions.h"
 #include "hook/suspend/threads_win.h"
 
 typedef LONG (WINAPI *filter_fn)(EXCEPTION_POINTERS *);
@@ -205,136 +203,37 @@ static void check_threads_left(void)
 
 /* ---- detours ------------------------------------------------------------------------ */
 
-typedef struct detour {
-    const wchar_t *module;
-    const char *name;
-    void *fn;                  /* the replacement */
-    void **orig;               /* receives the trampoline */
+typedef struct watch_detour {
+    hs_detour d;
     uint32_t watch;            /* HS_END_WATCH_* */
-    hs_mod_state ms;           /* for patch.c: one module state with one hook */
-    hs_hooked hook;
-    int ready, patched;
-} detour;
+} watch_detour;
 
-static detour detours[] = {
-    { .module = L"kernelbase.dll", .name = "UnhandledExceptionFilter", .fn = (void *)on_unhandled,
-      .orig = (void **)&orig_filter, .watch = HS_END_WATCH_UNHANDLED },
-    { .module = L"ntdll.dll", .name = "NtTerminateProcess", .fn = (void *)on_terminate,
-      .orig = (void **)&orig_terminate, .watch = HS_END_WATCH_EXIT },
-    { .module = L"ntdll.dll", .name = "RtlExitUserThread", .fn = (void *)on_exit_thread,
-      .orig = (void **)&orig_exit_thread, .watch = HS_END_WATCH_LAST },
-    { .module = L"msvcrt.dll", .name = "abort", .fn = (void *)on_abort0, .orig = (void **)&orig_abort[0],
-      .watch = HS_END_WATCH_ABORT },
-    { .module = L"ucrtbase.dll", .name = "abort", .fn = (void *)on_abort1, .orig = (void **)&orig_abort[1],
-      .watch = HS_END_WATCH_ABORT },
+static watch_detour detours[] = {
+    { { .module = L"kernelbase.dll", .name = "UnhandledExceptionFilter", .fn = (void *)on_unhandled,
+        .orig = (void **)&orig_filter }, HS_END_WATCH_UNHANDLED },
+    { { .module = L"ntdll.dll", .name = "NtTerminateProcess", .fn = (void *)on_terminate,
+        .orig = (void **)&orig_terminate }, HS_END_WATCH_EXIT },
+    { { .module = L"ntdll.dll", .name = "RtlExitUserThread", .fn = (void *)on_exit_thread,
+        .orig = (void **)&orig_exit_thread }, HS_END_WATCH_LAST },
+    { { .module = L"msvcrt.dll", .name = "abort", .fn = (void *)on_abort0, .orig = (void **)&orig_abort[0] },
+      HS_END_WATCH_ABORT },
+    { { .module = L"ucrtbase.dll", .name = "abort", .fn = (void *)on_abort1, .orig = (void **)&orig_abort[1] },
+      HS_END_WATCH_ABORT },
 };
 #define N_DETOURS (sizeof detours / sizeof detours[0])
 
-#define JMP_ABS_LEN 14   /* jmp [rip+0]; dq target */
-
-/* Prepare detour d (stub and trampoline in the arena; not patched yet).
- * Returns 0, or -1 when the module is not loaded or the function cannot
- * be detoured safely. */
-static int prepare(detour *d)
-{
-    HMODULE m = GetModuleHandleW(d->module);
-    if (!m)
-        return -1;
-    uint8_t *entry = (uint8_t *)(void *)GetProcAddress(m, d->name);
-    uint64_t base = (uint64_t)(uintptr_t)m, size = hs_pe_mapped_size(m, NULL);
-    if (!entry || (uint64_t)(uintptr_t)entry < base || (uint64_t)(uintptr_t)entry >= base + size)
-        return -1;   /* not there, or forwarded elsewhere */
-    hs_pe pe;
-    if (hs_pe_open_mapped(&pe, m, size) != HS_PE_OK)
-        return -1;
-    hs_pe_func *funcs = NULL;
-    size_t n = 0;
-    int rc = -1;
-    if (hs_pe_functions(&pe, &funcs, &n) < 0)
-        goto out;
-    uint32_t rva = (uint32_t)((uint64_t)(uintptr_t)entry - base);
-    const hs_pe_func *f = NULL;
-    for (size_t i = 0; i < n && !f; i++)
-        if (funcs[i].rva == rva && !(funcs[i].src & HS_SRC_FRAGMENT))
-            f = &funcs[i];
-    if (!f)
-        goto out;
-    hs_func_input in = { entry, base + rva, f->size, f->gap_before, f->gap_after, base, base + size, NULL, NULL,
-                         NULL, NULL };
-    hs_plan plan;
-    if (hs_analyze(g_hs.engine, &in, 0, &plan) != HS_OK)
-        goto out;
-    size_t need = JMP_ABS_LEN + 2 + plan.tramp_max;
-    uint8_t *at = hs_arena_alloc(&g_hs.arena, base, base + size, (need + 15) & ~(size_t)15);
-    if (!at)
-        goto out;
-    hs_arena_protect(&g_hs.arena, 1);
-    /* the stub: an absolute jump to the replacement (the agent may be out
-     * of rel32 reach of the module; in 32-bit code rel32 reaches all) */
-    uint64_t target = (uint64_t)(uintptr_t)d->fn;
-#if HS_AGENT_X86
-    uint32_t rel = (uint32_t)target - (uint32_t)(uintptr_t)(at + 5);
-    at[0] = 0xE9;
-    memcpy(at + 1, &rel, 4);
-#else
-    at[0] = 0xFF;
-    at[1] = 0x25;
-    memset(at + 2, 0, 4);
-    memcpy(at + 6, &target, 8);
-#endif
-    uint8_t *tramp = at + 16;
-    hs_skip_reason why = HS_OK;
-    hs_hooked *h = &d->hook;
-    memset(h, 0, sizeof *h);
-    size_t len = hs_emit_trampoline(g_hs.engine, &in, &plan, hs_analyze_window(g_hs.engine),
-                                    (uint64_t)(uintptr_t)tramp, tramp, plan.tramp_max, h->tramp_off, &why);
-    hs_arena_protect(&g_hs.arena, 0);
-    if (!len)
-        goto out;
-    FlushInstructionCache(GetCurrentProcess(), at, need);
-    h->entry = base + rva;
-    h->stub = (uint64_t)(uintptr_t)at;
-    h->tramp = (uint64_t)(uintptr_t)tramp;
-    h->plan = plan;
-    h->fidx = UINT32_MAX;
-    if (hs_emit_patch(&in, &plan, h->stub, h->patch) < 0)
-        goto out;
-    memset(&d->ms, 0, sizeof d->ms);
-    d->ms.index = UINT32_MAX;
-    d->ms.base = base;
-    d->ms.size = size;
-    d->ms.hooks = h;
-    d->ms.n_hooks = 1;
-    d->ms.range_lo[0] = h->entry + (int64_t)plan.patch_off;
-    d->ms.range_hi[0] = d->ms.range_lo[0] + plan.patch_len;
-    d->ms.n_ranges = 1;
-    *d->orig = tramp;
-    d->ready = 1;
-    rc = 0;
-out:
-    free(funcs);
-    hs_pe_close(&pe);
-    return rc;
-}
-
-/* Patch every prepared detour not in yet (or take every one out). */
+/* Patch every prepared detour not in yet (or take every one out); what
+ * is in is watched. */
 static void patch_detours(int install)
 {
-    hs_mod_state *list[N_DETOURS];
-    size_t k = 0;
+    hs_detour *list[N_DETOURS];
     for (size_t i = 0; i < N_DETOURS; i++)
-        if (detours[i].ready && detours[i].patched != install)
-            list[k++] = &detours[i].ms;
-    if (!k || hs_patch_modules(list, k, install) < 0)
+        list[i] = &detours[i].d;
+    if (hs_detours_patch(list, N_DETOURS, install) < 0 || !install)
         return;
-    for (size_t i = 0; i < N_DETOURS; i++) {
-        detour *d = &detours[i];
-        if (d->ready && d->patched != install) {
-            d->patched = install;
-            if (install)
-                InterlockedOr((volatile LONG *)&g_hs.hdr->end_watch, (LONG)d->watch);
-        }
-    }
+    for (size_t i = 0; i < N_DETOURS; i++)
+        if (detours[i].d.patched)
+            InterlockedOr((volatile LONG *)&g_hs.hdr->end_watch, (LONG)detours[i].watch);
 }
 
 void hs_ending_install(void)
@@ -344,9 +243,9 @@ void hs_ending_install(void)
     if (!exit_process)
         return;
     for (size_t i = 0; i < N_DETOURS; i++) {
-        detour *d = &detours[i];
+        hs_detour *d = &detours[i].d;
         /* the last-thread check needs the exit call and a count of threads to start from */
-        if (d->watch == HS_END_WATCH_LAST) {
+        if (detours[i].watch == HS_END_WATCH_LAST) {
             n_counted = n_building = 0;
             if (hs_suspend_count_others(collect_tid, NULL) < 0)
                 continue;
@@ -356,7 +255,7 @@ void hs_ending_install(void)
             n_counted = n_building;
         }
         if (!d->ready)
-            prepare(d);
+            hs_detour_prepare(d);
     }
     patch_detours(1);
     hs_suspend_on_idle(check_threads_left, 1000);
@@ -366,12 +265,12 @@ void hs_ending_module_loaded(void)
 {
     size_t before = 0, after = 0;
     for (size_t i = 0; i < N_DETOURS; i++)
-        before += detours[i].ready;
+        before += detours[i].d.ready;
     for (size_t i = 0; i < N_DETOURS; i++)
-        if (!detours[i].ready && detours[i].watch == HS_END_WATCH_ABORT)
-            prepare(&detours[i]);
+        if (!detours[i].d.ready && detours[i].watch == HS_END_WATCH_ABORT)
+            hs_detour_prepare(&detours[i].d);
     for (size_t i = 0; i < N_DETOURS; i++)
-        after += detours[i].ready;
+        after += detours[i].d.ready;
     if (after > before)
         patch_detours(1);
 }
@@ -381,7 +280,7 @@ int hs_ending_remove(void)
     hs_suspend_on_idle(NULL, 0);
     patch_detours(0);
     for (size_t i = 0; i < N_DETOURS; i++)
-        if (detours[i].patched)
+        if (detours[i].d.patched)
             return -1;
     return 0;
 }
