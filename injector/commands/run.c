@@ -60,8 +60,8 @@ int hs_cmd_run(const hs_options *o)
     hs_trace t;
     if (hs_trace_begin(&t, &tc) < 0)
         return HS_EXIT_FAILED;
-    /* the exe's list is made while the process is created and the agent
-     * injected */
+    /* the exe's list is made while the process is created (and, for a
+     * 64-bit target, while the agent is injected) */
     if (!o->no_hooks && hs_trace_list_exe(&t, &tc, path) < 0)
         return HS_EXIT_FAILED;
     PROCESS_INFORMATION pi;

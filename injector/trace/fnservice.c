@@ -10,6 +10,7 @@
 
 #include "hook/base/util.h"
 #include "hook/engine/filter.h"
+#include "hook/pe/functions.h"
 #include "injector/symbols/fnlist.h"
 #include "injector/symbols/modsyms.h"
 
@@ -30,6 +31,7 @@ struct hs_fnservice {
         hs_fn_entry *list;
         long n;                  /* -1: did not fit */
         long made;               /* n as made (n is -1 once the list was used) */
+        long functions;          /* its entries that are functions (not fragments), -1: no list */
         HANDLE warm;             /* warm_session */
         uint32_t matched;        /* the filters that matched */
         size_t cap;
@@ -99,6 +101,12 @@ static DWORD WINAPI prefetch(void *arg)
         svc->pre.matched = flt.matched;
     }
     svc->pre.made = svc->pre.n;
+    svc->pre.functions = -1;
+    if (svc->pre.n >= 0) {
+        svc->pre.functions = 0;
+        for (long i = 0; i < svc->pre.n; i++)
+            svc->pre.functions += !(svc->pre.list[i].src & HS_SRC_FRAGMENT);
+    }
     return 0;
 }
 
@@ -109,6 +117,14 @@ void hs_fnservice_prefetch(hs_fnservice *svc, const wchar_t *exe)
     svc->pre.path = hs_utf8(exe);
     svc->pre.cap = hs_fn_list_cap(svc->max_functions);
     svc->pre.thread = CreateThread(NULL, 0, prefetch, svc, 0, NULL);
+}
+
+long hs_fnservice_exe_functions(hs_fnservice *svc)
+{
+    if (!svc || !svc->pre.thread)
+        return -1;
+    WaitForSingleObject(svc->pre.thread, INFINITE);
+    return svc->pre.functions;
 }
 
 /* The list made in advance, when the record is of that file as it is

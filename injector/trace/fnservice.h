@@ -7,7 +7,8 @@
  * reports will show, and the list goes back through the session.
  *
  * Made before the session (hs_fnservice_new), so that the exe's list can
- * be made while the target is created; serving from before the agent is
+ * be made while the target is created and a 32-bit target's session sized by
+ * it (hs_fnservice_exe_functions); serving from before the agent is
  * injected (it asks while it hooks the first modules) to the end of the
  * trace. A request that finds no service is answered by the agent itself
  * from the image.
@@ -30,6 +31,10 @@ hs_fnservice *hs_fnservice_new(const hs_trace_config *o);
  * large as --max-functions allows): the agent's request for it is then
  * answered with a copy, when the module it names is that file still. */
 void hs_fnservice_prefetch(hs_fnservice *svc, const wchar_t *exe);
+/* The functions (fragments aside) of the list hs_fnservice_prefetch
+ * makes, once it is made (this waits for it): the function records the
+ * exe takes in the session. -1 when there is no such list. */
+long hs_fnservice_exe_functions(hs_fnservice *svc);
 /* Serve the requests of session s (its events). Returns 0, or -1 after
  * printing why. */
 int hs_fnservice_serve(hs_fnservice *svc, hs_session_host *s);

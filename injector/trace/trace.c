@@ -143,7 +143,10 @@ int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32
 {
     if (!t->fn && !(t->fn = hs_fnservice_new(o)))
         return -1;
-    if (hs_session_create(&t->session, pid, o, options) < 0 || hs_fnservice_serve(t->fn, &t->session) < 0) {
+    /* the exe's functions size a 32-bit target's session (session_host.c,
+     * fit_32bit); a 64-bit one's does not wait for its list */
+    long functions = o->target_bits == 32 ? hs_fnservice_exe_functions(t->fn) : -1;
+    if (hs_session_create(&t->session, pid, o, options, functions) < 0 || hs_fnservice_serve(t->fn, &t->session) < 0) {
         hs_fnservice_stop(t->fn);
         t->fn = NULL;
         hs_session_close(&t->session);
