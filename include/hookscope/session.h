@@ -623,6 +623,10 @@ _Static_assert(sizeof(hs_session_header) == 28136, "hs_session_header");
 _Static_assert(sizeof(hs_agent_public) == 40, "hs_agent_public");
 _Static_assert(sizeof(hs_capacity) == 36, "hs_capacity");
 
+/* Entries of the function service's list for a table of `functions`:
+ * one module's list at a time, fragments too. */
+static inline uint32_t hs_fn_list_cap(uint32_t functions) { return functions * 2 + 4096; }
+
 /* Compute the layout for the given capacities; fills the layout fields
  * of `h` and returns the total size to reserve. Shared so both sides
  * agree (and tests can build a session themselves). Only what the
@@ -639,8 +643,8 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
     h->max_functions = c->functions;
     h->func_rec_size = (uint32_t)sizeof(hs_func_rec);
     off = hs_page_up(off + (uint64_t)c->functions * sizeof(hs_func_rec));
-    h->fn_list_off = off;            /* one module's list at a time, fragments too */
-    h->fn_list_cap = c->functions * 2 + 4096;
+    h->fn_list_off = off;
+    h->fn_list_cap = hs_fn_list_cap(c->functions);
     off = hs_page_up(off + (uint64_t)h->fn_list_cap * sizeof(hs_fn_entry));
     h->slots_off = off;
     h->max_threads = c->threads;

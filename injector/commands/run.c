@@ -13,7 +13,6 @@
 #include "injector/commands/progress.h"
 #include "injector/output/format.h"
 #include "injector/output/outdir.h"
-#include "injector/trace/fnservice.h"
 #include "injector/trace/inject.h"
 #include "injector/trace/outcome.h"
 #include "injector/trace/rights.h"
@@ -61,12 +60,17 @@ int hs_cmd_run(const hs_options *o)
     hs_trace t;
     if (hs_trace_begin(&t, &tc) < 0)
         return HS_EXIT_FAILED;
+    /* the exe's list is made while the process is created (and, for a
+     * 64-bit target, while the agent is injected) */
+    if (!o->no_hooks && hs_trace_list_exe(&t, &tc, path) < 0)
+        return HS_EXIT_FAILED;
     PROCESS_INFORMATION pi;
     hs_rights rights;
     char why[400];
     if (hs_rights_start(hs_token_api_get(), o->elevated_target != 0, path, cmdline, &si, &pi, &rights, why,
                         sizeof why) < 0) {
         hs_err("cannot start '%s': %s", shown, why);
+        hs_trace_abandon(&t);
         return HS_EXIT_FAILED;
     }
     if (hs_rights_name(rights)) {
@@ -78,8 +82,6 @@ int hs_cmd_run(const hs_options *o)
     bool ready = true;
     if (!o->no_hooks) {
         ready = hs_trace_session(&t, pi.dwProcessId, &tc, 0) == 0;
-        if (ready && tc.nmodules == 0)
-            hs_fnservice_prefetch(t.fn, path);   /* the exe's list, made while the agent is injected */
         ready = ready && hs_inject(pi.hProcess, &t.session) == 0 && hs_trace_check_filters(&t, &tc) == 0;
     }
     if (!ready || hs_trace_sample_start(&t, pi.dwProcessId) < 0) {

@@ -10,6 +10,7 @@
 
 #include "hook/base/util.h"
 #include "hook/engine/filter.h"
+#include "hook/pe/functions.h"
 #include "injector/symbols/fnlist.h"
 #include "injector/symbols/modsyms.h"
 
@@ -19,6 +20,7 @@ struct hs_fnservice {
     hs_filter flt;
     char *filters[HS_FILTER_MAX];
     hs_symconf conf;
+    uint32_t max_functions;      /* --max-functions: the exe's list is made to hold what it allows */
     char **told;                 /* modules whose symbols' problem was said */
     size_t ntold;
     struct {                     /* the exe's list, made while the target starts */
@@ -29,6 +31,7 @@ struct hs_fnservice {
         hs_fn_entry *list;
         long n;                  /* -1: did not fit */
         long made;               /* n as made (n is -1 once the list was used) */
+        long functions;          /* its entries that are functions (not fragments), -1: no list */
         HANDLE warm;             /* warm_session */
         uint32_t matched;        /* the filters that matched */
         size_t cap;
@@ -98,6 +101,12 @@ static DWORD WINAPI prefetch(void *arg)
         svc->pre.matched = flt.matched;
     }
     svc->pre.made = svc->pre.n;
+    svc->pre.functions = -1;
+    if (svc->pre.n >= 0) {
+        svc->pre.functions = 0;
+        for (long i = 0; i < svc->pre.n; i++)
+            svc->pre.functions += !(svc->pre.list[i].src & HS_SRC_FRAGMENT);
+    }
     return 0;
 }
 
@@ -106,10 +115,16 @@ void hs_fnservice_prefetch(hs_fnservice *svc, const wchar_t *exe)
     if (!svc || svc->pre.thread)
         return;
     svc->pre.path = hs_utf8(exe);
-    svc->pre.cap = svc->s->layout.fn_list_cap;
+    svc->pre.cap = hs_fn_list_cap(svc->max_functions);
     svc->pre.thread = CreateThread(NULL, 0, prefetch, svc, 0, NULL);
-    if (svc->pre.thread)
-        svc->pre.warm = CreateThread(NULL, 0, warm_session, svc, 0, NULL);
+}
+
+long hs_fnservice_exe_functions(hs_fnservice *svc)
+{
+    if (!svc || !svc->pre.thread)
+        return -1;
+    WaitForSingleObject(svc->pre.thread, INFINITE);
+    return svc->pre.functions;
 }
 
 /* The list made in advance, when the record is of that file as it is
@@ -194,25 +209,36 @@ static DWORD WINAPI serve(void *arg)
     }
 }
 
-hs_fnservice *hs_fnservice_start(hs_session_host *s, const hs_trace_config *o)
+hs_fnservice *hs_fnservice_new(const hs_trace_config *o)
 {
     hs_fnservice *svc = hs_xcalloc(1, sizeof *svc);
-    svc->s = s;
     svc->stop = CreateEventW(NULL, TRUE, FALSE, NULL);
+    if (!svc->stop) {
+        hs_err("cannot start the function service: %s", hs_win_error(GetLastError()));
+        free(svc);
+        return NULL;
+    }
     for (int i = 0; i < o->nfilters && i < HS_FILTER_MAX; i++) {
         svc->filters[i] = hs_utf8(o->filters[i]);
         svc->flt.pattern[svc->flt.n] = svc->filters[i];
         svc->flt.exclude[svc->flt.n++] = o->filter_exclude[i];
     }
     svc->conf = o->symbols;
-    if (!svc->stop ||
-        !(svc->thread = CreateThread(NULL, 0, serve, svc, 0, NULL))) {
-        hs_err("cannot start the function service: %s", hs_win_error(GetLastError()));
-        hs_fnservice_stop(svc);
-        return NULL;
-    }
-    s->hdr->fn_service = 1;
+    svc->max_functions = o->max_functions;
     return svc;
+}
+
+int hs_fnservice_serve(hs_fnservice *svc, hs_session_host *s)
+{
+    svc->s = s;
+    if (!(svc->thread = CreateThread(NULL, 0, serve, svc, 0, NULL))) {
+        hs_err("cannot start the function service: %s", hs_win_error(GetLastError()));
+        return -1;
+    }
+    if (svc->pre.thread)
+        svc->pre.warm = CreateThread(NULL, 0, warm_session, svc, 0, NULL);
+    s->hdr->fn_service = 1;
+    return 0;
 }
 
 void hs_fnservice_stop(hs_fnservice *svc)

@@ -6,9 +6,12 @@
  * agent never parses one), the -f/-x filters are applied to the names the
  * reports will show, and the list goes back through the session.
  *
- * Started before the agent is injected (it asks while it hooks the first
- * modules) and stopped when the trace ends; a request that finds no
- * service is answered by the agent itself from the image.
+ * Made before the session (hs_fnservice_new), so that the exe's list can
+ * be made while the target is created and a 32-bit target's session sized by
+ * it (hs_fnservice_exe_functions); serving from before the agent is
+ * injected (it asks while it hooks the first modules) to the end of the
+ * trace. A request that finds no service is answered by the agent itself
+ * from the image.
  */
 #ifndef HOOKSCOPE_FNSERVICE_H
 #define HOOKSCOPE_FNSERVICE_H
@@ -21,13 +24,20 @@
 
 typedef struct hs_fnservice hs_fnservice;
 
-/* Serve the requests of session s (its events). NULL (after printing
- * why) when the service cannot start. */
-hs_fnservice *hs_fnservice_start(hs_session_host *s, const hs_trace_config *o);
-/* Make the list of the exe's functions now, while the target starts: the
- * agent's request for it is then answered with a copy, when the module it
- * names is that file still. */
+/* The service for a trace configured by o, not serving yet. NULL (after
+ * printing why) when it cannot be made. */
+hs_fnservice *hs_fnservice_new(const hs_trace_config *o);
+/* Make the list of the exe's functions now, while the target starts (as
+ * large as --max-functions allows): the agent's request for it is then
+ * answered with a copy, when the module it names is that file still. */
 void hs_fnservice_prefetch(hs_fnservice *svc, const wchar_t *exe);
+/* The functions (fragments aside) of the list hs_fnservice_prefetch
+ * makes, once it is made (this waits for it): the function records the
+ * exe takes in the session. -1 when there is no such list. */
+long hs_fnservice_exe_functions(hs_fnservice *svc);
+/* Serve the requests of session s (its events). Returns 0, or -1 after
+ * printing why. */
+int hs_fnservice_serve(hs_fnservice *svc, hs_session_host *s);
 void hs_fnservice_stop(hs_fnservice *svc);
 
 #endif

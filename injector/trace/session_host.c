@@ -57,47 +57,74 @@ static bool halve(uint32_t *v, uint32_t min)
 
 /* A 32-bit target maps the whole session into its 2 GiB of address space
  * (4 with /LARGEADDRESSAWARE), beside the program: the capacities are cut
- * until the view takes at most SESSION_MAX_32BIT, threads first (to 32),
- * then with --time each thread's shadow stack (to 4096 open timed calls:
- * deeper ones run untimed, counted in time_dropped; 4 MiB a thread were
- * most of a 388 MiB session, and with --stacks too no room was left near
- * the program for its stubs), then functions (to 16384: a module with
- * more gets the "function table is full" error; cut last, as a program's
- * functions are what it is traced for). The timeline's rings are cut
- * after all that, and apart: a --timeline run keeps the threads,
- * functions and open calls a run without it has (it hooks what that run
- * hooks), and each thread's ring is halved while the view is too large,
- * to TL_MIN_32BIT events at least (1 MiB a thread: 33 MiB more than the
- * same run without --timeline; a full ring holds its thread up until the
- * drain, every 2 ms, has taken events, --timeline-wait). Returns the
- * session's size. */
+ * until the view takes at most SESSION_MAX_32BIT, in the order that
+ * loses least of what the program is traced for:
+ * - functions, to the program's own count when it is known (`functions`,
+ *   the exe's list when the exe is the one module hooked): room no
+ *   function would take;
+ * - threads, to 32; then with --time each thread's shadow stack, to 4096
+ *   open timed calls (deeper ones run untimed, counted in time_dropped;
+ *   4 MiB a thread were most of a 388 MiB session, and with --stacks too
+ *   no room was left near the program for its stubs);
+ * - with the program's count known, threads again, to as many as fit
+ *   beside all of its functions (one at least): under --time each thread
+ *   keeps a 392-byte time record per function, so a program of 20,131
+ *   functions (bench's manyfuncs.exe) leaves room for 25 threads. A thread
+ *   past them has no region of its own: its calls are still counted
+ *   exactly (in the shared overflow region), untimed, where a function
+ *   that finds no room in the table is not hooked at all;
+ * - functions, to 16384, last, as a program's functions are what it is
+ *   traced for: a module with more is not hooked, and the agent says so
+ *   (the "function table" error). With the count known that is a program
+ *   whose functions do not fit beside one thread (some 267,000 under
+ *   --time): its threads are left at 32 then, as its module goes unhooked
+ *   whatever they are.
+ * The timeline's rings are cut after all that, and apart: a --timeline
+ * run keeps the threads, functions and open calls a run without it has
+ * (it hooks what that run hooks), and each thread's ring is halved while
+ * the view is too large, to TL_MIN_32BIT events at least (1 MiB a thread:
+ * 33 MiB more than the same run without --timeline; a full ring holds its
+ * thread up until the drain, every 2 ms, has taken events,
+ * --timeline-wait). Returns the session's size. */
 #define SESSION_MAX_32BIT (256ull << 20)
 #define SHADOW_MIN_32BIT 4096u
 #define TL_MIN_32BIT (1u << 15)
 
-static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap)
+static uint64_t fit_32bit(hs_session_header *L, hs_capacity *cap, long functions)
 {
-    const uint32_t threads = cap->threads, functions = cap->functions, shadow = cap->shadow,
+    const uint32_t threads = cap->threads, max_functions = cap->functions, shadow = cap->shadow,
                    timeline = cap->timeline;
     cap->timeline = 0;
+    if (functions >= 0 && (uint64_t)functions < cap->functions)
+        cap->functions = functions ? (uint32_t)functions : 1;
     uint64_t total = hs_session_layout(L, cap);
-    while (total > SESSION_MAX_32BIT &&
-           (halve(&cap->threads, 32) || halve(&cap->shadow, SHADOW_MIN_32BIT) || halve(&cap->functions, 16384)))
+    while (total > SESSION_MAX_32BIT && (halve(&cap->threads, 32) || halve(&cap->shadow, SHADOW_MIN_32BIT)))
+        total = hs_session_layout(L, cap);
+    const uint32_t threads_before = cap->threads;
+    while (functions >= 0 && total > SESSION_MAX_32BIT && cap->threads > 1) {
+        cap->threads--;
+        total = hs_session_layout(L, cap);
+    }
+    if (total > SESSION_MAX_32BIT && cap->threads != threads_before) {
+        cap->threads = threads_before;
+        total = hs_session_layout(L, cap);
+    }
+    while (total > SESSION_MAX_32BIT && halve(&cap->functions, 16384))
         total = hs_session_layout(L, cap);
     cap->timeline = timeline;
     total = hs_session_layout(L, cap);
     while (total > SESSION_MAX_32BIT && halve(&cap->timeline, TL_MIN_32BIT))
         total = hs_session_layout(L, cap);
-    if (cap->threads != threads || cap->functions != functions || cap->shadow != shadow)
+    if (cap->threads != threads || cap->functions != max_functions || cap->shadow != shadow)
         hs_log("a 32-bit target: the session holds %u threads, %u functions and %u open timed calls a thread "
-               "(not %u, %u and %u), %llu MiB", cap->threads, cap->functions, cap->shadow, threads, functions,
+               "(not %u, %u and %u), %llu MiB", cap->threads, cap->functions, cap->shadow, threads, max_functions,
                shadow, (unsigned long long)(total >> 20));
     if (cap->timeline != timeline)
         hs_log("a 32-bit target: each thread's timeline buffer holds %u calls (not %u)", cap->timeline, timeline);
     return total;
 }
 
-int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options)
+int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options, long functions)
 {
     if (o->edges)
         options |= HS_OPT_EDGES;
@@ -117,7 +144,7 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, u
         cap.timeline = o->timeline_buffer;
     uint64_t total = hs_session_layout(L, &cap);
     if (o->target_bits == 32)
-        total = fit_32bit(L, &cap);
+        total = fit_32bit(L, &cap, functions);
     L->magic = HS_SESSION_MAGIC;
     L->version = HS_SESSION_VERSION;
     L->options = options;

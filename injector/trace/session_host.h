@@ -28,9 +28,11 @@ typedef struct hs_session_host {
     uint64_t agent_base;        /* the agent in the target, from the target's module list */
 } hs_session_host;
 
-/* Create the session for process `pid`. Returns 0, or -1 after printing
- * an error. */
-int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options);
+/* Create the session for process `pid`; `functions`: the function
+ * records the program will take, when known (-1 if not), by which a
+ * 32-bit target's session is sized. Returns 0, or -1 after printing an
+ * error. */
+int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, uint32_t options, long functions);
 /* Map the session an agent in `process` serves (its section handle there
  * is `handle`, from the agent's hs_agent_public), whose agent is at
  * agent_base: to take out the hooks of a hookscope that ended without

@@ -149,12 +149,25 @@ void hs_trace_sample_stop(hs_trace *t)
            t->stats.suspended_us_p50, t->stats.suspended_us_p99, t->stats.unwind_us_avg);
 }
 
+int hs_trace_list_exe(hs_trace *t, const hs_trace_config *o, const wchar_t *exe)
+{
+    if (!t->fn && !(t->fn = hs_fnservice_new(o)))
+        return -1;
+    if (o->nmodules == 0)
+        hs_fnservice_prefetch(t->fn, exe);
+    return 0;
+}
+
 int hs_trace_session(hs_trace *t, uint32_t pid, const hs_trace_config *o, uint32_t options)
 {
-    if (hs_session_create(&t->session, pid, o, options) < 0)
+    if (!t->fn && !(t->fn = hs_fnservice_new(o)))
         return -1;
-    t->fn = hs_fnservice_start(&t->session, o);
-    if (!t->fn) {
+    /* the exe's functions size a 32-bit target's session (session_host.c,
+     * fit_32bit); a 64-bit one's does not wait for its list */
+    long functions = o->target_bits == 32 ? hs_fnservice_exe_functions(t->fn) : -1;
+    if (hs_session_create(&t->session, pid, o, options, functions) < 0 || hs_fnservice_serve(t->fn, &t->session) < 0) {
+        hs_fnservice_stop(t->fn);
+        t->fn = NULL;
         hs_session_close(&t->session);
         return -1;
     }

@@ -50,6 +50,11 @@ typedef struct hs_trace {
 /* Begin a trace; with sampling on, find the backend first. Returns 0, or
  * -1 after printing why the sampler cannot be used. */
 int hs_trace_begin(hs_trace *t, const hs_trace_config *o);
+/* Before the target is started: make the function service, and when
+ * only the exe is to be hooked (no -m) start making its function list
+ * (hs_fnservice_prefetch), which sizes a 32-bit target's session. Returns
+ * 0, or -1 after printing why. */
+int hs_trace_list_exe(hs_trace *t, const hs_trace_config *o, const wchar_t *exe);
 /* Create the session for process pid and start the function service (the
  * agent asks it as soon as it is injected), and with --timeline the drain
  * of the timelines into the output directory (which is open). Returns 0, or -1 after
