@@ -238,6 +238,12 @@ int hs_detour_prepare(hs_detour *d);
  * list not so yet. 0, or -1 (then none changed). */
 int hs_detours_patch(hs_detour *const *list, size_t n, int install);
 
+/* backtrace.c: under --time, the program's own RtlCaptureStackBackTrace
+ * gives what it gives untimed (no wrapper frame, no return thunk) */
+void hs_backtrace_install(void);
+int hs_backtrace_remove(void);        /* 0, or -1 when the detour could not be taken out */
+LONG hs_backtrace_busy(void);         /* threads inside the detour */
+
 /* exitwatch.c: detours that see how the target ends (session end_*), and
  * that end it when only hookscope's threads are left */
 void hs_ending_install(void);
@@ -266,6 +272,8 @@ int hs_patch_module(hs_mod_state *m, int install);
 /* Wait until no thread runs in the arena or in the agent's probe code
  * (after every module was unhooked). Returns 0, or -1 on timeout. */
 int hs_quiesce(DWORD timeout_ms);
+/* Is addr hookscope's code (a stub, a trampoline, a wrapper, the agent)? */
+int hs_own_code(uint64_t addr);
 
 /* unwind.c: unwind info for stubs and trampolines */
 size_t hs_unwind_space(size_t n_hooks);

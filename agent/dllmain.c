@@ -165,6 +165,8 @@ __declspec(dllexport) DWORD WINAPI hs_agent_init(void *param)
         /* before the modules' hooks, which may lie over the detours */
         EnterCriticalSection(&g_hs.install_lock);
         hs_ending_install();
+        if (h->options & HS_OPT_TIME)
+            hs_backtrace_install();
         LeaveCriticalSection(&g_hs.install_lock);
         if (hs_modules_init() < 0)
             rc = h->agent_error ? (DWORD)h->agent_error : ERROR_GEN_FAILURE;
@@ -228,7 +230,7 @@ __declspec(dllexport) DWORD WINAPI hs_agent_detach(void *param __attribute__((un
     DWORD rc = hs_agent_unhook(NULL);
     if (rc == 0) {
         EnterCriticalSection(&g_hs.install_lock);
-        if (hs_ending_remove() < 0)
+        if (hs_ending_remove() < 0 || hs_backtrace_remove() < 0)
             rc = ERROR_TIMEOUT;
         LeaveCriticalSection(&g_hs.install_lock);
     }

@@ -206,12 +206,10 @@ int hs_patch_module(hs_mod_state *m, int install)
     return hs_patch_modules(&m, 1, install);
 }
 
-/* Does a thread stopped at `rip` run hookscope's code (a stub, a
- * trampoline, the agent)? */
-static int in_our_code(uint64_t rip)
+int hs_own_code(uint64_t addr)
 {
     uint64_t self_lo = (uint64_t)(uintptr_t)g_hs.self;
-    return hs_arena_contains(&g_hs.arena, rip) || (rip >= self_lo && rip < self_lo + g_hs.self_size);
+    return hs_arena_contains(&g_hs.arena, addr) || (addr >= self_lo && addr < self_lo + g_hs.self_size);
 }
 
 int hs_quiesce(DWORD timeout_ms)
@@ -222,7 +220,7 @@ int hs_quiesce(DWORD timeout_ms)
     DWORD tid = 0;
     for (;;) {
         /* a wrapper frame still on a stack returns into the agent's code */
-        slow = g_hs.in_slow + hs_ending_busy();
+        slow = g_hs.in_slow + hs_ending_busy() + hs_backtrace_busy();
         frames = hs_live_wrapper_frames();
         tid = 0;
         int frozen = 1;
@@ -232,7 +230,7 @@ int hs_quiesce(DWORD timeout_ms)
             hs_suspend_set fz;
             frozen = freeze(&fz, left > QUIESCE_FREEZE_MIN_MS ? left : QUIESCE_FREEZE_MIN_MS, 0) >= 0;
             for (size_t i = 0; frozen && i < fz.n && !tid; i++)
-                if (in_our_code(hs_context_ip(&fz.t[i].ctx)))
+                if (hs_own_code(hs_context_ip(&fz.t[i].ctx)))
                     tid = fz.t[i].tid;
             hs_resume_all(&fz);
         }

@@ -49,6 +49,12 @@ $(TGT32_DIR)/hotpatchs.exe: tests/targets32/hotpatch/hotpatch.c
 	@mkdir -p $(dir $@)
 	$(WCC32) $(HOTPATCH_FLAGS) -s -o $@ $<
 
+# the program that captures its own stack (tests/targets/backtrace.c), for
+# i686 with frame pointers: the ebp chain is what its capture walks
+$(TGT32_DIR)/backtrace.exe: tests/targets/backtrace.c
+	@mkdir -p $(dir $@)
+	$(WCC32) $(TGT_CFLAGS) -fno-omit-frame-pointer -o $@ $<
+
 # the attach tests' target (tests/targets/attachee.c), built for i686
 $(TGT32_DIR)/attachee.exe: tests/targets/attachee.c tests/targets/codecheck.h
 	@mkdir -p $(dir $@)
@@ -56,4 +62,5 @@ $(TGT32_DIR)/attachee.exe: tests/targets/attachee.c tests/targets/codecheck.h
 
 .PHONY: test-targets32
 test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe $(TGT32_DIR)/cpusplit.exe $(TGT32_DIR)/exports32.dll \
-                $(TGT32_DIR)/exports32s.dll $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe $(TGT32_DIR)/attachee.exe
+                $(TGT32_DIR)/exports32s.dll $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe $(TGT32_DIR)/attachee.exe \
+                $(TGT32_DIR)/backtrace.exe
