@@ -243,8 +243,7 @@ static void timeline_event(hs_region_hdr *r, const hs_shadow_rec *s, uint64_t t1
     e->ticks = ticks;
     e->func = s->func;
     e->depth = depth;
-    MemoryBarrier();
-    r->tl_head++;
+    hs_tl_head_advance(&r->tl_head);
 }
 
 /* If the wrapper frame `fr` is on the shadow stack of region r (counters

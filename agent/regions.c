@@ -104,8 +104,7 @@ static void timeline_thread(hs_region_hdr *rh, uint32_t tid, int may_wait)
     e->t1 = e->ticks = 0;
     e->func = HS_TL_THREAD;
     e->depth = 0;
-    MemoryBarrier();
-    rh->tl_head++;
+    hs_tl_head_advance(&rh->tl_head);
 }
 
 /* Commit the per-function parts of a region for functions [0, n). */

@@ -6,7 +6,9 @@ cwd of every run), so Wine sees them as paths on its Z: drive.
 """
 import json
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -398,7 +400,6 @@ def attach(pid, options=(), name="attach", timeout=60):
 def pe_file(pe_path):
     """A PE file's bytes (path relative to ROOT), its ImageBase and its
     sections as (virtual size, rva, raw size, file offset, characteristics)."""
-    import struct
     with open(os.path.join(ROOT, pe_path), "rb") as f:
         data = f.read()
     pe = struct.unpack_from("<I", data, 0x3C)[0]
@@ -414,6 +415,24 @@ def pe_file(pe_path):
 def image_base(pe_path):
     """The ImageBase of a PE file (PE32 or PE32+)."""
     return pe_file(pe_path)[1]
+
+
+def coff_symbols(pe_path):
+    """A PE file's COFF symbols as its toolchain's objdump -t reads them:
+    {rva: [(name, type, storage class)]} (those of a section)."""
+    data, _, sections = pe_file(pe_path)
+    magic = struct.unpack_from("<H", data, struct.unpack_from("<I", data, 0x3C)[0] + 24)[0]
+    objdump = "i686-w64-mingw32-objdump" if magic == 0x10B else "x86_64-w64-mingw32-objdump"   # PE32
+    p = subprocess.run([objdump, "-t", os.path.join(ROOT, pe_path)], capture_output=True, text=True)
+    if p.returncode:
+        raise AssertionError(f"{objdump} -t {pe_path}: exit {p.returncode}: {p.stderr.strip()}")
+    at = {}
+    for sec, ty, scl, value, name in re.findall(
+            r"^\[\s*\d+\]\(sec\s+(\d+)\)\(fl 0x\w+\)\(ty\s+(\w+)\)\(scl\s+(\d+)\) \(nx \d\) 0x([0-9a-f]+) (.+)$",
+            p.stdout, re.M):
+        if 0 < int(sec) <= len(sections):
+            at.setdefault(sections[int(sec) - 1][1] + int(value, 16), []).append((name, int(ty, 16), int(scl)))
+    return at
 
 
 def code_at(pe_path, rva, n):

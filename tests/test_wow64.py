@@ -397,6 +397,58 @@ def test_wow64_functions_hotpatch():
           {f"sub_{r[0]:x}": r[:3] for r in hot.values()}, "the same, linked stripped")
 
 
+def test_wow64_functions_section_names():
+    """A section's own COFF symbol (storage class static, type 0, the
+    section's name) never names a function: in a static i686 C++ build
+    (cxxexc32.exe) libstdc++'s static functions kept no symbol of their
+    own (the archive's objects are stripped of local symbols), only that
+    of the section g++ made for each, `.text$NAME`, NAME being the
+    function's assembler name: each is named `_NAME`, the COFF name it
+    would have had (where a function symbol sits at such a section's
+    start, it is that name); code where only a section without a function
+    in its name starts (`.text`, `.text.unlikely.NAME`: NAME's cold part
+    or NAME itself) is named sub_<rva>."""
+    exe = hs.need(f"{hs.TARGETS32}/cxxexc32.exe")
+    syms = hs.coff_symbols(exe)
+    only_section = {rva: [n for n, ty, scl in s] for rva, s in syms.items()
+                    if all(scl == 3 and ty == 0 and n.startswith(".text") for n, ty, scl in s)}
+    named = {rva: "_" + m.group(2) for rva, ns in only_section.items() for m in
+             map(re.compile(r"^(\.text\$|\.text\.startup\.)(.+)$").match, ns) if m}
+    hs.eq(sorted(named.values()),
+          ["__GLOBAL__sub_I__ZN9__gnu_cxx9__freeresEv",
+           "__ZL16get_adjusted_ptrPKSt9type_infoS1_PPv",
+           "__ZL17parse_lsda_headerP15_Unwind_ContextPKhP16lsda_header_info",
+           "__ZL20check_exception_specP16lsda_header_infoPKSt9type_infoPvl",
+           "__ZL21base_of_encoded_valuehP15_Unwind_Context",
+           "__ZL23__gxx_exception_cleanup19_Unwind_Reason_CodeP17_Unwind_Exception",
+           "__ZL28read_encoded_value_with_basehjPKhPj",
+           "__ZN12_GLOBAL__N_14pool4freeEPv.constprop.0",
+           "__ZN12_GLOBAL__N_14pool8allocateEj.constprop.0",
+           "___tcf_0"], "functions objdump -t knows only by their .text$NAME or .text.startup.NAME section")
+    for rva, s in syms.items():
+        fn = [n for n, ty, scl in s if ty & 0xF0 == 0x20]
+        for n, _, _ in s:
+            if n.startswith(".text$") and fn:
+                hs.check("_" + n[len(".text$"):] in fn, f"{n} starts with function {fn} of another name")
+
+    p = hs.hookscope(["functions", exe])
+    hs.eq(p.returncode, 0, f"exit code of functions {exe}")
+    rows = {int(m.group(1), 16): m.group(6) for m in map(ROW.match, out_lines(p)) if m}
+    hs.eq({rva: n for rva, n in rows.items() if n.startswith(".")}, {}, "functions named by a section")
+    unnamed = [rva for rva in only_section if rva not in named and rva in rows]
+    hs.eq(len(unnamed), 17, "functions where only a section without a function's name starts")
+    hs.eq({rva: rows[rva] for rva in unnamed}, {rva: f"sub_{rva:x}" for rva in unnamed},
+          "the names of those")
+    # the exact COFF names: a filter of raw names selects each at its rva
+    p = hs.hookscope(["functions"] + [a for n in named.values() for a in ("-f", n)] + [exe])
+    hs.eq(p.returncode, 0, "exit code with the names as filters")
+    hs.eq(sorted(int(m.group(1), 16) for m in map(ROW.match, out_lines(p)) if m), sorted(named),
+          "the rvas those names select")
+    hs.eq({rva: rows[rva] for rva in named},
+          {rva: subprocess.run(["c++filt"], input=n[1:], capture_output=True, text=True).stdout.strip()
+           for rva, n in named.items()}, "their names undecorated, as c++filt reads them")
+
+
 def test_wow64_functions_corrupt():
     """A cut or corrupt i386 image: one line and exit 125, as for x86-64."""
     src = open(os.path.join(hs.ROOT, hs.need(f"{hs.TARGETS32}/callconv.exe")), "rb").read()

@@ -16,8 +16,9 @@ static int cmp_sym(const void *a, const void *b)
     const hs_pe_sym *x = a, *y = b;
     if (x->rva != y->rva)
         return x->rva < y->rva ? -1 : 1;
-    /* preference: exports, global functions, static functions, others;
-     * then names not starting with '.' or '_' sorted first */
+    /* preference: exports, global functions, static functions, others,
+     * names made from a function's section (HS_SYM_SECTION); then names
+     * not starting with '.' sorted first */
     int px = x->kind * 2 + !x->global, py = y->kind * 2 + !y->global;
     if (px != py)
         return px - py;
@@ -25,6 +26,19 @@ static int cmp_sym(const void *a, const void *b)
     if (dx != dy)
         return dx - dy;
     return strcmp(x->name, y->name);
+}
+
+/* Length of the prefix of a section name that g++ follows with the name
+ * of the one function in it, or 0. */
+static size_t func_section_prefix(const char *nm, size_t l)
+{
+    static const char *const prefixes[] = { ".text$", ".text.startup." };
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
+        size_t pl = strlen(prefixes[i]);
+        if (l > pl && memcmp(nm, prefixes[i], pl) == 0)
+            return pl;
+    }
+    return 0;
 }
 
 int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
@@ -36,8 +50,8 @@ int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
     size_t *name_off = NULL;   /* offsets into pool while it may move */
     size_t n = 0;
 
-#define ADD_SYM(R, KIND, GLOBAL, NAME, NLEN) do {                                   \
-        size_t nl_ = (NLEN);                                                        \
+#define ADD_SYM(R, KIND, GLOBAL, PREFIX, NAME, NLEN) do {                           \
+        size_t pl_ = strlen(PREFIX), nl_ = pl_ + (NLEN);                            \
         if (n == cap) {                                                             \
             size_t nc_ = cap ? cap * 2 : 1024;                                      \
             hs_pe_sym *ns_ = realloc(syms, nc_ * sizeof *ns_);                      \
@@ -53,7 +67,8 @@ int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
             if (!np_) { free(syms); free(name_off); free(pool); return -1; }        \
             pool = np_; pool_cap = pc_;                                             \
         }                                                                           \
-        memcpy(pool + pool_len, (NAME), nl_);                                       \
+        memcpy(pool + pool_len, (PREFIX), pl_);                                     \
+        memcpy(pool + pool_len + pl_, (NAME), nl_ - pl_);                           \
         pool[pool_len + nl_] = 0;                                                   \
         syms[n].rva = (R); syms[n].kind = (KIND); syms[n].global = (GLOBAL);        \
         name_off[n] = pool_len; pool_len += nl_ + 1; n++;                           \
@@ -82,7 +97,7 @@ int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
                 size_t maxl = pe->image_size - nr, l = 0;
                 while (l < maxl && l < 4096 && np[l])
                     l++;
-                ADD_SYM(r, HS_SYM_EXPORT, 1, np, l);
+                ADD_SYM(r, HS_SYM_EXPORT, 1, "", np, l);
             }
         }
     }
@@ -123,11 +138,24 @@ int hs_pe_symbols(const hs_pe *pe, hs_pe_symtab *out)
             }
             if (l == 0)
                 continue;
-            /* section names (.text, .data$foo) are not symbols of interest */
-            if (cls == 3 && type == 0 && nm[0] == '.' && hs_le32(s + 8) == 0)
+            if (cls == 3 && type == 0 && nm[0] == '.') {
+                /* a section's own symbol, at the section's place in its
+                 * output section (offset 0 only for the first): its name
+                 * is a section's, never a function's; but g++ gives a
+                 * function a section of its own, `.text$NAME` (COMDAT and
+                 * -ffunction-sections) or `.text.startup.NAME` (static
+                 * constructors), NAME its assembler name. Where the
+                 * archive's objects were stripped of local symbols (static
+                 * i686 libstdc++) that section is all that names one.
+                 * `.text.unlikely.NAME` holds NAME's cold part or all of
+                 * NAME: no name */
+                size_t skip = func_section_prefix(nm, l);
+                if (skip)
+                    ADD_SYM(r, HS_SYM_SECTION, 0, pe->bits == 32 ? "_" : "", nm + skip, l - skip);
                 continue;
+            }
             int kind = (type & 0xF0) == 0x20 ? HS_SYM_FUNC : HS_SYM_OTHER;
-            ADD_SYM(r, kind, cls == 2, nm, l);
+            ADD_SYM(r, kind, cls == 2, "", nm, l);
         }
     }
 #undef ADD_SYM

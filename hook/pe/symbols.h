@@ -10,8 +10,11 @@
 
 #include "hook/pe/pe.h"
 
-/* Symbols: exports and COFF symbols that name a location in the image. */
-enum { HS_SYM_EXPORT = 1, HS_SYM_FUNC = 2, HS_SYM_OTHER = 3 };
+/* Symbols: exports and COFF symbols that name a location in the image;
+ * HS_SYM_SECTION: a function's COFF name made from the name of the section
+ * g++ gave it alone (`.text$NAME`: `_NAME` on i386, else NAME), which any
+ * symbol at the same rva is preferred to. */
+enum { HS_SYM_EXPORT = 1, HS_SYM_FUNC = 2, HS_SYM_OTHER = 3, HS_SYM_SECTION = 4 };
 typedef struct hs_pe_sym {
     uint32_t rva;
     uint8_t kind;     /* HS_SYM_* */

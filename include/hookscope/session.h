@@ -31,6 +31,8 @@
 
 #include <stdint.h>
 
+#include "hookscope/tl_head.h"
+
 #define HS_SESSION_MAGIC 0x315353455353484Bull /* "KHSSESS1" */
 #define HS_SESSION_VERSION 4
 

@@ -47,6 +47,11 @@
  *   time32/true-return  hs_ret_shadow_true on made-up records: a slot's
  *                       newest record, through tail jumps, a callee's copy
  *                       of its return address, none
+ *   time32/timeline-head-carry  hs_tl_head_advance (the head after a
+ *                       thread's name, regions.c) moves a ring's head over its carry,
+ *                       0xFFFFFFFF to 2^32, again and again, while another
+ *                       thread reads it as the injector does (8 bytes at
+ *                       once): never seen half written
  */
 #include "tests/unit/time32.h"
 
@@ -62,6 +67,7 @@
 
 #include "hook/engine/count32.h"
 #include "hook/unwind/ebpwalk.h"
+#include "hookscope/tl_head.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/xrun.h"
 
@@ -1261,6 +1267,55 @@ static void stub_sizes(hs_engine *e)
     tap_check(!why[0], "count32/sizes", "%s", why);
 }
 
+/* ---- the head of a ring at its carry ---------------------------------------- */
+
+static uint64_t carry_head __attribute__((aligned(64)));   /* (as tl_head in a region: 8-aligned) */
+static volatile int carry_reading, carry_done;
+static volatile uint64_t carry_reads, carry_torn, carry_seen;
+
+/* The injector's side: the head read in one 8-byte load, again and again. */
+static void *carry_reader(void *arg)
+{
+    (void)arg;
+    carry_reading = 1;
+    while (!carry_done) {
+        const uint64_t h = __atomic_load_n(&carry_head, __ATOMIC_ACQUIRE);
+        carry_reads++;
+        if (h != 0xFFFFFFFFull && h != 0x100000000ull && !carry_torn++)
+            carry_seen = h;
+    }
+    return NULL;
+}
+
+static void head_carry(void)
+{
+    pthread_t reader;
+    carry_done = carry_reading = 0;
+    carry_reads = carry_torn = 0;
+    __atomic_store_n(&carry_head, 0xFFFFFFFFull, __ATOMIC_RELEASE);
+    if (pthread_create(&reader, NULL, carry_reader, NULL) != 0) {
+        tap_fail("time32/timeline-head-carry", "no reader thread");
+        return;
+    }
+    while (!carry_reading)
+        ;
+    /* (until the reader read a million times, both running: at least
+     * 100,000 carries, at most 10 s) */
+    uint64_t carries = 0;
+    const time_t end = time(NULL) + 10;
+    while ((carry_reads < 1000000 || carries < 100000) && time(NULL) < end)
+        for (int i = 0; i < 1000; i++, carries++) {
+            __atomic_store_n(&carry_head, 0xFFFFFFFFull, __ATOMIC_RELEASE);
+            hs_tl_head_advance(&carry_head);
+        }
+    carry_done = 1;
+    pthread_join(reader, NULL);
+    tap_check(carry_torn == 0 && carry_reads >= 1000000 && carries >= 100000, "time32/timeline-head-carry",
+              "%llu of %llu reads over %llu carries saw a head half written (first %#llx)",
+              (unsigned long long)carry_torn, (unsigned long long)carry_reads, (unsigned long long)carries,
+              (unsigned long long)carry_seen);
+}
+
 void time32_run(hs_engine *e)
 {
     char why[200];
@@ -1290,6 +1345,7 @@ void time32_run(hs_engine *e)
     one_case("time32/timeline-entry-wait", T32_SHADOW_CAP, timeline_entry_wait);
     threads();
     true_return();
+    head_carry();
     t32_thread t;
     if (run_on_threads(&t, 1, T32_SHADOW_CAP, cost_body) == 0)
         tap_diag("32-bit timed call of a two-argument function, three frames below a loop: %.1f ns untraced, "
