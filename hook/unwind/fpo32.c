@@ -11,6 +11,7 @@
 
 #include "hook/base/bytes.h"
 #include "hook/base/search.h"
+#include "hook/base/vec.h"
 
 enum { FRAME_FPO = 0, FRAME_TRAP = 1, FRAME_TSS = 2, FRAME_NONFPO = 3 };
 enum { FD_FUNCTION_START = 4 };
@@ -224,16 +225,8 @@ void hs_fpo32_free(hs_fpo32 *t)
 
 static int add(hs_fpo32 *t, const hs_uw32_frame_data *fd, uint32_t end)
 {
-    if (end <= fd->begin)
+    if (end <= fd->begin || hs_grow(&t->e, &t->cap, t->n, sizeof *t->e))
         return -1;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 64;
-        entry *e = realloc(t->e, cap * sizeof *e);
-        if (!e)
-            return -1;
-        t->e = e;
-        t->cap = cap;
-    }
     t->e[t->n++] = (entry){ fd->begin, end, *fd };
     return 0;
 }

@@ -636,15 +636,21 @@ bad:
     return -1;
 }
 
-int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, size_t errlen)
+static reader reader_of(const hs_pdb *p, char *err, size_t errlen)
 {
     reader r;
     memset(&r, 0, sizeof r);
     r.pdb = p;
-    r.syms = syms;
-    r.lines = lines;
     r.err = err;
     r.errlen = errlen;
+    return r;
+}
+
+int hs_pdb_read(const hs_pdb *p, hs_symtab *syms, hs_linetab *lines, char *err, size_t errlen)
+{
+    reader r = reader_of(p, err, errlen);
+    r.syms = syms;
+    r.lines = lines;
     int rc = -1;
     long bad = 0;
     dbi d;
@@ -776,11 +782,7 @@ static int add_frames(reader *r, uint16_t stream, size_t size, hs_fpo32 *t, long
 
 int hs_pdb_frames(const hs_pdb *p, hs_fpo32 *t, char *err, size_t errlen)
 {
-    reader r;
-    memset(&r, 0, sizeof r);
-    r.pdb = p;
-    r.err = err;
-    r.errlen = errlen;
+    reader r = reader_of(p, err, errlen);
     dbi d;
     if (open_dbi(&r, &d))
         return -1;
