@@ -47,6 +47,46 @@ static int direct_target(const cs_insn *ci, uint64_t *target)
     return 1;
 }
 
+/* Is rva where a call, or a jump out of function f, may lead that is
+ * not a known function: code of the image, not a start or inside a
+ * function of exact extent? */
+static int unknown_target(const hs_pe *pe, const hs_pe_func *known, size_t n, const hs_pe_func *f, uint64_t target,
+                          int is_call)
+{
+    if (target < pe->image_base || target - pe->image_base >= pe->size_of_image)
+        return 0;
+    uint32_t rva = (uint32_t)(target - pe->image_base);
+    if (!is_call && rva - f->rva < f->size)
+        return 0;   /* a jump inside the function; one out of it is a tail call */
+    return hs_pe_is_exec(pe, rva) && !known_at(known, n, rva);
+}
+
+/* Could f's code hold a direct call or jump to an unknown target: is
+ * there such a branch at any byte, whether or not an instruction starts
+ * there? Every real one starts at some byte, so a function without one
+ * needs no decoding (most functions of an image whose symbols name every
+ * target). */
+static int may_branch_out(const hs_pe *pe, const hs_pe_func *known, size_t n, const hs_pe_func *f,
+                          const uint8_t *code)
+{
+    uint64_t addr = pe->image_base + f->rva;
+    for (uint32_t i = 0; i < f->size; i++) {
+        const uint8_t op = code[i];
+        uint64_t target;
+        if ((op == 0xE8 || op == 0xE9) && i + 5 <= f->size)
+            target = addr + i + 5 + (uint64_t)(int64_t)(int32_t)((uint32_t)code[i + 1] | (uint32_t)code[i + 2] << 8 |
+                                                                 (uint32_t)code[i + 3] << 16 |
+                                                                 (uint32_t)code[i + 4] << 24);
+        else if (op == 0xEB && i + 2 <= f->size)
+            target = addr + i + 2 + (uint64_t)(int64_t)(int8_t)code[i + 1];
+        else
+            continue;
+        if (unknown_target(pe, known, n, f, target, op == 0xE8))
+            return 1;
+    }
+    return 0;
+}
+
 int hs_call_targets(const hs_pe *pe, const hs_pe_func *known, size_t n, uint32_t **out, size_t *count)
 {
     *out = NULL;
@@ -65,21 +105,15 @@ int hs_call_targets(const hs_pe *pe, const hs_pe_func *known, size_t n, uint32_t
         if (!(f->src & EXACT) || (f->src & HS_SRC_FRAGMENT))
             continue;
         const uint8_t *code = hs_pe_ptr(pe, f->rva, f->size);
-        if (!code)
+        if (!code || !may_branch_out(pe, known, n, f, code))
             continue;
         size_t left = f->size;
         uint64_t addr = pe->image_base + f->rva;
         while (left && cs_disasm_iter(cs, &code, &left, &addr, ci)) {
             uint64_t target;
-            if (!direct_target(ci, &target))
-                continue;
-            if (target < pe->image_base || target - pe->image_base >= pe->size_of_image)
+            if (!direct_target(ci, &target) || !unknown_target(pe, known, n, f, target, ci->bytes[0] == 0xE8))
                 continue;
             uint32_t rva = (uint32_t)(target - pe->image_base);
-            if (ci->bytes[0] != 0xE8 && rva - f->rva < f->size)
-                continue;   /* a jump inside the function; one out of it is a tail call */
-            if (!hs_pe_is_exec(pe, rva) || known_at(known, n, rva))
-                continue;
             if (hs_grow(&v, &cap, nv, sizeof *v) < 0) {
                 rc = -1;
                 break;
