@@ -80,8 +80,6 @@ char *hs_undecorate_sym32(const char *name, int form, int is_coff)
 {
     if (name[0] == '?')
         return hs_undecorate_msvc(name, form);
-    if (is_coff && name[0] == '_' && name[1] == '_' && name[2] == 'Z')
-        return hs_undecorate_itanium(name + 1, form);
     size_t n = strlen(name), start = 0;
     bool fastcall = name[0] == '@';
     if (fastcall || (is_coff && name[0] == '_'))
@@ -91,6 +89,19 @@ char *hs_undecorate_sym32(const char *name, int form, int is_coff)
         return NULL;          /* `@x` without its argument bytes is no fastcall name */
     if (!end)
         end = n;
+    /* an Itanium name under the C decoration (g++'s `static DWORD WINAPI
+     * f(void *)` is `__ZL1fPv@4`): the runtime's demangler takes no `@N` */
+    if (end > start + 1 && name[start] == '_' && name[start + 1] == 'Z' && (start || end < n)) {
+        char *core = malloc(end - start + 1);
+        if (!core)
+            return NULL;
+        memcpy(core, name + start, end - start);
+        core[end - start] = 0;
+        char *d = hs_undecorate_itanium(core, form);
+        free(core);
+        if (d || end == n)
+            return d;
+    }
     if (start == 0 && end == n)
         return hs_undecorate_sym(name, form);
     if (end <= start)

@@ -545,6 +545,9 @@ static void test_undname(void)
         { "_vec@@16", 1, "vec" },
         { "___main", 1, "__main" },
         { "__Z5scalel", 1, "scale(long)" },
+        { "__ZL6workerPv@4", 1, "worker(void*)" },       /* g++'s static WINAPI function */
+        { "@_Z3mulii@8", 1, "mul(int, int)" },          /* g++'s fastcall C++ function */
+        { "_ZN2ns1fEi@4", 0, "ns::f(int)" },
         { "_f@", 1, "f@" },                /* no argument bytes: only the underscore comes off */
         { "@f", 1, NULL },                 /* not a fastcall name */
         { "_", 1, NULL },
