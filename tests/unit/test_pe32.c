@@ -548,6 +548,10 @@ static void test_undname(void)
         { "__ZL6workerPv@4", 1, "worker(void*)" },       /* g++'s static WINAPI function */
         { "@_Z3mulii@8", 1, "mul(int, int)" },          /* g++'s fastcall C++ function */
         { "_ZN2ns1fEi@4", 0, "ns::f(int)" },
+        { "_WaitForMultipleObjectsEx@20.part.0", 1, "WaitForMultipleObjectsEx.part.0" },  /* Wine's kernelbase */
+        { "@f@8.constprop.0", 1, "f.constprop.0" },
+        { "__ZL1fPv@4.part.0", 1, "f(void*) [clone .part.0]" },
+        { "__pformat_int.isra.0", 1, "_pformat_int.isra.0" },
         { "_f@", 1, "f@" },                /* no argument bytes: only the underscore comes off */
         { "@f", 1, NULL },                 /* not a fastcall name */
         { "_", 1, NULL },
