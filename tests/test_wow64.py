@@ -397,6 +397,28 @@ def test_wow64_functions_hotpatch():
           {f"sub_{r[0]:x}": r[:3] for r in hot.values()}, "the same, linked stripped")
 
 
+def test_wow64_system_dll_listed_by_hookscope():
+    """A 32-bit program's system DLL with -m (kernelbase): the agent names
+    it in the system directory, as the program sees it; hookscope, a 64-bit
+    program that is not redirected, reads its SysWOW64 file for the
+    function list, not the 64-bit DLL of that name (which made the list
+    "the file changed since it was loaded" and left the filter to the
+    agent's raw names: `_WaitForMultipleObjectsEx@20.part.0` was not
+    admitted by WaitForMultipleObjects*). The functions hooked are those
+    `hookscope functions -f` lists as hookable for the file."""
+    hs.need_wow64()
+    exe = hs.need(f"{hs.TARGETS32}/cpusplit.exe")
+    pat = "WaitForMultipleObjects*"
+    p = hs.hookscope(["functions", "-f", pat, r"C:\windows\syswow64\kernelbase.dll"])
+    hs.eq(p.returncode, 0, "exit code of functions")
+    listed = sorted(m.group(6) for m in map(ROW.match, out_lines(p)) if m and m.group(4).startswith("yes"))
+    hs.check(len(listed) >= 2, f"functions -f {pat}: {listed}")
+    t = hs.trace(exe, ["0"], modules=["kernelbase"], options=["-f", pat], name="wow64_sysdll_list")
+    hs.eq(t.proc.returncode, 0, f"exit code (stderr {t.proc.stderr!r})")
+    hooked = sorted(f["name"] for f in t.json["functions"] if f["module"] == "kernelbase.dll" and f["hooked"])
+    hs.eq(hooked, listed, "kernelbase.dll's functions hooked, against those functions lists")
+
+
 def test_wow64_functions_section_names():
     """A section's own COFF symbol (storage class static, type 0, the
     section's name) never names a function: in a static i686 C++ build

@@ -233,6 +233,26 @@ int hs_pe_functions_calls(const hs_pe *pe, const hs_pe_extent *procs, size_t npr
     }
     fv.n = w;
 
+    /* gcc's ms_hook_prologue (Wine's i386 DLLs' DECLSPEC_HOTPATCH) puts the
+     * 5 bytes of the hot-patchable entry before `.cfi_startproc`: the FDE
+     * starts 5 bytes in, nameless. One function from the entry to the FDE's
+     * end, not a 5-byte one and a nameless one. */
+    w = 0;
+    for (size_t i = 0; i < fv.n; i++) {
+        const hs_pe_func *x = &fv.v[i];
+        if (w > 0) {
+            hs_pe_func *d = &fv.v[w - 1];
+            uint16_t extent = HS_SRC_PDATA | HS_SRC_FRAGMENT | HS_SRC_DEBUG | HS_SRC_EHFRAME;
+            if ((d->src & HS_SRC_HOTPATCH) && !(d->src & extent) && x->rva == d->rva + 5 && x->src == HS_SRC_EHFRAME) {
+                d->size = 5 + x->size;
+                d->src |= x->src;
+                continue;
+            }
+        }
+        fv.v[w++] = *x;
+    }
+    fv.n = w;
+
     /* drop symbol/export-only entries that fall inside a .pdata range, and
      * give the remaining ones a size: up to the next start or section end */
     w = 0;

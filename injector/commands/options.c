@@ -183,9 +183,9 @@ static const char overview_tail[] =
     "command's options.\n"
     "\n"
     "Exit status: the target's exit code for run (0 after --duration); 2 for a\n"
-    "usage error; 125 when hookscope cannot trace: target missing, not a 64-bit\n"
-    "PE, a -m module never loaded, a function filter that matches nothing,\n"
-    "injection failed.\n";
+    "usage error; 125 when hookscope cannot trace: target missing, not an x86\n"
+    "or x64 PE program, a function filter that matches nothing, injection\n"
+    "failed (a -m module never loaded is said, the target's exit code kept).\n";
 
 static void print_usage_lines(FILE *out)
 {
@@ -198,7 +198,7 @@ static void print_options(FILE *out, unsigned cmds, int with_commands);
 
 static void print_overview(FILE *out)
 {
-    fprintf(out, "hookscope - exact call counts for every function of a Windows x64 program\n\n");
+    fprintf(out, "hookscope - exact call counts for every function of a Windows x64 or x86 program\n\n");
     print_usage_lines(out);
     fprintf(out, "\nCommands:\n");
     for (int i = 0; hs_commands[i]; i++) {

@@ -80,25 +80,43 @@ char *hs_undecorate_sym32(const char *name, int form, int is_coff)
 {
     if (name[0] == '?')
         return hs_undecorate_msvc(name, form);
-    if (is_coff && name[0] == '_' && name[1] == '_' && name[2] == 'Z')
-        return hs_undecorate_itanium(name + 1, form);
     size_t n = strlen(name), start = 0;
     bool fastcall = name[0] == '@';
     if (fastcall || (is_coff && name[0] == '_'))
         start = 1;
-    size_t end = without_arg_bytes(name, n);
+    /* gcc's clone suffix (`.part.0`, `.isra.0`, `.constprop.0`, `.cold`)
+     * follows the decoration: `_WaitForMultipleObjectsEx@20.part.0` */
+    size_t sfx = n;
+    for (size_t i = start + 1; i + 1 < n; i++)
+        if (name[i] == '.' && ((name[i + 1] >= 'a' && name[i + 1] <= 'z') || name[i + 1] == '_')) {
+            sfx = i;
+            break;
+        }
+    size_t end = without_arg_bytes(name, sfx);
     if (fastcall && !end)
         return NULL;          /* `@x` without its argument bytes is no fastcall name */
     if (!end)
-        end = n;
-    if (start == 0 && end == n)
+        end = sfx = n;        /* no `@N`: a suffix stays where it is */
+    bool stripped = end < sfx;
+    if (!stripped && start == 0)
         return hs_undecorate_sym(name, form);
     if (end <= start)
         return NULL;
-    char *u = malloc(end - start + 1);
+    /* the name less its decoration, its suffix kept */
+    char *u = malloc(end - start + (n - sfx) + 1);
     if (!u)
         return NULL;
     memcpy(u, name + start, end - start);
-    u[end - start] = 0;
+    memcpy(u + (end - start), name + sfx, n - sfx);
+    u[end - start + (n - sfx)] = 0;
+    /* an Itanium name under the C decoration (g++'s `static DWORD WINAPI
+     * f(void *)` is `__ZL1fPv@4`): the runtime's demangler takes no `@N` */
+    if (u[0] == '_' && u[1] == 'Z') {
+        char *d = hs_undecorate_itanium(u, form);
+        if (d || !stripped) {
+            free(u);
+            return d;
+        }
+    }
     return u;
 }

@@ -21,6 +21,7 @@ struct hs_fnservice {
     char *filters[HS_FILTER_MAX];
     hs_symconf conf;
     uint32_t max_functions;      /* --max-functions: the exe's list is made to hold what it allows */
+    bool wow64;                  /* a 32-bit target: its system DLLs' files are SysWOW64's */
     char **told;                 /* modules whose symbols' problem was said */
     size_t ntold;
     struct {                     /* the exe's list, made while the target starts */
@@ -161,6 +162,16 @@ static void answer(hs_fnservice *svc)
     h->fn_count = -1;
     if (i < hs_session_modules(&src) && hs_session_module_at(&src, i, &m)) {
         char *path = hs_utf8_n(m.path, HS_PATH_LEN);
+        /* a 32-bit target names its system DLLs in the system directory,
+         * whose files are the 64-bit ones for hookscope (not redirected) */
+        wchar_t *wpath = svc->wow64 ? hs_wide(path) : NULL;
+        wchar_t *wow = wpath ? hs_wow64_file(wpath) : NULL;
+        if (wow) {
+            free(path);
+            path = hs_utf8(wow);
+        }
+        free(wow);
+        free(wpath);
         hs_fn_entry *list = (hs_fn_entry *)((char *)svc->s->view + L->fn_list_off);
         /* commit what a list of this module can need */
         bool room = hs_session_commit_ok(list, (uint64_t)L->fn_list_cap * sizeof *list);
@@ -225,6 +236,7 @@ hs_fnservice *hs_fnservice_new(const hs_trace_config *o)
     }
     svc->conf = o->symbols;
     svc->max_functions = o->max_functions;
+    svc->wow64 = o->target_bits == 32;
     return svc;
 }
 

@@ -532,6 +532,49 @@ static void fuzz(void)
     free(g);
 }
 
+/* gcc's ms_hook_prologue with unwind tables (Wine's i386 DLLs): the symbol
+ * at the hot-patchable entry, the FDE from 5 bytes in (`.cfi_startproc`
+ * after the entry's bytes). The synthetic image's _gee@8 moves to 0x100b,
+ * its FDE (0x1010, 6 bytes) stays: one function 0x100b-0x1016, hookable,
+ * not a 5-byte one and a nameless one. */
+static void test_hotpatch_fde(void)
+{
+    size_t size;
+    uint8_t *b = with_eh_frame(&size);
+    uint8_t *text = b + 0x400;
+    static const uint8_t entry[5] = { 0x8B, 0xFF, 0x55, 0x8B, 0xEC };
+    put32(b + 0x7c0 + 20 + 12, 6);             /* _f's FDE: 0x1000, 6 bytes */
+    memset(text + 0x06, 0xCC, 5);
+    memcpy(text + 0x0b, entry, 5);             /* 0x100b: the hot-patchable entry */
+    text[0x10] = 0x5D;                         /* 0x1010: pop ebp, where the FDE starts */
+    put32(b + 0x700 + 18 + 8, 0x0b);           /* _gee@8 at 0x100b */
+    hs_pe pe;
+    hs_pe_func *f = NULL;
+    size_t n = 0;
+    if (hs_pe_load_file(&pe, b, size) != HS_PE_OK || hs_pe_functions(&pe, &f, &n) < 0) {
+        tap_fail("pe32/hotpatch-fde", "not read");
+        free(b);
+        return;
+    }
+    char got[256] = "";
+    size_t len = 0;
+    const hs_pe_func *g = NULL;
+    for (size_t i = 0; i < n && len < sizeof got - 40; i++) {
+        len += (size_t)snprintf(got + len, sizeof got - len, " %#x+%u/%#x", f[i].rva, f[i].size, f[i].src);
+        if (f[i].rva == 0x100b)
+            g = &f[i];
+    }
+    int bad_split = 0;
+    for (size_t i = 0; i < n; i++)
+        bad_split |= f[i].rva == 0x1010;
+    tap_check(g && g->size == 11 && (g->src & HS_SRC_EHFRAME) && (g->src & HS_SRC_HOTPATCH) && !bad_split &&
+              hs_pe_func_bounded(&pe, g), "pe32/hotpatch-fde", "functions (rva+size/src):%s; expected 0x100b+11 "
+              "from the entry and the FDE, nothing at 0x1010", got);
+    free(f);
+    hs_pe_close(&pe);
+    free(b);
+}
+
 static void test_undname(void)
 {
     static const struct {
@@ -545,6 +588,13 @@ static void test_undname(void)
         { "_vec@@16", 1, "vec" },
         { "___main", 1, "__main" },
         { "__Z5scalel", 1, "scale(long)" },
+        { "__ZL6workerPv@4", 1, "worker(void*)" },       /* g++'s static WINAPI function */
+        { "@_Z3mulii@8", 1, "mul(int, int)" },          /* g++'s fastcall C++ function */
+        { "_ZN2ns1fEi@4", 0, "ns::f(int)" },
+        { "_WaitForMultipleObjectsEx@20.part.0", 1, "WaitForMultipleObjectsEx.part.0" },  /* Wine's kernelbase */
+        { "@f@8.constprop.0", 1, "f.constprop.0" },
+        { "__ZL1fPv@4.part.0", 1, "f(void*) [clone .part.0]" },
+        { "__pformat_int.isra.0", 1, "_pformat_int.isra.0" },
         { "_f@", 1, "f@" },                /* no argument bytes: only the underscore comes off */
         { "@f", 1, NULL },                 /* not a fastcall name */
         { "_", 1, NULL },
@@ -577,6 +627,7 @@ int main(void)
     test_eh_frame_personality();
     test_calls();
     test_hotpatch();
+    test_hotpatch_fde();
     test_groundtruth();
     test_undname();
     fuzz();
