@@ -772,3 +772,20 @@ def test_wow64_sampled_timed():
     hs.eq({k: (test_sampler.func(t, "burn_" + k, "cpusplit.exe")["calls"],
                test_sampler.func(t, "burn_" + k, "cpusplit.exe")["time"]["calls"]) for k in b},
           {k: (c, c) for k, (c, _) in b.items()}, "the burners' calls, and their timed calls")
+
+
+def test_wow64_filter_on_itanium_names():
+    """An i386 image keeps a C++ function's Itanium name with the C
+    decoration's '_' in front (`__ZN...`): `-f '_ZN*'` selects in the
+    i686 build what it selects in the x86-64 one, and exactly what
+    `-f '__ZN*'` selects there (cxxexc32.exe's libstdc++ functions)."""
+    exe = hs.need(f"{hs.TARGETS32}/cxxexc32.exe")
+
+    def selected(pattern):
+        p = hs.hookscope(["functions", "-f", pattern, exe])
+        hs.eq(p.returncode, 0, f"functions -f {pattern}: exit code ({p.stderr!r})")
+        return sorted(l.split()[0] for l in p.stdout.decode().splitlines() if l.startswith("0x"))
+
+    plain, decorated = selected("_ZN*"), selected("__ZN*")
+    hs.check(len(decorated) >= 20, f"-f '__ZN*' selects only {len(decorated)} functions")
+    hs.eq(plain, decorated, "functions selected by '_ZN*' and by '__ZN*'")

@@ -62,6 +62,11 @@ static int matches(const char *pat, const char *module, const char *raw, const c
             return 0;
         pat = bang + 1;
     }
+    /* an Itanium name in an i386 image carries the C decoration's '_'
+     * (`__ZN2ns1fEv`): it also answers to its name elsewhere (`_ZN2ns1fEv`),
+     * so one pattern selects the same functions in both builds */
+    if (raw && raw[0] == '_' && raw[1] == '_' && raw[2] == 'Z' && hs_glob(pat, raw + 1))
+        return 1;
     return (raw && hs_glob(pat, raw)) || (und && hs_glob(pat, und)) || hs_glob(pat, sub);
 }
 
