@@ -440,3 +440,22 @@ def test_synthetic_jit_range_reused():
           [0x7ff000010000, 0x7ff100030000], "a module per 4 GiB of JIT code")
     hs.eq((mods["App.dll[jit]"]["path"], mods["App.dll[jit]"].get("jit")), ("C:\\app\\App.dll", True),
           "the assembly's module: its path as logged, marked jit")
+
+
+def test_process_width_from_its_images():
+    """A trace does not say a process is 32-bit; its images do: one mapped
+    from SysWOW64 makes it a WOW64 process, and report.txt and
+    report.json say so as for a 32-bit run. PerfView's Test.x86.exe and
+    PowerPoint 2010 (Program Files (x86)) are 32-bit; explorer.exe and
+    dwm.exe of the same Windows 7 x64 trace are 64-bit."""
+    hs.need(PERFVIEW)
+    hs.need(PPT)
+    cases = [(PERFVIEW, ["--process", "Test.x86.exe"], 32), (PPT, ["--pid", "5100"], 32),
+             (PPT, ["--pid", "2640"], 64), (PPT, ["--pid", "2752"], 64)]
+    for trace, which, bits in cases:
+        out = hs.outdir("etl-bits")
+        p = hs.hookscope(["report", "-q", "--etl", trace] + which + ["-o", out])
+        hs.eq(p.returncode, 0, f"{which}: exit code ({p.stderr.decode(errors='replace')})")
+        hs.eq(load(out)["target"]["bits"], bits, f"{which}: report.json's target bits")
+        line = [l for l in open(os.path.join(hs.ROOT, out, "report.txt")).read().splitlines() if l.startswith("target ")]
+        hs.eq(line[0].endswith("  (32-bit: i386 code under WOW64)"), bits == 32, f"{which}: report.txt's {line}")

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <time.h>
 
 #include "hook/base/util.h"
@@ -36,6 +37,24 @@ static void trace_facts(const hs_etl_trace *t, const char *path, hs_prof_trace *
     tr->span_s = hs_etl_seconds(t, t->info.last_ts) - hs_etl_seconds(t, t->info.first_ts);
 }
 
+/* A process's width, from its images: 32 when one was mapped from
+ * SysWOW64 (a WOW64 process's system DLLs), 64 when it has others, 0 when
+ * the trace shows none. */
+static int process_bits(const hs_etl_trace *t, uint32_t index)
+{
+    int bits = 0;
+    for (size_t i = 0; i < t->nimages; i++) {
+        const hs_etl_image *im = &t->images[i];
+        if (im->process != index || !im->path)
+            continue;
+        bits = 64;
+        for (const char *c = im->path; *c; c++)
+            if (*c == '\\' && !strncasecmp(c, "\\SysWOW64\\", 10))
+                return 32;
+    }
+    return bits;
+}
+
 void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trace_path,
                          char *(*map_path)(void *ctx, const char *nt_path), void *map_ctx, hs_profile *p)
 {
@@ -50,6 +69,7 @@ void hs_profile_from_etl(const hs_etl_trace *t, uint32_t index, const char *trac
     uint64_t t1 = pr->end != HS_ETL_NEVER ? pr->end : t->info.last_ts;
     p->wall_s = hs_etl_seconds(t, t1) - hs_etl_seconds(t, t0);
     trace_facts(t, trace_path, &p->trace);
+    p->bits = process_bits(t, index);
     if (t->info.events_lost || t->info.buffers_lost || t->info.buffers_events_lost || t->info.buffers_buffer_lost)
         hs_profile_warn(p, "the trace lost events: %u events and %u buffers by its header; %u buffers flagged "
                            "events lost, %u flagged buffers lost",
