@@ -64,7 +64,7 @@ bench-build: $(B)/native/bench/mergebench
 
 # The unwinder the sampler uses against DbgHelp's StackWalk64 on the same
 # samples of spin.exe (bench/run.py sample)
-WALK_OBJ := $(call win_obj,$(BASE_C) hook/base/util_win.c $(wildcard hook/pe/*.c) hook/unwind/unwinder.c hook/unwind/unwind32.c hook/unwind/cfi32.c hook/unwind/fpo32.c \
+WALK_OBJ := $(call win_obj,$(BASE_C) hook/base/util_win.c $(wildcard hook/pe/*.c) hook/unwind/unwinder.c hook/unwind/unwind32.c hook/unwind/retshadow.c hook/unwind/cfi32.c hook/unwind/fpo32.c \
               hook/suspend/threads_win.c sampler/codemap.c sampler/suspend/grab_win.c sampler/suspend/modules_win.c)
 $(BENCH_DIR)/walkbench.exe: bench/walkbench.c $(WALK_OBJ) | $(INC_FARMS)
 	@mkdir -p $(dir $@)

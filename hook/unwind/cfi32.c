@@ -104,10 +104,11 @@ size_t hs_cfi32_count(const hs_cfi32 *t)
 }
 
 /* Run call-frame instructions from location *loc (rva) on *r until the
- * row that holds at `rva` is reached: 1 there, 0 at their end, -1 for
- * an instruction not read here. init: the CIE's (its rules are the ones
- * DW_CFA_restore goes back to). */
-static int run(const uint8_t *p, size_t len, const fde *f, uint32_t rva, uint64_t *loc, row *r, const row *init)
+ * row that holds at `rva` is reached: 1 there (*next: where the row after
+ * it starts), 0 at their end, -1 for an instruction not read here. init:
+ * the CIE's (its rules are the ones DW_CFA_restore goes back to). */
+static int run(const uint8_t *p, size_t len, const fde *f, uint32_t rva, uint64_t *loc, uint64_t *next, row *r,
+               const row *init)
 {
     hs_cur c = hs_cur_of(p, len);
     row saved[REMEMBER_DEPTH];
@@ -235,29 +236,32 @@ static int run(const uint8_t *p, size_t len, const fde *f, uint32_t rva, uint64_
                 return -1;
             }
         }
-        if (*loc + advance > rva)
+        if (*loc + advance > rva) {
+            *next = *loc + advance;
             return 1;
+        }
         *loc += advance;
     }
     return c.bad ? -1 : 0;
 }
 
-int hs_cfi32_frame_data(const hs_cfi32 *t, uint32_t rva, uint32_t base, hs_uw32_frame_data *fd)
+/* The frame data of FDE f at rva (base: the image's), and *next, where
+ * the row holding rva ends: 1, or 0 when its rule is not one the walker
+ * can use (*next set all the same), or -1 for instructions not read
+ * here. */
+static int frame_at(const hs_cfi32 *t, const fde *f, uint32_t rva, uint32_t base, hs_uw32_frame_data *fd,
+                    uint64_t *next)
 {
-    if (!t)
-        return 0;
-    size_t lo = HS_UPPER_BOUND_U32(t->fdes, t->n, rva, rva);
-    if (!lo || rva - t->fdes[lo - 1].rva >= t->fdes[lo - 1].size)
-        return 0;
-    const fde *f = &t->fdes[lo - 1];
     row r = { -1, 0, false, 0 };
     uint64_t loc = f->rva;
-    if (run(t->pool + f->cie_at, f->cie_len, f, UINT32_MAX, &loc, &r, NULL) != 0)
-        return 0;
+    *next = (uint64_t)f->rva + f->size;
+    if (run(t->pool + f->cie_at, f->cie_len, f, UINT32_MAX, &loc, next, &r, NULL) != 0)
+        return -1;
     row init = r;
     loc = f->rva;
-    if (run(t->pool + f->at, f->len, f, rva, &loc, &r, &init) < 0)
-        return 0;
+    *next = (uint64_t)f->rva + f->size;
+    if (run(t->pool + f->at, f->len, f, rva, &loc, next, &r, &init) < 0)
+        return -1;
     memset(fd, 0, sizeof *fd);
     fd->begin = base + rva;
     if (r.cfa_reg == REG_EBP) {
@@ -271,4 +275,48 @@ int hs_cfi32_frame_data(const hs_cfi32 *t, uint32_t rva, uint32_t base, hs_uw32_
     fd->locals = (uint32_t)(r.cfa_off - 4);
     fd->ebp_saved_at = r.ebp_saved ? (uint32_t)(-r.ebp_off - 4) : 0;
     return 1;
+}
+
+int hs_cfi32_frame_data(const hs_cfi32 *t, uint32_t rva, uint32_t base, hs_uw32_frame_data *fd)
+{
+    if (!t)
+        return 0;
+    size_t lo = HS_UPPER_BOUND_U32(t->fdes, t->n, rva, rva);
+    if (!lo || rva - t->fdes[lo - 1].rva >= t->fdes[lo - 1].size)
+        return 0;
+    uint64_t next;
+    return frame_at(t, &t->fdes[lo - 1], rva, base, fd, &next) == 1;
+}
+
+/* Two rows' frame data alike (begin aside). */
+static bool same_frame(const hs_uw32_frame_data *a, const hs_uw32_frame_data *b)
+{
+    return a->locals == b->locals && a->ebp_saved_at == b->ebp_saved_at && a->uses_ebp == b->uses_ebp;
+}
+
+void hs_cfi32_each_row(const hs_cfi32 *t, hs_cfi32_row_fn fn, void *ctx)
+{
+    for (size_t i = 0; t && i < t->n; i++) {
+        const fde *f = &t->fdes[i];
+        const uint64_t end = (uint64_t)f->rva + f->size;
+        hs_uw32_frame_data held, fd;
+        uint64_t held_end = 0;   /* 0: none held */
+        for (uint64_t rva = f->rva, next; rva < end; rva = next) {
+            int got = frame_at(t, f, (uint32_t)rva, 0, &fd, &next);
+            if (got < 0)
+                break;
+            if (next > end || next <= rva)
+                next = end;
+            if (held_end && (got != 1 || held_end != rva || !same_frame(&held, &fd))) {
+                fn(ctx, held.begin, (uint32_t)held_end, &held);
+                held_end = 0;
+            }
+            if (got == 1 && !held_end)
+                held = fd;
+            if (got == 1)
+                held_end = next;
+        }
+        if (held_end)
+            fn(ctx, held.begin, (uint32_t)held_end, &held);
+    }
 }

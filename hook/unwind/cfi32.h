@@ -44,4 +44,13 @@ size_t hs_cfi32_count(const hs_cfi32 *t);
  * the walker can use. */
 int hs_cfi32_frame_data(const hs_cfi32 *t, uint32_t rva, uint32_t base, hs_uw32_frame_data *fd);
 
+/* The whole table as rows, by rva: fn(ctx, rva, end, fd) for each range
+ * [rva, end) over which the frame data is one that the walker can use
+ * (fd as hs_cfi32_frame_data gives it at base 0 for any instruction of
+ * the range; a range of several rows alike is one call). For a table
+ * kept where the call-frame instructions are not (the 32-bit agent's,
+ * sent to it with the module's function list). */
+typedef void (*hs_cfi32_row_fn)(void *ctx, uint32_t rva, uint32_t end, const hs_uw32_frame_data *fd);
+void hs_cfi32_each_row(const hs_cfi32 *t, hs_cfi32_row_fn fn, void *ctx);
+
 #endif

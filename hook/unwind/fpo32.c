@@ -223,7 +223,7 @@ void hs_fpo32_free(hs_fpo32 *t)
     free(t);
 }
 
-static int add(hs_fpo32 *t, const hs_uw32_frame_data *fd, uint32_t end)
+int hs_fpo32_add(hs_fpo32 *t, const hs_uw32_frame_data *fd, uint32_t end)
 {
     if (end <= fd->begin || hs_grow(&t->e, &t->cap, t->n, sizeof *t->e))
         return -1;
@@ -235,14 +235,14 @@ int hs_fpo32_add_fpo(hs_fpo32 *t, const uint8_t *rec, size_t len)
 {
     hs_uw32_frame_data fd;
     uint32_t end;
-    return hs_fpo32_decode(rec, len, 0, &fd, &end) ? -1 : add(t, &fd, end);
+    return hs_fpo32_decode(rec, len, 0, &fd, &end) ? -1 : hs_fpo32_add(t, &fd, end);
 }
 
 int hs_fpo32_add_framedata(hs_fpo32 *t, const uint8_t *rec, size_t len, const char *program)
 {
     hs_uw32_frame_data fd;
     uint32_t end;
-    return hs_framedata_decode(rec, len, program, 0, &fd, &end) ? -1 : add(t, &fd, end);
+    return hs_framedata_decode(rec, len, program, 0, &fd, &end) ? -1 : hs_fpo32_add(t, &fd, end);
 }
 
 static int cmp_entry(const void *a, const void *b)

@@ -83,6 +83,10 @@ void hs_fpo32_free(hs_fpo32 *t);
  * of memory). */
 int hs_fpo32_add_fpo(hs_fpo32 *t, const uint8_t *rec, size_t len);
 int hs_fpo32_add_framedata(hs_fpo32 *t, const uint8_t *rec, size_t len, const char *program);
+/* Add a record already decoded (fd->begin: its rva; end: the rva after
+ * it; as hs_fpo32_record gives them back). 0, -1 (empty, or out of
+ * memory). */
+int hs_fpo32_add(hs_fpo32 *t, const hs_uw32_frame_data *fd, uint32_t end);
 /* Sort what was added; before any lookup. */
 void hs_fpo32_finish(hs_fpo32 *t);
 size_t hs_fpo32_count(const hs_fpo32 *t);

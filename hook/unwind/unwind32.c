@@ -27,7 +27,7 @@ static int slot(const walk *w, uint64_t addr, uint32_t *v)
     const uint8_t *p;
     int err = hs_uw_stack_at(w->st, addr, 4, &p);
     if (!err)
-        *v = hs_le32(p);
+        *v = hs_ret_shadow_true(w->env->shadow, (uint32_t)addr, hs_le32(p));
     return err;
 }
 
@@ -332,6 +332,12 @@ static int by_scan(const walk *w, const hs_uw32_regs *r, hs_uw32_regs *out)
     return r->ebp == 0 ? HS_UW_AT_BASE : HS_UW_BAD;   /* (the walk ends there: AT_BASE becomes END) */
 }
 
+/* The frame data of the function holding pc: 1 with *fd, or 0. */
+static bool frame_data_at(const walk *w, uint32_t pc, hs_uw32_frame_data *fd)
+{
+    return w->env->frame_data && w->env->frame_data(w->env->ctx, pc, fd) == 1;
+}
+
 /* One step from r to its caller: 0 with *r the caller's state and *how
  * how it was found, or why not (an hs_uw_stop). first: r is the thread's
  * own state (elsewhere r stands at a return address). *params: the bytes
@@ -343,7 +349,7 @@ static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, ui
      * before it (a call to a function that does not return can be the
      * last instruction of its function) */
     hs_uw32_frame_data fd;
-    bool have_fd = w->env->frame_data && w->env->frame_data(w->env->ctx, first ? r->eip : r->eip - 1, &fd) == 1;
+    bool have_fd = frame_data_at(w, first ? r->eip : r->eip - 1, &fd);
     uint32_t callee_params = *params;
     *params = have_fd ? fd.params : 0;
     hs_uw32_regs out = *r;
@@ -365,8 +371,18 @@ static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, ui
     return err;
 }
 
-hs_uw_result hs_unwind32_walk(const hs_uw32_env *env, const hs_uw_stack *st, const hs_uw32_regs *start,
-                              uint32_t *frames, uint8_t *how, uint32_t max)
+/* The step out of a function at its entry: its return address at [esp]
+ * (*params: its frame data's parameters, pushed by its caller). */
+static int step_entry(const walk *w, hs_uw32_regs *r, uint32_t *params, uint8_t *how)
+{
+    hs_uw32_frame_data fd;
+    *params = frame_data_at(w, r->eip, &fd) ? fd.params : 0;
+    *how = HS_UW32_PROLOGUE;
+    return pop_return(w, r->esp, r->ebp, r);
+}
+
+static hs_uw_result walk_from(const hs_uw32_env *env, const hs_uw_stack *st, const hs_uw32_regs *start,
+                              bool at_entry, uint32_t *frames, uint8_t *how, uint32_t max)
 {
     hs_uw_result res = { 0, HS_UW_END, 0 };
     if (!max)
@@ -385,7 +401,8 @@ hs_uw_result hs_unwind32_walk(const hs_uw32_env *env, const hs_uw_stack *st, con
             return res;
         }
         uint32_t sp = r.esp;
-        int err = step(&w, &r, res.n == 1, &params, &found);
+        int err = res.n == 1 && at_entry ? step_entry(&w, &r, &params, &found)
+                                         : step(&w, &r, res.n == 1, &params, &found);
         if (err) {
             res.stop = err == HS_UW_AT_BASE ? HS_UW_END : err;
             return res;
@@ -401,4 +418,16 @@ hs_uw_result hs_unwind32_walk(const hs_uw32_env *env, const hs_uw_stack *st, con
             return res;
         }
     }
+}
+
+hs_uw_result hs_unwind32_walk(const hs_uw32_env *env, const hs_uw_stack *st, const hs_uw32_regs *regs,
+                              uint32_t *frames, uint8_t *how, uint32_t max)
+{
+    return walk_from(env, st, regs, false, frames, how, max);
+}
+
+hs_uw_result hs_unwind32_walk_entry(const hs_uw32_env *env, const hs_uw_stack *st, const hs_uw32_regs *regs,
+                                    uint32_t *frames, uint8_t *how, uint32_t max)
+{
+    return walk_from(env, st, regs, true, frames, how, max);
 }

@@ -53,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook/unwind/retshadow.h"
 #include "hook/unwind/unwinder.h"
 
 /* Slots (4 bytes each) a scan reads at most above esp. */
@@ -91,6 +92,11 @@ typedef struct hs_uw32_env {
      * (the thread's eip; for a return address, the address before it, in
      * the call): 1 with *fd filled, or 0 when there is none. */
     int (*frame_data)(void *ctx, uint32_t pc, hs_uw32_frame_data *fd);
+    /* Optional (NULL: none): the thread's shadow return stack, when the
+     * stack is the live one of a thread with timed calls open (a copy has
+     * the true return addresses put back instead): every slot is read as
+     * its true value (hs_ret_shadow_true). */
+    const hs_ret_shadow *shadow;
 } hs_uw32_env;
 
 /* How a frame was found. */
@@ -113,5 +119,13 @@ enum hs_uw32_how {
  * data, outside known code), HS_UW_BAD (nothing found within the scan). */
 hs_uw_result hs_unwind32_walk(const hs_uw32_env *env, const hs_uw_stack *st, const hs_uw32_regs *regs,
                               uint32_t *frames, uint8_t *how, uint32_t max);
+
+/* The same from a function's entry, as a hook sees it: regs->eip its
+ * first instruction, not yet run (its bytes may be a hook's patch: they
+ * are not read), the return address at [esp]. frames[1] is that return
+ * address (how: HS_UW32_PROLOGUE), and its caller's frame is stepped out
+ * of with the entry's frame data telling the parameters pushed for it. */
+hs_uw_result hs_unwind32_walk_entry(const hs_uw32_env *env, const hs_uw_stack *st, const hs_uw32_regs *regs,
+                                    uint32_t *frames, uint8_t *how, uint32_t max);
 
 #endif

@@ -183,7 +183,7 @@ static void check_walk(const char *name, target *t, uint32_t eip, uint32_t esp, 
                        bool complete, uint32_t max, const uint32_t *want, const uint8_t *want_how, uint32_t n,
                        int want_stop)
 {
-    hs_uw32_env env = { t, t_is_code, t_read, t_frame_data };
+    hs_uw32_env env = { t, t_is_code, t_read, t_frame_data, NULL };
     hs_uw_stack st = { STK, (const uint8_t *)t->stack, words * 4, complete };
     hs_uw32_regs regs = { eip, esp, ebp };
     uint32_t frames[16];
@@ -737,7 +737,7 @@ static void own_walk(const char *name, own_target *t, uint32_t scribble, const u
     volatile int r = own_driver(1);
     (void)r;
     own_scribble = 0;
-    hs_uw32_env env = { t, own_is_code, own_read, own_frame_data };
+    hs_uw32_env env = { t, own_is_code, own_read, own_frame_data, NULL };
     hs_uw_stack st = { own_copy.esp, own_copy.data, own_copy.len, false };
     hs_uw32_regs regs = { own_copy.eip, own_copy.esp, own_copy.ebp };
     uint32_t frames[16];
@@ -893,7 +893,7 @@ static void dll_walk_every(csh cs, dll_image *im, const char *opt, const char *c
     }
     uint32_t at[256];
     size_t n = instructions32(cs, (const uint8_t *)fn[depth - 1], fn[depth - 1], at, 256), reached = 0;
-    hs_uw32_env env = { im, dll_is_code, dll_read, NULL };
+    hs_uw32_env env = { im, dll_is_code, dll_read, NULL, NULL };
     if (fdata) {
         env.ctx = fdata;
         env.frame_data = own_frame_data;
