@@ -11,7 +11,7 @@ import subprocess
 import hs
 
 PROBE = "tests/support/session_layout_probe.c"
-RECORDS = {"hs_session_header", "hs_module_rec", "hs_func_rec", "hs_fn_entry", "hs_thread_slot", "hs_region_hdr",
+RECORDS = {"hs_session_header", "hs_module_rec", "hs_func_rec", "hs_fn_entry", "hs_frame32_entry", "hs_thread_slot", "hs_region_hdr",
            "hs_tl_event", "hs_fblock", "hs_edge_rec", "hs_stack_rec", "hs_time_rec", "hs_shadow_rec",
            "hs_agent_public", "hs_capacity"}
 DIE = re.compile(r"\s*<(\d+)><[0-9a-f]+>: Abbrev Number: \d+(?: \((\w+)\))?")

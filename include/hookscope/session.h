@@ -144,6 +144,23 @@ typedef struct hs_fn_entry {
     uint8_t reserved;
 } hs_fn_entry;
 
+/* The frame data of a 32-bit (i386) module's code, sent with its function
+ * list (fn_frames_pdb, fn_frames_cfi): x86 code keeps no unwind tables in
+ * its image, and a function without a frame pointer hides its caller from
+ * the ebp chain, so the 32-bit agent's entry stacks walk with the frame
+ * data the injector reads from the image's PDB (FPO and FrameData
+ * records) and its `.eh_frame` (gcc's; its section name lives in the COFF
+ * string table, which is not mapped), as the sampler does
+ * (hook/unwind/unwind32.h's hs_uw32_frame_data, one record each). */
+enum {
+    HS_FRAME32_USES_EBP = 1u << 0,   /* ebp is its frame pointer: the chain holds */
+};
+typedef struct hs_frame32_entry {
+    uint32_t rva, end;               /* the code it describes, [rva, end) */
+    uint32_t prolog, locals, saved_regs, params, ebp_saved_at;   /* bytes (hs_uw32_frame_data) */
+    uint32_t flags;                  /* HS_FRAME32_* */
+} hs_frame32_entry;
+
 /* The function service's events (auto-reset, unnamed): the agent sets
  * the request event after writing fn_request, the injector the answer
  * event after writing the list. The injector duplicates both into the
@@ -397,7 +414,10 @@ typedef struct hs_session_header {
      * of module record i by writing fn_request = seq << 16 | (i + 1), a new
      * seq each time; the injector answers in fn_list with fn_count entries
      * (-1: no list; the agent then finds the functions itself, from the
-     * image) and echoes the request in fn_answered */
+     * image) and echoes the request in fn_answered; for a 32-bit module,
+     * fn_frames_pdb then fn_frames_cfi hs_frame32_entry follow the list
+     * (hs_session_fn_frames), each part sorted by rva, within the list's
+     * room (fn_list_cap entries) */
     volatile uint32_t fn_service;     /* the injector serves requests (its events exist) */
     volatile uint32_t fn_request;
     volatile uint32_t fn_answered;
@@ -446,6 +466,9 @@ typedef struct hs_session_header {
     volatile uint64_t thread_cost_ticks[4];
     volatile uint32_t thread_cost_count[4];
     volatile uint32_t thread_cost_hist[4][128];  /* how many took ticks in each hs_cost_bucket */
+    /* the function service's frame data of a 32-bit module (hs_frame32_entry) */
+    volatile int32_t fn_frames_pdb;   /* records from its PDB */
+    volatile int32_t fn_frames_cfi;   /* rows of its .eh_frame */
 } hs_session_header;
 
 /* thread_cost_hist: four buckets to each doubling of rdtsc ticks (a
@@ -555,6 +578,12 @@ static inline hs_fn_entry *hs_session_fn_list(void *base)
     return (hs_fn_entry *)((char *)base + h->fn_list_off);
 }
 
+/* The frame data answered with a list of n functions. */
+static inline hs_frame32_entry *hs_session_fn_frames(void *base, uint32_t n)
+{
+    return (hs_frame32_entry *)(hs_session_fn_list(base) + n);
+}
+
 static inline hs_thread_slot *hs_session_slot(void *base, uint32_t i)
 {
     hs_session_header *h = (hs_session_header *)base;
@@ -613,6 +642,7 @@ typedef struct hs_capacity {
 _Static_assert(sizeof(hs_module_rec) == 1336, "hs_module_rec");
 _Static_assert(sizeof(hs_func_rec) == 24, "hs_func_rec");
 _Static_assert(sizeof(hs_fn_entry) == 24, "hs_fn_entry");
+_Static_assert(sizeof(hs_frame32_entry) == 32, "hs_frame32_entry");
 _Static_assert(sizeof(hs_thread_slot) == 8, "hs_thread_slot");
 _Static_assert(sizeof(hs_region_hdr) == 200, "hs_region_hdr");
 _Static_assert(sizeof(hs_tl_event) == 32, "hs_tl_event");
@@ -621,7 +651,7 @@ _Static_assert(sizeof(hs_edge_rec) == 32, "hs_edge_rec");
 _Static_assert(sizeof(hs_stack_rec) == 32, "hs_stack_rec");
 _Static_assert(sizeof(hs_time_rec) == 392, "hs_time_rec");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "hs_shadow_rec");
-_Static_assert(sizeof(hs_session_header) == 28136, "hs_session_header");
+_Static_assert(sizeof(hs_session_header) == 28144, "hs_session_header");
 _Static_assert(sizeof(hs_agent_public) == 40, "hs_agent_public");
 _Static_assert(sizeof(hs_capacity) == 36, "hs_capacity");
 

@@ -13,6 +13,7 @@
 #include "hook/pe/functions.h"
 #include "injector/symbols/fnlist.h"
 #include "injector/symbols/modsyms.h"
+#include "injector/trace/fnframes.h"
 
 struct hs_fnservice {
     hs_session_host *s;
@@ -147,6 +148,20 @@ static long prefetched(hs_fnservice *svc, const char *path, const hs_module_rec 
     return n;
 }
 
+/* The frame data of a 32-bit module (fnframes.h) after its list of n
+ * functions, in the rest of the list's room (hs_session_fn_frames, where
+ * hookscope's own layout puts it). */
+static void send_frames(hs_fnservice *svc, const hs_pe *pe, const char *path, hs_fn_entry *list, long n)
+{
+    hs_session_header *h = svc->s->hdr;
+    const hs_session_header *L = &svc->s->layout;
+    size_t room = ((size_t)L->fn_list_cap - (size_t)n) * sizeof(hs_fn_entry) / sizeof(hs_frame32_entry);
+    int32_t npdb, ncfi;
+    hs_fnframes_build(pe, path, &svc->conf, (hs_frame32_entry *)(list + n), room, &npdb, &ncfi);
+    h->fn_frames_pdb = npdb;
+    h->fn_frames_cfi = ncfi;
+}
+
 /* Answer the agent's request for the functions of a module record. The
  * request, the record and its path are the target's to write: read as
  * untrusted (from_session.h); the list goes where and as far as
@@ -160,6 +175,7 @@ static void answer(hs_fnservice *svc)
     uint32_t i = (req & 0xFFFF) - 1;
     hs_module_rec m;
     h->fn_count = -1;
+    h->fn_frames_pdb = h->fn_frames_cfi = 0;
     if (i < hs_session_modules(&src) && hs_session_module_at(&src, i, &m)) {
         char *path = hs_utf8_n(m.path, HS_PATH_LEN);
         /* a 32-bit target names its system DLLs in the system directory,
@@ -178,6 +194,7 @@ static void answer(hs_fnservice *svc)
         long n = room ? prefetched(svc, path, &m, list, L->fn_list_cap) : -1;
         if (n >= 0) {
             hs_log("function list of %s: %ld functions (made while the target started)", hs_basename(path), n);
+            send_frames(svc, hs_modsyms_pe(svc->pre.syms), path, list, n);
         } else {
             hs_modsyms_status st;
             const char *why = NULL;
@@ -188,6 +205,8 @@ static void answer(hs_fnservice *svc)
                 svc->flt.matched = 0;
                 n = hs_fnlist_build(t, &svc->flt, hs_basename(path), list, L->fn_list_cap);
                 hs_log("function list of %s: %ld functions", hs_basename(path), n);
+                if (n >= 0)
+                    send_frames(svc, hs_modsyms_pe(t), path, list, n);
             } else {
                 hs_log("no function list for %s (%s): the agent reads the image", hs_basename(path),
                        why ? why : "not the file that was loaded");

@@ -10,6 +10,7 @@ hs_session_header probe_header;
 hs_module_rec probe_module;
 hs_func_rec probe_func;
 hs_fn_entry probe_fn_entry;
+hs_frame32_entry probe_frame32_entry;
 hs_thread_slot probe_slot;
 hs_region_hdr probe_region;
 hs_tl_event probe_tl_event;
