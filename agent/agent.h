@@ -355,8 +355,15 @@ typedef struct hs_saved_regs {
  * region holds the walk's cache). Returns the number of frames. */
 int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
                  int max, int *truncated);
-/* A module is gone: forget every cached lookup. */
-void hs_stackwalk_forget(void);
+/* The module at base is gone (0: any may be): forget what the walk kept
+ * of it (every cached lookup). */
+void hs_stackwalk_forget(uint64_t base);
+#if HS_AGENT_X86
+/* agent32.c: keep the frame data the function service sent after the
+ * list of nfuncs functions of the module at base (size bytes; session.h,
+ * hs_frame32_entry) for the entry stacks. Under install_lock. */
+void hs_frames32_keep(uint64_t base, uint32_t size, uint32_t nfuncs);
+#endif
 
 /* TEB fields used directly: no API call on the hot or slow path. */
 #if HS_AGENT_X86

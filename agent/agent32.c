@@ -4,7 +4,8 @@
  * hook/engine/count32.h (with caller edges when asked), entered from the
  * patched function and calling hs_probe_slow (thunks32.S) when the thread
  * has no counters yet, hs_probe_edge for a caller not yet counted,
- * hs_probe_stack every Nth call (the entry stack by the EBP chain), and
+ * hs_probe_stack every Nth call (the entry stack by the sampler's x86
+ * walker, with the frame data the injector sent for the hooked modules), and
  * with --time entering the return probe of time32.S (a shadow return
  * stack in the thread's region; its design and why are there; with
  * --timeline it writes the thread's ring too); the true return addresses
@@ -16,7 +17,8 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "hook/unwind/ebpwalk.h"
+#include "hook/unwind/fpo32.h"
+#include "hook/unwind/unwind32.h"
 
 static void time32_tail_init(void);
 
@@ -171,15 +173,15 @@ void hs_unwind_unregister(hs_mod_state *m)
  * call (~140 ns under Wine), once per frame of every captured stack: the
  * executable regions found are kept, each as one 64-bit word (its first
  * and end page: read and written whole, so threads need no lock), the
- * few a program's stacks run through (a region that goes away and comes
- * back as data keeps passing: this only guards the chain against junk). */
+ * few a program's stacks run through. The walk reads code there (the
+ * call before a return address): a module unloaded empties the cache
+ * (hs_stackwalk_forget), so that its pages are not read once unmapped. */
 #define EXEC_CACHE 16
 static volatile uint64_t exec_regions[EXEC_CACHE];
 static volatile LONG exec_next;
 
-static int executable(uint32_t addr, void *ctx)
+static int executable(uint32_t addr)
 {
-    (void)ctx;
     const uint32_t page = addr >> 12;
     for (int i = 0; i < EXEC_CACHE; i++) {
         const uint64_t r = __atomic_load_n(&exec_regions[i], __ATOMIC_RELAXED);
@@ -198,21 +200,139 @@ static int executable(uint32_t addr, void *ctx)
     return 1;
 }
 
-/* The entry stack by the EBP chain (hook/unwind/ebpwalk.h: a caller
- * without a frame pointer hides its own caller; a value in ebp that is
- * no frame ends the walk where what it points at is in no code), with
- * the true return addresses of the timed calls open on the thread. */
+/* ---- frame data of the hooked modules ---------------------------------------- */
+
+/* What the function service sent with each hooked module's list
+ * (session.h, hs_frame32_entry): its PDB's records and its .eh_frame's
+ * rows, each an hs_fpo32 table (hook/unwind/fpo32.h) looked up by rva as
+ * the sampler's code map looks up the same two (PDB first). The walk
+ * reads them with no lock: a module's entry is written whole before the
+ * count that publishes it, and a module unloaded only has its range
+ * cleared (its tables stay: a walk may be reading them; a module loaded
+ * again takes a new entry, FRAME_MODS at most). */
+#define FRAME_MODS 64
+typedef struct frame_mod {
+    volatile uint32_t lo, hi;  /* the image's range; hi 0: gone */
+    hs_fpo32 *pdb, *cfi;
+} frame_mod;
+static frame_mod frame_mods[FRAME_MODS];
+static volatile LONG n_frame_mods;
+
+/* One part of the frame data sent, as a table (NULL: none or no memory). */
+static hs_fpo32 *frame_table(const hs_frame32_entry *e, int32_t n)
+{
+    hs_fpo32 *t = n > 0 ? hs_fpo32_new() : NULL;
+    for (int32_t i = 0; t && i < n; i++) {
+        const hs_uw32_frame_data fd = { e[i].rva, e[i].prolog, e[i].locals, e[i].saved_regs, e[i].params,
+                                        e[i].ebp_saved_at, (e[i].flags & HS_FRAME32_USES_EBP) != 0 };
+        if (hs_fpo32_add(t, &fd, e[i].end) < 0) {
+            hs_fpo32_free(t);
+            return NULL;
+        }
+    }
+    hs_fpo32_finish(t);
+    return t;
+}
+
+static void forget_frames(uint64_t base)
+{
+    for (LONG i = 0; i < n_frame_mods; i++)
+        if (!base || frame_mods[i].lo == base)
+            __atomic_store_n(&frame_mods[i].hi, 0, __ATOMIC_RELEASE);
+}
+
+void hs_frames32_keep(uint64_t base, uint32_t size, uint32_t nfuncs)
+{
+    const hs_session_header *h = g_hs.hdr;
+    const int32_t npdb = h->fn_frames_pdb, ncfi = h->fn_frames_cfi;
+    forget_frames(base);
+    if ((npdb <= 0 && ncfi <= 0) || n_frame_mods == FRAME_MODS)
+        return;
+    const hs_frame32_entry *e = hs_session_fn_frames(g_hs.view, nfuncs);
+    frame_mod *m = &frame_mods[n_frame_mods];
+    m->pdb = frame_table(e, npdb);
+    m->cfi = frame_table(e + (npdb > 0 ? npdb : 0), ncfi);
+    m->lo = (uint32_t)base;
+    m->hi = (uint32_t)(base + size);
+    __atomic_store_n(&n_frame_mods, n_frame_mods + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- the entry stack --------------------------------------------------------- */
+
+/* The walk's environment (hook/unwind/unwind32.h) over this process's own
+ * memory: code is what lies in executable memory (not the thread's stack,
+ * not the lowest 64 KiB, which Windows never maps: values a walk's scan
+ * meets often, answered without a system call). */
+#define LOWEST_CODE 0x10000u   /* Windows maps nothing below 64 KiB */
+
+typedef struct live {
+    uint32_t stack_lo, stack_hi;
+} live;
+
+static bool live_is_code(void *ctx, uint32_t addr)
+{
+    const live *l = ctx;
+    return addr >= LOWEST_CODE && (addr < l->stack_lo || addr >= l->stack_hi) && executable(addr);
+}
+
+static int live_read(void *ctx, uint32_t addr, void *buf, size_t len)
+{
+    (void)ctx;
+    /* (both ends in executable memory: the at most 64 bytes read span no
+     * page between them) */
+    if (!len || len > 64 || !executable(addr) || !executable(addr + (uint32_t)len - 1))
+        return -1;
+    memcpy(buf, (const void *)(uintptr_t)addr, len);
+    return 0;
+}
+
+static int live_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
+{
+    (void)ctx;
+    const LONG n = __atomic_load_n(&n_frame_mods, __ATOMIC_ACQUIRE);
+    for (LONG i = 0; i < n; i++) {
+        const frame_mod *m = &frame_mods[i];
+        const uint32_t lo = m->lo, hi = __atomic_load_n(&m->hi, __ATOMIC_ACQUIRE);
+        if (pc >= lo && pc < hi)
+            return hs_fpo32_frame_data(m->pdb, pc - lo, lo, fd) || hs_fpo32_frame_data(m->cfi, pc - lo, lo, fd);
+    }
+    return 0;
+}
+
+/* The entry stack by the sampler's x86 walker (hook/unwind/unwind32.h)
+ * over the thread's live stack, with the frame data of the hooked modules
+ * (a caller without a frame pointer is stepped out of by its frame data;
+ * code without any by the ebp chain, else the walker's scan), and the true
+ * return addresses of the timed calls open on the thread. */
 int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
                  int max, int *truncated)
 {
+    *truncated = 0;
+    if (max < 1)
+        return 0;
     hs_ret_shadow shadow;
     hs_time32_shadow(counters, &shadow);
-    return hs_ebp_walk((uint32_t)entry, (uint32_t)rsp, r->ebp, (uint32_t)hs_teb_read(HS_TEB_STACK_LIMIT),
-                       (uint32_t)hs_teb_read(HS_TEB_STACK_BASE), &shadow, executable, NULL, frames, max, truncated);
+    live l = { (uint32_t)hs_teb_read(HS_TEB_STACK_LIMIT), (uint32_t)hs_teb_read(HS_TEB_STACK_BASE) };
+    const uint32_t esp = (uint32_t)rsp;
+    frames[0] = entry;
+    if (esp < l.stack_lo || esp >= l.stack_hi)
+        return 1;
+    const hs_uw_stack st = { esp, (const uint8_t *)(uintptr_t)esp, l.stack_hi - esp, true };
+    const hs_uw32_env env = { &l, live_is_code, live_read, live_frame_data, &shadow };
+    const hs_uw32_regs regs = { (uint32_t)entry, esp, r->ebp };
+    uint32_t f32[256];
+    hs_uw_result res = hs_unwind32_walk_entry(&env, &st, &regs, f32, NULL, max < 256 ? (uint32_t)max : 256);
+    for (uint32_t i = 0; i < res.n; i++)
+        frames[i] = f32[i];
+    *truncated = res.stop == HS_UW_TRUNCATED;
+    return (int)res.n;
 }
 
-void hs_stackwalk_forget(void)
+void hs_stackwalk_forget(uint64_t base)
 {
+    forget_frames(base);
+    for (int i = 0; i < EXEC_CACHE; i++)
+        __atomic_store_n(&exec_regions[i], 0, __ATOMIC_RELAXED);
 }
 
 int hs_tail_solve_module(hs_tail *t, uint64_t base)

@@ -320,11 +320,16 @@ static int add_module_record(install_ctx *c, uint32_t flags, int pattern)
  * (with its file's COFF symbols). */
 static int find_functions(install_ctx *c)
 {
-    if (listed_functions(c->mi, &c->funcs, &c->fnflags, &c->nfuncs) < 0) {
+    const bool listed = listed_functions(c->mi, &c->funcs, &c->fnflags, &c->nfuncs) == 0;
+    if (!listed) {
         attach_file(c);
         if (hs_pe_functions(&c->pe, &c->funcs, &c->nfuncs) < 0)
             return -1;
     }
+#if HS_AGENT_X86
+    if (listed)   /* (its frame data came with the list) */
+        hs_frames32_keep(c->base, c->image_size, (uint32_t)c->nfuncs);
+#endif
     for (size_t i = 0; i < c->nfuncs; i++)
         if (!(c->funcs[i].src & HS_SRC_FRAGMENT))
             c->n++;

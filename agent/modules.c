@@ -135,7 +135,7 @@ static VOID CALLBACK on_dll(ULONG reason, const hs_dll_notification_data *d,
     } else if (reason == HS_DLL_UNLOADED && d && !shutting_down()) {
         /* (at process exit every DLL is "unloaded": that is not FreeLibrary) */
         uint64_t base = (uint64_t)(uintptr_t)d->DllBase;
-        hs_stackwalk_forget();
+        hs_stackwalk_forget(base);
         EnterCriticalSection(&g_hs.install_lock);
         for (size_t i = 0; i < n_recorded; i++)
             if (recorded[i] == base)

@@ -126,7 +126,7 @@ int hs_session_switch(uint64_t handle)
     hs_session_describe_agent(h);
     /* modules may have come and gone since the last session: the stack
      * walk's plans of return addresses are not theirs any more */
-    hs_stackwalk_forget();
+    hs_stackwalk_forget(0);
     h->tsc_start = hs_rdtsc();
     take_fn_events();
     publish(m);

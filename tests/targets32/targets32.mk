@@ -60,7 +60,15 @@ $(TGT32_DIR)/attachee.exe: tests/targets/attachee.c tests/targets/codecheck.h
 	@mkdir -p $(dir $@)
 	$(WCC32) $(TGT_CFLAGS) -Itests/targets -o $@ $<
 
+# the PDB fixture's program of frames without a frame pointer
+# (tests/fixtures/pdb/fpo32.c) built by i686 gcc at -O2: its frames are
+# described by its .eh_frame alone (the clang build's by its PDB alone)
+$(TGT32_DIR)/fpo32-gcc.exe: tests/fixtures/pdb/fpo32.c
+	@mkdir -p $(dir $@)
+	$(WCC32) -std=gnu11 -O2 -fno-inline -gdwarf-4 -Wall -Wextra -o $@ $<
+
 .PHONY: test-targets32
 test-targets32: $(TGT32_EXES) $(TGT32_DIR)/groundtruth.exe $(TGT32_DIR)/cpusplit.exe $(TGT32_DIR)/exports32.dll \
                 $(TGT32_DIR)/exports32s.dll $(TGT32_DIR)/hotpatch.exe $(TGT32_DIR)/hotpatchs.exe $(TGT32_DIR)/attachee.exe \
-                $(TGT32_DIR)/backtrace.exe
+                $(TGT32_DIR)/backtrace.exe \
+                $(TGT32_DIR)/fpo32-gcc.exe
