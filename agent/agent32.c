@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/walkplans.h"
 #include "hook/unwind/fpo32.h"
 #include "hook/unwind/unwind32.h"
 
@@ -180,13 +181,15 @@ void hs_unwind_unregister(hs_mod_state *m)
 static volatile uint64_t exec_regions[EXEC_CACHE];
 static volatile LONG exec_next;
 
-static int executable(uint32_t addr)
+/* The executable region holding addr, as its first and end page (end
+ * page << 32 | first page), or 0 when addr is not executable. */
+static uint64_t exec_region(uint32_t addr)
 {
     const uint32_t page = addr >> 12;
     for (int i = 0; i < EXEC_CACHE; i++) {
         const uint64_t r = __atomic_load_n(&exec_regions[i], __ATOMIC_RELAXED);
         if (page >= (uint32_t)r && page < (uint32_t)(r >> 32))
-            return 1;
+            return r;
     }
     MEMORY_BASIC_INFORMATION mbi;
     const DWORD exec = PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE | PAGE_EXECUTE_WRITECOPY;
@@ -197,7 +200,7 @@ static int executable(uint32_t addr)
     const uint64_t hi = lo + ((uint64_t)mbi.RegionSize >> 12);
     __atomic_store_n(&exec_regions[(uint32_t)InterlockedIncrement(&exec_next) % EXEC_CACHE], hi << 32 | lo,
                      __ATOMIC_RELAXED);
-    return 1;
+    return hi << 32 | lo;
 }
 
 /* ---- frame data of the hooked modules ---------------------------------------- */
@@ -262,28 +265,59 @@ void hs_frames32_keep(uint64_t base, uint32_t size, uint32_t nfuncs)
 /* The walk's environment (hook/unwind/unwind32.h) over this process's own
  * memory: code is what lies in executable memory (not the thread's stack,
  * not the lowest 64 KiB, which Windows never maps: values a walk's scan
- * meets often, answered without a system call). */
+ * meets often, answered without a system call). A walk asks about a few
+ * addresses per frame, nearly all in one module's code: the region last
+ * found is asked first. */
 #define LOWEST_CODE 0x10000u   /* Windows maps nothing below 64 KiB */
 
 typedef struct live {
     uint32_t stack_lo, stack_hi;
+    uint64_t region;           /* the executable region last found (exec_region) */
+    LONG gen;                  /* the plans' generation (walkplans.h) */
 } live;
+
+static bool live_executable(live *l, uint32_t addr)
+{
+    const uint32_t page = addr >> 12;
+    if (page >= (uint32_t)l->region && page < (uint32_t)(l->region >> 32))
+        return true;
+    const uint64_t r = exec_region(addr);
+    if (r)
+        l->region = r;
+    return r != 0;
+}
 
 static bool live_is_code(void *ctx, uint32_t addr)
 {
-    const live *l = ctx;
-    return addr >= LOWEST_CODE && (addr < l->stack_lo || addr >= l->stack_hi) && executable(addr);
+    live *l = ctx;
+    return addr >= LOWEST_CODE && (addr < l->stack_lo || addr >= l->stack_hi) && live_executable(l, addr);
 }
 
 static int live_read(void *ctx, uint32_t addr, void *buf, size_t len)
 {
-    (void)ctx;
     /* (both ends in executable memory: the at most 64 bytes read span no
      * page between them) */
-    if (!len || len > 64 || !executable(addr) || !executable(addr + (uint32_t)len - 1))
+    if (!len || len > 64 || !live_executable(ctx, addr) || !live_executable(ctx, addr + (uint32_t)len - 1))
         return -1;
     memcpy(buf, (const void *)(uintptr_t)addr, len);
     return 0;
+}
+
+static int live_plan_get(void *ctx, uint32_t ret, uint32_t callee_params, hs_uw32_plan *plan)
+{
+    const live *l = ctx;
+    hs_walk_plan p;
+    if (!hs_walk_plan_get(ret, l->gen, &p) || p.x86.callee_params != callee_params)
+        return 0;
+    *plan = p.x86;
+    return 1;
+}
+
+static void live_plan_put(void *ctx, uint32_t ret, const hs_uw32_plan *plan)
+{
+    const live *l = ctx;
+    hs_walk_plan p = { .x86 = *plan };
+    hs_walk_plan_put(ret, l->gen, &p);
 }
 
 static int live_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
@@ -312,13 +346,14 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
         return 0;
     hs_ret_shadow shadow;
     hs_time32_shadow(counters, &shadow);
-    live l = { (uint32_t)hs_teb_read(HS_TEB_STACK_LIMIT), (uint32_t)hs_teb_read(HS_TEB_STACK_BASE) };
+    live l = { (uint32_t)hs_teb_read(HS_TEB_STACK_LIMIT), (uint32_t)hs_teb_read(HS_TEB_STACK_BASE), 0,
+               hs_walk_plans_gen() };
     const uint32_t esp = (uint32_t)rsp;
     frames[0] = entry;
     if (esp < l.stack_lo || esp >= l.stack_hi)
         return 1;
     const hs_uw_stack st = { esp, (const uint8_t *)(uintptr_t)esp, l.stack_hi - esp, true };
-    const hs_uw32_env env = { &l, live_is_code, live_read, live_frame_data, &shadow };
+    const hs_uw32_env env = { &l, live_is_code, live_read, live_frame_data, &shadow, live_plan_get, live_plan_put };
     const hs_uw32_regs regs = { (uint32_t)entry, esp, r->ebp };
     uint32_t f32[256];
     hs_uw_result res = hs_unwind32_walk_entry(&env, &st, &regs, f32, NULL, max < 256 ? (uint32_t)max : 256);
@@ -331,6 +366,7 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
 void hs_stackwalk_forget(uint64_t base)
 {
     forget_frames(base);
+    hs_walk_plans_forget();
     for (int i = 0; i < EXEC_CACHE; i++)
         __atomic_store_n(&exec_regions[i], 0, __ATOMIC_RELAXED);
 }

@@ -17,25 +17,24 @@
  * Then each step decodes the function's unwind data and looks for an
  * epilogue at the return address: the unwinder's plan of the step
  * (hs_unwind_step_plan) is the same for every stack through that return
- * address, so the plans are kept too, in one table for all threads
- * (return address -> plan, a slot per hash, each slot a seqlock: a thread
- * writing a slot makes its count odd, a reader takes a copy only between
- * two equal even counts), and a return address seen before costs a probe
- * of the table and the plan's few loads from the stack (bench/run.py
- * stacks: "per captured stack"). The plans of a module unloaded are
- * forgotten with the caches: a slot holds the generation it was made in.
- * No heap and no lock: this runs in the middle of the target's calls.
+ * address, so the plans are kept too (walkplans.h, the table the 32-bit
+ * agent's walk keeps its own in), and a return address seen before costs
+ * a probe of the table and the plan's few loads from the stack
+ * (bench/run.py stacks: "per captured stack"). The plans of a module
+ * unloaded are forgotten with the caches. No heap and no lock: this runs
+ * in the middle of the target's calls.
  */
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/walkplans.h"
 #include "hook/pe/pe.h"
 #include "hook/unwind/unwinder.h"
 
 /* The cache, in the agent's part of a region's first page (session.h). */
 #define CACHE_SLOTS 128
 typedef struct walk_cache {
-    volatile LONG gen;             /* hs_code_gen it was filled under */
+    volatile LONG gen;             /* hs_walk_plans_gen it was filled under */
     uint32_t reserved;
     struct {
         uint64_t pc;               /* 0: empty */
@@ -46,54 +45,10 @@ typedef struct walk_cache {
 _Static_assert(HS_REGION_AGENT_OFF + sizeof(walk_cache) <= HS_EDGES_LISTED_OFF,
                "walk cache fits the header page before the listed edge entries");
 
-static volatile LONG code_gen;
-
 void hs_stackwalk_forget(uint64_t base)
 {
     (void)base;   /* (every module's answers go: they are few to find again) */
-    InterlockedIncrement(&code_gen);
-}
-
-/* The plans: a slot per hash of the return address, 64 bytes each. */
-#define PLAN_BITS 11
-typedef struct plan_slot {
-    volatile LONG seq;             /* odd while a thread writes the slot */
-    LONG gen;                      /* code_gen it was made in */
-    uint64_t pc;
-    hs_uw_plan plan;
-} plan_slot;
-_Static_assert(sizeof(plan_slot) == 64, "a plan slot is a cache line");
-static plan_slot plans[1u << PLAN_BITS] __attribute__((aligned(64)));
-
-static plan_slot *plan_slot_of(uint64_t pc)
-{
-    return &plans[(pc * 0x9E3779B97F4A7C15ull) >> (64 - PLAN_BITS)];
-}
-
-/* The plan of pc made in generation gen, copied to *p: 1, or 0 (none, or
- * being written). */
-static int plan_get(uint64_t pc, LONG gen, hs_uw_plan *p)
-{
-    plan_slot *s = plan_slot_of(pc);
-    LONG seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-    if ((seq & 1) || s->pc != pc || s->gen != gen)
-        return 0;
-    *p = s->plan;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq;
-}
-
-/* Keep pc's plan, unless another thread is writing its slot. */
-static void plan_put(uint64_t pc, LONG gen, const hs_uw_plan *p)
-{
-    plan_slot *s = plan_slot_of(pc);
-    LONG seq = s->seq;
-    if ((seq & 1) || InterlockedCompareExchange(&s->seq, seq + 1, seq) != seq)
-        return;
-    s->pc = pc;
-    s->gen = gen;
-    s->plan = *p;
-    __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+    hs_walk_plans_forget();
 }
 
 static PRUNTIME_FUNCTION lookup(walk_cache *c, uint64_t pc, DWORD64 *base)
@@ -197,7 +152,7 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
                  int max, int *truncated)
 {
     walk_cache *cache = (walk_cache *)((char *)counters - g_hs.hdr->region_counters_off + HS_REGION_AGENT_OFF);
-    LONG gen = code_gen;
+    LONG gen = hs_walk_plans_gen();
     if (cache->gen != gen) {
         memset(cache->e, 0, sizeof cache->e);
         cache->gen = gen;
@@ -228,18 +183,18 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
      * pops its return address (or, for a part entered with a frame set up,
      * like gcc's .cold parts, undoes the codes at offset 0 first) */
     const uint64_t wrapper_ret = (uint64_t)(uintptr_t)hs_wrapper_ret;
-    hs_uw_plan plan;
+    hs_walk_plan plan;
     for (;;) {
         uint64_t sp = regs.r[HS_RSP], pc = regs.rip;
         int err;
         if (pc == wrapper_ret) {
             err = wrapper_step(&regs, lo, hi);
-        } else if (plan_get(pc, gen, &plan)) {
-            err = hs_unwind_run(&plan, &st, &regs);
+        } else if (hs_walk_plan_get(pc, gen, &plan)) {
+            err = hs_unwind_run(&plan.x64, &st, &regs);
         } else {
-            err = hs_unwind_step_plan(&env, &st, &regs, &plan);
-            if (plan.whole)
-                plan_put(pc, gen, &plan);
+            err = hs_unwind_step_plan(&env, &st, &regs, &plan.x64);
+            if (plan.x64.whole)
+                hs_walk_plan_put(pc, gen, &plan);
         }
         if (err != HS_UW_END)
             break;

@@ -569,7 +569,7 @@ static int frame_data32(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
 
 hs_uw32_env hs_codemap_env32(hs_codemap *m)
 {
-    hs_uw32_env env = { m, is_code32, env_read32, frame_data32, NULL };
+    hs_uw32_env env = { m, is_code32, env_read32, frame_data32, NULL, NULL, NULL };
     return env;
 }
 

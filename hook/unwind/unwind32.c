@@ -260,9 +260,10 @@ static int by_prologue_run(const walk *w, const hs_uw32_regs *r, const hs_uw32_f
  * prologue: its return address lies above the parameters pushed for the
  * frame below (callee_params), its locals and its saved registers; a
  * push the frame data does not count moves it up a few slots (*how says
- * whether it was where the frame data said). */
+ * whether it was where the frame data said; when it was, *plan is the
+ * step's: plan->ra_off and ebp_saved_at set, *planned true). */
 static int by_frame_data(const walk *w, const hs_uw32_regs *r, const hs_uw32_frame_data *fd,
-                         uint32_t callee_params, hs_uw32_regs *out, uint8_t *how)
+                         uint32_t callee_params, hs_uw32_regs *out, uint8_t *how, hs_uw32_plan *plan, bool *planned)
 {
     if (r->eip - fd->begin < fd->prolog)
         return NOT_HERE;
@@ -277,6 +278,11 @@ static int by_frame_data(const walk *w, const hs_uw32_regs *r, const hs_uw32_fra
         if (fd->ebp_saved_at && (err = slot(w, at - fd->ebp_saved_at, &ebp)) != 0)
             return err;
         *how = k == 0 ? HS_UW32_FRAME_DATA : HS_UW32_SCAN;
+        if (k == 0) {
+            plan->ra_off = (uint32_t)(at - r->esp);
+            plan->ebp_saved_at = fd->ebp_saved_at;
+            *planned = true;
+        }
         return pop_return(w, at, ebp, out);
     }
     return NOT_HERE;
@@ -342,8 +348,10 @@ static bool frame_data_at(const walk *w, uint32_t pc, hs_uw32_frame_data *fd)
  * how it was found, or why not (an hs_uw_stop). first: r is the thread's
  * own state (elsewhere r stands at a return address). *params: the bytes
  * of parameters of the frame below (its frame data's; 0 if none), which
- * this frame pushed; on return, this frame's own. */
-static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, uint8_t *how)
+ * this frame pushed; on return, this frame's own. *planned: the step is
+ * *plan (hs_uw32_plan). */
+static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, uint8_t *how, hs_uw32_plan *plan,
+                bool *planned)
 {
     /* a return address is the function's that made the call: the one
      * before it (a call to a function that does not return can be the
@@ -360,7 +368,8 @@ static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, ui
         *how = HS_UW32_PROLOGUE;
     else if (have_fd && r->eip - fd.begin < fd.prolog && (err = by_prologue_run(w, r, &fd, &out)) != NOT_HERE)
         *how = HS_UW32_PROLOGUE;
-    else if (have_fd && !fd.uses_ebp && (err = by_frame_data(w, r, &fd, callee_params, &out, how)) != NOT_HERE)
+    else if (have_fd && !fd.uses_ebp &&
+             (err = by_frame_data(w, r, &fd, callee_params, &out, how, plan, planned)) != NOT_HERE)
         ;
     else if ((err = by_chain(w, r, &out)) != NOT_HERE)
         *how = HS_UW32_CHAIN;
@@ -368,7 +377,26 @@ static int step(const walk *w, hs_uw32_regs *r, bool first, uint32_t *params, ui
         *how = HS_UW32_SCAN;
     if (!err)
         *r = out;
+    *planned = *planned && !err && !first;
+    plan->callee_params = callee_params;
+    plan->params = *params;
     return err;
+}
+
+/* The step of a plan (hs_uw32_plan) from the frame at return address
+ * r->eip. */
+static int run_plan(const walk *w, hs_uw32_regs *r, const hs_uw32_plan *plan, uint32_t *params, uint8_t *how)
+{
+    uint64_t at = (uint64_t)r->esp + plan->ra_off;
+    uint32_t ebp = r->ebp;
+    int err;
+    if (plan->ebp_saved_at && (err = slot(w, at - plan->ebp_saved_at, &ebp)) != 0)
+        return err;
+    if ((err = pop_return(w, at, ebp, r)) != 0)
+        return err;
+    *params = plan->params;
+    *how = HS_UW32_FRAME_DATA;
+    return 0;
 }
 
 /* The step out of a function at its entry: its return address at [esp]
@@ -400,9 +428,19 @@ static hs_uw_result walk_from(const hs_uw32_env *env, const hs_uw_stack *st, con
             res.unknown_pc = r.eip;
             return res;
         }
-        uint32_t sp = r.esp;
-        int err = res.n == 1 && at_entry ? step_entry(&w, &r, &params, &found)
-                                         : step(&w, &r, res.n == 1, &params, &found);
+        uint32_t sp = r.esp, pc = r.eip;
+        hs_uw32_plan plan;
+        bool planned = false;
+        int err;
+        if (res.n == 1 && at_entry) {
+            err = step_entry(&w, &r, &params, &found);
+        } else if (res.n > 1 && env->plan_get && env->plan_get(env->ctx, pc, params, &plan)) {
+            err = run_plan(&w, &r, &plan, &params, &found);   /* (r stands at a return address) */
+        } else {
+            err = step(&w, &r, res.n == 1, &params, &found, &plan, &planned);
+            if (planned && env->plan_put)
+                env->plan_put(env->ctx, pc, &plan);
+        }
         if (err) {
             res.stop = err == HS_UW_AT_BASE ? HS_UW_END : err;
             return res;

@@ -82,6 +82,19 @@ typedef struct hs_uw32_frame_data {
     bool uses_ebp;             /* ebp is its frame pointer: the chain holds (FPO_DATA: fUseBP) */
 } hs_uw32_frame_data;
 
+/* The step out of the frame at a return address, made from its frame
+ * data as found in place (HS_UW32_FRAME_DATA): the same for every stack
+ * through that return address whose frame below pushed as many bytes of
+ * parameters, so a walker that meets the same return addresses again and
+ * again (the 32-bit agent's entry stacks) keeps it and runs it again,
+ * without frame data or code. */
+typedef struct hs_uw32_plan {
+    uint32_t callee_params;    /* the frame below's parameters, in bytes (part of its key) */
+    uint32_t ra_off;           /* the caller's return address at esp + ra_off */
+    uint32_t ebp_saved_at;     /* the caller's ebp this many bytes below it; 0: ebp unchanged */
+    uint32_t params;           /* the frame's own parameters (the frame data's) */
+} hs_uw32_plan;
+
 typedef struct hs_uw32_env {
     void *ctx;
     /* Is addr code of a known module? */
@@ -97,6 +110,12 @@ typedef struct hs_uw32_env {
      * the true return addresses put back instead): every slot is read as
      * its true value (hs_ret_shadow_true). */
     const hs_ret_shadow *shadow;
+    /* Optional (NULL: none), a keeper of plans: plan_get, 1 with *plan
+     * the plan of the step out of return address ret's frame made with
+     * callee_params (hs_uw32_plan), else 0; plan_put, keep the plan of
+     * ret just made. */
+    int (*plan_get)(void *ctx, uint32_t ret, uint32_t callee_params, hs_uw32_plan *plan);
+    void (*plan_put)(void *ctx, uint32_t ret, const hs_uw32_plan *plan);
 } hs_uw32_env;
 
 /* How a frame was found. */

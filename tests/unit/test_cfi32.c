@@ -15,6 +15,10 @@
  *   cfi32/realigned    main realigns its stack (a CFA expression): no
  *                      frame data (the walker uses the ebp chain there)
  *   cfi32/outside      no FDE covers an rva outside every function
+ *   cfi32/rows         the table as rows (hs_cfi32_each_row), in order,
+ *                      not overlapping: at every byte of every FDE the
+ *                      row covering it is the frame data there, and no
+ *                      row covers a byte without any
  *   cfi32/frame-pointer  build/tests32/leafcall.exe's framed(), which
  *                      keeps a frame pointer: after `mov ebp,esp` the CFA
  *                      is ebp's (uses_ebp: the chain holds), before it esp's
@@ -60,6 +64,62 @@ static int first_bytes(void *ctx, const hs_eh_fde *f)
     return 0;
 }
 
+/* hs_cfi32_each_row's rows, kept. */
+typedef struct rows {
+    struct {
+        uint32_t rva, end;
+        hs_uw32_frame_data fd;
+    } r[8192];
+    size_t n;
+    int disordered;            /* a row not after the one before it */
+} rows;
+
+static void keep_row(void *ctx, uint32_t rva, uint32_t end, const hs_uw32_frame_data *fd)
+{
+    rows *t = ctx;
+    if (t->n == sizeof t->r / sizeof t->r[0] || end <= rva || (t->n && rva < t->r[t->n - 1].end)) {
+        t->disordered = 1;
+        return;
+    }
+    t->r[t->n].rva = rva;
+    t->r[t->n].end = end;
+    t->r[t->n++].fd = *fd;
+}
+
+typedef struct rows_check {
+    const hs_cfi32 *c;
+    const rows *t;
+    size_t bytes, wrong;
+    char first[160];
+} rows_check;
+
+/* Every byte of an FDE: the row covering it says what the frame data at
+ * it says (no row where it has none). */
+static int same_as_rows(void *ctx, const hs_eh_fde *f)
+{
+    rows_check *k = ctx;
+    for (uint32_t rva = f->rva; rva - f->rva < f->size; rva++) {
+        size_t lo = 0, hi = k->t->n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (k->t->r[mid].end <= rva)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        char want[64], got[64] = "0 0 0 0";
+        at(k->c, rva, want, sizeof want);
+        if (lo < k->t->n && k->t->r[lo].rva <= rva) {
+            const hs_uw32_frame_data *fd = &k->t->r[lo].fd;
+            snprintf(got, sizeof got, "1 %u %u %d", fd->locals, fd->ebp_saved_at, fd->uses_ebp);
+        }
+        k->bytes++;
+        if (strcmp(want, got) && !k->wrong++)
+            snprintf(k->first, sizeof k->first, "at rva %#x: frame data %s, its row %s", rva, want, got);
+    }
+    return 0;
+}
+
 int main(void)
 {
     const char *path = "build/tests32/cpusplit.exe";
@@ -95,6 +155,13 @@ int main(void)
     tap_check(m && !strcmp(b[0], "0 0 0 0"), "cfi32/realigned", "main's body: %s", b[0]);
     at(c, 0x10, b[0], 64);
     tap_check(!strcmp(b[0], "0 0 0 0"), "cfi32/outside", "rva 0x10: %s", b[0]);
+    static rows t;
+    hs_cfi32_each_row(c, keep_row, &t);
+    rows_check k = { c, &t, 0, 0, "" };
+    hs_pe_eh_frame_fdes(&pe, same_as_rows, &k);
+    tap_check(!t.disordered && t.n > 20 && k.bytes > 1000 && !k.wrong, "cfi32/rows",
+              "%zu rows%s over %zu bytes, %zu unlike the frame data there%s%s", t.n,
+              t.disordered ? " (some out of order)" : "", k.bytes, k.wrong, k.wrong ? ", first " : "", k.first);
     hs_cfi32_free(c);
     hs_pe_symtab_free(&syms);
     hs_pe_close(&pe);

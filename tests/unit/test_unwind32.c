@@ -17,6 +17,10 @@
  *               stale return address in its locals), found exactly; the
  *               same function as the leaf, with an argument pushed, and
  *               in its prologue (its pushes run from its first byte);
+ *   entry       the walk from a function's entry (its return address at
+ *               [esp]) through a frame without a frame pointer; return
+ *               thunks read through a shadow stack; a plan made and run
+ *               again;
  *   fpo         FPO_DATA records decoded (hook/unwind/fpo32.h), and the
  *               walk with them; FrameData program strings of LLVM and
  *               MSVC, aligned and malformed ones;
@@ -179,16 +183,16 @@ static void set(target *t, uint32_t addr, uint32_t v)
 /* Walk from (eip, esp, ebp) over the first `words` slots of the stack
  * (complete: they reach its base) and check the frames, how each was
  * found, and the stop. want/want_how end with 0 / any (n frames). */
-static void check_walk(const char *name, target *t, uint32_t eip, uint32_t esp, uint32_t ebp, size_t words,
-                       bool complete, uint32_t max, const uint32_t *want, const uint8_t *want_how, uint32_t n,
-                       int want_stop)
+static void check_env(const char *name, const hs_uw32_env *env, bool at_entry, target *t, uint32_t eip,
+                      uint32_t esp, uint32_t ebp, size_t words, bool complete, uint32_t max, const uint32_t *want,
+                      const uint8_t *want_how, uint32_t n, int want_stop)
 {
-    hs_uw32_env env = { t, t_is_code, t_read, t_frame_data, NULL };
     hs_uw_stack st = { STK, (const uint8_t *)t->stack, words * 4, complete };
     hs_uw32_regs regs = { eip, esp, ebp };
     uint32_t frames[16];
     uint8_t how[16];
-    hs_uw_result res = hs_unwind32_walk(&env, &st, &regs, frames, how, max);
+    hs_uw_result res = at_entry ? hs_unwind32_walk_entry(env, &st, &regs, frames, how, max)
+                                : hs_unwind32_walk(env, &st, &regs, frames, how, max);
     char got[400];
     size_t len = (size_t)snprintf(got, sizeof got, "stop %d, frames", res.stop);
     for (uint32_t i = 0; i < res.n && len < sizeof got; i++)
@@ -197,6 +201,14 @@ static void check_walk(const char *name, target *t, uint32_t eip, uint32_t esp, 
     for (uint32_t i = 0; ok && i < n; i++)
         ok = frames[i] == want[i] && how[i] == want_how[i];
     tap_check(ok, name, "%s", got);
+}
+
+static void check_walk(const char *name, target *t, uint32_t eip, uint32_t esp, uint32_t ebp, size_t words,
+                       bool complete, uint32_t max, const uint32_t *want, const uint8_t *want_how, uint32_t n,
+                       int want_stop)
+{
+    hs_uw32_env env = { t, t_is_code, t_read, t_frame_data, NULL, NULL, NULL };
+    check_env(name, &env, false, t, eip, esp, ebp, words, complete, max, want, want_how, n, want_stop);
 }
 
 #define S(off) (STK + (off))
@@ -337,6 +349,92 @@ static void test_frame_data(void)
     set(&t, S(0x34), R2);
     check_walk("unwind32/frame data: the leaf at its first byte", &t, FPO_BEGIN, S(0x34), S(0x50), 64, true, 16,
                FRAMES(FPO_BEGIN, R2, R3), HOW(CTX, PRO, CHN), 3, HS_UW_END);
+}
+
+/* A keeper of one plan (hs_uw32_env's plan_get and plan_put). */
+typedef struct keeper {
+    target *t;
+    uint32_t ret;              /* 0: none kept */
+    hs_uw32_plan plan;
+    int gets;                  /* plans given back */
+} keeper;
+
+static bool k_is_code(void *ctx, uint32_t addr)
+{
+    return t_is_code(((keeper *)ctx)->t, addr);
+}
+
+static int k_read(void *ctx, uint32_t addr, void *buf, size_t len)
+{
+    return t_read(((keeper *)ctx)->t, addr, buf, len);
+}
+
+static int k_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
+{
+    return t_frame_data(((keeper *)ctx)->t, pc, fd);
+}
+
+static int k_plan_get(void *ctx, uint32_t ret, uint32_t callee_params, hs_uw32_plan *plan)
+{
+    keeper *k = ctx;
+    if (!k->ret || ret != k->ret || callee_params != k->plan.callee_params)
+        return 0;
+    *plan = k->plan;
+    k->gets++;
+    return 1;
+}
+
+static void k_plan_put(void *ctx, uint32_t ret, const hs_uw32_plan *plan)
+{
+    keeper *k = ctx;
+    k->ret = ret;
+    k->plan = *plan;
+}
+
+/* From a function's entry (hs_unwind32_walk_entry): BODY entered from
+ * the function at FPO_BEGIN (fpo_in_the_middle, before BODY's push ebp):
+ * the return address at [esp], then the frame without a frame pointer
+ * stepped out of with BODY's parameters from BODY's frame data; the same
+ * with that return address replaced by a return thunk (the true one on
+ * a shadow stack); with a keeper of plans, the plan made by the first
+ * walk walks the second without frame data (which would take the stale
+ * return address). */
+static void test_entry(void)
+{
+    target t;
+    setup(&t);
+    uint32_t in_fpo = fpo_in_the_middle(&t);
+    t.with_frame_data = 1;
+    hs_uw32_env env = { &t, t_is_code, t_read, t_frame_data, NULL, NULL, NULL };
+    check_env("unwind32/entry: through a frame without a frame pointer", &env, true, &t, BODY, S(0x14), 7, 64,
+              true, 16, FRAMES(BODY, in_fpo, R2, R3), HOW(CTX, PRO, FD, CHN), 4, HS_UW_END);
+    const uint32_t thunk = CALLEE + 1;
+    const uint32_t recs[2][2] = { { S(0x38), R2 }, { S(0x14), in_fpo } };   /* (slot, true return), oldest first */
+    const hs_ret_shadow sh = { thunk, (const uint8_t *)recs, 2, 8, 0, 4 };
+    set(&t, S(0x14), thunk);
+    set(&t, S(0x38), thunk);
+    env.shadow = &sh;
+    check_env("unwind32/entry: return thunks read as the true returns", &env, true, &t, BODY, S(0x14), 7, 64, true,
+              16, FRAMES(BODY, in_fpo, R2, R3), HOW(CTX, PRO, FD, CHN), 4, HS_UW_END);
+    set(&t, S(0x14), in_fpo);
+    set(&t, S(0x38), R2);
+    keeper k = { &t, 0, { 0 }, 0 };
+    hs_uw32_env kept = { &k, k_is_code, k_read, k_frame_data, NULL, k_plan_get, k_plan_put };
+    check_env("unwind32/entry: a plan made", &kept, true, &t, BODY, S(0x14), 7, 64, true, 16,
+              FRAMES(BODY, in_fpo, R2, R3), HOW(CTX, PRO, FD, CHN), 4, HS_UW_END);
+    tap_check(k.ret == in_fpo && k.plan.callee_params == 8 && k.plan.ra_off == 0x20 && k.plan.ebp_saved_at == 4 &&
+                  k.plan.params == 4 && k.gets == 0,
+              "unwind32/entry: the plan of the frame without a frame pointer",
+              "ret +0x%x, callee params %u, ra at +0x%x, ebp %u below, params %u, gets %d", k.ret - CODE,
+              k.plan.callee_params, k.plan.ra_off, k.plan.ebp_saved_at, k.plan.params, k.gets);
+    /* frame data that says its frame is on ebp (the chain fails, the
+     * scan takes R4): not read */
+    t.nfpo = 1;
+    t.fpo[0] = (hs_uw32_frame_data){ .begin = FPO_BEGIN, .uses_ebp = true };
+    t.fpo_end[0] = FPO_END;
+    check_env("unwind32/entry: the plan run again, not the frame data", &kept, true, &t, BODY, S(0x14), 7, 64, true, 16,
+              FRAMES(BODY, in_fpo, R2, R3), HOW(CTX, PRO, FD, CHN), 4, HS_UW_END);
+    tap_check(k.gets == 1, "unwind32/entry: the plan was run", "gets %d", k.gets);
 }
 
 /* An FPO_DATA record: start, size, locals and parameters in dwords,
@@ -737,7 +835,7 @@ static void own_walk(const char *name, own_target *t, uint32_t scribble, const u
     volatile int r = own_driver(1);
     (void)r;
     own_scribble = 0;
-    hs_uw32_env env = { t, own_is_code, own_read, own_frame_data, NULL };
+    hs_uw32_env env = { t, own_is_code, own_read, own_frame_data, NULL, NULL, NULL };
     hs_uw_stack st = { own_copy.esp, own_copy.data, own_copy.len, false };
     hs_uw32_regs regs = { own_copy.eip, own_copy.esp, own_copy.ebp };
     uint32_t frames[16];
@@ -893,7 +991,7 @@ static void dll_walk_every(csh cs, dll_image *im, const char *opt, const char *c
     }
     uint32_t at[256];
     size_t n = instructions32(cs, (const uint8_t *)fn[depth - 1], fn[depth - 1], at, 256), reached = 0;
-    hs_uw32_env env = { im, dll_is_code, dll_read, NULL, NULL };
+    hs_uw32_env env = { im, dll_is_code, dll_read, NULL, NULL, NULL, NULL };
     if (fdata) {
         env.ctx = fdata;
         env.frame_data = own_frame_data;
@@ -996,6 +1094,7 @@ int main(void)
     test_prologue();
     test_epilogue();
     test_frame_data();
+    test_entry();
     test_fpo_records();
     test_fpo_programs();
     test_scribbled();
