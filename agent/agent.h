@@ -28,7 +28,8 @@
 /* The agent is built twice from these sources: for x86-64, and for i686
  * (hookscope-agent32.dll, in 32-bit targets). The i686 build has the
  * counting stubs of hook/engine/count32.h, with caller edges and entry
- * stacks (an EBP-chain walk), the thunks of thunks32.S (agent32.c), and
+ * stacks (the x86 walker's, with frame data), the thunks of thunks32.S
+ * (agent32.c), and
  * return probes over a shadow return stack (time32.S); what needs the
  * x64 unwind data (the timing wrapper, the x64 stack walk, the stubs'
  * unwind info, tail-jump solving: wrapper.S, stackwalk.c, stub_unwind.c,
@@ -385,6 +386,19 @@ void hs_frames32_keep(uint64_t base, uint32_t size, uint32_t nfuncs);
 #define HS_TEB_STACK_LIMIT 0x10
 #define HS_PEB_LOADER_LOCK 0x110   /* PEB.LoaderLock: the loader's RTL_CRITICAL_SECTION */
 #endif
+
+/* A copy that calls nothing, for the stack walks' reads of code: they run
+ * inside the target's calls, and the C runtime's memcpy may be one of the
+ * functions hooked (a hooked function called from a probe costs a stub's
+ * round trip each time). */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+static inline void hs_copy_bytes(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    for (; n >= 8; n -= 8, dst += 8, src += 8)
+        *(uint64_t *)(void *)dst = *(const uint64_t *)(const void *)src;
+    while (n--)
+        *dst++ = *src++;
+}
 
 /* TEB access through its segment (gs; fs in 32-bit code), a pointer-sized
  * field (the intrinsics trip a gcc 12 -Warray-bounds bug) */

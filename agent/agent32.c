@@ -299,7 +299,7 @@ static int live_read(void *ctx, uint32_t addr, void *buf, size_t len)
      * page between them) */
     if (!len || len > 64 || !live_executable(ctx, addr) || !live_executable(ctx, addr + (uint32_t)len - 1))
         return -1;
-    memcpy(buf, (const void *)(uintptr_t)addr, len);
+    hs_copy_bytes(buf, (const uint8_t *)(uintptr_t)addr, len);
     return 0;
 }
 
@@ -337,7 +337,10 @@ static int live_frame_data(void *ctx, uint32_t pc, hs_uw32_frame_data *fd)
  * over the thread's live stack, with the frame data of the hooked modules
  * (a caller without a frame pointer is stepped out of by its frame data;
  * code without any by the ebp chain, else the walker's scan), and the true
- * return addresses of the timed calls open on the thread. */
+ * return addresses of the timed calls open on the thread. A step made
+ * from frame data is kept as a plan (walkplans.h): a return address seen
+ * before costs a probe of the table and two loads from the stack, about
+ * what a step of the bare ebp chain cost. */
 int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_saved_regs *r, uint64_t *frames,
                  int max, int *truncated)
 {

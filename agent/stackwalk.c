@@ -95,24 +95,12 @@ static int live_lookup(void *ctx, uint64_t pc, hs_uw_entry *e)
     return HS_UW_TABLE;
 }
 
-/* A copy that calls nothing: this runs inside the target's calls, and
- * the C runtime's memcpy may be one of the functions hooked (a hooked
- * function called from a probe costs a stub's round trip each time). */
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
-static void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n)
-{
-    for (; n >= 8; n -= 8, dst += 8, src += 8)
-        *(uint64_t *)(void *)dst = *(const uint64_t *)(const void *)src;
-    while (n--)
-        *dst++ = *src++;
-}
-
 static int live_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     const live *l = ctx;
     if (addr < l->img_lo || addr >= l->img_hi || len > l->img_hi - addr)
         return -1;
-    copy_bytes(buf, (const uint8_t *)(uintptr_t)addr, len);
+    hs_copy_bytes(buf, (const uint8_t *)(uintptr_t)addr, len);
     return 0;
 }
 

@@ -8,9 +8,11 @@
  *
  * What it cannot see: a caller that keeps no frame pointer (FPO, gcc's
  * default at -O2 for i686) leaves ebp to an outer frame, so the walk goes
- * on from there and that caller's own caller is missing; the PDB's frame
- * data, which fills such gaps for the sampler (unwind32.h), is not in the
- * target.
+ * on from there and that caller's own caller is missing. The 32-bit
+ * agent's entry stacks are walked with frame data instead
+ * (unwind32.h: hs_unwind32_walk_entry); this bare chain is what the
+ * native harnesses of the agent's thunks check the registers they pass
+ * with (tests/unit/thunk32.c, time32.c).
  */
 #ifndef HOOKSCOPE_EBPWALK_H
 #define HOOKSCOPE_EBPWALK_H
