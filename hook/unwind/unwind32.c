@@ -26,9 +26,12 @@ static int slot(const walk *w, uint64_t addr, uint32_t *v)
 {
     const uint8_t *p;
     int err = hs_uw_stack_at(w->st, addr, 4, &p);
-    if (!err)
-        *v = hs_ret_shadow_true(w->env->shadow, (uint32_t)addr, hs_le32(p));
-    return err;
+    if (err)
+        return err;
+    *v = hs_le32(p);
+    if (w->env->shadow && *v == w->env->shadow->thunk)
+        *v = hs_ret_shadow_true(w->env->shadow, (uint32_t)addr, *v);
+    return 0;
 }
 
 static bool is_code(const walk *w, uint64_t addr)
