@@ -360,10 +360,10 @@ int hs_stackwalk(uint64_t *counters, uint64_t entry, uint64_t rsp, const hs_save
  * of it (every cached lookup). */
 void hs_stackwalk_forget(uint64_t base);
 #if HS_AGENT_X86
-/* agent32.c: keep the frame data the function service sent after the
- * list of nfuncs functions of the module at base (size bytes; session.h,
+/* agent32.c: keep the frame data the function service sent with the
+ * function list of the module at base (size bytes; session.h,
  * hs_frame32_entry) for the entry stacks. Under install_lock. */
-void hs_frames32_keep(uint64_t base, uint32_t size, uint32_t nfuncs);
+void hs_frames32_keep(uint64_t base, uint32_t size);
 #endif
 
 /* TEB fields used directly: no API call on the hot or slow path. */

@@ -244,14 +244,14 @@ static void forget_frames(uint64_t base)
             __atomic_store_n(&frame_mods[i].hi, 0, __ATOMIC_RELEASE);
 }
 
-void hs_frames32_keep(uint64_t base, uint32_t size, uint32_t nfuncs)
+void hs_frames32_keep(uint64_t base, uint32_t size)
 {
     const hs_session_header *h = g_hs.hdr;
     const int32_t npdb = h->fn_frames_pdb, ncfi = h->fn_frames_cfi;
     forget_frames(base);
-    if ((npdb <= 0 && ncfi <= 0) || n_frame_mods == FRAME_MODS)
+    if ((npdb <= 0 && ncfi <= 0) || (uint64_t)npdb + (uint64_t)ncfi > h->fn_frames_cap || n_frame_mods == FRAME_MODS)
         return;
-    const hs_frame32_entry *e = hs_session_fn_frames(g_hs.view, nfuncs);
+    const hs_frame32_entry *e = hs_session_fn_frames(g_hs.view);
     frame_mod *m = &frame_mods[n_frame_mods];
     m->pdb = frame_table(e, npdb);
     m->cfi = frame_table(e + (npdb > 0 ? npdb : 0), ncfi);

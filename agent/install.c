@@ -328,7 +328,7 @@ static int find_functions(install_ctx *c)
     }
 #if HS_AGENT_X86
     if (listed)   /* (its frame data came with the list) */
-        hs_frames32_keep(c->base, c->image_size, (uint32_t)c->nfuncs);
+        hs_frames32_keep(c->base, c->image_size);
 #endif
     for (size_t i = 0; i < c->nfuncs; i++)
         if (!(c->funcs[i].src & HS_SRC_FRAGMENT))

@@ -414,10 +414,9 @@ typedef struct hs_session_header {
      * of module record i by writing fn_request = seq << 16 | (i + 1), a new
      * seq each time; the injector answers in fn_list with fn_count entries
      * (-1: no list; the agent then finds the functions itself, from the
-     * image) and echoes the request in fn_answered; for a 32-bit module,
-     * fn_frames_pdb then fn_frames_cfi hs_frame32_entry follow the list
-     * (hs_session_fn_frames), each part sorted by rva, within the list's
-     * room (fn_list_cap entries) */
+     * image) and echoes the request in fn_answered; for a 32-bit module
+     * with --stacks, fn_frames_pdb then fn_frames_cfi hs_frame32_entry at
+     * fn_frames_off (hs_session_fn_frames), each part sorted by rva */
     volatile uint32_t fn_service;     /* the injector serves requests (its events exist) */
     volatile uint32_t fn_request;
     volatile uint32_t fn_answered;
@@ -466,9 +465,13 @@ typedef struct hs_session_header {
     volatile uint64_t thread_cost_ticks[4];
     volatile uint32_t thread_cost_count[4];
     volatile uint32_t thread_cost_hist[4][128];  /* how many took ticks in each hs_cost_bucket */
-    /* the function service's frame data of a 32-bit module (hs_frame32_entry) */
+    /* the function service's frame data of a 32-bit module (hs_frame32_entry, at
+     * fn_frames_off, room for fn_frames_cap; 0: none is sent) */
     volatile int32_t fn_frames_pdb;   /* records from its PDB */
     volatile int32_t fn_frames_cfi;   /* rows of its .eh_frame */
+    uint32_t fn_frames_cap;
+    uint32_t reserved2;
+    uint64_t fn_frames_off;
 } hs_session_header;
 
 /* thread_cost_hist: four buckets to each doubling of rdtsc ticks (a
@@ -578,10 +581,10 @@ static inline hs_fn_entry *hs_session_fn_list(void *base)
     return (hs_fn_entry *)((char *)base + h->fn_list_off);
 }
 
-/* The frame data answered with a list of n functions. */
-static inline hs_frame32_entry *hs_session_fn_frames(void *base, uint32_t n)
+static inline hs_frame32_entry *hs_session_fn_frames(void *base)
 {
-    return (hs_frame32_entry *)(hs_session_fn_list(base) + n);
+    hs_session_header *h = (hs_session_header *)base;
+    return (hs_frame32_entry *)((char *)base + h->fn_frames_off);
 }
 
 static inline hs_thread_slot *hs_session_slot(void *base, uint32_t i)
@@ -632,6 +635,8 @@ typedef struct hs_capacity {
     uint32_t frames;     /* per thread */
     uint32_t shadow;     /* per thread: deepest timed nesting */
     uint32_t timeline;   /* per thread: events in the ring (a power of two), 0: none */
+    uint32_t x86_frames; /* 1: room for a 32-bit module's frame data (hs_frame32_entry), sent
+                            with its function list for the entry stacks; 0: none */
 } hs_capacity;
 
 /* One layout for a 64-bit and a 32-bit agent (hookscope.exe, always
@@ -651,13 +656,17 @@ _Static_assert(sizeof(hs_edge_rec) == 32, "hs_edge_rec");
 _Static_assert(sizeof(hs_stack_rec) == 32, "hs_stack_rec");
 _Static_assert(sizeof(hs_time_rec) == 392, "hs_time_rec");
 _Static_assert(sizeof(hs_shadow_rec) == 64, "hs_shadow_rec");
-_Static_assert(sizeof(hs_session_header) == 28144, "hs_session_header");
+_Static_assert(sizeof(hs_session_header) == 28160, "hs_session_header");
 _Static_assert(sizeof(hs_agent_public) == 40, "hs_agent_public");
-_Static_assert(sizeof(hs_capacity) == 36, "hs_capacity");
+_Static_assert(sizeof(hs_capacity) == 40, "hs_capacity");
 
 /* Entries of the function service's list for a table of `functions`:
  * one module's list at a time, fragments too. */
 static inline uint32_t hs_fn_list_cap(uint32_t functions) { return functions * 2 + 4096; }
+
+/* Entries of room for a 32-bit module's frame data (hs_frame32_entry):
+ * gcc's .eh_frame has some 8 rows a function (a row per push and pop). */
+static inline uint32_t hs_fn_frames_cap(uint32_t functions) { return functions * 10 + 4096; }
 
 /* Compute the layout for the given capacities; fills the layout fields
  * of `h` and returns the total size to reserve. Shared so both sides
@@ -678,6 +687,9 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
     h->fn_list_off = off;
     h->fn_list_cap = hs_fn_list_cap(c->functions);
     off = hs_page_up(off + (uint64_t)h->fn_list_cap * sizeof(hs_fn_entry));
+    h->fn_frames_off = off;          /* that module's frame data */
+    h->fn_frames_cap = c->x86_frames ? hs_fn_frames_cap(c->functions) : 0;
+    off = hs_page_up(off + (uint64_t)h->fn_frames_cap * sizeof(hs_frame32_entry));
     h->slots_off = off;
     h->max_threads = c->threads;
     h->slot_size = (uint32_t)sizeof(hs_thread_slot);
@@ -723,7 +735,7 @@ static inline uint64_t hs_session_layout(hs_session_header *h, const hs_capacity
 static inline hs_capacity hs_default_capacity(uint32_t functions, uint32_t threads, uint32_t options)
 {
     hs_capacity c = { 1024, functions, threads, (options & HS_OPT_EDGES) ? (uint32_t)sizeof(hs_fblock) : 8,
-                      1u << 14, 0, 0, 0, 0 };
+                      1u << 14, 0, 0, 0, 0, 0 };
     if (options & HS_OPT_STACKS) {
         c.stacks = 1u << 13;
         c.frames = 1u << 18;

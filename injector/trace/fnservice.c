@@ -148,16 +148,16 @@ static long prefetched(hs_fnservice *svc, const char *path, const hs_module_rec 
     return n;
 }
 
-/* The frame data of a 32-bit module (fnframes.h) after its list of n
- * functions, in the rest of the list's room (hs_session_fn_frames, where
- * hookscope's own layout puts it). */
-static void send_frames(hs_fnservice *svc, const hs_pe *pe, const char *path, hs_fn_entry *list, long n)
+/* The frame data of a 32-bit module (fnframes.h), where hookscope's own
+ * layout puts it, when the session has room for it (--stacks). */
+static void send_frames(hs_fnservice *svc, const hs_pe *pe, const char *path)
 {
     hs_session_header *h = svc->s->hdr;
     const hs_session_header *L = &svc->s->layout;
-    size_t room = ((size_t)L->fn_list_cap - (size_t)n) * sizeof(hs_fn_entry) / sizeof(hs_frame32_entry);
-    int32_t npdb, ncfi;
-    hs_fnframes_build(pe, path, &svc->conf, (hs_frame32_entry *)(list + n), room, &npdb, &ncfi);
+    hs_frame32_entry *out = (hs_frame32_entry *)((char *)svc->s->view + L->fn_frames_off);
+    int32_t npdb = 0, ncfi = 0;
+    if (L->fn_frames_cap && hs_session_commit_ok(out, (uint64_t)L->fn_frames_cap * sizeof *out))
+        hs_fnframes_build(pe, path, &svc->conf, out, L->fn_frames_cap, &npdb, &ncfi);
     h->fn_frames_pdb = npdb;
     h->fn_frames_cfi = ncfi;
 }
@@ -194,7 +194,7 @@ static void answer(hs_fnservice *svc)
         long n = room ? prefetched(svc, path, &m, list, L->fn_list_cap) : -1;
         if (n >= 0) {
             hs_log("function list of %s: %ld functions (made while the target started)", hs_basename(path), n);
-            send_frames(svc, hs_modsyms_pe(svc->pre.syms), path, list, n);
+            send_frames(svc, hs_modsyms_pe(svc->pre.syms), path);
         } else {
             hs_modsyms_status st;
             const char *why = NULL;
@@ -206,7 +206,7 @@ static void answer(hs_fnservice *svc)
                 n = hs_fnlist_build(t, &svc->flt, hs_basename(path), list, L->fn_list_cap);
                 hs_log("function list of %s: %ld functions", hs_basename(path), n);
                 if (n >= 0)
-                    send_frames(svc, hs_modsyms_pe(t), path, list, n);
+                    send_frames(svc, hs_modsyms_pe(t), path);
             } else {
                 hs_log("no function list for %s (%s): the agent reads the image", hs_basename(path),
                        why ? why : "not the file that was loaded");

@@ -142,6 +142,7 @@ int hs_session_create(hs_session_host *s, DWORD pid, const hs_trace_config *o, u
     hs_capacity cap = hs_default_capacity(o->max_functions, o->max_threads, options);
     if (o->timeline && o->timeline_buffer)
         cap.timeline = o->timeline_buffer;
+    cap.x86_frames = o->target_bits == 32 && (options & HS_OPT_STACKS);   /* (the entry stacks' walk) */
     uint64_t total = hs_session_layout(L, &cap);
     if (o->target_bits == 32)
         total = fit_32bit(L, &cap, functions);

@@ -57,7 +57,7 @@ static void build(void)
 {
     if (tmpl)
         return;
-    hs_capacity c = { 4, 32, NTHREADS, (uint32_t)sizeof(hs_fblock), 16, 16, 128, 8, TL_CAP };
+    hs_capacity c = { 4, 32, NTHREADS, (uint32_t)sizeof(hs_fblock), 16, 16, 128, 8, TL_CAP, 0 };
     memset(&layout, 0, sizeof layout);
     size = hs_session_layout(&layout, &c);
     layout.magic = HS_SESSION_MAGIC;
