@@ -759,37 +759,42 @@ def check_entry_stacks_levels(exe, source, name):
     each level's locals): every entry stack of burn is exactly that chain
     under the C runtime's start, one per call, the levels stepped out of by
     the frame data the agent got from `source` (-v: the function service's
-    records of it); output and exit code are the program's own."""
+    records of it); the same with --time (each level's return address the
+    return thunk's, the true one on the shadow stack); output and exit code
+    are the program's own."""
     import test_sampler
     hs.need_wow64()
     plain = hs.wine([exe, "3"])
-    t = hs.trace(exe, ["3"], options=["--stacks", "--no-sample", "-v"], name=name)
-    hs.eq((t.rc, t.stdout), (plain.returncode, plain.stdout), f"exit code and output against untraced ({t.stderr!r})")
     base = os.path.basename(exe)
-    chains = {}
-    for st in t.json["stacks"]:
-        if st["function"] == "burn":
-            names = tuple(f.split("+")[0] for f in st["frames"])
-            chains[names] = chains.get(names, 0) + st["count"]
     levels = tuple(f"{base}!{f}" for f in ("burn", "level3", "level2", "level1", "main"))
-    wrong = {c: n for c, n in chains.items()
-             if c[:5] != levels or len(c) != 9 or not c[5].startswith(base + "!") or list(c[6:]) != START32[2::-1]}
-    hs.eq(wrong, {}, "entry stacks of burn that are not main -> level1 -> level2 -> level3 -> burn under the C "
-                     "runtime's start")
-    calls = test_sampler.func(t, "burn", base)["calls"]
-    hs.eq((sum(chains.values()), calls), (6, 6), "burn's entry stacks and calls (two per round)")
-    m = re.search(r"frame data of " + re.escape(base) + r": (\d+) records from its PDB, (\d+) rows of its \.eh_frame",
-                  t.stderr.decode(errors="replace"))
-    hs.check(m and int(m.group(1 if source == "pdb" else 2)) > 0,
-             f"frame data sent from its {source} (-v): {m and m.group(0)}")
+    for timed in ([], ["--time"]):
+        what = "with --time: " if timed else ""
+        t = hs.trace(exe, ["3"], options=["--stacks", "--no-sample", "-v"] + timed, name=name + "_time" * bool(timed))
+        hs.eq((t.rc, t.stdout), (plain.returncode, plain.stdout),
+              f"{what}exit code and output against untraced ({t.stderr!r})")
+        chains = {}
+        for st in t.json["stacks"]:
+            if st["function"] == "burn":
+                names = tuple(f.split("+")[0] for f in st["frames"])
+                chains[names] = chains.get(names, 0) + st["count"]
+        wrong = {c: n for c, n in chains.items()
+                 if c[:5] != levels or len(c) != 9 or not c[5].startswith(base + "!") or list(c[6:]) != START32[2::-1]}
+        hs.eq(wrong, {}, f"{what}entry stacks of burn that are not main -> level1 -> level2 -> level3 -> burn under "
+                         "the C runtime's start")
+        calls = test_sampler.func(t, "burn", base)["calls"]
+        hs.eq((sum(chains.values()), calls), (6, 6), f"{what}burn's entry stacks and calls (two per round)")
+        m = re.search(r"frame data of " + re.escape(base) + r": (\d+) records from its PDB, (\d+) rows of its "
+                      r"\.eh_frame", t.stderr.decode(errors="replace"))
+        hs.check(m and int(m.group(1 if source == "pdb" else 2)) > 0,
+                 f"{what}frame data sent from its {source} (-v): {m and m.group(0)}")
 
 
 def test_wow64_entry_stacks_fpo():
     """The 32-bit agent's entry stacks through callers whose frames only
     the image's PDB describes (build/fixtures/pdb/fpo32.exe: clang -O2 for
     i686, LLVM's FrameData records; check_entry_stacks_levels). Before, the
-    walk by the ebp chain alone went from burn's caller to main's: level1
-    and level2 were missing."""
+    walk by the ebp chain alone went from burn's caller level3 to the C
+    runtime's start: level2, level1 and main were missing."""
     check_entry_stacks_levels(hs.need("build/fixtures/pdb/fpo32.exe"), "pdb", "wow64_entry_fpo")
 
 
