@@ -203,7 +203,7 @@ UNIT32_SRC   := tests/unit/test_hook_exec.c tests/unit/test_hook_dlls.c tests/un
                 tests/unit/test_ebpwalk.c
 UNIT32_BIN   := $(patsubst tests/unit/%.c,$(B)/native32/unit/%,$(UNIT32_SRC))
 nat32_obj     = $(patsubst %.c,$(B)/native32/%.o,$(1))
-NATIVE32_LIB := $(call nat32_obj,$(HOOK_C) tests/unit/tap.c tests/unit/xrun.c tests/unit/xcase.c)
+NATIVE32_LIB := $(call nat32_obj,$(HOOK_C) tests/unit/tap.c tests/unit/xrun.c tests/unit/xcase.c tests/unit/ebpwalk32.c)
 
 $(CAPSTONE_M32)/lib/libcapstone.a:
 	./scripts/deps.sh

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "hook/unwind/ebpwalk.h"
+#include "hook/unwind/retshadow.h"
 
 typedef USHORT(NTAPI *capture_fn)(ULONG, ULONG, void **, ULONG *);
 

@@ -15,7 +15,7 @@
 #include "agent/agent.h"
 #include "hook/suspend/threads_win.h"
 #if HS_AGENT_X86
-#include "hook/unwind/ebpwalk.h"
+#include "hook/unwind/retshadow.h"
 #endif
 
 /* Read by wrapper.S. */

@@ -22,7 +22,7 @@
  *
  * Stack walkers: a timed call's slot holds the thunk while it is open;
  * the true address is its record's `ret`, newest record of that slot
- * first (hook/unwind/ebpwalk.h: hs_ret_shadow_true, which the entry
+ * first (hook/unwind/retshadow.h: hs_ret_shadow_true, which the entry
  * stacks and the callers of edges use). A sampler that stops the thread
  * can read the same records in the session; a walker outside hookscope
  * (ETW, another process's DbgHelp) sees the thunk.

@@ -69,7 +69,7 @@
 #include "hook/base/bytes.h"
 #include "hook/base/util.h"
 #include "hook/pe/pe.h"
-#include "hook/unwind/ebpwalk.h"
+#include "hook/unwind/retshadow.h"
 #include "hook/unwind/unwind32.h"
 #include "hook/unwind/unwinder.h"
 #include "sampler/codemap.h"

@@ -1,6 +1,7 @@
 /*
- * tests/unit/test_ebpwalk.c - the entry-stack walk of the 32-bit agent
- * (hook/unwind/ebpwalk.c) on stacks laid out by hand, run natively as a
+ * tests/unit/test_ebpwalk.c - the bare EBP-chain walk the harnesses of the
+ * 32-bit agent's thunks check with (tests/unit/ebpwalk32.c) on stacks
+ * laid out by hand, run natively as a
  * 32-bit program (-m32): a whole EBP chain, and the chain of a caller
  * without a frame pointer whose ebp holds a stack address that is no
  * frame (the slot above it a small number, a stack address, or one the
@@ -10,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "hook/unwind/ebpwalk.h"
+#include "tests/unit/ebpwalk32.h"
 #include "tests/unit/tap.h"
 
 #define ENTRY 0x00401000u

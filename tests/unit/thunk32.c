@@ -24,7 +24,7 @@
 #include "agent/edgehash.h"
 #include "hook/engine/count32.h"
 #include "hook/engine/hook.h"
-#include "hook/unwind/ebpwalk.h"
+#include "tests/unit/ebpwalk32.h"
 #include "tests/unit/tap.h"
 
 unsigned thunk32_slowed;

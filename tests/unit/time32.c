@@ -66,7 +66,7 @@
 #include <unistd.h>
 
 #include "hook/engine/count32.h"
-#include "hook/unwind/ebpwalk.h"
+#include "tests/unit/ebpwalk32.h"
 #include "hookscope/tl_head.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/xrun.h"

@@ -1,8 +1,8 @@
 /*
- * hook/unwind/ebpwalk.c - a 32-bit thread's stack by its EBP chain, with
- * the true return addresses of timed calls (retshadow.h; see ebpwalk.h).
+ * tests/unit/ebpwalk32.c - a 32-bit thread's stack by its EBP chain, with
+ * the true return addresses of timed calls (retshadow.h; see ebpwalk32.h).
  */
-#include "hook/unwind/ebpwalk.h"
+#include "tests/unit/ebpwalk32.h"
 
 int hs_ebp_walk(uint32_t entry, uint32_t esp, uint32_t ebp, uint32_t lo, uint32_t hi, const hs_ret_shadow *shadow,
                 hs_ebp_is_code is_code, void *ctx, uint64_t *frames, int max, int *truncated)

@@ -1,5 +1,5 @@
 /*
- * hook/unwind/ebpwalk.h - the stack of a 32-bit (x86) thread at a hooked
+ * tests/unit/ebpwalk32.h - the stack of a 32-bit (x86) thread at a hooked
  * function's entry, by its frame-pointer (EBP) chain: the entry, the
  * return address at esp, then each frame's return address at [ebp+4],
  * the next frame at [ebp]. Run on the thread's own live stack, within
@@ -14,8 +14,8 @@
  * native harnesses of the agent's thunks check the registers they pass
  * with (tests/unit/thunk32.c, time32.c).
  */
-#ifndef HOOKSCOPE_EBPWALK_H
-#define HOOKSCOPE_EBPWALK_H
+#ifndef HOOKSCOPE_TESTS_EBPWALK32_H
+#define HOOKSCOPE_TESTS_EBPWALK32_H
 
 #include <stdint.h>
 
