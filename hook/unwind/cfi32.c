@@ -103,12 +103,16 @@ size_t hs_cfi32_count(const hs_cfi32 *t)
     return t ? t->n : 0;
 }
 
+/* Called with each row run() passes: [loc, next) under the rules r. */
+typedef void (*row_fn)(void *ctx, uint64_t loc, uint64_t next, const row *r);
+
 /* Run call-frame instructions from location *loc (rva) on *r until the
  * row that holds at `rva` is reached: 1 there (*next: where the row after
  * it starts), 0 at their end, -1 for an instruction not read here. init:
- * the CIE's (its rules are the ones DW_CFA_restore goes back to). */
+ * the CIE's (its rules are the ones DW_CFA_restore goes back to).
+ * on_row (NULL: none) is called with each row before that one. */
 static int run(const uint8_t *p, size_t len, const fde *f, uint32_t rva, uint64_t *loc, uint64_t *next, row *r,
-               const row *init)
+               const row *init, row_fn on_row, void *ctx)
 {
     hs_cur c = hs_cur_of(p, len);
     row saved[REMEMBER_DEPTH];
@@ -240,41 +244,42 @@ static int run(const uint8_t *p, size_t len, const fde *f, uint32_t rva, uint64_
             *next = *loc + advance;
             return 1;
         }
+        if (on_row)
+            on_row(ctx, *loc, *loc + advance, r);
         *loc += advance;
     }
     return c.bad ? -1 : 0;
 }
 
-/* The frame data of FDE f at rva (base: the image's), and *next, where
- * the row holding rva ends: 1, or 0 when its rule is not one the walker
- * can use (*next set all the same), or -1 for instructions not read
- * here. */
-static int frame_at(const hs_cfi32 *t, const fde *f, uint32_t rva, uint32_t base, hs_uw32_frame_data *fd,
-                    uint64_t *next)
+/* The frame data at rva (base: the image's) under the rules r: 1, or 0
+ * when they are not ones the walker can use. */
+static int frame_of(const row *r, uint32_t rva, uint32_t base, hs_uw32_frame_data *fd)
 {
-    row r = { -1, 0, false, 0 };
-    uint64_t loc = f->rva;
-    *next = (uint64_t)f->rva + f->size;
-    if (run(t->pool + f->cie_at, f->cie_len, f, UINT32_MAX, &loc, next, &r, NULL) != 0)
-        return -1;
-    row init = r;
-    loc = f->rva;
-    *next = (uint64_t)f->rva + f->size;
-    if (run(t->pool + f->at, f->len, f, rva, &loc, next, &r, &init) < 0)
-        return -1;
     memset(fd, 0, sizeof *fd);
     fd->begin = base + rva;
-    if (r.cfa_reg == REG_EBP) {
+    if (r->cfa_reg == REG_EBP) {
         fd->uses_ebp = true;
         return 1;
     }
     /* the return address at CFA - 4; ebp, where saved, below it */
-    if (r.cfa_reg != REG_ESP || r.cfa_off < 4 || r.cfa_off > 0x1000000 ||
-        (r.ebp_saved && (r.ebp_off > -8 || -r.ebp_off > r.cfa_off)))
+    if (r->cfa_reg != REG_ESP || r->cfa_off < 4 || r->cfa_off > 0x1000000 ||
+        (r->ebp_saved && (r->ebp_off > -8 || -r->ebp_off > r->cfa_off)))
         return 0;
-    fd->locals = (uint32_t)(r.cfa_off - 4);
-    fd->ebp_saved_at = r.ebp_saved ? (uint32_t)(-r.ebp_off - 4) : 0;
+    fd->locals = (uint32_t)(r->cfa_off - 4);
+    fd->ebp_saved_at = r->ebp_saved ? (uint32_t)(-r->ebp_off - 4) : 0;
     return 1;
+}
+
+/* The rules of FDE f's first row (its CIE's initial instructions run) into
+ * *r and *init: 0, or -1 for instructions not read here. */
+static int first_row(const hs_cfi32 *t, const fde *f, row *r, row *init)
+{
+    uint64_t loc = f->rva, next;
+    *r = (row){ -1, 0, false, 0 };
+    if (run(t->pool + f->cie_at, f->cie_len, f, UINT32_MAX, &loc, &next, r, NULL, NULL, NULL) != 0)
+        return -1;
+    *init = *r;
+    return 0;
 }
 
 int hs_cfi32_frame_data(const hs_cfi32 *t, uint32_t rva, uint32_t base, hs_uw32_frame_data *fd)
@@ -284,39 +289,61 @@ int hs_cfi32_frame_data(const hs_cfi32 *t, uint32_t rva, uint32_t base, hs_uw32_
     size_t lo = HS_UPPER_BOUND_U32(t->fdes, t->n, rva, rva);
     if (!lo || rva - t->fdes[lo - 1].rva >= t->fdes[lo - 1].size)
         return 0;
-    uint64_t next;
-    return frame_at(t, &t->fdes[lo - 1], rva, base, fd, &next) == 1;
+    const fde *f = &t->fdes[lo - 1];
+    row r, init;
+    uint64_t loc = f->rva, next;
+    if (first_row(t, f, &r, &init) < 0 || run(t->pool + f->at, f->len, f, rva, &loc, &next, &r, &init, NULL, NULL) < 0)
+        return 0;
+    return frame_of(&r, rva, base, fd);
 }
 
-/* Two rows' frame data alike (begin aside). */
-static bool same_frame(const hs_uw32_frame_data *a, const hs_uw32_frame_data *b)
+/* hs_cfi32_each_row's rows of one FDE, runs of alike ones made one. */
+typedef struct merge {
+    hs_cfi32_row_fn fn;
+    void *ctx;
+    uint64_t end;              /* the FDE's */
+    hs_uw32_frame_data held;   /* the run of rows not given yet */
+    uint64_t held_end;         /* 0: none */
+} merge;
+
+static void give_held(merge *m)
 {
-    return a->locals == b->locals && a->ebp_saved_at == b->ebp_saved_at && a->uses_ebp == b->uses_ebp;
+    if (m->held_end)
+        m->fn(m->ctx, m->held.begin, (uint32_t)m->held_end, &m->held);
+    m->held_end = 0;
+}
+
+static void merge_row(void *ctx, uint64_t loc, uint64_t next, const row *r)
+{
+    merge *m = ctx;
+    if (next > m->end)
+        next = m->end;
+    if (loc >= next)
+        return;
+    hs_uw32_frame_data fd;
+    int got = frame_of(r, (uint32_t)loc, 0, &fd);
+    if (!got || m->held_end != loc || m->held.locals != fd.locals || m->held.ebp_saved_at != fd.ebp_saved_at ||
+        m->held.uses_ebp != fd.uses_ebp)
+        give_held(m);
+    if (got && !m->held_end)
+        m->held = fd;
+    if (got)
+        m->held_end = next;
 }
 
 void hs_cfi32_each_row(const hs_cfi32 *t, hs_cfi32_row_fn fn, void *ctx)
 {
     for (size_t i = 0; t && i < t->n; i++) {
         const fde *f = &t->fdes[i];
-        const uint64_t end = (uint64_t)f->rva + f->size;
-        hs_uw32_frame_data held, fd;
-        uint64_t held_end = 0;   /* 0: none held */
-        for (uint64_t rva = f->rva, next; rva < end; rva = next) {
-            int got = frame_at(t, f, (uint32_t)rva, 0, &fd, &next);
-            if (got < 0)
-                break;
-            if (next > end || next <= rva)
-                next = end;
-            if (held_end && (got != 1 || held_end != rva || !same_frame(&held, &fd))) {
-                fn(ctx, held.begin, (uint32_t)held_end, &held);
-                held_end = 0;
-            }
-            if (got == 1 && !held_end)
-                held = fd;
-            if (got == 1)
-                held_end = next;
-        }
-        if (held_end)
-            fn(ctx, held.begin, (uint32_t)held_end, &held);
+        merge m = { fn, ctx, (uint64_t)f->rva + f->size, { 0 }, 0 };
+        row r, init;
+        uint64_t loc = f->rva, next;
+        if (first_row(t, f, &r, &init) < 0)
+            continue;
+        /* (each row as the instructions pass it, then the last to the
+         * FDE's end; none past an instruction not read here) */
+        if (run(t->pool + f->at, f->len, f, UINT32_MAX, &loc, &next, &r, &init, merge_row, &m) == 0)
+            merge_row(&m, loc, m.end, &r);
+        give_held(&m);
     }
 }
