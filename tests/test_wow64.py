@@ -665,10 +665,12 @@ def test_wow64_sampled_fpo():
                  name="wow64_nofpo")
     hs.eq((t.rc, t.stdout), (plain.returncode, plain.stdout), f"without its PDB: exit code and output ({t.stderr!r})")
     stacks = folded(t, "cpu-stacks.folded")
-    deep = sum(c for s, c in stacks.items() if len(s) >= 9)
-    hs.check(sum(stacks.values()) >= 100 and deep == 0,
-             f"without its PDB, {deep} of {sum(stacks.values())} CPU samples still have the levels' frames: the "
-             "test would not see frame data missing")
+    deep, n = sum(c for s, c in stacks.items() if len(s) >= 9), sum(stacks.values())
+    # (the odd sample outside burn can come out that deep by the walker's
+    # scan: 1 of 493 once; with the PDB nearly all are, exactly)
+    hs.check(n >= 100 and deep <= 0.05 * n,
+             f"without its PDB, {deep} of {n} CPU samples still have the levels' frames: the test would not see "
+             "frame data missing")
 
 
 def test_wow64_attach_no_hooks():
